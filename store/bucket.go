@@ -1,0 +1,87 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// A Bucket is one day of a room's messages, as KillrChat's time_bucket: the
+// UTC date written as the integer yyyyMMdd. Messages are partitioned by
+// (room, bucket) so no partition grows without bound.
+type Bucket int
+
+// BucketOf returns the bucket holding messages posted at t.
+func BucketOf(t time.Time) Bucket {
+	t = t.UTC()
+	return Bucket(t.Year()*10000 + int(t.Month())*100 + t.Day())
+}
+
+// Start is the first instant of the bucket.
+func (b Bucket) Start() time.Time {
+	return time.Date(int(b)/10000, time.Month(int(b)/100%100), int(b)%100, 0, 0, 0, 0, time.UTC)
+}
+
+// UnflushedWindow bounds how long a backend may hold a new bucket in memory
+// before it is listed in messages_bucket. Readers always probe the buckets of
+// that recent window directly, so a bucket not yet listed is never skipped.
+const UnflushedWindow = time.Minute
+
+// BucketReader reads up to limit messages of one bucket, in the scan's
+// direction and within the scan's cursor bound.
+type BucketReader func(ctx context.Context, b Bucket, limit int) ([]Message, error)
+
+// NewestFirstBuckets returns the buckets a newest-first page must visit, in
+// order: the listed non-empty buckets at or before the cursor's bucket, plus
+// the recent buckets that may not be listed yet. A zero cursor starts now.
+func NewestFirstBuckets(listed []Bucket, before MessageID, now time.Time) []Bucket {
+	start := BucketOf(now)
+	if !before.IsZero() {
+		start = min(start, BucketOf(before.Time()))
+	}
+	out := make([]Bucket, 0, len(listed)+2)
+	for _, b := range append(recentBuckets(now), listed...) {
+		if b <= start {
+			out = append(out, b)
+		}
+	}
+	slices.Sort(out)
+	slices.Reverse(out)
+	return slices.Compact(out)
+}
+
+// OldestFirstBuckets returns the buckets an oldest-first scan after the
+// cursor must visit, in order.
+func OldestFirstBuckets(listed []Bucket, after MessageID, now time.Time) []Bucket {
+	from := BucketOf(after.Time())
+	out := make([]Bucket, 0, len(listed)+2)
+	for _, b := range append(recentBuckets(now), listed...) {
+		if b >= from {
+			out = append(out, b)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func recentBuckets(now time.Time) []Bucket {
+	return []Bucket{BucketOf(now), BucketOf(now.Add(-UnflushedWindow))}
+}
+
+// ScanBuckets reads buckets in order until limit messages are collected.
+// Each bucket is asked only for what the page still lacks, so a page costs
+// one read per bucket it touches and none past the one that fills it.
+func ScanBuckets(ctx context.Context, buckets []Bucket, limit int, read BucketReader) ([]Message, error) {
+	var page []Message
+	for _, b := range buckets {
+		if len(page) >= limit {
+			break
+		}
+		msgs, err := read(ctx, b, limit-len(page))
+		if err != nil {
+			return nil, err
+		}
+		page = append(page, msgs...)
+	}
+	return page, nil
+}

@@ -1,0 +1,32 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The sentinel errors of the chat domain. Backends wrap them with context
+// ("room \"games\": not found"); callers test them with errors.Is. The GraphQL
+// layer maps each one to an error code, and the wrapped message is safe to
+// show to clients.
+var (
+	// ErrNotFound: the user, room or message does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: a unique name (login, room name) is already taken.
+	ErrConflict = errors.New("already exists")
+	// ErrForbidden: the acting user may not do this (delete another's room).
+	ErrForbidden = errors.New("forbidden")
+	// ErrInvalid: the input breaks a validation rule, named in the message.
+	ErrInvalid = errors.New("invalid input")
+)
+
+// Invalidf returns an error wrapping ErrInvalid whose message states the
+// broken rule.
+func Invalidf(format string, args ...any) error {
+	return &invalidError{msg: fmt.Sprintf(format, args...)}
+}
+
+type invalidError struct{ msg string }
+
+func (e *invalidError) Error() string { return e.msg }
+func (e *invalidError) Unwrap() error { return ErrInvalid }

@@ -1,0 +1,165 @@
+package store
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"sync/atomic"
+	"time"
+)
+
+// MessageID is a version 1 (time-based) UUID, Cassandra's timeuuid: it sorts
+// by the time it was made and is unique without coordination, so two
+// messages posted in the same microsecond on two servers never collide.
+type MessageID [16]byte
+
+// uuidEpochOffset is the number of 100 ns ticks between the UUID epoch
+// (1582-10-15) and the Unix epoch.
+const uuidEpochOffset = 0x01B21DD213814000
+
+// lastTick is the timestamp of the newest id this process made; NewMessageID
+// keeps ids strictly increasing even when the clock stalls or steps back.
+var lastTick atomic.Uint64
+
+// processNode is this process's random node id and clock sequence, fixed at
+// start: ids from different servers differ in these bytes.
+var processNode = func() (b [8]byte) {
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("store: no randomness for timeuuid node: " + err.Error())
+	}
+	return b
+}()
+
+// NewMessageID returns a fresh timeuuid for now, strictly greater than any
+// this process returned before.
+func NewMessageID() MessageID {
+	now := tickOf(time.Now())
+	for {
+		last := lastTick.Load()
+		next := max(now, last+1)
+		if lastTick.CompareAndSwap(last, next) {
+			return makeMessageID(next, processNode)
+		}
+	}
+}
+
+// MessageIDAt returns a timeuuid for t with random low bytes, for messages
+// whose time is given (imports, tests of bucket boundaries).
+func MessageIDAt(t time.Time) MessageID {
+	var low [8]byte
+	if _, err := rand.Read(low[:]); err != nil {
+		panic("store: no randomness for timeuuid: " + err.Error())
+	}
+	return makeMessageID(tickOf(t), low)
+}
+
+func tickOf(t time.Time) uint64 {
+	return uint64(t.UnixNano()/100) + uuidEpochOffset
+}
+
+func makeMessageID(tick uint64, low [8]byte) (id MessageID) {
+	binary.BigEndian.PutUint32(id[0:4], uint32(tick))
+	binary.BigEndian.PutUint16(id[4:6], uint16(tick>>32))
+	binary.BigEndian.PutUint16(id[6:8], uint16(tick>>48)&0x0fff|0x1000)
+	copy(id[8:], low[:])
+	id[8] = id[8]&0x3f | 0x80 // RFC 4122 variant
+	return id
+}
+
+// tick is the 60-bit count of 100 ns intervals since the UUID epoch.
+func (id MessageID) tick() uint64 {
+	return uint64(binary.BigEndian.Uint16(id[6:8])&0x0fff)<<48 |
+		uint64(binary.BigEndian.Uint16(id[4:6]))<<32 |
+		uint64(binary.BigEndian.Uint32(id[0:4]))
+}
+
+// Time is the moment the id was made, to 100 ns.
+func (id MessageID) Time() time.Time {
+	return time.Unix(0, int64(id.tick()-uuidEpochOffset)*100).UTC()
+}
+
+// IsZero reports whether id is the zero value, which paging reads as "none".
+func (id MessageID) IsZero() bool { return id == MessageID{} }
+
+// Compare orders ids as Cassandra's timeuuid type does: by time, then by the
+// low eight bytes compared as signed bytes. It returns -1, 0 or +1.
+func (id MessageID) Compare(other MessageID) int {
+	a, b := id.tick(), other.tick()
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	for i := 8; i < 16; i++ {
+		x, y := int8(id[i]), int8(other[i])
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+	}
+	return 0
+}
+
+// SortKey returns 16 bytes whose byte order is the Compare order, for
+// backends that keep ids in ordered keys.
+func (id MessageID) SortKey() (k [16]byte) {
+	binary.BigEndian.PutUint64(k[0:8], id.tick())
+	for i := 8; i < 16; i++ {
+		k[i] = id[i] ^ 0x80
+	}
+	return k
+}
+
+// MessageIDFromSortKey inverts SortKey.
+func MessageIDFromSortKey(k []byte) (MessageID, error) {
+	if len(k) != 16 {
+		return MessageID{}, Invalidf("message id sort key has %d bytes, want 16", len(k))
+	}
+	var low [8]byte
+	for i := range low {
+		low[i] = k[8+i] ^ 0x80
+	}
+	id := makeMessageID(binary.BigEndian.Uint64(k[0:8]), low)
+	id[8] = k[8] ^ 0x80 // keep the variant bits exactly as stored
+	return id, nil
+}
+
+// String formats id in the canonical 8-4-4-4-12 hex form.
+func (id MessageID) String() string {
+	var b [36]byte
+	hex.Encode(b[0:8], id[0:4])
+	b[8] = '-'
+	hex.Encode(b[9:13], id[4:6])
+	b[13] = '-'
+	hex.Encode(b[14:18], id[6:8])
+	b[18] = '-'
+	hex.Encode(b[19:23], id[8:10])
+	b[23] = '-'
+	hex.Encode(b[24:], id[10:])
+	return string(b[:])
+}
+
+// ParseMessageID parses the canonical form String returns. It returns an
+// error wrapping ErrInvalid unless s is a version 1 UUID.
+func ParseMessageID(s string) (MessageID, error) {
+	var id MessageID
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return id, Invalidf("message id %q is not a UUID (want xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)", s)
+	}
+	parts := [][2]int{{0, 8}, {9, 13}, {14, 18}, {19, 23}, {24, 36}}
+	at := 0
+	for _, p := range parts {
+		n, err := hex.Decode(id[at:], []byte(s[p[0]:p[1]]))
+		if err != nil {
+			return MessageID{}, Invalidf("message id %q is not a UUID: %v", s, err)
+		}
+		at += n
+	}
+	if id[6]>>4 != 1 {
+		return MessageID{}, Invalidf("message id %q is not a time-based (version 1) UUID", s)
+	}
+	return id, nil
+}

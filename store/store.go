@@ -1,0 +1,144 @@
+// Package store holds the chat domain: users, rooms and messages, the Store
+// interface every backend implements, and the errors it returns.
+//
+// The interface is query-shaped: each method is one of the access paths of
+// KillrChat's Cassandra data model (users, chat_rooms, chat_room_messages,
+// messages_bucket), so a backend maps each call onto a small, known number of
+// partition reads and writes. Backends live in subpackages (embedded,
+// cassandra) and are proven by the conformance suite in storetest.
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// UserRef is the denormalized slice of a user that rooms and messages carry:
+// the Cassandra user-defined type `user (login, firstname, lastname)`.
+// Names are immutable after signup, so copies never go stale.
+type UserRef struct {
+	Login     string
+	Firstname string
+	Lastname  string
+}
+
+// User is a chat user's profile, as the users table stores it.
+type User struct {
+	UserRef
+	Email string
+	Bio   string
+	// ChatRooms are the names of the rooms the user participates in, sorted.
+	ChatRooms []string
+}
+
+// Account is a User with the password hash used at login.
+type Account struct {
+	User
+	PassHash []byte
+}
+
+// Room is a chat room with its creator and participants denormalized into
+// one row, so one read shows the whole room.
+type Room struct {
+	Name      string
+	Creator   UserRef
+	CreatedAt time.Time
+	Banner    string
+	// Participants are sorted by login.
+	Participants []UserRef
+}
+
+// HasParticipant reports whether login is among the room's participants.
+func (r Room) HasParticipant(login string) bool {
+	for _, p := range r.Participants {
+		if p.Login == login {
+			return true
+		}
+	}
+	return false
+}
+
+// Message is one message of a room. System messages record joins and leaves.
+type Message struct {
+	Room    string
+	ID      MessageID
+	Author  UserRef
+	Content string
+	System  bool
+}
+
+// PostedAt is the time encoded in the message's timeuuid.
+func (m Message) PostedAt() time.Time { return m.ID.Time() }
+
+// Store is the persistence contract of the chat. Every method takes a context
+// that bounds its I/O. Errors wrap the sentinels of this package (test them
+// with errors.Is); anything else is an internal failure.
+type Store interface {
+	// CreateUser stores a new account. Logins are unique: the write is a
+	// compare-and-set (INSERT ... IF NOT EXISTS), so of many concurrent signups
+	// of one login exactly one succeeds. Returns ErrConflict if the login is
+	// taken; the existing account is left untouched.
+	CreateUser(ctx context.Context, a Account) error
+
+	// Account returns the account of login, password hash included.
+	// Returns ErrNotFound if there is none.
+	Account(ctx context.Context, login string) (Account, error)
+
+	// User returns the profile of login, with the rooms it participates in.
+	// Returns ErrNotFound if there is none.
+	User(ctx context.Context, login string) (User, error)
+
+	// CreateRoom stores a new room (INSERT ... IF NOT EXISTS) whose first
+	// participant is its creator, and adds it to the creator's rooms.
+	// Returns ErrConflict if a room of that name exists.
+	CreateRoom(ctx context.Context, r Room) error
+
+	// Room returns the room called name with its creator and participants,
+	// read from one partition. Returns ErrNotFound if there is none.
+	Room(ctx context.Context, name string) (Room, error)
+
+	// Rooms returns up to limit rooms that come after the room named after
+	// in the backend's own stable order (the empty string starts at the
+	// beginning). Paging on with the last name returned visits every room
+	// exactly once.
+	Rooms(ctx context.Context, after string, limit int) ([]Room, error)
+
+	// JoinRoom adds u to the room's participants and the room to u's rooms,
+	// and returns the room as it is after the join. The update is conditional
+	// on the room existing (UPDATE ... IF EXISTS), so a join never
+	// resurrects a deleted room. Joining twice is harmless.
+	// Returns ErrNotFound if the room does not exist.
+	JoinRoom(ctx context.Context, name string, u UserRef) (Room, error)
+
+	// LeaveRoom removes u from the room's participants and the room from u's
+	// rooms. Removal commutes with deletion, so it needs no condition.
+	// Returns ErrNotFound if the room does not exist or u is not in it.
+	LeaveRoom(ctx context.Context, name string, u UserRef) error
+
+	// DeleteRoom deletes the room if creatorLogin created it, removes it from
+	// every participant's rooms and deletes its messages. The delete is
+	// conditional on the creator and on the participant set read just before
+	// (DELETE ... IF creator_login = ? AND participants = ?); when only the
+	// participants changed it retries with the fresh set, so a participant
+	// joining during the delete is cleaned up too. Returns the room as it was
+	// when deleted. Returns ErrNotFound if the room does not exist and
+	// ErrForbidden if creatorLogin is not its creator.
+	DeleteRoom(ctx context.Context, name string, creatorLogin string) (Room, error)
+
+	// PostMessage stores m in the time bucket of its id. The caller assigns
+	// the id (NewMessageID) and checks that the author may post.
+	PostMessage(ctx context.Context, m Message) error
+
+	// Messages returns up to limit messages of the room, newest first, that
+	// are strictly older than before (the zero MessageID means "from the
+	// newest"). Pages cross time buckets with no gap and no duplicate, and
+	// skip empty buckets.
+	Messages(ctx context.Context, room string, before MessageID, limit int) ([]Message, error)
+
+	// MessagesAfter returns up to limit messages of the room, oldest first,
+	// that are strictly newer than after. Subscribers resume with it.
+	MessagesAfter(ctx context.Context, room string, after MessageID, limit int) ([]Message, error)
+
+	// Close releases the backend's resources, flushing buffered writes.
+	Close() error
+}
