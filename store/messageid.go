@@ -163,3 +163,16 @@ func ParseMessageID(s string) (MessageID, error) {
 	}
 	return id, nil
 }
+
+// MarshalText encodes id in its canonical form, so JSON carries it as a string.
+func (id MessageID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
+
+// UnmarshalText parses the canonical form.
+func (id *MessageID) UnmarshalText(b []byte) error {
+	parsed, err := ParseMessageID(string(b))
+	if err != nil {
+		return err
+	}
+	*id = parsed
+	return nil
+}

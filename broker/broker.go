@@ -1,0 +1,67 @@
+// Package broker carries live events from the server instance where they
+// happen to the subscribers on every instance. The store is the source of
+// truth: a broker may drop events (a subscriber that falls behind is cut off,
+// a Redis outage loses what was published during it), and subscribers catch
+// up from the store by cursor.
+package broker
+
+import (
+	"context"
+	"errors"
+
+	"github.com/killrchat/chatql/store"
+)
+
+// EventKind says what happened in a room.
+type EventKind string
+
+// The kinds of room events.
+const (
+	MessagePosted     EventKind = "MESSAGE_POSTED"
+	ParticipantJoined EventKind = "PARTICIPANT_JOINED"
+	ParticipantLeft   EventKind = "PARTICIPANT_LEFT"
+	RoomDeleted       EventKind = "ROOM_DELETED"
+
+	// Resync is not a room event: the broker may have lost events (its
+	// upstream connection dropped and came back), so the subscriber must
+	// catch up from the store after its last cursor.
+	Resync EventKind = "RESYNC"
+)
+
+// Event is one thing that happened in a room.
+type Event struct {
+	Kind EventKind `json:"kind"`
+	Room string    `json:"room"`
+	// Message is the posted message, or the system message that records a
+	// join or a leave; nil for RoomDeleted. Its id is the resume cursor.
+	Message *store.Message `json:"message,omitempty"`
+	// User is who joined, left or deleted the room.
+	User store.UserRef `json:"user"`
+}
+
+// RoomTopic is the topic of a room's events.
+func RoomTopic(room string) string { return "room:" + room }
+
+// Errors that end a subscription.
+var (
+	// ErrSlowSubscriber: the subscriber did not keep up and was cut off so
+	// that it never holds back posters or other subscribers.
+	ErrSlowSubscriber = errors.New("subscriber too slow: events were arriving faster than it read them; resubscribe with the last cursor to catch up")
+	// ErrClosed: the broker is shutting down.
+	ErrClosed = errors.New("broker closed: the server is shutting down; resubscribe with the last cursor")
+)
+
+// Broker publishes events to topics and subscribes to them.
+type Broker interface {
+	// Publish sends ev to the current subscribers of topic on every
+	// instance, at most once.
+	Publish(ctx context.Context, topic string, ev Event) error
+
+	// Subscribe returns a subscription to topic. When it returns, the
+	// subscription is live: every event published afterwards reaches it,
+	// unless it ends first.
+	Subscribe(ctx context.Context, topic string) (*Subscription, error)
+
+	// Close ends every subscription with ErrClosed and releases resources.
+	Close() error
+}

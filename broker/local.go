@@ -1,0 +1,37 @@
+package broker
+
+import "context"
+
+// Local is the in-process broker of a single server instance: Publish
+// delivers straight to the local subscribers.
+type Local struct{ hub *Hub }
+
+var _ Broker = (*Local)(nil)
+
+// NewLocal returns an in-process broker with per-subscriber buffers of
+// bufferSize events (DefaultBufferSize if zero).
+func NewLocal(bufferSize int) *Local { return &Local{hub: NewHub(bufferSize, nil)} }
+
+// Publish delivers ev to topic's subscribers without waiting for any of them.
+func (b *Local) Publish(ctx context.Context, topic string, ev Event) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b.hub.Deliver(topic, ev)
+	return nil
+}
+
+// Subscribe returns a live subscription to topic.
+func (b *Local) Subscribe(ctx context.Context, topic string) (*Subscription, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	sub, _, err := b.hub.Add(topic)
+	return sub, err
+}
+
+// Close ends every subscription with ErrClosed.
+func (b *Local) Close() error {
+	b.hub.Close()
+	return nil
+}

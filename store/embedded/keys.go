@@ -1,0 +1,133 @@
+package embedded
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/killrchat/chatql/store"
+)
+
+// Keys mirror the Cassandra tables as `table | partition key | clustering
+// key`, each part an element of an order-preserving tuple encoding: the byte
+// order of two keys is the order of their tuples, element by element. So a
+// partition is one contiguous key range and its rows lie in clustering order.
+//
+// Strings are escaped (0x00 becomes 0x00 0xFF) and terminated by 0x00 0x01.
+// The terminator sorts below every escaped byte, so a string orders before
+// every longer string it prefixes, and no encoded string is a prefix of
+// another: room "a" can never read the rows of room "a\x00b" or "ab".
+// Integers are big-endian, fixed width, with the sign bit flipped so that
+// negative numbers order first.
+
+// The tables, named as in the Cassandra schema.
+const (
+	tableUsers        = "users"
+	tableChatRooms    = "chat_rooms"
+	tableRoomMessages = "chat_room_messages"
+	tableBuckets      = "messages_bucket"
+)
+
+// A key is an encoded tuple under construction. Each method appends one
+// element and returns the longer key.
+type key []byte
+
+// tuple starts a key in table.
+func tuple(table string) key {
+	return key(nil).str(table)
+}
+
+// str appends a string element.
+func (k key) str(s string) key {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0x00 {
+			k = append(k, 0x00, 0xFF)
+		} else {
+			k = append(k, s[i])
+		}
+	}
+	return append(k, 0x00, 0x01)
+}
+
+// int appends a signed integer element.
+func (k key) int(v int64) key {
+	return binary.BigEndian.AppendUint64(k, uint64(v)^(1<<63))
+}
+
+// desc appends the message id in descending order: the bytes of its sort
+// key inverted, so newer messages come first, as the table's clustering
+// order (message_id DESC) says.
+func (k key) desc(id store.MessageID) key {
+	sk := id.SortKey()
+	for _, b := range sk {
+		k = append(k, ^b)
+	}
+	return k
+}
+
+// descIDLen is the width of a desc element.
+const descIDLen = 16
+
+// parseDesc decodes a desc element.
+func parseDesc(b []byte) (store.MessageID, error) {
+	if len(b) != descIDLen {
+		return store.MessageID{}, fmt.Errorf("message key has a %d-byte id, want %d", len(b), descIDLen)
+	}
+	var sk [descIDLen]byte
+	for i, x := range b {
+		sk[i] = ^x
+	}
+	return store.MessageIDFromSortKey(sk[:])
+}
+
+// parseInt decodes an int element.
+func parseInt(b []byte) (int64, error) {
+	if len(b) != 8 {
+		return 0, fmt.Errorf("integer key element has %d bytes, want 8", len(b))
+	}
+	return int64(binary.BigEndian.Uint64(b) ^ (1 << 63)), nil
+}
+
+// end returns the first key after every key that starts with k: the
+// exclusive upper bound of the range k prefixes.
+func (k key) end() []byte {
+	end := bytes.Clone(k)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xFF {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil // k is all 0xFF: nothing follows, the range is unbounded
+}
+
+// next returns the first key after k itself, to make an inclusive lower
+// bound exclusive.
+func (k key) next() []byte {
+	return append(bytes.Clone(k), 0x00)
+}
+
+// The keys of the tables.
+
+func userKey(login string) key { return tuple(tableUsers).str(login) }
+
+func roomKey(name string) key { return tuple(tableChatRooms).str(name) }
+
+// messagePartition is the partition of chat_room_messages holding one day
+// of a room.
+func messagePartition(room string, b store.Bucket) key {
+	return tuple(tableRoomMessages).str(room).int(int64(b))
+}
+
+// roomMessages prefixes every message partition of the room.
+func roomMessages(room string) key { return tuple(tableRoomMessages).str(room) }
+
+func messageKey(room string, id store.MessageID) key {
+	return messagePartition(room, store.BucketOf(id.Time())).desc(id)
+}
+
+// bucketPartition is the partition of messages_bucket listing the room's
+// non-empty buckets.
+func bucketPartition(room string) key { return tuple(tableBuckets).str(room) }
+
+func bucketKey(room string, b store.Bucket) key { return bucketPartition(room).int(int64(b)) }
