@@ -99,9 +99,16 @@ jamm_jar() {
   return 1
 }
 
+# True if $1 is a live process that is (or is about to exec) our CassandraDaemon.
+# The /proc check guards against a stale pid file whose pid got reused, and
+# treats zombies (empty cmdline) as dead.
 pid_alive() {
   local pid="$1"
-  [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null
+  [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
+  if [[ -r "/proc/$pid/cmdline" ]]; then
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'org.apache.cassandra.service.CassandraDaemon' || return 1
+  fi
+  return 0
 }
 
 read_pid() {
@@ -141,12 +148,28 @@ show_log_tail() {
   printf -- '-----\n' >&2
 }
 
+# Serialise install/start/stop between concurrent invocations (e.g. parallel
+# test packages all calling `start`). fd 9 is closed for the Cassandra process.
+LOCKED=0
+take_lock() {
+  ((LOCKED)) && return 0
+  command -v flock >/dev/null 2>&1 || return 0
+  mkdir -p "$CASSANDRA_HOME"
+  exec 9>"$CASSANDRA_HOME/.lock"
+  if ! flock -n 9; then
+    log "another cassandra.sh is running against $CASSANDRA_HOME; waiting for it ..."
+    flock -w 900 9 || die "timed out waiting for lock $CASSANDRA_HOME/.lock"
+  fi
+  LOCKED=1
+}
+
 # ---------------------------------------------------------------------------
 # install
 # ---------------------------------------------------------------------------
 
 cmd_install() {
   ensure_gitignore
+  take_lock
   if is_installed; then
     log "Cassandra $CASSANDRA_VERSION already installed in $LIB_DIR"
     return 0
@@ -327,9 +350,6 @@ build_jvm_opts() {
     -da:net.openhft...
     -XX:+UseThreadPriorities
     -XX:+HeapDumpOnOutOfMemoryError
-    -XX:+ExitOnOutOfMemoryError
-    "-XX:HeapDumpPath=$LOG_DIR"
-    "-XX:ErrorFile=$LOG_DIR/hs_err_%p.log"
     -Xss256k
     -XX:+AlwaysPreTouch
     -XX:+UseTLAB
@@ -381,6 +401,9 @@ build_jvm_opts() {
 
     # --- what bin/cassandra + cassandra-env.sh would add ---
     "-javaagent:$jamm"
+    -XX:+ExitOnOutOfMemoryError
+    "-XX:HeapDumpPath=$LOG_DIR"
+    "-XX:ErrorFile=$LOG_DIR/hs_err_%p.log"
     "-Dcassandra.home=$CASSANDRA_HOME"
     "-Dcassandra.config=file://$CONF_DIR/cassandra.yaml"
     "-Dcassandra.logdir=$LOG_DIR"
@@ -452,6 +475,7 @@ wait_for_cql() {
 }
 
 cmd_start() {
+  take_lock
   cmd_install
   check_java
 
@@ -495,7 +519,7 @@ cmd_start() {
   if command -v setsid >/dev/null 2>&1; then
     launcher=(setsid "${launcher[@]}")
   fi
-  (cd "$CASSANDRA_HOME" && exec nohup "${launcher[@]}" >>"$STDOUT_LOG" 2>&1 </dev/null) &
+  (cd "$CASSANDRA_HOME" && exec nohup "${launcher[@]}" >>"$STDOUT_LOG" 2>&1 </dev/null 9>&-) &
 
   local i
   for ((i = 0; i < 100; i++)); do
@@ -509,6 +533,7 @@ cmd_start() {
 }
 
 cmd_stop() {
+  take_lock
   local pid
   if ! pid="$(read_pid)"; then
     log "not running (no pid file $PID_FILE)"
