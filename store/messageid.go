@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
+	"io"
+	"strconv"
 	"sync/atomic"
 	"time"
 )
@@ -175,4 +177,25 @@ func (id *MessageID) UnmarshalText(b []byte) error {
 	}
 	*id = parsed
 	return nil
+}
+
+// MarshalGQL writes id as a GraphQL ID string.
+func (id MessageID) MarshalGQL(w io.Writer) {
+	_, _ = io.WriteString(w, strconv.Quote(id.String()))
+}
+
+// UnmarshalGQL reads an ID argument.
+func (id *MessageID) UnmarshalGQL(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return Invalidf("message id must be a string, got %T", v)
+	}
+	return id.UnmarshalText([]byte(s))
+}
+
+// MinMessageID returns the smallest id made at t in Compare order: a
+// strict lower bound for "every message from t on".
+func MinMessageID(t time.Time) MessageID {
+	low := [8]byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80} // -128 as signed bytes
+	return makeMessageID(tickOf(t), low)
 }

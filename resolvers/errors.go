@@ -1,0 +1,88 @@
+package resolvers
+
+import (
+	"context"
+	"errors"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/killrchat/chatql/auth"
+	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/store"
+)
+
+// The error codes clients see in extensions.code.
+const (
+	CodeUnauthenticated = "UNAUTHENTICATED"
+	CodeForbidden       = "FORBIDDEN"
+	CodeNotFound        = "NOT_FOUND"
+	CodeConflict        = "CONFLICT"
+	CodeBadUserInput    = "BAD_USER_INPUT"
+	CodeInternal        = "INTERNAL"
+)
+
+// codeOf maps an error to its client-facing code. Only errors wrapping a
+// known sentinel have messages meant for clients; everything else is
+// INTERNAL and its details stay in the server log.
+func codeOf(err error) (code string, public bool) {
+	switch {
+	case errors.Is(err, auth.ErrUnauthenticated):
+		return CodeUnauthenticated, true
+	case errors.Is(err, store.ErrForbidden):
+		return CodeForbidden, true
+	case errors.Is(err, store.ErrNotFound):
+		return CodeNotFound, true
+	case errors.Is(err, store.ErrConflict):
+		return CodeConflict, true
+	case errors.Is(err, store.ErrInvalid):
+		return CodeBadUserInput, true
+	case errors.Is(err, broker.ErrSlowSubscriber), errors.Is(err, broker.ErrClosed):
+		return CodeInternal, true
+	}
+	return CodeInternal, false
+}
+
+// ErrorPresenter turns every error into a GraphQL error with a code. It is
+// the one place where errors meet the wire.
+func (r *Resolver) ErrorPresenter(ctx context.Context, err error) *gqlerror.Error {
+	var gqlErr *gqlerror.Error
+	if errors.As(err, &gqlErr) {
+		switch gqlErr.Extensions["code"] {
+		case errcode.ParseFailed, errcode.ValidationFailed, "COMPLEXITY_LIMIT_EXCEEDED":
+			// gqlgen's own verdict on a malformed or invalid operation.
+			presented := graphql.DefaultErrorPresenter(ctx, err)
+			setCode(presented, CodeBadUserInput)
+			return presented
+		}
+	}
+	return r.present(ctx, err)
+}
+
+// present gives err its code; an error that wraps no known sentinel is
+// logged and shown only as "internal error".
+func (r *Resolver) present(ctx context.Context, err error) *gqlerror.Error {
+	presented := graphql.DefaultErrorPresenter(ctx, err)
+	code, public := codeOf(err)
+	if !public {
+		r.Log.ErrorContext(ctx, "request failed", "err", err, "path", presented.Path.String())
+		presented.Message = "internal error"
+	}
+	setCode(presented, code)
+	return presented
+}
+
+func setCode(e *gqlerror.Error, code string) {
+	if e.Extensions == nil {
+		e.Extensions = map[string]any{}
+	}
+	e.Extensions["code"] = code
+}
+
+// Recover turns a resolver panic into an INTERNAL error and logs it; the
+// server keeps running.
+func (r *Resolver) Recover(ctx context.Context, p any) error {
+	r.Log.ErrorContext(ctx, "resolver panic", "panic", p)
+	return errors.New("internal error: resolver panic")
+}

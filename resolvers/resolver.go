@@ -1,0 +1,28 @@
+// Package resolvers maps the GraphQL API onto the store and the broker:
+// identity from the verified token, a store call, a broker publish.
+package resolvers
+
+import (
+	"log/slog"
+
+	"github.com/killrchat/chatql/auth"
+	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/store"
+)
+
+// Page sizes of the connections.
+const (
+	MaxPageSize = 100
+	// replayPageSize is how many stored messages a resuming subscription
+	// reads per store call.
+	replayPageSize = 100
+)
+
+// Resolver holds the dependencies of every resolver, built once at start.
+type Resolver struct {
+	Store     store.Store
+	Broker    broker.Broker
+	Tokens    *auth.Tokens
+	Passwords *auth.Passwords
+	Log       *slog.Logger
+}

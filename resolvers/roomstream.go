@@ -1,0 +1,166 @@
+package resolvers
+
+import (
+	"context"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+
+	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/graph/model"
+	"github.com/killrchat/chatql/store"
+)
+
+// dedupeWindow is how far back a stream remembers what it delivered. Live
+// events from several servers may arrive slightly out of id order, and a
+// catch-up from the store overlaps the live stream; ids within the window
+// are compared, older ones cannot come again.
+const dedupeWindow = time.Minute
+
+// roomStream is one subscriber's view of a room: stored messages after its
+// cursor, then live events, with no gap and no duplicate.
+type roomStream struct {
+	r     *Resolver
+	room  string
+	me    store.UserRef
+	sub   *broker.Subscription
+	out   chan *model.RoomEvent
+	since time.Time // when the live subscription started
+
+	seen   map[store.MessageID]struct{} // delivered ids within dedupeWindow of newest
+	newest store.MessageID
+}
+
+// streamRoom subscribes to the room before reading the store, so nothing
+// posted in between is missed, and returns the channel gqlgen reads.
+func (r *Resolver) streamRoom(ctx context.Context, room string, me store.UserRef, after store.MessageID) (<-chan *model.RoomEvent, error) {
+	since := time.Now()
+	sub, err := r.Broker.Subscribe(ctx, broker.RoomTopic(room))
+	if err != nil {
+		return nil, err
+	}
+	s := &roomStream{
+		r: r, room: room, me: me, sub: sub, since: since,
+		out:  make(chan *model.RoomEvent),
+		seen: make(map[store.MessageID]struct{}),
+	}
+	go s.run(ctx, after)
+	return s.out, nil
+}
+
+func (s *roomStream) run(ctx context.Context, after store.MessageID) {
+	defer close(s.out)
+	defer s.sub.Close()
+	if !after.IsZero() {
+		if err := s.catchUp(ctx, after); err != nil {
+			s.fail(ctx, err)
+			return
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-s.sub.C:
+			if !ok {
+				if err := s.sub.Err(); err != nil {
+					s.fail(ctx, err)
+				}
+				return
+			}
+			if ev.Kind == broker.Resync {
+				if err := s.catchUp(ctx, s.resyncFrom()); err != nil {
+					s.fail(ctx, err)
+					return
+				}
+				continue
+			}
+			if !s.deliver(ctx, ev) || s.ends(ev) {
+				return
+			}
+		}
+	}
+}
+
+// ends reports whether ev is the last event the subscriber may see.
+func (s *roomStream) ends(ev broker.Event) bool {
+	return ev.Kind == broker.RoomDeleted || ev.Kind == broker.ParticipantLeft && ev.User.Login == s.me.Login
+}
+
+// resyncFrom is where a catch-up starts after the broker may have lost
+// events: a window before the newest delivered message (or before the
+// subscription began), since live ids can arrive slightly out of order.
+func (s *roomStream) resyncFrom() store.MessageID {
+	from := s.since
+	if !s.newest.IsZero() {
+		from = s.newest.Time()
+	}
+	return store.MinMessageID(from.Add(-dedupeWindow))
+}
+
+// catchUp delivers the stored messages after the cursor, oldest first.
+func (s *roomStream) catchUp(ctx context.Context, after store.MessageID) error {
+	for {
+		msgs, err := s.r.Store.MessagesAfter(ctx, s.room, after, replayPageSize)
+		if err != nil {
+			return err
+		}
+		for i := range msgs {
+			ev := broker.Event{Kind: broker.MessagePosted, Room: s.room, Message: &msgs[i], User: msgs[i].Author}
+			if !s.deliver(ctx, ev) {
+				return ctx.Err()
+			}
+		}
+		if len(msgs) < replayPageSize {
+			return nil
+		}
+		after = msgs[len(msgs)-1].ID
+	}
+}
+
+// deliver sends ev unless it was already delivered; false means the
+// subscriber is gone.
+func (s *roomStream) deliver(ctx context.Context, ev broker.Event) bool {
+	var cursor *string
+	if m := ev.Message; m != nil {
+		if _, dup := s.seen[m.ID]; dup {
+			return true
+		}
+		s.remember(m.ID)
+		c := m.ID.String()
+		cursor = &c
+	}
+	out := &model.RoomEvent{Kind: model.RoomEventKind(ev.Kind), Room: ev.Room, Message: ev.Message, User: &ev.User, Cursor: cursor}
+	select {
+	case s.out <- out:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// remember records a delivered id and forgets those that fell out of the
+// window, so memory stays bounded however long the stream lives.
+func (s *roomStream) remember(id store.MessageID) {
+	s.seen[id] = struct{}{}
+	if id.Compare(s.newest) > 0 {
+		s.newest = id
+	}
+	if len(s.seen) < 512 {
+		return
+	}
+	horizon := s.newest.Time().Add(-dedupeWindow)
+	for old := range s.seen {
+		if old.Time().Before(horizon) {
+			delete(s.seen, old)
+		}
+	}
+}
+
+// fail ends the subscription with err as a GraphQL error.
+func (s *roomStream) fail(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return // the client left; nobody to tell
+	}
+	transport.AddSubscriptionError(ctx, s.r.present(ctx, err))
+}
