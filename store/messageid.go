@@ -77,7 +77,8 @@ func (id MessageID) tick() uint64 {
 
 // Time is the moment the id was made, to 100 ns.
 func (id MessageID) Time() time.Time {
-	return time.Unix(0, int64(id.tick()-uuidEpochOffset)*100).UTC()
+	t := int64(id.tick()) - uuidEpochOffset // 100 ns ticks since 1970, negative before
+	return time.Unix(t/1e7, t%1e7*100).UTC()
 }
 
 // IsZero reports whether id is the zero value, which paging reads as "none".

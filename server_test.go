@@ -1,0 +1,619 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/killrchat/chatql/internal/chatclient"
+)
+
+// testServer is a real server instance on a loopback port.
+type testServer struct {
+	*Server
+	URL    string // the GraphQL endpoint
+	Client *chatclient.Client
+}
+
+// testConfig is the embedded default with fast password hashing.
+func testConfig(t *testing.T) Config {
+	t.Helper()
+	cfg, err := ParseConfig(nil, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DataDir = t.TempDir()
+	cfg.BcryptCost = bcrypt.MinCost
+	cfg.KeepAlive = time.Second
+	return cfg
+}
+
+// startServer serves cfg until the test ends.
+func startServer(t *testing.T, cfg Config) *testServer {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	srv, err := NewServer(context.Background(), cfg, log)
+	if err != nil {
+		t.Fatalf("NewServer: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = srv.Close(context.Background())
+		}
+	})
+	url := "http://" + ln.Addr().String() + "/query"
+	ts := &testServer{Server: srv, URL: url, Client: chatclient.New(url)}
+	return ts
+}
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// user signs a user up, logs in, and returns a client acting as them.
+func (ts *testServer) user(t *testing.T, login string) *chatclient.Client {
+	t.Helper()
+	ctx := testContext(t)
+	mustDo(t, ts.Client, `mutation($in: SignupInput!) { signup(input: $in) { login } }`,
+		map[string]any{"in": map[string]any{"login": login, "password": "password-" + login, "firstname": strings.ToUpper(login[:1]) + login[1:], "lastname": "Tester"}}, nil)
+	var out struct{ Login struct{ Token string } }
+	if err := ts.Client.Do(ctx, `mutation($l: String!, $p: String!) { login(login: $l, password: $p) { token } }`,
+		map[string]any{"l": login, "p": "password-" + login}, &out); err != nil {
+		t.Fatalf("login %s: %v", login, err)
+	}
+	return ts.Client.WithToken(out.Login.Token)
+}
+
+func mustDo(t *testing.T, c *chatclient.Client, query string, vars map[string]any, out any) {
+	t.Helper()
+	if err := c.Do(testContext(t), query, vars, out); err != nil {
+		t.Fatalf("%s: %v", firstLine(query), err)
+	}
+}
+
+// wantCode runs an operation that must fail with the given error code.
+func wantCode(t *testing.T, c *chatclient.Client, code, query string, vars map[string]any) chatclient.Error {
+	t.Helper()
+	err := c.Do(testContext(t), query, vars, nil)
+	var errs chatclient.Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("%s: got error %v, want GraphQL error %s", firstLine(query), err, code)
+	}
+	if got := errs.Code(); got != code {
+		t.Fatalf("%s: got code %s (%v), want %s", firstLine(query), got, errs, code)
+	}
+	if errs[0].Message == "" {
+		t.Fatalf("%s: error has no message", firstLine(query))
+	}
+	return errs[0]
+}
+
+func firstLine(s string) string { return strings.SplitN(strings.TrimSpace(s), "\n", 2)[0] }
+
+const (
+	createRoom  = `mutation($n: String!) { createRoom(input: {name: $n, banner: "welcome"}) { name banner creator { login } participants { login } } }`
+	joinRoom    = `mutation($r: String!) { joinRoom(room: $r) { name participants { login } } }`
+	leaveRoom   = `mutation($r: String!) { leaveRoom(room: $r) { name participants { login } } }`
+	deleteRoom  = `mutation($r: String!) { deleteRoom(room: $r) { name participants { login } } }`
+	postMessage = `mutation($r: String!, $c: String!) { postMessage(room: $r, content: $c) { id content system postedAt author { login firstname } } }`
+	myRooms     = `{ me { login rooms } }`
+	roomEvents  = `subscription($r: String!, $after: ID) { roomEvents(room: $r, after: $after) { kind room cursor user { login } message { id content system } } }`
+	messagesQ   = `query($r: String!, $n: Int, $after: String) { messages(room: $r, first: $n, after: $after) { edges { cursor node { id content system author { login } } } pageInfo { hasNextPage endCursor } } }`
+)
+
+type messagePage struct {
+	Messages struct {
+		Edges []struct {
+			Cursor string
+			Node   struct {
+				ID      string
+				Content string
+				System  bool
+				Author  struct{ Login string }
+			}
+		}
+		PageInfo struct {
+			HasNextPage bool
+			EndCursor   *string
+		}
+	}
+}
+
+func TestAccounts(t *testing.T) {
+	ts := startServer(t, testConfig(t))
+	signup := `mutation($in: SignupInput!) { signup(input: $in) { login firstname lastname email bio rooms } }`
+	alice := map[string]any{"login": "alice", "password": "s3cret-pass", "firstname": "Alice", "lastname": "Liddell", "email": "alice@example.com", "bio": "down the hole"}
+
+	t.Run("Signup", func(t *testing.T) {
+		var out struct{ Signup map[string]any }
+		mustDo(t, ts.Client, signup, map[string]any{"in": alice}, &out)
+		if out.Signup["login"] != "alice" || out.Signup["email"] != "alice@example.com" {
+			t.Fatalf("got %v", out.Signup)
+		}
+	})
+	t.Run("ErrConflictKeepsFirstAccount", func(t *testing.T) {
+		impostor := map[string]any{"login": "alice", "password": "other-pass", "firstname": "Eve", "lastname": "Impostor"}
+		wantCode(t, ts.Client, "CONFLICT", signup, map[string]any{"in": impostor})
+		wantCode(t, ts.Client, "UNAUTHENTICATED", `mutation { login(login: "alice", password: "other-pass") { token } }`, nil)
+		var out struct{ Login struct{ User struct{ Firstname string } } }
+		mustDo(t, ts.Client, `mutation { login(login: "alice", password: "s3cret-pass") { token user { firstname } } }`, nil, &out)
+		if got := out.Login.User.Firstname; got != "Alice" {
+			t.Fatalf("firstname after conflicting signup: got %q, want Alice", got)
+		}
+	})
+	t.Run("ErrBadUserInput", func(t *testing.T) {
+		for name, in := range map[string]map[string]any{
+			"login":    {"login": "A!", "password": "password1", "firstname": "a", "lastname": "b"},
+			"password": {"login": "shorty", "password": "short", "firstname": "a", "lastname": "b"},
+			"name":     {"login": "noname", "password": "password1", "firstname": " ", "lastname": "b"},
+			"email":    {"login": "bademail", "password": "password1", "firstname": "a", "lastname": "b", "email": "nope"},
+		} {
+			t.Run(name, func(t *testing.T) {
+				e := wantCode(t, ts.Client, "BAD_USER_INPUT", signup, map[string]any{"in": in})
+				if !strings.Contains(e.Message, name) {
+					t.Errorf("message %q does not name the %s rule", e.Message, name)
+				}
+			})
+		}
+	})
+	t.Run("LoginErrUnauthenticated", func(t *testing.T) {
+		wantCode(t, ts.Client, "UNAUTHENTICATED", `mutation { login(login: "alice", password: "wrong-pass") { token } }`, nil)
+		wantCode(t, ts.Client, "UNAUTHENTICATED", `mutation { login(login: "nobody", password: "wrong-pass") { token } }`, nil)
+	})
+	t.Run("Me", func(t *testing.T) {
+		var login struct{ Login struct{ Token string } }
+		mustDo(t, ts.Client, `mutation { login(login: "alice", password: "s3cret-pass") { token expiresAt } }`, nil, &login)
+		var out struct {
+			Me struct {
+				Login, Firstname, Lastname, Email, Bio string
+				Rooms                                  []string
+			}
+		}
+		mustDo(t, ts.Client.WithToken(login.Login.Token), `{ me { login firstname lastname email bio rooms } }`, nil, &out)
+		if out.Me.Login != "alice" || out.Me.Lastname != "Liddell" || out.Me.Bio != "down the hole" || len(out.Me.Rooms) != 0 {
+			t.Fatalf("got %+v", out.Me)
+		}
+	})
+	t.Run("MeErrUnauthenticated", func(t *testing.T) {
+		wantCode(t, ts.Client, "UNAUTHENTICATED", myRooms, nil)
+		wantCode(t, ts.Client.WithToken("not.a.jwt"), "UNAUTHENTICATED", myRooms, nil)
+		// A token signed with another secret is rejected too.
+		forged := "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJjaGF0cWwiLCJzdWIiOiJhbGljZSIsImV4cCI6NDEwMjQ0NDgwMH0.x0q3w8iZ9GzXzU3mT0qfA4m1m0Hc0C2j8b6xI1vU0kE"
+		wantCode(t, ts.Client.WithToken(forged), "UNAUTHENTICATED", myRooms, nil)
+	})
+}
+
+func TestRooms(t *testing.T) {
+	ts := startServer(t, testConfig(t))
+	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
+
+	var created struct {
+		CreateRoom struct {
+			Name, Banner string
+			Creator      struct{ Login string }
+			Participants []struct{ Login string }
+		}
+	}
+	mustDo(t, alice, createRoom, map[string]any{"n": "games"}, &created)
+	if c := created.CreateRoom; c.Creator.Login != "alice" || len(c.Participants) != 1 || c.Banner != "welcome" {
+		t.Fatalf("createRoom: got %+v", c)
+	}
+
+	t.Run("CreateErrors", func(t *testing.T) {
+		wantCode(t, bob, "CONFLICT", createRoom, map[string]any{"n": "games"})
+		e := wantCode(t, bob, "BAD_USER_INPUT", createRoom, map[string]any{"n": "No Spaces"})
+		if !strings.Contains(e.Message, "lowercase letters") {
+			t.Errorf("message %q does not state the naming rule", e.Message)
+		}
+		wantCode(t, ts.Client, "UNAUTHENTICATED", createRoom, map[string]any{"n": "anon"})
+	})
+	t.Run("JoinAndRead", func(t *testing.T) {
+		mustDo(t, bob, joinRoom, map[string]any{"r": "games"}, nil)
+		mustDo(t, bob, joinRoom, map[string]any{"r": "games"}, nil) // idempotent
+		var out struct {
+			Room struct {
+				Creator      struct{ Login string }
+				Participants []struct{ Login string }
+			}
+		}
+		mustDo(t, carol, `{ room(name: "games") { creator { login } participants { login } } }`, nil, &out)
+		if got := fmt.Sprint(out.Room.Participants); got != "[{alice} {bob}]" {
+			t.Fatalf("participants: got %s", got)
+		}
+		var me struct{ Me struct{ Rooms []string } }
+		mustDo(t, bob, myRooms, nil, &me)
+		if fmt.Sprint(me.Me.Rooms) != "[games]" {
+			t.Fatalf("bob's rooms: got %v", me.Me.Rooms)
+		}
+		wantCode(t, bob, "NOT_FOUND", joinRoom, map[string]any{"r": "missing"})
+		wantCode(t, bob, "NOT_FOUND", `{ room(name: "missing") { name } }`, nil)
+	})
+	t.Run("Leave", func(t *testing.T) {
+		mustDo(t, carol, joinRoom, map[string]any{"r": "games"}, nil)
+		var out struct{ LeaveRoom struct{ Participants []struct{ Login string } } }
+		mustDo(t, carol, leaveRoom, map[string]any{"r": "games"}, &out)
+		if got := fmt.Sprint(out.LeaveRoom.Participants); got != "[{alice} {bob}]" {
+			t.Fatalf("after leave: got %s", got)
+		}
+		wantCode(t, carol, "NOT_FOUND", leaveRoom, map[string]any{"r": "games"})
+		var page messagePage
+		mustDo(t, alice, messagesQ, map[string]any{"r": "games", "n": 10}, &page)
+		var system []string
+		for _, e := range page.Messages.Edges {
+			if e.Node.System {
+				system = append(system, e.Node.Content)
+			}
+		}
+		if got := strings.Join(system, "|"); got != "carol left the room|carol joined the room|bob joined the room" {
+			t.Fatalf("system messages: got %q", got)
+		}
+	})
+	t.Run("Paging", func(t *testing.T) {
+		for i := range 5 {
+			mustDo(t, carol, createRoom, map[string]any{"n": fmt.Sprintf("page-%d", i)}, nil)
+		}
+		seen := map[string]int{}
+		var after any
+		for pages := 0; ; pages++ {
+			var out struct {
+				Rooms struct {
+					Edges []struct {
+						Cursor string
+						Node   struct{ Name string }
+					}
+					PageInfo struct {
+						HasNextPage bool
+						EndCursor   *string
+					}
+				}
+			}
+			mustDo(t, carol, `query($after: String) { rooms(first: 2, after: $after) { edges { cursor node { name } } pageInfo { hasNextPage endCursor } } }`, map[string]any{"after": after}, &out)
+			for _, e := range out.Rooms.Edges {
+				seen[e.Node.Name]++
+			}
+			if !out.Rooms.PageInfo.HasNextPage {
+				break
+			}
+			after = *out.Rooms.PageInfo.EndCursor
+			if pages > 10 {
+				t.Fatal("paging does not end")
+			}
+		}
+		if len(seen) != 6 {
+			t.Fatalf("got rooms %v, want games and page-0..4", seen)
+		}
+		for name, n := range seen {
+			if n != 1 {
+				t.Errorf("room %s seen %d times", name, n)
+			}
+		}
+		wantCode(t, carol, "BAD_USER_INPUT", `{ rooms(first: 1000) { edges { cursor } } }`, nil)
+	})
+	t.Run("Delete", func(t *testing.T) {
+		e := wantCode(t, bob, "FORBIDDEN", deleteRoom, map[string]any{"r": "games"})
+		if strings.Contains(e.Message, "internal") {
+			t.Errorf("message %q", e.Message)
+		}
+		var out struct{ DeleteRoom struct{ Participants []struct{ Login string } } }
+		mustDo(t, alice, deleteRoom, map[string]any{"r": "games"}, &out)
+		if len(out.DeleteRoom.Participants) != 2 {
+			t.Fatalf("deleted room: got %+v", out.DeleteRoom)
+		}
+		for _, c := range []*chatclient.Client{alice, bob} {
+			var me struct{ Me struct{ Rooms []string } }
+			mustDo(t, c, myRooms, nil, &me)
+			for _, r := range me.Me.Rooms {
+				if r == "games" {
+					t.Fatalf("deleted room still in a participant's rooms: %v", me.Me.Rooms)
+				}
+			}
+		}
+		wantCode(t, carol, "NOT_FOUND", joinRoom, map[string]any{"r": "games"})
+		wantCode(t, carol, "NOT_FOUND", `{ room(name: "games") { name } }`, nil)
+		wantCode(t, alice, "NOT_FOUND", deleteRoom, map[string]any{"r": "games"})
+	})
+}
+
+func TestMessages(t *testing.T) {
+	ts := startServer(t, testConfig(t))
+	alice, bob := ts.user(t, "alice"), ts.user(t, "bob")
+	mustDo(t, alice, createRoom, map[string]any{"n": "chat"}, nil)
+
+	t.Run("OnlyParticipants", func(t *testing.T) {
+		wantCode(t, bob, "FORBIDDEN", postMessage, map[string]any{"r": "chat", "c": "let me in"})
+		wantCode(t, bob, "FORBIDDEN", messagesQ, map[string]any{"r": "chat"})
+		wantCode(t, bob, "NOT_FOUND", postMessage, map[string]any{"r": "nowhere", "c": "hello"})
+	})
+	t.Run("Validation", func(t *testing.T) {
+		wantCode(t, alice, "BAD_USER_INPUT", postMessage, map[string]any{"r": "chat", "c": "   "})
+		wantCode(t, alice, "BAD_USER_INPUT", postMessage, map[string]any{"r": "chat", "c": strings.Repeat("x", 4001)})
+		wantCode(t, alice, "BAD_USER_INPUT", messagesQ, map[string]any{"r": "chat", "after": "not-a-cursor"})
+		wantCode(t, alice, "BAD_USER_INPUT", messagesQ, map[string]any{"r": "chat", "n": 0})
+	})
+	t.Run("PagesNewestFirst", func(t *testing.T) {
+		const n = 23
+		for i := range n {
+			var out struct{ PostMessage struct{ ID, PostedAt string } }
+			mustDo(t, alice, postMessage, map[string]any{"r": "chat", "c": fmt.Sprintf("m%02d", i)}, &out)
+			if out.PostMessage.ID == "" || out.PostMessage.PostedAt == "" {
+				t.Fatalf("post: got %+v", out)
+			}
+		}
+		var got []string
+		var after any
+		for {
+			var page messagePage
+			mustDo(t, alice, messagesQ, map[string]any{"r": "chat", "n": 5, "after": after}, &page)
+			for _, e := range page.Messages.Edges {
+				if e.Cursor != e.Node.ID {
+					t.Fatalf("cursor %s differs from id %s", e.Cursor, e.Node.ID)
+				}
+				got = append(got, e.Node.Content)
+			}
+			if !page.Messages.PageInfo.HasNextPage {
+				break
+			}
+			after = *page.Messages.PageInfo.EndCursor
+		}
+		var want []string
+		for i := n - 1; i >= 0; i-- {
+			want = append(want, fmt.Sprintf("m%02d", i))
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("pages:\n got %v\nwant %v", got, want)
+		}
+	})
+}
+
+// subscribe opens a roomEvents subscription and fails the test on error.
+// The server confirms nothing when a subscription starts (clients that must
+// not miss anything resume with a cursor), so tests that post right after
+// subscribing wait until the server holds the stream.
+func subscribe(t *testing.T, c *chatclient.Client, protocol, room string, after any) *chatclient.Subscription {
+	t.Helper()
+	live := countGoroutines(streamFunc)
+	sub := subscribeNoWait(t, c, protocol, room, after)
+	waitGoroutines(t, func(int) bool { return countGoroutines(streamFunc) > live })
+	return sub
+}
+
+// subscribeNoWait opens a subscription that may fail on the server side.
+func subscribeNoWait(t *testing.T, c *chatclient.Client, protocol, room string, after any) *chatclient.Subscription {
+	t.Helper()
+	sub, err := c.Subscribe(testContext(t), protocol, roomEvents, map[string]any{"r": room, "after": after})
+	if err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	t.Cleanup(func() { sub.Close() })
+	return sub
+}
+
+// streamFunc names the goroutine that serves one room subscription.
+const streamFunc = "resolvers.(*roomStream).run"
+
+type roomEvent struct {
+	Kind, Room string
+	Cursor     *string
+	User       struct{ Login string }
+	Message    *struct {
+		ID, Content string
+		System      bool
+	}
+}
+
+func nextEvent(t *testing.T, sub *chatclient.Subscription) roomEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := sub.Next(ctx)
+	if err != nil {
+		t.Fatalf("next event: %v", err)
+	}
+	if len(resp.Errors) > 0 {
+		t.Fatalf("next event: %v", resp.Errors)
+	}
+	var out struct{ RoomEvents roomEvent }
+	if err := json.Unmarshal(resp.Data, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out.RoomEvents
+}
+
+func TestSubscriptions(t *testing.T) {
+	ts := startServer(t, testConfig(t))
+	alice, bob := ts.user(t, "alice"), ts.user(t, "bob")
+	mustDo(t, alice, createRoom, map[string]any{"n": "live"}, nil)
+
+	for _, protocol := range []string{chatclient.GraphQLTransportWS, chatclient.GraphQLWS} {
+		t.Run(protocol, func(t *testing.T) {
+			sub := subscribe(t, alice, protocol, "live", nil)
+			mustDo(t, alice, postMessage, map[string]any{"r": "live", "c": "hi " + protocol}, nil)
+			ev := nextEvent(t, sub)
+			if ev.Kind != "MESSAGE_POSTED" || ev.Message == nil || ev.Message.Content != "hi "+protocol || ev.Cursor == nil || *ev.Cursor != ev.Message.ID {
+				t.Fatalf("got %+v", ev)
+			}
+			mustDo(t, bob, joinRoom, map[string]any{"r": "live"}, nil)
+			if ev := nextEvent(t, sub); ev.Kind != "PARTICIPANT_JOINED" || ev.User.Login != "bob" || ev.Message == nil || !ev.Message.System {
+				t.Fatalf("got %+v", ev)
+			}
+			mustDo(t, bob, leaveRoom, map[string]any{"r": "live"}, nil)
+			if ev := nextEvent(t, sub); ev.Kind != "PARTICIPANT_LEFT" || ev.User.Login != "bob" {
+				t.Fatalf("got %+v", ev)
+			}
+		})
+	}
+
+	t.Run("Errors", func(t *testing.T) {
+		// Not a participant.
+		sub := subscribeNoWait(t, bob, chatclient.GraphQLTransportWS, "live", nil)
+		ctx := testContext(t)
+		if _, err := sub.Next(ctx); !isCode(err, "FORBIDDEN") {
+			t.Fatalf("non-participant: got %v, want FORBIDDEN", err)
+		}
+		// No token.
+		sub = subscribeNoWait(t, ts.Client, chatclient.GraphQLTransportWS, "live", nil)
+		if _, err := sub.Next(ctx); !isCode(err, "UNAUTHENTICATED") {
+			t.Fatalf("anonymous: got %v, want UNAUTHENTICATED", err)
+		}
+		// A bad token closes the socket with 4401.
+		_, err := ts.Client.WithToken("bad-token").Subscribe(ctx, chatclient.GraphQLTransportWS, roomEvents, map[string]any{"r": "live"})
+		if got := websocket.CloseStatus(err); got != 4401 {
+			t.Fatalf("bad token: got close status %d (%v), want 4401", got, err)
+		}
+	})
+
+	t.Run("Resume", func(t *testing.T) {
+		var first struct{ PostMessage struct{ ID string } }
+		mustDo(t, alice, postMessage, map[string]any{"r": "live", "c": "r0"}, &first)
+		for _, c := range []string{"r1", "r2"} {
+			mustDo(t, alice, postMessage, map[string]any{"r": "live", "c": c}, nil)
+		}
+		sub := subscribe(t, alice, chatclient.GraphQLTransportWS, "live", first.PostMessage.ID)
+		mustDo(t, alice, postMessage, map[string]any{"r": "live", "c": "r3"}, nil)
+		var got []string
+		for range 3 {
+			got = append(got, nextEvent(t, sub).Message.Content)
+		}
+		if strings.Join(got, ",") != "r1,r2,r3" {
+			t.Fatalf("resumed: got %v, want r1,r2,r3", got)
+		}
+		wantSubscriptionError(t, alice, "BAD_USER_INPUT", "live", "not-a-cursor")
+	})
+
+	t.Run("SSE", func(t *testing.T) {
+		body := strings.NewReader(`{"query":"subscription { roomEvents(room: \"live\") { kind message { content } } }"}`)
+		req, _ := http.NewRequestWithContext(testContext(t), http.MethodPost, ts.URL, body)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+alice.Token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+			t.Fatalf("content type %q", ct)
+		}
+		// The stream is open once headers arrived; post, then read the event.
+		go mustDoNoFatal(alice, postMessage, map[string]any{"r": "live", "c": "over sse"})
+		buf := make([]byte, 0, 4096)
+		chunk := make([]byte, 1024)
+		for !strings.Contains(string(buf), "over sse") {
+			n, err := resp.Body.Read(chunk)
+			if err != nil {
+				t.Fatalf("read SSE: %v (got %q)", err, buf)
+			}
+			buf = append(buf, chunk[:n]...)
+		}
+	})
+
+	t.Run("RoomDeletedEndsSubscription", func(t *testing.T) {
+		mustDo(t, alice, createRoom, map[string]any{"n": "doomed"}, nil)
+		sub := subscribe(t, alice, chatclient.GraphQLTransportWS, "doomed", nil)
+		mustDo(t, alice, deleteRoom, map[string]any{"r": "doomed"}, nil)
+		if ev := nextEvent(t, sub); ev.Kind != "ROOM_DELETED" || ev.User.Login != "alice" || ev.Cursor != nil {
+			t.Fatalf("got %+v", ev)
+		}
+		if _, err := sub.Next(testContext(t)); !errors.Is(err, chatclient.ErrComplete) {
+			t.Fatalf("after delete: got %v, want complete", err)
+		}
+	})
+}
+
+func mustDoNoFatal(c *chatclient.Client, query string, vars map[string]any) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = c.Do(ctx, query, vars, nil)
+}
+
+func wantSubscriptionError(t *testing.T, c *chatclient.Client, code, room string, after any) {
+	t.Helper()
+	sub := subscribeNoWait(t, c, chatclient.GraphQLTransportWS, room, after)
+	if _, err := sub.Next(testContext(t)); !isCode(err, code) {
+		t.Fatalf("got %v, want %s", err, code)
+	}
+}
+
+func isCode(err error, code string) bool {
+	var errs chatclient.Errors
+	return errors.As(err, &errs) && errs.Code() == code
+}
+
+func countGoroutines(fn string) int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	return strings.Count(string(buf), fn)
+}
+
+func TestSubscriptionsLeaveNoGoroutines(t *testing.T) {
+	ts := startServer(t, testConfig(t))
+	alice := ts.user(t, "alice")
+	mustDo(t, alice, createRoom, map[string]any{"n": "churn"}, nil)
+	// Warm up: the first connection starts long-lived helpers (HTTP pools).
+	sub := subscribe(t, alice, chatclient.GraphQLTransportWS, "churn", nil)
+	mustDo(t, alice, postMessage, map[string]any{"r": "churn", "c": "warm"}, nil)
+	nextEvent(t, sub)
+	sub.Close()
+	waitGoroutines(t, func(n int) bool { return countGoroutines(streamFunc) == 0 })
+	before := runtime.NumGoroutine()
+
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := alice.Subscribe(testContext(t), chatclient.GraphQLTransportWS, roomEvents, map[string]any{"r": "churn"})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			s.Close()
+		}()
+	}
+	wg.Wait()
+	waitGoroutines(t, func(n int) bool {
+		return countGoroutines(streamFunc) == 0 && n <= before+2
+	})
+}
+
+// waitGoroutines polls until ok holds for the goroutine count, or fails.
+func waitGoroutines(t *testing.T, ok func(n int) bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n := runtime.NumGoroutine()
+		if ok(n) {
+			return
+		}
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("goroutines did not settle: %d\n%s", n, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

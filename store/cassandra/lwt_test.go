@@ -1,0 +1,71 @@
+package cassandra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/gocql/gocql"
+)
+
+// TestSettleUnknown checks the decision logic of an LWT's outcome against
+// a fake read-back, without a server.
+func TestSettleUnknown(t *testing.T) {
+	timeout := &gocql.RequestErrWriteTimeout{WriteType: "CAS"}
+	readFailed := errors.New("read-back failed")
+	tests := []struct {
+		name        string
+		applied     bool
+		err         error
+		outcome     casOutcome
+		readErr     error
+		wantRead    bool
+		wantApplied bool
+		wantErr     error // nil: no error
+	}{
+		{name: "Applied", applied: true, wantApplied: true},
+		{name: "NotApplied", applied: false, wantApplied: false},
+		{name: "OtherError", err: &gocql.RequestErrUnavailable{}, wantErr: &gocql.RequestErrUnavailable{}},
+		{name: "TimeoutApplied", err: timeout, outcome: casApplied, wantRead: true, wantApplied: true},
+		{name: "TimeoutRejected", err: timeout, outcome: casRejected, wantRead: true, wantApplied: false},
+		{name: "TimeoutNotApplied", err: timeout, outcome: casNotApplied, wantRead: true, wantErr: timeout},
+		{name: "TimeoutReadFails", err: timeout, readErr: readFailed, wantRead: true, wantErr: readFailed},
+		{name: "CommitTimeout", err: &gocql.RequestErrWriteTimeout{WriteType: "SIMPLE"}, outcome: casApplied, wantRead: true, wantApplied: true},
+		{name: "CASWriteUnknown", err: &gocql.RequestErrCASWriteUnknown{}, outcome: casApplied, wantRead: true, wantApplied: true},
+		{name: "ClientTimeout", err: fmt.Errorf("exec: %w", gocql.ErrTimeoutNoResponse), outcome: casRejected, wantRead: true},
+		{name: "Deadline", err: context.DeadlineExceeded, outcome: casApplied, wantRead: true, wantApplied: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// The caller's context is already cancelled: the read-back must
+			// not depend on it.
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			read := false
+			settle := func(ctx context.Context) (casOutcome, error) {
+				read = true
+				if ctx.Err() != nil {
+					t.Errorf("read-back got a dead context: %v", ctx.Err())
+				}
+				return tt.outcome, tt.readErr
+			}
+			applied, err := settleUnknown(ctx, tt.applied, tt.err, settle)
+			if read != tt.wantRead {
+				t.Errorf("read back = %v, want %v", read, tt.wantRead)
+			}
+			if applied != tt.wantApplied {
+				t.Errorf("applied = %v, want %v", applied, tt.wantApplied)
+			}
+			if unknown := errors.Is(err, errOutcomeUnknown); unknown != (tt.readErr != nil) {
+				t.Errorf("err = %v: marked outcome unknown = %v, want %v", err, unknown, tt.readErr != nil)
+			}
+			switch {
+			case tt.wantErr == nil && err != nil:
+				t.Errorf("err = %v, want nil", err)
+			case tt.wantErr != nil && (err == nil || !errors.Is(err, tt.wantErr) && err.Error() != tt.wantErr.Error()):
+				t.Errorf("err = %v, want one wrapping %v", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,124 @@
+package cassandra
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gocql/gocql"
+)
+
+// schemaV1 is the initial schema, kept as a .cql file so cqlsh can apply it.
+//
+//go:embed schema.cql
+var schemaV1 string
+
+// A migration is one schema version: CQL statements separated by ';'.
+type migration struct {
+	version     int
+	description string
+	cql         string
+}
+
+// migrations are the schema versions in order. Only ever append: a keyspace
+// records each version it applied and never runs that version again, so
+// editing a shipped migration changes nothing on existing clusters.
+var migrations = []migration{
+	{version: 1, description: "initial schema: users, chat_rooms, chat_room_messages, messages_bucket", cql: schemaV1},
+}
+
+// createMigrationsTable repeats schema.cql's statement: the table must exist
+// before Open can ask which versions are applied.
+const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
+    version int PRIMARY KEY,
+    applied_at timestamp,
+    description text
+)`
+
+const (
+	selectKeyspace = `SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?`
+	selectVersions = `SELECT version FROM schema_migrations`
+	// IF NOT EXISTS keeps the first applied_at when two servers start at once.
+	insertVersion = `INSERT INTO schema_migrations (version, applied_at, description) VALUES (?, ?, ?) IF NOT EXISTS`
+)
+
+// createKeyspace creates the keyspace unless it exists. It looks first so
+// that a role without CREATE permission can use a keyspace that operations
+// provisioned.
+func createKeyspace(ctx context.Context, session *gocql.Session, s settings) error {
+	var name string
+	err := session.Query(selectKeyspace, s.Keyspace).WithContext(ctx).Scan(&name)
+	if err == nil {
+		return nil
+	}
+	if err != gocql.ErrNotFound {
+		return fmt.Errorf("cassandra: look up keyspace %s: %w", s.Keyspace, err)
+	}
+	stmt := fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = %s", s.Keyspace, s.replication.cql())
+	if err := execDDL(ctx, session, stmt); err != nil {
+		return fmt.Errorf("cassandra: create keyspace %s: %w", s.Keyspace, err)
+	}
+	return nil
+}
+
+// migrate applies, in order, the migrations the keyspace has not recorded.
+// Servers starting at once may both apply a version; every statement is
+// idempotent, and the version is recorded once.
+func migrate(ctx context.Context, session *gocql.Session) error {
+	if err := execDDL(ctx, session, createMigrationsTable); err != nil {
+		return fmt.Errorf("cassandra: create schema_migrations: %w", err)
+	}
+	applied := map[int]bool{}
+	iter := session.Query(selectVersions).WithContext(ctx).Iter()
+	var v int
+	for iter.Scan(&v) {
+		applied[v] = true
+	}
+	if err := iter.Close(); err != nil {
+		return fmt.Errorf("cassandra: read schema versions: %w", err)
+	}
+	for _, m := range migrations {
+		if applied[m.version] {
+			continue
+		}
+		for _, stmt := range statements(m.cql) {
+			if err := execDDL(ctx, session, stmt); err != nil {
+				return fmt.Errorf("cassandra: schema version %d: %w\n%s", m.version, err, stmt)
+			}
+		}
+		q := session.Query(insertVersion, m.version, time.Now(), m.description).WithContext(ctx)
+		if _, err := execCAS(q, nil); err != nil {
+			return fmt.Errorf("cassandra: record schema version %d: %w", m.version, err)
+		}
+	}
+	return nil
+}
+
+// execDDL runs a schema change and waits until every node agrees on the
+// schema, so the next statement may depend on it wherever it runs.
+func execDDL(ctx context.Context, session *gocql.Session, stmt string) error {
+	if err := session.Query(stmt).WithContext(ctx).Exec(); err != nil {
+		return err
+	}
+	return session.AwaitSchemaAgreement(ctx)
+}
+
+// statements splits a .cql file into its statements, dropping comment lines.
+func statements(cql string) []string {
+	var b strings.Builder
+	for _, line := range strings.Split(cql, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
+			b.WriteString(line)
+			b.WriteByte('\n')
+		}
+	}
+	var out []string
+	for _, stmt := range strings.Split(b.String(), ";") {
+		if stmt = strings.TrimSpace(stmt); stmt != "" {
+			out = append(out, stmt)
+		}
+	}
+	return out
+}
