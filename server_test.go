@@ -160,7 +160,9 @@ func TestAccounts(t *testing.T) {
 		impostor := map[string]any{"login": "alice", "password": "other-pass", "firstname": "Eve", "lastname": "Impostor"}
 		wantCode(t, ts.Client, "CONFLICT", signup, map[string]any{"in": impostor})
 		wantCode(t, ts.Client, "UNAUTHENTICATED", `mutation { login(login: "alice", password: "other-pass") { token } }`, nil)
-		var out struct{ Login struct{ User struct{ Firstname string } } }
+		var out struct {
+			Login struct{ User struct{ Firstname string } }
+		}
 		mustDo(t, ts.Client, `mutation { login(login: "alice", password: "s3cret-pass") { token user { firstname } } }`, nil, &out)
 		if got := out.Login.User.Firstname; got != "Alice" {
 			t.Fatalf("firstname after conflicting signup: got %q, want Alice", got)
@@ -255,7 +257,9 @@ func TestRooms(t *testing.T) {
 	})
 	t.Run("Leave", func(t *testing.T) {
 		mustDo(t, carol, joinRoom, map[string]any{"r": "games"}, nil)
-		var out struct{ LeaveRoom struct{ Participants []struct{ Login string } } }
+		var out struct {
+			LeaveRoom struct{ Participants []struct{ Login string } }
+		}
 		mustDo(t, carol, leaveRoom, map[string]any{"r": "games"}, &out)
 		if got := fmt.Sprint(out.LeaveRoom.Participants); got != "[{alice} {bob}]" {
 			t.Fatalf("after leave: got %s", got)
@@ -319,7 +323,9 @@ func TestRooms(t *testing.T) {
 		if strings.Contains(e.Message, "internal") {
 			t.Errorf("message %q", e.Message)
 		}
-		var out struct{ DeleteRoom struct{ Participants []struct{ Login string } } }
+		var out struct {
+			DeleteRoom struct{ Participants []struct{ Login string } }
+		}
 		mustDo(t, alice, deleteRoom, map[string]any{"r": "games"}, &out)
 		if len(out.DeleteRoom.Participants) != 2 {
 			t.Fatalf("deleted room: got %+v", out.DeleteRoom)
