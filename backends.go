@@ -2,19 +2,25 @@ package main
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/store"
+	"github.com/killrchat/chatql/store/cassandra"
 )
 
-// openCassandra connects to the configured Cassandra cluster.
-func openCassandra(ctx context.Context, cfg CassandraConfig, log *slog.Logger) (store.Store, error) {
-	return nil, errors.New("the cassandra store is not wired yet")
+// openCassandra connects to the configured cluster and applies the schema.
+func openCassandra(ctx context.Context, cfg cassandra.Config, log *slog.Logger) (store.Store, error) {
+	db, err := cassandra.Open(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open cassandra store at %v: %w", cfg.Hosts, err)
+	}
+	log.Info("cassandra store open", "hosts", cfg.Hosts, "keyspace", cfg.Keyspace, "consistency", cfg.Consistency)
+	return db, nil
 }
 
 // openRedis connects the Redis broker.
 func openRedis(ctx context.Context, cfg Config) (broker.Broker, error) {
-	return nil, errors.New("the redis broker is not wired yet")
+	return nil, fmt.Errorf("the redis broker is not wired yet")
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/killrchat/chatql/store/cassandra"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -27,23 +28,8 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	LogLevel        slog.Level
 
-	Cassandra CassandraConfig
-}
-
-// CassandraConfig selects and tunes the Cassandra cluster.
-type CassandraConfig struct {
-	Hosts             []string
-	Keyspace          string
-	Replication       string
-	Consistency       string
-	SerialConsistency string
-	Username          string
-	Password          string
-	TLSCAFile         string
-	TLSCertFile       string
-	TLSKeyFile        string
-	TLSSkipVerify     bool
-	Timeout           time.Duration
+	// Cassandra selects and tunes the cluster when Store is "cassandra".
+	Cassandra cassandra.Config
 }
 
 // ParseConfig reads flags from args, defaulting each to its CHAT_* variable
@@ -76,11 +62,13 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&cass.SerialConsistency, "cassandra-serial-consistency", env.str("CHAT_CASSANDRA_SERIAL_CONSISTENCY", "LOCAL_SERIAL"), "SERIAL or LOCAL_SERIAL for lightweight transactions (CHAT_CASSANDRA_SERIAL_CONSISTENCY)")
 	fs.StringVar(&cass.Username, "cassandra-username", env.str("CHAT_CASSANDRA_USERNAME", ""), "username, when the cluster authenticates (CHAT_CASSANDRA_USERNAME)")
 	fs.StringVar(&cass.Password, "cassandra-password", env.str("CHAT_CASSANDRA_PASSWORD", ""), "password (CHAT_CASSANDRA_PASSWORD)")
-	fs.StringVar(&cass.TLSCAFile, "cassandra-tls-ca", env.str("CHAT_CASSANDRA_TLS_CA", ""), "CA certificate file; enables TLS (CHAT_CASSANDRA_TLS_CA)")
-	fs.StringVar(&cass.TLSCertFile, "cassandra-tls-cert", env.str("CHAT_CASSANDRA_TLS_CERT", ""), "client certificate file (CHAT_CASSANDRA_TLS_CERT)")
-	fs.StringVar(&cass.TLSKeyFile, "cassandra-tls-key", env.str("CHAT_CASSANDRA_TLS_KEY", ""), "client key file (CHAT_CASSANDRA_TLS_KEY)")
-	fs.BoolVar(&cass.TLSSkipVerify, "cassandra-tls-skip-verify", env.bool("CHAT_CASSANDRA_TLS_SKIP_VERIFY", false), "skip server certificate verification, for testing only (CHAT_CASSANDRA_TLS_SKIP_VERIFY)")
-	fs.DurationVar(&cass.Timeout, "cassandra-timeout", env.duration("CHAT_CASSANDRA_TIMEOUT", 5*time.Second), "per-request timeout (CHAT_CASSANDRA_TIMEOUT)")
+	fs.BoolVar(&cass.TLS.Enabled, "cassandra-tls", env.bool("CHAT_CASSANDRA_TLS", false), "encrypt connections to the cluster (CHAT_CASSANDRA_TLS)")
+	fs.StringVar(&cass.TLS.CAFile, "cassandra-tls-ca", env.str("CHAT_CASSANDRA_TLS_CA", ""), "PEM CA bundle of the nodes' certificates; system roots when empty (CHAT_CASSANDRA_TLS_CA)")
+	fs.StringVar(&cass.TLS.CertFile, "cassandra-tls-cert", env.str("CHAT_CASSANDRA_TLS_CERT", ""), "client certificate file (CHAT_CASSANDRA_TLS_CERT)")
+	fs.StringVar(&cass.TLS.KeyFile, "cassandra-tls-key", env.str("CHAT_CASSANDRA_TLS_KEY", ""), "client key file (CHAT_CASSANDRA_TLS_KEY)")
+	fs.BoolVar(&cass.TLS.InsecureSkipVerify, "cassandra-tls-skip-verify", env.bool("CHAT_CASSANDRA_TLS_SKIP_VERIFY", false), "skip verifying the nodes' certificates, for development only (CHAT_CASSANDRA_TLS_SKIP_VERIFY)")
+	fs.StringVar(&cass.LocalDC, "cassandra-local-dc", env.str("CHAT_CASSANDRA_LOCAL_DC", ""), "keep requests in this data center (CHAT_CASSANDRA_LOCAL_DC)")
+	fs.DurationVar(&cass.Timeout, "cassandra-timeout", env.duration("CHAT_CASSANDRA_TIMEOUT", 11*time.Second), "client-side request timeout, above the cluster's own (CHAT_CASSANDRA_TIMEOUT)")
 
 	if err := fs.Parse(args); err != nil {
 		return c, err

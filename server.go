@@ -138,11 +138,7 @@ func openStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, 
 	case "cassandra":
 		return openCassandra(ctx, cfg.Cassandra, log)
 	default:
-		db, err := embedded.Open(filepath.Join(cfg.DataDir, "store"))
-		if err != nil {
-			return nil, fmt.Errorf("open embedded store in %s: %w", cfg.DataDir, err)
-		}
-		return db, nil
+		return embedded.Open(filepath.Join(cfg.DataDir, "store"))
 	}
 }
 

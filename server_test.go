@@ -144,8 +144,10 @@ type messagePage struct {
 	}
 }
 
-func TestAccounts(t *testing.T) {
-	ts := startServer(t, testConfig(t))
+func TestAccounts(t *testing.T) { forEachStore(t, testAccounts) }
+
+func testAccounts(t *testing.T, cfg Config) {
+	ts := startServer(t, cfg)
 	signup := `mutation($in: SignupInput!) { signup(input: $in) { login firstname lastname email bio rooms } }`
 	alice := map[string]any{"login": "alice", "password": "s3cret-pass", "firstname": "Alice", "lastname": "Liddell", "email": "alice@example.com", "bio": "down the hole"}
 
@@ -210,8 +212,10 @@ func TestAccounts(t *testing.T) {
 	})
 }
 
-func TestRooms(t *testing.T) {
-	ts := startServer(t, testConfig(t))
+func TestRooms(t *testing.T) { forEachStore(t, testRooms) }
+
+func testRooms(t *testing.T, cfg Config) {
+	ts := startServer(t, cfg)
 	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
 
 	var created struct {
@@ -345,8 +349,10 @@ func TestRooms(t *testing.T) {
 	})
 }
 
-func TestMessages(t *testing.T) {
-	ts := startServer(t, testConfig(t))
+func TestMessages(t *testing.T) { forEachStore(t, testMessages) }
+
+func testMessages(t *testing.T, cfg Config) {
+	ts := startServer(t, cfg)
 	alice, bob := ts.user(t, "alice"), ts.user(t, "bob")
 	mustDo(t, alice, createRoom, map[string]any{"n": "chat"}, nil)
 
@@ -450,8 +456,10 @@ func nextEvent(t *testing.T, sub *chatclient.Subscription) roomEvent {
 	return out.RoomEvents
 }
 
-func TestSubscriptions(t *testing.T) {
-	ts := startServer(t, testConfig(t))
+func TestSubscriptions(t *testing.T) { forEachStore(t, testSubscriptions) }
+
+func testSubscriptions(t *testing.T, cfg Config) {
+	ts := startServer(t, cfg)
 	alice, bob := ts.user(t, "alice"), ts.user(t, "bob")
 	mustDo(t, alice, createRoom, map[string]any{"n": "live"}, nil)
 
@@ -576,8 +584,10 @@ func countGoroutines(fn string) int {
 	return strings.Count(string(buf), fn)
 }
 
-func TestSubscriptionsLeaveNoGoroutines(t *testing.T) {
-	ts := startServer(t, testConfig(t))
+func TestSubscriptionsLeaveNoGoroutines(t *testing.T) { forEachStore(t, testSubscriptionsLeaveNoGoroutines) }
+
+func testSubscriptionsLeaveNoGoroutines(t *testing.T, cfg Config) {
+	ts := startServer(t, cfg)
 	alice := ts.user(t, "alice")
 	mustDo(t, alice, createRoom, map[string]any{"n": "churn"}, nil)
 	// Warm up: the first connection starts long-lived helpers (HTTP pools).

@@ -33,15 +33,14 @@ type BucketReader func(ctx context.Context, b Bucket, limit int) ([]Message, err
 
 // NewestFirstBuckets returns the buckets a newest-first page must visit, in
 // order: the listed non-empty buckets at or before the cursor's bucket, plus
-// the recent buckets that may not be listed yet. A zero cursor starts now.
+// the recent buckets that may not be listed yet. A zero cursor starts at the
+// newest bucket.
 func NewestFirstBuckets(listed []Bucket, before MessageID, now time.Time) []Bucket {
-	start := BucketOf(now)
-	if !before.IsZero() {
-		start = min(start, BucketOf(before.Time()))
-	}
 	out := make([]Bucket, 0, len(listed)+2)
 	for _, b := range append(recentBuckets(now), listed...) {
-		if b <= start {
+		// Without a cursor every listed bucket counts, even one "after now":
+		// a server whose clock runs ahead may have written it.
+		if before.IsZero() || b <= BucketOf(before.Time()) {
 			out = append(out, b)
 		}
 	}
@@ -53,7 +52,10 @@ func NewestFirstBuckets(listed []Bucket, before MessageID, now time.Time) []Buck
 // OldestFirstBuckets returns the buckets an oldest-first scan after the
 // cursor must visit, in order.
 func OldestFirstBuckets(listed []Bucket, after MessageID, now time.Time) []Bucket {
-	from := BucketOf(after.Time())
+	var from Bucket // the zero cursor starts at the first bucket
+	if !after.IsZero() {
+		from = BucketOf(after.Time())
+	}
 	out := make([]Bucket, 0, len(listed)+2)
 	for _, b := range append(recentBuckets(now), listed...) {
 		if b >= from {

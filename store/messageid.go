@@ -56,7 +56,8 @@ func MessageIDAt(t time.Time) MessageID {
 }
 
 func tickOf(t time.Time) uint64 {
-	return uint64(t.UnixNano()/100) + uuidEpochOffset
+	// Not UnixNano: it overflows outside 1678-2262 and rounds up before 1970.
+	return uint64(t.Unix()*1e7 + int64(t.Nanosecond()/100) + uuidEpochOffset)
 }
 
 func makeMessageID(tick uint64, low [8]byte) (id MessageID) {

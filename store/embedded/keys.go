@@ -29,8 +29,14 @@ const (
 )
 
 // A key is an encoded tuple under construction. Each method appends one
-// element and returns the longer key.
+// element and returns a longer key that never shares memory with k, so one
+// prefix can be extended many ways.
 type key []byte
+
+// grow returns k with room for n more bytes, in a fresh array.
+func (k key) grow(n int) key {
+	return append(make(key, 0, len(k)+n), k...)
+}
 
 // tuple starts a key in table.
 func tuple(table string) key {
@@ -39,6 +45,7 @@ func tuple(table string) key {
 
 // str appends a string element.
 func (k key) str(s string) key {
+	k = k.grow(len(s) + 2)
 	for i := 0; i < len(s); i++ {
 		if s[i] == 0x00 {
 			k = append(k, 0x00, 0xFF)
@@ -51,7 +58,7 @@ func (k key) str(s string) key {
 
 // int appends a signed integer element.
 func (k key) int(v int64) key {
-	return binary.BigEndian.AppendUint64(k, uint64(v)^(1<<63))
+	return binary.BigEndian.AppendUint64(k.grow(8), uint64(v)^(1<<63))
 }
 
 // desc appends the message id in descending order: the bytes of its sort
@@ -59,6 +66,7 @@ func (k key) int(v int64) key {
 // order (message_id DESC) says.
 func (k key) desc(id store.MessageID) key {
 	sk := id.SortKey()
+	k = k.grow(len(sk))
 	for _, b := range sk {
 		k = append(k, ^b)
 	}
@@ -104,7 +112,7 @@ func (k key) end() []byte {
 // next returns the first key after k itself, to make an inclusive lower
 // bound exclusive.
 func (k key) next() []byte {
-	return append(bytes.Clone(k), 0x00)
+	return append(k.grow(1), 0x00)
 }
 
 // The keys of the tables.

@@ -1,0 +1,214 @@
+// Package embedded is the default chat store: KillrChat's Cassandra tables
+// kept as ordered keys in a pebble database on local disk, so the server
+// runs with no database to install.
+//
+// Each table row is one key, `table | partition key | clustering key` (see
+// keys.go), so a partition is a key range and a query of the Cassandra model
+// is a read of one range. The lightweight transactions are compare-and-set
+// under per-partition locks (see locks.go), and every change that touches
+// several rows is one atomic pebble batch.
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+
+	"github.com/killrchat/chatql/store"
+)
+
+// DB is a store.Store on local disk. It is safe for concurrent use by one
+// process; pebble locks the directory against a second.
+type DB struct {
+	pdb   *pebble.DB
+	locks stripes
+
+	// closing guards pdb: operations hold it shared, Close exclusively, so
+	// Close waits for operations in flight and later ones fail cleanly
+	// instead of touching a closed pebble.
+	closing sync.RWMutex
+	closed  bool
+}
+
+var _ store.Store = (*DB)(nil)
+
+// errClosed is returned by operations after Close.
+var errClosed = errors.New("embedded store is closed")
+
+// cacheSize is the memory pebble keeps for recently read blocks: pages of
+// active rooms and the rows of their users.
+const cacheSize = 64 << 20
+
+// Open opens the store in dir, creating it if needed.
+func Open(dir string) (*DB, error) {
+	opts := &pebble.Options{
+		FormatMajorVersion: pebble.FormatNewest,
+		CacheSize:          cacheSize,
+		Logger:             pebbleLogger{dir: dir},
+	}
+	// Bloom filters spare the point reads (users, rooms, a post's check of
+	// its day) a look into every file that cannot hold their key. Each
+	// level's options default to the previous level's.
+	opts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
+	pdb, err := pebble.Open(dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("opening embedded store in %s: %w", dir, err)
+	}
+	return &DB{pdb: pdb, locks: stripes{seed: maphash.MakeSeed()}}, nil
+}
+
+// Close flushes the store to its files and closes it. It waits for
+// operations in flight; later operations return an error. Closing twice is
+// harmless.
+func (db *DB) Close() error {
+	db.closing.Lock()
+	defer db.closing.Unlock()
+	if db.closed {
+		return nil
+	}
+	db.closed = true
+	// Writing the memtable out is not needed for durability (the WAL has
+	// every write) but makes the next Open quick: nothing to replay.
+	return errors.Join(db.pdb.Flush(), db.pdb.Close())
+}
+
+// begin starts an operation: it fails if ctx is done or the store closed,
+// and otherwise keeps the store open until the returned func is called.
+func (db *DB) begin(ctx context.Context) (end func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	db.closing.RLock()
+	if db.closed {
+		db.closing.RUnlock()
+		return nil, errClosed
+	}
+	return db.closing.RUnlock, nil
+}
+
+// getRow reads and decodes the row at k, reporting whether there is one.
+func getRow[T any](db *DB, k key) (row T, found bool, err error) {
+	value, closer, err := db.pdb.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return row, false, nil
+	}
+	if err != nil {
+		return row, false, err
+	}
+	defer closer.Close()
+	row, err = decode[T](value)
+	return row, err == nil, err
+}
+
+// has reports whether there is a row at k.
+func (db *DB) has(k key) (bool, error) {
+	_, closer, err := db.pdb.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, closer.Close()
+}
+
+// scan calls fn on each row in [lower, upper), last to first if reverse,
+// until fn returns false.
+func (db *DB) scan(ctx context.Context, lower, upper []byte, reverse bool, fn func(k, v []byte) (bool, error)) (err error) {
+	it, err := db.pdb.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, it.Close()) }()
+	start, step := it.First, it.Next
+	if reverse {
+		start, step = it.Last, it.Prev
+	}
+	for ok := start(); ok; ok = step() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return err
+		}
+		if more, err := fn(it.Key(), v); err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+// A batch gathers the writes of one operation, to commit them atomically.
+// It keeps the first error, so callers check once, at commit.
+type batch struct {
+	*pebble.Batch
+	err error
+}
+
+func (db *DB) batch() *batch { return &batch{Batch: db.pdb.NewBatch()} }
+
+func (b *batch) set(k key, row any) {
+	if b.err != nil {
+		return
+	}
+	value, err := encode(row)
+	if err != nil {
+		b.err = err
+		return
+	}
+	b.err = b.Set(k, value, nil)
+}
+
+func (b *batch) setEmpty(k key) {
+	if b.err == nil {
+		b.err = b.Set(k, nil, nil)
+	}
+}
+
+func (b *batch) delete(k key) {
+	if b.err == nil {
+		b.err = b.Delete(k, nil)
+	}
+}
+
+// deleteRange deletes every row whose key starts with prefix.
+func (b *batch) deleteRange(prefix key) {
+	if b.err == nil {
+		b.err = b.DeleteRange(prefix, prefix.end(), nil)
+	}
+}
+
+func (b *batch) commit(opts *pebble.WriteOptions) error {
+	defer b.Close()
+	if b.err != nil {
+		return b.err
+	}
+	return b.Commit(opts)
+}
+
+// pebbleLogger sends pebble's log lines to log/slog: its routine notes at
+// debug level, so they stay out of a server's (and a test's) output, and its
+// errors at error level.
+type pebbleLogger struct{ dir string }
+
+func (l pebbleLogger) log(level slog.Level, format string, args []any) {
+	ctx := context.Background()
+	if logger := slog.Default(); logger.Enabled(ctx, level) {
+		logger.Log(ctx, level, fmt.Sprintf(format, args...), "component", "pebble", "dir", l.dir)
+	}
+}
+
+func (l pebbleLogger) Infof(format string, args ...any)  { l.log(slog.LevelDebug, format, args) }
+func (l pebbleLogger) Errorf(format string, args ...any) { l.log(slog.LevelError, format, args) }
+
+// Fatalf reports an error pebble cannot continue from. Pebble's own logger
+// exits the process; panicking instead keeps the stack and lets a test
+// report it.
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	l.log(slog.LevelError, format, args)
+	panic(fmt.Sprintf("pebble: "+format, args...))
+}

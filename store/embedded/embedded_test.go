@@ -1,0 +1,231 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/killrchat/chatql/store"
+	"github.com/killrchat/chatql/store/storetest"
+)
+
+func open(t testing.TB, dir string) *DB {
+	t.Helper()
+	db, err := Open(dir)
+	if err != nil {
+		t.Fatalf("Open(%s) = %v", dir, err)
+	}
+	return db
+}
+
+func TestConformance(t *testing.T) {
+	db := open(t, t.TempDir())
+	storetest.RunTests(t, db)
+	if err := db.Close(); err != nil {
+		t.Errorf("Close() = %v", err)
+	}
+}
+
+// TestRestart writes users, a room and messages over two days, closes the
+// store and opens its directory again: everything reads back the same.
+func TestRestart(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	db := open(t, dir)
+
+	alice := store.Account{
+		User:     store.User{UserRef: store.UserRef{Login: "alice", Firstname: "Alice", Lastname: "Liddell"}, Email: "alice@example.com", Bio: "curious"},
+		PassHash: []byte{0x00, 0xff, 0x10},
+	}
+	bob := store.Account{
+		User:     store.User{UserRef: store.UserRef{Login: "bob", Firstname: "Bob", Lastname: "Builder"}},
+		PassHash: []byte("hash"),
+	}
+	for _, a := range []store.Account{alice, bob} {
+		if err := db.CreateUser(ctx, a); err != nil {
+			t.Fatalf("CreateUser(%q) = %v", a.Login, err)
+		}
+	}
+	room := store.Room{Name: "tea-party", Creator: alice.UserRef, CreatedAt: time.Now(), Banner: "Why is a raven like a writing-desk?"}
+	if err := db.CreateRoom(ctx, room); err != nil {
+		t.Fatalf("CreateRoom = %v", err)
+	}
+	if _, err := db.JoinRoom(ctx, room.Name, bob.UserRef); err != nil {
+		t.Fatalf("JoinRoom = %v", err)
+	}
+	yesterday := time.Now().Add(-24 * time.Hour)
+	var posted []store.Message
+	for i, id := range []store.MessageID{
+		store.MessageIDAt(yesterday), store.MessageIDAt(yesterday.Add(time.Second)),
+		store.NewMessageID(), store.NewMessageID(),
+	} {
+		m := store.Message{Room: room.Name, ID: id, Author: bob.UserRef, Content: fmt.Sprintf("message %d", i), System: i == 0}
+		if err := db.PostMessage(ctx, m); err != nil {
+			t.Fatalf("PostMessage = %v", err)
+		}
+		posted = append([]store.Message{m}, posted...) // newest first
+	}
+
+	type snapshot struct {
+		Alice, Bob  store.Account
+		Room        store.Room
+		Rooms       []store.Room
+		Newest      []store.Message
+		Oldest      []store.Message
+		SecondPage  []store.Message
+		AfterFirsts []store.Message
+	}
+	read := func(db *DB) (s snapshot) {
+		t.Helper()
+		must := func(err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		var err error
+		s.Alice, err = db.Account(ctx, "alice")
+		must(err)
+		s.Bob, err = db.Account(ctx, "bob")
+		must(err)
+		s.Room, err = db.Room(ctx, room.Name)
+		must(err)
+		s.Rooms, err = db.Rooms(ctx, "", 10)
+		must(err)
+		s.Newest, err = db.Messages(ctx, room.Name, store.MessageID{}, 10)
+		must(err)
+		s.SecondPage, err = db.Messages(ctx, room.Name, posted[1].ID, 10)
+		must(err)
+		s.Oldest, err = db.MessagesAfter(ctx, room.Name, store.MessageIDAt(yesterday.Add(-time.Hour)), 10)
+		must(err)
+		s.AfterFirsts, err = db.MessagesAfter(ctx, room.Name, posted[3].ID, 2)
+		must(err)
+		return s
+	}
+	before := read(db)
+	if !reflect.DeepEqual(before.Newest, posted) {
+		t.Errorf("Messages before the restart = %v, want %v", before.Newest, posted)
+	}
+	if want := []string{room.Name}; !reflect.DeepEqual(before.Bob.ChatRooms, want) {
+		t.Errorf("bob's rooms = %q, want %q", before.Bob.ChatRooms, want)
+	}
+	if want := []store.UserRef{alice.UserRef, bob.UserRef}; !reflect.DeepEqual(before.Room.Participants, want) {
+		t.Errorf("participants = %v, want %v", before.Room.Participants, want)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+
+	db = open(t, dir)
+	defer db.Close()
+	after := read(db)
+	if !reflect.DeepEqual(after, before) {
+		t.Errorf("after the restart the store reads\n%+v\nwant\n%+v", after, before)
+	}
+}
+
+// TestClosed checks that operations after Close fail instead of panicking,
+// and that closing again is harmless.
+func TestClosed(t *testing.T) {
+	db := open(t, t.TempDir())
+	if err := db.Close(); err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Errorf("second Close() = %v, want nil", err)
+	}
+	if _, err := db.Room(t.Context(), "games"); !errors.Is(err, errClosed) {
+		t.Errorf("Room after Close = %v, want %v", err, errClosed)
+	}
+}
+
+// TestCanceled checks that a done context stops an operation before it
+// writes.
+func TestCanceled(t *testing.T) {
+	db := open(t, t.TempDir())
+	defer db.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	a := store.Account{User: store.User{UserRef: store.UserRef{Login: "carol"}}}
+	if err := db.CreateUser(ctx, a); !errors.Is(err, context.Canceled) {
+		t.Errorf("CreateUser with a canceled context = %v, want context.Canceled", err)
+	}
+	if _, err := db.User(t.Context(), "carol"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("User after a canceled CreateUser = %v, want ErrNotFound", err)
+	}
+}
+
+// TestUnknownMembers checks that rooms are never tied to logins without a
+// user row, which would leave a user row made of a room list alone.
+func TestUnknownMembers(t *testing.T) {
+	ctx := t.Context()
+	db := open(t, t.TempDir())
+	defer db.Close()
+	ghost := store.UserRef{Login: "ghost", Firstname: "G", Lastname: "Host"}
+	err := db.CreateRoom(ctx, store.Room{Name: "haunted", Creator: ghost, CreatedAt: time.Now()})
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("CreateRoom by an unknown user = %v, want ErrNotFound", err)
+	}
+	if _, err := db.Room(ctx, "haunted"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Room after the failed CreateRoom = %v, want ErrNotFound", err)
+	}
+	if _, err := db.User(ctx, "ghost"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("User(ghost) = %v, want ErrNotFound", err)
+	}
+}
+
+func benchStore(b *testing.B) (*DB, string, store.UserRef) {
+	ctx := b.Context()
+	db := open(b, b.TempDir())
+	b.Cleanup(func() { db.Close() })
+	u := store.Account{User: store.User{UserRef: store.UserRef{Login: "bench", Firstname: "Ben", Lastname: "Ch"}}}
+	if err := db.CreateUser(ctx, u); err != nil {
+		b.Fatal(err)
+	}
+	if err := db.CreateRoom(ctx, store.Room{Name: "bench", Creator: u.UserRef, CreatedAt: time.Now()}); err != nil {
+		b.Fatal(err)
+	}
+	return db, "bench", u.UserRef
+}
+
+func BenchmarkPostMessage(b *testing.B) {
+	db, room, author := benchStore(b)
+	ctx := b.Context()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			m := store.Message{Room: room, ID: store.NewMessageID(), Author: author, Content: "The quick brown fox jumps over the lazy dog."}
+			if err := db.PostMessage(ctx, m); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkMessagesPage reads the newest page of 50 from a room with
+// messages in two days.
+func BenchmarkMessagesPage(b *testing.B) {
+	db, room, author := benchStore(b)
+	ctx := b.Context()
+	yesterday := time.Now().Add(-24 * time.Hour)
+	for i := range 1000 {
+		id := store.NewMessageID()
+		if i%2 == 0 {
+			id = store.MessageIDAt(yesterday.Add(time.Duration(i) * time.Millisecond))
+		}
+		if err := db.PostMessage(ctx, store.Message{Room: room, ID: id, Author: author, Content: fmt.Sprint("message ", i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		page, err := db.Messages(ctx, room, store.MessageID{}, 50)
+		if err != nil || len(page) != 50 {
+			b.Fatalf("Messages = %d messages, %v", len(page), err)
+		}
+	}
+}

@@ -1,0 +1,151 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/killrchat/chatql/store"
+)
+
+// PostMessage writes the message into the partition of its day and, in the
+// same batch, lists that day in messages_bucket if it is not listed yet.
+// Checking first costs a point read but keeps one version of the bucket row:
+// overwriting it on every post would pile up versions in the memtable that
+// every page read then steps over. (Two first posts of a day may both write
+// the row; that is harmless.) The in-memory buffer of the Cassandra model is
+// not needed, as the read is local.
+//
+// Messages are the hot path, so the batch is not synced: pebble's log
+// writer puts it in the log file right away, in the background, without
+// waiting for the disk. Close and restarts keep every message; a crash may
+// lose the last moments.
+func (db *DB) PostMessage(ctx context.Context, m store.Message) error {
+	end, err := db.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
+
+	if m.ID.IsZero() {
+		return store.Invalidf("message in room %q has no id", m.Room)
+	}
+	b := db.batch()
+	b.set(messageKey(m.Room, m.ID), newMessageRow(m))
+	bk := bucketKey(m.Room, store.BucketOf(m.ID.Time()))
+	if listed, err := db.has(bk); err != nil {
+		b.Close()
+		return fmt.Errorf("reading the days of room %q: %w", m.Room, err)
+	} else if !listed {
+		b.setEmpty(bk)
+	}
+	if err := b.commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("writing message to room %q: %w", m.Room, err)
+	}
+	return nil
+}
+
+// Messages returns up to limit messages of the room older than before,
+// newest first, walking its days from before's back to the oldest.
+func (db *DB) Messages(ctx context.Context, room string, before store.MessageID, limit int) ([]store.Message, error) {
+	end, err := db.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+
+	listed, err := db.buckets(ctx, room)
+	if err != nil {
+		return nil, err
+	}
+	buckets := store.NewestFirstBuckets(listed, before, time.Now())
+	// Rows are newest first in key order: older than before is after it.
+	page, err := store.ScanBuckets(ctx, buckets, limit, func(ctx context.Context, b store.Bucket, limit int) ([]store.Message, error) {
+		p := messagePartition(room, b)
+		lower := []byte(p)
+		if !before.IsZero() {
+			lower = p.desc(before).next()
+		}
+		return db.readMessages(ctx, room, p, lower, p.end(), false, limit)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return nonNil(page), nil
+}
+
+// MessagesAfter returns up to limit messages of the room newer than after,
+// oldest first, walking its days from after's to today.
+func (db *DB) MessagesAfter(ctx context.Context, room string, after store.MessageID, limit int) ([]store.Message, error) {
+	end, err := db.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+
+	listed, err := db.buckets(ctx, room)
+	if err != nil {
+		return nil, err
+	}
+	buckets := store.OldestFirstBuckets(listed, after, time.Now())
+	// Newer than after is before it in key order, read backwards.
+	page, err := store.ScanBuckets(ctx, buckets, limit, func(ctx context.Context, b store.Bucket, limit int) ([]store.Message, error) {
+		p := messagePartition(room, b)
+		upper := p.end()
+		if !after.IsZero() {
+			upper = p.desc(after)
+		}
+		return db.readMessages(ctx, room, p, p, upper, true, limit)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return nonNil(page), nil
+}
+
+// buckets lists the room's non-empty days from messages_bucket.
+func (db *DB) buckets(ctx context.Context, room string) ([]store.Bucket, error) {
+	p := bucketPartition(room)
+	var listed []store.Bucket
+	err := db.scan(ctx, p, p.end(), false, func(k, _ []byte) (bool, error) {
+		b, err := parseInt(k[len(p):])
+		listed = append(listed, store.Bucket(b))
+		return true, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing the days of room %q: %w", room, err)
+	}
+	return listed, nil
+}
+
+// readMessages reads up to limit messages of partition p within [lower,
+// upper), in key order (newest first) or, if reverse, oldest first.
+func (db *DB) readMessages(ctx context.Context, room string, p key, lower, upper []byte, reverse bool, limit int) ([]store.Message, error) {
+	msgs := make([]store.Message, 0, min(limit, 64))
+	err := db.scan(ctx, lower, upper, reverse, func(k, v []byte) (bool, error) {
+		id, err := parseDesc(k[len(p):])
+		if err != nil {
+			return false, err
+		}
+		row, err := decode[messageRow](v)
+		if err != nil {
+			return false, err
+		}
+		msgs = append(msgs, row.message(room, id))
+		return len(msgs) < limit, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading messages of room %q: %w", room, err)
+	}
+	return msgs, nil
+}
+
+// nonNil makes an empty page an empty slice, as the other lists are.
+func nonNil(page []store.Message) []store.Message {
+	if page == nil {
+		return []store.Message{}
+	}
+	return page
+}

@@ -1,0 +1,238 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/killrchat/chatql/store"
+)
+
+// CreateRoom stores a new room unless its name is taken, and adds it to the
+// creator's rooms in the same batch. The creator is the room's only
+// participant (r.Participants is ignored) and must be a user: ErrNotFound
+// otherwise, rather than a user row made up of nothing but a room list.
+func (db *DB) CreateRoom(ctx context.Context, r store.Room) error {
+	end, err := db.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
+
+	rk, uk := roomKey(r.Name), userKey(r.Creator.Login)
+	locks := db.locks.of(rk, uk)
+	db.locks.lock(locks)
+	defer db.locks.unlock(locks)
+
+	if _, found, err := getRow[roomRow](db, rk); err != nil {
+		return fmt.Errorf("reading room %q: %w", r.Name, err)
+	} else if found {
+		return fmt.Errorf("room %q: %w", r.Name, store.ErrConflict)
+	}
+	creator, err := db.user(r.Creator.Login)
+	if err != nil {
+		return err
+	}
+	creator.addRoom(r.Name)
+
+	b := db.batch()
+	b.set(rk, newRoomRow(r))
+	b.set(uk, creator)
+	if err := b.commit(pebble.Sync); err != nil {
+		return fmt.Errorf("writing room %q: %w", r.Name, err)
+	}
+	return nil
+}
+
+// Room returns the room called name.
+func (db *DB) Room(ctx context.Context, name string) (store.Room, error) {
+	end, err := db.begin(ctx)
+	if err != nil {
+		return store.Room{}, err
+	}
+	defer end()
+
+	row, err := db.room(name)
+	if err != nil {
+		return store.Room{}, err
+	}
+	return row.room(), nil
+}
+
+// Rooms returns up to limit rooms named after after, in name order.
+func (db *DB) Rooms(ctx context.Context, after string, limit int) ([]store.Room, error) {
+	end, err := db.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+
+	table := tuple(tableChatRooms)
+	lower := []byte(table)
+	if after != "" {
+		lower = roomKey(after).next()
+	}
+	rooms := []store.Room{}
+	if limit <= 0 {
+		return rooms, nil
+	}
+	err = db.scan(ctx, lower, table.end(), false, func(_, v []byte) (bool, error) {
+		row, err := decode[roomRow](v)
+		if err != nil {
+			return false, err
+		}
+		rooms = append(rooms, row.room())
+		return len(rooms) < limit, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing rooms after %q: %w", after, err)
+	}
+	return rooms, nil
+}
+
+// JoinRoom adds u to the room's participants and the room to u's rooms in
+// one batch, if the room exists; a join never creates a room. u must be a
+// user.
+func (db *DB) JoinRoom(ctx context.Context, name string, u store.UserRef) (store.Room, error) {
+	end, err := db.begin(ctx)
+	if err != nil {
+		return store.Room{}, err
+	}
+	defer end()
+
+	rk, uk := roomKey(name), userKey(u.Login)
+	locks := db.locks.of(rk, uk)
+	db.locks.lock(locks)
+	defer db.locks.unlock(locks)
+
+	room, err := db.room(name)
+	if err != nil {
+		return store.Room{}, err
+	}
+	user, err := db.user(u.Login)
+	if err != nil {
+		return store.Room{}, err
+	}
+	room.addParticipant(u)
+	user.addRoom(name)
+
+	b := db.batch()
+	b.set(rk, room)
+	b.set(uk, user)
+	if err := b.commit(pebble.Sync); err != nil {
+		return store.Room{}, fmt.Errorf("writing %q joining room %q: %w", u.Login, name, err)
+	}
+	return room.room(), nil
+}
+
+// LeaveRoom removes u from the room's participants and the room from u's
+// rooms in one batch.
+func (db *DB) LeaveRoom(ctx context.Context, name string, u store.UserRef) error {
+	end, err := db.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
+
+	rk, uk := roomKey(name), userKey(u.Login)
+	locks := db.locks.of(rk, uk)
+	db.locks.lock(locks)
+	defer db.locks.unlock(locks)
+
+	room, err := db.room(name)
+	if err != nil {
+		return err
+	}
+	if !room.removeParticipant(u.Login) {
+		return fmt.Errorf("user %q is not in room %q: %w", u.Login, name, store.ErrNotFound)
+	}
+	b := db.batch()
+	b.set(rk, room)
+	if user, found, err := getRow[userRow](db, uk); err != nil {
+		return fmt.Errorf("reading user %q: %w", u.Login, err)
+	} else if found {
+		user.removeRoom(name)
+		b.set(uk, user)
+	}
+	if err := b.commit(pebble.Sync); err != nil {
+		return fmt.Errorf("writing %q leaving room %q: %w", u.Login, name, err)
+	}
+	return nil
+}
+
+// DeleteRoom deletes the room, if creatorLogin created it, with its
+// messages and its place in its participants' rooms, all in one batch.
+//
+// It must hold the locks of the room and of every participant. Who the
+// participants are is known only from a read, and the locks must be taken
+// all at once (see locks.go), so it reads, locks what it read, reads again
+// under those locks and, if someone joined meanwhile, widens the set and
+// repeats: the check Cassandra makes with IF participants = ?.
+func (db *DB) DeleteRoom(ctx context.Context, name string, creatorLogin string) (store.Room, error) {
+	end, err := db.begin(ctx)
+	if err != nil {
+		return store.Room{}, err
+	}
+	defer end()
+
+	rk := roomKey(name)
+	var held lockSet
+	defer func() { db.locks.unlock(held) }()
+	for {
+		if err := ctx.Err(); err != nil {
+			return store.Room{}, err
+		}
+		room, err := db.room(name)
+		if err != nil {
+			return store.Room{}, err
+		}
+		if room.Creator.Login != creatorLogin {
+			return store.Room{}, fmt.Errorf("room %q can only be deleted by its creator: %w", name, store.ErrForbidden)
+		}
+		partitions := []key{rk}
+		for _, p := range room.Participants {
+			partitions = append(partitions, userKey(p.Login))
+		}
+		need := db.locks.of(partitions...)
+		if !held.covers(need) {
+			db.locks.unlock(held)
+			held = need
+			db.locks.lock(held)
+			continue
+		}
+
+		b := db.batch()
+		b.delete(rk)
+		for _, p := range room.Participants {
+			uk := userKey(p.Login)
+			user, found, err := getRow[userRow](db, uk)
+			if err != nil {
+				b.Close()
+				return store.Room{}, fmt.Errorf("reading user %q: %w", p.Login, err)
+			}
+			if found {
+				user.removeRoom(name)
+				b.set(uk, user)
+			}
+		}
+		b.deleteRange(roomMessages(name))
+		b.deleteRange(bucketPartition(name))
+		if err := b.commit(pebble.Sync); err != nil {
+			return store.Room{}, fmt.Errorf("deleting room %q: %w", name, err)
+		}
+		return room.room(), nil
+	}
+}
+
+// room reads the row of the room, or fails with ErrNotFound.
+func (db *DB) room(name string) (roomRow, error) {
+	row, found, err := getRow[roomRow](db, roomKey(name))
+	if err != nil {
+		return row, fmt.Errorf("reading room %q: %w", name, err)
+	}
+	if !found {
+		return row, fmt.Errorf("room %q: %w", name, store.ErrNotFound)
+	}
+	return row, nil
+}

@@ -1,0 +1,171 @@
+package embedded
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/killrchat/chatql/store"
+)
+
+// The values of the tables are JSON documents of the row types below: the
+// columns not already in the key, under short names. They are separate from
+// the domain types so that renaming a Go field never changes the files on
+// disk. This file is the only place values are encoded or decoded.
+
+// userRef is the Cassandra user-defined type `user`.
+type userRef struct {
+	Login     string `json:"l"`
+	Firstname string `json:"f"`
+	Lastname  string `json:"n"`
+}
+
+// userRow is a row of users.
+type userRow struct {
+	Login     string   `json:"login"`
+	PassHash  []byte   `json:"pass_hash"`
+	Firstname string   `json:"firstname"`
+	Lastname  string   `json:"lastname"`
+	Email     string   `json:"email,omitempty"`
+	Bio       string   `json:"bio,omitempty"`
+	ChatRooms []string `json:"chat_rooms,omitempty"` // sorted, no duplicates
+}
+
+// roomRow is a row of chat_rooms. The creator's login is Creator.Login.
+type roomRow struct {
+	Name         string    `json:"room_name"`
+	Creator      userRef   `json:"creator"`
+	CreatedAt    time.Time `json:"creation_date"`
+	Banner       string    `json:"banner,omitempty"`
+	Participants []userRef `json:"participants"` // sorted by login, no duplicates
+}
+
+// messageRow is a row of chat_room_messages; the room and the id are in the
+// key.
+type messageRow struct {
+	Author  userRef `json:"a"`
+	Content string  `json:"c"`
+	System  bool    `json:"s,omitempty"`
+}
+
+// Rows of messages_bucket have no columns besides the key: the value is
+// empty.
+
+func encode(row any) ([]byte, error) {
+	b, err := json.Marshal(row)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %T: %w", row, err)
+	}
+	return b, nil
+}
+
+func decode[T any](value []byte) (T, error) {
+	var row T
+	if err := json.Unmarshal(value, &row); err != nil {
+		return row, fmt.Errorf("decoding %T: %w", row, err)
+	}
+	return row, nil
+}
+
+func refRow(u store.UserRef) userRef { return userRef(u) }
+
+func (u userRef) ref() store.UserRef { return store.UserRef(u) }
+
+func accountRow(a store.Account) userRow {
+	return userRow{
+		Login:     a.Login,
+		PassHash:  a.PassHash,
+		Firstname: a.Firstname,
+		Lastname:  a.Lastname,
+		Email:     a.Email,
+		Bio:       a.Bio,
+	}
+}
+
+func (r userRow) account() store.Account {
+	return store.Account{
+		User: store.User{
+			UserRef:   store.UserRef{Login: r.Login, Firstname: r.Firstname, Lastname: r.Lastname},
+			Email:     r.Email,
+			Bio:       r.Bio,
+			ChatRooms: append([]string{}, r.ChatRooms...),
+		},
+		PassHash: r.PassHash,
+	}
+}
+
+// addRoom adds name to the user's rooms, keeping them a sorted set.
+func (r *userRow) addRoom(name string) {
+	if i, found := slices.BinarySearch(r.ChatRooms, name); !found {
+		r.ChatRooms = slices.Insert(r.ChatRooms, i, name)
+	}
+}
+
+// removeRoom removes name from the user's rooms.
+func (r *userRow) removeRoom(name string) {
+	if i, found := slices.BinarySearch(r.ChatRooms, name); found {
+		r.ChatRooms = slices.Delete(r.ChatRooms, i, i+1)
+	}
+}
+
+func newRoomRow(r store.Room) roomRow {
+	return roomRow{
+		Name:         r.Name,
+		Creator:      refRow(r.Creator),
+		CreatedAt:    r.CreatedAt.UTC(),
+		Banner:       r.Banner,
+		Participants: []userRef{refRow(r.Creator)},
+	}
+}
+
+func (r roomRow) room() store.Room {
+	ps := make([]store.UserRef, len(r.Participants))
+	for i, p := range r.Participants {
+		ps[i] = p.ref()
+	}
+	return store.Room{
+		Name:         r.Name,
+		Creator:      r.Creator.ref(),
+		CreatedAt:    r.CreatedAt,
+		Banner:       r.Banner,
+		Participants: ps,
+	}
+}
+
+func byLogin(p userRef, login string) int { return strings.Compare(p.Login, login) }
+
+// addParticipant adds u to the participants, keeping them sorted by login.
+// A participant who joins again keeps one entry, refreshed to u.
+func (r *roomRow) addParticipant(u store.UserRef) {
+	i, found := slices.BinarySearchFunc(r.Participants, u.Login, byLogin)
+	if found {
+		r.Participants[i] = refRow(u)
+		return
+	}
+	r.Participants = slices.Insert(r.Participants, i, refRow(u))
+}
+
+// removeParticipant removes login from the participants and reports
+// whether it was there.
+func (r *roomRow) removeParticipant(login string) bool {
+	i, found := slices.BinarySearchFunc(r.Participants, login, byLogin)
+	if found {
+		r.Participants = slices.Delete(r.Participants, i, i+1)
+	}
+	return found
+}
+
+func (r roomRow) hasParticipant(login string) bool {
+	_, found := slices.BinarySearchFunc(r.Participants, login, byLogin)
+	return found
+}
+
+func newMessageRow(m store.Message) messageRow {
+	return messageRow{Author: refRow(m.Author), Content: m.Content, System: m.System}
+}
+
+func (r messageRow) message(room string, id store.MessageID) store.Message {
+	return store.Message{Room: room, ID: id, Author: r.Author.ref(), Content: r.Content, System: r.System}
+}

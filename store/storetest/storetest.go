@@ -1,0 +1,160 @@
+// Package storetest is the conformance suite of store.Store: every backend
+// runs RunTests against one instance of itself, so they all keep the same
+// contract.
+//
+//	func TestConformance(t *testing.T) {
+//		s := newStore(t)
+//		defer s.Close()
+//		storetest.RunTests(t, s)
+//	}
+//
+// The suite shares one store across all its subtests, since some backends
+// are slow to reset: every subtest makes its own users and rooms with unique
+// names and tolerates whatever else the store holds. Subtests run in
+// parallel; RunTests returns only once all of them are done, so the caller
+// may close the store right after.
+package storetest
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/killrchat/chatql/store"
+)
+
+// subtestTimeout bounds every subtest's calls to the store.
+const subtestTimeout = 30 * time.Second
+
+type subtest struct {
+	name string
+	run  func(t *testing.T, s store.Store)
+}
+
+type group struct {
+	name  string
+	tests []subtest
+}
+
+func groups() []group {
+	return []group{
+		{"CreateUser", []subtest{
+			{"OK", testCreateUserOK},
+			{"ErrConflict", testCreateUserConflict},
+			{"Concurrent", testCreateUserConcurrent},
+		}},
+		{"User", []subtest{
+			{"ErrNotFound", testUserNotFound},
+			{"ChatRoomsSorted", testUserChatRoomsSorted},
+		}},
+		{"Account", []subtest{
+			{"ErrNotFound", testAccountNotFound},
+		}},
+		{"CreateRoom", []subtest{
+			{"OK", testCreateRoomOK},
+			{"ErrConflict", testCreateRoomConflict},
+		}},
+		{"Room", []subtest{
+			{"ErrNotFound", testRoomNotFound},
+		}},
+		{"Rooms", []subtest{
+			{"Paging", testRoomsPaging},
+		}},
+		{"JoinRoom", []subtest{
+			{"OK", testJoinRoomOK},
+			{"Twice", testJoinRoomTwice},
+			{"ErrNotFound", testJoinRoomNotFound},
+		}},
+		{"LeaveRoom", []subtest{
+			{"OK", testLeaveRoomOK},
+			{"NotParticipant", testLeaveRoomNotParticipant},
+			{"ErrNotFound", testLeaveRoomNotFound},
+		}},
+		{"DeleteRoom", []subtest{
+			{"OK", testDeleteRoomOK},
+			{"ErrForbidden", testDeleteRoomForbidden},
+			{"ErrNotFound", testDeleteRoomNotFound},
+			{"JoinRacingDelete", testJoinRacingDelete},
+		}},
+		{"Messages", []subtest{
+			{"NewestFirst", testMessagesNewestFirst},
+			{"Empty", testMessagesEmpty},
+			{"Paging", testMessagesPaging},
+			{"System", testMessagesSystem},
+			{"ReadYourWrites", testMessagesReadYourWrites},
+			{"ConcurrentPosts", testMessagesConcurrentPosts},
+			{"RoomIsolation", testMessagesRoomIsolation},
+		}},
+		{"MessagesAfter", []subtest{
+			{"Paging", testMessagesAfterPaging},
+			{"Newest", testMessagesAfterNewest},
+			{"ZeroCursor", testMessagesAfterZero},
+		}},
+	}
+}
+
+// RunTests runs the whole conformance suite against s, as subtests of t
+// named "Group/Case" (e.g. "CreateUser/ErrConflict"). The subtests share s
+// and run concurrently; RunTests returns when all of them have finished.
+func RunTests(t *testing.T, s store.Store) {
+	t.Helper()
+	// Groups run concurrently, each from its own goroutine (t.Run allows it
+	// as long as all calls return before the test does), and the cases of a
+	// group run in parallel. Waiting here keeps the store open until the end.
+	var wg sync.WaitGroup
+	for _, g := range groups() {
+		wg.Go(func() {
+			t.Run(g.name, func(t *testing.T) {
+				for _, c := range g.tests {
+					t.Run(c.name, func(t *testing.T) {
+						t.Parallel()
+						c.run(t, s)
+					})
+				}
+			})
+		})
+	}
+	wg.Wait()
+}
+
+// newContext returns the context bounding one subtest's calls.
+func newContext(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), subtestTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+const suffixLetters = "abcdefghijklmnopqrstuvwxyz"
+
+// randomSuffix returns 8 random lowercase letters, making names unique
+// across subtests and across runs against a persistent store.
+func randomSuffix() string {
+	b := make([]byte, 8)
+	for i := range b {
+		b[i] = suffixLetters[rand.IntN(len(suffixLetters))]
+	}
+	return string(b)
+}
+
+// newLogin returns a fresh valid login starting with prefix.
+func newLogin(t *testing.T, prefix string) string {
+	t.Helper()
+	login := prefix + "." + randomSuffix()
+	if err := store.ValidateLogin(login); err != nil {
+		t.Fatalf("storetest: bad generated login: %v", err)
+	}
+	return login
+}
+
+// newRoomName returns a fresh valid room name starting with prefix.
+func newRoomName(t *testing.T, prefix string) string {
+	t.Helper()
+	name := prefix + "-" + randomSuffix()
+	if err := store.ValidateRoomName(name); err != nil {
+		t.Fatalf("storetest: bad generated room name: %v", err)
+	}
+	return name
+}
