@@ -584,7 +584,9 @@ func countGoroutines(fn string) int {
 	return strings.Count(string(buf), fn)
 }
 
-func TestSubscriptionsLeaveNoGoroutines(t *testing.T) { forEachStore(t, testSubscriptionsLeaveNoGoroutines) }
+func TestSubscriptionsLeaveNoGoroutines(t *testing.T) {
+	forEachStore(t, testSubscriptionsLeaveNoGoroutines)
+}
 
 func testSubscriptionsLeaveNoGoroutines(t *testing.T, cfg Config) {
 	ts := startServer(t, cfg)
