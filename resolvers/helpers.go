@@ -59,3 +59,11 @@ func parseCursor(cursor *string) (store.MessageID, error) {
 	}
 	return store.ParseMessageID(*cursor)
 }
+
+// deref reads an optional string argument; absent means empty.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -72,10 +72,3 @@ func (r *queryResolver) Me(ctx context.Context) (*store.User, error) {
 	}
 	return &u, nil
 }
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
