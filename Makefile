@@ -1,0 +1,46 @@
+# Everyday commands. `make test` needs Go alone; `make test-integration`
+# starts a real Cassandra node and a real Redis (scripts/) and runs every
+# test against them.
+GO              ?= go
+CASSANDRA_HOSTS ?= 127.0.0.1
+REDIS_URL       ?= redis://127.0.0.1:6379/0
+
+.PHONY: run test test-integration bench generate check-generated lint services services-stop
+
+run:
+	$(GO) run .
+
+test:
+	$(GO) test -race ./...
+
+# Regenerate graph/ (and new resolver stubs) from schema/*.graphqls.
+generate:
+	$(GO) generate ./...
+
+# Fails when graph/ or resolvers/ differ from what the schema generates.
+check-generated: generate
+	@if [ -n "$$(git status --porcelain -- graph resolvers)" ]; then \
+		echo "generated code is stale: run 'make generate' and commit the result"; \
+		git status --porcelain -- graph resolvers; exit 1; fi
+
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "not gofmt-ed: $$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+services:
+	scripts/cassandra.sh start
+	scripts/redis.sh start
+
+services-stop:
+	-scripts/redis.sh stop
+	-scripts/cassandra.sh stop
+
+# Every test, with the backends required: a missing service is a failure.
+test-integration: services
+	CHAT_REQUIRE_BACKENDS=1 CHAT_CASSANDRA_HOSTS=$(CASSANDRA_HOSTS) CHAT_REDIS_URL=$(REDIS_URL) \
+		$(GO) test -race -count=1 -timeout 20m ./...
+
+# Go benchmarks of the store and broker hot paths.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./store/... ./broker/...
