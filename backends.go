@@ -20,7 +20,15 @@ func openCassandra(ctx context.Context, cfg cassandra.Config, log *slog.Logger) 
 	return db, nil
 }
 
-// openRedis connects the Redis broker.
-func openRedis(ctx context.Context, cfg Config) (broker.Broker, error) {
-	return nil, fmt.Errorf("the redis broker is not wired yet")
+// openRedis connects the Redis broker, which carries events between
+// instances; local subscribers share one Redis subscription per room.
+func openRedis(ctx context.Context, cfg Config, log *slog.Logger) (broker.Broker, error) {
+	b, err := broker.NewRedis(ctx, cfg.RedisURL,
+		broker.WithBufferSize(cfg.SubscriberQueue),
+		broker.WithChannelPrefix(cfg.RedisChannelPrefix),
+		broker.WithLogger(log))
+	if err != nil {
+		return nil, fmt.Errorf("connect the redis broker: %w", err)
+	}
+	return b, nil
 }

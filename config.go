@@ -13,20 +13,23 @@ import (
 // Config is the server's configuration. Every field has a flag and a CHAT_*
 // environment variable; a flag given on the command line wins.
 type Config struct {
-	Addr            string
-	Store           string // "embedded" or "cassandra"
-	DataDir         string
-	JWTSecret       string
-	TokenTTL        time.Duration
-	BcryptCost      int
-	RedisURL        string
-	MaxBodyBytes    int64
-	MaxComplexity   int
-	SubscriberQueue int
-	KeepAlive       time.Duration
-	AllowedOrigins  []string
-	ShutdownTimeout time.Duration
-	LogLevel        slog.Level
+	Addr       string
+	Store      string // "embedded" or "cassandra"
+	DataDir    string
+	JWTSecret  string
+	TokenTTL   time.Duration
+	BcryptCost int
+	RedisURL   string
+	// RedisChannelPrefix namespaces the Redis channels, so several
+	// deployments can share one Redis.
+	RedisChannelPrefix string
+	MaxBodyBytes       int64
+	MaxComplexity      int
+	SubscriberQueue    int
+	KeepAlive          time.Duration
+	AllowedOrigins     []string
+	ShutdownTimeout    time.Duration
+	LogLevel           slog.Level
 
 	// Cassandra selects and tunes the cluster when Store is "cassandra".
 	Cassandra cassandra.Config
@@ -46,6 +49,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.DurationVar(&c.TokenTTL, "token-ttl", env.duration("CHAT_TOKEN_TTL", 24*time.Hour), "session token lifetime (CHAT_TOKEN_TTL)")
 	fs.IntVar(&c.BcryptCost, "bcrypt-cost", env.int("CHAT_BCRYPT_COST", 10), "bcrypt cost of password hashes (CHAT_BCRYPT_COST)")
 	fs.StringVar(&c.RedisURL, "redis-url", env.str("CHAT_REDIS_URL", ""), "Redis URL for pub/sub across instances; in-process broker when empty (CHAT_REDIS_URL)")
+	fs.StringVar(&c.RedisChannelPrefix, "redis-channel-prefix", env.str("CHAT_REDIS_CHANNEL_PREFIX", "chat:"), "prefix of the Redis channels of this deployment (CHAT_REDIS_CHANNEL_PREFIX)")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", int64(env.int("CHAT_MAX_BODY_BYTES", 1<<20)), "largest accepted request body (CHAT_MAX_BODY_BYTES)")
 	fs.IntVar(&c.MaxComplexity, "max-complexity", env.int("CHAT_MAX_COMPLEXITY", 200), "largest accepted query complexity (CHAT_MAX_COMPLEXITY)")
 	fs.IntVar(&c.SubscriberQueue, "subscriber-queue", env.int("CHAT_SUBSCRIBER_QUEUE", 256), "events a subscriber may fall behind before it is cut off (CHAT_SUBSCRIBER_QUEUE)")

@@ -71,8 +71,7 @@ func run(cfg Config, log *slog.Logger) error {
 	go func() { served <- srv.Serve(ln) }()
 	select {
 	case err := <-served:
-		_ = srv.Close(context.Background())
-		return err
+		return errors.Join(err, srv.Close(context.Background()))
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: finishing in-flight requests", "timeout", cfg.ShutdownTimeout)
@@ -93,32 +92,45 @@ type Server struct {
 	// websocket and SSE streams that http.Server.Shutdown does not wait for.
 	stopStreams context.CancelFunc
 	closing     atomic.Bool
+	ownsStore   bool
 }
 
 // NewServer opens the configured store and broker and builds the handler.
 func NewServer(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
-	s := &Server{cfg: cfg, log: log}
-	var err error
-	if s.store, err = openStore(ctx, cfg, log); err != nil {
+	st, err := openStore(ctx, cfg, log)
+	if err != nil {
 		return nil, err
 	}
-	if s.broker, err = openBroker(ctx, cfg); err != nil {
-		_ = s.store.Close()
+	s, err := newServer(ctx, cfg, log, st)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	s.ownsStore = true
+	return s, nil
+}
+
+// newServer builds an instance on an open store, which it does not close:
+// tests run several instances on one store, as a cluster would.
+func newServer(ctx context.Context, cfg Config, log *slog.Logger, st store.Store) (*Server, error) {
+	s := &Server{cfg: cfg, log: log, store: st}
+	var err error
+	if s.broker, err = openBroker(ctx, cfg, log); err != nil {
 		return nil, err
 	}
 	secret, err := jwtSecret(cfg)
 	if err != nil {
-		_ = s.closeBackends()
+		_ = s.broker.Close()
 		return nil, err
 	}
 	tokens, err := auth.NewTokens(secret, cfg.TokenTTL)
 	if err != nil {
-		_ = s.closeBackends()
+		_ = s.broker.Close()
 		return nil, err
 	}
 	passwords, err := auth.NewPasswords(cfg.BcryptCost)
 	if err != nil {
-		_ = s.closeBackends()
+		_ = s.broker.Close()
 		return nil, err
 	}
 	res := &resolvers.Resolver{Store: s.store, Broker: s.broker, Tokens: tokens, Passwords: passwords, Log: log}
@@ -142,11 +154,11 @@ func openStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, 
 	}
 }
 
-func openBroker(ctx context.Context, cfg Config) (broker.Broker, error) {
+func openBroker(ctx context.Context, cfg Config, log *slog.Logger) (broker.Broker, error) {
 	if cfg.RedisURL == "" {
 		return broker.NewLocal(cfg.SubscriberQueue), nil
 	}
-	return openRedis(ctx, cfg)
+	return openRedis(ctx, cfg, log)
 }
 
 func (s *Server) brokerName() string {
@@ -312,11 +324,11 @@ func (s *Server) Close(ctx context.Context) error {
 	s.closing.Store(true)
 	err := s.http.Shutdown(ctx)
 	s.stopStreams()
-	return errors.Join(err, s.closeBackends())
-}
-
-func (s *Server) closeBackends() error {
-	return errors.Join(s.broker.Close(), s.store.Close())
+	err = errors.Join(err, s.broker.Close())
+	if s.ownsStore {
+		err = errors.Join(err, s.store.Close())
+	}
+	return err
 }
 
 func displayAddr(a net.Addr) string {

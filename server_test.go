@@ -45,28 +45,32 @@ func testConfig(t *testing.T) Config {
 // startServer serves cfg until the test ends.
 func startServer(t *testing.T, cfg Config) *testServer {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	}
-	srv, err := NewServer(context.Background(), cfg, log)
+	srv, err := NewServer(context.Background(), cfg, testLogger())
 	if err != nil {
 		t.Fatalf("NewServer: %v", err)
 	}
+	return serve(t, srv)
+}
+
+// testLogger shows warnings when the tests run verbosely.
+func testLogger() *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// serve runs srv on a loopback port until the test ends.
+func serve(t *testing.T, srv *Server) *testServer {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go srv.Serve(ln)
-	closed := false
-	t.Cleanup(func() {
-		if !closed {
-			_ = srv.Close(context.Background())
-		}
-	})
+	t.Cleanup(func() { _ = srv.Close(context.Background()) })
 	url := "http://" + ln.Addr().String() + "/query"
-	ts := &testServer{Server: srv, URL: url, Client: chatclient.New(url)}
-	return ts
+	return &testServer{Server: srv, URL: url, Client: chatclient.New(url)}
 }
 
 func testContext(t *testing.T) context.Context {

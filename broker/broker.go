@@ -23,8 +23,11 @@ const (
 	RoomDeleted       EventKind = "ROOM_DELETED"
 
 	// Resync is not a room event: the broker may have lost events (its
-	// upstream connection dropped and came back), so the subscriber must
-	// catch up from the store after its last cursor.
+	// upstream connection dropped and came back, or a publish failed), so
+	// the subscriber must catch up from the store after its last cursor.
+	// It comes once the broker receives the topic's events again, so that
+	// nothing falls between the catch-up and the live events that follow.
+	// It may be spurious; catching up is idempotent.
 	Resync EventKind = "RESYNC"
 )
 

@@ -25,7 +25,9 @@ type roomStream struct {
 	me    store.UserRef
 	sub   *broker.Subscription
 	out   chan *model.RoomEvent
-	since time.Time // when the live subscription started
+	// floor bounds what the stream may ever deliver: the resume cursor, or
+	// the moment the live subscription started.
+	floor store.MessageID
 
 	seen   map[store.MessageID]struct{} // delivered ids within dedupeWindow of newest
 	newest store.MessageID
@@ -34,13 +36,16 @@ type roomStream struct {
 // streamRoom subscribes to the room before reading the store, so nothing
 // posted in between is missed, and returns the channel gqlgen reads.
 func (r *Resolver) streamRoom(ctx context.Context, room string, me store.UserRef, after store.MessageID) (<-chan *model.RoomEvent, error) {
-	since := time.Now()
+	floor := after
+	if floor.IsZero() {
+		floor = store.MinMessageID(time.Now())
+	}
 	sub, err := r.Broker.Subscribe(ctx, broker.RoomTopic(room))
 	if err != nil {
 		return nil, err
 	}
 	s := &roomStream{
-		r: r, room: room, me: me, sub: sub, since: since,
+		r: r, room: room, me: me, sub: sub, floor: floor,
 		out:  make(chan *model.RoomEvent),
 		seen: make(map[store.MessageID]struct{}),
 	}
@@ -88,14 +93,17 @@ func (s *roomStream) ends(ev broker.Event) bool {
 }
 
 // resyncFrom is where a catch-up starts after the broker may have lost
-// events: a window before the newest delivered message (or before the
-// subscription began), since live ids can arrive slightly out of order.
+// events: a window before the newest delivered message, since live ids can
+// arrive slightly out of order, but never before the stream's floor.
 func (s *roomStream) resyncFrom() store.MessageID {
-	from := s.since
-	if !s.newest.IsZero() {
-		from = s.newest.Time()
+	if s.newest.IsZero() {
+		return s.floor
 	}
-	return store.MinMessageID(from.Add(-dedupeWindow))
+	from := store.MinMessageID(s.newest.Time().Add(-dedupeWindow))
+	if from.Compare(s.floor) < 0 {
+		return s.floor
+	}
+	return from
 }
 
 // catchUp delivers the stored messages after the cursor, oldest first.

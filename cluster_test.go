@@ -1,0 +1,328 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/killrchat/chatql/internal/chatclient"
+	"github.com/killrchat/chatql/store"
+	"github.com/killrchat/chatql/store/cassandra"
+	"github.com/killrchat/chatql/store/embedded"
+)
+
+// redisURL is the Redis that CHAT_REDIS_URL names. Without it the test
+// skips, unless CHAT_REQUIRE_BACKENDS=1 (CI) makes that a failure.
+func redisURL(t *testing.T) string {
+	t.Helper()
+	url := os.Getenv("CHAT_REDIS_URL")
+	if url == "" {
+		if os.Getenv("CHAT_REQUIRE_BACKENDS") == "1" {
+			t.Fatal("CHAT_REDIS_URL is not set but CHAT_REQUIRE_BACKENDS=1: the multi-instance tests must run")
+		}
+		t.Skip("CHAT_REDIS_URL is not set: skipping the multi-instance tests (make test-integration runs them)")
+	}
+	return url
+}
+
+// cluster is several server instances on one store and one Redis, as
+// behind a load balancer.
+type cluster struct {
+	instances []*testServer
+	prefix    string // this cluster's Redis channel prefix
+}
+
+// startCluster starts n instances on Redis at url. They share Cassandra
+// when CHAT_CASSANDRA_HOSTS names a node, else one embedded store.
+func startCluster(t *testing.T, n int, url string) *cluster {
+	t.Helper()
+	cfg := testConfig(t)
+	cfg.RedisURL = url
+	cfg.RedisChannelPrefix = "test-" + randomHex(4) + ":"
+	cfg.JWTSecret = strings.Repeat("s", 32) // instances verify each other's tokens
+	var st store.Store
+	if os.Getenv("CHAT_CASSANDRA_HOSTS") != "" {
+		cc := cassandraConfig(t).Cassandra
+		db, err := cassandra.Open(testContext(t), cc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = db
+	} else {
+		db, err := embedded.Open(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = db
+	}
+	t.Cleanup(func() { st.Close() }) // after the instances' own cleanups
+	c := &cluster{prefix: cfg.RedisChannelPrefix}
+	for range n {
+		srv, err := newServer(context.Background(), cfg, testLogger(), st)
+		if err != nil {
+			t.Fatalf("start instance: %v", err)
+		}
+		c.instances = append(c.instances, serve(t, srv))
+	}
+	return c
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// on returns client c talking to instance i instead.
+func (c *cluster) on(i int, client *chatclient.Client) *chatclient.Client {
+	cp := *client
+	cp.URL = c.instances[i].URL
+	return &cp
+}
+
+func TestClusterDeliversAcrossInstances(t *testing.T) {
+	cl := startCluster(t, 2, redisURL(t))
+	a := cl.instances[0]
+	alice := a.user(t, "alice")
+	bob := cl.on(1, a.user(t, "bob"))
+	mustDo(t, alice, createRoom, map[string]any{"n": "across"}, nil)
+	mustDo(t, bob, joinRoom, map[string]any{"r": "across"}, nil)
+
+	sub := subscribe(t, bob, chatclient.GraphQLTransportWS, "across", nil)
+	mustDo(t, alice, postMessage, map[string]any{"r": "across", "c": "from A"}, nil)
+	if ev := nextEvent(t, sub); ev.Message == nil || ev.Message.Content != "from A" {
+		t.Fatalf("subscriber on B got %+v", ev)
+	}
+}
+
+func TestClusterFanOutInOrder(t *testing.T) {
+	cl := startCluster(t, 2, redisURL(t))
+	poster := cl.instances[0].user(t, "poster")
+	mustDo(t, poster, createRoom, map[string]any{"n": "fanout"}, nil)
+	const subscribers, messages = 20, 100
+	subs := make([]*chatclient.Subscription, subscribers)
+	for i := range subs {
+		reader := cl.on(i%2, cl.instances[0].user(t, fmt.Sprintf("reader%02d", i)))
+		mustDo(t, reader, joinRoom, map[string]any{"r": "fanout"}, nil)
+		subs[i] = subscribe(t, reader, chatclient.GraphQLTransportWS, "fanout", nil)
+	}
+	var received [subscribers][]string
+	var wg sync.WaitGroup
+	for i, sub := range subs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			for len(received[i]) < messages {
+				ev, err := nextRoomEvent(ctx, sub)
+				if err != nil {
+					t.Errorf("subscriber %d after %d messages: %v", i, len(received[i]), err)
+					return
+				}
+				if ev.Kind == "MESSAGE_POSTED" {
+					received[i] = append(received[i], ev.Message.Content)
+				}
+			}
+		}()
+	}
+	var want []string
+	for n := range messages {
+		content := fmt.Sprintf("m%03d", n)
+		want = append(want, content)
+		mustDo(t, poster, postMessage, map[string]any{"r": "fanout", "c": content}, nil)
+	}
+	wg.Wait()
+	for i, got := range received {
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("subscriber %d (instance %d) got %d messages out of order or incomplete: %v", i, i%2, len(got), got)
+		}
+	}
+}
+
+// nextRoomEvent reads one event, without failing the test from a goroutine.
+func nextRoomEvent(ctx context.Context, sub *chatclient.Subscription) (roomEvent, error) {
+	resp, err := sub.Next(ctx)
+	if err != nil {
+		return roomEvent{}, err
+	}
+	var out struct{ RoomEvents roomEvent }
+	err = json.Unmarshal(resp.Data, &out)
+	return out.RoomEvents, err
+}
+
+// TestClusterSurvivesRedisRestart restarts Redis while messages are posted:
+// subscribers that stay connected catch up from the store on their own, a
+// client that reconnects resumes from its cursor, and each ends with every
+// message exactly once, in order.
+func TestClusterSurvivesRedisRestart(t *testing.T) {
+	redisURL(t) // skip or fail like the other Redis tests
+	rs := startPrivateRedis(t)
+	cl := startCluster(t, 2, rs.url())
+	poster := cl.instances[0].user(t, "poster")
+	mustDo(t, poster, createRoom, map[string]any{"n": "outage"}, nil)
+	stayer := cl.on(1, cl.instances[0].user(t, "stayer"))
+	leaver := cl.on(0, cl.instances[0].user(t, "leaver"))
+	for _, c := range []*chatclient.Client{stayer, leaver} {
+		mustDo(t, c, joinRoom, map[string]any{"r": "outage"}, nil)
+	}
+	stays := subscribe(t, stayer, chatclient.GraphQLTransportWS, "outage", nil)
+	leaves := subscribe(t, leaver, chatclient.GraphQLTransportWS, "outage", nil)
+
+	var want []string
+	post := func(from, to int) {
+		for n := from; n < to; n++ {
+			content := fmt.Sprintf("m%03d", n)
+			want = append(want, content)
+			mustDo(t, poster, postMessage, map[string]any{"r": "outage", "c": content}, nil)
+		}
+	}
+	read := func(sub *chatclient.Subscription, got *[]string, cursor *string, until int) {
+		t.Helper()
+		for len(*got) < until {
+			ev := nextEvent(t, sub)
+			if ev.Kind == "MESSAGE_POSTED" {
+				*got = append(*got, ev.Message.Content)
+				*cursor = *ev.Cursor
+			}
+		}
+	}
+	var stayed, left []string
+	var stayedCursor, leftCursor string
+	post(0, 20)
+	read(stays, &stayed, &stayedCursor, 20)
+	read(leaves, &left, &leftCursor, 20)
+
+	rs.stop(t)
+	leaves.Close()
+	post(20, 40) // stored; the broker cannot publish them
+	rs.start(t)
+	post(40, 60)
+
+	resumed := subscribe(t, leaver, chatclient.GraphQLTransportWS, "outage", leftCursor)
+	read(stays, &stayed, &stayedCursor, 60)
+	read(resumed, &left, &leftCursor, 60)
+	for name, got := range map[string][]string{"stayed connected": stayed, "resumed from cursor": left} {
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("%s: got %v\nwant %v", name, got, want)
+		}
+	}
+	// Nothing more is pending: no duplicate arrives late.
+	post(60, 61)
+	for _, sub := range []*chatclient.Subscription{stays, resumed} {
+		if ev := nextEvent(t, sub); ev.Message == nil || ev.Message.Content != "m060" {
+			t.Errorf("after the restart: got %+v, want m060", ev)
+		}
+	}
+}
+
+// TestClusterSubscriptionChurn opens and closes 1,000 subscriptions over two
+// instances: goroutines and Redis subscriptions return to where they were.
+func TestClusterSubscriptionChurn(t *testing.T) {
+	url := redisURL(t)
+	cl := startCluster(t, 2, url)
+	alice := cl.instances[0].user(t, "alice")
+	for i := range 4 {
+		mustDo(t, alice, createRoom, map[string]any{"n": fmt.Sprintf("churn-%d", i)}, nil)
+	}
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	channels := func() int {
+		chs, err := rdb.PubSubChannels(context.Background(), cl.prefix+"*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(chs)
+	}
+	waitGoroutines(t, func(int) bool { return countGoroutines(streamFunc) == 0 })
+	before := runtime.NumGoroutine()
+
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range 1000 {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			c := cl.on(i%2, alice)
+			sub, err := c.Subscribe(testContext(t), chatclient.GraphQLTransportWS, roomEvents, map[string]any{"r": fmt.Sprintf("churn-%d", i%4)})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			sub.Close()
+		}()
+	}
+	wg.Wait()
+	waitGoroutines(t, func(n int) bool {
+		return countGoroutines(streamFunc) == 0 && channels() == 0 && n <= before+2
+	})
+}
+
+// privateRedis is a redis-server process of the test's own, so the test may
+// stop and restart it.
+type privateRedis struct {
+	port string
+	cmd  *exec.Cmd
+}
+
+func startPrivateRedis(t *testing.T) *privateRedis {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatalf("redis-server is not installed (scripts/redis.sh installs it): %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	ln.Close()
+	rs := &privateRedis{port: port}
+	rs.start(t)
+	t.Cleanup(func() { rs.stop(t) })
+	return rs
+}
+
+func (rs *privateRedis) url() string { return "redis://127.0.0.1:" + rs.port + "/0" }
+
+func (rs *privateRedis) start(t *testing.T) {
+	t.Helper()
+	rs.cmd = exec.Command("redis-server", "--port", rs.port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	if err := rs.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		conn, err := net.Dial("tcp", "127.0.0.1:"+rs.port)
+		if err != nil {
+			return false
+		}
+		conn.Close()
+		return true
+	})
+}
+
+func (rs *privateRedis) stop(t *testing.T) {
+	if rs.cmd == nil {
+		return
+	}
+	_ = rs.cmd.Process.Kill()
+	_ = rs.cmd.Wait()
+	rs.cmd = nil
+}
