@@ -20,11 +20,11 @@ const dedupeWindow = time.Minute
 // roomStream is one subscriber's view of a room: stored messages after its
 // cursor, then live events, with no gap and no duplicate.
 type roomStream struct {
-	r     *Resolver
-	room  string
-	me    store.UserRef
-	sub   *broker.Subscription
-	out   chan *model.RoomEvent
+	r    *Resolver
+	room string
+	me   store.UserRef
+	sub  *broker.Subscription
+	out  chan *model.RoomEvent
 	// floor bounds what the stream may ever deliver: the resume cursor, or
 	// the moment the live subscription started.
 	floor store.MessageID
