@@ -159,7 +159,7 @@ func TestNewRedisFailsFast(t *testing.T) {
 		t.Fatalf("NewRedis with a malformed URL: %v (must fail without echoing the password)", err)
 	}
 	addr := freeAddr(t) // nothing listens there
-	_, err := NewRedis(ctx, "redis://"+addr+"/0")
+	_, err := NewRedis(ctx, "redis://"+addr+"/0?max_retries=-1")
 	if err == nil || !strings.Contains(err.Error(), "cannot reach Redis at "+addr) {
 		t.Fatalf("NewRedis with no server: %v", err)
 	}
