@@ -74,12 +74,17 @@ func recentBuckets(now time.Time) []Bucket {
 // Each bucket is asked only for what the page still lacks, so a page costs
 // one read per bucket it touches and none past the one that fills it.
 func ScanBuckets(ctx context.Context, buckets []Bucket, limit int, read BucketReader) ([]Message, error) {
+	return scanInOrder(ctx, buckets, limit, read)
+}
+
+// scanInOrder reads parts in order until limit messages are collected.
+func scanInOrder[P any](ctx context.Context, parts []P, limit int, read func(context.Context, P, int) ([]Message, error)) ([]Message, error) {
 	var page []Message
-	for _, b := range buckets {
+	for _, p := range parts {
 		if len(page) >= limit {
 			break
 		}
-		msgs, err := read(ctx, b, limit-len(page))
+		msgs, err := read(ctx, p, limit-len(page))
 		if err != nil {
 			return nil, err
 		}

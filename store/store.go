@@ -41,6 +41,7 @@ type Account struct {
 // one row, so one read shows the whole room.
 type Room struct {
 	Name      string
+	Kind      RoomKind
 	Creator   UserRef
 	CreatedAt time.Time
 	Banner    string
@@ -65,6 +66,9 @@ type Message struct {
 	Author  UserRef
 	Content string
 	System  bool
+	// Hidden messages were hidden by their author or the room's creator
+	// (the seed's visible flag, inverted so the zero value is visible).
+	Hidden bool
 }
 
 // PostedAt is the time encoded in the message's timeuuid.

@@ -1,0 +1,61 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// Segment is one bounded read of one bucket: the messages with
+// From <= id < Before, newest first. A zero bound is open.
+type Segment struct {
+	Bucket Bucket
+	From   MessageID
+	Before MessageID
+}
+
+// SegmentReader reads up to limit messages of one segment, newest first.
+type SegmentReader func(ctx context.Context, s Segment, limit int) ([]Message, error)
+
+// PlanSegments returns, in the order to read them, the segments of a
+// newest-first page of a private group for a member with these membership
+// windows, older than before (zero: from the newest). It follows the
+// interval-by-bucket walk of seed 004: windows newest first, and within each
+// window only the non-empty buckets it overlaps, each bounded by the window
+// and the cursor. Windows after the cursor, and buckets outside every
+// window, are never read.
+func PlanSegments(listed []Bucket, windows []Window, before MessageID, now time.Time) []Segment {
+	buckets := NewestFirstBuckets(listed, before, now)
+	ws := slices.Clone(windows)
+	slices.SortFunc(ws, func(a, b Window) int { return b.From.Compare(a.From) })
+	var plan []Segment
+	for _, w := range ws {
+		from := MinMessageID(w.From)
+		upper := before
+		if !w.To.IsZero() {
+			if to := MinMessageID(w.To); upper.IsZero() || to.Compare(upper) < 0 {
+				upper = to
+			}
+		}
+		if !upper.IsZero() && upper.Compare(from) <= 0 {
+			continue // the whole window is at or after the cursor
+		}
+		first := BucketOf(w.From)
+		for _, b := range buckets {
+			if b < first {
+				break
+			}
+			if !upper.IsZero() && b > BucketOf(upper.Time()) {
+				continue
+			}
+			plan = append(plan, Segment{Bucket: b, From: from, Before: upper})
+		}
+	}
+	return plan
+}
+
+// ScanSegments reads segments in order until limit messages are collected,
+// asking each only for what the page still lacks.
+func ScanSegments(ctx context.Context, plan []Segment, limit int, read SegmentReader) ([]Message, error) {
+	return scanInOrder(ctx, plan, limit, read)
+}
