@@ -21,6 +21,7 @@ const (
 	ParticipantJoined EventKind = "PARTICIPANT_JOINED"
 	ParticipantLeft   EventKind = "PARTICIPANT_LEFT"
 	RoomDeleted       EventKind = "ROOM_DELETED"
+	MessageHidden     EventKind = "MESSAGE_HIDDEN"
 
 	// Resync is not a room event: the broker may have lost events (its
 	// upstream connection dropped and came back, or a publish failed), so
@@ -42,8 +43,19 @@ type Event struct {
 	User store.UserRef `json:"user"`
 }
 
+// The kinds of inbox events, published on a user's topic; Room is then the
+// conversation id.
+const (
+	DirectMessage EventKind = "DIRECT_MESSAGE"
+	UnreadChanged EventKind = "UNREAD_CHANGED"
+	AddedToGroup  EventKind = "ADDED_TO_GROUP"
+)
+
 // RoomTopic is the topic of a room's events.
 func RoomTopic(room string) string { return "room:" + room }
+
+// UserTopic is the topic of a user's inbox events.
+func UserTopic(login string) string { return "user:" + login }
 
 // Errors that end a subscription.
 var (

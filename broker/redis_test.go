@@ -27,12 +27,14 @@ import (
 // (CI's integration run) rather than a reason to skip.
 func requireBackends() bool { return os.Getenv("CHAT_REQUIRE_BACKENDS") == "1" }
 
-func skipOrFail(t *testing.T, msg string) {
+// skipOrFail skips the test for want of a backend (missing says what is
+// missing), or fails it when CHAT_REQUIRE_BACKENDS=1.
+func skipOrFail(t *testing.T, missing, skipping string) {
 	t.Helper()
 	if requireBackends() {
-		t.Fatal(msg + " (CHAT_REQUIRE_BACKENDS=1)")
+		t.Fatalf("%s, but CHAT_REQUIRE_BACKENDS=1 requires %s to run", missing, skipping)
 	}
-	t.Skip(msg)
+	t.Skipf("%s: skipping %s; make test-integration runs them", missing, skipping)
 }
 
 // redisURL returns the test server's URL from CHAT_REDIS_URL.
@@ -40,7 +42,7 @@ func redisURL(t *testing.T) string {
 	t.Helper()
 	u := os.Getenv("CHAT_REDIS_URL")
 	if u == "" {
-		skipOrFail(t, "CHAT_REDIS_URL is not set: skipping Redis broker tests; make test-integration runs them")
+		skipOrFail(t, "CHAT_REDIS_URL is not set", "Redis broker tests")
 	}
 	return u
 }
@@ -457,7 +459,7 @@ func startPrivateRedis(t *testing.T) *privateRedis {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		skipOrFail(t, "redis-server is not installed: skipping the Redis restart test; scripts/redis.sh install installs it")
+		skipOrFail(t, "redis-server is not installed (scripts/redis.sh install installs it)", "the tests that restart Redis")
 	}
 	_, port, _ := net.SplitHostPort(freeAddr(t))
 	p := &privateRedis{t: t, bin: bin, port: port, dir: t.TempDir()}
@@ -498,7 +500,7 @@ func (p *privateRedis) kill() {
 // subscribers to resync (events published during the outage are lost), and
 // delivers what is published afterwards.
 func TestRedisRestartResyncsAndResubscribes(t *testing.T) {
-	redisURL(t)
+	redisURL(t) // runs with the other Redis tests, though it owns its server
 	srv := startPrivateRedis(t)
 	prefix := testPrefix(t)
 	r := newTestRedis(t, srv.url(), prefix)
@@ -683,7 +685,7 @@ func TestRedisSweepRecoversLostReplies(t *testing.T) {
 // subscribers get one Resync once the broker has resubscribed, then the
 // events published after it.
 func TestRedisDroppedConnectionResyncs(t *testing.T) {
-	redisURL(t)
+	redisURL(t)                 // runs with the other Redis tests, though it owns its server
 	srv := startPrivateRedis(t) // CLIENT KILL on a shared server would hit other tests
 	prefix := testPrefix(t)
 	logs := &logRecorder{}

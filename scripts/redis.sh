@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 #
 # Run a private redis-server for tests and local development: no persistence,
-# bound to 127.0.0.1, its pid file, log and working directory under
-# <repo>/.redis (git-ignored). redis-server comes from Debian's package; when
-# it is missing and we are root, `start` installs it with apt-get.
+# bound to 127.0.0.1, its pid file (redis-PORT.pid), log (redis-PORT.log) and
+# working directory under <repo>/.redis (git-ignored). Servers on different
+# ports are independent: each has its own pid file. redis-server comes from
+# Debian's package; when it is missing and we are root, `start` installs it
+# with apt-get.
 #
 # Usage: scripts/redis.sh {install|start|stop|restart|status}
 #
@@ -27,8 +29,8 @@ REDIS_START_TIMEOUT="${REDIS_START_TIMEOUT:-30}"
 REDIS_STOP_TIMEOUT="${REDIS_STOP_TIMEOUT:-15}"
 REDIS_HOST="127.0.0.1"
 
-PID_FILE="$REDIS_DIR/redis.pid"
-LOG_FILE="$REDIS_DIR/redis.log"
+PID_FILE="$REDIS_DIR/redis-$REDIS_PORT.pid"
+LOG_FILE="$REDIS_DIR/redis-$REDIS_PORT.log"
 
 log() { printf '[redis.sh] %s\n' "$*" >&2; }
 die() { printf '[redis.sh] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -68,13 +70,14 @@ take_lock() {
   LOCKED=1
 }
 
-# True if $1 is a live redis-server process. The /proc check guards against a
-# stale pid file whose pid got reused, and treats zombies as dead.
+# True if $1 is a live redis-server process serving our port. The /proc
+# check (redis-server titles itself "redis-server HOST:PORT") guards against
+# a stale pid file whose pid got reused, and treats zombies as dead.
 pid_alive() {
   local pid="$1"
   [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
   if [[ -r "/proc/$pid/cmdline" ]]; then
-    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'redis-server' || return 1
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "redis-server.*:$REDIS_PORT\b" || return 1
   fi
   return 0
 }
