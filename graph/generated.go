@@ -30,8 +30,12 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	Conversation() ConversationResolver
+	InboxEvent() InboxEventResolver
+	Message() MessageResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
+	Room() RoomResolver
 	Subscription() SubscriptionResolver
 }
 
@@ -45,9 +49,25 @@ type ComplexityRoot struct {
 		User      func(childComplexity int) int
 	}
 
+	Conversation struct {
+		ID          func(childComplexity int) int
+		Kind        func(childComplexity int) int
+		LastMessage func(childComplexity int) int
+		Peer        func(childComplexity int) int
+		Unread      func(childComplexity int) int
+	}
+
+	InboxEvent struct {
+		Conversation   func(childComplexity int) int
+		ConversationID func(childComplexity int) int
+		Kind           func(childComplexity int) int
+		Message        func(childComplexity int) int
+	}
+
 	Message struct {
 		Author   func(childComplexity int) int
 		Content  func(childComplexity int) int
+		Hidden   func(childComplexity int) int
 		ID       func(childComplexity int) int
 		PostedAt func(childComplexity int) int
 		Room     func(childComplexity int) int
@@ -65,13 +85,17 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		CreateRoom  func(childComplexity int, input model.CreateRoomInput) int
-		DeleteRoom  func(childComplexity int, room string) int
-		JoinRoom    func(childComplexity int, room string) int
-		LeaveRoom   func(childComplexity int, room string) int
-		Login       func(childComplexity int, login string, password string) int
-		PostMessage func(childComplexity int, room string, content string) int
-		Signup      func(childComplexity int, input model.SignupInput) int
+		AddGroupMember    func(childComplexity int, group string, login string) int
+		CreateRoom        func(childComplexity int, input model.CreateRoomInput) int
+		DeleteRoom        func(childComplexity int, room string) int
+		HideMessage       func(childComplexity int, id string) int
+		JoinRoom          func(childComplexity int, room string) int
+		LeaveRoom         func(childComplexity int, room string) int
+		Login             func(childComplexity int, login string, password string) int
+		MarkRead          func(childComplexity int, conversation string, upTo string) int
+		PostMessage       func(childComplexity int, room string, content string) int
+		SendDirectMessage func(childComplexity int, to string, content string) int
+		Signup            func(childComplexity int, input model.SignupInput) int
 	}
 
 	PageInfo struct {
@@ -80,16 +104,21 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		Me       func(childComplexity int) int
-		Messages func(childComplexity int, room string, first *int, after *string) int
-		Room     func(childComplexity int, name string) int
-		Rooms    func(childComplexity int, first *int, after *string) int
+		DirectMessages func(childComplexity int, with string, first *int, after *string) int
+		Inbox          func(childComplexity int) int
+		Me             func(childComplexity int) int
+		Message        func(childComplexity int, id string) int
+		Messages       func(childComplexity int, room string, first *int, after *string) int
+		MyMessages     func(childComplexity int, first *int, after *string) int
+		Room           func(childComplexity int, name string) int
+		Rooms          func(childComplexity int, first *int, after *string) int
 	}
 
 	Room struct {
 		Banner       func(childComplexity int) int
 		CreatedAt    func(childComplexity int) int
 		Creator      func(childComplexity int) int
+		Kind         func(childComplexity int) int
 		Name         func(childComplexity int) int
 		Participants func(childComplexity int) int
 	}
@@ -113,7 +142,8 @@ type ComplexityRoot struct {
 	}
 
 	Subscription struct {
-		RoomEvents func(childComplexity int, room string, after *string) int
+		InboxEvents func(childComplexity int) int
+		RoomEvents  func(childComplexity int, room string, after *string) int
 	}
 
 	User struct {
@@ -136,7 +166,22 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type ConversationResolver interface {
+	Kind(ctx context.Context, obj *store.Conversation) (model.ConversationKind, error)
+	Peer(ctx context.Context, obj *store.Conversation) (*store.UserRef, error)
+	LastMessage(ctx context.Context, obj *store.Conversation) (*store.Message, error)
+}
+type InboxEventResolver interface {
+	Conversation(ctx context.Context, obj *model.InboxEvent) (*store.Conversation, error)
+}
+type MessageResolver interface {
+	Content(ctx context.Context, obj *store.Message) (string, error)
+}
 type MutationResolver interface {
+	SendDirectMessage(ctx context.Context, to string, content string) (*store.Message, error)
+	MarkRead(ctx context.Context, conversation string, upTo string) (*store.Conversation, error)
+	AddGroupMember(ctx context.Context, group string, login string) (*store.Room, error)
+	HideMessage(ctx context.Context, id string) (*store.Message, error)
 	PostMessage(ctx context.Context, room string, content string) (*store.Message, error)
 	CreateRoom(ctx context.Context, input model.CreateRoomInput) (*store.Room, error)
 	JoinRoom(ctx context.Context, room string) (*store.Room, error)
@@ -146,12 +191,20 @@ type MutationResolver interface {
 	Login(ctx context.Context, login string, password string) (*model.AuthPayload, error)
 }
 type QueryResolver interface {
+	Inbox(ctx context.Context) ([]store.Conversation, error)
+	DirectMessages(ctx context.Context, with string, first *int, after *string) (*model.MessageConnection, error)
+	Message(ctx context.Context, id string) (*store.Message, error)
+	MyMessages(ctx context.Context, first *int, after *string) (*model.MessageConnection, error)
 	Messages(ctx context.Context, room string, first *int, after *string) (*model.MessageConnection, error)
 	Room(ctx context.Context, name string) (*store.Room, error)
 	Rooms(ctx context.Context, first *int, after *string) (*model.RoomConnection, error)
 	Me(ctx context.Context) (*store.User, error)
 }
+type RoomResolver interface {
+	Kind(ctx context.Context, obj *store.Room) (model.RoomKind, error)
+}
 type SubscriptionResolver interface {
+	InboxEvents(ctx context.Context) (<-chan *model.InboxEvent, error)
 	RoomEvents(ctx context.Context, room string, after *string) (<-chan *model.RoomEvent, error)
 }
 
@@ -192,6 +245,62 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.AuthPayload.User(childComplexity), true
 
+	case "Conversation.id":
+		if e.ComplexityRoot.Conversation.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Conversation.ID(childComplexity), true
+	case "Conversation.kind":
+		if e.ComplexityRoot.Conversation.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Conversation.Kind(childComplexity), true
+	case "Conversation.lastMessage":
+		if e.ComplexityRoot.Conversation.LastMessage == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Conversation.LastMessage(childComplexity), true
+	case "Conversation.peer":
+		if e.ComplexityRoot.Conversation.Peer == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Conversation.Peer(childComplexity), true
+	case "Conversation.unread":
+		if e.ComplexityRoot.Conversation.Unread == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Conversation.Unread(childComplexity), true
+
+	case "InboxEvent.conversation":
+		if e.ComplexityRoot.InboxEvent.Conversation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboxEvent.Conversation(childComplexity), true
+	case "InboxEvent.conversationId":
+		if e.ComplexityRoot.InboxEvent.ConversationID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboxEvent.ConversationID(childComplexity), true
+	case "InboxEvent.kind":
+		if e.ComplexityRoot.InboxEvent.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboxEvent.Kind(childComplexity), true
+	case "InboxEvent.message":
+		if e.ComplexityRoot.InboxEvent.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboxEvent.Message(childComplexity), true
+
 	case "Message.author":
 		if e.ComplexityRoot.Message.Author == nil {
 			break
@@ -204,6 +313,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Message.Content(childComplexity), true
+	case "Message.hidden":
+		if e.ComplexityRoot.Message.Hidden == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.Hidden(childComplexity), true
 	case "Message.id":
 		if e.ComplexityRoot.Message.ID == nil {
 			break
@@ -255,6 +370,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MessageEdge.Node(childComplexity), true
 
+	case "Mutation.addGroupMember":
+		if e.ComplexityRoot.Mutation.AddGroupMember == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_addGroupMember_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AddGroupMember(childComplexity, args["group"].(string), args["login"].(string)), true
 	case "Mutation.createRoom":
 		if e.ComplexityRoot.Mutation.CreateRoom == nil {
 			break
@@ -277,6 +403,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteRoom(childComplexity, args["room"].(string)), true
+	case "Mutation.hideMessage":
+		if e.ComplexityRoot.Mutation.HideMessage == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_hideMessage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.HideMessage(childComplexity, args["id"].(string)), true
 	case "Mutation.joinRoom":
 		if e.ComplexityRoot.Mutation.JoinRoom == nil {
 			break
@@ -310,6 +447,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.Login(childComplexity, args["login"].(string), args["password"].(string)), true
+	case "Mutation.markRead":
+		if e.ComplexityRoot.Mutation.MarkRead == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_markRead_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.MarkRead(childComplexity, args["conversation"].(string), args["upTo"].(string)), true
 	case "Mutation.postMessage":
 		if e.ComplexityRoot.Mutation.PostMessage == nil {
 			break
@@ -321,6 +469,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.PostMessage(childComplexity, args["room"].(string), args["content"].(string)), true
+	case "Mutation.sendDirectMessage":
+		if e.ComplexityRoot.Mutation.SendDirectMessage == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_sendDirectMessage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SendDirectMessage(childComplexity, args["to"].(string), args["content"].(string)), true
 	case "Mutation.signup":
 		if e.ComplexityRoot.Mutation.Signup == nil {
 			break
@@ -346,12 +505,41 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PageInfo.HasNextPage(childComplexity), true
 
+	case "Query.directMessages":
+		if e.ComplexityRoot.Query.DirectMessages == nil {
+			break
+		}
+
+		args, err := ec.field_Query_directMessages_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.DirectMessages(childComplexity, args["with"].(string), args["first"].(*int), args["after"].(*string)), true
+	case "Query.inbox":
+		if e.ComplexityRoot.Query.Inbox == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Inbox(childComplexity), true
+
 	case "Query.me":
 		if e.ComplexityRoot.Query.Me == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Query.Me(childComplexity), true
+	case "Query.message":
+		if e.ComplexityRoot.Query.Message == nil {
+			break
+		}
+
+		args, err := ec.field_Query_message_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Message(childComplexity, args["id"].(string)), true
 	case "Query.messages":
 		if e.ComplexityRoot.Query.Messages == nil {
 			break
@@ -363,6 +551,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Messages(childComplexity, args["room"].(string), args["first"].(*int), args["after"].(*string)), true
+	case "Query.myMessages":
+		if e.ComplexityRoot.Query.MyMessages == nil {
+			break
+		}
+
+		args, err := ec.field_Query_myMessages_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.MyMessages(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Query.room":
 		if e.ComplexityRoot.Query.Room == nil {
 			break
@@ -404,6 +603,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Room.Creator(childComplexity), true
+	case "Room.kind":
+		if e.ComplexityRoot.Room.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Room.Kind(childComplexity), true
 	case "Room.name":
 		if e.ComplexityRoot.Room.Name == nil {
 			break
@@ -474,6 +679,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.RoomEvent.User(childComplexity), true
 
+	case "Subscription.inboxEvents":
+		if e.ComplexityRoot.Subscription.InboxEvents == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.InboxEvents(childComplexity), true
 	case "Subscription.roomEvents":
 		if e.ComplexityRoot.Subscription.RoomEvents == nil {
 			break
@@ -644,6 +855,100 @@ func newExecutionContext(
 }
 
 var sources = []*ast.Source{
+	{Name: "../schema/conversations.graphqls", Input: `"""Who may see and join a room."""
+enum RoomKind {
+  """Anyone may join; participants read the whole history."""
+  PUBLIC
+  """Members are added by members, and each reads only the messages of the intervals in which they were a member."""
+  PRIVATE_GROUP
+}
+
+"""What an inbox entry is about."""
+enum ConversationKind {
+  """Messages between two users."""
+  DIRECT
+  """A private group."""
+  GROUP
+}
+
+"""One entry of the caller's inbox: a direct conversation or a private group."""
+type Conversation {
+  """The group's name, or for a direct conversation the two logins in order joined by ':'."""
+  id: ID!
+  """Direct or group."""
+  kind: ConversationKind!
+  """The other user of a direct conversation; null for a group."""
+  peer: UserSummary
+  """The newest message; null when there is none yet."""
+  lastMessage: Message
+  """How many messages of others the caller has not marked read."""
+  unread: Int!
+}
+
+"""What an inbox event is about."""
+enum InboxEventKind {
+  """A direct message was sent to or by the caller."""
+  DIRECT_MESSAGE
+  """The caller's unread count of a conversation changed: a group message arrived, or the caller marked messages read."""
+  UNREAD_CHANGED
+  """The caller was added to a private group."""
+  ADDED_TO_GROUP
+}
+
+"""A change in the caller's inbox."""
+type InboxEvent {
+  """What happened."""
+  kind: InboxEventKind!
+  """The conversation it happened in."""
+  conversationId: ID!
+  """The message that caused it, when one did."""
+  message: Message
+  """The conversation as the caller's inbox now shows it (read when this field is asked for)."""
+  conversation: Conversation
+}
+
+extend type Room {
+  """Public room or private group."""
+  kind: RoomKind!
+}
+
+extend type Message {
+  """Whether its author or the room's creator hid it. Hidden messages keep their place; their content is empty for everyone but the author."""
+  hidden: Boolean!
+}
+
+extend input CreateRoomInput {
+  """PUBLIC (the default) or PRIVATE_GROUP."""
+  kind: RoomKind = PUBLIC
+}
+
+extend type Query {
+  """The caller's conversations, direct and group, newest message first, with unread counts."""
+  inbox: [Conversation!]!
+  """The direct messages between the caller and another user, newest first; ` + "`" + `after` + "`" + ` is a cursor from a previous page."""
+  directMessages(with: String!, first: Int = 50, after: String): MessageConnection!
+  """A message by id, if the caller may read its conversation. NOT_FOUND otherwise."""
+  message(id: ID!): Message
+  """The caller's own messages across all conversations, newest first."""
+  myMessages(first: Int = 50, after: String): MessageConnection!
+}
+
+extend type Mutation {
+  """Sends a direct message; the recipient must exist. Content is 1 to 4000 characters."""
+  sendDirectMessage(to: String!, content: String!): Message!
+  """Marks the conversation's messages read up to and including ` + "`" + `upTo` + "`" + `. Returns the updated inbox entry."""
+  markRead(conversation: ID!, upTo: ID!): Conversation!
+  """Adds a user to a private group; only members may. Returns the group."""
+  addGroupMember(group: String!, login: String!): Room!
+  """Hides a message. Only its author, or the creator of its room, may. Subscribers get MESSAGE_HIDDEN."""
+  hideMessage(id: ID!): Message!
+}
+
+extend type Subscription {
+  """Changes to the caller's inbox: direct messages, unread counts, groups joined."""
+  inboxEvents: InboxEvent!
+}
+`, BuiltIn: false},
 	{Name: "../schema/messages.graphqls", Input: `"""A message in a room."""
 type Message {
   """A time-based UUID (timeuuid) assigned by the server: unique, and ordered by time."""
@@ -686,6 +991,8 @@ enum RoomEventKind {
   PARTICIPANT_LEFT
   """The room was deleted; the subscription ends after this event."""
   ROOM_DELETED
+  """A message was hidden; ` + "`" + `message` + "`" + ` is the hidden message."""
+  MESSAGE_HIDDEN
 }
 
 """Something that happened in a room."""
@@ -904,6 +1211,36 @@ func (ec *executionContext) childFields_AuthPayload(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type AuthPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_Conversation(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Conversation_id(ctx, field)
+	case "kind":
+		return ec.fieldContext_Conversation_kind(ctx, field)
+	case "peer":
+		return ec.fieldContext_Conversation_peer(ctx, field)
+	case "lastMessage":
+		return ec.fieldContext_Conversation_lastMessage(ctx, field)
+	case "unread":
+		return ec.fieldContext_Conversation_unread(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Conversation", field.Name)
+}
+
+func (ec *executionContext) childFields_InboxEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "kind":
+		return ec.fieldContext_InboxEvent_kind(ctx, field)
+	case "conversationId":
+		return ec.fieldContext_InboxEvent_conversationId(ctx, field)
+	case "message":
+		return ec.fieldContext_InboxEvent_message(ctx, field)
+	case "conversation":
+		return ec.fieldContext_InboxEvent_conversation(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type InboxEvent", field.Name)
+}
+
 func (ec *executionContext) childFields_Message(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -918,6 +1255,8 @@ func (ec *executionContext) childFields_Message(ctx context.Context, field graph
 		return ec.fieldContext_Message_system(ctx, field)
 	case "postedAt":
 		return ec.fieldContext_Message_postedAt(ctx, field)
+	case "hidden":
+		return ec.fieldContext_Message_hidden(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Message", field.Name)
 }
@@ -964,6 +1303,8 @@ func (ec *executionContext) childFields_Room(ctx context.Context, field graphql.
 		return ec.fieldContext_Room_createdAt(ctx, field)
 	case "participants":
 		return ec.fieldContext_Room_participants(ctx, field)
+	case "kind":
+		return ec.fieldContext_Room_kind(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Room", field.Name)
 }
@@ -1150,6 +1491,28 @@ func (ec *executionContext) childFields___Type(ctx context.Context, field graphq
 
 // region    ***************************** args.gotpl *****************************
 
+func (ec *executionContext) field_Mutation_addGroupMember_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "group",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["group"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "login",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["login"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createRoom_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -1175,6 +1538,20 @@ func (ec *executionContext) field_Mutation_deleteRoom_args(ctx context.Context, 
 		return nil, err
 	}
 	args["room"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_hideMessage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	return args, nil
 }
 
@@ -1228,6 +1605,28 @@ func (ec *executionContext) field_Mutation_login_args(ctx context.Context, rawAr
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_markRead_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversation",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversation"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "upTo",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["upTo"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_postMessage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -1239,6 +1638,28 @@ func (ec *executionContext) field_Mutation_postMessage_args(ctx context.Context,
 		return nil, err
 	}
 	args["room"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "content",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["content"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_sendDirectMessage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "to",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["to"] = arg0
 	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "content",
 		func(ctx context.Context, v any) (string, error) {
 			return ec.unmarshalNString2string(ctx, v)
@@ -1278,6 +1699,50 @@ func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_directMessages_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "with",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["with"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_message_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_messages_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -1305,6 +1770,28 @@ func (ec *executionContext) field_Query_messages_args(ctx context.Context, rawAr
 		return nil, err
 	}
 	args["after"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_myMessages_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
 	return args, nil
 }
 
@@ -1504,6 +1991,249 @@ func (ec *executionContext) fieldContext_AuthPayload_user(_ context.Context, fie
 	return fc, nil
 }
 
+func (ec *executionContext) _Conversation_id(ctx context.Context, field graphql.CollectedField, obj *store.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Conversation", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Conversation_kind(ctx context.Context, field graphql.CollectedField, obj *store.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Conversation().Kind(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.ConversationKind) graphql.Marshaler {
+			return ec.marshalNConversationKind2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐConversationKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Conversation", field, true, true, errors.New("field of type ConversationKind does not have child fields"))
+}
+
+func (ec *executionContext) _Conversation_peer(ctx context.Context, field graphql.CollectedField, obj *store.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_peer(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Conversation().Peer(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.UserRef) graphql.Marshaler {
+			return ec.marshalOUserSummary2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUserRef(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_peer(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Conversation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserSummary(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Conversation_lastMessage(ctx context.Context, field graphql.CollectedField, obj *store.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_lastMessage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Conversation().LastMessage(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Message) graphql.Marshaler {
+			return ec.marshalOMessage2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐMessage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_lastMessage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Conversation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Message(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Conversation_unread(ctx context.Context, field graphql.CollectedField, obj *store.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_unread(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Unread, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_unread(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Conversation", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _InboxEvent_kind(ctx context.Context, field graphql.CollectedField, obj *model.InboxEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboxEvent_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.InboxEventKind) graphql.Marshaler {
+			return ec.marshalNInboxEventKind2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐInboxEventKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InboxEvent_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InboxEvent", field, false, false, errors.New("field of type InboxEventKind does not have child fields"))
+}
+
+func (ec *executionContext) _InboxEvent_conversationId(ctx context.Context, field graphql.CollectedField, obj *model.InboxEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboxEvent_conversationId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ConversationID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InboxEvent_conversationId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InboxEvent", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _InboxEvent_message(ctx context.Context, field graphql.CollectedField, obj *model.InboxEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboxEvent_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Message) graphql.Marshaler {
+			return ec.marshalOMessage2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐMessage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_InboxEvent_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "InboxEvent",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Message(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _InboxEvent_conversation(ctx context.Context, field graphql.CollectedField, obj *model.InboxEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboxEvent_conversation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.InboxEvent().Conversation(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Conversation) graphql.Marshaler {
+			return ec.marshalOConversation2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐConversation(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_InboxEvent_conversation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "InboxEvent",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Conversation(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Message_id(ctx context.Context, field graphql.CollectedField, obj *store.Message) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -1591,7 +2321,7 @@ func (ec *executionContext) _Message_content(ctx context.Context, field graphql.
 			return ec.fieldContext_Message_content(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Content, nil
+			return ec.Resolvers.Message().Content(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
@@ -1602,7 +2332,7 @@ func (ec *executionContext) _Message_content(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_Message_content(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Message", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Message", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Message_system(ctx context.Context, field graphql.CollectedField, obj *store.Message) (ret graphql.Marshaler) {
@@ -1649,6 +2379,29 @@ func (ec *executionContext) _Message_postedAt(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_Message_postedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Message", field, true, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _Message_hidden(ctx context.Context, field graphql.CollectedField, obj *store.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_hidden(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Hidden, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Message_hidden(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Message", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _MessageConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.MessageConnection) (ret graphql.Marshaler) {
@@ -1766,6 +2519,182 @@ func (ec *executionContext) fieldContext_MessageEdge_node(_ context.Context, fie
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Message(ctx, field)
 		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_sendDirectMessage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_sendDirectMessage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SendDirectMessage(ctx, fc.Args["to"].(string), fc.Args["content"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Message) graphql.Marshaler {
+			return ec.marshalNMessage2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐMessage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_sendDirectMessage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Message(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_sendDirectMessage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_markRead(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_markRead(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().MarkRead(ctx, fc.Args["conversation"].(string), fc.Args["upTo"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Conversation) graphql.Marshaler {
+			return ec.marshalNConversation2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐConversation(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_markRead(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Conversation(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_markRead_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_addGroupMember(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_addGroupMember(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().AddGroupMember(ctx, fc.Args["group"].(string), fc.Args["login"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Room) graphql.Marshaler {
+			return ec.marshalNRoom2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐRoom(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_addGroupMember(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Room(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_addGroupMember_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_hideMessage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_hideMessage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().HideMessage(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Message) graphql.Marshaler {
+			return ec.marshalNMessage2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐMessage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_hideMessage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Message(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_hideMessage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -2122,6 +3051,170 @@ func (ec *executionContext) _PageInfo_endCursor(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_PageInfo_endCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Query_inbox(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_inbox(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Inbox(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []store.Conversation) graphql.Marshaler {
+			return ec.marshalNConversation2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐConversationᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_inbox(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Conversation(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_directMessages(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_directMessages(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().DirectMessages(ctx, fc.Args["with"].(string), fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MessageConnection) graphql.Marshaler {
+			return ec.marshalNMessageConnection2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐMessageConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_directMessages(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MessageConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_directMessages_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_message(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Message(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Message) graphql.Marshaler {
+			return ec.marshalOMessage2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐMessage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_message(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Message(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_message_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_myMessages(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_myMessages(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().MyMessages(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MessageConnection) graphql.Marshaler {
+			return ec.marshalNMessageConnection2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐMessageConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_myMessages(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MessageConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_myMessages_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Query_messages(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -2497,6 +3590,29 @@ func (ec *executionContext) fieldContext_Room_participants(_ context.Context, fi
 	return fc, nil
 }
 
+func (ec *executionContext) _Room_kind(ctx context.Context, field graphql.CollectedField, obj *store.Room) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Room_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Room().Kind(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.RoomKind) graphql.Marshaler {
+			return ec.marshalNRoomKind2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐRoomKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Room_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Room", field, true, true, errors.New("field of type RoomKind does not have child fields"))
+}
+
 func (ec *executionContext) _RoomConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.RoomConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2747,6 +3863,38 @@ func (ec *executionContext) _RoomEvent_cursor(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_RoomEvent_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("RoomEvent", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Subscription_inboxEvents(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_inboxEvents(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().InboxEvents(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.InboxEvent) graphql.Marshaler {
+			return ec.marshalNInboxEvent2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐInboxEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_inboxEvents(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InboxEvent(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Subscription_roomEvents(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
@@ -4070,7 +5218,11 @@ func (ec *executionContext) unmarshalInputCreateRoomInput(ctx context.Context, o
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "banner"}
+	if _, present := asMap["kind"]; !present {
+		asMap["kind"] = "PUBLIC"
+	}
+
+	fieldsInOrder := [...]string{"name", "banner", "kind"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -4091,6 +5243,13 @@ func (ec *executionContext) unmarshalInputCreateRoomInput(ctx context.Context, o
 				return it, err
 			}
 			it.Banner = data
+		case "kind":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kind"))
+			data, err := ec.unmarshalORoomKind2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐRoomKind(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Kind = data
 		}
 	}
 	return it, nil
@@ -4217,6 +5376,249 @@ func (ec *executionContext) _AuthPayload(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
+var conversationImplementors = []string{"Conversation"}
+
+func (ec *executionContext) _Conversation(ctx context.Context, sel ast.SelectionSet, obj *store.Conversation) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, conversationImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Conversation")
+		case "id":
+			out.Values[i] = ec._Conversation_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "kind":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Conversation_kind(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "peer":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Conversation_peer(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "lastMessage":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Conversation_lastMessage(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "unread":
+			out.Values[i] = ec._Conversation_unread(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var inboxEventImplementors = []string{"InboxEvent"}
+
+func (ec *executionContext) _InboxEvent(ctx context.Context, sel ast.SelectionSet, obj *model.InboxEvent) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, inboxEventImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("InboxEvent")
+		case "kind":
+			out.Values[i] = ec._InboxEvent_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "conversationId":
+			out.Values[i] = ec._InboxEvent_conversationId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "message":
+			out.Values[i] = ec._InboxEvent_message(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "conversation":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._InboxEvent_conversation(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var messageImplementors = []string{"Message"}
 
 func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, obj *store.Message) graphql.Marshaler {
@@ -4232,32 +5634,70 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 		case "id":
 			out.Values[i] = ec._Message_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "room":
 			out.Values[i] = ec._Message_room(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "author":
 			out.Values[i] = ec._Message_author(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "content":
-			out.Values[i] = ec._Message_content(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Message_content(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "system":
 			out.Values[i] = ec._Message_system(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "postedAt":
 			out.Values[i] = ec._Message_postedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "hidden":
+			out.Values[i] = ec._Message_hidden(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -4386,6 +5826,34 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Mutation")
+		case "sendDirectMessage":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_sendDirectMessage(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "markRead":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_markRead(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "addGroupMember":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_addGroupMember(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hideMessage":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_hideMessage(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "postMessage":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_postMessage(ctx, field)
@@ -4519,6 +5987,94 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Query")
+		case "inbox":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_inbox(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "directMessages":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_directMessages(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "message":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_message(ctx, field)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "myMessages":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_myMessages(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "messages":
 			field := field
 
@@ -4657,28 +6213,66 @@ func (ec *executionContext) _Room(ctx context.Context, sel ast.SelectionSet, obj
 		case "name":
 			out.Values[i] = ec._Room_name(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "banner":
 			out.Values[i] = ec._Room_banner(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "creator":
 			out.Values[i] = ec._Room_creator(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createdAt":
 			out.Values[i] = ec._Room_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "participants":
 			out.Values[i] = ec._Room_participants(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "kind":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Room_kind(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -4857,6 +6451,8 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 	}
 
 	switch fields[0].Name {
+	case "inboxEvents":
+		return ec._Subscription_inboxEvents(ctx, fields[0])
 	case "roomEvents":
 		return ec._Subscription_roomEvents(ctx, fields[0])
 	default:
@@ -5393,6 +6989,46 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 	return res
 }
 
+func (ec *executionContext) marshalNConversation2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐConversation(ctx context.Context, sel ast.SelectionSet, v store.Conversation) graphql.Marshaler {
+	return ec._Conversation(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNConversation2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐConversationᚄ(ctx context.Context, sel ast.SelectionSet, v []store.Conversation) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNConversation2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐConversation(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNConversation2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐConversation(ctx context.Context, sel ast.SelectionSet, v *store.Conversation) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Conversation(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNConversationKind2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐConversationKind(ctx context.Context, v any) (model.ConversationKind, error) {
+	var res model.ConversationKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNConversationKind2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐConversationKind(ctx context.Context, sel ast.SelectionSet, v model.ConversationKind) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNCreateRoomInput2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐCreateRoomInput(ctx context.Context, v any) (model.CreateRoomInput, error) {
 	res, err := ec.unmarshalInputCreateRoomInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -5406,6 +7042,58 @@ func (ec *executionContext) unmarshalNID2githubᚗcomᚋkillrchatᚋchatqlᚋsto
 
 func (ec *executionContext) marshalNID2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐMessageID(ctx context.Context, sel ast.SelectionSet, v store.MessageID) graphql.Marshaler {
 	return v
+}
+
+func (ec *executionContext) unmarshalNID2string(ctx context.Context, v any) (string, error) {
+	res, err := graphql.UnmarshalID(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNID2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalID(v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
+func (ec *executionContext) marshalNInboxEvent2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐInboxEvent(ctx context.Context, sel ast.SelectionSet, v *model.InboxEvent) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._InboxEvent(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNInboxEventKind2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐInboxEventKind(ctx context.Context, v any) (model.InboxEventKind, error) {
+	var res model.InboxEventKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNInboxEventKind2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐInboxEventKind(ctx context.Context, sel ast.SelectionSet, v model.InboxEventKind) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNInt2int(ctx context.Context, v any) (int, error) {
+	res, err := graphql.UnmarshalInt(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNInt2int(ctx context.Context, sel ast.SelectionSet, v int) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalInt(v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
 }
 
 func (ec *executionContext) marshalNMessage2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐMessage(ctx context.Context, sel ast.SelectionSet, v *store.Message) graphql.Marshaler {
@@ -5515,6 +7203,16 @@ func (ec *executionContext) unmarshalNRoomEventKind2githubᚗcomᚋkillrchatᚋc
 }
 
 func (ec *executionContext) marshalNRoomEventKind2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐRoomEventKind(ctx context.Context, sel ast.SelectionSet, v model.RoomEventKind) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNRoomKind2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐRoomKind(ctx context.Context, v any) (model.RoomKind, error) {
+	var res model.RoomKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRoomKind2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐRoomKind(ctx context.Context, sel ast.SelectionSet, v model.RoomKind) graphql.Marshaler {
 	return v
 }
 
@@ -5794,6 +7492,13 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	return res
 }
 
+func (ec *executionContext) marshalOConversation2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐConversation(ctx context.Context, sel ast.SelectionSet, v *store.Conversation) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Conversation(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalOID2ᚖstring(ctx context.Context, v any) (*string, error) {
 	if v == nil {
 		return nil, nil
@@ -5844,6 +7549,22 @@ func (ec *executionContext) marshalORoom2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋ
 	return ec._Room(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalORoomKind2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐRoomKind(ctx context.Context, v any) (*model.RoomKind, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(model.RoomKind)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalORoomKind2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐRoomKind(ctx context.Context, sel ast.SelectionSet, v *model.RoomKind) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
 func (ec *executionContext) unmarshalOString2ᚖstring(ctx context.Context, v any) (*string, error) {
 	if v == nil {
 		return nil, nil
@@ -5860,6 +7581,13 @@ func (ec *executionContext) marshalOString2ᚖstring(ctx context.Context, sel as
 	_ = ctx
 	res := graphql.MarshalString(*v)
 	return res
+}
+
+func (ec *executionContext) marshalOUserSummary2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUserRef(ctx context.Context, sel ast.SelectionSet, v *store.UserRef) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._UserSummary(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalO__EnumValue2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐEnumValueᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.EnumValue) graphql.Marshaler {

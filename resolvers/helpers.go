@@ -2,9 +2,11 @@ package resolvers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/graph/model"
 	"github.com/killrchat/chatql/store"
 )
 
@@ -36,9 +38,49 @@ func (r *Resolver) recordMembership(ctx context.Context, kind broker.EventKind, 
 // so a failed publish only delays live delivery until subscribers resume;
 // it is logged, not returned.
 func (r *Resolver) publish(ctx context.Context, ev broker.Event) {
-	if err := r.Broker.Publish(ctx, broker.RoomTopic(ev.Room), ev); err != nil {
-		r.Log.WarnContext(ctx, "publish failed; subscribers will catch up from the store", "room", ev.Room, "kind", ev.Kind, "err", err)
+	r.publishTo(ctx, broker.RoomTopic(ev.Room), ev)
+}
+
+// publishTo hands ev to the broker on any topic (a user's inbox topic).
+func (r *Resolver) publishTo(ctx context.Context, topic string, ev broker.Event) {
+	if err := r.Broker.Publish(ctx, topic, ev); err != nil {
+		r.Log.WarnContext(ctx, "publish failed; subscribers will catch up from the store", "topic", topic, "kind", ev.Kind, "err", err)
 	}
+}
+
+// messagePage reads a newest-first page of first messages after the
+// cursor with fetch, which returns up to n messages older than before, and
+// shapes it as a connection.
+func (r *Resolver) messagePage(first *int, after *string, fetch func(before store.MessageID, n int) ([]store.Message, error)) (*model.MessageConnection, error) {
+	n, err := pageSize(first, 50)
+	if err != nil {
+		return nil, err
+	}
+	before, err := parseCursor(after)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := fetch(before, n+1)
+	if err != nil {
+		return nil, err
+	}
+	conn := &model.MessageConnection{Edges: []model.MessageEdge{}, PageInfo: &model.PageInfo{HasNextPage: len(msgs) > n}}
+	for i := range msgs[:min(n, len(msgs))] {
+		cursor := msgs[i].ID.String()
+		conn.Edges = append(conn.Edges, model.MessageEdge{Cursor: cursor, Node: &msgs[i]})
+		conn.PageInfo.EndCursor = &cursor
+	}
+	return conn, nil
+}
+
+// groupWindows returns me's membership windows of a private group.
+// Returns ErrForbidden if me never was a member.
+func (r *Resolver) groupWindows(ctx context.Context, group string, me store.UserRef) ([]store.Window, error) {
+	conv, err := r.Store.Conversation(ctx, me.Login, group)
+	if errors.Is(err, store.ErrNotFound) || err == nil && len(conv.Windows) == 0 {
+		return nil, fmt.Errorf("%w: %s is not a member of group %q", store.ErrForbidden, me.Login, group)
+	}
+	return conv.Windows, err
 }
 
 // pageSize validates a connection's `first` argument.
@@ -66,4 +108,50 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// visibleRoom reads a room the caller may see: any public room, and the
+// private groups they are in. Others' groups are NOT_FOUND, so names do not
+// reveal that a group exists.
+func (r *Resolver) visibleRoom(ctx context.Context, name string, me store.UserRef) (store.Room, error) {
+	room, err := r.Store.Room(ctx, name)
+	if err != nil {
+		return store.Room{}, err
+	}
+	if room.Kind == store.PrivateGroup && !room.HasParticipant(me.Login) {
+		if _, err := r.Store.Conversation(ctx, me.Login, name); err != nil {
+			return store.Room{}, fmt.Errorf("room %q: %w", name, store.ErrNotFound)
+		}
+	}
+	return room, nil
+}
+
+// visibleRooms pages the rooms the caller may see, reading on past others'
+// private groups until the page is full or the rooms run out.
+func (r *Resolver) visibleRooms(ctx context.Context, me store.UserRef, after string, limit int) ([]store.Room, error) {
+	var page []store.Room
+	for len(page) < limit {
+		rooms, err := r.Store.Rooms(ctx, after, limit)
+		if err != nil {
+			return nil, err
+		}
+		for _, room := range rooms {
+			if room.Kind != store.PrivateGroup || room.HasParticipant(me.Login) {
+				page = append(page, room)
+			}
+		}
+		if len(rooms) < limit {
+			break
+		}
+		after = rooms[len(rooms)-1].Name
+	}
+	return page[:min(len(page), limit)], nil
+}
+
+// roomKind maps the API's room kind to the store's.
+func roomKind(k *model.RoomKind) store.RoomKind {
+	if k != nil && *k == model.RoomKindPrivateGroup {
+		return store.PrivateGroup
+	}
+	return store.PublicRoom
 }

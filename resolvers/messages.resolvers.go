@@ -7,12 +7,24 @@ package resolvers
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/graph/model"
 	"github.com/killrchat/chatql/store"
 )
+
+// Content is the resolver for the content field.
+func (r *messageResolver) Content(ctx context.Context, obj *store.Message) (string, error) {
+	if obj.Hidden {
+		if me, err := auth.UserFrom(ctx); err != nil || me.Login != obj.Author.Login {
+			return "", nil
+		}
+	}
+	return obj.Content, nil
+}
 
 // PostMessage is the resolver for the postMessage field.
 func (r *mutationResolver) PostMessage(ctx context.Context, room string, content string) (*store.Message, error) {
@@ -23,11 +35,21 @@ func (r *mutationResolver) PostMessage(ctx context.Context, room string, content
 	if err := store.ValidateContent(content); err != nil {
 		return nil, err
 	}
-	if _, err := r.participantRoom(ctx, room, me); err != nil {
+	rm, err := r.participantRoom(ctx, room, me)
+	if err != nil {
 		return nil, err
 	}
 	msg := store.Message{Room: room, ID: store.NewMessageID(), Author: me, Content: content}
-	if err := r.Store.PostMessage(ctx, msg); err != nil {
+	if rm.Kind == store.PrivateGroup {
+		if err := r.Store.PostGroupMessage(ctx, msg, rm.Participants); err != nil {
+			return nil, err
+		}
+		for _, p := range rm.Participants {
+			if p.Login != me.Login {
+				r.publishTo(ctx, broker.UserTopic(p.Login), broker.Event{Kind: broker.UnreadChanged, Room: room, Message: &msg, User: me})
+			}
+		}
+	} else if err := r.Store.PostMessage(ctx, msg); err != nil {
 		return nil, err
 	}
 	r.publish(ctx, broker.Event{Kind: broker.MessagePosted, Room: room, Message: &msg, User: me})
@@ -40,28 +62,25 @@ func (r *queryResolver) Messages(ctx context.Context, room string, first *int, a
 	if err != nil {
 		return nil, err
 	}
-	n, err := pageSize(first, 50)
+	rm, err := r.visibleRoom(ctx, room, me)
 	if err != nil {
 		return nil, err
 	}
-	before, err := parseCursor(after)
-	if err != nil {
-		return nil, err
+	if rm.Kind == store.PrivateGroup {
+		windows, err := r.groupWindows(ctx, room, me)
+		if err != nil {
+			return nil, err
+		}
+		return r.messagePage(first, after, func(before store.MessageID, n int) ([]store.Message, error) {
+			return r.Store.GroupMessages(ctx, room, windows, before, n)
+		})
 	}
-	if _, err := r.participantRoom(ctx, room, me); err != nil {
-		return nil, err
+	if !rm.HasParticipant(me.Login) {
+		return nil, fmt.Errorf("%w: %s is not a participant of room %q; join it first", store.ErrForbidden, me.Login, room)
 	}
-	msgs, err := r.Store.Messages(ctx, room, before, n+1)
-	if err != nil {
-		return nil, err
-	}
-	conn := &model.MessageConnection{Edges: []model.MessageEdge{}, PageInfo: &model.PageInfo{HasNextPage: len(msgs) > n}}
-	for i := range msgs[:min(n, len(msgs))] {
-		cursor := msgs[i].ID.String()
-		conn.Edges = append(conn.Edges, model.MessageEdge{Cursor: cursor, Node: &msgs[i]})
-		conn.PageInfo.EndCursor = &cursor
-	}
-	return conn, nil
+	return r.messagePage(first, after, func(before store.MessageID, n int) ([]store.Message, error) {
+		return r.Store.Messages(ctx, room, before, n)
+	})
 }
 
 // RoomEvents is the resolver for the roomEvents field.
@@ -74,8 +93,24 @@ func (r *subscriptionResolver) RoomEvents(ctx context.Context, room string, afte
 	if err != nil {
 		return nil, err
 	}
-	if _, err := r.participantRoom(ctx, room, me); err != nil {
+	rm, err := r.participantRoom(ctx, room, me)
+	if err != nil {
 		return nil, err
+	}
+	if rm.Kind == store.PrivateGroup && !resumeFrom.IsZero() {
+		// Never replay from before the member's current window.
+		windows, err := r.groupWindows(ctx, room, me)
+		if err != nil {
+			return nil, err
+		}
+		if start := store.MinMessageID(windows[len(windows)-1].From); resumeFrom.Compare(start) < 0 {
+			resumeFrom = start
+		}
 	}
 	return r.streamRoom(ctx, room, me, resumeFrom)
 }
+
+// Message returns graph.MessageResolver implementation.
+func (r *Resolver) Message() graph.MessageResolver { return &messageResolver{r} }
+
+type messageResolver struct{ *Resolver }

@@ -7,10 +7,12 @@ package resolvers
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/graph/model"
 	"github.com/killrchat/chatql/store"
 )
@@ -23,6 +25,7 @@ func (r *mutationResolver) CreateRoom(ctx context.Context, input model.CreateRoo
 	}
 	room := store.Room{
 		Name:         input.Name,
+		Kind:         roomKind(input.Kind),
 		Banner:       deref(input.Banner),
 		Creator:      me,
 		CreatedAt:    time.Now().UTC().Truncate(time.Millisecond), // Cassandra timestamps hold milliseconds
@@ -43,12 +46,15 @@ func (r *mutationResolver) JoinRoom(ctx context.Context, room string) (*store.Ro
 	if err != nil {
 		return nil, err
 	}
-	before, err := r.Store.Room(ctx, room)
+	before, err := r.visibleRoom(ctx, room, me)
 	if err != nil {
 		return nil, err
 	}
 	if before.HasParticipant(me.Login) {
 		return &before, nil // already in: no second system message
+	}
+	if before.Kind == store.PrivateGroup {
+		return nil, fmt.Errorf("%w: %q is a private group: a member must add you with addGroupMember", store.ErrForbidden, room)
 	}
 	after, err := r.Store.JoinRoom(ctx, room, me)
 	if err != nil {
@@ -66,7 +72,16 @@ func (r *mutationResolver) LeaveRoom(ctx context.Context, room string) (*store.R
 	if err != nil {
 		return nil, err
 	}
-	if err := r.Store.LeaveRoom(ctx, room, me); err != nil {
+	before, err := r.visibleRoom(ctx, room, me)
+	if err != nil {
+		return nil, err
+	}
+	if before.Kind == store.PrivateGroup {
+		err = r.Store.LeaveGroup(ctx, room, me, time.Now())
+	} else {
+		err = r.Store.LeaveRoom(ctx, room, me)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if err := r.recordMembership(ctx, broker.ParticipantLeft, room, me, me.Login+" left the room"); err != nil {
@@ -95,10 +110,11 @@ func (r *mutationResolver) DeleteRoom(ctx context.Context, room string) (*store.
 
 // Room is the resolver for the room field.
 func (r *queryResolver) Room(ctx context.Context, name string) (*store.Room, error) {
-	if _, err := auth.UserFrom(ctx); err != nil {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
 		return nil, err
 	}
-	room, err := r.Store.Room(ctx, name)
+	room, err := r.visibleRoom(ctx, name, me)
 	if err != nil {
 		return nil, err
 	}
@@ -107,14 +123,15 @@ func (r *queryResolver) Room(ctx context.Context, name string) (*store.Room, err
 
 // Rooms is the resolver for the rooms field.
 func (r *queryResolver) Rooms(ctx context.Context, first *int, after *string) (*model.RoomConnection, error) {
-	if _, err := auth.UserFrom(ctx); err != nil {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
 		return nil, err
 	}
 	n, err := pageSize(first, 20)
 	if err != nil {
 		return nil, err
 	}
-	rooms, err := r.Store.Rooms(ctx, deref(after), n+1)
+	rooms, err := r.visibleRooms(ctx, me, deref(after), n+1)
 	if err != nil {
 		return nil, err
 	}
@@ -125,3 +142,8 @@ func (r *queryResolver) Rooms(ctx context.Context, first *int, after *string) (*
 	}
 	return conn, nil
 }
+
+// Room returns graph.RoomResolver implementation.
+func (r *Resolver) Room() graph.RoomResolver { return &roomResolver{r} }
+
+type roomResolver struct{ *Resolver }

@@ -78,6 +78,9 @@ func (m Message) PostedAt() time.Time { return m.ID.Time() }
 // that bounds its I/O. Errors wrap the sentinels of this package (test them
 // with errors.Is); anything else is an internal failure.
 type Store interface {
+	Conversations
+	MessageIndex
+
 	// CreateUser stores a new account. Logins are unique: the write is a
 	// compare-and-set (INSERT ... IF NOT EXISTS), so of many concurrent signups
 	// of one login exactly one succeeds. Returns ErrConflict if the login is

@@ -28,6 +28,20 @@ type CreateRoomInput struct {
 	Name string `json:"name"`
 	// Optional, at most 200 characters.
 	Banner *string `json:"banner,omitempty"`
+	// PUBLIC (the default) or PRIVATE_GROUP.
+	Kind *RoomKind `json:"kind,omitempty"`
+}
+
+// A change in the caller's inbox.
+type InboxEvent struct {
+	// What happened.
+	Kind InboxEventKind `json:"kind"`
+	// The conversation it happened in.
+	ConversationID string `json:"conversationId"`
+	// The message that caused it, when one did.
+	Message *store.Message `json:"message,omitempty"`
+	// The conversation as the caller's inbox now shows it (read when this field is asked for).
+	Conversation *store.Conversation `json:"conversation,omitempty"`
 }
 
 // A page of messages, newest first.
@@ -112,6 +126,125 @@ type SignupInput struct {
 type Subscription struct {
 }
 
+// What an inbox entry is about.
+type ConversationKind string
+
+const (
+	// Messages between two users.
+	ConversationKindDirect ConversationKind = "DIRECT"
+	// A private group.
+	ConversationKindGroup ConversationKind = "GROUP"
+)
+
+var AllConversationKind = []ConversationKind{
+	ConversationKindDirect,
+	ConversationKindGroup,
+}
+
+func (e ConversationKind) IsValid() bool {
+	switch e {
+	case ConversationKindDirect, ConversationKindGroup:
+		return true
+	}
+	return false
+}
+
+func (e ConversationKind) String() string {
+	return string(e)
+}
+
+func (e *ConversationKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ConversationKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ConversationKind", str)
+	}
+	return nil
+}
+
+func (e ConversationKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ConversationKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ConversationKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// What an inbox event is about.
+type InboxEventKind string
+
+const (
+	// A direct message was sent to or by the caller.
+	InboxEventKindDirectMessage InboxEventKind = "DIRECT_MESSAGE"
+	// The caller's unread count of a conversation changed: a group message arrived, or the caller marked messages read.
+	InboxEventKindUnreadChanged InboxEventKind = "UNREAD_CHANGED"
+	// The caller was added to a private group.
+	InboxEventKindAddedToGroup InboxEventKind = "ADDED_TO_GROUP"
+)
+
+var AllInboxEventKind = []InboxEventKind{
+	InboxEventKindDirectMessage,
+	InboxEventKindUnreadChanged,
+	InboxEventKindAddedToGroup,
+}
+
+func (e InboxEventKind) IsValid() bool {
+	switch e {
+	case InboxEventKindDirectMessage, InboxEventKindUnreadChanged, InboxEventKindAddedToGroup:
+		return true
+	}
+	return false
+}
+
+func (e InboxEventKind) String() string {
+	return string(e)
+}
+
+func (e *InboxEventKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = InboxEventKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid InboxEventKind", str)
+	}
+	return nil
+}
+
+func (e InboxEventKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *InboxEventKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e InboxEventKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
 // What a room event is about.
 type RoomEventKind string
 
@@ -124,6 +257,8 @@ const (
 	RoomEventKindParticipantLeft RoomEventKind = "PARTICIPANT_LEFT"
 	// The room was deleted; the subscription ends after this event.
 	RoomEventKindRoomDeleted RoomEventKind = "ROOM_DELETED"
+	// A message was hidden; `message` is the hidden message.
+	RoomEventKindMessageHidden RoomEventKind = "MESSAGE_HIDDEN"
 )
 
 var AllRoomEventKind = []RoomEventKind{
@@ -131,11 +266,12 @@ var AllRoomEventKind = []RoomEventKind{
 	RoomEventKindParticipantJoined,
 	RoomEventKindParticipantLeft,
 	RoomEventKindRoomDeleted,
+	RoomEventKindMessageHidden,
 }
 
 func (e RoomEventKind) IsValid() bool {
 	switch e {
-	case RoomEventKindMessagePosted, RoomEventKindParticipantJoined, RoomEventKindParticipantLeft, RoomEventKindRoomDeleted:
+	case RoomEventKindMessagePosted, RoomEventKindParticipantJoined, RoomEventKindParticipantLeft, RoomEventKindRoomDeleted, RoomEventKindMessageHidden:
 		return true
 	}
 	return false
@@ -171,6 +307,64 @@ func (e *RoomEventKind) UnmarshalJSON(b []byte) error {
 }
 
 func (e RoomEventKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// Who may see and join a room.
+type RoomKind string
+
+const (
+	// Anyone may join; participants read the whole history.
+	RoomKindPublic RoomKind = "PUBLIC"
+	// Members are added by members, and each reads only the messages of the intervals in which they were a member.
+	RoomKindPrivateGroup RoomKind = "PRIVATE_GROUP"
+)
+
+var AllRoomKind = []RoomKind{
+	RoomKindPublic,
+	RoomKindPrivateGroup,
+}
+
+func (e RoomKind) IsValid() bool {
+	switch e {
+	case RoomKindPublic, RoomKindPrivateGroup:
+		return true
+	}
+	return false
+}
+
+func (e RoomKind) String() string {
+	return string(e)
+}
+
+func (e *RoomKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = RoomKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid RoomKind", str)
+	}
+	return nil
+}
+
+func (e RoomKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *RoomKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e RoomKind) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

@@ -32,7 +32,11 @@ type DB struct {
 	closeErr  error
 }
 
-var _ store.Store = (*DB)(nil)
+var (
+	_ store.Store         = (*DB)(nil)
+	_ store.Conversations = (*DB)(nil)
+	_ store.MessageIndex  = (*DB)(nil)
+)
 
 // Open connects to the cluster, creates the keyspace if it is missing,
 // applies the schema migrations it lacks and starts the bucket flusher.
@@ -57,7 +61,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cassandra: connect to keyspace %s: %w", s.Keyspace, err)
 	}
-	if err := migrate(ctx, session); err != nil {
+	if err := migrate(ctx, session, s.Keyspace); err != nil {
 		session.Close()
 		return nil, err
 	}
@@ -200,9 +204,9 @@ func (db *DB) readAccount(q *gocql.Query) (store.Account, error) {
 // Rooms.
 
 const (
-	roomColumns = `room_name, creator, creation_date, banner, participants`
-	insertRoom  = `INSERT INTO chat_rooms (room_name, creator, creator_login, creation_date, banner, participants)
-		VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS`
+	roomColumns = `room_name, creator, creation_date, banner, participants, kind`
+	insertRoom  = `INSERT INTO chat_rooms (room_name, creator, creator_login, creation_date, banner, participants, kind)
+		VALUES (?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
 	selectRoom       = `SELECT ` + roomColumns + ` FROM chat_rooms WHERE room_name = ?`
 	selectRooms      = `SELECT ` + roomColumns + ` FROM chat_rooms LIMIT ?`
 	selectRoomsAfter = `SELECT ` + roomColumns + ` FROM chat_rooms WHERE token(room_name) > token(?) LIMIT ?`
@@ -218,12 +222,21 @@ const (
 const maxDeleteAttempts = 32
 
 // CreateRoom stores a new room with INSERT ... IF NOT EXISTS, its creator as
-// the first participant, then adds it to the creator's rooms. CreatedAt is
-// kept to the millisecond, Cassandra's timestamp precision.
+// the first participant, then adds it to the creator's rooms and, for a
+// private group, opens the creator's inbox entry with a window at CreatedAt.
+// CreatedAt is kept to the millisecond, Cassandra's timestamp precision.
 func (db *DB) CreateRoom(ctx context.Context, r store.Room) error {
+	var kind any = gocql.UnsetValue // a public room writes no kind, not even a null
+	switch r.Kind {
+	case store.PublicRoom:
+	case store.PrivateGroup:
+		kind = string(r.Kind)
+	default:
+		return store.Invalidf("invalid room kind %q: a room is public or %q", r.Kind, store.PrivateGroup)
+	}
 	created := r.CreatedAt.Truncate(time.Millisecond)
 	creator := userUDT(r.Creator)
-	q := db.query(ctx, insertRoom, r.Name, creator, r.Creator.Login, created, r.Banner, []userUDT{creator})
+	q := db.query(ctx, insertRoom, r.Name, creator, r.Creator.Login, created, r.Banner, []userUDT{creator}, kind)
 	applied, err := lwt(ctx, q, nil, func(ctx context.Context) (casOutcome, error) {
 		got, err := db.readRoom(db.serialRead(ctx, selectRoom, r.Name))
 		switch {
@@ -231,7 +244,7 @@ func (db *DB) CreateRoom(ctx context.Context, r store.Room) error {
 			return casNotApplied, nil
 		case err != nil:
 			return 0, err
-		case got.Creator == r.Creator && got.CreatedAt.Equal(created) && got.Banner == r.Banner:
+		case got.Creator == r.Creator && got.CreatedAt.Equal(created) && got.Banner == r.Banner && got.Kind == r.Kind:
 			return casApplied, nil
 		}
 		return casRejected, nil
@@ -242,10 +255,25 @@ func (db *DB) CreateRoom(ctx context.Context, r store.Room) error {
 	if !applied {
 		return fmt.Errorf("room %q: %w", r.Name, store.ErrConflict)
 	}
-	if err := db.query(ctx, addUserRoom, []string{r.Name}, r.Creator.Login).Exec(); err != nil {
-		return fmt.Errorf("cassandra: add room %q to user %q: %w", r.Name, r.Creator.Login, err)
+	// The room exists from here on: a failure below leaves it without the
+	// creator's copies, which AddGroupMember of the creator repairs (see
+	// there) for a group.
+	fo := newFanout(2)
+	fo.Go(func() error {
+		if err := db.query(ctx, addUserRoom, []string{r.Name}, r.Creator.Login).Exec(); err != nil {
+			return fmt.Errorf("cassandra: add room %q to user %q: %w", r.Name, r.Creator.Login, err)
+		}
+		return nil
+	})
+	if r.Kind == store.PrivateGroup {
+		fo.Go(func() error {
+			if err := db.openWindow(ctx, r.Name, r.Creator.Login, created); err != nil {
+				return fmt.Errorf("cassandra: open the inbox entry of group %q for %q: %w", r.Name, r.Creator.Login, err)
+			}
+			return nil
+		})
 	}
-	return nil
+	return fo.Wait()
 }
 
 // Room returns the room called name.
@@ -272,7 +300,7 @@ func (db *DB) readRoom(q *gocql.Query) (store.Room, error) {
 	var r store.Room
 	var creator userUDT
 	var participants []userUDT
-	if err := q.Scan(&r.Name, &creator, &r.CreatedAt, &r.Banner, &participants); err != nil {
+	if err := q.Scan(&r.Name, &creator, &r.CreatedAt, &r.Banner, &participants, &r.Kind); err != nil {
 		return store.Room{}, err
 	}
 	if creator.Login == "" {
@@ -298,7 +326,7 @@ func (db *DB) Rooms(ctx context.Context, after string, limit int) ([]store.Room,
 	var r store.Room
 	var creator userUDT
 	var participants []userUDT
-	for iter.Scan(&r.Name, &creator, &r.CreatedAt, &r.Banner, &participants) {
+	for iter.Scan(&r.Name, &creator, &r.CreatedAt, &r.Banner, &participants, &r.Kind) {
 		if creator.Login != "" { // see readRoom
 			r.Creator = store.UserRef(creator)
 			r.Participants = fromUDTs(participants)
@@ -359,6 +387,12 @@ func (db *DB) LeaveRoom(ctx context.Context, name string, u store.UserRef) error
 	if err != nil {
 		return err
 	}
+	return db.leave(ctx, r, u)
+}
+
+// leave removes u from the room r as read just before.
+func (db *DB) leave(ctx context.Context, r store.Room, u store.UserRef) error {
+	name := r.Name
 	// Remove the stored elements: set members match on every field, and the
 	// caller's copy of u may lack the names.
 	var gone []userUDT
@@ -382,7 +416,11 @@ func (db *DB) LeaveRoom(ctx context.Context, name string, u store.UserRef) error
 // DeleteRoom deletes the room under DELETE ... IF creator_login = ? AND
 // participants = ?, retrying with the fresh set while only the participants
 // change, so everyone who joined meanwhile is cleaned up too. Then it
-// removes the room from its participants' rooms and deletes its messages.
+// removes the room from its participants' rooms (and a group from their
+// inboxes) and deletes its messages. Unlike every other method, the clean-up
+// costs in proportion to the room's size: the message index is keyed by id
+// and author, so each message's two index rows are deleted one by one, from
+// one read of each bucket.
 func (db *DB) DeleteRoom(ctx context.Context, name string, creatorLogin string) (store.Room, error) {
 	// Serial read: the participants must include every committed join.
 	r, err := db.roomAt(db.serialRead(ctx, selectRoom, name), name)
@@ -431,21 +469,40 @@ func (db *DB) DeleteRoom(ctx context.Context, name string, creatorLogin string) 
 	return r, nil
 }
 
-// cleanUpRoom removes a deleted room from its participants' rooms and
-// deletes its messages: the listed buckets and the recent ones that may not
-// be listed yet.
+// cleanUpRoom removes a deleted room from its participants' rooms (and,
+// for a group, their inbox entries), and deletes its messages with their
+// copies in the message index: the listed buckets and the recent ones that
+// may not be listed yet.
 func (db *DB) cleanUpRoom(ctx context.Context, r store.Room) error {
+	fo := newFanout(fanoutParallelism)
 	for _, p := range r.Participants {
-		if err := db.query(ctx, removeUserRoom, []string{r.Name}, p.Login).Exec(); err != nil {
-			return fmt.Errorf("remove room from user %q: %w", p.Login, err)
+		fo.Go(func() error {
+			if err := db.query(ctx, removeUserRoom, []string{r.Name}, p.Login).Exec(); err != nil {
+				return fmt.Errorf("remove room from user %q: %w", p.Login, err)
+			}
+			return nil
+		})
+		if r.Kind == store.PrivateGroup {
+			fo.Go(func() error {
+				if err := db.query(ctx, deleteConversation, p.Login, r.Name).Exec(); err != nil {
+					return fmt.Errorf("delete the inbox entry of %q: %w", p.Login, err)
+				}
+				return nil
+			})
 		}
 	}
-	listed, err := db.listedBuckets(ctx, r.Name)
+	if err := fo.Wait(); err != nil {
+		return err
+	}
+	listed, err := db.listedBuckets(ctx, roomBuckets, r.Name)
 	if err != nil {
 		return err
 	}
 	now := time.Now()
 	for _, b := range store.NewestFirstBuckets(listed, store.MessageID{}, now) {
+		if err := db.unindexBucket(ctx, r.Name, b); err != nil {
+			return fmt.Errorf("delete the index of bucket %d: %w", b, err)
+		}
 		if err := db.query(ctx, deleteMessages, r.Name, int(b)).Exec(); err != nil {
 			return fmt.Errorf("delete messages of bucket %d: %w", b, err)
 		}

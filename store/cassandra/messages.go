@@ -2,9 +2,7 @@ package cassandra
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -12,40 +10,74 @@ import (
 )
 
 const (
-	insertMessage = `INSERT INTO chat_room_messages (room_name, time_bucket, message_id, author, content, system_message)
-		VALUES (?, ?, ?, ?, ?, ?)`
-	messageColumns = `message_id, author, content, system_message`
+	insertMessage = `INSERT INTO chat_room_messages (room_name, time_bucket, message_id, author, content, system_message, visible)
+		VALUES (?, ?, ?, ?, ?, ?, true)`
+	messageColumns = `message_id, author, content, system_message, visible`
 	// Newest first is the table's clustering order; oldest first reverses it.
 	selectNewest       = `SELECT ` + messageColumns + ` FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? LIMIT ?`
 	selectNewestBefore = `SELECT ` + messageColumns + ` FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id < ? LIMIT ?`
 	selectOldest       = `SELECT ` + messageColumns + ` FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? ORDER BY message_id ASC LIMIT ?`
 	selectOldestAfter  = `SELECT ` + messageColumns + ` FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id > ? ORDER BY message_id ASC LIMIT ?`
-	deleteMessages     = `DELETE FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`
+	// A segment of a group's bucket, newest first: From <= id < Before, each
+	// bound present or not.
+	selectSegment       = selectNewest
+	selectSegmentFrom   = `SELECT ` + messageColumns + ` FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id >= ? LIMIT ?`
+	selectSegmentBefore = selectNewestBefore
+	selectSegmentWithin = `SELECT ` + messageColumns + ` FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id >= ? AND message_id < ? LIMIT ?`
+	selectStreamAuthor  = `SELECT author FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id = ?`
+	selectBucketAuthors = `SELECT message_id, author FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`
+	hideInStream        = `UPDATE chat_room_messages SET visible = false WHERE room_name = ? AND time_bucket = ? AND message_id = ?`
+	deleteMessages      = `DELETE FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`
 
-	selectBuckets = `SELECT time_bucket FROM messages_bucket WHERE room_name = ?`
-	insertBucket  = `INSERT INTO messages_bucket (room_name, time_bucket) VALUES (?, ?)`
 	// Deleting a room keeps the listing of its last two days; see forgetBuckets.
 	deleteOldBuckets = `DELETE FROM messages_bucket WHERE room_name = ? AND time_bucket < ?`
 )
 
-// PostMessage stores m in the partition of its room and day. The day is
-// listed in messages_bucket by the background flusher, so a post is one
-// write; a day other than today (an import, a clock at midnight) is listed
-// before the post, since readers probe only the recent days unlisted.
+// fanoutParallelism bounds the concurrent writes of one call: a group
+// message to every member's inbox, a room's messages out of the index.
+const fanoutParallelism = 16
+
+// PostMessage stores m in the partition of its room and day, and in the
+// message index by id and by author. The three copies live in three
+// partitions, likely on three different replicas, so they are written
+// concurrently rather than in a batch: an unlogged batch across partitions
+// only moves the fan-out to a coordinator, and a logged one adds the
+// batchlog's writes to buy an atomicity that retrying buys too (every write
+// is an idempotent upsert of the same values). Days other than today are
+// listed before the writes, since readers probe only the recent days
+// unlisted; today's are listed by the background flusher.
 func (db *DB) PostMessage(ctx context.Context, m store.Message) error {
-	b := store.BucketOf(m.ID.Time())
-	// Listed before the message is written: an empty listed bucket costs a
-	// read, an unlisted message would be lost to paging.
-	if !db.buckets.note(m.Room, b, time.Now()) {
-		if err := db.query(ctx, insertBucket, m.Room, int(b)).Exec(); err != nil {
-			return fmt.Errorf("cassandra: list bucket %d of room %q: %w", b, m.Room, err)
-		}
-	}
-	err := db.query(ctx, insertMessage, m.Room, int(b), gocql.UUID(m.ID), userUDT(m.Author), m.Content, m.System).Exec()
-	if err != nil {
+	if err := db.writeMessage(ctx, m, nil); err != nil {
 		return fmt.Errorf("cassandra: post message to room %q: %w", m.Room, err)
 	}
 	return nil
+}
+
+// writeMessage lists m's buckets, then writes m's three copies and the
+// extra writes (inbox updates) concurrently.
+func (db *DB) writeMessage(ctx context.Context, m store.Message, extra []func() error) error {
+	b := store.BucketOf(m.ID.Time())
+	if err := db.listBucket(ctx, roomBuckets, m.Room, b); err != nil {
+		return err
+	}
+	if err := db.listBucket(ctx, authorBuckets, m.Author.Login, b); err != nil {
+		return err
+	}
+	id, author := gocql.UUID(m.ID), userUDT(m.Author)
+	fo := newFanout(fanoutParallelism)
+	fo.Go(func() error {
+		return db.query(ctx, insertMessage, m.Room, int(b), id, author, m.Content, m.System).Exec()
+	})
+	fo.Go(func() error {
+		return db.query(ctx, insertByID, id, m.Room, author, m.Content, m.System).Exec()
+	})
+	fo.Go(func() error {
+		return db.query(ctx, insertByAuthor, m.Author.Login, int(b), id, m.Room, author, m.Content, m.System).Exec()
+	})
+	for _, w := range extra {
+		fo.Go(w)
+	}
+	return fo.Wait()
 }
 
 // Messages returns a page of the room's messages, newest first, older than
@@ -54,16 +86,18 @@ func (db *DB) Messages(ctx context.Context, room string, before store.MessageID,
 	if limit <= 0 {
 		return nil, nil
 	}
-	listed, err := db.listedBuckets(ctx, room)
+	listed, err := db.listedBuckets(ctx, roomBuckets, room)
 	if err != nil {
 		return nil, fmt.Errorf("cassandra: messages of room %q: %w", room, err)
 	}
 	buckets := store.NewestFirstBuckets(listed, before, time.Now())
 	msgs, err := store.ScanBuckets(ctx, buckets, limit, func(ctx context.Context, b store.Bucket, limit int) ([]store.Message, error) {
-		if before.IsZero() {
-			return db.readMessages(db.query(ctx, selectNewest, room, int(b), limit), room)
-		}
-		return db.readMessages(db.query(ctx, selectNewestBefore, room, int(b), gocql.UUID(before), limit), room)
+		return readLive(before, limit, func(before store.MessageID, limit int) *gocql.Query {
+			if before.IsZero() {
+				return db.query(ctx, selectNewest, room, int(b), limit)
+			}
+			return db.query(ctx, selectNewestBefore, room, int(b), gocql.UUID(before), limit)
+		}, roomRows(room))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cassandra: messages of room %q: %w", room, err)
@@ -77,17 +111,19 @@ func (db *DB) MessagesAfter(ctx context.Context, room string, after store.Messag
 	if limit <= 0 {
 		return nil, nil
 	}
-	listed, err := db.listedBuckets(ctx, room)
+	listed, err := db.listedBuckets(ctx, roomBuckets, room)
 	if err != nil {
 		return nil, fmt.Errorf("cassandra: messages of room %q: %w", room, err)
 	}
 	buckets := store.OldestFirstBuckets(listed, after, time.Now())
 	msgs, err := store.ScanBuckets(ctx, buckets, limit, func(ctx context.Context, b store.Bucket, limit int) ([]store.Message, error) {
-		// The zero id is no timeuuid (version 0): Cassandra rejects it as a bound.
-		if after.IsZero() {
-			return db.readMessages(db.query(ctx, selectOldest, room, int(b), limit), room)
-		}
-		return db.readMessages(db.query(ctx, selectOldestAfter, room, int(b), gocql.UUID(after), limit), room)
+		return readLive(after, limit, func(after store.MessageID, limit int) *gocql.Query {
+			// The zero id is no timeuuid (version 0): Cassandra rejects it as a bound.
+			if after.IsZero() {
+				return db.query(ctx, selectOldest, room, int(b), limit)
+			}
+			return db.query(ctx, selectOldestAfter, room, int(b), gocql.UUID(after), limit)
+		}, roomRows(room))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cassandra: messages of room %q: %w", room, err)
@@ -95,34 +131,62 @@ func (db *DB) MessagesAfter(ctx context.Context, room string, after store.Messag
 	return msgs, nil
 }
 
-func (db *DB) readMessages(q *gocql.Query, room string) ([]store.Message, error) {
-	iter := q.Iter()
-	var msgs []store.Message
-	var (
-		id     gocql.UUID
-		author userUDT
-		m      = store.Message{Room: room}
-	)
-	for iter.Scan(&id, &author, &m.Content, &m.System) {
-		m.ID, m.Author = store.MessageID(id), store.UserRef(author)
-		msgs = append(msgs, m)
-		author = userUDT{}
+// A rowReader scans the rows of a message read, one message per row. ok is
+// false for a row that is no message: see readLive.
+type rowReader func(iter *gocql.Iter) (m store.Message, ok, more bool)
+
+// roomRows reads messageColumns of a room's stream.
+func roomRows(room string) rowReader {
+	return func(iter *gocql.Iter) (store.Message, bool, bool) {
+		var (
+			id      gocql.UUID
+			author  userUDT
+			visible *bool
+			m       = store.Message{Room: room}
+		)
+		if !iter.Scan(&id, &author, &m.Content, &m.System, &visible) {
+			return store.Message{}, false, false
+		}
+		m.ID, m.Author, m.Hidden = store.MessageID(id), store.UserRef(author), hidden(visible)
+		return m, author.Login != "", true
 	}
-	return msgs, iter.Close()
 }
 
-// listedBuckets returns the buckets messages_bucket lists for the room.
-func (db *DB) listedBuckets(ctx context.Context, room string) ([]store.Bucket, error) {
-	iter := db.query(ctx, selectBuckets, room).Iter()
-	var listed []store.Bucket
-	var b int
-	for iter.Scan(&b) {
-		listed = append(listed, store.Bucket(b))
+// hidden reads the visible column: null, as in the messages of schema
+// version 1, is visible.
+func hidden(visible *bool) bool { return visible != nil && !*visible }
+
+// readLive reads up to limit messages of one partition, from cursor on in
+// the read's direction, with query(cursor, limit). A row without an author
+// is no message but what a HideMessage racing a delete leaves behind (an
+// UPDATE creates the row it sets a column of): it is skipped, and when that
+// makes the page short the read goes on after the last row, so a page is
+// short only at the end of the partition.
+func readLive(cursor store.MessageID, limit int, query func(cursor store.MessageID, limit int) *gocql.Query, read rowReader) ([]store.Message, error) {
+	var msgs []store.Message
+	for len(msgs) < limit {
+		want := limit - len(msgs)
+		iter := query(cursor, want).Iter()
+		rows := 0
+		for {
+			m, ok, more := read(iter)
+			if !more {
+				break
+			}
+			rows++
+			cursor = m.ID
+			if ok {
+				msgs = append(msgs, m)
+			}
+		}
+		if err := iter.Close(); err != nil {
+			return nil, err
+		}
+		if rows < want {
+			break // the end of the partition
+		}
 	}
-	if err := iter.Close(); err != nil {
-		return nil, fmt.Errorf("read buckets: %w", err)
-	}
-	return listed, nil
+	return msgs, nil
 }
 
 // forgetBuckets drops a deleted room's listing, but for the last two days:
@@ -130,61 +194,10 @@ func (db *DB) listedBuckets(ctx context.Context, room string) ([]store.Bucket, e
 // list them again for a new room of the same name. Those rows cost an empty
 // read at most; their message partitions are deleted.
 func (db *DB) forgetBuckets(ctx context.Context, room string, now time.Time) error {
-	db.buckets.forget(room)
+	db.buckets.forget(roomBuckets, room)
 	keep := store.BucketOf(now.Add(-24 * time.Hour))
 	if err := db.query(ctx, deleteOldBuckets, room, int(keep)).Exec(); err != nil {
 		return fmt.Errorf("delete bucket listing: %w", err)
-	}
-	return nil
-}
-
-// flushLoop writes the queued buckets every interval until Close.
-func (db *DB) flushLoop(interval, timeout time.Duration) {
-	defer close(db.flushDone)
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-db.stopFlush:
-			return
-		case <-tick.C:
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			// A failed pair stays queued for the next tick; readers keep
-			// probing its day directly for store.UnflushedWindow.
-			_ = db.flushBuckets(ctx)
-			cancel()
-		}
-	}
-}
-
-// flushParallelism bounds the concurrent writes of a flush. Midnight queues
-// a pair for every active room at once.
-const flushParallelism = 16
-
-// flushBuckets writes the queued (room, bucket) pairs to messages_bucket and
-// queues again those that failed.
-func (db *DB) flushBuckets(ctx context.Context) error {
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		sem  = make(chan struct{}, flushParallelism)
-	)
-	for _, rb := range db.buckets.take() {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := db.query(ctx, insertBucket, rb.room, int(rb.bucket)).Exec(); err != nil {
-				db.buckets.requeue(rb)
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("list bucket %d of room %q: %w", rb.bucket, rb.room, err))
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("cassandra: flush buckets: %w", err)
 	}
 	return nil
 }

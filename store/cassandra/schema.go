@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -14,6 +15,12 @@ import (
 //
 //go:embed schema.cql
 var schemaV1 string
+
+// schemaV2 adds private groups, direct messages, inboxes and the message
+// index.
+//
+//go:embed schema_v2.cql
+var schemaV2 string
 
 // A migration is one schema version: CQL statements separated by ';'.
 type migration struct {
@@ -27,6 +34,7 @@ type migration struct {
 // editing a shipped migration changes nothing on existing clusters.
 var migrations = []migration{
 	{version: 1, description: "initial schema: users, chat_rooms, chat_room_messages, messages_bucket", cql: schemaV1},
+	{version: 2, description: "room kinds, message visibility, messages_by_id, messages_by_author, author_buckets, conversations_by_user", cql: schemaV2},
 }
 
 // createMigrationsTable repeats schema.cql's statement: the table must exist
@@ -40,6 +48,7 @@ const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
 const (
 	selectKeyspace = `SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?`
 	selectVersions = `SELECT version FROM schema_migrations`
+	selectColumn   = `SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ? AND column_name = ?`
 	// IF NOT EXISTS keeps the first applied_at when two servers start at once.
 	insertVersion = `INSERT INTO schema_migrations (version, applied_at, description) VALUES (?, ?, ?) IF NOT EXISTS`
 )
@@ -66,7 +75,13 @@ func createKeyspace(ctx context.Context, session *gocql.Session, s settings) err
 // migrate applies, in order, the migrations the keyspace has not recorded.
 // Servers starting at once may both apply a version; every statement is
 // idempotent, and the version is recorded once.
-func migrate(ctx context.Context, session *gocql.Session) error {
+func migrate(ctx context.Context, session *gocql.Session, keyspace string) error {
+	return migrateTo(ctx, session, keyspace, migrations)
+}
+
+// migrateTo applies the given migrations; tests pass a prefix of migrations
+// to make a keyspace of an older version.
+func migrateTo(ctx context.Context, session *gocql.Session, keyspace string, ms []migration) error {
 	if err := execDDL(ctx, session, createMigrationsTable); err != nil {
 		return fmt.Errorf("cassandra: create schema_migrations: %w", err)
 	}
@@ -79,12 +94,12 @@ func migrate(ctx context.Context, session *gocql.Session) error {
 	if err := iter.Close(); err != nil {
 		return fmt.Errorf("cassandra: read schema versions: %w", err)
 	}
-	for _, m := range migrations {
+	for _, m := range ms {
 		if applied[m.version] {
 			continue
 		}
 		for _, stmt := range statements(m.cql) {
-			if err := execDDL(ctx, session, stmt); err != nil {
+			if err := execMigration(ctx, session, keyspace, stmt); err != nil {
 				return fmt.Errorf("cassandra: schema version %d: %w\n%s", m.version, err, stmt)
 			}
 		}
@@ -94,6 +109,47 @@ func migrate(ctx context.Context, session *gocql.Session) error {
 		}
 	}
 	return nil
+}
+
+// addColumn matches the one statement of the migrations that is not
+// idempotent, ALTER TABLE t ADD c type, naming the table and the column.
+var addColumn = regexp.MustCompile(`(?is)^ALTER\s+TABLE\s+(\w+)\s+ADD\s+(\w+)\s`)
+
+// execMigration runs one statement of a migration. ALTER TABLE ... ADD
+// fails on a column that exists, which a migration interrupted before it
+// was recorded, or one run at once by another server, leaves behind; so the
+// column is looked up first, and looked up again if the ALTER fails.
+// (Cassandra 5.0 accepts ADD IF NOT EXISTS; older versions may not.)
+func execMigration(ctx context.Context, session *gocql.Session, keyspace, stmt string) error {
+	m := addColumn.FindStringSubmatch(stmt)
+	if m == nil {
+		return execDDL(ctx, session, stmt)
+	}
+	// Unquoted identifiers are case-insensitive: the schema stores them in
+	// lower case.
+	ks, table, column := strings.ToLower(keyspace), strings.ToLower(m[1]), strings.ToLower(m[2])
+	exists := func() (bool, error) {
+		var name string
+		err := session.Query(selectColumn, ks, table, column).WithContext(ctx).Scan(&name)
+		if err == gocql.ErrNotFound {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	switch ok, err := exists(); {
+	case err != nil:
+		return fmt.Errorf("look up column %s.%s: %w", table, column, err)
+	case ok:
+		return nil
+	}
+	err := execDDL(ctx, session, stmt)
+	if err == nil {
+		return nil
+	}
+	if ok, lerr := exists(); lerr == nil && ok {
+		return nil // added meanwhile by another server
+	}
+	return err
 }
 
 // execDDL runs a schema change and waits until every node agrees on the

@@ -29,8 +29,17 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// TestRestart writes users, a room and messages over two days, closes the
-// store and opens its directory again: everything reads back the same.
+func TestConversationConformance(t *testing.T) {
+	db := open(t, t.TempDir())
+	storetest.RunConversationTests(t, db)
+	if err := db.Close(); err != nil {
+		t.Errorf("Close() = %v", err)
+	}
+}
+
+// TestRestart writes users, a room and messages over two days, a hidden
+// message, a direct conversation and a private group, closes the store and
+// opens its directory again: everything reads back the same.
 func TestRestart(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
@@ -69,14 +78,42 @@ func TestRestart(t *testing.T) {
 		posted = append([]store.Message{m}, posted...) // newest first
 	}
 
+	// A hidden message, a direct conversation with an unread message, and
+	// a private group bob joined and left.
+	if err := db.HideMessage(ctx, posted[1]); err != nil {
+		t.Fatalf("HideMessage = %v", err)
+	}
+	posted[1].Hidden = true
+	dm := store.Message{Room: store.DirectConversationID("alice", "bob"), ID: store.NewMessageID(), Author: alice.UserRef, Content: "psst"}
+	if err := db.SendDirect(ctx, dm, bob.UserRef); err != nil {
+		t.Fatalf("SendDirect = %v", err)
+	}
+	group := store.Room{Name: "croquet", Kind: store.PrivateGroup, Creator: alice.UserRef, CreatedAt: yesterday}
+	if err := db.CreateRoom(ctx, group); err != nil {
+		t.Fatalf("CreateRoom(private) = %v", err)
+	}
+	if _, err := db.AddGroupMember(ctx, group.Name, "alice", bob.UserRef, yesterday.Add(time.Hour)); err != nil {
+		t.Fatalf("AddGroupMember = %v", err)
+	}
+	if err := db.LeaveGroup(ctx, group.Name, bob.UserRef, yesterday.Add(2*time.Hour)); err != nil {
+		t.Fatalf("LeaveGroup = %v", err)
+	}
+
 	type snapshot struct {
-		Alice, Bob  store.Account
-		Room        store.Room
-		Rooms       []store.Room
-		Newest      []store.Message
-		Oldest      []store.Message
-		SecondPage  []store.Message
-		AfterFirsts []store.Message
+		Alice, Bob   store.Account
+		Room         store.Room
+		Rooms        []store.Room
+		Newest       []store.Message
+		Oldest       []store.Message
+		SecondPage   []store.Message
+		AfterFirsts  []store.Message
+		Hidden       store.Message
+		ByBob        []store.Message
+		InboxAlice   []store.Conversation
+		InboxBob     []store.Conversation
+		GroupOfBob   store.Conversation
+		DirectOfBob  store.Conversation
+		DirectThread []store.Message
 	}
 	read := func(db *DB) (s snapshot) {
 		t.Helper()
@@ -103,11 +140,37 @@ func TestRestart(t *testing.T) {
 		must(err)
 		s.AfterFirsts, err = db.MessagesAfter(ctx, room.Name, posted[3].ID, 2)
 		must(err)
+		s.Hidden, err = db.Message(ctx, posted[1].ID)
+		must(err)
+		s.ByBob, err = db.MessagesByAuthor(ctx, "bob", store.MessageID{}, 10)
+		must(err)
+		s.InboxAlice, err = db.Inbox(ctx, "alice")
+		must(err)
+		s.InboxBob, err = db.Inbox(ctx, "bob")
+		must(err)
+		s.GroupOfBob, err = db.Conversation(ctx, "bob", group.Name)
+		must(err)
+		s.DirectOfBob, err = db.Conversation(ctx, "bob", dm.Room)
+		must(err)
+		s.DirectThread, err = db.Messages(ctx, dm.Room, store.MessageID{}, 10)
+		must(err)
 		return s
 	}
 	before := read(db)
 	if !reflect.DeepEqual(before.Newest, posted) {
 		t.Errorf("Messages before the restart = %v, want %v", before.Newest, posted)
+	}
+	if !before.Hidden.Hidden || !reflect.DeepEqual(before.ByBob, posted) {
+		t.Errorf("before the restart: Message(hidden) = %+v, MessagesByAuthor(bob) = %v; want it hidden, and %v", before.Hidden, before.ByBob, posted)
+	}
+	if c := before.DirectOfBob; c.Unread != 1 || c.LastMessage != dm || c.Peer != alice.UserRef {
+		t.Errorf("bob's direct conversation = %+v, want 1 unread, last message %+v from alice", c, dm)
+	}
+	if w := before.GroupOfBob.Windows; len(w) != 1 || w[0].To.IsZero() {
+		t.Errorf("bob's windows in the group = %v, want one, closed", w)
+	}
+	if len(before.InboxAlice) != 2 || len(before.InboxBob) != 2 {
+		t.Errorf("inboxes = %+v and %+v, want two entries each", before.InboxAlice, before.InboxBob)
 	}
 	if want := []string{room.Name}; !reflect.DeepEqual(before.Bob.ChatRooms, want) {
 		t.Errorf("bob's rooms = %q, want %q", before.Bob.ChatRooms, want)
@@ -227,5 +290,61 @@ func BenchmarkMessagesPage(b *testing.B) {
 		if err != nil || len(page) != 50 {
 			b.Fatalf("Messages = %d messages, %v", len(page), err)
 		}
+	}
+}
+
+// TestDeleteRoomIndex checks that deleting a room deletes its messages'
+// copies by id and by author too, and a group's inbox entries, while the
+// author's other messages stay.
+func TestDeleteRoomIndex(t *testing.T) {
+	ctx := t.Context()
+	db := open(t, t.TempDir())
+	defer db.Close()
+	alice := store.UserRef{Login: "alice", Firstname: "Alice", Lastname: "Liddell"}
+	if err := db.CreateUser(ctx, store.Account{User: store.User{UserRef: alice}}); err != nil {
+		t.Fatal(err)
+	}
+	var kept store.Message
+	var gone []store.Message
+	for _, r := range []store.Room{
+		{Name: "kept", Creator: alice, CreatedAt: time.Now()},
+		{Name: "gone", Kind: store.PrivateGroup, Creator: alice, CreatedAt: time.Now()},
+	} {
+		if err := db.CreateRoom(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []store.MessageID{store.MessageIDAt(time.Now().Add(-48 * time.Hour)), store.NewMessageID()} {
+			m := store.Message{Room: r.Name, ID: id, Author: alice, Content: "in " + r.Name}
+			post := func() error { return db.PostGroupMessage(ctx, m, []store.UserRef{alice}) }
+			if r.Kind == store.PublicRoom {
+				post = func() error { return db.PostMessage(ctx, m) }
+			}
+			if err := post(); err != nil {
+				t.Fatal(err)
+			}
+			if r.Name == "kept" {
+				kept = m
+			} else {
+				gone = append(gone, m)
+			}
+		}
+	}
+	if _, err := db.DeleteRoom(ctx, "gone", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range gone {
+		if got, err := db.Message(ctx, m.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Message(%v) of a deleted room = %+v, %v; want ErrNotFound", m.ID, got, err)
+		}
+	}
+	byAlice, err := db.MessagesByAuthor(ctx, "alice", store.MessageID{}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(byAlice) != 2 || byAlice[0] != kept {
+		t.Errorf("MessagesByAuthor(alice) after DeleteRoom = %+v, want the two messages of kept, newest %+v", byAlice, kept)
+	}
+	if c, err := db.Conversation(ctx, "alice", "gone"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Conversation(alice, gone) after DeleteRoom = %+v, %v; want ErrNotFound", c, err)
 	}
 }

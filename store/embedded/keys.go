@@ -22,10 +22,14 @@ import (
 
 // The tables, named as in the Cassandra schema.
 const (
-	tableUsers        = "users"
-	tableChatRooms    = "chat_rooms"
-	tableRoomMessages = "chat_room_messages"
-	tableBuckets      = "messages_bucket"
+	tableUsers            = "users"
+	tableChatRooms        = "chat_rooms"
+	tableRoomMessages     = "chat_room_messages"
+	tableBuckets          = "messages_bucket"
+	tableMessagesByID     = "messages_by_id"
+	tableMessagesByAuthor = "messages_by_author"
+	tableAuthorBuckets    = "author_buckets"
+	tableConversations    = "conversations_by_user"
 )
 
 // A key is an encoded tuple under construction. Each method appends one
@@ -73,8 +77,38 @@ func (k key) desc(id store.MessageID) key {
 	return k
 }
 
-// descIDLen is the width of a desc element.
+// descIDLen is the width of a desc element, and of an asc one.
 const descIDLen = 16
+
+// asc appends the message id in ascending order: its sort key.
+func (k key) asc(id store.MessageID) key {
+	sk := id.SortKey()
+	return append(k.grow(len(sk)), sk[:]...)
+}
+
+// parseStr decodes the str element at the start of b and returns the rest.
+func parseStr(b []byte) (s string, rest []byte, err error) {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != 0x00 {
+			out = append(out, b[i])
+			continue
+		}
+		if i+1 == len(b) {
+			break
+		}
+		switch b[i+1] {
+		case 0x01:
+			return string(out), b[i+2:], nil
+		case 0xFF:
+			out = append(out, 0x00)
+			i++
+		default:
+			return "", nil, fmt.Errorf("string key element has the bad escape 00 %02x", b[i+1])
+		}
+	}
+	return "", nil, fmt.Errorf("string key element %x is not terminated", b)
+}
 
 // parseDesc decodes a desc element.
 func parseDesc(b []byte) (store.MessageID, error) {
@@ -139,3 +173,48 @@ func messageKey(room string, id store.MessageID) key {
 func bucketPartition(room string) key { return tuple(tableBuckets).str(room) }
 
 func bucketKey(room string, b store.Bucket) key { return bucketPartition(room).int(int64(b)) }
+
+// messageByIDKey is the row of messages_by_id holding a copy of the message.
+func messageByIDKey(id store.MessageID) key { return tuple(tableMessagesByID).asc(id) }
+
+// authorPartition is the partition of messages_by_author holding one day of
+// an author's messages, newest first.
+func authorPartition(login string, b store.Bucket) key {
+	return tuple(tableMessagesByAuthor).str(login).int(int64(b))
+}
+
+func authorMessageKey(login string, id store.MessageID) key {
+	return authorPartition(login, store.BucketOf(id.Time())).desc(id)
+}
+
+// authorBucketPartition lists the days in which login wrote, as
+// messages_bucket lists a room's.
+func authorBucketPartition(login string) key { return tuple(tableAuthorBuckets).str(login) }
+
+func authorBucketKey(login string, b store.Bucket) key {
+	return authorBucketPartition(login).int(int64(b))
+}
+
+// inboxPartition is the partition of conversations_by_user holding login's
+// inbox: per conversation, its summary row and then its unread rows.
+func inboxPartition(login string) key { return tuple(tableConversations).str(login) }
+
+// conversationKey is the summary row of one conversation of login: the
+// clustering key (conversation_id, message_id) with no message id at all,
+// so it sorts before, and is never taken for, any unread row of the
+// conversation. Every row of the conversation starts with it.
+func conversationKey(login, id string) key { return inboxPartition(login).str(id) }
+
+// unreadKey is the row recording that login has not read message of the
+// conversation: its key is all, its value empty.
+func unreadKey(login, id string, message store.MessageID) key {
+	return conversationKey(login, id).asc(message)
+}
+
+// unreadRange returns the bounds of login's unread rows of the
+// conversation with ids up to and including upTo: from just after the
+// summary row to just after upTo's row.
+func unreadRange(login, id string, upTo store.MessageID) (lower, upper []byte) {
+	c := conversationKey(login, id)
+	return c.next(), unreadKey(login, id, upTo).next()
+}

@@ -139,3 +139,57 @@ func TestKeyAliasing(t *testing.T) {
 		t.Errorf("two extensions of one prefix share memory: %q, %q", a, b)
 	}
 }
+
+// TestParseStr checks that parseStr inverts str and returns what follows.
+func TestParseStr(t *testing.T) {
+	for _, s := range []string{"", "a", "\x00", "a\x00b", "\x00\xff", "\xff\x00\x01", "alice:bob"} {
+		k := key(nil).str(s).int(7)
+		got, rest, err := parseStr(k)
+		if err != nil || got != s || !bytes.Equal(rest, key(nil).int(7)) {
+			t.Errorf("parseStr(str(%q)+int) = %q, %x, %v; want %q, %x", s, got, rest, err, s, key(nil).int(7))
+		}
+	}
+	for _, bad := range [][]byte{{'a'}, {'a', 0x00}, {'a', 0x00, 0x02}} {
+		if got, _, err := parseStr(bad); err == nil {
+			t.Errorf("parseStr(%x) = %q, nil; want an error", bad, got)
+		}
+	}
+}
+
+// TestUnreadRange checks that marking read up to an id covers exactly the
+// unread rows of that user's conversation with ids up to it: never the
+// summary row, nor rows of another conversation or user.
+func TestUnreadRange(t *testing.T) {
+	now := time.Now()
+	ids := make([]store.MessageID, 20)
+	for i := range ids {
+		ids[i] = store.MessageIDAt(now.Add(time.Duration(i/2) * time.Millisecond)) // pairs of one instant
+	}
+	slices.SortFunc(ids, store.MessageID.Compare)
+	const login, conv = "bob", "alice:bob"
+	for u, upTo := range ids {
+		lower, upper := unreadRange(login, conv, upTo)
+		in := func(k key) bool { return bytes.Compare(k, lower) >= 0 && bytes.Compare(k, upper) < 0 }
+		for i, id := range ids {
+			if got, want := in(unreadKey(login, conv, id)), i <= u; got != want {
+				t.Errorf("unreadRange(up to id %d) holds the row of id %d: %v, want %v", u, i, got, want)
+			}
+			for _, other := range []key{
+				unreadKey(login, "alice:bo", id), unreadKey(login, "alice:bob2", id), unreadKey(login, "alice:bob\x00", id),
+				unreadKey("bo", conv, id), unreadKey("bob2", conv, id),
+			} {
+				if in(other) {
+					t.Errorf("unreadRange(%q, %q) holds the row %x of another conversation or user", login, conv, other)
+				}
+			}
+		}
+		if in(conversationKey(login, conv)) {
+			t.Errorf("unreadRange(up to id %d) holds the summary row", u)
+		}
+	}
+	// Whatever the id, the summary row is outside: even the least.
+	lower, _ := unreadRange(login, conv, store.MessageID{})
+	if k := conversationKey(login, conv); bytes.Compare(k, lower) >= 0 {
+		t.Errorf("summary row %x at or after the unread rows' lower bound %x", k, lower)
+	}
+}

@@ -10,13 +10,10 @@ import (
 	"github.com/killrchat/chatql/store"
 )
 
-// PostMessage writes the message into the partition of its day and, in the
-// same batch, lists that day in messages_bucket if it is not listed yet.
-// Checking first costs a point read but keeps one version of the bucket row:
-// overwriting it on every post would pile up versions in the memtable that
-// every page read then steps over. (Two first posts of a day may both write
-// the row; that is harmless.) The in-memory buffer of the Cassandra model is
-// not needed, as the read is local.
+// PostMessage writes the message into the partition of its day, with its
+// copies by id and by author, and in the same batch lists that day among
+// the room's and the author's days if it is not listed yet (see
+// addMessage).
 //
 // Messages are the hot path, so the batch is not synced: pebble's log
 // writer puts it in the log file right away, in the background, without
@@ -29,20 +26,39 @@ func (db *DB) PostMessage(ctx context.Context, m store.Message) error {
 	}
 	defer end()
 
-	if m.ID.IsZero() {
-		return store.Invalidf("message in room %q has no id", m.Room)
-	}
 	b := db.batch()
-	b.set(messageKey(m.Room, m.ID), newMessageRow(m))
-	bk := bucketKey(m.Room, store.BucketOf(m.ID.Time()))
-	if listed, err := db.has(bk); err != nil {
+	if err := db.addMessage(b, m); err != nil {
 		b.Close()
-		return fmt.Errorf("reading the days of room %q: %w", m.Room, err)
-	} else if !listed {
-		b.setEmpty(bk)
+		return err
 	}
 	if err := b.commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("writing message to room %q: %w", m.Room, err)
+	}
+	return nil
+}
+
+// addMessage adds to b the rows of a new message: its row in the stream of
+// its room (or conversation), its copies in messages_by_id and
+// messages_by_author, and the listing of its day in messages_bucket and
+// author_buckets. Checking a listing first costs a point read but keeps one
+// version of the bucket row: overwriting it on every post would pile up
+// versions in the memtable that every page read then steps over. (Two first
+// posts of a day may both write the row; that is harmless.) The in-memory
+// buffer of the Cassandra model is not needed, as the read is local.
+func (db *DB) addMessage(b *batch, m store.Message) error {
+	if m.ID.IsZero() {
+		return store.Invalidf("message in room %q has no id", m.Room)
+	}
+	day := store.BucketOf(m.ID.Time())
+	b.set(messageKey(m.Room, m.ID), newMessageRow(m))
+	b.set(messageByIDKey(m.ID), newIndexRow(m))
+	b.set(authorMessageKey(m.Author.Login, m.ID), newIndexRow(m))
+	for _, bk := range []key{bucketKey(m.Room, day), authorBucketKey(m.Author.Login, day)} {
+		if listed, err := db.has(bk); err != nil {
+			return fmt.Errorf("reading the days of room %q: %w", m.Room, err)
+		} else if !listed {
+			b.setEmpty(bk)
+		}
 	}
 	return nil
 }
@@ -107,17 +123,23 @@ func (db *DB) MessagesAfter(ctx context.Context, room string, after store.Messag
 
 // buckets lists the room's non-empty days from messages_bucket.
 func (db *DB) buckets(ctx context.Context, room string) ([]store.Bucket, error) {
-	p := bucketPartition(room)
+	listed, err := db.listBuckets(ctx, bucketPartition(room))
+	if err != nil {
+		return nil, fmt.Errorf("listing the days of room %q: %w", room, err)
+	}
+	return listed, nil
+}
+
+// listBuckets reads the days listed in partition p of messages_bucket or
+// author_buckets.
+func (db *DB) listBuckets(ctx context.Context, p key) ([]store.Bucket, error) {
 	var listed []store.Bucket
 	err := db.scan(ctx, p, p.end(), false, func(k, _ []byte) (bool, error) {
 		b, err := parseInt(k[len(p):])
 		listed = append(listed, store.Bucket(b))
 		return true, err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("listing the days of room %q: %w", room, err)
-	}
-	return listed, nil
+	return listed, err
 }
 
 // readMessages reads up to limit messages of partition p within [lower,

@@ -12,7 +12,9 @@ import (
 // CreateRoom stores a new room unless its name is taken, and adds it to the
 // creator's rooms in the same batch. The creator is the room's only
 // participant (r.Participants is ignored) and must be a user: ErrNotFound
-// otherwise, rather than a user row made up of nothing but a room list.
+// otherwise, rather than a user row made up of nothing but a room list. A
+// private group also gets its entry in the creator's inbox, with one window
+// open from r.CreatedAt.
 func (db *DB) CreateRoom(ctx context.Context, r store.Room) error {
 	end, err := db.begin(ctx)
 	if err != nil {
@@ -20,8 +22,11 @@ func (db *DB) CreateRoom(ctx context.Context, r store.Room) error {
 	}
 	defer end()
 
+	if r.Kind != store.PublicRoom && r.Kind != store.PrivateGroup {
+		return store.Invalidf("room %q has the unknown kind %q", r.Name, r.Kind)
+	}
 	rk, uk := roomKey(r.Name), userKey(r.Creator.Login)
-	locks := db.locks.of(rk, uk)
+	locks := db.locks.of(rk, uk, inboxPartition(r.Creator.Login))
 	db.locks.lock(locks)
 	defer db.locks.unlock(locks)
 
@@ -39,6 +44,14 @@ func (db *DB) CreateRoom(ctx context.Context, r store.Room) error {
 	b := db.batch()
 	b.set(rk, newRoomRow(r))
 	b.set(uk, creator)
+	if r.Kind == store.PrivateGroup {
+		// A fresh entry, whatever a deleted group of that name left.
+		k := conversationKey(r.Creator.Login, r.Name)
+		entry := conversationRow{Kind: string(store.GroupConversation)}
+		entry.open(r.CreatedAt)
+		b.deleteRange(k)
+		b.set(k, entry)
+	}
 	if err := b.commit(pebble.Sync); err != nil {
 		return fmt.Errorf("writing room %q: %w", r.Name, err)
 	}
@@ -162,13 +175,16 @@ func (db *DB) LeaveRoom(ctx context.Context, name string, u store.UserRef) error
 }
 
 // DeleteRoom deletes the room, if creatorLogin created it, with its
-// messages and its place in its participants' rooms, all in one batch.
+// messages (their copies by id and by author too) and its place in its
+// participants' rooms and, for a group, inboxes, all in one batch.
 //
-// It must hold the locks of the room and of every participant. Who the
-// participants are is known only from a read, and the locks must be taken
-// all at once (see locks.go), so it reads, locks what it read, reads again
-// under those locks and, if someone joined meanwhile, widens the set and
-// repeats: the check Cassandra makes with IF participants = ?.
+// It must hold the locks of the room and of every participant (user row
+// and inbox). Who the participants are is known only from a read, and the
+// locks must be taken all at once (see locks.go), so it reads, locks what
+// it read, reads again under those locks and, if someone joined meanwhile,
+// widens the set and repeats: the check Cassandra makes with IF
+// participants = ?. The room's lock also keeps HideMessage from writing
+// back a message being deleted.
 func (db *DB) DeleteRoom(ctx context.Context, name string, creatorLogin string) (store.Room, error) {
 	end, err := db.begin(ctx)
 	if err != nil {
@@ -192,7 +208,7 @@ func (db *DB) DeleteRoom(ctx context.Context, name string, creatorLogin string) 
 		}
 		partitions := []key{rk}
 		for _, p := range room.Participants {
-			partitions = append(partitions, userKey(p.Login))
+			partitions = append(partitions, userKey(p.Login), inboxPartition(p.Login))
 		}
 		need := db.locks.of(partitions...)
 		if !held.covers(need) {
@@ -215,6 +231,13 @@ func (db *DB) DeleteRoom(ctx context.Context, name string, creatorLogin string) 
 				user.removeRoom(name)
 				b.set(uk, user)
 			}
+			if store.RoomKind(room.Kind) == store.PrivateGroup {
+				b.deleteRange(conversationKey(p.Login, name))
+			}
+		}
+		if err := db.deleteIndexed(ctx, b, name); err != nil {
+			b.Close()
+			return store.Room{}, err
 		}
 		b.deleteRange(roomMessages(name))
 		b.deleteRange(bucketPartition(name))
@@ -235,4 +258,31 @@ func (db *DB) room(name string) (roomRow, error) {
 		return row, fmt.Errorf("room %q: %w", name, store.ErrNotFound)
 	}
 	return row, nil
+}
+
+// deleteIndexed adds to b the deletion of the copies by id and by author of
+// every message of the room. The author's listing of a day may outlive its
+// messages; readers skip empty days.
+func (db *DB) deleteIndexed(ctx context.Context, b *batch, room string) error {
+	p := roomMessages(room)
+	err := db.scan(ctx, p, p.end(), false, func(k, v []byte) (bool, error) {
+		if len(k) < len(p)+8+descIDLen {
+			return false, fmt.Errorf("message key %x is too short", k)
+		}
+		id, err := parseDesc(k[len(k)-descIDLen:])
+		if err != nil {
+			return false, err
+		}
+		row, err := decode[messageRow](v)
+		if err != nil {
+			return false, err
+		}
+		b.delete(messageByIDKey(id))
+		b.delete(authorMessageKey(row.Author.Login, id))
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("reading the messages of room %q to delete: %w", room, err)
+	}
+	return nil
 }

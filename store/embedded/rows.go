@@ -36,6 +36,7 @@ type userRow struct {
 // roomRow is a row of chat_rooms. The creator's login is Creator.Login.
 type roomRow struct {
 	Name         string    `json:"room_name"`
+	Kind         string    `json:"kind,omitempty"` // store.RoomKind: "" is public
 	Creator      userRef   `json:"creator"`
 	CreatedAt    time.Time `json:"creation_date"`
 	Banner       string    `json:"banner,omitempty"`
@@ -48,6 +49,7 @@ type messageRow struct {
 	Author  userRef `json:"a"`
 	Content string  `json:"c"`
 	System  bool    `json:"s,omitempty"`
+	Hidden  bool    `json:"h,omitempty"`
 }
 
 // Rows of messages_bucket have no columns besides the key: the value is
@@ -113,6 +115,7 @@ func (r *userRow) removeRoom(name string) {
 func newRoomRow(r store.Room) roomRow {
 	return roomRow{
 		Name:         r.Name,
+		Kind:         string(r.Kind),
 		Creator:      refRow(r.Creator),
 		CreatedAt:    r.CreatedAt.UTC(),
 		Banner:       r.Banner,
@@ -127,6 +130,7 @@ func (r roomRow) room() store.Room {
 	}
 	return store.Room{
 		Name:         r.Name,
+		Kind:         store.RoomKind(r.Kind),
 		Creator:      r.Creator.ref(),
 		CreatedAt:    r.CreatedAt,
 		Banner:       r.Banner,
@@ -163,9 +167,91 @@ func (r roomRow) hasParticipant(login string) bool {
 }
 
 func newMessageRow(m store.Message) messageRow {
-	return messageRow{Author: refRow(m.Author), Content: m.Content, System: m.System}
+	return messageRow{Author: refRow(m.Author), Content: m.Content, System: m.System, Hidden: m.Hidden}
 }
 
 func (r messageRow) message(room string, id store.MessageID) store.Message {
-	return store.Message{Room: room, ID: id, Author: r.Author.ref(), Content: r.Content, System: r.System}
+	return store.Message{Room: room, ID: id, Author: r.Author.ref(), Content: r.Content, System: r.System, Hidden: r.Hidden}
+}
+
+// indexRow is a row of messages_by_id or messages_by_author: a message
+// with its room, which those keys lack.
+type indexRow struct {
+	Room string `json:"r"`
+	messageRow
+}
+
+func newIndexRow(m store.Message) indexRow {
+	return indexRow{Room: m.Room, messageRow: newMessageRow(m)}
+}
+
+// Rows of author_buckets have no columns besides the key, and neither have
+// the unread rows of conversations_by_user.
+
+// conversationRow is the summary row of one conversation in a user's inbox
+// (conversations_by_user): the owner's login and the conversation's id are
+// in the key, its unread messages are rows of their own.
+type conversationRow struct {
+	Kind    string      `json:"k"`           // store.ConversationKind
+	Peer    *userRef    `json:"p,omitempty"` // direct conversations only
+	Last    *lastRow    `json:"m,omitempty"` // none before the first message
+	Windows []windowRow `json:"w,omitempty"` // groups only, oldest first
+}
+
+// lastRow is the newest message of a conversation, whose room is the
+// conversation.
+type lastRow struct {
+	ID store.MessageID `json:"id"`
+	messageRow
+}
+
+// windowRow is a membership interval; a zero To is still open.
+type windowRow struct {
+	From time.Time `json:"f"`
+	To   time.Time `json:"t,omitzero"`
+}
+
+// setLast makes m the conversation's last message unless it has a newer
+// one, and reports whether it did.
+func (r *conversationRow) setLast(m store.Message) bool {
+	if r.Last != nil && r.Last.ID.Compare(m.ID) >= 0 {
+		return false
+	}
+	r.Last = &lastRow{ID: m.ID, messageRow: newMessageRow(m)}
+	return true
+}
+
+// open appends a window from at, unless one is open already, and reports
+// whether it did.
+func (r *conversationRow) open(at time.Time) bool {
+	if n := len(r.Windows); n > 0 && r.Windows[n-1].To.IsZero() {
+		return false
+	}
+	r.Windows = append(r.Windows, windowRow{From: at.UTC()})
+	return true
+}
+
+// close ends the open window at at, and reports whether there was one.
+func (r *conversationRow) close(at time.Time) bool {
+	n := len(r.Windows)
+	if n == 0 || !r.Windows[n-1].To.IsZero() {
+		return false
+	}
+	r.Windows[n-1].To = at.UTC()
+	return true
+}
+
+// conversation returns the inbox entry with this id and unread count.
+func (r conversationRow) conversation(id string, unread int) store.Conversation {
+	c := store.Conversation{ID: id, Kind: store.ConversationKind(r.Kind), Unread: unread}
+	if r.Peer != nil {
+		c.Peer = r.Peer.ref()
+	}
+	if r.Last != nil {
+		c.LastMessage = r.Last.message(id, r.Last.ID)
+	}
+	for _, w := range r.Windows {
+		c.Windows = append(c.Windows, store.Window{From: w.From, To: w.To})
+	}
+	return c
 }

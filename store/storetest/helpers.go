@@ -207,6 +207,9 @@ func checkRoomHeader(t *testing.T, what string, got, want store.Room) {
 	if got.Name != want.Name {
 		t.Errorf("%s.Name = %q, want %q", what, got.Name, want.Name)
 	}
+	if got.Kind != want.Kind {
+		t.Errorf("%s.Kind = %q, want %q", what, got.Kind, want.Kind)
+	}
 	checkUserRef(t, what+".Creator", got.Creator, want.Creator)
 	if !sameInstant(got.CreatedAt, want.CreatedAt) {
 		t.Errorf("%s.CreatedAt = %v, want %v (to the millisecond)", what, got.CreatedAt, want.CreatedAt)
@@ -216,7 +219,8 @@ func checkRoomHeader(t *testing.T, what string, got, want store.Room) {
 	}
 }
 
-// checkMessages compares message lists in order, every field included.
+// checkMessages compares message lists in order, every field included
+// (Hidden too: messages posted visible must read back visible).
 func checkMessages(t *testing.T, what string, got, want []store.Message) {
 	t.Helper()
 	if len(got) != len(want) {
@@ -232,8 +236,8 @@ func checkMessages(t *testing.T, what string, got, want []store.Message) {
 }
 
 func fmtMessage(m store.Message) string {
-	return fmt.Sprintf("{Room:%s ID:%v (%s) Author:%+v Content:%q System:%v}",
-		m.Room, m.ID, m.ID.Time().Format(time.RFC3339Nano), m.Author, m.Content, m.System)
+	return fmt.Sprintf("{Room:%s ID:%v (%s) Author:%+v Content:%q System:%v Hidden:%v}",
+		m.Room, m.ID, m.ID.Time().Format(time.RFC3339Nano), m.Author, m.Content, m.System, m.Hidden)
 }
 
 // fmtMessages lists messages briefly: content and id time.

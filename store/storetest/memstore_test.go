@@ -19,6 +19,7 @@ type memStore struct {
 	accounts map[string]store.Account
 	rooms    map[string]store.Room
 	messages map[string][]store.Message
+	inboxes  map[string]map[string]*memEntry // login → conversation id → entry
 }
 
 func newMemStore() *memStore {
@@ -26,6 +27,7 @@ func newMemStore() *memStore {
 		accounts: map[string]store.Account{},
 		rooms:    map[string]store.Room{},
 		messages: map[string][]store.Message{},
+		inboxes:  map[string]map[string]*memEntry{},
 	}
 }
 
@@ -89,6 +91,9 @@ func (s *memStore) CreateRoom(_ context.Context, r store.Room) error {
 	r.Participants = []store.UserRef{r.Creator}
 	s.rooms[r.Name] = r
 	s.setRoomOfUser(r.Creator.Login, r.Name, true)
+	if r.Kind == store.PrivateGroup {
+		s.newEntry(r.Creator.Login, r.Name).Windows = []store.Window{{From: r.CreatedAt}}
+	}
 	return nil
 }
 
@@ -167,6 +172,9 @@ func (s *memStore) DeleteRoom(_ context.Context, name, creatorLogin string) (sto
 	delete(s.messages, name)
 	for _, p := range r.Participants {
 		s.setRoomOfUser(p.Login, name, false)
+		if r.Kind == store.PrivateGroup {
+			delete(s.inboxes[p.Login], name)
+		}
 	}
 	return r, nil
 }

@@ -107,29 +107,43 @@ func postSpread(t *testing.T, ctx context.Context, s store.Store, room string, a
 // be newest first, within its bound, and full unless it is the last.
 func pageNewestFirst(t *testing.T, ctx context.Context, s store.Store, room string, before store.MessageID, limit int) []store.Message {
 	t.Helper()
+	return pageDown(t, fmt.Sprintf("Messages(%q)", room), before, limit, func(before store.MessageID, limit int) ([]store.Message, error) {
+		return s.Messages(ctx, room, before, limit)
+	})
+}
+
+// pageDown pages through a newest-first listing older than before, limit at
+// a time, following each page's last id, until an empty page. Each page must
+// be newest first, within its bound, and full unless it is the last. what
+// names the listing in failures.
+func pageDown(t *testing.T, what string, before store.MessageID, limit int, read func(before store.MessageID, limit int) ([]store.Message, error)) []store.Message {
+	t.Helper()
 	var all []store.Message
 	short := -1 // the first page with fewer than limit messages
 	for page := 0; ; page++ {
 		if page > 1000 {
-			t.Fatalf("Messages(%q) paging with limit %d never ends", room, limit)
+			t.Fatalf("%s paging with limit %d never ends", what, limit)
 		}
-		msgs := mustMessages(t, ctx, s, room, before, limit)
+		call := fmt.Sprintf("%s before %v, limit %d (page %d)", what, before.Time().Format(time.RFC3339Nano), limit, page)
+		msgs, err := read(before, limit)
+		if err != nil {
+			t.Fatalf("%s = %v, want nil", call, err)
+		}
 		if len(msgs) == 0 {
 			break
 		}
-		what := fmt.Sprintf("Messages(%q, %v, %d) (page %d)", room, before.Time().Format(time.RFC3339Nano), limit, page)
 		if len(msgs) > limit {
-			t.Fatalf("%s returned %d messages, want at most %d", what, len(msgs), limit)
+			t.Fatalf("%s returned %d messages, want at most %d", call, len(msgs), limit)
 		}
 		if short >= 0 {
-			t.Errorf("%s returned %d messages after page %d came short, want full pages until the last", what, len(msgs), short)
+			t.Errorf("%s returned %d messages after page %d came short, want full pages until the last", call, len(msgs), short)
 		}
 		if len(msgs) < limit {
 			short = page
 		}
 		for i, m := range msgs {
 			if !before.IsZero() && m.ID.Compare(before) >= 0 {
-				t.Fatalf("%s[%d] = %s, not older than the cursor", what, i, fmtMessage(m))
+				t.Fatalf("%s[%d] = %s, not older than the cursor", call, i, fmtMessage(m))
 			}
 			before = m.ID
 		}

@@ -28,57 +28,62 @@ import (
 // subtestTimeout bounds every subtest's calls to the store.
 const subtestTimeout = 30 * time.Second
 
-type subtest struct {
+// A subtest is one case of the suite, run against a store of type S.
+type subtest[S any] struct {
 	name string
-	run  func(t *testing.T, s store.Store)
+	run  func(t *testing.T, s S)
 }
 
-type group struct {
+// A group is a named set of cases, run in parallel.
+type group[S any] struct {
 	name  string
-	tests []subtest
+	tests []subtest[S]
 }
 
-func groups() []group {
-	return []group{
-		{"CreateUser", []subtest{
+// storeTest is a case of RunTests.
+type storeTest = subtest[store.Store]
+
+func groups() []group[store.Store] {
+	return []group[store.Store]{
+		{"CreateUser", []storeTest{
 			{"OK", testCreateUserOK},
 			{"ErrConflict", testCreateUserConflict},
 			{"Concurrent", testCreateUserConcurrent},
 		}},
-		{"User", []subtest{
+		{"User", []storeTest{
 			{"ErrNotFound", testUserNotFound},
 			{"ChatRoomsSorted", testUserChatRoomsSorted},
 		}},
-		{"Account", []subtest{
+		{"Account", []storeTest{
 			{"ErrNotFound", testAccountNotFound},
 		}},
-		{"CreateRoom", []subtest{
+		{"CreateRoom", []storeTest{
 			{"OK", testCreateRoomOK},
 			{"ErrConflict", testCreateRoomConflict},
 		}},
-		{"Room", []subtest{
+		{"Room", []storeTest{
 			{"ErrNotFound", testRoomNotFound},
 		}},
-		{"Rooms", []subtest{
+		{"Rooms", []storeTest{
 			{"Paging", testRoomsPaging},
 		}},
-		{"JoinRoom", []subtest{
+		{"JoinRoom", []storeTest{
 			{"OK", testJoinRoomOK},
 			{"Twice", testJoinRoomTwice},
 			{"ErrNotFound", testJoinRoomNotFound},
 		}},
-		{"LeaveRoom", []subtest{
+		{"LeaveRoom", []storeTest{
 			{"OK", testLeaveRoomOK},
 			{"NotParticipant", testLeaveRoomNotParticipant},
 			{"ErrNotFound", testLeaveRoomNotFound},
 		}},
-		{"DeleteRoom", []subtest{
+		{"DeleteRoom", []storeTest{
 			{"OK", testDeleteRoomOK},
 			{"ErrForbidden", testDeleteRoomForbidden},
 			{"ErrNotFound", testDeleteRoomNotFound},
 			{"JoinRacingDelete", testJoinRacingDelete},
 		}},
-		{"Messages", []subtest{
+		{"Messages", []storeTest{
 			{"NewestFirst", testMessagesNewestFirst},
 			{"Empty", testMessagesEmpty},
 			{"Paging", testMessagesPaging},
@@ -87,7 +92,7 @@ func groups() []group {
 			{"ConcurrentPosts", testMessagesConcurrentPosts},
 			{"RoomIsolation", testMessagesRoomIsolation},
 		}},
-		{"MessagesAfter", []subtest{
+		{"MessagesAfter", []storeTest{
 			{"Paging", testMessagesAfterPaging},
 			{"Newest", testMessagesAfterNewest},
 			{"ZeroCursor", testMessagesAfterZero},
@@ -100,11 +105,17 @@ func groups() []group {
 // and run concurrently; RunTests returns when all of them have finished.
 func RunTests(t *testing.T, s store.Store) {
 	t.Helper()
+	runGroups(t, s, groups())
+}
+
+// runGroups runs the groups against s and returns when all are done.
+func runGroups[S any](t *testing.T, s S, gs []group[S]) {
+	t.Helper()
 	// Groups run concurrently, each from its own goroutine (t.Run allows it
 	// as long as all calls return before the test does), and the cases of a
 	// group run in parallel. Waiting here keeps the store open until the end.
 	var wg sync.WaitGroup
-	for _, g := range groups() {
+	for _, g := range gs {
 		wg.Go(func() {
 			t.Run(g.name, func(t *testing.T) {
 				for _, c := range g.tests {

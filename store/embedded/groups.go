@@ -1,0 +1,220 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/killrchat/chatql/store"
+)
+
+// PostGroupMessage stores m in the group's stream, with its copies and
+// listings (see addMessage), and records it in the inbox entry of every
+// member, unread for all but its author, in one batch. It holds the locks
+// of the members' inboxes, for the last-message comparisons, and of the
+// group, whose existence it checks: a post racing DeleteRoom either lands
+// before it, and is deleted with the group, or fails with ErrNotFound
+// instead of leaving entries of a deleted group in the inboxes. (The
+// members' locks already serialize the posts of a group, so the group's
+// costs nothing more.)
+func (db *DB) PostGroupMessage(ctx context.Context, m store.Message, members []store.UserRef) error {
+	end, err := db.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
+
+	partitions := []key{roomKey(m.Room)}
+	for _, u := range members {
+		partitions = append(partitions, inboxPartition(u.Login))
+	}
+	locks := db.locks.of(partitions...)
+	db.locks.lock(locks)
+	defer db.locks.unlock(locks)
+
+	if room, err := db.room(m.Room); err != nil {
+		return err
+	} else if store.RoomKind(room.Kind) != store.PrivateGroup {
+		return store.Invalidf("room %q is public: its messages are posted, not sent to members", m.Room)
+	}
+	b := db.batch()
+	err = db.addMessage(b, m)
+	recorded := map[string]bool{}
+	for _, u := range members {
+		if err != nil {
+			break
+		}
+		if !recorded[u.Login] {
+			recorded[u.Login] = true
+			err = db.record(b, u.Login, m, store.GroupConversation, nil, u.Login != m.Author.Login)
+		}
+	}
+	if err != nil {
+		b.Close()
+		return err
+	}
+	if err := b.commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("writing message to group %q: %w", m.Room, err)
+	}
+	return nil
+}
+
+// AddGroupMember adds u to the private group's participants and the group
+// to u's rooms, as JoinRoom does, and opens a window at `at` in u's entry of
+// the group, making the entry if u has none, all in one batch under the
+// locks of the room, u's user row and u's inbox. Adding a participant
+// changes nothing.
+func (db *DB) AddGroupMember(ctx context.Context, group string, by string, u store.UserRef, at time.Time) (store.Room, error) {
+	end, err := db.begin(ctx)
+	if err != nil {
+		return store.Room{}, err
+	}
+	defer end()
+
+	rk, uk, ik := roomKey(group), userKey(u.Login), inboxPartition(u.Login)
+	locks := db.locks.of(rk, uk, ik)
+	db.locks.lock(locks)
+	defer db.locks.unlock(locks)
+
+	room, err := db.room(group)
+	if err != nil {
+		return store.Room{}, err
+	}
+	if store.RoomKind(room.Kind) != store.PrivateGroup {
+		return store.Room{}, store.Invalidf("room %q is public: public rooms are joined with joinRoom, not added to", group)
+	}
+	if !room.hasParticipant(by) {
+		return store.Room{}, fmt.Errorf("%q is not a member of group %q, so may not add members: %w", by, group, store.ErrForbidden)
+	}
+	if room.hasParticipant(u.Login) {
+		return room.room(), nil
+	}
+	user, err := db.user(u.Login)
+	if err != nil {
+		return store.Room{}, err
+	}
+	room.addParticipant(u)
+	user.addRoom(group)
+
+	b := db.batch()
+	b.set(rk, room)
+	b.set(uk, user)
+	if err := db.openWindow(b, u.Login, group, at); err != nil {
+		b.Close()
+		return store.Room{}, err
+	}
+	if err := b.commit(pebble.Sync); err != nil {
+		return store.Room{}, fmt.Errorf("writing %q added to group %q: %w", u.Login, group, err)
+	}
+	return room.room(), nil
+}
+
+// openWindow adds to b a window opened at `at` in login's entry of the
+// group. An entry that does not exist yet starts empty: any rows left under
+// its key (unread rows of a group of the same name, deleted while login was
+// not in it) are removed first. The caller holds the lock of login's inbox.
+func (db *DB) openWindow(b *batch, login, group string, at time.Time) error {
+	k := conversationKey(login, group)
+	row, found, err := getRow[conversationRow](db, k)
+	if err != nil {
+		return fmt.Errorf("reading the inbox of %q: %w", login, err)
+	}
+	if !found {
+		b.deleteRange(k)
+		row = conversationRow{Kind: string(store.GroupConversation)}
+	}
+	if row.open(at) || !found {
+		b.set(k, row)
+	}
+	return nil
+}
+
+// LeaveGroup removes u from the group's participants and the group from
+// u's rooms, and closes u's open window at `at`, in one batch under the
+// locks of the room, u's user row and u's inbox. The entry stays.
+func (db *DB) LeaveGroup(ctx context.Context, group string, u store.UserRef, at time.Time) error {
+	end, err := db.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
+
+	rk, uk, ik := roomKey(group), userKey(u.Login), inboxPartition(u.Login)
+	locks := db.locks.of(rk, uk, ik)
+	db.locks.lock(locks)
+	defer db.locks.unlock(locks)
+
+	room, err := db.room(group)
+	if err != nil {
+		return err
+	}
+	if store.RoomKind(room.Kind) != store.PrivateGroup {
+		return store.Invalidf("room %q is public: public rooms are left with leaveRoom", group)
+	}
+	if !room.removeParticipant(u.Login) {
+		return fmt.Errorf("user %q is not in group %q: %w", u.Login, group, store.ErrNotFound)
+	}
+	b := db.batch()
+	b.set(rk, room)
+	if user, found, err := getRow[userRow](db, uk); err != nil {
+		b.Close()
+		return fmt.Errorf("reading user %q: %w", u.Login, err)
+	} else if found {
+		user.removeRoom(group)
+		b.set(uk, user)
+	}
+	k := conversationKey(u.Login, group)
+	if entry, found, err := getRow[conversationRow](db, k); err != nil {
+		b.Close()
+		return fmt.Errorf("reading the inbox of %q: %w", u.Login, err)
+	} else if found && entry.close(at) {
+		b.set(k, entry)
+	}
+	if err := b.commit(pebble.Sync); err != nil {
+		return fmt.Errorf("writing %q leaving group %q: %w", u.Login, group, err)
+	}
+	return nil
+}
+
+// GroupMessages reads the group's messages in the windows, newest first,
+// along the plan of store.PlanSegments: one bounded range read per bucket
+// and window that may hold a match.
+func (db *DB) GroupMessages(ctx context.Context, group string, windows []store.Window, before store.MessageID, limit int) ([]store.Message, error) {
+	end, err := db.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+
+	if len(windows) == 0 || limit <= 0 {
+		return []store.Message{}, nil
+	}
+	listed, err := db.buckets(ctx, group)
+	if err != nil {
+		return nil, err
+	}
+	plan := store.PlanSegments(listed, windows, before, time.Now())
+	page, err := store.ScanSegments(ctx, plan, limit, func(ctx context.Context, s store.Segment, limit int) ([]store.Message, error) {
+		// Keys are newest first: Before (exclusive) bounds the range
+		// below, From (inclusive) above.
+		p := messagePartition(group, s.Bucket)
+		lower, upper := []byte(p), p.end()
+		if !s.Before.IsZero() {
+			lower = p.desc(s.Before).next()
+		}
+		if !s.From.IsZero() {
+			upper = p.desc(s.From).next()
+		}
+		if bytes.Compare(lower, upper) >= 0 {
+			return nil, nil
+		}
+		return db.readMessages(ctx, group, p, lower, upper, false, limit)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return nonNil(page), nil
+}

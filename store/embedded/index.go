@@ -1,0 +1,183 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/killrchat/chatql/store"
+)
+
+var _ store.MessageIndex = (*DB)(nil)
+
+// Message reads the message's copy in messages_by_id.
+func (db *DB) Message(ctx context.Context, id store.MessageID) (store.Message, error) {
+	end, err := db.begin(ctx)
+	if err != nil {
+		return store.Message{}, err
+	}
+	defer end()
+
+	row, err := db.messageByID(id)
+	if err != nil {
+		return store.Message{}, err
+	}
+	return row.message(row.Room, id), nil
+}
+
+// messageByID reads the row of messages_by_id, or fails with ErrNotFound.
+func (db *DB) messageByID(id store.MessageID) (indexRow, error) {
+	row, found, err := getRow[indexRow](db, messageByIDKey(id))
+	if err != nil {
+		return row, fmt.Errorf("reading message %v: %w", id, err)
+	}
+	if !found {
+		return row, fmt.Errorf("message %v: %w", id, store.ErrNotFound)
+	}
+	return row, nil
+}
+
+// MessagesByAuthor returns up to limit messages of login older than before,
+// newest first, walking the author's days as Messages walks a room's.
+func (db *DB) MessagesByAuthor(ctx context.Context, login string, before store.MessageID, limit int) ([]store.Message, error) {
+	end, err := db.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+
+	listed, err := db.listBuckets(ctx, authorBucketPartition(login))
+	if err != nil {
+		return nil, fmt.Errorf("listing the days of author %q: %w", login, err)
+	}
+	buckets := store.NewestFirstBuckets(listed, before, time.Now())
+	page, err := store.ScanBuckets(ctx, buckets, limit, func(ctx context.Context, b store.Bucket, limit int) ([]store.Message, error) {
+		p := authorPartition(login, b)
+		lower := []byte(p)
+		if !before.IsZero() {
+			lower = p.desc(before).next()
+		}
+		return db.readIndexed(ctx, p, lower, p.end(), limit)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the messages of author %q: %w", login, err)
+	}
+	return nonNil(page), nil
+}
+
+// readIndexed reads up to limit messages of a messages_by_author partition
+// p within [lower, upper), newest first.
+func (db *DB) readIndexed(ctx context.Context, p key, lower, upper []byte, limit int) ([]store.Message, error) {
+	msgs := make([]store.Message, 0, min(limit, 64))
+	err := db.scan(ctx, lower, upper, false, func(k, v []byte) (bool, error) {
+		id, err := parseDesc(k[len(p):])
+		if err != nil {
+			return false, err
+		}
+		row, err := decode[indexRow](v)
+		if err != nil {
+			return false, err
+		}
+		msgs = append(msgs, row.message(row.Room, id))
+		return len(msgs) < limit, nil
+	})
+	return msgs, err
+}
+
+// HideMessage marks the message hidden in each of its rows: in its room's
+// stream, by id, by author, and as the last message of the inbox entries
+// that show it (both users' of a direct conversation, the participants' of
+// a group; a member who left keeps an entry no index finds, which may go on
+// showing it). It rewrites them from the copy by id, the one read, so the
+// caller's m only names the message. Returns ErrNotFound if there is no such
+// message.
+//
+// It holds the lock of the message's room, as DeleteRoom does, so a hide
+// never writes back a message a delete has just removed, and the locks of
+// the inboxes, for their last message. Who the participants are is known
+// only from a read, so it locks as DeleteRoom does: read, lock, read again
+// and widen until the locks held cover what it read.
+func (db *DB) HideMessage(ctx context.Context, m store.Message) error {
+	end, err := db.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
+
+	var held lockSet
+	defer func() { db.locks.unlock(held) }()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		row, err := db.messageByID(m.ID)
+		if err != nil {
+			return err
+		}
+		logins, err := db.inboxesOf(row.Room)
+		if err != nil {
+			return err
+		}
+		partitions := []key{roomKey(row.Room)}
+		for _, login := range logins {
+			partitions = append(partitions, inboxPartition(login))
+		}
+		need := db.locks.of(partitions...)
+		if !held.covers(need) {
+			db.locks.unlock(held)
+			held = need
+			db.locks.lock(held)
+			continue
+		}
+		if row.Hidden {
+			return nil
+		}
+
+		row.Hidden = true
+		b := db.batch()
+		b.set(messageKey(row.Room, m.ID), row.messageRow)
+		b.set(messageByIDKey(m.ID), row)
+		b.set(authorMessageKey(row.Author.Login, m.ID), row)
+		for _, login := range logins {
+			k := conversationKey(login, row.Room)
+			entry, found, err := getRow[conversationRow](db, k)
+			if err != nil {
+				b.Close()
+				return fmt.Errorf("reading the inbox of %q: %w", login, err)
+			}
+			if found && entry.Last != nil && entry.Last.ID == m.ID {
+				entry.Last.Hidden = true
+				b.set(k, entry)
+			}
+		}
+		if err := b.commit(pebble.Sync); err != nil {
+			return fmt.Errorf("hiding message %v: %w", m.ID, err)
+		}
+		return nil
+	}
+}
+
+// inboxesOf returns the logins whose inbox has an entry for the
+// conversation: both users of a direct conversation, the participants of a
+// private group, nobody for a public room or a room that is gone.
+func (db *DB) inboxesOf(conversation string) ([]string, error) {
+	if store.IsDirectConversation(conversation) {
+		a, b, _ := strings.Cut(conversation, ":")
+		return []string{a, b}, nil
+	}
+	room, found, err := getRow[roomRow](db, roomKey(conversation))
+	if err != nil {
+		return nil, fmt.Errorf("reading room %q: %w", conversation, err)
+	}
+	if !found || store.RoomKind(room.Kind) != store.PrivateGroup {
+		return nil, nil
+	}
+	logins := make([]string, len(room.Participants))
+	for i, p := range room.Participants {
+		logins[i] = p.Login
+	}
+	return logins, nil
+}
