@@ -121,13 +121,13 @@ func (db *DB) Inbox(ctx context.Context, login string) ([]store.Conversation, er
 	if err != nil {
 		return nil, fmt.Errorf("reading the inbox of %q: %w", login, err)
 	}
-	slices.SortFunc(inbox, newestFirst)
+	slices.SortFunc(inbox, byNewestMessage)
 	return inbox, nil
 }
 
-// newestFirst orders inbox entries by last message, newest first, then
+// byNewestMessage orders inbox entries by last message, newest first, then
 // those without one by their newest window, newest first, then by id.
-func newestFirst(a, b store.Conversation) int {
+func byNewestMessage(a, b store.Conversation) int {
 	aNone, bNone := a.LastMessage.ID.IsZero(), b.LastMessage.ID.IsZero()
 	switch {
 	case aNone != bNone:
