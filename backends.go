@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/store"
 	"github.com/killrchat/chatql/store/cassandra"
@@ -23,6 +25,7 @@ func openCassandra(ctx context.Context, cfg cassandra.Config, log *slog.Logger) 
 // openRedis connects the Redis broker, which carries events between
 // instances; local subscribers share one Redis subscription per room.
 func openRedis(ctx context.Context, cfg Config, log *slog.Logger) (broker.Broker, error) {
+	redis.SetLogger(redisLogger{log})
 	b, err := broker.NewRedis(ctx, cfg.RedisURL,
 		broker.WithBufferSize(cfg.SubscriberQueue),
 		broker.WithChannelPrefix(cfg.RedisChannelPrefix),
@@ -31,4 +34,12 @@ func openRedis(ctx context.Context, cfg Config, log *slog.Logger) (broker.Broker
 		return nil, fmt.Errorf("connect the redis broker: %w", err)
 	}
 	return b, nil
+}
+
+// redisLogger sends go-redis's own messages (reconnects, dial failures) to
+// the server's log instead of bare stderr.
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.WarnContext(ctx, "redis client: "+fmt.Sprintf(format, v...))
 }
