@@ -57,6 +57,7 @@ func conversationGroups() []group[ConversationStore] {
 			{"MessageErrNotFound", testIndexMessageNotFound},
 			{"ByAuthor", testIndexByAuthor},
 			{"Hide", testIndexHide},
+			{"DeleteRoom", testIndexDeleteRoom},
 		}},
 	}
 }
@@ -80,6 +81,11 @@ func conversationGroups() []group[ConversationStore] {
 //     makes the creator's, with one window opened at the room's CreatedAt.
 //   - AddGroupMember checks the room's kind before the adder: a public room
 //     is ErrInvalid whoever asks.
+//   - HideMessage hides the message in every copy a reader sees: the
+//     stream, by id, by author, and as the last message of the entries of
+//     both users of a direct conversation and of a group's participants.
+//   - DeleteRoom deletes its messages from the index too: Message answers
+//     ErrNotFound, MessagesByAuthor no longer lists them.
 //   - Times are compared to the millisecond, Cassandra's precision; the
 //     windows of these tests fall on whole seconds.
 func RunConversationTests(t *testing.T, s interface {

@@ -206,3 +206,45 @@ func testIndexHide(t *testing.T, s ConversationStore) {
 		t.Errorf("Conversation(bob) after hiding an older message = %s, want last message %s", fmtConversation(c), fmtMessage(newer))
 	}
 }
+
+// testIndexDeleteRoom deletes a room and a group: their messages go from the
+// index too, by id and by author, and the author's other messages stay.
+func testIndexDeleteRoom(t *testing.T, s ConversationStore) {
+	ctx := newContext(t)
+	alice, bob, _ := dmUsers(t, ctx, s)
+	kept := mustCreateRoom(t, ctx, s, "kept", alice)
+	doomed := mustCreateRoom(t, ctx, s, "doomed", alice)
+	g := mustCreateGroup(t, ctx, s, "doomed", alice)
+	members := mustAddMember(t, ctx, s, g.Name, alice.Login, bob, time.Now()).Participants
+	mustJoinRoom(t, ctx, s, doomed.Name, bob)
+
+	twoDaysAgo := time.Now().Add(-48 * time.Hour)
+	mine := []store.Message{
+		mustPost(t, ctx, s, kept.Name, store.MessageIDAt(twoDaysAgo), alice, "kept, old"),
+		mustPost(t, ctx, s, kept.Name, store.NewMessageID(), alice, "kept, new"),
+		mustSendDirect(t, ctx, s, alice, bob, store.NewMessageID(), "direct"),
+	}
+	gone := []store.Message{
+		mustPost(t, ctx, s, doomed.Name, store.MessageIDAt(twoDaysAgo.Add(time.Minute)), alice, "doomed, old"),
+		mustPost(t, ctx, s, doomed.Name, store.NewMessageID(), bob, "doomed, new"),
+		mustPostGroup(t, ctx, s, g.Name, store.MessageIDAt(twoDaysAgo.Add(time.Hour)), bob, "group, old", members),
+		mustPostGroup(t, ctx, s, g.Name, store.NewMessageID(), alice, "group, new", members),
+	}
+	for _, name := range []string{doomed.Name, g.Name} {
+		if _, err := s.DeleteRoom(ctx, name, alice.Login); err != nil {
+			t.Fatalf("DeleteRoom(%q) = %v, want nil", name, err)
+		}
+	}
+	for _, m := range gone {
+		if got, err := s.Message(ctx, m.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Message(%v) of a deleted room = %s, %v; want ErrNotFound", m.ID, fmtMessage(got), err)
+		}
+	}
+	for _, m := range mine {
+		if got := mustMessage(t, ctx, s, m.ID); got != m {
+			t.Errorf("Message(%v) after deleting other rooms = %s, want %s", m.ID, fmtMessage(got), fmtMessage(m))
+		}
+	}
+	checkMessages(t, "MessagesByAuthor(alice) after DeleteRoom", pageByAuthor(t, ctx, s, alice.Login, store.MessageID{}, 2), newestFirst(mine))
+	checkMessages(t, "MessagesByAuthor(bob) after DeleteRoom", pageByAuthor(t, ctx, s, bob.Login, store.MessageID{}, 2), nil)
+}

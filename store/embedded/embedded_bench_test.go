@@ -1,0 +1,108 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/killrchat/chatql/store"
+)
+
+// benchRoom opens a store in a temporary directory with one room of n
+// participants (the room a post or a subscription reads first).
+func benchRoom(b *testing.B, n int) (*DB, store.Room) {
+	b.Helper()
+	ctx := context.Background()
+	db, err := Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	creator := store.UserRef{Login: "bench-creator", Firstname: "Bench", Lastname: "Creator"}
+	room := store.Room{Name: "bench-room", Creator: creator, CreatedAt: time.Now().UTC().Truncate(time.Millisecond), Participants: []store.UserRef{creator}}
+	if err := db.CreateUser(ctx, store.Account{User: store.User{UserRef: creator}}); err != nil {
+		b.Fatal(err)
+	}
+	if err := db.CreateRoom(ctx, room); err != nil {
+		b.Fatal(err)
+	}
+	for i := 1; i < n; i++ {
+		u := store.UserRef{Login: fmt.Sprintf("bench-user-%04d", i), Firstname: "Bench", Lastname: fmt.Sprintf("User %d", i)}
+		if err := db.CreateUser(ctx, store.Account{User: store.User{UserRef: u}}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := db.JoinRoom(ctx, room.Name, u); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return db, room
+}
+
+// BenchmarkRoomRead is the read that every postMessage, messages query and
+// roomEvents subscription starts with (the participant check): one row
+// holding the whole participant set, decoded.
+func BenchmarkRoomRead(b *testing.B) {
+	for _, n := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("participants=%d", n), func(b *testing.B) {
+			db, room := benchRoom(b, n)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				r, err := db.Room(ctx, room.Name)
+				if err != nil || len(r.Participants) != n {
+					b.Fatalf("Room = %d participants, %v", len(r.Participants), err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkPostMessagePath is the store side of postMessage as the
+// resolver makes it: the room read (participant check), then the write,
+// in a room of 100 participants, from parallel posters.
+func BenchmarkPostMessagePath(b *testing.B) {
+	db, room := benchRoom(b, 100)
+	ctx := context.Background()
+	author := room.Participants[len(room.Participants)-1]
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			r, err := db.Room(ctx, room.Name)
+			if err != nil || !r.HasParticipant(author.Login) {
+				b.Errorf("Room: %v", err)
+				return
+			}
+			m := store.Message{Room: room.Name, ID: store.NewMessageID(), Author: author, Content: "The quick brown fox jumps over the lazy dog."}
+			if err := db.PostMessage(ctx, m); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkMessagesAfter is a resuming subscriber's catch-up read: the 100
+// messages after a cursor.
+func BenchmarkMessagesAfter(b *testing.B) {
+	db, room := benchRoom(b, 1)
+	ctx := context.Background()
+	author := room.Creator
+	var cursor store.MessageID
+	for i := range 1000 {
+		id := store.NewMessageID()
+		if i == 499 {
+			cursor = id
+		}
+		if err := db.PostMessage(ctx, store.Message{Room: room.Name, ID: id, Author: author, Content: fmt.Sprint("message ", i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		page, err := db.MessagesAfter(ctx, room.Name, cursor, 100)
+		if err != nil || len(page) != 100 {
+			b.Fatalf("MessagesAfter = %d messages, %v", len(page), err)
+		}
+	}
+}
