@@ -23,7 +23,8 @@ type SegmentReader func(ctx context.Context, s Segment, limit int) ([]Message, e
 // interval-by-bucket walk of seed 004: windows newest first, and within each
 // window only the non-empty buckets it overlaps, each bounded by the window
 // and the cursor. Windows after the cursor, and buckets outside every
-// window, are never read.
+// window, are never read. Windows must not overlap (a member is in a group
+// or not); overlapping windows would read their common messages twice.
 func PlanSegments(listed []Bucket, windows []Window, before MessageID, now time.Time) []Segment {
 	buckets := NewestFirstBuckets(listed, before, now)
 	ws := slices.Clone(windows)
@@ -31,10 +32,17 @@ func PlanSegments(listed []Bucket, windows []Window, before MessageID, now time.
 	var plan []Segment
 	for _, w := range ws {
 		from := MinMessageID(w.From)
-		upper := before
+		// upper bounds the ids (exclusive); last is the newest bucket that
+		// can hold a match (zero: no bound).
+		upper, last := before, Bucket(0)
+		if !before.IsZero() {
+			last = BucketOf(before.Time())
+		}
 		if !w.To.IsZero() {
 			if to := MinMessageID(w.To); upper.IsZero() || to.Compare(upper) < 0 {
-				upper = to
+				// Matches are strictly before To: a window ending at
+				// midnight never reads the day that starts then.
+				upper, last = to, BucketOf(w.To.Add(-time.Nanosecond))
 			}
 		}
 		if !upper.IsZero() && upper.Compare(from) <= 0 {
@@ -45,7 +53,7 @@ func PlanSegments(listed []Bucket, windows []Window, before MessageID, now time.
 			if b < first {
 				break
 			}
-			if !upper.IsZero() && b > BucketOf(upper.Time()) {
+			if last != 0 && b > last {
 				continue
 			}
 			plan = append(plan, Segment{Bucket: b, From: from, Before: upper})

@@ -362,3 +362,19 @@ func TestScanSegments(t *testing.T) {
 		})
 	}
 }
+
+// A window that ends at midnight never plans the day that starts then: that
+// bucket cannot hold a message of the window.
+func TestPlanSegmentsWindowEndingAtMidnight(t *testing.T) {
+	day := func(d int) time.Time { return time.Date(2024, 3, d, 0, 0, 0, 0, time.UTC) }
+	listed := []store.Bucket{20240305, 20240304, 20240303}
+	plan := store.PlanSegments(listed, []store.Window{{From: day(3).Add(time.Hour), To: day(5)}}, store.MessageID{}, day(20))
+	for _, s := range plan {
+		if s.Bucket == 20240305 {
+			t.Fatalf("planned bucket 20240305 for a window ending at its first instant: %+v", plan)
+		}
+	}
+	if len(plan) != 2 {
+		t.Fatalf("got %d segments, want 2 (March 4 and 3): %+v", len(plan), plan)
+	}
+}
