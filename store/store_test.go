@@ -658,3 +658,16 @@ func TestHasParticipant(t *testing.T) {
 		}
 	}
 }
+
+// Ids of one process never share a microsecond, the resolution of
+// Cassandra's write timestamps.
+func TestNewMessageIDMicrosecondsApart(t *testing.T) {
+	prev := store.NewMessageID()
+	for range 10_000 {
+		id := store.NewMessageID()
+		if id.Time().Truncate(time.Microsecond).Compare(prev.Time().Truncate(time.Microsecond)) <= 0 {
+			t.Fatalf("ids %s (%v) and %s (%v) share a microsecond", prev, prev.Time(), id, id.Time())
+		}
+		prev = id
+	}
+}

@@ -340,18 +340,13 @@ func (db *DB) Rooms(ctx context.Context, after string, limit int) ([]store.Room,
 	return rooms, nil
 }
 
-// JoinRoom adds u to the room. The room goes into u's rooms first and the
-// participant is added second, under IF EXISTS: a delete racing the join
-// then either sees u among the participants and cleans up u's rooms, or
-// makes the join fail, and the join cleans up itself. Either way no user
-// keeps a deleted room.
-func (db *DB) JoinRoom(ctx context.Context, name string, u store.UserRef) (store.Room, error) {
-	if err := db.query(ctx, addUserRoom, []string{name}, u.Login).Exec(); err != nil {
-		return store.Room{}, fmt.Errorf("cassandra: add room %q to user %q: %w", name, u.Login, err)
-	}
-	q := db.query(ctx, joinRoom, []userUDT{userUDT(u)}, name)
-	applied, err := lwt(ctx, q, nil, func(ctx context.Context) (casOutcome, error) {
-		got, err := db.readRoom(db.serialRead(ctx, selectRoom, name))
+// joinLWT adds u to the room's participants on condition that the room
+// exists (UPDATE ... IF EXISTS). A timeout settles the unknown outcome with
+// a serial read: the room gone means rejected, u listed means applied.
+func (db *DB) joinLWT(ctx context.Context, room string, u store.UserRef) (bool, error) {
+	q := db.query(ctx, joinRoom, []userUDT{userUDT(u)}, room)
+	return lwt(ctx, q, nil, func(ctx context.Context) (casOutcome, error) {
+		got, err := db.readRoom(db.serialRead(ctx, selectRoom, room))
 		switch {
 		case errors.Is(err, gocql.ErrNotFound):
 			return casRejected, nil
@@ -362,6 +357,18 @@ func (db *DB) JoinRoom(ctx context.Context, name string, u store.UserRef) (store
 		}
 		return casNotApplied, nil
 	})
+}
+
+// JoinRoom adds u to the room. The room goes into u's rooms first and the
+// participant is added second, under IF EXISTS: a delete racing the join
+// then either sees u among the participants and cleans up u's rooms, or
+// makes the join fail, and the join cleans up itself. Either way no user
+// keeps a deleted room.
+func (db *DB) JoinRoom(ctx context.Context, name string, u store.UserRef) (store.Room, error) {
+	if err := db.query(ctx, addUserRoom, []string{name}, u.Login).Exec(); err != nil {
+		return store.Room{}, fmt.Errorf("cassandra: add room %q to user %q: %w", name, u.Login, err)
+	}
+	applied, err := db.joinLWT(ctx, name, u)
 	if err == nil && applied {
 		return db.Room(ctx, name)
 	}

@@ -333,19 +333,7 @@ func (db *DB) AddGroupMember(ctx context.Context, group string, by string, u sto
 	if err := fo.Wait(); err != nil {
 		return store.Room{}, fmt.Errorf("cassandra: add %q to group %q: %w", u.Login, group, errors.Join(err, undo()))
 	}
-	q := db.query(ctx, joinRoom, []userUDT{userUDT(u)}, group)
-	applied, err := lwt(ctx, q, nil, func(ctx context.Context) (casOutcome, error) {
-		got, err := db.readRoom(db.serialRead(ctx, selectRoom, group))
-		switch {
-		case errors.Is(err, gocql.ErrNotFound):
-			return casRejected, nil
-		case err != nil:
-			return 0, err
-		case got.HasParticipant(u.Login):
-			return casApplied, nil
-		}
-		return casNotApplied, nil
-	})
+	applied, err := db.joinLWT(ctx, group, u)
 	if err == nil && applied {
 		return db.Room(ctx, group)
 	}
