@@ -41,6 +41,10 @@ test-integration: services
 	CHAT_REQUIRE_BACKENDS=1 CHAT_CASSANDRA_HOSTS=$(CASSANDRA_HOSTS) CHAT_REDIS_URL=$(REDIS_URL) \
 		$(GO) test -race -count=1 -timeout 20m ./...
 
-# Go benchmarks of the store and broker hot paths.
+# The performance profile, under 3 minutes on 2 cores (BENCHMARKS.md): Go
+# benchmarks of the store and broker hot paths, then cmd/chatload against the
+# built server, embedded with the in-process broker and then with Redis, with
+# the bare baselines measured in the same runs. Reports in bench-out/.
+# `scripts/bench.sh profile` adds CPU and heap profiles of each phase.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./store/... ./broker/...
+	GO=$(GO) REDIS_URL=$(REDIS_URL) CASSANDRA_HOSTS=$(CASSANDRA_HOSTS) scripts/bench.sh all

@@ -1,0 +1,219 @@
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/killrchat/chatql/store"
+)
+
+// benchEvent is a message event the size of a chat line.
+func benchEvent() Event {
+	author := store.UserRef{Login: "bench-author", Firstname: "Bench", Lastname: "Author"}
+	return Event{
+		Kind: MessagePosted,
+		Room: "bench",
+		Message: &store.Message{
+			Room: "bench", ID: store.NewMessageID(), Author: author,
+			Content: "The quick brown fox jumps over the lazy dog, and then over the lazy dog again.",
+		},
+		User: author,
+	}
+}
+
+// benchDrain reads subs until they end, counting what each received.
+func benchDrain(subs []*Subscription) (counts []atomic.Int64, wait func()) {
+	counts = make([]atomic.Int64, len(subs))
+	var wg sync.WaitGroup
+	for i, s := range subs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range s.C {
+				counts[i].Add(1)
+			}
+		}()
+	}
+	return counts, wg.Wait
+}
+
+// benchCatchUp waits until every subscriber has received at least n
+// events, so that a publisher never runs a buffer's length ahead of its
+// readers (which would cut them off and measure nothing).
+func benchCatchUp(counts []atomic.Int64, n int64) {
+	for i := range counts {
+		for counts[i].Load() < n {
+			runtime.Gosched()
+		}
+	}
+}
+
+// BenchmarkLocalFanOut is the in-process delivery path: one Publish to a
+// topic with N subscribers, each draining its subscription on its own
+// goroutine. ns/op is per publish; ns/delivery divides it by N.
+func BenchmarkLocalFanOut(b *testing.B) {
+	for _, n := range []int{1, 10, 100, 1000} {
+		b.Run(fmt.Sprintf("subscribers=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			l := NewLocal(DefaultBufferSize)
+			defer l.Close()
+			subs := make([]*Subscription, n)
+			for i := range subs {
+				s, err := l.Subscribe(ctx, "room:bench")
+				if err != nil {
+					b.Fatal(err)
+				}
+				subs[i] = s
+			}
+			counts, wait := benchDrain(subs)
+			ev := benchEvent()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				if err := l.Publish(ctx, "room:bench", ev); err != nil {
+					b.Fatal(err)
+				}
+				if i%64 == 63 {
+					benchCatchUp(counts, int64(i+1-DefaultBufferSize/2))
+				}
+			}
+			benchCatchUp(counts, int64(b.N))
+			b.StopTimer()
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/delivery")
+			for _, s := range subs {
+				if err := s.Err(); err != nil {
+					b.Fatalf("a subscriber was cut off: %v", err)
+				}
+				s.Close()
+			}
+			wait()
+		})
+	}
+}
+
+// BenchmarkHubSubscribe opens and closes one subscription: its B/op is the
+// memory every live subscription holds (its buffer), whatever its traffic.
+func BenchmarkHubSubscribe(b *testing.B) {
+	h := NewHub(DefaultBufferSize, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		s, _, err := h.Add("room:bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
+}
+
+// BenchmarkEventJSON is the codec of the Redis broker: every event is
+// encoded once by the publishing instance and decoded once by each
+// receiving instance.
+func BenchmarkEventJSON(b *testing.B) {
+	ev := benchEvent()
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := json.Marshal(ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		raw, _ := json.Marshal(ev)
+		b.ReportAllocs()
+		for b.Loop() {
+			var out Event
+			if err := json.Unmarshal(raw, &out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// benchRedis connects a Redis broker on a channel prefix of its own, or
+// skips without CHAT_REDIS_URL.
+func benchRedis(b *testing.B) *Redis {
+	b.Helper()
+	url := os.Getenv("CHAT_REDIS_URL")
+	if url == "" {
+		b.Skip("CHAT_REDIS_URL is not set: skipping the Redis broker benchmarks")
+	}
+	var tag [6]byte
+	_, _ = rand.Read(tag[:])
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := NewRedis(ctx, url, WithChannelPrefix("chatbench:"+hex.EncodeToString(tag[:])+":"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { r.Close() })
+	return r
+}
+
+// BenchmarkRedisRoundTrip is the cross-instance delivery path, one event at
+// a time: Publish (encode, PUBLISH) until the local subscriber receives it
+// from Redis (SUBSCRIBE, decode, hub). ns/op is the round trip.
+func BenchmarkRedisRoundTrip(b *testing.B) {
+	r := benchRedis(b)
+	ctx := context.Background()
+	sub, err := r.Subscribe(ctx, "room:bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sub.Close()
+	ev := benchEvent()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := r.Publish(ctx, "room:bench", ev); err != nil {
+			b.Fatal(err)
+		}
+		if _, ok := <-sub.C; !ok {
+			b.Fatalf("subscription ended: %v", sub.Err())
+		}
+	}
+}
+
+// BenchmarkRedisFanOut publishes to a topic with 100 local subscribers
+// through Redis, keeping at most half a buffer in flight: ns/op is per
+// publish at saturation, ns/delivery per subscriber event.
+func BenchmarkRedisFanOut(b *testing.B) {
+	const n = 100
+	r := benchRedis(b)
+	ctx := context.Background()
+	subs := make([]*Subscription, n)
+	for i := range subs {
+		s, err := r.Subscribe(ctx, "room:bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		subs[i] = s
+	}
+	counts, wait := benchDrain(subs)
+	ev := benchEvent()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if err := r.Publish(ctx, "room:bench", ev); err != nil {
+			b.Fatal(err)
+		}
+		if i%32 == 31 {
+			benchCatchUp(counts, int64(i+1-DefaultBufferSize/2))
+		}
+	}
+	benchCatchUp(counts, int64(b.N))
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/delivery")
+	for _, s := range subs {
+		s.Close()
+	}
+	wait()
+}

@@ -1,0 +1,45 @@
+package resolvers
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/killrchat/chatql/store"
+)
+
+// BenchmarkRoomStreamRemember is the per-delivery bookkeeping of a
+// subscription's duplicate filter, in steady state at a room's message
+// rate: ids arrive rate per second (simulated time), and the filter keeps
+// those of the last dedupeWindow. Every delivery to every subscriber pays
+// ns/op; the window holds rate × 60 ids.
+func BenchmarkRoomStreamRemember(b *testing.B) {
+	for _, rate := range []int{1, 10, 50, 200} {
+		b.Run(fmt.Sprintf("msgs_per_s=%d", rate), func(b *testing.B) {
+			s := &roomStream{seen: make(map[store.MessageID]struct{})}
+			step := time.Second / time.Duration(rate)
+			t := time.Now().Add(-time.Hour)
+			// Fill the window first, so the benchmark measures the steady
+			// state rather than the ramp.
+			for range int(dedupeWindow/step) + 1 {
+				t = t.Add(step)
+				s.remember(store.MessageIDAt(t))
+			}
+			ids := make([]store.MessageID, 4096)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if i%len(ids) == 0 {
+					b.StopTimer()
+					for j := range ids {
+						t = t.Add(step)
+						ids[j] = store.MessageIDAt(t)
+					}
+					b.StartTimer()
+				}
+				s.remember(ids[i%len(ids)])
+			}
+			b.ReportMetric(float64(len(s.seen)), "ids_kept")
+		})
+	}
+}

@@ -1,0 +1,258 @@
+#!/usr/bin/env bash
+#
+# The reproducible performance profile of `make bench` (see BENCHMARKS.md):
+#
+#   1. Go benchmarks (testing.B) of the store and broker hot paths;
+#   2. the server built from this checkout, started on a free loopback port
+#      with a fresh data directory (embedded store, in-process broker), and
+#      driven by cmd/chatload through its public API for a short profile;
+#   3. the same again with the Redis broker (CHAT_REDIS_URL), when Redis
+#      answers or scripts/redis.sh can start it;
+#   4. a short run on Cassandra (keyspace chatql_bench), when a node answers
+#      at CASSANDRA_HOSTS, for postMessage against bare Cassandra writes.
+#
+# chatload measures the bare baselines in the same run (go-redis PUBLISH ->
+# SUBSCRIBE, bare store writes, a plain net/http handler) and writes
+# bench-out/<run>/report.json and chart.svg. The whole thing takes under
+# three minutes on 2 cores.
+#
+# Usage: scripts/bench.sh [all|go|load|profile]
+#   all      Go benchmarks, then both load runs (the default; `make bench`)
+#   go       Go benchmarks only
+#   load     both load runs only
+#   profile  the embedded load run against the server inside a test binary
+#            that writes CPU, heap, mutex and goroutine profiles of each
+#            phase to bench-out/profile/ (BenchmarkServeForProfiling), and
+#            prints the top of each; about a minute
+#
+# Environment (all optional):
+#   BENCH_OUT                output directory                 (bench-out)
+#   BENCH_SUBSCRIBERS        roomEvents websockets            (1000)
+#   BENCH_ROOMS              rooms                            (10)
+#   BENCH_RATE               posts/s offered                  (500)
+#   BENCH_POSTERS            posting users                    (10)
+#   BENCH_READERS            history readers                  (2)
+#   BENCH_READ_RATE          history reads/s                  (20)
+#   BENCH_DURATION           measured window per run          (15s)
+#   BENCH_WARMUP             warmup per run                   (2s)
+#   BENCH_IDLE_SUBS          idle subscriptions for memory    (1000)
+#   BENCH_BASELINE_DURATION  each baseline's window           (3s)
+#   BENCH_BENCHTIME          go test -benchtime               (200ms)
+#   BENCH_GOGC               GOGC of the server               (unset: Go's default)
+#   REDIS_URL                Redis of the second run and of the delivery
+#                            baseline                         (redis://127.0.0.1:6379/0)
+#   CASSANDRA_HOSTS          adds the bare Cassandra write baseline and the
+#                            Cassandra Go benchmarks when a node answers there
+#                                                             (127.0.0.1)
+set -euo pipefail
+
+SCRIPT_DIR="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)"
+REPO_ROOT="$(cd -- "$SCRIPT_DIR/.." && pwd -P)"
+cd "$REPO_ROOT"
+
+GO="${GO:-go}"
+OUT="${BENCH_OUT:-bench-out}"
+SUBSCRIBERS="${BENCH_SUBSCRIBERS:-1000}"
+ROOMS="${BENCH_ROOMS:-10}"
+RATE="${BENCH_RATE:-500}"
+POSTERS="${BENCH_POSTERS:-10}"
+READERS="${BENCH_READERS:-2}"
+READ_RATE="${BENCH_READ_RATE:-20}"
+DURATION="${BENCH_DURATION:-15s}"
+WARMUP="${BENCH_WARMUP:-2s}"
+IDLE_SUBS="${BENCH_IDLE_SUBS:-1000}"
+BASELINE_DURATION="${BENCH_BASELINE_DURATION:-3s}"
+BENCHTIME="${BENCH_BENCHTIME:-200ms}"
+REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/0}"
+CASSANDRA_HOSTS="${CASSANDRA_HOSTS:-127.0.0.1}"
+MODE="${1:-all}"
+
+log() { printf '[bench] %s\n' "$*" >&2; }
+die() { printf '[bench] ERROR: %s\n' "$*" >&2; exit 1; }
+
+mkdir -p "$OUT"
+START=$SECONDS
+
+# redis_up: Redis answers PING at REDIS_URL.
+redis_up() {
+  if command -v redis-cli >/dev/null; then
+    [[ "$(redis-cli -u "$REDIS_URL" ping 2>/dev/null)" == PONG ]]
+    return
+  fi
+  local hostport="${REDIS_URL#*://}"
+  hostport="${hostport#*@}"; hostport="${hostport%%/*}"
+  local host="${hostport%:*}" port="${hostport##*:}" reply=""
+  [[ "$host" == "$hostport" ]] && port=6379
+  exec 3<>"/dev/tcp/$host/$port" 2>/dev/null || return 1
+  printf 'PING\r\n' >&3
+  read -r -t 2 reply <&3 || true
+  exec 3<&- 3>&-
+  [[ "$reply" == +PONG* ]]
+}
+
+# cassandra_up: the first host's CQL port accepts connections.
+cassandra_up() {
+  local host="${CASSANDRA_HOSTS%%,*}" port=9042
+  if [[ "$host" == *:* ]]; then port="${host##*:}"; host="${host%:*}"; fi
+  (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null
+}
+
+ensure_redis() {
+  redis_up && return 0
+  if [[ "$REDIS_URL" == redis://127.0.0.1:6379* ]] && "$SCRIPT_DIR/redis.sh" start >/dev/null 2>&1; then
+    redis_up && return 0
+  fi
+  return 1
+}
+
+build() {
+  log "building the server and chatload"
+  "$GO" build -o "$OUT/chatql" .
+  "$GO" build -o "$OUT/chatload" ./cmd/chatload
+}
+
+SERVER_PID=""
+SERVER_ADDR=""
+SERVER_DATA=""
+
+stop_server() {
+  if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
+    kill -TERM "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+  fi
+  SERVER_PID=""
+  [[ -n "$SERVER_DATA" ]] && rm -rf "$SERVER_DATA"
+  SERVER_DATA=""
+}
+trap stop_server EXIT
+
+# start_server NAME [ENV=VALUE...]: the built server on a free loopback port
+# with a fresh data directory; its log goes to $OUT/NAME/server.log.
+start_server() {
+  local name="$1"; shift
+  mkdir -p "$OUT/$name"
+  SERVER_DATA="$(mktemp -d "${TMPDIR:-/tmp}/chatql-bench.XXXXXX")"
+  local logf="$OUT/$name/server.log"
+  local gogc=()
+  [[ -n "${BENCH_GOGC:-}" ]] && gogc=("GOGC=$BENCH_GOGC")
+  # Cheap password hashing: setup signs up ~2,000 users, and bcrypt is not
+  # on any measured path.
+  env CHAT_ADDR=127.0.0.1:0 CHAT_DATA_DIR="$SERVER_DATA" CHAT_BCRYPT_COST=4 CHAT_LOG_LEVEL=info \
+    "${gogc[@]}" "$@" "$OUT/chatql" >"$logf" 2>&1 &
+  SERVER_PID=$!
+  for _ in $(seq 600); do
+    SERVER_ADDR="$(sed -n 's/.*msg="chatql serving" playground=http:\/\/\([^/]*\)\/.*/\1/p' "$logf")"
+    [[ -n "$SERVER_ADDR" ]] && return 0
+    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$logf" >&2; die "the server did not start"; }
+    sleep 0.1
+  done
+  cat "$logf" >&2
+  die "the server did not report its address"
+}
+
+# chatload NAME PID ADDR STORE BROKER BASELINES [FLAGS...]
+run_chatload() {
+  local name="$1" pid="$2" addr="$3" store="$4" broker="$5" baselines="$6"; shift 6
+  local redis=()
+  if [[ -n "$REDIS_OK" ]]; then redis=(-redis-url "$REDIS_URL"); fi
+  # The bare store of the post baseline is the server's own.
+  "$OUT/chatload" -url "http://$addr/query" -label "$name" \
+    -subscribers "$SUBSCRIBERS" -rooms "$ROOMS" -rate "$RATE" -posters "$POSTERS" \
+    -readers "$READERS" -read-rate "$READ_RATE" -duration "$DURATION" -warmup "$WARMUP" \
+    -idle-subs "$IDLE_SUBS" -server-pid "$pid" -server-store "$store" -server-broker "$broker" \
+    -baselines "$baselines" -baseline-store "$store" -cassandra-hosts "$CASSANDRA_HOSTS" \
+    -baseline-duration "$BASELINE_DURATION" "${redis[@]}" -out "$OUT/$name" "$@" \
+    | tee "$OUT/$name/summary.txt"
+}
+
+go_benchmarks() {
+  log "Go benchmarks of the store and broker hot paths (-benchtime $BENCHTIME)"
+  local env=()
+  [[ -n "$REDIS_OK" ]] && env+=("CHAT_REDIS_URL=$REDIS_URL")
+  # Not CHAT_CASSANDRA_HOSTS: with it, the Cassandra test binary's TestMain
+  # drops the keyspace of the tests, which may be running concurrently.
+  [[ -n "$CASSANDRA_OK" ]] && env+=("CHAT_BENCH_CASSANDRA_HOSTS=$CASSANDRA_HOSTS")
+  env "${env[@]}" "$GO" test -run '^$' -bench . -benchmem -benchtime "$BENCHTIME" \
+    ./store/... ./broker/... ./resolvers/... | tee "$OUT/go-bench.txt"
+}
+
+load_runs() {
+  build
+  start_server embedded
+  log "run 1: embedded store, in-process broker (server pid $SERVER_PID on $SERVER_ADDR)"
+  run_chatload embedded "$SERVER_PID" "$SERVER_ADDR" embedded in-process delivery,post,history
+  stop_server
+  if [[ -n "$REDIS_OK" ]]; then
+    local prefix="bench-$RANDOM$RANDOM:"
+    start_server redis CHAT_REDIS_URL="$REDIS_URL" CHAT_REDIS_CHANNEL_PREFIX="$prefix"
+    log "run 2: embedded store, Redis broker (server pid $SERVER_PID on $SERVER_ADDR)"
+    # The store baselines do not depend on the broker: run 1 has them.
+    run_chatload redis "$SERVER_PID" "$SERVER_ADDR" embedded redis delivery
+    stop_server
+  else
+    log "Redis is not reachable at $REDIS_URL: skipping the Redis run"
+  fi
+  if [[ -n "$CASSANDRA_OK" ]]; then
+    # The post path on Cassandra against bare Cassandra writes: a smaller
+    # room set, since setup's lightweight transactions cost milliseconds.
+    start_server cassandra CHAT_STORE=cassandra CHAT_CASSANDRA_HOSTS="$CASSANDRA_HOSTS" \
+      CHAT_CASSANDRA_KEYSPACE="${BENCH_CASSANDRA_KEYSPACE:-chatql_bench}" \
+      CHAT_JWT_SECRET="bench-$(date +%s%N)-not-a-secret-0123456789abcdef"
+    log "run 3: Cassandra store, in-process broker (server pid $SERVER_PID on $SERVER_ADDR)"
+    SUBSCRIBERS=200 RATE=200 IDLE_SUBS=0 DURATION=5s \
+      run_chatload cassandra "$SERVER_PID" "$SERVER_ADDR" cassandra in-process post
+    stop_server
+  fi
+}
+
+profile_run() {
+  local dir="$OUT/profile"
+  rm -rf "$dir" && mkdir -p "$dir"
+  log "building the profiling harness (the server inside its test binary)"
+  "$GO" test -c -o "$OUT/chatql-profile.test" .
+  "$GO" build -o "$OUT/chatload" ./cmd/chatload
+  SERVER_DATA="$(mktemp -d "${TMPDIR:-/tmp}/chatql-bench.XXXXXX")"
+  local gogc=()
+  [[ -n "${BENCH_GOGC:-}" ]] && gogc=("GOGC=$BENCH_GOGC")
+  env CHAT_PROFILE_SERVE=1 CHAT_PROFILE_DIR="$dir" CHAT_ADDR=127.0.0.1:0 CHAT_DATA_DIR="$SERVER_DATA" \
+    CHAT_BCRYPT_COST=4 "${gogc[@]}" \
+    "$OUT/chatql-profile.test" -test.run '^$' -test.bench '^BenchmarkServeForProfiling$' -test.benchtime 1x \
+    >"$dir/server.log" 2>&1 &
+  SERVER_PID=$!
+  for _ in $(seq 100); do [[ -s "$dir/server.addr" ]] && break; sleep 0.1; done
+  [[ -s "$dir/server.addr" ]] || { cat "$dir/server.log" >&2; die "the profiling harness did not start"; }
+  local pid addr
+  read -r pid addr <"$dir/server.addr"
+  log "profiling run: harness pid $pid on $addr"
+  run_chatload profile "$pid" "$addr" embedded in-process post,history -profile-signals
+  stop_server
+  local bin="$OUT/chatql-profile.test"
+  {
+    echo "== delivery window (cpu-1): top cumulative =="; "$GO" tool pprof -top -cum -nodecount=45 "$bin" "$dir/cpu-1.prof" 2>/dev/null
+    echo; echo "== postMessage closed loop (cpu-2): top cumulative =="; "$GO" tool pprof -top -cum -nodecount=45 "$bin" "$dir/cpu-2.prof" 2>/dev/null
+    echo; echo "== messages closed loop (cpu-3): top cumulative =="; "$GO" tool pprof -top -cum -nodecount=45 "$bin" "$dir/cpu-3.prof" 2>/dev/null
+    echo; echo "== before the idle subscriptions (heap-1) =="; cat "$dir/memstats-1.txt"
+    echo; echo "== heap with the idle subscriptions open (heap-2), less heap-1 =="; cat "$dir/memstats-2.txt"
+    "$GO" tool pprof -sample_index=inuse_space -top -nodecount=15 -base "$dir/heap-1.prof" "$bin" "$dir/heap-2.prof" 2>/dev/null
+    echo; echo "== heap at the end of the measured window (heap-3) =="; cat "$dir/memstats-3.txt"
+    "$GO" tool pprof -sample_index=inuse_space -top -nodecount=15 "$bin" "$dir/heap-3.prof" 2>/dev/null
+  } >"$dir/top.txt"
+  log "profiles in $dir; summary in $dir/top.txt; e.g. $GO tool pprof -http=: $bin $dir/cpu-1.prof"
+}
+
+REDIS_OK=""
+CASSANDRA_OK=""
+case "$MODE" in
+  all|go|load|profile) ;;
+  *) die "unknown mode '$MODE': want all, go, load or profile" ;;
+esac
+if ensure_redis; then REDIS_OK=1; else log "no Redis at $REDIS_URL: Redis run and baselines skipped"; fi
+if cassandra_up; then CASSANDRA_OK=1; else log "no Cassandra at $CASSANDRA_HOSTS: Cassandra baselines skipped"; fi
+
+case "$MODE" in
+  all) go_benchmarks; load_runs ;;
+  go) go_benchmarks ;;
+  load) load_runs ;;
+  profile) profile_run ;;
+esac
+log "done in $((SECONDS - START))s; reports in $OUT/"
