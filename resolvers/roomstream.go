@@ -11,11 +11,11 @@ import (
 	"github.com/killrchat/chatql/store"
 )
 
-// dedupeWindow is how far back a stream remembers what it delivered. Live
-// events from several servers may arrive slightly out of id order, and a
-// catch-up from the store overlaps the live stream; ids within the window
-// are compared, older ones cannot come again.
-const dedupeWindow = time.Minute
+// rememberedIDs is how many delivered ids a stream keeps to recognise a
+// repeat. Repeats come from a catch-up overlapping the live stream, which
+// holds at most the subscriber queue (256 by default) of undelivered events,
+// and from live events of several servers arriving slightly out of order.
+const rememberedIDs = 1024
 
 // roomStream is one subscriber's view of a room: stored messages after its
 // cursor, then live events, with no gap and no duplicate.
@@ -29,8 +29,11 @@ type roomStream struct {
 	// the moment the live subscription started.
 	floor store.MessageID
 
-	seen   map[store.MessageID]struct{} // delivered ids within dedupeWindow of newest
-	newest store.MessageID
+	// seen holds the last rememberedIDs delivered ids; recent lists them
+	// oldest first, as a ring once full (next is where the oldest is).
+	seen   map[store.MessageID]struct{}
+	recent []store.MessageID
+	next   int
 }
 
 // streamRoom subscribes to the room before reading the store, so nothing
@@ -93,17 +96,17 @@ func (s *roomStream) ends(ev broker.Event) bool {
 }
 
 // resyncFrom is where a catch-up starts after the broker may have lost
-// events: a window before the newest delivered message, since live ids can
-// arrive slightly out of order, but never before the stream's floor.
+// events: the oldest id the stream still remembers (everything after it that
+// it does not remember is new to the subscriber), or the stream's floor.
 func (s *roomStream) resyncFrom() store.MessageID {
-	if s.newest.IsZero() {
+	if len(s.recent) == 0 {
 		return s.floor
 	}
-	from := store.MinMessageID(s.newest.Time().Add(-dedupeWindow))
-	if from.Compare(s.floor) < 0 {
+	oldest := s.recent[s.next%len(s.recent)]
+	if oldest.Compare(s.floor) < 0 {
 		return s.floor
 	}
-	return from
+	return oldest
 }
 
 // catchUp delivers the stored messages after the cursor, oldest first.
@@ -147,22 +150,17 @@ func (s *roomStream) deliver(ctx context.Context, ev broker.Event) bool {
 	}
 }
 
-// remember records a delivered id and forgets those that fell out of the
-// window, so memory stays bounded however long the stream lives.
+// remember records a delivered id, forgetting the oldest once
+// rememberedIDs are kept: constant time, bounded memory.
 func (s *roomStream) remember(id store.MessageID) {
 	s.seen[id] = struct{}{}
-	if id.Compare(s.newest) > 0 {
-		s.newest = id
-	}
-	if len(s.seen) < 512 {
+	if len(s.recent) < rememberedIDs {
+		s.recent = append(s.recent, id)
 		return
 	}
-	horizon := s.newest.Time().Add(-dedupeWindow)
-	for old := range s.seen {
-		if old.Time().Before(horizon) {
-			delete(s.seen, old)
-		}
-	}
+	delete(s.seen, s.recent[s.next])
+	s.recent[s.next] = id
+	s.next = (s.next + 1) % rememberedIDs
 }
 
 // fail ends the subscription with err as a GraphQL error.
