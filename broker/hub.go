@@ -14,9 +14,10 @@ type Subscription struct {
 	// when the subscription ends; Err then says why. Events buffered before
 	// the end can still be read: they are a gap-free prefix of the topic's
 	// events, so the last one read is a safe resume cursor.
-	C <-chan Event
+	// Events are shared by every subscriber of the topic: read, never modify.
+	C <-chan *Event
 
-	ch    chan Event
+	ch    chan *Event
 	topic string
 	hub   *Hub
 	err   error // guarded by hub.mu
@@ -73,7 +74,7 @@ func (h *Hub) BufferSize() int { return h.bufferSize }
 // Add registers a new subscriber of topic. first reports whether it is the
 // topic's only subscriber, so a broker knows to subscribe upstream.
 func (h *Hub) Add(topic string) (sub *Subscription, first bool, err error) {
-	ch := make(chan Event, h.bufferSize)
+	ch := make(chan *Event, h.bufferSize)
 	sub = &Subscription{C: ch, ch: ch, topic: topic, hub: h}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -110,11 +111,12 @@ func (h *Hub) Topics() []string {
 // Deliver hands ev to every subscriber of topic without waiting: those
 // whose buffers are full are cut off with ErrSlowSubscriber.
 func (h *Hub) Deliver(topic string, ev Event) {
+	shared := &ev // one copy for all subscribers; queues hold pointers
 	h.mu.Lock()
 	idle := false
 	for s := range h.topics[topic] {
 		select {
-		case s.ch <- ev:
+		case s.ch <- shared:
 		default:
 			// Cut off now, under the lock, rather than after it: a later
 			// delivery must not slip into a buffer the reader has just

@@ -51,7 +51,7 @@ func recv(t testing.TB, sub *Subscription, within time.Duration) Event {
 		if !ok {
 			t.Fatalf("subscription ended (err: %v) while an event was expected", sub.Err())
 		}
-		return ev
+		return *ev
 	case <-timer.C:
 		t.Fatalf("no event within %v", within)
 		return Event{}
@@ -70,7 +70,7 @@ func drain(t testing.TB, sub *Subscription, within time.Duration) []Event {
 			if !ok {
 				return out
 			}
-			out = append(out, ev)
+			out = append(out, *ev)
 		case <-deadline.C:
 			t.Fatalf("subscription still open after %v (%d events read)", within, len(out))
 			return out
@@ -232,7 +232,7 @@ func TestHubCutOffLeavesNoGap(t *testing.T) {
 	go func() {
 		defer close(readerDone)
 		for ev := range slow.C {
-			got = append(got, ev)
+			got = append(got, *ev)
 		}
 	}()
 	var wg sync.WaitGroup

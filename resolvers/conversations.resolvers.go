@@ -249,7 +249,7 @@ func (r *subscriptionResolver) InboxEvents(ctx context.Context) (<-chan *model.I
 				if ev.Kind == broker.Resync {
 					// Inbox state is read on demand: a client that may have
 					// missed events re-reads its inbox.
-					ev = broker.Event{Kind: broker.UnreadChanged}
+					ev = &broker.Event{Kind: broker.UnreadChanged}
 				}
 				select {
 				case out <- &model.InboxEvent{Kind: model.InboxEventKind(ev.Kind), ConversationID: ev.Room, Message: ev.Message}:

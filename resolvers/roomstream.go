@@ -83,7 +83,7 @@ func (s *roomStream) run(ctx context.Context, after store.MessageID) {
 				}
 				continue
 			}
-			if !s.deliver(ctx, ev) || s.ends(ev) {
+			if !s.deliver(ctx, *ev) || s.ends(*ev) {
 				return
 			}
 		}
