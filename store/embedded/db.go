@@ -92,6 +92,21 @@ func (db *DB) begin(ctx context.Context) (end func(), err error) {
 	return db.closing.RUnlock, nil
 }
 
+// beginLocked is begin plus the locks of the given partitions (taken in
+// stripe order, so never in a deadlocking order); end releases both.
+func (db *DB) beginLocked(ctx context.Context, partitions ...key) (end func(), err error) {
+	endOp, err := db.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	set := db.locks.of(partitions...)
+	db.locks.lock(set)
+	return func() {
+		db.locks.unlock(set)
+		endOp()
+	}, nil
+}
+
 // getRow reads and decodes the row at k, reporting whether there is one.
 func getRow[T any](db *DB, k key) (row T, found bool, err error) {
 	value, closer, err := db.pdb.Get(k)

@@ -21,19 +21,15 @@ import (
 // members' locks already serialize the posts of a group, so the group's
 // costs nothing more.)
 func (db *DB) PostGroupMessage(ctx context.Context, m store.Message, members []store.UserRef) error {
-	end, err := db.begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer end()
-
 	partitions := []key{roomKey(m.Room)}
 	for _, u := range members {
 		partitions = append(partitions, inboxPartition(u.Login))
 	}
-	locks := db.locks.of(partitions...)
-	db.locks.lock(locks)
-	defer db.locks.unlock(locks)
+	end, err := db.beginLocked(ctx, partitions...)
+	if err != nil {
+		return err
+	}
+	defer end()
 
 	if room, err := db.room(m.Room); err != nil {
 		return err
@@ -68,16 +64,12 @@ func (db *DB) PostGroupMessage(ctx context.Context, m store.Message, members []s
 // locks of the room, u's user row and u's inbox. Adding a participant
 // changes nothing.
 func (db *DB) AddGroupMember(ctx context.Context, group string, by string, u store.UserRef, at time.Time) (store.Room, error) {
-	end, err := db.begin(ctx)
+	rk, uk, ik := roomKey(group), userKey(u.Login), inboxPartition(u.Login)
+	end, err := db.beginLocked(ctx, rk, uk, ik)
 	if err != nil {
 		return store.Room{}, err
 	}
 	defer end()
-
-	rk, uk, ik := roomKey(group), userKey(u.Login), inboxPartition(u.Login)
-	locks := db.locks.of(rk, uk, ik)
-	db.locks.lock(locks)
-	defer db.locks.unlock(locks)
 
 	room, err := db.room(group)
 	if err != nil {
@@ -136,16 +128,12 @@ func (db *DB) openWindow(b *batch, login, group string, at time.Time) error {
 // u's rooms, and closes u's open window at `at`, in one batch under the
 // locks of the room, u's user row and u's inbox. The entry stays.
 func (db *DB) LeaveGroup(ctx context.Context, group string, u store.UserRef, at time.Time) error {
-	end, err := db.begin(ctx)
+	rk, uk, ik := roomKey(group), userKey(u.Login), inboxPartition(u.Login)
+	end, err := db.beginLocked(ctx, rk, uk, ik)
 	if err != nil {
 		return err
 	}
 	defer end()
-
-	rk, uk, ik := roomKey(group), userKey(u.Login), inboxPartition(u.Login)
-	locks := db.locks.of(rk, uk, ik)
-	db.locks.lock(locks)
-	defer db.locks.unlock(locks)
 
 	room, err := db.room(group)
 	if err != nil {

@@ -27,19 +27,15 @@ var _ store.Conversations = (*DB)(nil)
 // listings (see addMessage), makes it the last message of both users'
 // entries and records it unread for to, all in one batch.
 func (db *DB) SendDirect(ctx context.Context, m store.Message, to store.UserRef) error {
-	end, err := db.begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer end()
-
 	from := m.Author
 	if want := store.DirectConversationID(from.Login, to.Login); m.Room != want {
 		return store.Invalidf("direct message from %q to %q is in conversation %q, want %q", from.Login, to.Login, m.Room, want)
 	}
-	locks := db.locks.of(inboxPartition(from.Login), inboxPartition(to.Login))
-	db.locks.lock(locks)
-	defer db.locks.unlock(locks)
+	end, err := db.beginLocked(ctx, inboxPartition(from.Login), inboxPartition(to.Login))
+	if err != nil {
+		return err
+	}
+	defer end()
 
 	b := db.batch()
 	err = db.addMessage(b, m)

@@ -16,19 +16,15 @@ import (
 // private group also gets its entry in the creator's inbox, with one window
 // open from r.CreatedAt.
 func (db *DB) CreateRoom(ctx context.Context, r store.Room) error {
-	end, err := db.begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer end()
-
 	if r.Kind != store.PublicRoom && r.Kind != store.PrivateGroup {
 		return store.Invalidf("room %q has the unknown kind %q", r.Name, r.Kind)
 	}
 	rk, uk := roomKey(r.Name), userKey(r.Creator.Login)
-	locks := db.locks.of(rk, uk, inboxPartition(r.Creator.Login))
-	db.locks.lock(locks)
-	defer db.locks.unlock(locks)
+	end, err := db.beginLocked(ctx, rk, uk, inboxPartition(r.Creator.Login))
+	if err != nil {
+		return err
+	}
+	defer end()
 
 	if _, found, err := getRow[roomRow](db, rk); err != nil {
 		return fmt.Errorf("reading room %q: %w", r.Name, err)
@@ -108,16 +104,12 @@ func (db *DB) Rooms(ctx context.Context, after string, limit int) ([]store.Room,
 // one batch, if the room exists; a join never creates a room. u must be a
 // user.
 func (db *DB) JoinRoom(ctx context.Context, name string, u store.UserRef) (store.Room, error) {
-	end, err := db.begin(ctx)
+	rk, uk := roomKey(name), userKey(u.Login)
+	end, err := db.beginLocked(ctx, rk, uk)
 	if err != nil {
 		return store.Room{}, err
 	}
 	defer end()
-
-	rk, uk := roomKey(name), userKey(u.Login)
-	locks := db.locks.of(rk, uk)
-	db.locks.lock(locks)
-	defer db.locks.unlock(locks)
 
 	room, err := db.room(name)
 	if err != nil {
@@ -142,16 +134,12 @@ func (db *DB) JoinRoom(ctx context.Context, name string, u store.UserRef) (store
 // LeaveRoom removes u from the room's participants and the room from u's
 // rooms in one batch.
 func (db *DB) LeaveRoom(ctx context.Context, name string, u store.UserRef) error {
-	end, err := db.begin(ctx)
+	rk, uk := roomKey(name), userKey(u.Login)
+	end, err := db.beginLocked(ctx, rk, uk)
 	if err != nil {
 		return err
 	}
 	defer end()
-
-	rk, uk := roomKey(name), userKey(u.Login)
-	locks := db.locks.of(rk, uk)
-	db.locks.lock(locks)
-	defer db.locks.unlock(locks)
 
 	room, err := db.room(name)
 	if err != nil {

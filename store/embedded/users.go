@@ -13,16 +13,12 @@ import (
 // is in no room yet: a.ChatRooms is ignored, since rooms list their
 // participants and the two sides must agree.
 func (db *DB) CreateUser(ctx context.Context, a store.Account) error {
-	end, err := db.begin(ctx)
+	k := userKey(a.Login)
+	end, err := db.beginLocked(ctx, k)
 	if err != nil {
 		return err
 	}
 	defer end()
-
-	k := userKey(a.Login)
-	locks := db.locks.of(k)
-	db.locks.lock(locks)
-	defer db.locks.unlock(locks)
 
 	if _, found, err := getRow[userRow](db, k); err != nil {
 		return fmt.Errorf("reading user %q: %w", a.Login, err)
