@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/killrchat/chatql/internal/chatclient"
+	"github.com/killrchat/chatql/internal/testenv"
 	"github.com/killrchat/chatql/store"
 	"github.com/killrchat/chatql/store/cassandra"
 	"github.com/killrchat/chatql/store/embedded"
@@ -27,14 +28,7 @@ import (
 // skips, unless CHAT_REQUIRE_BACKENDS=1 (CI) makes that a failure.
 func redisURL(t *testing.T) string {
 	t.Helper()
-	url := os.Getenv("CHAT_REDIS_URL")
-	if url == "" {
-		if os.Getenv("CHAT_REQUIRE_BACKENDS") == "1" {
-			t.Fatal("CHAT_REDIS_URL is not set but CHAT_REQUIRE_BACKENDS=1: the multi-instance tests must run")
-		}
-		t.Skip("CHAT_REDIS_URL is not set: skipping the multi-instance tests (make test-integration runs them)")
-	}
-	return url
+	return testenv.Service(t, "CHAT_REDIS_URL", "the multi-instance tests")
 }
 
 // cluster is several server instances on one store and one Redis, as

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -9,6 +8,8 @@ import (
 
 	"github.com/gocql/gocql"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/killrchat/chatql/internal/testenv"
 )
 
 // forEachStore runs an end-to-end test on the embedded store and, when
@@ -23,13 +24,7 @@ func forEachStore(t *testing.T, test func(t *testing.T, cfg Config)) {
 // CHAT_REQUIRE_BACKENDS=1 (CI) makes that a failure.
 func cassandraConfig(t *testing.T) Config {
 	t.Helper()
-	hosts := os.Getenv("CHAT_CASSANDRA_HOSTS")
-	if hosts == "" {
-		if os.Getenv("CHAT_REQUIRE_BACKENDS") == "1" {
-			t.Fatal("CHAT_CASSANDRA_HOSTS is not set but CHAT_REQUIRE_BACKENDS=1: the Cassandra end-to-end tests must run")
-		}
-		t.Skip("CHAT_CASSANDRA_HOSTS is not set: skipping the end-to-end tests on Cassandra (make test-integration runs them)")
-	}
+	hosts := testenv.Service(t, "CHAT_CASSANDRA_HOSTS", "the end-to-end tests on Cassandra")
 	cfg := testConfig(t)
 	cfg.Store = "cassandra"
 	cfg.JWTSecret = strings.Repeat("k", 32)

@@ -20,29 +20,16 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/killrchat/chatql/internal/testenv"
 	"github.com/killrchat/chatql/store"
 )
-
-// requireBackends reports whether missing test backends are a failure
-// (CI's integration run) rather than a reason to skip.
-func requireBackends() bool { return os.Getenv("CHAT_REQUIRE_BACKENDS") == "1" }
-
-// skipOrFail skips the test for want of a backend (missing says what is
-// missing), or fails it when CHAT_REQUIRE_BACKENDS=1.
-func skipOrFail(t *testing.T, missing, skipping string) {
-	t.Helper()
-	if requireBackends() {
-		t.Fatalf("%s, but CHAT_REQUIRE_BACKENDS=1 requires %s to run", missing, skipping)
-	}
-	t.Skipf("%s: skipping %s; make test-integration runs them", missing, skipping)
-}
 
 // redisURL returns the test server's URL from CHAT_REDIS_URL.
 func redisURL(t *testing.T) string {
 	t.Helper()
 	u := os.Getenv("CHAT_REDIS_URL")
 	if u == "" {
-		skipOrFail(t, "CHAT_REDIS_URL is not set", "Redis broker tests")
+		testenv.Missing(t, "CHAT_REDIS_URL is not set", "Redis broker tests")
 	}
 	return u
 }
@@ -459,7 +446,7 @@ func startPrivateRedis(t *testing.T) *privateRedis {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		skipOrFail(t, "redis-server is not installed (scripts/redis.sh install installs it)", "the tests that restart Redis")
+		testenv.Missing(t, "redis-server is not installed (scripts/redis.sh install installs it)", "the tests that restart Redis")
 	}
 	_, port, _ := net.SplitHostPort(freeAddr(t))
 	p := &privateRedis{t: t, bin: bin, port: port, dir: t.TempDir()}

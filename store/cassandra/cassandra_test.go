@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/killrchat/chatql/internal/testenv"
 	"github.com/killrchat/chatql/store"
 	"github.com/killrchat/chatql/store/storetest"
 )
@@ -59,10 +61,7 @@ func testConfig(t *testing.T) Config {
 	t.Helper()
 	hosts := testHosts()
 	if len(hosts) == 0 {
-		if os.Getenv("CHAT_REQUIRE_BACKENDS") == "1" {
-			t.Fatal("CHAT_CASSANDRA_HOSTS is not set, and CHAT_REQUIRE_BACKENDS=1 requires the Cassandra backend tests to run")
-		}
-		t.Skip("CHAT_CASSANDRA_HOSTS is not set: skipping the Cassandra backend tests (make test-integration runs them against a real node)")
+		testenv.Missing(t, "CHAT_CASSANDRA_HOSTS is not set", "the Cassandra backend tests")
 	}
 	return Config{Hosts: hosts, Keyspace: testKeyspace, Replication: "SimpleStrategy:1"}
 }
