@@ -53,8 +53,9 @@ VERSION_MARKER="$LIB_DIR/.cassandra-version"
 SYSTEM_LOG="$LOG_DIR/system.log"
 STDOUT_LOG="$LOG_DIR/stdout.log"
 
-log() { printf '[cassandra.sh] %s\n' "$*" >&2; }
-die() { printf '[cassandra.sh] ERROR: %s\n' "$*" >&2; exit 1; }
+LOG_TAG=cassandra.sh
+# shellcheck source=scripts/lib.sh
+source "$SCRIPT_DIR/lib.sh"
 
 # ---------------------------------------------------------------------------
 # helpers
@@ -532,36 +533,7 @@ cmd_start() {
   wait_for_cql "$pid" "$log_offset"
 }
 
-cmd_stop() {
-  take_lock
-  local pid
-  if ! pid="$(read_pid)"; then
-    log "not running (no pid file $PID_FILE)"
-    return 0
-  fi
-  if ! pid_alive "$pid"; then
-    log "not running (stale pid $pid); removing $PID_FILE"
-    rm -f "$PID_FILE"
-    return 0
-  fi
-  log "stopping Cassandra (pid $pid) with SIGTERM ..."
-  kill -TERM "$pid" 2>/dev/null || true
-  local start=$SECONDS
-  while pid_alive "$pid"; do
-    if ((SECONDS - start >= CASSANDRA_STOP_TIMEOUT)); then
-      log "still alive after ${CASSANDRA_STOP_TIMEOUT}s; sending SIGKILL"
-      kill -KILL "$pid" 2>/dev/null || true
-      sleep 1
-      break
-    fi
-    sleep 0.5
-  done
-  if pid_alive "$pid"; then
-    die "pid $pid did not exit"
-  fi
-  rm -f "$PID_FILE"
-  log "stopped after $((SECONDS - start))s"
-}
+cmd_stop() { stop_service Cassandra "$CASSANDRA_STOP_TIMEOUT"; }
 
 cmd_status() {
   local pid

@@ -32,8 +32,9 @@ REDIS_HOST="127.0.0.1"
 PID_FILE="$REDIS_DIR/redis-$REDIS_PORT.pid"
 LOG_FILE="$REDIS_DIR/redis-$REDIS_PORT.log"
 
-log() { printf '[redis.sh] %s\n' "$*" >&2; }
-die() { printf '[redis.sh] ERROR: %s\n' "$*" >&2; exit 1; }
+LOG_TAG=redis.sh
+# shellcheck source=scripts/lib.sh
+source "$SCRIPT_DIR/lib.sh"
 
 [[ "$REDIS_PORT" =~ ^[0-9]+$ ]] || die "REDIS_PORT must be a number, got '$REDIS_PORT'"
 
@@ -182,34 +183,7 @@ cmd_start() {
   log "Redis is up (pid $pid, redis://$REDIS_HOST:$REDIS_PORT) after $((SECONDS - start))s"
 }
 
-cmd_stop() {
-  take_lock
-  local pid
-  if ! pid="$(read_pid)"; then
-    log "not running (no pid file $PID_FILE)"
-    return 0
-  fi
-  if ! pid_alive "$pid"; then
-    log "not running (stale pid $pid); removing $PID_FILE"
-    rm -f "$PID_FILE"
-    return 0
-  fi
-  log "stopping redis-server (pid $pid) with SIGTERM ..."
-  kill -TERM "$pid" 2>/dev/null || true
-  local start=$SECONDS
-  while pid_alive "$pid"; do
-    if ((SECONDS - start >= REDIS_STOP_TIMEOUT)); then
-      log "still alive after ${REDIS_STOP_TIMEOUT}s; sending SIGKILL"
-      kill -KILL "$pid" 2>/dev/null || true
-      sleep 0.5
-      break
-    fi
-    sleep 0.1
-  done
-  pid_alive "$pid" && die "pid $pid did not exit"
-  rm -f "$PID_FILE"
-  log "stopped"
-}
+cmd_stop() { stop_service redis-server "$REDIS_STOP_TIMEOUT"; }
 
 cmd_status() {
   local pid
