@@ -35,6 +35,7 @@ import (
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/graph"
+	"github.com/killrchat/chatql/live"
 	"github.com/killrchat/chatql/resolvers"
 	"github.com/killrchat/chatql/store"
 	"github.com/killrchat/chatql/store/embedded"
@@ -137,7 +138,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, st store.Store
 	streams, stopStreams := context.WithCancel(context.Background())
 	s.stopStreams = stopStreams
 	s.http = &http.Server{
-		Handler:           s.routes(res, tokens),
+		Handler:           s.routes(streams, res, tokens),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return streams },
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -199,18 +200,22 @@ func jwtSecret(cfg Config) ([]byte, error) {
 }
 
 // routes builds the HTTP surface: the API at /query, the playground at /,
-// and health probes.
-func (s *Server) routes(res *resolvers.Resolver, tokens *auth.Tokens) http.Handler {
+// and health probes. Websockets end when streams does.
+func (s *Server) routes(streams context.Context, res *resolvers.Resolver, tokens *auth.Tokens) http.Handler {
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: res}))
-	gql.AddTransport(transport.Websocket{
-		Implementation: transport.CoderWebsocketImplementation{AcceptOptions: websocket.AcceptOptions{
+	gql.AddTransport(live.New(live.Config{
+		Rooms:        res,
+		Authenticate: websocketAuth(tokens),
+		Accept: websocket.AcceptOptions{
 			OriginPatterns:     s.websocketOrigins(),
 			InsecureSkipVerify: slices.Contains(s.cfg.AllowedOrigins, "*"),
-		}},
-		InitFunc:              websocketAuth(tokens),
-		InitTimeout:           10 * time.Second,
-		KeepAlivePingInterval: s.cfg.KeepAlive,
-	})
+		},
+		InitTimeout: 10 * time.Second,
+		KeepAlive:   s.cfg.KeepAlive,
+		ReadLimit:   s.cfg.MaxBodyBytes,
+		Context:     streams,
+		Log:         s.log,
+	}))
 	gql.AddTransport(transport.SSE{})
 	gql.AddTransport(transport.Options{})
 	gql.AddTransport(transport.GET{})
@@ -231,22 +236,26 @@ func (s *Server) routes(res *resolvers.Resolver, tokens *auth.Tokens) http.Handl
 }
 
 // websocketAuth authenticates a websocket from the token in its
-// connection_init payload ("token", or "Authorization": "Bearer ..."). A
-// connection without one stays anonymous; a bad one is closed with 4401.
-func websocketAuth(tokens *auth.Tokens) transport.WebsocketInitFunc {
-	return func(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
-		token := p.GetString("token")
+// connection_init payload ("token", or "Authorization": "Bearer ...", as
+// GraphiQL sends its headers). A connection without one stays anonymous; a
+// bad one is refused.
+func websocketAuth(tokens *auth.Tokens) func(context.Context, map[string]any) (context.Context, error) {
+	return func(ctx context.Context, init map[string]any) (context.Context, error) {
+		token, _ := init["token"].(string)
 		if token == "" {
-			token = strings.TrimSpace(strings.TrimPrefix(p.Authorization(), "Bearer "))
+			header, _ := init["Authorization"].(string)
+			if header == "" {
+				header, _ = init["authorization"].(string)
+			}
+			token = strings.TrimSpace(strings.TrimPrefix(header, "Bearer "))
 		}
 		if token == "" {
-			return ctx, nil, nil
+			return ctx, nil
 		}
 		if _, err := tokens.Verify(token); err != nil {
-			ctx = transport.WithWebsocketCloseCode(ctx, 4401)
-			return transport.AppendCloseReason(ctx, "Unauthorized: "+err.Error()), nil, err
+			return ctx, err
 		}
-		return tokens.Authenticate(ctx, token), nil, nil
+		return tokens.Authenticate(ctx, token), nil
 	}
 }
 

@@ -430,7 +430,7 @@ func subscribeNoWait(t *testing.T, c *chatclient.Client, protocol, room string, 
 }
 
 // streamFunc names the goroutine that serves one room subscription.
-const streamFunc = "resolvers.(*roomStream).run"
+const streamFunc = "resolvers.(*RoomStream).Run"
 
 type roomEvent struct {
 	Kind, Room string

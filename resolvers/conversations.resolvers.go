@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/graph"
@@ -241,9 +240,7 @@ func (r *subscriptionResolver) InboxEvents(ctx context.Context) (<-chan *model.I
 				return
 			case ev, ok := <-sub.C:
 				if !ok {
-					if err := sub.Err(); err != nil && ctx.Err() == nil {
-						transport.AddSubscriptionError(ctx, r.present(ctx, err))
-					}
+					r.endStream(ctx, sub.Err())
 					return
 				}
 				if ev.Kind == broker.Resync {

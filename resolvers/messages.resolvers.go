@@ -19,7 +19,7 @@ import (
 // Content is the resolver for the content field.
 func (r *messageResolver) Content(ctx context.Context, obj *store.Message) (string, error) {
 	if obj.Hidden {
-		if me, err := auth.UserFrom(ctx); err != nil || me.Login != obj.Author.Login {
+		if me, err := auth.UserFrom(ctx); err != nil || !SeesHiddenContent(obj, me) {
 			return "", nil
 		}
 	}
@@ -85,29 +85,14 @@ func (r *queryResolver) Messages(ctx context.Context, room string, first *int, a
 
 // RoomEvents is the resolver for the roomEvents field.
 func (r *subscriptionResolver) RoomEvents(ctx context.Context, room string, after *string) (<-chan *model.RoomEvent, error) {
-	me, err := auth.UserFrom(ctx)
+	if feed, ok := roomEventFeed(ctx); ok {
+		return feed, nil
+	}
+	s, err := r.OpenRoomEvents(ctx, room, after)
 	if err != nil {
 		return nil, err
 	}
-	resumeFrom, err := parseCursor(after)
-	if err != nil {
-		return nil, err
-	}
-	rm, err := r.participantRoom(ctx, room, me)
-	if err != nil {
-		return nil, err
-	}
-	if rm.Kind == store.PrivateGroup && !resumeFrom.IsZero() {
-		// Never replay from before the member's current window.
-		windows, err := r.groupWindows(ctx, room, me)
-		if err != nil {
-			return nil, err
-		}
-		if start := store.MinMessageID(windows[len(windows)-1].From); resumeFrom.Compare(start) < 0 {
-			resumeFrom = start
-		}
-	}
-	return r.streamRoom(ctx, room, me, resumeFrom)
+	return s.channel(ctx), nil
 }
 
 // Message returns graph.MessageResolver implementation.

@@ -4,8 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/99designs/gqlgen/graphql/handler/transport"
-
+	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/graph/model"
 	"github.com/killrchat/chatql/store"
@@ -17,14 +16,15 @@ import (
 // and from live events of several servers arriving slightly out of order.
 const rememberedIDs = 1024
 
-// roomStream is one subscriber's view of a room: stored messages after its
-// cursor, then live events, with no gap and no duplicate.
-type roomStream struct {
-	r    *Resolver
-	room string
-	me   store.UserRef
-	sub  *broker.Subscription
-	out  chan *model.RoomEvent
+// RoomStream is one subscriber's view of a room: the stored messages after
+// its cursor, then live events, with no gap and no duplicate. Transports
+// open it with OpenRoomEvents and drive it with Run.
+type RoomStream struct {
+	r     *Resolver
+	room  string
+	me    store.UserRef
+	sub   *broker.Subscription
+	after store.MessageID
 	// floor bounds what the stream may ever deliver: the resume cursor, or
 	// the moment the live subscription started.
 	floor store.MessageID
@@ -36,10 +36,34 @@ type roomStream struct {
 	next   int
 }
 
-// streamRoom subscribes to the room before reading the store, so nothing
-// posted in between is missed, and returns the channel gqlgen reads.
-func (r *Resolver) streamRoom(ctx context.Context, room string, me store.UserRef, after store.MessageID) (<-chan *model.RoomEvent, error) {
-	floor := after
+// OpenRoomEvents checks that the caller may follow the room, then
+// subscribes to its live events before anything is read from the store, so
+// that nothing posted in between is missed. after is an optional resume
+// cursor. The stream holds a broker subscription until Run returns.
+func (r *Resolver) OpenRoomEvents(ctx context.Context, room string, after *string) (*RoomStream, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resumeFrom, err := parseCursor(after)
+	if err != nil {
+		return nil, err
+	}
+	rm, err := r.participantRoom(ctx, room, me)
+	if err != nil {
+		return nil, err
+	}
+	if rm.Kind == store.PrivateGroup && !resumeFrom.IsZero() {
+		// Never replay from before the member's current window.
+		windows, err := r.groupWindows(ctx, room, me)
+		if err != nil {
+			return nil, err
+		}
+		if start := store.MinMessageID(windows[len(windows)-1].From); resumeFrom.Compare(start) < 0 {
+			resumeFrom = start
+		}
+	}
+	floor := resumeFrom
 	if floor.IsZero() {
 		floor = store.MinMessageID(time.Now())
 	}
@@ -47,58 +71,55 @@ func (r *Resolver) streamRoom(ctx context.Context, room string, me store.UserRef
 	if err != nil {
 		return nil, err
 	}
-	s := &roomStream{
-		r: r, room: room, me: me, sub: sub, floor: floor,
-		out:  make(chan *model.RoomEvent),
-		seen: make(map[store.MessageID]struct{}),
-	}
-	go s.run(ctx, after)
-	return s.out, nil
+	return &RoomStream{r: r, room: room, me: me, sub: sub, after: resumeFrom, floor: floor}, nil
 }
 
-func (s *roomStream) run(ctx context.Context, after store.MessageID) {
-	defer close(s.out)
+// Viewer is the subscriber the stream was opened for.
+func (s *RoomStream) Viewer() store.UserRef { return s.me }
+
+// Run delivers the stream's events to emit, in order, until the room is
+// deleted, the viewer leaves it, ctx ends or emit returns false (the
+// subscriber is gone); those end it with nil. Otherwise it returns why the
+// stream failed (the subscriber fell behind, the broker closed, the store
+// failed); the client resumes with its last cursor. Events are shared with
+// other subscribers: read, never modify. Run releases the subscription.
+func (s *RoomStream) Run(ctx context.Context, emit func(*broker.Event) bool) error {
 	defer s.sub.Close()
-	if !after.IsZero() {
-		if err := s.catchUp(ctx, after); err != nil {
-			s.fail(ctx, err)
-			return
+	if !s.after.IsZero() {
+		if ok, err := s.catchUp(ctx, s.after, emit); !ok {
+			return err
 		}
 	}
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case ev, ok := <-s.sub.C:
 			if !ok {
-				if err := s.sub.Err(); err != nil {
-					s.fail(ctx, err)
-				}
-				return
+				return s.sub.Err()
 			}
 			if ev.Kind == broker.Resync {
-				if err := s.catchUp(ctx, s.resyncFrom()); err != nil {
-					s.fail(ctx, err)
-					return
+				if ok, err := s.catchUp(ctx, s.resyncFrom(), emit); !ok {
+					return err
 				}
 				continue
 			}
-			if !s.deliver(ctx, *ev) || s.ends(*ev) {
-				return
+			if !s.deliver(ev, emit) || s.ends(ev) {
+				return nil
 			}
 		}
 	}
 }
 
 // ends reports whether ev is the last event the subscriber may see.
-func (s *roomStream) ends(ev broker.Event) bool {
+func (s *RoomStream) ends(ev *broker.Event) bool {
 	return ev.Kind == broker.RoomDeleted || ev.Kind == broker.ParticipantLeft && ev.User.Login == s.me.Login
 }
 
 // resyncFrom is where a catch-up starts after the broker may have lost
 // events: the oldest id the stream still remembers (everything after it that
 // it does not remember is new to the subscriber), or the stream's floor.
-func (s *roomStream) resyncFrom() store.MessageID {
+func (s *RoomStream) resyncFrom() store.MessageID {
 	if len(s.recent) == 0 {
 		return s.floor
 	}
@@ -109,50 +130,48 @@ func (s *roomStream) resyncFrom() store.MessageID {
 	return oldest
 }
 
-// catchUp delivers the stored messages after the cursor, oldest first.
-func (s *roomStream) catchUp(ctx context.Context, after store.MessageID) error {
+// catchUp delivers the stored messages after the cursor, oldest first. It
+// reports false when the stream must end, with the store's error if any.
+func (s *RoomStream) catchUp(ctx context.Context, after store.MessageID, emit func(*broker.Event) bool) (bool, error) {
 	for {
 		msgs, err := s.r.Store.MessagesAfter(ctx, s.room, after, replayPageSize)
 		if err != nil {
-			return err
+			if ctx.Err() != nil {
+				return false, nil
+			}
+			return false, err
 		}
 		for i := range msgs {
-			ev := broker.Event{Kind: broker.MessagePosted, Room: s.room, Message: &msgs[i], User: msgs[i].Author}
-			if !s.deliver(ctx, ev) {
-				return ctx.Err()
+			ev := &broker.Event{Kind: broker.MessagePosted, Room: s.room, Message: &msgs[i], User: msgs[i].Author}
+			if !s.deliver(ev, emit) {
+				return false, nil
 			}
 		}
 		if len(msgs) < replayPageSize {
-			return nil
+			return true, nil
 		}
 		after = msgs[len(msgs)-1].ID
 	}
 }
 
-// deliver sends ev unless it was already delivered; false means the
+// deliver emits ev unless it was already delivered; false means the
 // subscriber is gone.
-func (s *roomStream) deliver(ctx context.Context, ev broker.Event) bool {
-	var cursor *string
+func (s *RoomStream) deliver(ev *broker.Event, emit func(*broker.Event) bool) bool {
 	if m := ev.Message; m != nil {
 		if _, dup := s.seen[m.ID]; dup {
 			return true
 		}
 		s.remember(m.ID)
-		c := m.ID.String()
-		cursor = &c
 	}
-	out := &model.RoomEvent{Kind: model.RoomEventKind(ev.Kind), Room: ev.Room, Message: ev.Message, User: &ev.User, Cursor: cursor}
-	select {
-	case s.out <- out:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return emit(ev)
 }
 
 // remember records a delivered id, forgetting the oldest once
 // rememberedIDs are kept: constant time, bounded memory.
-func (s *roomStream) remember(id store.MessageID) {
+func (s *RoomStream) remember(id store.MessageID) {
+	if s.seen == nil {
+		s.seen = make(map[store.MessageID]struct{})
+	}
 	s.seen[id] = struct{}{}
 	if len(s.recent) < rememberedIDs {
 		s.recent = append(s.recent, id)
@@ -163,10 +182,31 @@ func (s *roomStream) remember(id store.MessageID) {
 	s.next = (s.next + 1) % rememberedIDs
 }
 
-// fail ends the subscription with err as a GraphQL error.
-func (s *roomStream) fail(ctx context.Context, err error) {
-	if ctx.Err() != nil {
-		return // the client left; nobody to tell
+// RoomEventOf shapes a broker event as the API's RoomEvent.
+func RoomEventOf(ev *broker.Event) *model.RoomEvent {
+	out := &model.RoomEvent{Kind: model.RoomEventKind(ev.Kind), Room: ev.Room, Message: ev.Message, User: &ev.User}
+	if ev.Message != nil {
+		cursor := ev.Message.ID.String()
+		out.Cursor = &cursor
 	}
-	transport.AddSubscriptionError(ctx, s.r.present(ctx, err))
+	return out
+}
+
+// channel runs the stream for gqlgen's subscription transports, which read
+// events from a channel; why it failed goes to the transport (endStream).
+func (s *RoomStream) channel(ctx context.Context) <-chan *model.RoomEvent {
+	out := make(chan *model.RoomEvent)
+	go func() {
+		defer close(out)
+		err := s.Run(ctx, func(ev *broker.Event) bool {
+			select {
+			case out <- RoomEventOf(ev):
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		})
+		s.r.endStream(ctx, err)
+	}()
+	return out
 }

@@ -1,0 +1,176 @@
+package live
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/99designs/gqlgen/graphql"
+
+	"github.com/killrchat/chatql/auth"
+	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/graph/model"
+	"github.com/killrchat/chatql/resolvers"
+	"github.com/killrchat/chatql/store"
+)
+
+// recentResults is how many encoded events an encoder keeps. Subscribers of
+// a room receive each live event within milliseconds of each other; a
+// subscriber that lags further (or replays history) encodes again.
+const recentResults = 256
+
+// encoders shares one encoder among the roomEvents operations that select
+// the same fields, so that an event is executed and JSON-encoded once for
+// all of them rather than once per subscriber.
+type encoders struct {
+	mu    sync.Mutex
+	byKey map[string]*encoder
+}
+
+// encoder executes one roomEvents selection set over events and keeps the
+// recent results. It holds no goroutine: the operation is gqlgen's, fed one
+// event at a time through the resolver's feed channel.
+//
+// The result of a selection over an event is the same for every subscriber
+// but in one respect: a hidden message's content is shown only to viewers
+// resolvers.SeesHiddenContent allows. The viewer's side of that rule is part
+// of the result's key, and the operation runs as that viewer when it matters.
+type encoder struct {
+	key  string
+	refs int // guarded by encoders.mu
+
+	mu      sync.Mutex
+	feed    chan *model.RoomEvent
+	next    graphql.ResponseHandler
+	ctx     context.Context
+	cancel  context.CancelFunc
+	results map[resultKey][]byte
+	order   [recentResults]resultKey
+	oldest  int
+	encodes int // how many events it executed, for tests
+}
+
+// resultKey identifies what an encoded event shows.
+type resultKey struct {
+	kind       broker.EventKind
+	room, user string
+	message    store.MessageID
+	hidden     bool
+	showHidden bool // the viewer may read the hidden content
+}
+
+// acquire returns the encoder of the operation's selection set, creating it
+// from this operation if it is the first. Release it when done.
+func (e *encoders) acquire(exec graphql.GraphExecutor, rc *graphql.OperationContext, field graphql.CollectedField) *encoder {
+	key := selectionKey(rc, field)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if enc := e.byKey[key]; enc != nil {
+		enc.refs++
+		return enc
+	}
+	if e.byKey == nil {
+		e.byKey = make(map[string]*encoder)
+	}
+	enc := newEncoder(exec, rc, key)
+	enc.refs = 1
+	e.byKey[key] = enc
+	return enc
+}
+
+func (e *encoders) release(enc *encoder) {
+	e.mu.Lock()
+	enc.refs--
+	last := enc.refs == 0
+	if last {
+		delete(e.byKey, enc.key)
+	}
+	e.mu.Unlock()
+	if last {
+		enc.cancel()
+	}
+}
+
+func newEncoder(exec graphql.GraphExecutor, rc *graphql.OperationContext, key string) *encoder {
+	feed := make(chan *model.RoomEvent, 1)
+	ctx, cancel := context.WithCancel(resolvers.WithRoomEventFeed(context.Background(), feed))
+	// The operation context of the subscriber that came first serves all:
+	// nothing in it but the selection set matters here, and its field
+	// cache is safe for concurrent use.
+	next, ctx := exec.DispatchOperation(ctx, rc)
+	return &encoder{
+		key: key, feed: feed, next: next, ctx: ctx, cancel: cancel,
+		results: make(map[resultKey][]byte, recentResults),
+	}
+}
+
+var errEncoderEnded = errors.New("live: the shared operation ended")
+
+// encode returns the JSON result of the selection over ev as viewer sees
+// it, executing it only if no subscriber needed it recently. The bytes are
+// shared: never modify them.
+func (enc *encoder) encode(ev *broker.Event, viewer store.UserRef) ([]byte, error) {
+	k := resultKey{kind: ev.Kind, room: ev.Room, user: ev.User.Login}
+	if m := ev.Message; m != nil {
+		k.message, k.hidden = m.ID, m.Hidden
+		k.showHidden = m.Hidden && resolvers.SeesHiddenContent(m, viewer)
+	}
+	enc.mu.Lock()
+	defer enc.mu.Unlock()
+	if b, ok := enc.results[k]; ok {
+		return b, nil
+	}
+	ctx := enc.ctx
+	if k.showHidden {
+		ctx = auth.WithUser(ctx, viewer)
+	}
+	enc.feed <- resolvers.RoomEventOf(ev) // never blocks: the buffer is empty between executions
+	resp := enc.next(ctx)
+	if resp == nil {
+		<-enc.feed
+		return nil, errEncoderEnded
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		return nil, err
+	}
+	enc.encodes++
+	if len(enc.results) == recentResults {
+		delete(enc.results, enc.order[enc.oldest])
+	}
+	enc.results[k] = b
+	enc.order[enc.oldest] = k
+	enc.oldest = (enc.oldest + 1) % recentResults
+	return b, nil
+}
+
+// selectionKey spells out the fields an operation selects under its root
+// field, after fragments and @skip/@include are applied: operations with
+// the same key produce the same result for the same event, whatever their
+// documents, variables or names.
+func selectionKey(rc *graphql.OperationContext, field graphql.CollectedField) string {
+	var b strings.Builder
+	writeField(&b, rc, field)
+	return b.String()
+}
+
+func writeField(b *strings.Builder, rc *graphql.OperationContext, f graphql.CollectedField) {
+	b.WriteString(f.Alias)
+	b.WriteByte(':')
+	b.WriteString(f.Name)
+	if len(f.Selections) == 0 || f.Definition == nil {
+		return
+	}
+	b.WriteByte('{')
+	for _, child := range graphql.CollectFields(rc, f.Selections, []string{f.Definition.Type.Name()}) {
+		if len(child.Arguments) > 0 {
+			args, _ := json.Marshal(child.ArgumentMap(rc.Variables))
+			b.Write(args)
+		}
+		writeField(b, rc, child)
+		b.WriteByte(' ')
+	}
+	b.WriteByte('}')
+}

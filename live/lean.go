@@ -1,0 +1,58 @@
+package live
+
+import (
+	"bufio"
+	"bytes"
+	"net"
+	"net/http"
+)
+
+// Buffer sizes of a websocket connection. net/http hijacks with 4 KiB each
+// way, which an idle chat subscriber never uses; these fit one typical
+// event frame per write syscall, and the websocket library reads larger
+// frames through them.
+const (
+	readBufferSize  = 512
+	writeBufferSize = 2048
+)
+
+// leanHijacker hands the websocket library the hijacked connection with
+// small buffers instead of net/http's, and keeps it for write deadlines.
+type leanHijacker struct {
+	http.ResponseWriter
+	conn *replayConn
+}
+
+func (w *leanHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	// Bytes the client sent right after its handshake may sit in net/http's
+	// reader; the connection replays them before reading the socket.
+	var pending []byte
+	if n := brw.Reader.Buffered(); n > 0 {
+		b, _ := brw.Reader.Peek(n)
+		pending = bytes.Clone(b)
+	}
+	w.conn = &replayConn{Conn: conn, pending: pending}
+	return w.conn, bufio.NewReadWriter(bufio.NewReaderSize(w.conn, readBufferSize), bufio.NewWriterSize(w.conn, writeBufferSize)), nil
+}
+
+// replayConn reads pending before the socket.
+type replayConn struct {
+	net.Conn
+	pending []byte
+}
+
+func (c *replayConn) Read(p []byte) (int, error) {
+	if len(c.pending) > 0 {
+		n := copy(p, c.pending)
+		c.pending = c.pending[n:]
+		if len(c.pending) == 0 {
+			c.pending = nil
+		}
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}

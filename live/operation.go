@@ -1,0 +1,225 @@
+package live
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/resolvers"
+)
+
+// RoomStreams opens room event streams: the resolvers.
+type RoomStreams interface {
+	OpenRoomEvents(ctx context.Context, room string, after *string) (*resolvers.RoomStream, error)
+}
+
+// operation is one subscribe (graphql-ws: start) of a connection.
+type operation struct {
+	c      *conn
+	id     string
+	rc     *graphql.OperationContext
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// subscribe starts the operation of a subscribe message; false ends the
+// connection. Problems with the operation itself (malformed, invalid, over
+// a limit) fail only that operation, with an error message.
+func (c *conn) subscribe(m message) bool {
+	c.mu.Lock()
+	acked, ctx, dup, running := c.acked, c.ctx, c.ops[m.ID] != nil, len(c.ops)
+	c.mu.Unlock()
+	switch {
+	case !acked:
+		c.close(closeUnauthorized, "Unauthorized")
+		return false
+	case m.ID == "":
+		c.close(closeBadRequest, "Invalid message received: "+m.Type+" needs an id")
+		return false
+	case dup:
+		c.close(closeDuplicateID, truncateReason("Subscriber for "+m.ID+" already exists"))
+		return false
+	case running >= c.t.cfg.MaxOperations:
+		return c.sendError(msgError, m.ID, badInput("too many operations on this connection: at most %d at a time; complete one or open another connection", c.t.cfg.MaxOperations))
+	}
+	var params graphql.RawParams
+	dec := json.NewDecoder(bytes.NewReader(m.Payload))
+	dec.UseNumber()
+	if err := dec.Decode(&params); err != nil {
+		return c.sendError(msgError, m.ID, badInput("invalid %s payload: %v", m.Type, err))
+	}
+	start := graphql.Now()
+	params.ReadTime = graphql.TraceTiming{Start: start, End: start}
+	ctx = graphql.StartOperationTrace(ctx)
+	rc, errs := c.exec.CreateOperationContext(ctx, &params)
+	if errs != nil {
+		resp := c.exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs)
+		return c.sendError(msgError, m.ID, resp.Errors...)
+	}
+	op := &operation{c: c, id: m.ID, rc: rc}
+	op.ctx, op.cancel = context.WithCancel(graphql.WithOperationContext(ctx, rc))
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		op.cancel()
+		return false
+	}
+	c.ops[m.ID] = op
+	c.mu.Unlock()
+	if field, room, after, ok := roomEventsField(rc); ok {
+		go op.streamRoom(field, room, after)
+	} else {
+		go op.execute()
+	}
+	return true
+}
+
+// stop ends the operation the client completed (graphql-ws: stopped). Its
+// id is free again at once.
+func (c *conn) stop(id string) {
+	c.mu.Lock()
+	op := c.ops[id]
+	delete(c.ops, id)
+	c.mu.Unlock()
+	if op != nil {
+		op.cancel()
+	}
+}
+
+// roomEventsField recognizes a roomEvents subscription and reads its
+// arguments; anything else (or arguments gqlgen would have to coerce) runs
+// through gqlgen's executor.
+func roomEventsField(rc *graphql.OperationContext) (f graphql.CollectedField, room string, after *string, ok bool) {
+	if rc.Operation == nil || rc.Operation.Operation != ast.Subscription {
+		return f, "", nil, false
+	}
+	fields := graphql.CollectFields(rc, rc.Operation.SelectionSet, []string{"Subscription"})
+	if len(fields) != 1 || fields[0].Name != "roomEvents" {
+		return f, "", nil, false
+	}
+	args := fields[0].ArgumentMap(rc.Variables)
+	if room, ok = args["room"].(string); !ok {
+		return f, "", nil, false
+	}
+	switch a := args["after"].(type) {
+	case nil:
+	case string:
+		after = &a
+	default:
+		return f, "", nil, false
+	}
+	return fields[0], room, after, true
+}
+
+// streamRoom serves a roomEvents subscription: each event is encoded by the
+// encoder shared with every subscription that selects the same fields, and
+// written as is.
+func (op *operation) streamRoom(field graphql.CollectedField, room string, after *string) {
+	defer op.finish()
+	stream, err := op.c.t.cfg.Rooms.OpenRoomEvents(op.ctx, room, after)
+	if err != nil {
+		// As gqlgen reports a failing subscription resolver: a result with
+		// the error, then complete.
+		path := ast.Path{ast.PathName(field.Alias)}
+		resp := op.c.exec.DispatchError(op.ctx, gqlerror.List{gqlerror.WrapPath(path, err)})
+		resp.Data = json.RawMessage("null")
+		if b, err := json.Marshal(resp); err == nil && op.writeResult(framePrefix(op.c.proto, op.id), b) {
+			op.c.send(message{ID: op.id, Type: msgComplete})
+		}
+		return
+	}
+	enc := op.c.t.encoders.acquire(op.c.exec, op.rc, field)
+	defer op.c.t.encoders.release(enc)
+	prefix := framePrefix(op.c.proto, op.id)
+	viewer := stream.Viewer()
+	var encodeErr error
+	err = stream.Run(op.ctx, func(ev *broker.Event) bool {
+		payload, err := enc.encode(ev, viewer)
+		if err != nil {
+			encodeErr = err
+			return false
+		}
+		return op.writeResult(prefix, payload)
+	})
+	if encodeErr != nil {
+		err = encodeErr
+	}
+	op.end(err, ast.Path{ast.PathName(field.Alias)})
+}
+
+// execute runs any other operation through gqlgen's executor: queries and
+// mutations (one result) and other subscriptions (a result per event).
+func (op *operation) execute() {
+	defer op.finish()
+	ctx, streamErr := resolvers.WithStreamError(op.ctx)
+	responses, ctx := op.c.exec.DispatchOperation(ctx, op.rc)
+	prefix := framePrefix(op.c.proto, op.id)
+	for {
+		resp := responses(ctx)
+		if resp == nil {
+			break
+		}
+		b, err := json.Marshal(resp)
+		if err != nil {
+			op.end(err, nil)
+			return
+		}
+		if !op.writeResult(prefix, b) {
+			return
+		}
+	}
+	op.end(streamErr(), nil)
+}
+
+// framePool holds frame buffers: a frame is built, written and released.
+var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// writeResult writes one result frame; false means the connection is gone.
+func (op *operation) writeResult(prefix, result []byte) bool {
+	bp := framePool.Get().(*[]byte)
+	frame := append(append(append((*bp)[:0], prefix...), result...), '}')
+	ok := op.c.write(frame)
+	*bp = frame
+	framePool.Put(bp)
+	return ok
+}
+
+// end tells the client how the operation ended, unless the client ended it
+// or left: complete, or the error that cut it short.
+func (op *operation) end(err error, path ast.Path) {
+	if op.ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		resp := op.c.exec.DispatchError(op.ctx, gqlerror.List{gqlerror.WrapPath(path, err)})
+		op.c.sendError(msgError, op.id, resp.Errors...)
+		return
+	}
+	op.c.send(message{ID: op.id, Type: msgComplete})
+}
+
+// finish releases the operation; a panic in it fails the operation, not
+// the server.
+func (op *operation) finish() {
+	if p := recover(); p != nil {
+		op.c.t.cfg.Log.Error("live: operation panicked", "panic", p, "id", op.id)
+		op.c.sendError(msgError, op.id, &gqlerror.Error{Message: "internal error", Extensions: map[string]any{"code": resolvers.CodeInternal}})
+	}
+	op.cancel()
+	op.c.mu.Lock()
+	if op.c.ops[op.id] == op {
+		delete(op.c.ops, op.id)
+	}
+	op.c.mu.Unlock()
+}
+
+func badInput(format string, args ...any) *gqlerror.Error {
+	return &gqlerror.Error{Message: fmt.Sprintf(format, args...), Extensions: map[string]any{"code": resolvers.CodeBadUserInput}}
+}

@@ -1,0 +1,324 @@
+// Package live serves GraphQL subscriptions (and any other operation) over
+// websockets, in both subprotocols clients speak: graphql-transport-ws and
+// the legacy graphql-ws.
+//
+// It exists for the roomEvents fan-out: gqlgen's own websocket transport
+// executes and encodes every event once per subscriber, with four
+// goroutines per subscription. Here a room event is executed and encoded
+// once per selection set and the same bytes are written to every
+// subscriber (see encoder), a connection holds one goroutine plus one per
+// active operation, and its buffers are small (see lean.go). Other
+// operations run through gqlgen's executor as usual.
+package live
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/coder/websocket"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+)
+
+// Config configures a Transport.
+type Config struct {
+	// Rooms opens room event streams (the resolvers).
+	Rooms RoomStreams
+	// Authenticate reads the token of a connection_init payload and returns
+	// the context operations run in. A connection without a token is
+	// anonymous; an error closes it with 4401.
+	Authenticate func(ctx context.Context, init map[string]any) (context.Context, error)
+	// Accept holds the origin rules of the websocket handshake.
+	Accept websocket.AcceptOptions
+	// InitTimeout is how long a client has to send connection_init.
+	InitTimeout time.Duration
+	// KeepAlive is the interval of graphql-ws "ka" messages (0: none).
+	KeepAlive time.Duration
+	// WriteTimeout bounds each write; a client that does not read for
+	// that long is disconnected.
+	WriteTimeout time.Duration
+	// ReadLimit caps the size of one client message.
+	ReadLimit int64
+	// MaxOperations caps the operations running on one connection.
+	MaxOperations int
+	// Context ends every connection when done (server shutdown).
+	Context context.Context
+	Log     *slog.Logger
+}
+
+// Transport is the websocket transport; add it to the gqlgen handler.
+type Transport struct {
+	cfg      Config
+	encoders encoders
+}
+
+// New returns a transport with cfg; zero durations and limits take defaults.
+func New(cfg Config) *Transport {
+	if cfg.InitTimeout <= 0 {
+		cfg.InitTimeout = 10 * time.Second
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 10 * time.Second
+	}
+	if cfg.ReadLimit <= 0 {
+		cfg.ReadLimit = 1 << 20
+	}
+	if cfg.MaxOperations <= 0 {
+		cfg.MaxOperations = 100
+	}
+	if cfg.Context == nil {
+		cfg.Context = context.Background()
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	cfg.Accept.Subprotocols = []string{graphqlTransportWS.name, graphqlWS.name}
+	return &Transport{cfg: cfg}
+}
+
+var _ graphql.Transport = (*Transport)(nil)
+
+// Supports claims websocket upgrades.
+func (t *Transport) Supports(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
+
+// Do accepts the websocket and serves it on a goroutine of its own, so the
+// HTTP handler's goroutine, its request and its buffers are released.
+func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	lean := &leanHijacker{ResponseWriter: w}
+	ws, err := websocket.Accept(lean, r, &t.cfg.Accept)
+	if err != nil {
+		return // Accept answered the request with the reason
+	}
+	ws.SetReadLimit(t.cfg.ReadLimit)
+	p := graphqlWS
+	if ws.Subprotocol() == graphqlTransportWS.name {
+		p = graphqlTransportWS
+	}
+	// The request's context ends when this handler returns; the
+	// connection keeps its values (an Authorization header's caller) and
+	// ends with the server.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	c := &conn{t: t, ws: ws, raw: lean.conn, proto: p, exec: exec, ctx: ctx, cancel: cancel, ops: make(map[string]*operation)}
+	go c.serve()
+}
+
+// conn is one websocket connection.
+type conn struct {
+	t     *Transport
+	ws    *websocket.Conn
+	raw   *replayConn
+	proto *protocol
+	exec  graphql.GraphExecutor
+
+	// ctx is the connection's: authenticated once connection_init is
+	// accepted; cancel ends it and every operation on it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	wmu sync.Mutex // serializes writes
+
+	mu        sync.Mutex
+	inited    bool // connection_init received
+	acked     bool // and accepted
+	closed    bool
+	ops       map[string]*operation
+	keepAlive *time.Timer
+}
+
+// serve reads client messages until the connection ends.
+func (c *conn) serve() {
+	defer c.cancel()
+	stopOnShutdown := context.AfterFunc(c.t.cfg.Context, func() { c.close(closeGoingAway, "server shutting down") })
+	defer stopOnShutdown()
+	initTimer := time.AfterFunc(c.t.cfg.InitTimeout, func() {
+		c.mu.Lock()
+		inited := c.inited
+		c.mu.Unlock()
+		if !inited {
+			c.close(closeInitTimeout, "Connection initialisation timeout")
+		}
+	})
+	defer initTimer.Stop()
+	defer c.stopKeepAlive()
+	for {
+		typ, data, err := c.ws.Read(context.Background())
+		if err != nil {
+			c.close(closeNormal, "")
+			return
+		}
+		if typ != websocket.MessageText {
+			c.close(closeUnsupportedFrame, "binary messages are not supported")
+			return
+		}
+		var m message
+		if err := json.Unmarshal(data, &m); err != nil || m.Type == "" {
+			c.close(closeBadRequest, "Invalid message received")
+			return
+		}
+		if !c.handle(m) {
+			return
+		}
+	}
+}
+
+// handle acts on one client message; false ends the connection.
+func (c *conn) handle(m message) bool {
+	switch m.Type {
+	case msgConnectionInit:
+		return c.init(m.Payload)
+	case msgPing:
+		return c.send(message{Type: msgPong, Payload: m.Payload})
+	case msgPong:
+		return true
+	case c.proto.subscribe:
+		return c.subscribe(m)
+	case c.proto.stop:
+		c.stop(m.ID)
+		return true
+	case c.proto.terminate:
+		c.close(closeNormal, "terminated")
+		return false
+	}
+	c.close(closeBadRequest, fmt.Sprintf("Invalid message type %q", m.Type))
+	return false
+}
+
+// init authenticates the connection from its connection_init payload.
+func (c *conn) init(payload json.RawMessage) bool {
+	c.mu.Lock()
+	again := c.inited
+	c.inited = true
+	c.mu.Unlock()
+	if again {
+		c.close(closeTooManyInits, "Too many initialisation requests")
+		return false
+	}
+	var init map[string]any
+	if len(payload) > 0 && string(payload) != "null" {
+		if err := json.Unmarshal(payload, &init); err != nil {
+			c.close(closeBadRequest, "connection_init payload must be an object")
+			return false
+		}
+	}
+	ctx := c.ctx
+	if c.t.cfg.Authenticate != nil {
+		var err error
+		if ctx, err = c.t.cfg.Authenticate(ctx, init); err != nil {
+			reason := "Unauthorized: " + err.Error()
+			c.sendError(msgConnectionError, "", &gqlerror.Error{Message: reason})
+			c.close(closeUnauthorized, truncateReason(reason))
+			return false
+		}
+	}
+	c.mu.Lock()
+	c.ctx, c.acked = ctx, true
+	c.mu.Unlock()
+	if !c.send(message{Type: msgConnectionAck}) {
+		return false
+	}
+	if c.proto.keepAlive != "" && c.t.cfg.KeepAlive > 0 {
+		c.sendKeepAlive()
+	}
+	return true
+}
+
+// sendKeepAlive sends a graphql-ws "ka" now and every KeepAlive after.
+func (c *conn) sendKeepAlive() {
+	if !c.send(message{Type: c.proto.keepAlive}) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	if c.keepAlive == nil {
+		c.keepAlive = time.AfterFunc(c.t.cfg.KeepAlive, c.sendKeepAlive)
+	} else {
+		c.keepAlive.Reset(c.t.cfg.KeepAlive)
+	}
+}
+
+func (c *conn) stopKeepAlive() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.keepAlive != nil {
+		c.keepAlive.Stop()
+	}
+}
+
+// send writes one protocol message; false means the connection is gone.
+func (c *conn) send(m message) bool {
+	b, err := json.Marshal(m)
+	if err != nil {
+		c.t.cfg.Log.Error("live: encode message", "type", m.Type, "err", err)
+		return false
+	}
+	return c.write(b)
+}
+
+// sendError sends an error message (or connection_error) with errs as the
+// payload list.
+func (c *conn) sendError(typ, id string, errs ...*gqlerror.Error) bool {
+	payload, err := json.Marshal(errs)
+	if err != nil {
+		c.t.cfg.Log.Error("live: encode errors", "err", err)
+		return false
+	}
+	return c.send(message{ID: id, Type: typ, Payload: payload})
+}
+
+// write sends one text frame within the write timeout. A write that fails
+// or times out closes the connection: the client is gone or not reading.
+func (c *conn) write(frame []byte) bool {
+	// Writes take turns (the websocket library would serialize them
+	// anyway) so that each runs under its own deadline, cleared after it:
+	// the library's own control frames must not inherit a stale one.
+	c.wmu.Lock()
+	_ = c.raw.SetWriteDeadline(time.Now().Add(c.t.cfg.WriteTimeout))
+	err := c.ws.Write(context.Background(), websocket.MessageText, frame)
+	_ = c.raw.SetWriteDeadline(time.Time{})
+	c.wmu.Unlock()
+	if err != nil {
+		c.mu.Lock()
+		closed := c.closed
+		c.mu.Unlock()
+		if !closed {
+			c.t.cfg.Log.Debug("live: write failed; closing the connection", "err", err)
+		}
+		c.cancel()
+		_ = c.ws.CloseNow()
+		return false
+	}
+	return true
+}
+
+// close ends the connection with a close frame, once. The close handshake
+// waits for the client, so it runs on its own.
+func (c *conn) close(code websocket.StatusCode, reason string) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.cancel()
+	go func() { _ = c.ws.Close(code, reason) }()
+}
+
+// truncateReason fits a close reason in a control frame (123 bytes).
+func truncateReason(s string) string {
+	if len(s) <= 123 {
+		return s
+	}
+	return s[:120] + "..."
+}
