@@ -59,6 +59,22 @@ func (r Room) HasParticipant(login string) bool {
 	return false
 }
 
+// RoomMembership is what a participant check needs of a room, without its
+// participant set: the room's kind and creator, and whether one user is
+// among its participants. A backend answers it from one small read of the
+// room's partition, as of one instant, so it agrees with a Room read made at
+// that instant whatever joins, leaves and deletes run meanwhile.
+type RoomMembership struct {
+	Room    string
+	Kind    RoomKind
+	Creator UserRef
+	// Login is the user asked about.
+	Login string
+	// Participant reports whether Login is a current participant (a member,
+	// for a private group).
+	Participant bool
+}
+
 // Message is one message of a room. System messages record joins and leaves.
 type Message struct {
 	Room    string
@@ -103,6 +119,13 @@ type Store interface {
 	// Room returns the room called name with its creator and participants,
 	// read from one partition. Returns ErrNotFound if there is none.
 	Room(ctx context.Context, name string) (Room, error)
+
+	// Membership returns the room's kind and creator and whether login is
+	// one of its participants, without reading the participant set: the
+	// check every post, message page and subscription makes first. It reads
+	// one instant of the room, as Room does. Returns ErrNotFound if the room
+	// does not exist.
+	Membership(ctx context.Context, room, login string) (RoomMembership, error)
 
 	// Rooms returns up to limit rooms that come after the room named after
 	// in the backend's own stable order (the empty string starts at the

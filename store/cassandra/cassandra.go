@@ -213,6 +213,16 @@ const (
 	joinRoom         = `UPDATE chat_rooms SET participants = participants + ? WHERE room_name = ? IF EXISTS`
 	leaveRoom        = `UPDATE chat_rooms SET participants = participants - ? WHERE room_name = ?`
 	deleteRoom       = `DELETE FROM chat_rooms WHERE room_name = ? IF creator_login = ? AND participants = ?`
+	// selectMembership reads of the room's row the creator, the kind, and
+	// the slice of the participants set that holds one login. Elements are
+	// frozen users, ordered by login, then names, and a null field sorts
+	// before any value (the empty string included): so the slice from
+	// {login: L} to {login: L + "\x00"}, names null and both bounds
+	// included, holds every element of login L and no other (logins hold
+	// no NUL). On a non-frozen set, Cassandra 4.0 and later (CASSANDRA-7396)
+	// build the read's column filter from the slice, so replicas return
+	// only those cells, and the driver decodes no more.
+	selectMembership = `SELECT creator, kind, participants[{login: ?}..{login: ?}] FROM chat_rooms WHERE room_name = ?`
 	// selectRoomCondition reads what deleteRoom's condition compares.
 	selectRoomCondition = `SELECT creator_login, participants FROM chat_rooms WHERE room_name = ?`
 )
@@ -279,6 +289,36 @@ func (db *DB) CreateRoom(ctx context.Context, r store.Room) error {
 // Room returns the room called name.
 func (db *DB) Room(ctx context.Context, name string) (store.Room, error) {
 	return db.roomAt(db.query(ctx, selectRoom, name), name)
+}
+
+// Membership reads the room's creator and kind and the participants of
+// login's name, a slice of the set (see selectMembership), from the room's
+// one row: a single-partition read, so it sees each join (an LWT), leave
+// and delete (an LWT) of the room wholly or not at all, as Room does, at
+// the same consistency. The slice holds the elements of that login only,
+// checked here again, so a bound that met some other element could only
+// cost a longer answer, never a wrong one.
+func (db *DB) Membership(ctx context.Context, room, login string) (store.RoomMembership, error) {
+	var (
+		creator userUDT
+		kind    string
+		slice   []userUDT
+	)
+	err := db.query(ctx, selectMembership, login, login+"\x00", room).Scan(&creator, &kind, &slice)
+	if err == nil && creator.Login == "" {
+		err = gocql.ErrNotFound // see readRoom
+	}
+	if errors.Is(err, gocql.ErrNotFound) {
+		return store.RoomMembership{}, fmt.Errorf("room %q: %w", room, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.RoomMembership{}, fmt.Errorf("cassandra: read the membership of %q in room %q: %w", login, room, err)
+	}
+	m := store.RoomMembership{Room: room, Kind: store.RoomKind(kind), Creator: store.UserRef(creator), Login: login}
+	for _, p := range slice {
+		m.Participant = m.Participant || p.Login == login
+	}
+	return m, nil
 }
 
 // roomAt runs the room read q and maps a missing room to store.ErrNotFound.

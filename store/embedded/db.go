@@ -60,7 +60,11 @@ func Open(dir string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening embedded store in %s: %w", dir, err)
 	}
-	return &DB{pdb: pdb, locks: stripes{seed: maphash.MakeSeed()}}, nil
+	db := &DB{pdb: pdb, locks: stripes{seed: maphash.MakeSeed()}}
+	if err := db.buildRoomMembers(); err != nil {
+		return nil, errors.Join(fmt.Errorf("opening embedded store in %s: building room_members: %w", dir, err), pdb.Close())
+	}
+	return db, nil
 }
 
 // Close flushes the store to its files and closes it. It waits for

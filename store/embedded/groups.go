@@ -93,6 +93,7 @@ func (db *DB) AddGroupMember(ctx context.Context, group string, by string, u sto
 
 	b := db.batch()
 	b.set(rk, room)
+	b.addMember(room, u.Login)
 	b.set(uk, user)
 	if err := db.openWindow(b, u.Login, group, at); err != nil {
 		b.Close()
@@ -147,6 +148,7 @@ func (db *DB) LeaveGroup(ctx context.Context, group string, u store.UserRef, at 
 	}
 	b := db.batch()
 	b.set(rk, room)
+	b.delete(memberKey(group, u.Login))
 	if user, found, err := getRow[userRow](db, uk); err != nil {
 		b.Close()
 		return fmt.Errorf("reading user %q: %w", u.Login, err)

@@ -30,6 +30,12 @@ const (
 	tableMessagesByAuthor = "messages_by_author"
 	tableAuthorBuckets    = "author_buckets"
 	tableConversations    = "conversations_by_user"
+
+	// tableRoomMembers is no Cassandra table but this store's index of
+	// chat_rooms' participants (see membersPartition), and tableMeta holds
+	// facts about the store itself, such as which indexes are built.
+	tableRoomMembers = "room_members"
+	tableMeta        = "store_meta"
 )
 
 // A key is an encoded tuple under construction. Each method appends one
@@ -154,6 +160,26 @@ func (k key) next() []byte {
 func userKey(login string) key { return tuple(tableUsers).str(login) }
 
 func roomKey(name string) key { return tuple(tableChatRooms).str(name) }
+
+// membersPartition is the room's partition of room_members: the room's
+// kind and creator in a header row at the partition key itself, then one
+// row per participant, by login, repeating the header. Every write of the
+// room's row in chat_rooms writes it in the same batch (and DeleteRoom
+// deletes the whole partition), so it always agrees with the room's
+// participant set, and whether one user takes part is one point read of a
+// small row instead of the decoding of the whole set. It is what Cassandra
+// reads with a slice of the participants set (see the cassandra backend's
+// Membership), kept as keys. The header row sorts before every member row,
+// and no member row is taken for it: a login element always follows.
+func membersPartition(room string) key { return tuple(tableRoomMembers).str(room) }
+
+// memberKey is the row of room_members recording that login takes part in
+// the room.
+func memberKey(room, login string) key { return membersPartition(room).str(login) }
+
+// roomMembersBuilt is the row of store_meta that says room_members has
+// been built for every room (see buildRoomMembers).
+func roomMembersBuilt() key { return tuple(tableMeta).str(tableRoomMembers) }
 
 // messagePartition is the partition of chat_room_messages holding one day
 // of a room.

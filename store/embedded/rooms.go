@@ -1,7 +1,9 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -37,8 +39,11 @@ func (db *DB) CreateRoom(ctx context.Context, r store.Room) error {
 	}
 	creator.addRoom(r.Name)
 
+	row := newRoomRow(r)
 	b := db.batch()
-	b.set(rk, newRoomRow(r))
+	b.set(rk, row)
+	b.set(membersPartition(r.Name), row.memberRow())
+	b.addMember(row, r.Creator.Login)
 	b.set(uk, creator)
 	if r.Kind == store.PrivateGroup {
 		// A fresh entry, whatever a deleted group of that name left.
@@ -67,6 +72,66 @@ func (db *DB) Room(ctx context.Context, name string) (store.Room, error) {
 		return store.Room{}, err
 	}
 	return row.room(), nil
+}
+
+// Membership answers from room_members (see membersPartition): one point
+// read of login's member row, which repeats the room's kind and creator.
+// Without one, login is no participant, or the room does not exist; the
+// header row tells which, read together with the member row again from one
+// iterator, a consistent view of the partition, so that a room created, or
+// a join made, between the two reads is not taken for a room with a
+// non-participant.
+func (db *DB) Membership(ctx context.Context, room, login string) (store.RoomMembership, error) {
+	end, err := db.begin(ctx)
+	if err != nil {
+		return store.RoomMembership{}, err
+	}
+	defer end()
+
+	row, found, err := getRow[memberRow](db, memberKey(room, login))
+	if err != nil {
+		return store.RoomMembership{}, fmt.Errorf("reading the membership of %q in room %q: %w", login, room, err)
+	}
+	if found {
+		return row.membership(room, login, true), nil
+	}
+	m, err := db.membershipAtOnce(ctx, room, login)
+	if err != nil {
+		return store.RoomMembership{}, fmt.Errorf("reading the membership of %q in room %q: %w", login, room, err)
+	}
+	return m, nil
+}
+
+// membershipAtOnce reads the header row of the room's members partition and
+// login's member row through one iterator. Returns ErrNotFound if the room
+// has no header row: it does not exist.
+func (db *DB) membershipAtOnce(ctx context.Context, room, login string) (m store.RoomMembership, err error) {
+	p := membersPartition(room)
+	it, err := db.pdb.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: p, UpperBound: p.end()})
+	if err != nil {
+		return m, err
+	}
+	defer func() { err = errors.Join(err, it.Close()) }()
+	if !it.First() || !bytes.Equal(it.Key(), p) {
+		if err := it.Error(); err != nil {
+			return m, err
+		}
+		return m, fmt.Errorf("room %q: %w", room, store.ErrNotFound)
+	}
+	v, err := it.ValueAndErr()
+	if err != nil {
+		return m, err
+	}
+	header, err := decode[memberRow](v)
+	if err != nil {
+		return m, err
+	}
+	mk := memberKey(room, login)
+	participant := it.SeekGE(mk) && bytes.Equal(it.Key(), mk)
+	if err := it.Error(); err != nil {
+		return m, err
+	}
+	return header.membership(room, login, participant), nil
 }
 
 // Rooms returns up to limit rooms named after after, in name order.
@@ -124,6 +189,7 @@ func (db *DB) JoinRoom(ctx context.Context, name string, u store.UserRef) (store
 
 	b := db.batch()
 	b.set(rk, room)
+	b.addMember(room, u.Login)
 	b.set(uk, user)
 	if err := b.commit(pebble.Sync); err != nil {
 		return store.Room{}, fmt.Errorf("writing %q joining room %q: %w", u.Login, name, err)
@@ -150,7 +216,9 @@ func (db *DB) LeaveRoom(ctx context.Context, name string, u store.UserRef) error
 	}
 	b := db.batch()
 	b.set(rk, room)
+	b.delete(memberKey(name, u.Login))
 	if user, found, err := getRow[userRow](db, uk); err != nil {
+		b.Close()
 		return fmt.Errorf("reading user %q: %w", u.Login, err)
 	} else if found {
 		user.removeRoom(name)
@@ -208,6 +276,7 @@ func (db *DB) DeleteRoom(ctx context.Context, name string, creatorLogin string) 
 
 		b := db.batch()
 		b.delete(rk)
+		b.deleteRange(membersPartition(name))
 		for _, p := range room.Participants {
 			uk := userKey(p.Login)
 			user, found, err := getRow[userRow](db, uk)
@@ -246,6 +315,59 @@ func (db *DB) room(name string) (roomRow, error) {
 		return row, fmt.Errorf("room %q: %w", name, store.ErrNotFound)
 	}
 	return row, nil
+}
+
+// buildRoomMembers builds room_members from the rooms of a store written
+// before it had that index, once: Open runs it before any operation, so
+// nothing writes meanwhile. It clears the table first, so that an earlier
+// build cut short (and anything written since by a version of this store
+// that did not keep the index) leaves nothing behind, and marks the index
+// built in the batch of the last rooms. (Opening a store with an older
+// version after this one built the index, and then with this one again,
+// would keep an index that the older version let go stale: delete the
+// store_meta row to have it rebuilt.)
+func (db *DB) buildRoomMembers() error {
+	if built, err := db.has(roomMembersBuilt()); err != nil || built {
+		return err
+	}
+	const roomsPerBatch = 256
+	b := db.batch()
+	b.deleteRange(tuple(tableRoomMembers))
+	n := 0
+	table := tuple(tableChatRooms)
+	err := db.scan(context.Background(), table, table.end(), false, func(_, v []byte) (bool, error) {
+		row, err := decode[roomRow](v)
+		if err != nil {
+			return false, err
+		}
+		b.set(membersPartition(row.Name), row.memberRow())
+		for _, p := range row.Participants {
+			b.addMember(row, p.Login)
+		}
+		if n++; n%roomsPerBatch == 0 {
+			err := b.commit(pebble.NoSync) // closes b
+			b = nil
+			if err != nil {
+				return false, err
+			}
+			b = db.batch()
+		}
+		return true, nil
+	})
+	if err != nil {
+		if b != nil {
+			b.Close()
+		}
+		return fmt.Errorf("indexing the rooms: %w", err)
+	}
+	b.setEmpty(roomMembersBuilt())
+	return b.commit(pebble.Sync)
+}
+
+// addMember adds to b the member row of login in room_members, for the
+// room as row holds it. The caller writes row in the same batch.
+func (b *batch) addMember(row roomRow, login string) {
+	b.set(memberKey(row.Name, login), row.memberRow())
 }
 
 // deleteIndexed adds to b the deletion of the copies by id and by author of

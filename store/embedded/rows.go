@@ -138,6 +138,26 @@ func (r roomRow) room() store.Room {
 	}
 }
 
+// memberRow is a row of room_members, the header row and the member rows
+// alike: the room's kind and creator, which stay the same as long as the
+// room exists.
+type memberRow struct {
+	Kind    string  `json:"k,omitempty"` // store.RoomKind: "" is public
+	Creator userRef `json:"c"`
+}
+
+func (r roomRow) memberRow() memberRow { return memberRow{Kind: r.Kind, Creator: r.Creator} }
+
+func (r memberRow) membership(room, login string, participant bool) store.RoomMembership {
+	return store.RoomMembership{
+		Room:        room,
+		Kind:        store.RoomKind(r.Kind),
+		Creator:     r.Creator.ref(),
+		Login:       login,
+		Participant: participant,
+	}
+}
+
 func byLogin(p userRef, login string) int { return strings.Compare(p.Login, login) }
 
 // addParticipant adds u to the participants, keeping them sorted by login.

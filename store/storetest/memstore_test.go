@@ -112,6 +112,16 @@ func (s *memStore) Room(_ context.Context, name string) (store.Room, error) {
 	return cloneRoom(r), nil
 }
 
+func (s *memStore) Membership(_ context.Context, name, login string) (store.RoomMembership, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.rooms[name]
+	if !ok {
+		return store.RoomMembership{}, notFound("room " + name)
+	}
+	return store.RoomMembership{Room: name, Kind: r.Kind, Creator: r.Creator, Login: login, Participant: r.HasParticipant(login)}, nil
+}
+
 func (s *memStore) Rooms(_ context.Context, after string, limit int) ([]store.Room, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
