@@ -83,6 +83,16 @@ func groups() []group[store.Store] {
 			{"ErrNotFound", testDeleteRoomNotFound},
 			{"JoinRacingDelete", testJoinRacingDelete},
 		}},
+		{"Membership", []storeTest{
+			{"Participants", testMembershipParticipants},
+			{"Leave", testMembershipLeave},
+			{"Delete", testMembershipDelete},
+			{"ErrNotFound", testMembershipNotFound},
+			{"PrivateGroup", testMembershipGroup},
+			{"LoginPrefixes", testMembershipLoginPrefixes},
+			{"ConcurrentJoinLeave", testMembershipConcurrent},
+			{"RacingDelete", testMembershipRacingDelete},
+		}},
 		{"Messages", []storeTest{
 			{"NewestFirst", testMessagesNewestFirst},
 			{"Empty", testMessagesEmpty},
