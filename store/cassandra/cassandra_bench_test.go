@@ -92,3 +92,113 @@ func BenchmarkCassandraMessagesPage(b *testing.B) {
 		}
 	}
 }
+
+// benchCassandraRoom creates a room of n participants, the creator and
+// n-1 users added in one join, and returns it with its participants.
+func benchCassandraRoom(b *testing.B, db *DB, n int) store.Room {
+	b.Helper()
+	ctx := context.Background()
+	creator := store.UserRef{Login: "bench-creator", Firstname: "Bench", Lastname: "Creator"}
+	room := store.Room{Name: fmt.Sprintf("bench-%08x", rand.Uint32()), Creator: creator, CreatedAt: time.Now()}
+	if err := db.CreateRoom(ctx, room); err != nil {
+		b.Fatal(err)
+	}
+	room.Participants = []store.UserRef{creator}
+	for i := 1; i < n; i++ {
+		room.Participants = append(room.Participants, store.UserRef{Login: fmt.Sprintf("bench-user-%04d", i), Firstname: "Bench", Lastname: fmt.Sprintf("User %d", i)})
+	}
+	if n > 1 {
+		q := db.query(ctx, joinRoom, toUDTs(room.Participants[1:]), room.Name)
+		if applied, err := execCAS(q, nil); err != nil || !applied {
+			b.Fatalf("adding %d participants: applied %v, %v", n-1, applied, err)
+		}
+	}
+	return room
+}
+
+// BenchmarkCassandraRoomRead is the participant check before Membership:
+// the room's row with its whole participant set, decoded.
+func BenchmarkCassandraRoomRead(b *testing.B) {
+	db := benchDB(b)
+	ctx := context.Background()
+	for _, n := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("participants=%d", n), func(b *testing.B) {
+			room := benchCassandraRoom(b, db, n)
+			b.ReportAllocs()
+			for b.Loop() {
+				r, err := db.Room(ctx, room.Name)
+				if err != nil || len(r.Participants) != n {
+					b.Fatalf("Room = %d participants, %v", len(r.Participants), err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCassandraMembership is the participant check since Membership:
+// the room's row with only the slice of the participants set of one login.
+func BenchmarkCassandraMembership(b *testing.B) {
+	db := benchDB(b)
+	ctx := context.Background()
+	for _, n := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("participants=%d", n), func(b *testing.B) {
+			room := benchCassandraRoom(b, db, n)
+			login := room.Participants[n/2].Login
+			b.ReportAllocs()
+			for b.Loop() {
+				m, err := db.Membership(ctx, room.Name, login)
+				if err != nil || !m.Participant {
+					b.Fatalf("Membership(%q) = %+v, %v", login, m, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCassandraPostPath is the store side of a post to a public room
+// as the resolver makes it, check then write, one post at a time, with
+// either check: check=room reads the whole room (the resolver before
+// Membership), check=membership asks Membership.
+func BenchmarkCassandraPostPath(b *testing.B) {
+	db := benchDB(b)
+	ctx := context.Background()
+	for _, n := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("participants=%d", n), func(b *testing.B) {
+			room := benchCassandraRoom(b, db, n)
+			author := room.Creator
+			checks := []struct {
+				name  string
+				check func() error
+			}{
+				{"room", func() error {
+					r, err := db.Room(ctx, room.Name)
+					if err == nil && !r.HasParticipant(author.Login) {
+						err = fmt.Errorf("%q is no participant", author.Login)
+					}
+					return err
+				}},
+				{"membership", func() error {
+					m, err := db.Membership(ctx, room.Name, author.Login)
+					if err == nil && !m.Participant {
+						err = fmt.Errorf("%q is no participant", author.Login)
+					}
+					return err
+				}},
+			}
+			for _, c := range checks {
+				b.Run("check="+c.name, func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						if err := c.check(); err != nil {
+							b.Fatal(err)
+						}
+						m := store.Message{Room: room.Name, ID: store.NewMessageID(), Author: author, Content: "The quick brown fox jumps over the lazy dog."}
+						if err := db.PostMessage(ctx, m); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		})
+	}
+}

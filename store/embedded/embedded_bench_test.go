@@ -59,8 +59,9 @@ func BenchmarkRoomRead(b *testing.B) {
 }
 
 // BenchmarkPostMessagePath is the store side of postMessage as the
-// resolver makes it: the room read (participant check), then the write,
-// in a room of 100 participants, from parallel posters.
+// resolver made it before Membership: the room read (participant check),
+// then the write, in a room of 100 participants, from parallel posters.
+// BenchmarkPostPath compares it with the check by Membership.
 func BenchmarkPostMessagePath(b *testing.B) {
 	db, room := benchRoom(b, 100)
 	ctx := context.Background()
@@ -80,6 +81,87 @@ func BenchmarkPostMessagePath(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkMembership is the participant check as it is made since
+// Membership: one point read of a small row (member), or the header and the
+// member row through one iterator (outsider, a non-participant), whatever
+// the room's size. Compare BenchmarkRoomRead, the check before.
+func BenchmarkMembership(b *testing.B) {
+	for _, n := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("participants=%d", n), func(b *testing.B) {
+			db, room := benchRoom(b, n)
+			ctx := context.Background()
+			for _, who := range []struct {
+				name, login string
+				in          bool
+			}{
+				{"member", fmt.Sprintf("bench-user-%04d", n/2), true},
+				{"outsider", "bench-outsider", false},
+			} {
+				b.Run(who.name, func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						m, err := db.Membership(ctx, room.Name, who.login)
+						if err != nil || m.Participant != who.in {
+							b.Fatalf("Membership(%q) = %+v, %v", who.login, m, err)
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+// BenchmarkPostPath is the store side of a post to a public room as the
+// resolver makes it, check then write, with either check: check=room reads
+// the whole room (the resolver before Membership), check=membership asks
+// Membership. Parallel posters, as in BenchmarkPostMessagePath.
+func BenchmarkPostPath(b *testing.B) {
+	for _, n := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("participants=%d", n), func(b *testing.B) {
+			db, room := benchRoom(b, n)
+			ctx := context.Background()
+			author := room.Creator
+			checks := []struct {
+				name  string
+				check func() error
+			}{
+				{"room", func() error {
+					r, err := db.Room(ctx, room.Name)
+					if err == nil && !r.HasParticipant(author.Login) {
+						err = fmt.Errorf("%q is no participant", author.Login)
+					}
+					return err
+				}},
+				{"membership", func() error {
+					m, err := db.Membership(ctx, room.Name, author.Login)
+					if err == nil && !m.Participant {
+						err = fmt.Errorf("%q is no participant", author.Login)
+					}
+					return err
+				}},
+			}
+			for _, c := range checks {
+				b.Run("check="+c.name, func(b *testing.B) {
+					b.ReportAllocs()
+					b.RunParallel(func(pb *testing.PB) {
+						for pb.Next() {
+							if err := c.check(); err != nil {
+								b.Error(err)
+								return
+							}
+							m := store.Message{Room: room.Name, ID: store.NewMessageID(), Author: author, Content: "The quick brown fox jumps over the lazy dog."}
+							if err := db.PostMessage(ctx, m); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				})
+			}
+		})
+	}
 }
 
 // BenchmarkMessagesAfter is a resuming subscriber's catch-up read: the 100
