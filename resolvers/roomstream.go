@@ -155,9 +155,10 @@ func (s *RoomStream) catchUp(ctx context.Context, after store.MessageID, emit fu
 }
 
 // deliver emits ev unless it was already delivered; false means the
-// subscriber is gone.
+// subscriber is gone. A MESSAGE_HIDDEN event is about a message delivered
+// before: it is not a repeat of it.
 func (s *RoomStream) deliver(ev *broker.Event, emit func(*broker.Event) bool) bool {
-	if m := ev.Message; m != nil {
+	if m := ev.Message; m != nil && ev.Kind != broker.MessageHidden {
 		if _, dup := s.seen[m.ID]; dup {
 			return true
 		}

@@ -1,0 +1,318 @@
+package live
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Every subscriber of a room gets every event, and each event is executed
+// and encoded once for all subscribers that select the same fields, however
+// their documents spell the selection.
+func TestRoomEventsEncodedOncePerSelection(t *testing.T) {
+	h := newHarness(t, nil)
+	alice := h.user("alice")
+	var logins []string
+	for i := range 6 {
+		logins = append(logins, fmt.Sprintf("u%d", i))
+	}
+	tokens := map[string]string{}
+	for _, l := range logins {
+		tokens[l] = h.user(l)
+	}
+	h.room("hall", "alice", logins...)
+
+	// Three spellings of one selection, over both protocols, and one other
+	// selection.
+	same := []string{
+		roomEvents,
+		`subscription S($r: String!) { roomEvents(room: $r) { ...E } } fragment E on RoomEvent { kind cursor message { id content author { login } } user { login } }`,
+		`subscription($r: String!, $withUser: Boolean!) { roomEvents(room: $r) { kind cursor message { id content author { login } } user @include(if: $withUser) { login } } }`,
+	}
+	other := `subscription($r: String!) { roomEvents(room: $r) { kind message { content } } }`
+	type sub struct {
+		c     *client
+		proto *protocol
+	}
+	var subs []sub
+	before := streams()
+	for i, login := range logins {
+		proto := graphqlTransportWS
+		if i%2 == 1 {
+			proto = graphqlWS
+		}
+		c := h.connect(proto.name, tokens[login])
+		query := other
+		if i < 5 {
+			query = same[i%len(same)]
+		}
+		c.subscribe(proto, "s", query, map[string]any{"r": "hall", "withUser": true})
+		subs = append(subs, sub{c, proto})
+	}
+	waitFor(t, "six room streams", func() bool { return streams() == before+6 })
+
+	const posts = 20
+	var ids []string
+	for i := range posts {
+		ids = append(ids, h.post(alice, "hall", fmt.Sprintf("hello %d", i)))
+	}
+	for i, s := range subs[:5] {
+		for j := range posts {
+			ev := s.c.event(s.proto, "s")
+			if ev.Kind != "MESSAGE_POSTED" || ev.Message == nil || ev.Message.ID != ids[j] || ev.Cursor != ids[j] ||
+				ev.Message.Content != fmt.Sprintf("hello %d", j) || ev.User.Login != "alice" || ev.Message.Author.Login != "alice" {
+				t.Fatalf("subscriber %d, event %d: got %+v", i, j, ev)
+			}
+		}
+	}
+	last := subs[5]
+	for j := range posts {
+		m := last.c.read()
+		want := fmt.Sprintf(`{"data":{"roomEvents":{"kind":"MESSAGE_POSTED","message":{"content":"hello %d"}}}}`, j)
+		if m.Type != last.proto.next || string(m.Payload) != want {
+			t.Fatalf("other selection, event %d: got %s %s, want %s", j, m.Type, m.Payload, want)
+		}
+	}
+	encoders, encodes := h.encoderCount()
+	if encoders != 2 || encodes != 2*posts {
+		t.Fatalf("got %d encoders that executed %d events; want 2 encoders and %d executions (one per event per selection)", encoders, encodes, 2*posts)
+	}
+
+	// Encoders go when their last subscriber does.
+	for _, s := range subs {
+		s.c.send(message{ID: "s", Type: s.proto.stop})
+	}
+	waitFor(t, "streams to end", func() bool { return streams() == before })
+	waitFor(t, "encoders to be released", func() bool { n, _ := h.encoderCount(); return n == 0 })
+}
+
+// A hidden message's content is shown to its author only, also when the
+// MESSAGE_HIDDEN event of one encoder reaches both.
+func TestHiddenContentPerViewer(t *testing.T) {
+	h := newHarness(t, nil)
+	alice, bob := h.user("alice"), h.user("bob")
+	h.room("hall", "bob", "alice")
+	before := streams()
+	ca := h.connect(graphqlTransportWS.name, alice)
+	cb := h.connect(graphqlTransportWS.name, bob)
+	ca.subscribe(graphqlTransportWS, "a", roomEvents, map[string]any{"r": "hall"})
+	cb.subscribe(graphqlTransportWS, "b", roomEvents, map[string]any{"r": "hall"})
+	waitFor(t, "two room streams", func() bool { return streams() == before+2 })
+
+	id := h.post(alice, "hall", "oops")
+	for _, c := range []*client{ca, cb} {
+		if ev := c.event(graphqlTransportWS, map[*client]string{ca: "a", cb: "b"}[c]); ev.Message.Content != "oops" {
+			t.Fatalf("posted: got %+v", ev)
+		}
+	}
+	h.do(alice, `mutation($id: ID!) { hideMessage(id: $id) { id } }`, map[string]any{"id": id}, nil)
+	if ev := ca.event(graphqlTransportWS, "a"); ev.Kind != "MESSAGE_HIDDEN" || ev.Message.ID != id || ev.Message.Content != "oops" {
+		t.Fatalf("author sees: %+v, want the content", ev)
+	}
+	if ev := cb.event(graphqlTransportWS, "b"); ev.Kind != "MESSAGE_HIDDEN" || ev.Message.ID != id || ev.Message.Content != "" {
+		t.Fatalf("creator sees: %+v, want the content blank", ev)
+	}
+
+	// A resume replays the hidden message the same way.
+	for _, c := range []struct {
+		token, want string
+	}{{alice, "oops"}, {bob, ""}} {
+		r := h.connect(graphqlTransportWS.name, c.token)
+		r.subscribe(graphqlTransportWS, "r", roomEvents, map[string]any{"r": "hall", "after": "00000000-0000-1000-8000-000000000000"})
+		if ev := r.event(graphqlTransportWS, "r"); ev.Message.ID != id || ev.Message.Content != c.want {
+			t.Fatalf("replay: got %+v, want content %q", ev, c.want)
+		}
+	}
+}
+
+// The graphql-transport-ws rules: the close codes of its specification.
+func TestProtocolViolationsClose(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.InitTimeout = 200 * time.Millisecond })
+	alice := h.user("alice")
+	cases := []struct {
+		name   string
+		script func(c *client)
+		code   websocket.StatusCode
+	}{
+		{"subscribe before init", func(c *client) {
+			c.subscribe(graphqlTransportWS, "1", roomEvents, map[string]any{"r": "x"})
+		}, closeUnauthorized},
+		{"second init", func(c *client) {
+			c.send(message{Type: msgConnectionInit})
+			c.read()
+			c.send(message{Type: msgConnectionInit})
+		}, closeTooManyInits},
+		{"no init in time", func(c *client) {}, closeInitTimeout},
+		{"not JSON", func(c *client) {
+			if err := c.ws.Write(t.Context(), websocket.MessageText, []byte("hello")); err != nil {
+				t.Fatal(err)
+			}
+		}, closeBadRequest},
+		{"unknown type", func(c *client) { c.send(message{Type: "subscribe-please"}) }, closeBadRequest},
+		{"binary", func(c *client) {
+			if err := c.ws.Write(t.Context(), websocket.MessageBinary, []byte(`{"type":"connection_init"}`)); err != nil {
+				t.Fatal(err)
+			}
+		}, closeUnsupportedFrame},
+		{"bad token", func(c *client) {
+			c.send(message{Type: msgConnectionInit, Payload: mustJSON(map[string]any{"token": "forged"})})
+		}, closeUnauthorized},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := h.dial(graphqlTransportWS.name)
+			tc.script(c)
+			if code, reason := c.closed(); code != tc.code || reason == "" {
+				t.Fatalf("got close %d %q, want %d with a reason", code, reason, tc.code)
+			}
+		})
+	}
+
+	t.Run("duplicate id", func(t *testing.T) {
+		h.room("dup", "alice")
+		c := h.connect(graphqlTransportWS.name, alice)
+		c.subscribe(graphqlTransportWS, "1", roomEvents, map[string]any{"r": "dup"})
+		c.subscribe(graphqlTransportWS, "1", roomEvents, map[string]any{"r": "dup"})
+		if code, reason := c.closed(); code != closeDuplicateID || !strings.Contains(reason, "1") {
+			t.Fatalf("got close %d %q, want %d", code, reason, closeDuplicateID)
+		}
+	})
+}
+
+// Mistakes in one operation fail that operation only, with a coded error;
+// the connection goes on.
+func TestOperationErrorsKeepTheConnection(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxOperations = 2 })
+	alice, bob := h.user("alice"), h.user("bob")
+	h.room("hall", "alice")
+	c := h.connect(graphqlTransportWS.name, alice)
+
+	wantError := func(id, code, contains string) {
+		t.Helper()
+		m := c.read()
+		var errs []struct {
+			Message    string
+			Extensions struct{ Code string }
+		}
+		if m.Type != msgError || m.ID != id || json.Unmarshal(m.Payload, &errs) != nil || len(errs) == 0 ||
+			errs[0].Extensions.Code != code || !strings.Contains(errs[0].Message, contains) {
+			t.Fatalf("want error %s (%s) for %s, got %+v %s", code, contains, id, m, m.Payload)
+		}
+	}
+	c.send(message{ID: "p", Type: "subscribe", Payload: json.RawMessage(`"not an object"`)})
+	wantError("p", "BAD_USER_INPUT", "invalid subscribe payload")
+	c.subscribe(graphqlTransportWS, "v", `subscription { roomEvents(room: 5) { kind } }`, nil)
+	wantError("v", "BAD_USER_INPUT", "")
+	c.subscribe(graphqlTransportWS, "q", `{ nope }`, nil)
+	wantError("q", "BAD_USER_INPUT", "nope")
+
+	// A resolver's refusal: a result with the error, then complete.
+	bc := h.connect(graphqlTransportWS.name, bob)
+	bc.subscribe(graphqlTransportWS, "f", roomEvents, map[string]any{"r": "hall"})
+	m := bc.read()
+	if m.Type != "next" || !strings.Contains(string(m.Payload), `"code":"FORBIDDEN"`) || !strings.Contains(string(m.Payload), `"path":["roomEvents"]`) {
+		t.Fatalf("non-participant: got %+v %s", m, m.Payload)
+	}
+	if m := bc.read(); m.Type != msgComplete || m.ID != "f" {
+		t.Fatalf("want complete, got %+v", m)
+	}
+
+	// The limit of operations per connection, and the ids freed by complete.
+	before := streams()
+	c.subscribe(graphqlTransportWS, "1", roomEvents, map[string]any{"r": "hall"})
+	c.subscribe(graphqlTransportWS, "2", roomEvents, map[string]any{"r": "hall"})
+	waitFor(t, "two streams", func() bool { return streams() == before+2 })
+	c.subscribe(graphqlTransportWS, "3", roomEvents, map[string]any{"r": "hall"})
+	wantError("3", "BAD_USER_INPUT", "too many operations")
+	c.send(message{ID: "2", Type: "complete"})
+	waitFor(t, "the stream of 2 to end", func() bool { return streams() == before+1 })
+	c.subscribe(graphqlTransportWS, "2", roomEvents, map[string]any{"r": "hall"})
+	waitFor(t, "two streams again", func() bool { return streams() == before+2 })
+
+	// Queries run over the socket too, and pings are answered.
+	c.send(message{ID: "1", Type: "complete"})
+	waitFor(t, "the stream of 1 to end", func() bool { return streams() == before+1 })
+	c.send(message{ID: "me", Type: "subscribe", Payload: mustJSON(map[string]any{"query": `{ me { login } }`})})
+	if m := c.read(); m.Type != "next" || m.ID != "me" || string(m.Payload) != `{"data":{"me":{"login":"alice"}}}` {
+		t.Fatalf("query: got %+v %s", m, m.Payload)
+	}
+	if m := c.read(); m.Type != msgComplete || m.ID != "me" {
+		t.Fatalf("query: want complete, got %+v", m)
+	}
+	c.send(message{Type: msgPing, Payload: json.RawMessage(`{"n":1}`)})
+	if m := c.read(); m.Type != msgPong || string(m.Payload) != `{"n":1}` {
+		t.Fatalf("ping: got %+v", m)
+	}
+	id := h.post(alice, "hall", "still here")
+	if m := c.read(); m.Type != "next" || m.ID != "2" || !strings.Contains(string(m.Payload), id) {
+		t.Fatalf("got %+v %s", m, m.Payload)
+	}
+}
+
+// The legacy graphql-ws protocol: keepalives, start/stop, terminate.
+func TestLegacyProtocol(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.KeepAlive = 50 * time.Millisecond })
+	alice := h.user("alice")
+	h.room("hall", "alice")
+	c := h.dial("") // no subprotocol: graphql-ws, as gqlgen did
+	c.send(message{Type: msgConnectionInit, Payload: mustJSON(map[string]any{"token": alice})})
+	if m, _ := c.next(time.Second); m.Type != msgConnectionAck {
+		t.Fatalf("got %+v", m)
+	}
+	kas := 0
+	for kas < 3 {
+		m, err := c.next(time.Second)
+		if err != nil || m.Type != "ka" {
+			t.Fatalf("want keepalives, got %+v %v", m, err)
+		}
+		kas++
+	}
+	before := streams()
+	c.subscribe(graphqlWS, "1", roomEvents, map[string]any{"r": "hall"})
+	waitFor(t, "the stream", func() bool { return streams() == before+1 })
+	id := h.post(alice, "hall", "hi")
+	if ev := c.event(graphqlWS, "1"); ev.Message.ID != id {
+		t.Fatalf("got %+v", ev)
+	}
+	c.send(message{ID: "1", Type: "stop"})
+	waitFor(t, "the stream to stop", func() bool { return streams() == before })
+	c.send(message{Type: "connection_terminate"})
+	if code, _ := c.closed(); code != closeNormal {
+		t.Fatalf("terminate: got close %d", code)
+	}
+}
+
+// Shutdown closes every connection with 1001 and ends every stream.
+func TestShutdownClosesConnections(t *testing.T) {
+	var stop func()
+	h := newHarness(t, func(c *Config) {
+		ctx, cancel := contextWithCancel(c.Context)
+		c.Context, stop = ctx, cancel
+	})
+	alice := h.user("alice")
+	h.room("hall", "alice")
+	before := streams()
+	var clients []*client
+	for range 3 {
+		c := h.connect(graphqlTransportWS.name, alice)
+		c.subscribe(graphqlTransportWS, "1", roomEvents, map[string]any{"r": "hall"})
+		clients = append(clients, c)
+	}
+	waitFor(t, "three streams", func() bool { return streams() == before+3 })
+	stop()
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Go(func() {
+			if code, _ := c.closed(); code != closeGoingAway {
+				t.Errorf("got close %d, want %d", code, closeGoingAway)
+			}
+		})
+	}
+	wg.Wait()
+	waitFor(t, "streams to end", func() bool { return streams() == before })
+}
