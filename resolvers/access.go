@@ -39,12 +39,12 @@ func (r *Resolver) mayRead(ctx context.Context, msg store.Message, me store.User
 		}
 		return store.ErrForbidden
 	}
-	room, err := r.Store.Room(ctx, msg.Room)
+	m, err := r.Store.Membership(ctx, msg.Room, me.Login)
 	if err != nil {
 		return err
 	}
-	if room.Kind != store.PrivateGroup {
-		if room.HasParticipant(me.Login) {
+	if m.Kind != store.PrivateGroup {
+		if m.Participant {
 			return nil
 		}
 		return store.ErrForbidden

@@ -11,16 +11,54 @@ import (
 )
 
 // participantRoom reads the room and checks that u takes part in it: only
-// participants read and post. Returns ErrNotFound or ErrForbidden.
+// participants read and post. Returns ErrNotFound or ErrForbidden. It reads
+// the whole participant set: when the room's kind (or creator) is all the
+// caller needs besides the check, use participant.
 func (r *Resolver) participantRoom(ctx context.Context, name string, u store.UserRef) (store.Room, error) {
 	room, err := r.Store.Room(ctx, name)
 	if err != nil {
 		return store.Room{}, err
 	}
 	if !room.HasParticipant(u.Login) {
-		return store.Room{}, fmt.Errorf("%w: %s is not a participant of room %q; join it first", store.ErrForbidden, u.Login, name)
+		return store.Room{}, notParticipant(name, u)
 	}
 	return room, nil
+}
+
+// participant checks that u takes part in the room as participantRoom does,
+// from the room's membership (Store.Membership) instead of the whole room:
+// the same answer, at the cost of one small read whatever the room's size.
+// Returns ErrNotFound or ErrForbidden.
+func (r *Resolver) participant(ctx context.Context, name string, u store.UserRef) (store.RoomMembership, error) {
+	m, err := r.Store.Membership(ctx, name, u.Login)
+	if err != nil {
+		return store.RoomMembership{}, err
+	}
+	if !m.Participant {
+		return store.RoomMembership{}, notParticipant(name, u)
+	}
+	return m, nil
+}
+
+func notParticipant(room string, u store.UserRef) error {
+	return fmt.Errorf("%w: %s is not a participant of room %q; join it first", store.ErrForbidden, u.Login, room)
+}
+
+// postAudience checks that u may post to the room, as participant does,
+// and returns its kind and, for a private group, the members whose inboxes
+// the post goes to. Only a group's post needs them, so only a group's
+// costs a read of the whole room (made after the membership read, and
+// checked again by it).
+func (r *Resolver) postAudience(ctx context.Context, name string, u store.UserRef) (store.RoomKind, []store.UserRef, error) {
+	m, err := r.participant(ctx, name, u)
+	if err != nil || m.Kind != store.PrivateGroup {
+		return m.Kind, nil, err
+	}
+	group, err := r.participantRoom(ctx, name, u)
+	if err != nil {
+		return "", nil, err
+	}
+	return group.Kind, group.Participants, nil
 }
 
 // recordMembership stores the system message of a join or leave and
@@ -118,12 +156,34 @@ func (r *Resolver) visibleRoom(ctx context.Context, name string, me store.UserRe
 	if err != nil {
 		return store.Room{}, err
 	}
-	if room.Kind == store.PrivateGroup && !room.HasParticipant(me.Login) {
-		if _, err := r.Store.Conversation(ctx, me.Login, name); err != nil {
-			return store.Room{}, fmt.Errorf("room %q: %w", name, store.ErrNotFound)
-		}
+	if err := r.checkVisible(ctx, name, room.Kind, room.HasParticipant(me.Login), me); err != nil {
+		return store.Room{}, err
 	}
 	return room, nil
+}
+
+// visibleMembership is visibleRoom for callers that need the room's kind
+// and whether me takes part, not the room: it reads the membership only.
+func (r *Resolver) visibleMembership(ctx context.Context, name string, me store.UserRef) (store.RoomMembership, error) {
+	m, err := r.Store.Membership(ctx, name, me.Login)
+	if err != nil {
+		return store.RoomMembership{}, err
+	}
+	if err := r.checkVisible(ctx, name, m.Kind, m.Participant, me); err != nil {
+		return store.RoomMembership{}, err
+	}
+	return m, nil
+}
+
+// checkVisible is the rule of visibleRoom: a private group me is not in is
+// NOT_FOUND unless me has its inbox entry (a former member).
+func (r *Resolver) checkVisible(ctx context.Context, name string, kind store.RoomKind, participant bool, me store.UserRef) error {
+	if kind == store.PrivateGroup && !participant {
+		if _, err := r.Store.Conversation(ctx, me.Login, name); err != nil {
+			return fmt.Errorf("room %q: %w", name, store.ErrNotFound)
+		}
+	}
+	return nil
 }
 
 // visibleRooms pages the rooms the caller may see, reading on past others'

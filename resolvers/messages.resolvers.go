@@ -35,16 +35,16 @@ func (r *mutationResolver) PostMessage(ctx context.Context, room string, content
 	if err := store.ValidateContent(content); err != nil {
 		return nil, err
 	}
-	rm, err := r.participantRoom(ctx, room, me)
+	kind, members, err := r.postAudience(ctx, room, me)
 	if err != nil {
 		return nil, err
 	}
 	msg := store.Message{Room: room, ID: store.NewMessageID(), Author: me, Content: content}
-	if rm.Kind == store.PrivateGroup {
-		if err := r.Store.PostGroupMessage(ctx, msg, rm.Participants); err != nil {
+	if kind == store.PrivateGroup {
+		if err := r.Store.PostGroupMessage(ctx, msg, members); err != nil {
 			return nil, err
 		}
-		for _, p := range rm.Participants {
+		for _, p := range members {
 			if p.Login != me.Login {
 				r.publishTo(ctx, broker.UserTopic(p.Login), broker.Event{Kind: broker.UnreadChanged, Room: room, Message: &msg, User: me})
 			}
@@ -62,7 +62,7 @@ func (r *queryResolver) Messages(ctx context.Context, room string, first *int, a
 	if err != nil {
 		return nil, err
 	}
-	rm, err := r.visibleRoom(ctx, room, me)
+	rm, err := r.visibleMembership(ctx, room, me)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func (r *queryResolver) Messages(ctx context.Context, room string, first *int, a
 			return r.Store.GroupMessages(ctx, room, windows, before, n)
 		})
 	}
-	if !rm.HasParticipant(me.Login) {
+	if !rm.Participant {
 		return nil, fmt.Errorf("%w: %s is not a participant of room %q; join it first", store.ErrForbidden, me.Login, room)
 	}
 	return r.messagePage(first, after, func(before store.MessageID, n int) ([]store.Message, error) {

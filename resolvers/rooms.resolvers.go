@@ -72,7 +72,7 @@ func (r *mutationResolver) LeaveRoom(ctx context.Context, room string) (*store.R
 	if err != nil {
 		return nil, err
 	}
-	before, err := r.visibleRoom(ctx, room, me)
+	before, err := r.visibleMembership(ctx, room, me)
 	if err != nil {
 		return nil, err
 	}
