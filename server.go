@@ -204,8 +204,9 @@ func jwtSecret(cfg Config) ([]byte, error) {
 func (s *Server) routes(streams context.Context, res *resolvers.Resolver, tokens *auth.Tokens) http.Handler {
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: res}))
 	gql.AddTransport(live.New(live.Config{
-		Rooms:        res,
-		Authenticate: websocketAuth(tokens),
+		Rooms:          res,
+		Authenticate:   websocketAuth(tokens),
+		ErrorPresenter: res.ErrorPresenter,
 		Accept: websocket.AcceptOptions{
 			OriginPatterns:     s.websocketOrigins(),
 			InsecureSkipVerify: slices.Contains(s.cfg.AllowedOrigins, "*"),

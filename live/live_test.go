@@ -15,8 +15,10 @@ import (
 	"time"
 
 	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/coder/websocket"
+	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/broker"
@@ -65,8 +67,9 @@ func newHarness(t *testing.T, tune func(*Config)) *harness {
 			}
 			return tokens.Authenticate(ctx, token), nil
 		},
-		Context: ctx,
-		Log:     log,
+		ErrorPresenter: res.ErrorPresenter,
+		Context:        ctx,
+		Log:            log,
 	}
 	if tune != nil {
 		tune(&cfg)
@@ -75,6 +78,7 @@ func newHarness(t *testing.T, tune func(*Config)) *harness {
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: res}))
 	gql.AddTransport(h.live)
 	gql.AddTransport(transport.POST{})
+	gql.SetQueryCache(lru.New[*ast.QueryDocument](100))
 	gql.SetErrorPresenter(res.ErrorPresenter)
 	srv := httptest.NewServer(tokens.Middleware(gql))
 	t.Cleanup(srv.Close)
@@ -305,8 +309,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // streams counts the goroutines serving room streams.
 func streams() int {
 	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	return strings.Count(string(buf), "resolvers.(*RoomStream).Run")
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Count(string(buf[:n]), "resolvers.(*RoomStream).Run")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }
 
 func (h *harness) encoderCount() (encoders, encodes int) {

@@ -20,11 +20,11 @@ type RoomStreams interface {
 	OpenRoomEvents(ctx context.Context, room string, after *string) (*resolvers.RoomStream, error)
 }
 
-// operation is one subscribe (graphql-ws: start) of a connection.
+// operation is one subscribe (graphql-ws: start) of a connection. ctx ends
+// when the client completes it or the connection ends.
 type operation struct {
 	c      *conn
 	id     string
-	rc     *graphql.OperationContext
 	ctx    context.Context
 	cancel context.CancelFunc
 }
@@ -34,7 +34,13 @@ type operation struct {
 // a limit) fail only that operation, with an error message.
 func (c *conn) subscribe(m message) bool {
 	c.mu.Lock()
-	acked, ctx, dup, running := c.acked, c.ctx, c.ops[m.ID] != nil, len(c.ops)
+	acked, dup, running := c.acked, c.ops[m.ID] != nil, len(c.ops)
+	var op *operation
+	if acked && m.ID != "" && !dup && running < c.t.cfg.MaxOperations && !c.closed {
+		op = &operation{c: c, id: m.ID}
+		op.ctx, op.cancel = context.WithCancel(c.ctx)
+		c.ops[m.ID] = op
+	}
 	c.mu.Unlock()
 	switch {
 	case !acked:
@@ -48,37 +54,54 @@ func (c *conn) subscribe(m message) bool {
 		return false
 	case running >= c.t.cfg.MaxOperations:
 		return c.sendError(msgError, m.ID, badInput("too many operations on this connection: at most %d at a time; complete one or open another connection", c.t.cfg.MaxOperations))
+	case op == nil:
+		return false // closed
 	}
+	go op.start(m.Type, m.Payload)
+	return true
+}
+
+// start parses and validates the operation and runs it. A room stream is
+// handed to a fresh goroutine once open, so that the stack grown by
+// validation and the store reads is released while the stream waits.
+func (op *operation) start(kind string, payload json.RawMessage) {
+	handedOff := false
+	defer func() {
+		if p := recover(); p != nil || !handedOff {
+			op.finish(p)
+		}
+	}()
 	var params graphql.RawParams
-	dec := json.NewDecoder(bytes.NewReader(m.Payload))
+	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.UseNumber()
 	if err := dec.Decode(&params); err != nil {
-		return c.sendError(msgError, m.ID, badInput("invalid %s payload: %v", m.Type, err))
+		op.c.sendError(msgError, op.id, badInput("invalid %s payload: %v", kind, err))
+		return
 	}
 	start := graphql.Now()
 	params.ReadTime = graphql.TraceTiming{Start: start, End: start}
-	ctx = graphql.StartOperationTrace(ctx)
-	rc, errs := c.exec.CreateOperationContext(ctx, &params)
+	ctx := graphql.StartOperationTrace(op.ctx)
+	rc, errs := op.c.exec.CreateOperationContext(ctx, &params)
 	if errs != nil {
-		resp := c.exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs)
-		return c.sendError(msgError, m.ID, resp.Errors...)
+		resp := op.c.exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs)
+		op.c.sendError(msgError, op.id, resp.Errors...)
+		return
 	}
-	op := &operation{c: c, id: m.ID, rc: rc}
-	op.ctx, op.cancel = context.WithCancel(graphql.WithOperationContext(ctx, rc))
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		op.cancel()
-		return false
+	ctx = graphql.WithOperationContext(ctx, rc)
+	field, room, after, ok := roomEventsField(rc)
+	if !ok {
+		op.execute(ctx, rc)
+		return
 	}
-	c.ops[m.ID] = op
-	c.mu.Unlock()
-	if field, room, after, ok := roomEventsField(rc); ok {
-		go op.streamRoom(field, room, after)
-	} else {
-		go op.execute()
+	stream, ok := op.openRoom(ctx, field, room, after)
+	if !ok {
+		return
 	}
-	return true
+	// From here on the stream needs only the shared encoder: the operation
+	// context (its document, variables and field caches) is let go.
+	enc := op.c.t.encoders.acquire(op.c.exec, rc, field)
+	handedOff = true
+	go op.streamRoom(stream, enc, field.Alias)
 }
 
 // stop ends the operation the client completed (graphql-ws: stopped). Its
@@ -118,29 +141,36 @@ func roomEventsField(rc *graphql.OperationContext) (f graphql.CollectedField, ro
 	return fields[0], room, after, true
 }
 
+// openRoom opens the room stream; on failure it reports the error as gqlgen
+// reports a failing subscription resolver: a result with the error, then
+// complete.
+func (op *operation) openRoom(ctx context.Context, field graphql.CollectedField, room string, after *string) (*resolvers.RoomStream, bool) {
+	stream, err := op.c.t.cfg.Rooms.OpenRoomEvents(ctx, room, after)
+	if err == nil {
+		return stream, true
+	}
+	if ctx.Err() != nil {
+		return nil, false
+	}
+	path := ast.Path{ast.PathName(field.Alias)}
+	resp := op.c.exec.DispatchError(ctx, gqlerror.List{gqlerror.WrapPath(path, err)})
+	resp.Data = json.RawMessage("null")
+	if b, err := json.Marshal(resp); err == nil && op.writeResult(framePrefix(op.c.proto, op.id), b) {
+		op.c.send(message{ID: op.id, Type: msgComplete})
+	}
+	return nil, false
+}
+
 // streamRoom serves a roomEvents subscription: each event is encoded by the
 // encoder shared with every subscription that selects the same fields, and
 // written as is.
-func (op *operation) streamRoom(field graphql.CollectedField, room string, after *string) {
-	defer op.finish()
-	stream, err := op.c.t.cfg.Rooms.OpenRoomEvents(op.ctx, room, after)
-	if err != nil {
-		// As gqlgen reports a failing subscription resolver: a result with
-		// the error, then complete.
-		path := ast.Path{ast.PathName(field.Alias)}
-		resp := op.c.exec.DispatchError(op.ctx, gqlerror.List{gqlerror.WrapPath(path, err)})
-		resp.Data = json.RawMessage("null")
-		if b, err := json.Marshal(resp); err == nil && op.writeResult(framePrefix(op.c.proto, op.id), b) {
-			op.c.send(message{ID: op.id, Type: msgComplete})
-		}
-		return
-	}
-	enc := op.c.t.encoders.acquire(op.c.exec, op.rc, field)
+func (op *operation) streamRoom(stream *resolvers.RoomStream, enc *encoder, alias string) {
+	defer func() { op.finish(recover()) }()
 	defer op.c.t.encoders.release(enc)
 	prefix := framePrefix(op.c.proto, op.id)
 	viewer := stream.Viewer()
 	var encodeErr error
-	err = stream.Run(op.ctx, func(ev *broker.Event) bool {
+	err := stream.Run(op.ctx, func(ev *broker.Event) bool {
 		payload, err := enc.encode(ev, viewer)
 		if err != nil {
 			encodeErr = err
@@ -151,15 +181,14 @@ func (op *operation) streamRoom(field graphql.CollectedField, room string, after
 	if encodeErr != nil {
 		err = encodeErr
 	}
-	op.end(err, ast.Path{ast.PathName(field.Alias)})
+	op.end(err, ast.Path{ast.PathName(alias)})
 }
 
 // execute runs any other operation through gqlgen's executor: queries and
 // mutations (one result) and other subscriptions (a result per event).
-func (op *operation) execute() {
-	defer op.finish()
-	ctx, streamErr := resolvers.WithStreamError(op.ctx)
-	responses, ctx := op.c.exec.DispatchOperation(ctx, op.rc)
+func (op *operation) execute(ctx context.Context, rc *graphql.OperationContext) {
+	ctx, streamErr := resolvers.WithStreamError(ctx)
+	responses, ctx := op.c.exec.DispatchOperation(ctx, rc)
 	prefix := framePrefix(op.c.proto, op.id)
 	for {
 		resp := responses(ctx)
@@ -198,17 +227,16 @@ func (op *operation) end(err error, path ast.Path) {
 		return
 	}
 	if err != nil {
-		resp := op.c.exec.DispatchError(op.ctx, gqlerror.List{gqlerror.WrapPath(path, err)})
-		op.c.sendError(msgError, op.id, resp.Errors...)
+		op.c.sendError(msgError, op.id, op.c.t.cfg.ErrorPresenter(op.ctx, gqlerror.WrapPath(path, err)))
 		return
 	}
 	op.c.send(message{ID: op.id, Type: msgComplete})
 }
 
-// finish releases the operation; a panic in it fails the operation, not
-// the server.
-func (op *operation) finish() {
-	if p := recover(); p != nil {
+// finish releases the operation; a panic (p) in it fails the operation,
+// not the server.
+func (op *operation) finish(p any) {
+	if p != nil {
 		op.c.t.cfg.Log.Error("live: operation panicked", "panic", p, "id", op.id)
 		op.c.sendError(msgError, op.id, &gqlerror.Error{Message: "internal error", Extensions: map[string]any{"code": resolvers.CodeInternal}})
 	}

@@ -45,6 +45,9 @@ type Config struct {
 	WriteTimeout time.Duration
 	// ReadLimit caps the size of one client message.
 	ReadLimit int64
+	// ErrorPresenter gives the errors that end a stream their code (the
+	// handler's presenter; gqlgen's default if nil).
+	ErrorPresenter graphql.ErrorPresenterFunc
 	// MaxOperations caps the operations running on one connection.
 	MaxOperations int
 	// Context ends every connection when done (server shutdown).
@@ -77,6 +80,9 @@ func New(cfg Config) *Transport {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
+	}
+	if cfg.ErrorPresenter == nil {
+		cfg.ErrorPresenter = graphql.DefaultErrorPresenter
 	}
 	cfg.Accept.Subprotocols = []string{graphqlTransportWS.name, graphqlWS.name}
 	return &Transport{cfg: cfg}
@@ -133,11 +139,11 @@ type conn struct {
 	keepAlive *time.Timer
 }
 
-// serve reads client messages until the connection ends.
+// serve runs the connection: the handshake here, then the read loop on a
+// fresh goroutine, so that the stack grown by verifying the token is not
+// kept for the connection's life (idle connections are most of them).
 func (c *conn) serve() {
-	defer c.cancel()
 	stopOnShutdown := context.AfterFunc(c.t.cfg.Context, func() { c.close(closeGoingAway, "server shutting down") })
-	defer stopOnShutdown()
 	initTimer := time.AfterFunc(c.t.cfg.InitTimeout, func() {
 		c.mu.Lock()
 		inited := c.inited
@@ -146,27 +152,56 @@ func (c *conn) serve() {
 			c.close(closeInitTimeout, "Connection initialisation timeout")
 		}
 	})
-	defer initTimer.Stop()
-	defer c.stopKeepAlive()
+	acked := c.read(true)
+	initTimer.Stop()
+	if !acked {
+		stopOnShutdown()
+		c.end()
+		return
+	}
+	go func() {
+		defer stopOnShutdown()
+		defer c.end()
+		c.read(false)
+	}()
+}
+
+// read handles client messages until the connection ends (false) or, with
+// untilAcked, until connection_init is accepted (true).
+func (c *conn) read(untilAcked bool) bool {
 	for {
+		if untilAcked {
+			c.mu.Lock()
+			acked := c.acked
+			c.mu.Unlock()
+			if acked {
+				return true
+			}
+		}
 		typ, data, err := c.ws.Read(context.Background())
 		if err != nil {
 			c.close(closeNormal, "")
-			return
+			return false
 		}
 		if typ != websocket.MessageText {
 			c.close(closeUnsupportedFrame, "binary messages are not supported")
-			return
+			return false
 		}
 		var m message
 		if err := json.Unmarshal(data, &m); err != nil || m.Type == "" {
 			c.close(closeBadRequest, "Invalid message received")
-			return
+			return false
 		}
 		if !c.handle(m) {
-			return
+			return false
 		}
 	}
+}
+
+// end releases the connection's operations and timers.
+func (c *conn) end() {
+	c.cancel()
+	c.stopKeepAlive()
 }
 
 // handle acts on one client message; false ends the connection.
