@@ -29,11 +29,14 @@ type RoomStream struct {
 	// the moment the live subscription started.
 	floor store.MessageID
 
-	// seen holds the last rememberedIDs delivered ids; recent lists them
-	// oldest first, as a ring once full (next is where the oldest is).
-	seen   map[store.MessageID]struct{}
+	// recent holds the last rememberedIDs delivered ids, oldest first, as a
+	// ring once full (next is where the oldest is); newest is the highest.
+	// Live events arrive in id order, so a repeat check is one comparison;
+	// only an id older than newest (a catch-up overlapping the live events,
+	// or servers' events slightly out of order) is looked for in recent.
 	recent []store.MessageID
 	next   int
+	newest store.MessageID
 }
 
 // OpenRoomEvents checks that the caller may follow the room, then
@@ -159,7 +162,7 @@ func (s *RoomStream) catchUp(ctx context.Context, after store.MessageID, emit fu
 // before: it is not a repeat of it.
 func (s *RoomStream) deliver(ev *broker.Event, emit func(*broker.Event) bool) bool {
 	if m := ev.Message; m != nil && ev.Kind != broker.MessageHidden {
-		if _, dup := s.seen[m.ID]; dup {
+		if s.delivered(m.ID) {
 			return true
 		}
 		s.remember(m.ID)
@@ -167,18 +170,29 @@ func (s *RoomStream) deliver(ev *broker.Event, emit func(*broker.Event) bool) bo
 	return emit(ev)
 }
 
+// delivered reports whether id is among the remembered delivered ids.
+func (s *RoomStream) delivered(id store.MessageID) bool {
+	if len(s.recent) == 0 || id.Compare(s.newest) > 0 {
+		return false
+	}
+	for _, r := range s.recent {
+		if r == id {
+			return true
+		}
+	}
+	return false
+}
+
 // remember records a delivered id, forgetting the oldest once
 // rememberedIDs are kept: constant time, bounded memory.
 func (s *RoomStream) remember(id store.MessageID) {
-	if s.seen == nil {
-		s.seen = make(map[store.MessageID]struct{})
+	if len(s.recent) == 0 || id.Compare(s.newest) > 0 {
+		s.newest = id
 	}
-	s.seen[id] = struct{}{}
 	if len(s.recent) < rememberedIDs {
 		s.recent = append(s.recent, id)
 		return
 	}
-	delete(s.seen, s.recent[s.next])
 	s.recent[s.next] = id
 	s.next = (s.next + 1) % rememberedIDs
 }
