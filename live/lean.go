@@ -8,12 +8,14 @@ import (
 )
 
 // Buffer sizes of a websocket connection. net/http hijacks with 4 KiB each
-// way, which an idle chat subscriber never uses; these fit one typical
-// event frame per write syscall, and the websocket library reads larger
-// frames through them.
+// way, which an idle chat subscriber never uses. A room event of a typical
+// chat message is a few hundred bytes: one frame of up to 1 KiB goes out in
+// one write syscall, a longer one in two. Clients send little (subscribe,
+// ping, complete); the websocket library reads longer messages through the
+// small buffer.
 const (
-	readBufferSize  = 512
-	writeBufferSize = 2048
+	readBufferSize  = 256
+	writeBufferSize = 1024
 )
 
 // leanHijacker hands the websocket library the hijacked connection with
