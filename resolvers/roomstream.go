@@ -52,11 +52,11 @@ func (r *Resolver) OpenRoomEvents(ctx context.Context, room string, after *strin
 	if err != nil {
 		return nil, err
 	}
-	rm, err := r.participantRoom(ctx, room, me)
+	m, err := r.participant(ctx, room, me)
 	if err != nil {
 		return nil, err
 	}
-	if rm.Kind == store.PrivateGroup && !resumeFrom.IsZero() {
+	if m.Kind == store.PrivateGroup && !resumeFrom.IsZero() {
 		// Never replay from before the member's current window.
 		windows, err := r.groupWindows(ctx, room, me)
 		if err != nil {
