@@ -173,7 +173,7 @@ go_benchmarks() {
   # drops the keyspace of the tests, which may be running concurrently.
   [[ -n "$CASSANDRA_OK" ]] && env+=("CHAT_BENCH_CASSANDRA_HOSTS=$CASSANDRA_HOSTS")
   env "${env[@]}" "$GO" test -run '^$' -bench . -benchmem -benchtime "$BENCHTIME" \
-    ./store/... ./broker/... ./resolvers/... | tee "$OUT/go-bench.txt"
+    ./store/... ./broker/... ./resolvers/... ./live/... | tee "$OUT/go-bench.txt"
 }
 
 load_runs() {

@@ -1,0 +1,62 @@
+package live
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/executor"
+
+	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/graph"
+	"github.com/killrchat/chatql/resolvers"
+	"github.com/killrchat/chatql/store"
+)
+
+// BenchmarkRoomEventEncode is the per-event cost of the shared encoder:
+// executing roomEvents' selection over a new event (once per event per
+// selection), and finding an event already encoded (every other
+// subscriber of it).
+func BenchmarkRoomEventEncode(b *testing.B) {
+	res := &resolvers.Resolver{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	exec := executor.New(graph.NewExecutableSchema(graph.Config{Resolvers: res}))
+	query := `subscription($r: String!) { roomEvents(room: $r) { kind room cursor message { id content system postedAt author { login firstname lastname } } user { login } } }`
+	rc, errs := exec.CreateOperationContext(graphql.StartOperationTrace(context.Background()), &graphql.RawParams{Query: query, Variables: map[string]any{"r": "hall"}})
+	if errs != nil {
+		b.Fatal(errs)
+	}
+	field, _, _, ok := roomEventsField(rc)
+	if !ok {
+		b.Fatal("not a roomEvents subscription")
+	}
+	var encs encoders
+	enc := encs.acquire(exec, rc, field)
+	defer encs.release(enc)
+	author := store.UserRef{Login: "alice", Firstname: "Alice", Lastname: "Liddell"}
+	event := func() *broker.Event {
+		m := &store.Message{Room: "hall", ID: store.NewMessageID(), Author: author, Content: "hello, this is a message of a typical length"}
+		return &broker.Event{Kind: broker.MessagePosted, Room: "hall", Message: m, User: author}
+	}
+	b.Run("new event", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := enc.encode(event(), author); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoded before", func(b *testing.B) {
+		ev := event()
+		if _, err := enc.encode(ev, author); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := enc.encode(ev, author); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
