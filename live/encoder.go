@@ -126,10 +126,13 @@ func (enc *encoder) encode(ev *broker.Event, viewer store.UserRef) ([]byte, erro
 	if k.showHidden {
 		ctx = auth.WithUser(ctx, viewer)
 	}
-	enc.feed <- resolvers.RoomEventOf(ev) // never blocks: the buffer is empty between executions
+	enc.feed <- resolvers.RoomEventOf(ev) // never blocks: the buffer is emptied after every execution
 	resp := enc.next(ctx)
+	select {
+	case <-enc.feed: // the operation ended, or answered without reading its feed (an error)
+	default:
+	}
 	if resp == nil {
-		<-enc.feed
 		return nil, errEncoderEnded
 	}
 	b, err := json.Marshal(resp)

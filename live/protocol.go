@@ -60,7 +60,6 @@ const (
 	closeTooManyInits     websocket.StatusCode = 4429
 	closeNormal                                = websocket.StatusNormalClosure
 	closeGoingAway                             = websocket.StatusGoingAway
-	closeInternal                              = websocket.StatusInternalError
 	closeUnsupportedFrame                      = websocket.StatusUnsupportedData
 )
 
