@@ -529,6 +529,7 @@ func testSubscriptions(t *testing.T, cfg Config) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "text/event-stream")
 		req.Header.Set("Authorization", "Bearer "+alice.Token)
+		live := countGoroutines(streamFunc)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -537,7 +538,9 @@ func testSubscriptions(t *testing.T, cfg Config) {
 		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 			t.Fatalf("content type %q", ct)
 		}
-		// The stream is open once headers arrived; post, then read the event.
+		// gqlgen's SSE transport sends headers before it runs the resolver, so
+		// the stream is live only once its goroutine runs; then post and read.
+		waitGoroutines(t, func(int) bool { return countGoroutines(streamFunc) > live })
 		go mustDoNoFatal(alice, postMessage, map[string]any{"r": "live", "c": "over sse"})
 		buf := make([]byte, 0, 4096)
 		chunk := make([]byte, 1024)
