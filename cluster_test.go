@@ -19,6 +19,7 @@ import (
 
 	"github.com/killrchat/chatql/internal/chatclient"
 	"github.com/killrchat/chatql/internal/testenv"
+	"github.com/killrchat/chatql/resolvers"
 	"github.com/killrchat/chatql/store"
 	"github.com/killrchat/chatql/store/cassandra"
 	"github.com/killrchat/chatql/store/embedded"
@@ -244,7 +245,7 @@ func TestClusterSubscriptionChurn(t *testing.T) {
 		}
 		return len(chs)
 	}
-	waitGoroutines(t, func(int) bool { return countGoroutines(streamFunc) == 0 })
+	waitGoroutines(t, func(int) bool { return resolvers.OpenRoomStreams() == 0 })
 	before := runtime.NumGoroutine()
 
 	var wg sync.WaitGroup
@@ -266,7 +267,7 @@ func TestClusterSubscriptionChurn(t *testing.T) {
 	}
 	wg.Wait()
 	waitGoroutines(t, func(n int) bool {
-		return countGoroutines(streamFunc) == 0 && channels() == 0 && n <= before+2
+		return resolvers.OpenRoomStreams() == 0 && channels() == 0 && n <= before+2
 	})
 }
 

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/killrchat/chatql/internal/chatclient"
+	"github.com/killrchat/chatql/resolvers"
 )
 
 // testServer is a real server instance on a loopback port.
@@ -412,9 +413,9 @@ func testMessages(t *testing.T, cfg Config) {
 // subscribing wait until the server holds the stream.
 func subscribe(t *testing.T, c *chatclient.Client, protocol, room string, after any) *chatclient.Subscription {
 	t.Helper()
-	live := countGoroutines(streamFunc)
+	open := resolvers.OpenRoomStreams()
 	sub := subscribeNoWait(t, c, protocol, room, after)
-	waitGoroutines(t, func(int) bool { return countGoroutines(streamFunc) > live })
+	waitGoroutines(t, func(int) bool { return resolvers.OpenRoomStreams() > open })
 	return sub
 }
 
@@ -428,9 +429,6 @@ func subscribeNoWait(t *testing.T, c *chatclient.Client, protocol, room string, 
 	t.Cleanup(func() { sub.Close() })
 	return sub
 }
-
-// streamFunc names the goroutine that serves one room subscription.
-const streamFunc = "resolvers.(*RoomStream).Run"
 
 type roomEvent struct {
 	Kind, Room string
@@ -529,7 +527,7 @@ func testSubscriptions(t *testing.T, cfg Config) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "text/event-stream")
 		req.Header.Set("Authorization", "Bearer "+alice.Token)
-		live := countGoroutines(streamFunc)
+		open := resolvers.OpenRoomStreams()
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -539,8 +537,8 @@ func testSubscriptions(t *testing.T, cfg Config) {
 			t.Fatalf("content type %q", ct)
 		}
 		// gqlgen's SSE transport sends headers before it runs the resolver, so
-		// the stream is live only once its goroutine runs; then post and read.
-		waitGoroutines(t, func(int) bool { return countGoroutines(streamFunc) > live })
+		// the stream is live only once it is counted; then post and read.
+		waitGoroutines(t, func(int) bool { return resolvers.OpenRoomStreams() > open })
 		go mustDoNoFatal(alice, postMessage, map[string]any{"r": "live", "c": "over sse"})
 		buf := make([]byte, 0, 4096)
 		chunk := make([]byte, 1024)
@@ -604,7 +602,7 @@ func testSubscriptionsLeaveNoGoroutines(t *testing.T, cfg Config) {
 	mustDo(t, alice, postMessage, map[string]any{"r": "churn", "c": "warm"}, nil)
 	nextEvent(t, sub)
 	sub.Close()
-	waitGoroutines(t, func(n int) bool { return countGoroutines(streamFunc) == 0 })
+	waitGoroutines(t, func(n int) bool { return resolvers.OpenRoomStreams() == 0 })
 	before := runtime.NumGoroutine()
 
 	var wg sync.WaitGroup
@@ -622,7 +620,7 @@ func testSubscriptionsLeaveNoGoroutines(t *testing.T, cfg Config) {
 	}
 	wg.Wait()
 	waitGoroutines(t, func(n int) bool {
-		return countGoroutines(streamFunc) == 0 && n <= before+2
+		return resolvers.OpenRoomStreams() == 0 && n <= before+2
 	})
 }
 

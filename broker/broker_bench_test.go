@@ -38,7 +38,10 @@ func benchDrain(subs []*Subscription) (counts []atomic.Int64, wait func()) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for range s.C {
+			for {
+				if _, ok := s.Next(context.Background()); !ok {
+					return
+				}
 				counts[i].Add(1)
 			}
 		}()
@@ -176,7 +179,7 @@ func BenchmarkRedisRoundTrip(b *testing.B) {
 		if err := r.Publish(ctx, "room:bench", ev); err != nil {
 			b.Fatal(err)
 		}
-		if _, ok := <-sub.C; !ok {
+		if _, ok := sub.Next(ctx); !ok {
 			b.Fatalf("subscription ended: %v", sub.Err())
 		}
 	}

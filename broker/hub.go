@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"sync"
 )
 
@@ -8,40 +9,171 @@ import (
 // before it is cut off with ErrSlowSubscriber.
 const DefaultBufferSize = 256
 
-// Subscription is one subscriber's view of a topic.
+// Subscription is one subscriber's view of a topic: a queue of the events
+// it has not read yet, which grows with the backlog up to the hub's buffer
+// size (an idle subscription holds no buffer).
+//
+// It is read either by waiting (Next, or Wait then Poll) or, with no
+// goroutine parked on it, by a callback (Notify) that says when Poll has
+// something, after which the reader polls until the queue is empty.
+//
+// When the subscription ends, Err says why. Events queued before the end
+// can still be read: they are a gap-free prefix of the topic's events, so
+// the last one read is a safe resume cursor. Events are shared by every
+// subscriber of the topic: read, never modify.
 type Subscription struct {
-	// C delivers the events in the order the hub received them. It is closed
-	// when the subscription ends; Err then says why. Events buffered before
-	// the end can still be read: they are a gap-free prefix of the topic's
-	// events, so the last one read is a safe resume cursor.
-	// Events are shared by every subscriber of the topic: read, never modify.
-	C <-chan *Event
-
-	ch    chan *Event
 	topic string
 	hub   *Hub
-	err   error // guarded by hub.mu
-	ended bool  // guarded by hub.mu
+	limit int // most events the queue may hold
+
+	mu     sync.Mutex
+	queue  []*Event // unread events, oldest first, from head
+	head   int
+	ended  bool
+	err    error
+	notify func()        // called when an event arrives in an empty queue, or at the end
+	signal chan struct{} // Wait's wake-up, made by the first Wait
+}
+
+// Poll returns the next queued event without waiting. When none is queued
+// it returns nil, and ended reports whether none ever will be (Err says
+// why).
+func (s *Subscription) Poll() (ev *Event, ended bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.head == len(s.queue) {
+		return nil, s.ended
+	}
+	ev = s.queue[s.head]
+	s.queue[s.head] = nil
+	s.head++
+	if s.head == len(s.queue) {
+		// Drained: keep a small buffer for the next burst, release a big
+		// one, so an idle subscriber holds little however busy it was.
+		if cap(s.queue) > 16 {
+			s.queue = nil
+		} else {
+			s.queue = s.queue[:0]
+		}
+		s.head = 0
+	}
+	return ev, false
+}
+
+// Pending reports whether Poll has something: an event, or the end.
+func (s *Subscription) Pending() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.head < len(s.queue) || s.ended
+}
+
+// Next waits for the next event until ctx ends. ok is false when the
+// subscription has ended (Err says why) or ctx has.
+func (s *Subscription) Next(ctx context.Context) (ev *Event, ok bool) {
+	for {
+		ev, ended := s.Poll()
+		if ev != nil {
+			return ev, true
+		}
+		if ended || !s.Wait(ctx) {
+			return nil, false
+		}
+	}
+}
+
+// Wait waits until Poll has something (an event, or the end), and reports
+// false if ctx ended first. It may return early; callers poll in a loop.
+// A subscription is read either by waiting or through Notify, not both.
+func (s *Subscription) Wait(ctx context.Context) bool {
+	s.mu.Lock()
+	if s.signal == nil {
+		s.signal = make(chan struct{}, 1)
+		s.notify = s.wakeWaiter
+	}
+	ready := s.head < len(s.queue) || s.ended
+	s.mu.Unlock()
+	if ready {
+		return true
+	}
+	select {
+	case <-s.signal:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (s *Subscription) wakeWaiter() {
+	select {
+	case s.signal <- struct{}{}:
+	default:
+	}
+}
+
+// Notify sets f to be called when an event arrives in the empty queue and
+// when the subscription ends, and calls it at once if Poll already has
+// something. f runs on the delivering goroutine, under the hub's lock: it
+// must return quickly and must not call into the subscription or the
+// broker (start a goroutine that polls).
+func (s *Subscription) Notify(f func()) {
+	s.mu.Lock()
+	s.notify = f
+	ready := s.head < len(s.queue) || s.ended
+	s.mu.Unlock()
+	if ready {
+		f()
+	}
 }
 
 // Err returns why the subscription ended: ErrSlowSubscriber, ErrClosed, or
 // nil if it was closed by its owner or is still live.
 func (s *Subscription) Err() error {
-	s.hub.mu.RLock()
-	defer s.hub.mu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return s.err
 }
 
 // Close ends the subscription. It is safe to call more than once.
 func (s *Subscription) Close() { s.hub.end(s, nil) }
 
+// push queues ev, or reports false if the queue is full. It returns the
+// callback to call if the queue was empty.
+func (s *Subscription) push(ev *Event) (notify func(), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.queue) - s.head
+	if n >= s.limit {
+		return nil, false
+	}
+	if s.head > 0 && len(s.queue) == cap(s.queue) {
+		// Reuse the read part of the buffer before growing it.
+		copy(s.queue, s.queue[s.head:])
+		clear(s.queue[n:])
+		s.queue, s.head = s.queue[:n], 0
+	}
+	s.queue = append(s.queue, ev)
+	if n == 0 {
+		return s.notify, true
+	}
+	return nil, true
+}
+
+// finish marks s ended with err (the first reason sticks) and returns the
+// callback to call.
+func (s *Subscription) finish(err error) func() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ended, s.err = true, err
+	return s.notify
+}
+
 // Hub fans events out to the local subscribers of each topic. Each
-// subscriber has a fixed-size buffer; delivery never blocks, and a
-// subscriber whose buffer is full is cut off. A broker feeds its hub from
-// wherever its events come from (in-process posts, a Redis channel).
+// subscriber has a queue of at most the buffer size; delivery never blocks,
+// and a subscriber whose queue is full is cut off. A broker feeds its hub
+// from wherever its events come from (in-process posts, a Redis channel).
 //
-// Memory is bounded by (subscribers × buffer size) events: nothing else
-// queues.
+// Memory is bounded by (subscribers × buffer size) event pointers: nothing
+// else queues, and an idle subscriber's queue is empty.
 type Hub struct {
 	bufferSize int
 	// onIdle, if set, is called without locks held after the last subscriber
@@ -49,8 +181,9 @@ type Hub struct {
 	onIdle func(topic string)
 
 	// mu is held exclusively while delivering, so deliveries are totally
-	// ordered and a subscriber that misses one event (full buffer) is cut
+	// ordered and a subscriber that misses one event (full queue) is cut
 	// off before the next delivery can reach it: subscribers never see gaps.
+	// A subscription's own lock is taken inside it.
 	mu     sync.RWMutex
 	topics map[string]map[*Subscription]struct{}
 	closed bool
@@ -74,8 +207,7 @@ func (h *Hub) BufferSize() int { return h.bufferSize }
 // Add registers a new subscriber of topic. first reports whether it is the
 // topic's only subscriber, so a broker knows to subscribe upstream.
 func (h *Hub) Add(topic string) (sub *Subscription, first bool, err error) {
-	ch := make(chan *Event, h.bufferSize)
-	sub = &Subscription{C: ch, ch: ch, topic: topic, hub: h}
+	sub = &Subscription{topic: topic, hub: h, limit: h.bufferSize}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -115,13 +247,14 @@ func (h *Hub) Deliver(topic string, ev Event) {
 	h.mu.Lock()
 	idle := false
 	for s := range h.topics[topic] {
-		select {
-		case s.ch <- shared:
-		default:
+		notify, ok := s.push(shared)
+		if !ok {
 			// Cut off now, under the lock, rather than after it: a later
-			// delivery must not slip into a buffer the reader has just
+			// delivery must not slip into a queue the reader has just
 			// drained, or the subscriber would resume after a lost event.
 			idle = h.endLocked(s, ErrSlowSubscriber) || idle
+		} else if notify != nil {
+			notify()
 		}
 	}
 	h.mu.Unlock()
@@ -173,15 +306,17 @@ func (h *Hub) end(s *Subscription, err error) {
 }
 
 // endLocked ends s with err and reports whether its topic was left without
-// subscribers. Ending is idempotent: the first reason sticks. The channel is
-// closed under the exclusive lock, so no delivery can be sending on it.
+// subscribers. Ending is idempotent: the first reason sticks. A
+// subscription is in its topic's set until it ends, so being in it says it
+// has not.
 func (h *Hub) endLocked(s *Subscription, err error) (idle bool) {
-	if s.ended {
+	subs := h.topics[s.topic]
+	if _, ok := subs[s]; !ok {
 		return false
 	}
-	s.ended, s.err = true, err
-	close(s.ch)
-	subs := h.topics[s.topic]
+	if notify := s.finish(err); notify != nil {
+		notify()
+	}
 	delete(subs, s)
 	if len(subs) == 0 {
 		delete(h.topics, s.topic)

@@ -44,38 +44,43 @@ func seqOf(t testing.TB, ev Event) (stream string, i int) {
 // time or the subscription ends.
 func recv(t testing.TB, sub *Subscription, within time.Duration) Event {
 	t.Helper()
-	timer := time.NewTimer(within)
-	defer timer.Stop()
-	select {
-	case ev, ok := <-sub.C:
-		if !ok {
-			t.Fatalf("subscription ended (err: %v) while an event was expected", sub.Err())
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	ev, ok := sub.Next(ctx)
+	switch {
+	case ok:
 		return *ev
-	case <-timer.C:
+	case ctx.Err() != nil:
 		t.Fatalf("no event within %v", within)
-		return Event{}
+	default:
+		t.Fatalf("subscription ended (err: %v) while an event was expected", sub.Err())
+	}
+	return Event{}
+}
+
+// drain reads sub until it ends and returns what it read.
+func drain(t testing.TB, sub *Subscription, within time.Duration) []Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	var out []Event
+	for {
+		ev, ok := sub.Next(ctx)
+		if !ok {
+			if ctx.Err() != nil {
+				t.Fatalf("subscription still open after %v (%d events read)", within, len(out))
+			}
+			return out
+		}
+		out = append(out, *ev)
 	}
 }
 
-// drain reads sub until C is closed and returns what it read.
-func drain(t testing.TB, sub *Subscription, within time.Duration) []Event {
-	t.Helper()
-	var out []Event
-	deadline := time.NewTimer(within)
-	defer deadline.Stop()
-	for {
-		select {
-		case ev, ok := <-sub.C:
-			if !ok {
-				return out
-			}
-			out = append(out, *ev)
-		case <-deadline.C:
-			t.Fatalf("subscription still open after %v (%d events read)", within, len(out))
-			return out
-		}
-	}
+// queued is how many events wait in sub's queue.
+func queued(sub *Subscription) int {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	return len(sub.queue) - sub.head
 }
 
 // eventually polls cond until it holds or the deadline passes: settling
@@ -151,8 +156,8 @@ func TestLocalDeliversInPublishOrder(t *testing.T) {
 			}
 		}
 	}
-	if len(other.C) != 0 {
-		t.Fatalf("a subscriber of another topic got %d events", len(other.C))
+	if n := queued(other); n != 0 {
+		t.Fatalf("a subscriber of another topic got %d events", n)
 	}
 }
 
@@ -231,7 +236,11 @@ func TestHubCutOffLeavesNoGap(t *testing.T) {
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)
-		for ev := range slow.C {
+		for {
+			ev, ok := slow.Next(context.Background())
+			if !ok {
+				return
+			}
 			got = append(got, *ev)
 		}
 	}()
@@ -381,14 +390,17 @@ func TestLocalBufferIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cap(sub.C) != bufferSize {
-		t.Fatalf("cap(C) = %d, want %d", cap(sub.C), bufferSize)
+	if sub.queue != nil {
+		t.Fatalf("a new subscription holds a queue of %d", cap(sub.queue))
 	}
 	for i := range 10 * bufferSize {
 		publishNoBlock(t, b, topic, testEvent("p", i))
-		if len(sub.C) > bufferSize {
-			t.Fatalf("%d events queued with a buffer of %d", len(sub.C), bufferSize)
+		if n := queued(sub); n > bufferSize {
+			t.Fatalf("%d events queued with a buffer of %d", n, bufferSize)
 		}
+	}
+	if !errors.Is(sub.Err(), ErrSlowSubscriber) || len(drain(t, sub, time.Second)) != bufferSize {
+		t.Fatalf("after overflowing: Err() = %v, want the %d queued events and ErrSlowSubscriber", sub.Err(), bufferSize)
 	}
 	if def := NewLocal(0); def.hub.BufferSize() != DefaultBufferSize {
 		t.Fatalf("default buffer size %d, want %d", def.hub.BufferSize(), DefaultBufferSize)
@@ -429,5 +441,64 @@ func TestLocalRespectsContext(t *testing.T) {
 	}
 	if err := b.Publish(ctx, "t", Event{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Publish with a cancelled context: %v", err)
+	}
+}
+
+// A subscription read through Notify: the callback fires when an event
+// lands in an empty queue and when the subscription ends, never for events
+// that join a queue not yet read; Poll then empties it.
+func TestSubscriptionNotify(t *testing.T) {
+	h := NewHub(64, nil)
+	defer h.Close()
+	topic := RoomTopic("lobby")
+	sub, _, err := h.Add(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Deliver(topic, testEvent("p", 0))
+	var calls int
+	sub.Notify(func() { calls++ }) // an event is queued already: called at once
+	if calls != 1 {
+		t.Fatalf("Notify with an event queued: %d calls, want 1", calls)
+	}
+	for i := 1; i < 40; i++ {
+		h.Deliver(topic, testEvent("p", i))
+	}
+	if calls != 1 {
+		t.Fatalf("events joining an unread queue: %d calls, want still 1", calls)
+	}
+	for i := range 40 {
+		ev, ended := sub.Poll()
+		if ev == nil || ended {
+			t.Fatalf("poll %d: %v, ended %v", i, ev, ended)
+		}
+		if _, seq := seqOf(t, *ev); seq != i {
+			t.Fatalf("poll %d returned event %d", i, seq)
+		}
+	}
+	if ev, ended := sub.Poll(); ev != nil || ended {
+		t.Fatalf("empty queue: poll returned %v, ended %v", ev, ended)
+	}
+	if sub.queue != nil {
+		t.Fatalf("a drained queue still holds %d slots after a burst", cap(sub.queue))
+	}
+	h.Deliver(topic, testEvent("p", 40))
+	if calls != 2 {
+		t.Fatalf("an event into the drained queue: %d calls, want 2", calls)
+	}
+	sub.Close()
+	if calls != 3 {
+		t.Fatalf("the end: %d calls, want 3", calls)
+	}
+	// The event queued before the end is still read, then the end.
+	if ev, ended := sub.Poll(); ev == nil || ended {
+		t.Fatalf("after Close: poll returned %v, ended %v; want the queued event", ev, ended)
+	}
+	if ev, ended := sub.Poll(); ev != nil || !ended {
+		t.Fatalf("after Close and the last event: poll returned %v, ended %v", ev, ended)
+	}
+	sub.Close()
+	if calls != 3 {
+		t.Fatalf("a second Close notified again: %d calls", calls)
 	}
 }

@@ -195,19 +195,19 @@ func TestRedisFanOutInOrder(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
 			for i := range n {
-				select {
-				case ev, ok := <-sub.C:
-					if !ok {
-						errs <- fmt.Errorf("subscriber %d ended after %d events: %v", k, i, sub.Err())
-						return
-					}
-					if ev.Message == nil || ev.Message.ID != want[i].Message.ID || ev.Message.Content != want[i].Message.Content {
-						errs <- fmt.Errorf("subscriber %d: event %d is %+v, want %+v", k, i, ev.Message, want[i].Message)
-						return
-					}
-				case <-time.After(10 * time.Second):
+				ev, ok := sub.Next(ctx)
+				switch {
+				case !ok && ctx.Err() != nil:
 					errs <- fmt.Errorf("subscriber %d: event %d did not arrive", k, i)
+					return
+				case !ok:
+					errs <- fmt.Errorf("subscriber %d ended after %d events: %v", k, i, sub.Err())
+					return
+				case ev.Message == nil || ev.Message.ID != want[i].Message.ID || ev.Message.Content != want[i].Message.Content:
+					errs <- fmt.Errorf("subscriber %d: event %d is %+v, want %+v", k, i, ev.Message, want[i].Message)
 					return
 				}
 			}
@@ -347,19 +347,15 @@ func TestRedisSubscribeCyclesLeaveNothingBehind(t *testing.T) {
 // receivedWithin reports whether sub gets ev (by message id) in time, other
 // workers' events on the same topic notwithstanding.
 func receivedWithin(sub *Subscription, ev Event, within time.Duration) bool {
-	timer := time.NewTimer(within)
-	defer timer.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
 	for {
-		select {
-		case got, ok := <-sub.C:
-			if !ok {
-				return false
-			}
-			if got.Message != nil && got.Message.ID == ev.Message.ID {
-				return true
-			}
-		case <-timer.C:
+		got, ok := sub.Next(ctx)
+		if !ok {
 			return false
+		}
+		if got.Message != nil && got.Message.ID == ev.Message.ID {
+			return true
 		}
 	}
 }
@@ -402,9 +398,6 @@ func TestRedisCutsOffSlowSubscriber(t *testing.T) {
 	topic := RoomTopic("lobby")
 	slow := subscribe(t, r, topic)
 	fast := subscribe(t, r, topic)
-	if cap(slow.C) != bufferSize {
-		t.Fatalf("cap(C) = %d, want %d", cap(slow.C), bufferSize)
-	}
 	for i := range 4 * bufferSize {
 		publish(t, r, topic, testEvent("p", i))
 		if _, seq := seqOf(t, recv(t, fast, 5*time.Second)); seq != i {
@@ -585,10 +578,8 @@ func TestRedisQuietConnectionIsNotAnOutage(t *testing.T) {
 	sub := subscribe(t, r, RoomTopic("quiet"))
 	// Many read timeouts pass.
 	time.Sleep(300 * time.Millisecond)
-	select {
-	case ev := <-sub.C:
+	if ev, _ := sub.Poll(); ev != nil {
 		t.Fatalf("a quiet connection produced %+v", ev)
-	default:
 	}
 	if got := logs.all(); len(got) != 0 {
 		t.Fatalf("a quiet connection logged %v", got)

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -306,17 +305,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// streams counts the goroutines serving room streams.
-func streams() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			return strings.Count(string(buf[:n]), "resolvers.(*RoomStream).Run")
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-}
+// streams counts the open room streams.
+func streams() int64 { return resolvers.OpenRoomStreams() }
 
 func (h *harness) encoderCount() (encoders, encodes int) {
 	h.live.encoders.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/resolvers"
+	"github.com/killrchat/chatql/store"
 )
 
 // RoomStreams opens room event streams: the resolvers.
@@ -99,9 +101,10 @@ func (op *operation) start(kind string, payload json.RawMessage) {
 	}
 	// From here on the stream needs only the shared encoder: the operation
 	// context (its document, variables and field caches) is let go.
-	enc := op.c.t.encoders.acquire(op.c.exec, rc, field)
+	r := &roomSubscription{op: op, stream: stream, alias: field.Alias, viewer: stream.Viewer(),
+		enc: op.c.t.encoders.acquire(op.c.exec, rc, field), prefix: framePrefix(op.c.proto, op.id)}
 	handedOff = true
-	go op.streamRoom(stream, enc, field.Alias)
+	r.start()
 }
 
 // stop ends the operation the client completed (graphql-ws: stopped). Its
@@ -161,28 +164,92 @@ func (op *operation) openRoom(ctx context.Context, field graphql.CollectedField,
 	return nil, false
 }
 
-// streamRoom serves a roomEvents subscription: each event is encoded by the
-// encoder shared with every subscription that selects the same fields, and
+// roomSubscription serves a roomEvents subscription. It has no goroutine
+// while it waits: the broker subscription says when events are queued
+// (Notify), and a goroutine started then writes them all and exits, so an
+// idle subscriber holds no stack. Each event is encoded by the encoder
+// shared with every subscription that selects the same fields, and
 // written as is.
-func (op *operation) streamRoom(stream *resolvers.RoomStream, enc *encoder, alias string) {
-	defer func() { op.finish(recover()) }()
-	defer op.c.t.encoders.release(enc)
-	prefix := framePrefix(op.c.proto, op.id)
-	viewer := stream.Viewer()
+type roomSubscription struct {
+	op      *operation
+	stream  *resolvers.RoomStream
+	enc     *encoder
+	prefix  []byte // the frame around each result
+	viewer  store.UserRef
+	alias   string
+	pumping atomic.Bool // a goroutine is delivering
+}
+
+// start replays what came after the cursor and follows the room.
+func (r *roomSubscription) start() {
+	r.stream.Notify(r.op.ctx, r.wake)
+	r.wake()
+}
+
+// wake makes sure a goroutine delivers what is ready. It runs on the
+// broker's delivering goroutine: it only starts one.
+func (r *roomSubscription) wake() {
+	if r.pumping.CompareAndSwap(false, true) {
+		go r.pump()
+	}
+}
+
+// pump delivers until nothing is ready. A wake that comes while it runs
+// finds it pumping and leaves the event to it, so before it stops it looks
+// again: whichever of it and a later wake claims the pumping flag goes on.
+func (r *roomSubscription) pump() {
+	for {
+		done, err := r.pumpOnce()
+		if done {
+			r.end(err)
+			return
+		}
+		r.pumping.Store(false)
+		if !r.stream.Ready(r.op.ctx) || !r.pumping.CompareAndSwap(false, true) {
+			return
+		}
+	}
+}
+
+// pumpOnce delivers what is queued; a panic fails the subscription, not
+// the server.
+func (r *roomSubscription) pumpOnce() (done bool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.stream.Close()
+			done, err = true, panicked{p}
+		}
+	}()
 	var encodeErr error
-	err := stream.Run(op.ctx, func(ev *broker.Event) bool {
-		payload, err := enc.encode(ev, viewer)
+	done, err = r.stream.Pump(r.op.ctx, func(ev *broker.Event) bool {
+		payload, err := r.enc.encode(ev, r.viewer)
 		if err != nil {
 			encodeErr = err
 			return false
 		}
-		return op.writeResult(prefix, payload)
+		return r.op.writeResult(r.prefix, payload)
 	})
 	if encodeErr != nil {
 		err = encodeErr
 	}
-	op.end(err, ast.Path{ast.PathName(alias)})
+	return done, err
 }
+
+// end tells the client how the subscription ended and releases it.
+func (r *roomSubscription) end(err error) {
+	r.op.c.t.encoders.release(r.enc)
+	if p, ok := err.(panicked); ok {
+		r.op.finish(p.value)
+		return
+	}
+	r.op.end(err, ast.Path{ast.PathName(r.alias)})
+	r.op.finish(nil)
+}
+
+// panicked carries a recovered panic to end.
+type panicked struct{ value any }
+
+func (p panicked) Error() string { return fmt.Sprint("panic: ", p.value) }
 
 // execute runs any other operation through gqlgen's executor: queries and
 // mutations (one result) and other subscriptions (a result per event).

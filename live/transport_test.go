@@ -3,6 +3,7 @@ package live
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -315,4 +316,42 @@ func TestShutdownClosesConnections(t *testing.T) {
 	}
 	wg.Wait()
 	waitFor(t, "streams to end", func() bool { return streams() == before })
+}
+
+// An idle room subscription holds no goroutine: only its connection's
+// reader waits. Events still arrive, in order, on every subscription.
+func TestIdleSubscriptionsHoldNoGoroutine(t *testing.T) {
+	h := newHarness(t, nil)
+	alice := h.user("alice")
+	h.room("hall", "alice")
+	c := h.connect(graphqlTransportWS.name, alice)
+	h.post(alice, "hall", "warm-up") // the HTTP client's pooled connection stays
+	time.Sleep(50 * time.Millisecond) // the handshake's goroutines exit
+	idleConn := runtime.NumGoroutine()
+	before := streams()
+	const subs = 20
+	for i := range subs {
+		c.subscribe(graphqlTransportWS, fmt.Sprint(i), roomEvents, map[string]any{"r": "hall"})
+	}
+	waitFor(t, "the streams", func() bool { return streams() == before+subs })
+	idle := func() bool { return runtime.NumGoroutine() <= idleConn }
+	waitFor(t, fmt.Sprint(subs, " idle subscriptions to hold no goroutine"), idle)
+	for round := range 3 {
+		id := h.post(alice, "hall", fmt.Sprint("round ", round))
+		got := map[string]bool{}
+		for range subs {
+			m := c.read()
+			var p struct {
+				Data struct{ RoomEvents roomEvent }
+			}
+			if err := json.Unmarshal(m.Payload, &p); err != nil || m.Type != graphqlTransportWS.next || p.Data.RoomEvents.Message.ID != id {
+				t.Fatalf("round %d: got %s %s (%v), want the post %s", round, m.Type, m.Payload, err, id)
+			}
+			got[m.ID] = true
+		}
+		if len(got) != subs {
+			t.Fatalf("round %d reached %d of %d subscriptions", round, len(got), subs)
+		}
+		waitFor(t, fmt.Sprint("the goroutines of round ", round, " to exit"), idle)
+	}
 }

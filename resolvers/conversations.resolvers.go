@@ -235,24 +235,22 @@ func (r *subscriptionResolver) InboxEvents(ctx context.Context) (<-chan *model.I
 		defer close(out)
 		defer sub.Close()
 		for {
+			ev, ok := sub.Next(ctx)
+			if !ok {
+				if ctx.Err() == nil {
+					r.endStream(ctx, sub.Err())
+				}
+				return
+			}
+			if ev.Kind == broker.Resync {
+				// Inbox state is read on demand: a client that may have
+				// missed events re-reads its inbox.
+				ev = &broker.Event{Kind: broker.UnreadChanged}
+			}
 			select {
+			case out <- &model.InboxEvent{Kind: model.InboxEventKind(ev.Kind), ConversationID: ev.Room, Message: ev.Message}:
 			case <-ctx.Done():
 				return
-			case ev, ok := <-sub.C:
-				if !ok {
-					r.endStream(ctx, sub.Err())
-					return
-				}
-				if ev.Kind == broker.Resync {
-					// Inbox state is read on demand: a client that may have
-					// missed events re-reads its inbox.
-					ev = &broker.Event{Kind: broker.UnreadChanged}
-				}
-				select {
-				case out <- &model.InboxEvent{Kind: model.InboxEventKind(ev.Kind), ConversationID: ev.Room, Message: ev.Message}:
-				case <-ctx.Done():
-					return
-				}
 			}
 		}
 	}()

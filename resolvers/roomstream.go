@@ -2,6 +2,7 @@ package resolvers
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/killrchat/chatql/auth"
@@ -37,7 +38,20 @@ type RoomStream struct {
 	recent []store.MessageID
 	next   int
 	newest store.MessageID
+
+	replayed   bool        // the first Pump has replayed after the cursor
+	stopNotify func() bool // undoes Notify's watch of its context
+	closed     atomic.Bool
 }
+
+// openRoomStreams counts the streams of this process whose subscription is
+// live: opened, not yet closed.
+var openRoomStreams atomic.Int64
+
+// OpenRoomStreams is how many room event streams of this process are
+// subscribed now, over every transport and server in it. Once it has
+// grown, the new stream receives whatever is posted.
+func OpenRoomStreams() int64 { return openRoomStreams.Load() }
 
 // OpenRoomEvents checks that the caller may follow the room, then
 // subscribes to its live events before anything is read from the store, so
@@ -74,6 +88,7 @@ func (r *Resolver) OpenRoomEvents(ctx context.Context, room string, after *strin
 	if err != nil {
 		return nil, err
 	}
+	openRoomStreams.Add(1)
 	return &RoomStream{r: r, room: room, me: me, sub: sub, after: resumeFrom, floor: floor}, nil
 }
 
@@ -85,33 +100,84 @@ func (s *RoomStream) Viewer() store.UserRef { return s.me }
 // subscriber is gone); those end it with nil. Otherwise it returns why the
 // stream failed (the subscriber fell behind, the broker closed, the store
 // failed); the client resumes with its last cursor. Events are shared with
-// other subscribers: read, never modify. Run releases the subscription.
+// other subscribers: read, never modify. Run waits for events on the
+// calling goroutine; transports that would rather not park a goroutine per
+// subscriber drive the stream with Notify and Pump instead.
 func (s *RoomStream) Run(ctx context.Context, emit func(*broker.Event) bool) error {
-	defer s.sub.Close()
-	if !s.after.IsZero() {
-		if ok, err := s.catchUp(ctx, s.after, emit); !ok {
+	for {
+		if done, err := s.Pump(ctx, emit); done {
 			return err
 		}
+		s.sub.Wait(ctx)
 	}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case ev, ok := <-s.sub.C:
-			if !ok {
-				return s.sub.Err()
-			}
-			if ev.Kind == broker.Resync {
-				if ok, err := s.catchUp(ctx, s.resyncFrom(), emit); !ok {
-					return err
-				}
-				continue
-			}
-			if !s.deliver(ev, emit) || s.ends(ev) {
-				return nil
+}
+
+// Notify has ready called whenever Pump has work: an event arrived, the
+// subscription ended, or ctx ended. ready runs on the delivering goroutine
+// and must only schedule a Pump (see broker.Subscription.Notify). The
+// first Pump, which replays what came after the cursor, is the caller's to
+// schedule.
+func (s *RoomStream) Notify(ctx context.Context, ready func()) {
+	s.stopNotify = context.AfterFunc(ctx, ready)
+	s.sub.Notify(ready)
+}
+
+// Pump delivers what is ready, as Run does, without waiting for more: the
+// replay after the cursor on the first call, then the events queued. done
+// reports that the stream has ended, with Run's error; it has then
+// released its subscription. One Pump at a time per stream.
+func (s *RoomStream) Pump(ctx context.Context, emit func(*broker.Event) bool) (done bool, err error) {
+	defer func() {
+		if done {
+			s.Close()
+		}
+	}()
+	if !s.replayed {
+		s.replayed = true
+		if !s.after.IsZero() {
+			if ok, err := s.catchUp(ctx, s.after, emit); !ok {
+				return true, err
 			}
 		}
 	}
+	for ctx.Err() == nil {
+		ev, ended := s.sub.Poll()
+		if ev == nil {
+			if ended {
+				return true, s.sub.Err()
+			}
+			return false, nil
+		}
+		if ev.Kind == broker.Resync {
+			if ok, err := s.catchUp(ctx, s.resyncFrom(), emit); !ok {
+				return true, err
+			}
+			continue
+		}
+		if !s.deliver(ev, emit) || s.ends(ev) {
+			return true, nil
+		}
+	}
+	return true, nil
+}
+
+// Ready reports whether Pump has work: a queued event, the end of the
+// subscription, or of ctx.
+func (s *RoomStream) Ready(ctx context.Context) bool {
+	return ctx.Err() != nil || s.sub.Pending()
+}
+
+// Close releases the stream's subscription; Pump and Run do when the
+// stream ends. It is safe to call more than once.
+func (s *RoomStream) Close() {
+	if !s.closed.CompareAndSwap(false, true) {
+		return
+	}
+	s.sub.Close()
+	if s.stopNotify != nil {
+		s.stopNotify()
+	}
+	openRoomStreams.Add(-1)
 }
 
 // ends reports whether ev is the last event the subscriber may see.
