@@ -22,13 +22,18 @@ type RoomStreams interface {
 	OpenRoomEvents(ctx context.Context, room string, after *string) (*resolvers.RoomStream, error)
 }
 
-// operation is one subscribe (graphql-ws: start) of a connection. ctx ends
-// when the client completes it or the connection ends.
+// operation is one subscribe (graphql-ws: start) of a connection. It runs
+// until it completes or fails, or is stopped: the client completed it, or
+// the connection ended. An operation run by gqlgen's executor has a context
+// that stopping cancels. A room subscription has no context of its own (one
+// per idle subscriber would be memory held for nothing): stopping sets the
+// flag and wakes it.
 type operation struct {
-	c      *conn
-	id     string
-	ctx    context.Context
-	cancel context.CancelFunc
+	c       *conn
+	id      string
+	ctx     context.Context // the connection's
+	stopped atomic.Bool
+	onStop  func() // what stop calls to end the operation promptly; guarded by c.mu
 }
 
 // subscribe starts the operation of a subscribe message; false ends the
@@ -39,8 +44,7 @@ func (c *conn) subscribe(m message) bool {
 	acked, dup, running := c.acked, c.ops[m.ID] != nil, len(c.ops)
 	var op *operation
 	if acked && m.ID != "" && !dup && running < c.t.cfg.MaxOperations && !c.closed {
-		op = &operation{c: c, id: m.ID}
-		op.ctx, op.cancel = context.WithCancel(c.ctx)
+		op = &operation{c: c, id: m.ID, ctx: c.ctx}
 		c.ops[m.ID] = op
 	}
 	c.mu.Unlock()
@@ -115,9 +119,35 @@ func (c *conn) stop(id string) {
 	delete(c.ops, id)
 	c.mu.Unlock()
 	if op != nil {
-		op.cancel()
+		op.stop()
 	}
 }
+
+// stop ends the operation from outside: the client completed it or the
+// connection ended.
+func (op *operation) stop() {
+	op.stopped.Store(true)
+	op.c.mu.Lock()
+	f := op.onStop
+	op.c.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// setOnStop sets what stop calls, and calls it now if the operation was
+// stopped before. f may be called twice.
+func (op *operation) setOnStop(f func()) {
+	op.c.mu.Lock()
+	op.onStop = f
+	op.c.mu.Unlock()
+	if op.stopped.Load() {
+		f()
+	}
+}
+
+// over reports whether the client no longer waits for the operation.
+func (op *operation) over() bool { return op.stopped.Load() || op.ctx.Err() != nil }
 
 // roomEventsField recognizes a roomEvents subscription and reads its
 // arguments; anything else (or arguments gqlgen would have to coerce) runs
@@ -182,7 +212,8 @@ type roomSubscription struct {
 
 // start replays what came after the cursor and follows the room.
 func (r *roomSubscription) start() {
-	r.stream.Notify(r.op.ctx, r.wake)
+	r.stream.Notify(r.wake)
+	r.op.setOnStop(r.wake)
 	r.wake()
 }
 
@@ -205,7 +236,7 @@ func (r *roomSubscription) pump() {
 			return
 		}
 		r.pumping.Store(false)
-		if !r.stream.Ready(r.op.ctx) || !r.pumping.CompareAndSwap(false, true) {
+		if !(r.stream.Ready() || r.op.over()) || !r.pumping.CompareAndSwap(false, true) {
 			return
 		}
 	}
@@ -220,8 +251,15 @@ func (r *roomSubscription) pumpOnce() (done bool, err error) {
 			done, err = true, panicked{p}
 		}
 	}()
+	if r.op.over() {
+		r.stream.Close()
+		return true, nil
+	}
 	var encodeErr error
 	done, err = r.stream.Pump(r.op.ctx, func(ev *broker.Event) bool {
+		if r.op.stopped.Load() {
+			return false
+		}
 		payload, err := r.enc.encode(ev, r.viewer)
 		if err != nil {
 			encodeErr = err
@@ -254,6 +292,9 @@ func (p panicked) Error() string { return fmt.Sprint("panic: ", p.value) }
 // execute runs any other operation through gqlgen's executor: queries and
 // mutations (one result) and other subscriptions (a result per event).
 func (op *operation) execute(ctx context.Context, rc *graphql.OperationContext) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	op.setOnStop(cancel)
 	ctx, streamErr := resolvers.WithStreamError(ctx)
 	responses, ctx := op.c.exec.DispatchOperation(ctx, rc)
 	prefix := framePrefix(op.c.proto, op.id)
@@ -290,7 +331,7 @@ func (op *operation) writeResult(prefix, result []byte) bool {
 // end tells the client how the operation ended, unless the client ended it
 // or left: complete, or the error that cut it short.
 func (op *operation) end(err error, path ast.Path) {
-	if op.ctx.Err() != nil {
+	if op.over() {
 		return
 	}
 	if err != nil {
@@ -307,7 +348,6 @@ func (op *operation) finish(p any) {
 		op.c.t.cfg.Log.Error("live: operation panicked", "panic", p, "id", op.id)
 		op.c.sendError(msgError, op.id, &gqlerror.Error{Message: "internal error", Extensions: map[string]any{"code": resolvers.CodeInternal}})
 	}
-	op.cancel()
 	op.c.mu.Lock()
 	if op.c.ops[op.id] == op {
 		delete(op.c.ops, op.id)

@@ -198,10 +198,19 @@ func (c *conn) read(untilAcked bool) bool {
 	}
 }
 
-// end releases the connection's operations and timers.
+// end stops the connection's operations and releases its timers.
 func (c *conn) end() {
 	c.cancel()
 	c.stopKeepAlive()
+	c.mu.Lock()
+	ops := make([]*operation, 0, len(c.ops))
+	for _, op := range c.ops {
+		ops = append(ops, op)
+	}
+	c.mu.Unlock()
+	for _, op := range ops {
+		op.stop()
+	}
 }
 
 // handle acts on one client message; false ends the connection.

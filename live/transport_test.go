@@ -325,7 +325,7 @@ func TestIdleSubscriptionsHoldNoGoroutine(t *testing.T) {
 	alice := h.user("alice")
 	h.room("hall", "alice")
 	c := h.connect(graphqlTransportWS.name, alice)
-	h.post(alice, "hall", "warm-up") // the HTTP client's pooled connection stays
+	h.post(alice, "hall", "warm-up")  // the HTTP client's pooled connection stays
 	time.Sleep(50 * time.Millisecond) // the handshake's goroutines exit
 	idleConn := runtime.NumGoroutine()
 	before := streams()

@@ -39,9 +39,8 @@ type RoomStream struct {
 	next   int
 	newest store.MessageID
 
-	replayed   bool        // the first Pump has replayed after the cursor
-	stopNotify func() bool // undoes Notify's watch of its context
-	closed     atomic.Bool
+	replayed bool // the first Pump has replayed after the cursor
+	closed   atomic.Bool
 }
 
 // openRoomStreams counts the streams of this process whose subscription is
@@ -112,15 +111,12 @@ func (s *RoomStream) Run(ctx context.Context, emit func(*broker.Event) bool) err
 	}
 }
 
-// Notify has ready called whenever Pump has work: an event arrived, the
-// subscription ended, or ctx ended. ready runs on the delivering goroutine
-// and must only schedule a Pump (see broker.Subscription.Notify). The
-// first Pump, which replays what came after the cursor, is the caller's to
-// schedule.
-func (s *RoomStream) Notify(ctx context.Context, ready func()) {
-	s.stopNotify = context.AfterFunc(ctx, ready)
-	s.sub.Notify(ready)
-}
+// Notify has ready called whenever Pump has work: an event arrived or the
+// subscription ended. ready runs on the delivering goroutine and must only
+// schedule a Pump (see broker.Subscription.Notify). The first Pump, which
+// replays what came after the cursor, is the caller's to schedule, and so
+// is one when the context it passes to Pump ends.
+func (s *RoomStream) Notify(ready func()) { s.sub.Notify(ready) }
 
 // Pump delivers what is ready, as Run does, without waiting for more: the
 // replay after the cursor on the first call, then the events queued. done
@@ -161,11 +157,9 @@ func (s *RoomStream) Pump(ctx context.Context, emit func(*broker.Event) bool) (d
 	return true, nil
 }
 
-// Ready reports whether Pump has work: a queued event, the end of the
-// subscription, or of ctx.
-func (s *RoomStream) Ready(ctx context.Context) bool {
-	return ctx.Err() != nil || s.sub.Pending()
-}
+// Ready reports whether Pump has work from the subscription: a queued
+// event, or its end.
+func (s *RoomStream) Ready() bool { return s.sub.Pending() }
 
 // Close releases the stream's subscription; Pump and Run do when the
 // stream ends. It is safe to call more than once.
@@ -174,9 +168,6 @@ func (s *RoomStream) Close() {
 		return
 	}
 	s.sub.Close()
-	if s.stopNotify != nil {
-		s.stopNotify()
-	}
 	openRoomStreams.Add(-1)
 }
 
