@@ -19,11 +19,8 @@ const (
 )
 
 // leanHijacker hands the websocket library the hijacked connection with
-// small buffers instead of net/http's, and keeps it for write deadlines.
-type leanHijacker struct {
-	http.ResponseWriter
-	conn *replayConn
-}
+// small buffers instead of net/http's.
+type leanHijacker struct{ http.ResponseWriter }
 
 func (w *leanHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
@@ -37,8 +34,8 @@ func (w *leanHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		b, _ := brw.Reader.Peek(n)
 		pending = bytes.Clone(b)
 	}
-	w.conn = &replayConn{Conn: conn, pending: pending}
-	return w.conn, bufio.NewReadWriter(bufio.NewReaderSize(w.conn, readBufferSize), bufio.NewWriterSize(w.conn, writeBufferSize)), nil
+	rc := &replayConn{Conn: conn, pending: pending}
+	return rc, bufio.NewReadWriter(bufio.NewReaderSize(rc, readBufferSize), bufio.NewWriterSize(rc, writeBufferSize)), nil
 }
 
 // replayConn reads pending before the socket.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -38,6 +39,12 @@ type harness struct {
 }
 
 func newHarness(t *testing.T, tune func(*Config)) *harness {
+	t.Helper()
+	return newHarnessOn(t, tune, nil)
+}
+
+// newHarnessOn serves on wrap(listener) if wrap is not nil.
+func newHarnessOn(t *testing.T, tune func(*Config), wrap func(net.Listener) net.Listener) *harness {
 	t.Helper()
 	st, err := embedded.Open(t.TempDir())
 	if err != nil {
@@ -79,7 +86,11 @@ func newHarness(t *testing.T, tune func(*Config)) *harness {
 	gql.AddTransport(transport.POST{})
 	gql.SetQueryCache(lru.New[*ast.QueryDocument](100))
 	gql.SetErrorPresenter(res.ErrorPresenter)
-	srv := httptest.NewServer(tokens.Middleware(gql))
+	srv := httptest.NewUnstartedServer(tokens.Middleware(gql))
+	if wrap != nil {
+		srv.Listener = wrap(srv.Listener)
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	h.url = srv.URL
 	return h

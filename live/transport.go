@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -41,7 +42,7 @@ type Config struct {
 	// KeepAlive is the interval of graphql-ws "ka" messages (0: none).
 	KeepAlive time.Duration
 	// WriteTimeout bounds each write; a client that does not read for
-	// that long is disconnected.
+	// that long is disconnected (checked every quarter of it).
 	WriteTimeout time.Duration
 	// ReadLimit caps the size of one client message.
 	ReadLimit int64
@@ -59,6 +60,10 @@ type Config struct {
 type Transport struct {
 	cfg      Config
 	encoders encoders
+
+	mu     sync.Mutex
+	conns  map[*conn]struct{} // open connections, for the write watchdog and shutdown
+	closed bool               // cfg.Context is done: no new connections
 }
 
 // New returns a transport with cfg; zero durations and limits take defaults.
@@ -85,7 +90,48 @@ func New(cfg Config) *Transport {
 		cfg.ErrorPresenter = graphql.DefaultErrorPresenter
 	}
 	cfg.Accept.Subprotocols = []string{graphqlTransportWS.name, graphqlWS.name}
-	return &Transport{cfg: cfg}
+	t := &Transport{cfg: cfg, conns: make(map[*conn]struct{})}
+	go t.watch()
+	return t
+}
+
+// watch closes connections whose write has waited longer than
+// WriteTimeout (the client stopped reading), and every connection when
+// cfg.Context ends. One ticker for all connections costs less than a
+// deadline set and cleared around every write.
+func (t *Transport) watch() {
+	tick := time.NewTicker(t.cfg.WriteTimeout / 4)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.cfg.Context.Done():
+			t.mu.Lock()
+			t.closed = true
+			conns := make([]*conn, 0, len(t.conns))
+			for c := range t.conns {
+				conns = append(conns, c)
+			}
+			t.mu.Unlock()
+			for _, c := range conns {
+				c.close(closeGoingAway, "server shutting down")
+			}
+			return
+		case now := <-tick.C:
+			startedBefore := now.Add(-t.cfg.WriteTimeout).UnixNano()
+			var stalled []*conn
+			t.mu.Lock()
+			for c := range t.conns {
+				if since := c.writing.Load(); since != 0 && since < startedBefore {
+					stalled = append(stalled, c)
+				}
+			}
+			t.mu.Unlock()
+			for _, c := range stalled {
+				t.cfg.Log.Debug("live: a write waited too long; closing the connection", "timeout", t.cfg.WriteTimeout)
+				c.abort()
+			}
+		}
+	}
 }
 
 var _ graphql.Transport = (*Transport)(nil)
@@ -98,7 +144,7 @@ func (t *Transport) Supports(r *http.Request) bool {
 // Do accepts the websocket and serves it on a goroutine of its own, so the
 // HTTP handler's goroutine, its request and its buffers are released.
 func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
-	lean := &leanHijacker{ResponseWriter: w}
+	lean := &leanHijacker{w}
 	ws, err := websocket.Accept(lean, r, &t.cfg.Accept)
 	if err != nil {
 		return // Accept answered the request with the reason
@@ -112,7 +158,17 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 	// connection keeps its values (an Authorization header's caller) and
 	// ends with the server.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	c := &conn{t: t, ws: ws, raw: lean.conn, proto: p, exec: exec, ctx: ctx, cancel: cancel, ops: make(map[string]*operation)}
+	c := &conn{t: t, ws: ws, proto: p, exec: exec, ctx: ctx, cancel: cancel, ops: make(map[string]*operation)}
+	t.mu.Lock()
+	closed := t.closed
+	if !closed {
+		t.conns[c] = struct{}{}
+	}
+	t.mu.Unlock()
+	if closed {
+		_ = ws.Close(closeGoingAway, "server shutting down")
+		return
+	}
 	go c.serve()
 }
 
@@ -120,7 +176,6 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 type conn struct {
 	t     *Transport
 	ws    *websocket.Conn
-	raw   *replayConn
 	proto *protocol
 	exec  graphql.GraphExecutor
 
@@ -129,7 +184,8 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	wmu sync.Mutex // serializes writes
+	wmu     sync.Mutex   // serializes writes
+	writing atomic.Int64 // when the write under way started (Unix ns), 0 if none
 
 	mu        sync.Mutex
 	inited    bool // connection_init received
@@ -143,7 +199,6 @@ type conn struct {
 // fresh goroutine, so that the stack grown by verifying the token is not
 // kept for the connection's life (idle connections are most of them).
 func (c *conn) serve() {
-	stopOnShutdown := context.AfterFunc(c.t.cfg.Context, func() { c.close(closeGoingAway, "server shutting down") })
 	initTimer := time.AfterFunc(c.t.cfg.InitTimeout, func() {
 		c.mu.Lock()
 		inited := c.inited
@@ -155,12 +210,10 @@ func (c *conn) serve() {
 	acked := c.read(true)
 	initTimer.Stop()
 	if !acked {
-		stopOnShutdown()
 		c.end()
 		return
 	}
 	go func() {
-		defer stopOnShutdown()
 		defer c.end()
 		c.read(false)
 	}()
@@ -200,6 +253,9 @@ func (c *conn) read(untilAcked bool) bool {
 
 // end stops the connection's operations and releases its timers.
 func (c *conn) end() {
+	c.t.mu.Lock()
+	delete(c.t.conns, c)
+	c.t.mu.Unlock()
 	c.cancel()
 	c.stopKeepAlive()
 	c.mu.Lock()
@@ -320,16 +376,16 @@ func (c *conn) sendError(typ, id string, errs ...*gqlerror.Error) bool {
 	return c.send(message{ID: id, Type: typ, Payload: payload})
 }
 
-// write sends one text frame within the write timeout. A write that fails
-// or times out closes the connection: the client is gone or not reading.
+// write sends one text frame. A write that fails closes the connection,
+// and so does one that waits longer than the write timeout (the watchdog
+// aborts it): the client is gone or not reading.
 func (c *conn) write(frame []byte) bool {
 	// Writes take turns (the websocket library would serialize them
-	// anyway) so that each runs under its own deadline, cleared after it:
-	// the library's own control frames must not inherit a stale one.
+	// anyway), so that the watchdog times one write at a time.
 	c.wmu.Lock()
-	_ = c.raw.SetWriteDeadline(time.Now().Add(c.t.cfg.WriteTimeout))
+	c.writing.Store(time.Now().UnixNano())
 	err := c.ws.Write(context.Background(), websocket.MessageText, frame)
-	_ = c.raw.SetWriteDeadline(time.Time{})
+	c.writing.Store(0)
 	c.wmu.Unlock()
 	if err != nil {
 		c.mu.Lock()
@@ -338,11 +394,16 @@ func (c *conn) write(frame []byte) bool {
 		if !closed {
 			c.t.cfg.Log.Debug("live: write failed; closing the connection", "err", err)
 		}
-		c.cancel()
-		_ = c.ws.CloseNow()
+		c.abort()
 		return false
 	}
 	return true
+}
+
+// abort drops the connection without a close handshake.
+func (c *conn) abort() {
+	c.cancel()
+	_ = c.ws.CloseNow()
 }
 
 // close ends the connection with a close frame, once. The close handshake

@@ -1,8 +1,12 @@
 package live
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"runtime"
 	"strings"
 	"sync"
@@ -354,4 +358,80 @@ func TestIdleSubscriptionsHoldNoGoroutine(t *testing.T) {
 		}
 		waitFor(t, fmt.Sprint("the goroutines of round ", round, " to exit"), idle)
 	}
+}
+
+// A client that stops reading is disconnected once a write to it has waited
+// WriteTimeout, and its subscription is released: it holds neither the
+// room's other subscribers nor server memory.
+func TestStalledClientIsDisconnected(t *testing.T) {
+	// Small socket buffers on both ends, so that the server's writes block
+	// soon.
+	const bufferSize = 4096
+	h := newHarnessOn(t, func(c *Config) { c.WriteTimeout = 200 * time.Millisecond }, func(ln net.Listener) net.Listener {
+		return sendBufferListener{ln, bufferSize}
+	})
+	alice := h.user("alice")
+	h.room("hall", "alice")
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err == nil {
+			err = c.(*net.TCPConn).SetReadBuffer(bufferSize)
+		}
+		return c, err
+	}
+	httpClient := &http.Client{Transport: &http.Transport{DialContext: dial}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(h.url, "http"), &websocket.DialOptions{HTTPClient: httpClient, Subprotocols: []string{graphqlTransportWS.name}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	ws.SetReadLimit(1 << 20)
+	c := &client{t: t, ws: ws}
+	c.send(message{Type: msgConnectionInit, Payload: mustJSON(map[string]any{"token": alice})})
+	if m := c.read(); m.Type != msgConnectionAck {
+		t.Fatalf("got %+v, want connection_ack", m)
+	}
+	before := streams()
+	c.subscribe(graphqlTransportWS, "s", roomEvents, map[string]any{"r": "hall"})
+	waitFor(t, "the stream", func() bool { return streams() == before+1 })
+
+	// The client reads nothing from here on. Fewer posts than the
+	// subscriber queue holds, so that only the write timeout can end it.
+	big := strings.Repeat("x", 4000)
+	posts := 0
+	for streams() > before {
+		if posts == 250 {
+			t.Fatalf("the stalled client's stream is still open after %d posts of %d bytes", posts, len(big))
+		}
+		h.post(alice, "hall", big)
+		posts++
+		time.Sleep(2 * time.Millisecond) // paced, so the watchdog has time to act first
+	}
+	// The server dropped the connection: what was sent before is read,
+	// then the connection ends.
+	for {
+		if _, err := c.next(5 * time.Second); err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("the connection is still open: %v", err)
+			}
+			break
+		}
+	}
+	t.Logf("disconnected after %d posts", posts)
+}
+
+// sendBufferListener gives accepted connections a fixed send buffer.
+type sendBufferListener struct {
+	net.Listener
+	size int
+}
+
+func (l sendBufferListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		err = c.(*net.TCPConn).SetWriteBuffer(l.size)
+	}
+	return c, err
 }
