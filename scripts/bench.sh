@@ -29,7 +29,8 @@
 #   BENCH_OUT                output directory                 (bench-out)
 #   BENCH_SUBSCRIBERS        roomEvents websockets            (1000)
 #   BENCH_ROOMS              rooms                            (10)
-#   BENCH_RATE               posts/s offered                  (500)
+#   BENCH_RATE               posts/s offered                  (550: 55,000 deliveries/s offered, so
+#                            the 50,000/s aim is measured, not the offered ceiling)
 #   BENCH_POSTERS            posting users                    (10)
 #   BENCH_READERS            history readers                  (2)
 #   BENCH_READ_RATE          history reads/s                  (20)
@@ -54,7 +55,7 @@ GO="${GO:-go}"
 OUT="${BENCH_OUT:-bench-out}"
 SUBSCRIBERS="${BENCH_SUBSCRIBERS:-1000}"
 ROOMS="${BENCH_ROOMS:-10}"
-RATE="${BENCH_RATE:-500}"
+RATE="${BENCH_RATE:-550}"
 POSTERS="${BENCH_POSTERS:-10}"
 READERS="${BENCH_READERS:-2}"
 READ_RATE="${BENCH_READ_RATE:-20}"
