@@ -103,6 +103,11 @@ func (op *operation) start(kind string, payload json.RawMessage) {
 	if !ok {
 		return
 	}
+	defer func() {
+		if !handedOff {
+			stream.Close() // a panic between opening and handing off
+		}
+	}()
 	// From here on the stream needs only the shared encoder: the operation
 	// context (its document, variables and field caches) is let go.
 	r := &roomSubscription{op: op, stream: stream, alias: field.Alias, viewer: stream.Viewer(),
@@ -228,11 +233,18 @@ func (r *roomSubscription) wake() {
 // pump delivers until nothing is ready. A wake that comes while it runs
 // finds it pumping and leaves the event to it, so before it stops it looks
 // again: whichever of it and a later wake claims the pumping flag goes on.
+// A panic fails the subscription, not the server.
 func (r *roomSubscription) pump() {
+	defer func() {
+		if p := recover(); p != nil {
+			r.stream.Close()
+			r.release(p)
+		}
+	}()
 	for {
-		done, err := r.pumpOnce()
-		if done {
-			r.end(err)
+		if done, err := r.deliver(); done {
+			r.op.end(err, ast.Path{ast.PathName(r.alias)})
+			r.release(nil)
 			return
 		}
 		r.pumping.Store(false)
@@ -242,15 +254,9 @@ func (r *roomSubscription) pump() {
 	}
 }
 
-// pumpOnce delivers what is queued; a panic fails the subscription, not
-// the server.
-func (r *roomSubscription) pumpOnce() (done bool, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			r.stream.Close()
-			done, err = true, panicked{p}
-		}
-	}()
+// deliver writes what is queued; done reports the end of the subscription,
+// with why it failed if it did.
+func (r *roomSubscription) deliver() (done bool, err error) {
 	if r.op.over() {
 		r.stream.Close()
 		return true, nil
@@ -273,21 +279,12 @@ func (r *roomSubscription) pumpOnce() (done bool, err error) {
 	return done, err
 }
 
-// end tells the client how the subscription ended and releases it.
-func (r *roomSubscription) end(err error) {
+// release lets go of the encoder and the operation; p is a panic that
+// failed it.
+func (r *roomSubscription) release(p any) {
 	r.op.c.t.encoders.release(r.enc)
-	if p, ok := err.(panicked); ok {
-		r.op.finish(p.value)
-		return
-	}
-	r.op.end(err, ast.Path{ast.PathName(r.alias)})
-	r.op.finish(nil)
+	r.op.finish(p)
 }
-
-// panicked carries a recovered panic to end.
-type panicked struct{ value any }
-
-func (p panicked) Error() string { return fmt.Sprint("panic: ", p.value) }
 
 // execute runs any other operation through gqlgen's executor: queries and
 // mutations (one result) and other subscriptions (a result per event).

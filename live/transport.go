@@ -100,7 +100,7 @@ func New(cfg Config) *Transport {
 // cfg.Context ends. One ticker for all connections costs less than a
 // deadline set and cleared around every write.
 func (t *Transport) watch() {
-	tick := time.NewTicker(t.cfg.WriteTimeout / 4)
+	tick := time.NewTicker(max(t.cfg.WriteTimeout/4, time.Millisecond))
 	defer tick.Stop()
 	for {
 		select {
