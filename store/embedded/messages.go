@@ -66,35 +66,18 @@ func (db *DB) addMessage(b *batch, m store.Message) error {
 // Messages returns up to limit messages of the room older than before,
 // newest first, walking its days from before's back to the oldest.
 func (db *DB) Messages(ctx context.Context, room string, before store.MessageID, limit int) ([]store.Message, error) {
-	end, err := db.begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer end()
-
-	listed, err := db.buckets(ctx, room)
-	if err != nil {
-		return nil, err
-	}
-	buckets := store.NewestFirstBuckets(listed, before, time.Now())
-	// Rows are newest first in key order: older than before is after it.
-	page, err := store.ScanBuckets(ctx, buckets, limit, func(ctx context.Context, b store.Bucket, limit int) ([]store.Message, error) {
-		p := messagePartition(room, b)
-		lower := []byte(p)
-		if !before.IsZero() {
-			lower = p.desc(before).next()
-		}
-		return db.readMessages(ctx, room, p, lower, p.end(), false, limit)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return nonNil(page), nil
+	return db.roomPage(ctx, room, before, false, limit)
 }
 
 // MessagesAfter returns up to limit messages of the room newer than after,
 // oldest first, walking its days from after's to today.
 func (db *DB) MessagesAfter(ctx context.Context, room string, after store.MessageID, limit int) ([]store.Message, error) {
+	return db.roomPage(ctx, room, after, true, limit)
+}
+
+// roomPage reads up to limit messages of the room beyond cursor: older
+// ones, newest first, or with newer the newer ones, oldest first.
+func (db *DB) roomPage(ctx context.Context, room string, cursor store.MessageID, newer bool, limit int) ([]store.Message, error) {
 	end, err := db.begin(ctx)
 	if err != nil {
 		return nil, err
@@ -105,15 +88,23 @@ func (db *DB) MessagesAfter(ctx context.Context, room string, after store.Messag
 	if err != nil {
 		return nil, err
 	}
-	buckets := store.OldestFirstBuckets(listed, after, time.Now())
-	// Newer than after is before it in key order, read backwards.
+	buckets := store.NewestFirstBuckets(listed, cursor, time.Now())
+	if newer {
+		buckets = store.OldestFirstBuckets(listed, cursor, time.Now())
+	}
 	page, err := store.ScanBuckets(ctx, buckets, limit, func(ctx context.Context, b store.Bucket, limit int) ([]store.Message, error) {
 		p := messagePartition(room, b)
-		upper := p.end()
-		if !after.IsZero() {
-			upper = p.desc(after)
+		// Rows are newest first in key order: older than the cursor is
+		// after it; newer is before it, read backwards.
+		var lower, upper []byte = p, p.end()
+		switch {
+		case cursor.IsZero():
+		case newer:
+			upper = p.desc(cursor)
+		default:
+			lower = p.desc(cursor).next()
 		}
-		return db.readMessages(ctx, room, p, p, upper, true, limit)
+		return db.readMessages(ctx, room, p, lower, upper, newer, limit)
 	})
 	if err != nil {
 		return nil, err
