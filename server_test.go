@@ -69,7 +69,13 @@ func serve(t *testing.T, srv *Server) *testServer {
 		t.Fatal(err)
 	}
 	go srv.Serve(ln)
-	t.Cleanup(func() { _ = srv.Close(context.Background()) })
+	open := resolvers.OpenRoomStreams()
+	t.Cleanup(func() {
+		_ = srv.Close(context.Background())
+		// Streams end asynchronously: let this server's go, so that the
+		// next test counts only its own.
+		waitGoroutines(t, func(int) bool { return resolvers.OpenRoomStreams() <= open })
+	})
 	url := "http://" + ln.Addr().String() + "/query"
 	return &testServer{Server: srv, URL: url, Client: chatclient.New(url)}
 }

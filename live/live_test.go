@@ -46,6 +46,10 @@ func newHarness(t *testing.T, tune func(*Config)) *harness {
 // newHarnessOn serves on wrap(listener) if wrap is not nil.
 func newHarnessOn(t *testing.T, tune func(*Config), wrap func(net.Listener) net.Listener) *harness {
 	t.Helper()
+	// Runs last: streams end asynchronously after the server and its
+	// context; the next test counts only its own.
+	open := streams()
+	t.Cleanup(func() { waitFor(t, "this test's streams to end", func() bool { return streams() <= open }) })
 	st, err := embedded.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
