@@ -81,7 +81,7 @@ func (op *operation) start(kind string, payload json.RawMessage) {
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.UseNumber()
 	if err := dec.Decode(&params); err != nil {
-		op.c.sendError(msgError, op.id, badInput("invalid %s payload: %v", kind, err))
+		op.fail(badInput("invalid %s payload: %v", kind, err))
 		return
 	}
 	start := graphql.Now()
@@ -90,7 +90,7 @@ func (op *operation) start(kind string, payload json.RawMessage) {
 	rc, errs := op.c.exec.CreateOperationContext(ctx, &params)
 	if errs != nil {
 		resp := op.c.exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs)
-		op.c.sendError(msgError, op.id, resp.Errors...)
+		op.fail(resp.Errors...)
 		return
 	}
 	ctx = graphql.WithOperationContext(ctx, rc)
@@ -194,7 +194,7 @@ func (op *operation) openRoom(ctx context.Context, field graphql.CollectedField,
 	resp := op.c.exec.DispatchError(ctx, gqlerror.List{gqlerror.WrapPath(path, err)})
 	resp.Data = json.RawMessage("null")
 	if b, err := json.Marshal(resp); err == nil && op.writeResult(framePrefix(op.c.proto, op.id), b) {
-		op.c.send(message{ID: op.id, Type: msgComplete})
+		op.complete()
 	}
 	return nil, false
 }
@@ -332,19 +332,41 @@ func (op *operation) end(err error, path ast.Path) {
 		return
 	}
 	if err != nil {
-		op.c.sendError(msgError, op.id, op.c.t.cfg.ErrorPresenter(op.ctx, gqlerror.WrapPath(path, err)))
+		op.fail(op.c.t.cfg.ErrorPresenter(op.ctx, gqlerror.WrapPath(path, err)))
 		return
 	}
+	op.complete()
+}
+
+// The last message of an operation goes out after its id and its place in
+// the connection's limit are freed: a client that reacts to it at once may
+// reuse both.
+
+// complete frees the operation and tells the client it is complete.
+func (op *operation) complete() {
+	op.release()
 	op.c.send(message{ID: op.id, Type: msgComplete})
 }
 
-// finish releases the operation; a panic (p) in it fails the operation,
-// not the server.
+// fail frees the operation and sends the errors that ended it.
+func (op *operation) fail(errs ...*gqlerror.Error) {
+	op.release()
+	op.c.sendError(msgError, op.id, errs...)
+}
+
+// finish releases the operation, if its last message has not already; a
+// panic (p) in it fails the operation, not the server.
 func (op *operation) finish(p any) {
 	if p != nil {
 		op.c.t.cfg.Log.Error("live: operation panicked", "panic", p, "id", op.id)
-		op.c.sendError(msgError, op.id, &gqlerror.Error{Message: "internal error", Extensions: map[string]any{"code": resolvers.CodeInternal}})
+		op.fail(&gqlerror.Error{Message: "internal error", Extensions: map[string]any{"code": resolvers.CodeInternal}})
+		return
 	}
+	op.release()
+}
+
+// release frees the operation's id, unless a new operation has it already.
+func (op *operation) release() {
 	op.c.mu.Lock()
 	if op.c.ops[op.id] == op {
 		delete(op.c.ops, op.id)

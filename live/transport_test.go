@@ -435,3 +435,25 @@ func (l sendBufferListener) Accept() (net.Conn, error) {
 	}
 	return c, err
 }
+
+// An operation's last message (error or complete) comes after its id and
+// its place under the operation limit are free: a client may reuse both as
+// soon as it reads it.
+func TestEndedOperationFreesItsIDBeforeItsLastMessage(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxOperations = 1 })
+	alice := h.user("alice")
+	c := h.connect(graphqlTransportWS.name, alice)
+	for i := range 200 {
+		c.subscribe(graphqlTransportWS, "a", `{ nope }`, nil)
+		if m := c.read(); m.Type != msgError || m.ID != "a" || !strings.Contains(string(m.Payload), "nope") {
+			t.Fatalf("round %d, invalid query: got %+v %s, want its error", i, m, m.Payload)
+		}
+		c.subscribe(graphqlTransportWS, "a", `{ me { login } }`, nil)
+		if m := c.read(); m.Type != graphqlTransportWS.next || m.ID != "a" {
+			t.Fatalf("round %d, the id and the slot reused at once: got %+v %s, want a result", i, m, m.Payload)
+		}
+		if m := c.read(); m.Type != msgComplete || m.ID != "a" {
+			t.Fatalf("round %d: got %+v, want complete", i, m)
+		}
+	}
+}
