@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -39,9 +40,9 @@ func cassandraConfig(t *testing.T) Config {
 var notKeyspaceChar = regexp.MustCompile(`[^a-z0-9_]+`)
 
 // testKeyspace derives a valid keyspace name (at most 48 characters) from a
-// test name.
+// test name, after CHAT_TEST_KEYSPACE_TAG (see store/cassandra's tests).
 func testKeyspace(testName string) string {
-	name := "e2e_" + notKeyspaceChar.ReplaceAllString(strings.ToLower(testName), "_")
+	name := "e2e" + os.Getenv("CHAT_TEST_KEYSPACE_TAG") + "_" + notKeyspaceChar.ReplaceAllString(strings.ToLower(testName), "_")
 	return name[:min(len(name), 48)]
 }
 

@@ -19,7 +19,9 @@ import (
 )
 
 // testKeyspace is dropped and created afresh by every run of the tests.
-const testKeyspace = "chat_test"
+// CHAT_TEST_KEYSPACE_TAG, when set, is appended, so that runs from several
+// checkouts can share one node without dropping each other's keyspace.
+var testKeyspace = "chat_test" + os.Getenv("CHAT_TEST_KEYSPACE_TAG")
 
 // testHosts returns the nodes of CHAT_CASSANDRA_HOSTS, or nil.
 func testHosts() []string {
