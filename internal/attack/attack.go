@@ -300,7 +300,9 @@ func (t *Target) login(ctx context.Context, acc *account) error {
 		return err
 	}
 	var out struct {
-		Data struct{ Login struct{ Token, RefreshToken string } }
+		Data struct {
+			Login struct{ Token, RefreshToken string }
+		}
 	}
 	if err := json.Unmarshal(a.Body, &out); err != nil || out.Data.Login.Token == "" {
 		return fmt.Errorf("login %s: HTTP %d %.300s", acc.Login, a.Status, a.Body)

@@ -151,7 +151,9 @@ func (t *Target) refresh(ctx context.Context, token string) (account, error) {
 		return account{}, err
 	}
 	var out struct {
-		Data struct{ RefreshToken struct{ Token, RefreshToken string } }
+		Data struct {
+			RefreshToken struct{ Token, RefreshToken string }
+		}
 	}
 	if err := json.Unmarshal(a.Body, &out); err != nil || out.Data.RefreshToken.Token == "" {
 		return account{}, fmt.Errorf("HTTP %d %.300s", a.Status, a.Body)
