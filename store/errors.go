@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"unicode/utf8"
 )
 
 // The sentinel errors of the chat domain. Backends wrap them with context
@@ -30,3 +32,23 @@ type invalidError struct{ msg string }
 
 func (e *invalidError) Error() string { return e.msg }
 func (e *invalidError) Unwrap() error { return ErrInvalid }
+
+// maxQuoted is how much of a client's input an error message repeats.
+const maxQuoted = 64
+
+// Quote returns s quoted for an error message, cut to its first maxQuoted
+// characters: an error names the input it refuses without handing a
+// megabyte of it back.
+func Quote(s string) string {
+	if utf8.RuneCountInString(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	n := 0
+	for i := range s {
+		if n == maxQuoted {
+			return strconv.Quote(s[:i]) + "..."
+		}
+		n++
+	}
+	return strconv.Quote(s)
+}

@@ -39,6 +39,7 @@ func FuzzParseMessageID(f *testing.F) {
 			if !id.IsZero() {
 				t.Fatalf("ParseMessageID(%q) failed but returned %v", s, id)
 			}
+			shortMessage(t, err)
 			return
 		}
 		if id[6]>>4 != 1 {
@@ -64,7 +65,7 @@ func FuzzParseMessageID(f *testing.F) {
 // room name never holds ':', which keeps rooms apart from direct
 // conversations (store.DirectConversationID). Rejections are ErrInvalid.
 func FuzzNames(f *testing.F) {
-	for _, s := range []string{"alice", "tea-party", "a", "ab", "a:b", "Alice", "_x", "x.y", strings.Repeat("a", 41), "é1", "a\x00b", ""} {
+	for _, s := range []string{strings.Repeat("\\", 5000), strings.Repeat("é", 100), "alice", "tea-party", "a", "ab", "a:b", "Alice", "_x", "x.y", strings.Repeat("a", 41), "é1", "a\x00b", ""} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -74,6 +75,8 @@ func FuzzNames(f *testing.F) {
 			}
 		} else if !errors.Is(err, ErrInvalid) {
 			t.Fatalf("ValidateLogin(%q) = %v, not an ErrInvalid", s, err)
+		} else {
+			shortMessage(t, err)
 		}
 		if err := ValidateRoomName(s); err == nil {
 			if n := len(s); n < 2 || n > 40 || IsDirectConversation(s) || strings.ToLower(s) != s {
@@ -81,6 +84,8 @@ func FuzzNames(f *testing.F) {
 			}
 		} else if !errors.Is(err, ErrInvalid) {
 			t.Fatalf("ValidateRoomName(%q) = %v, not an ErrInvalid", s, err)
+		} else {
+			shortMessage(t, err)
 		}
 	})
 }
@@ -103,4 +108,13 @@ func FuzzContent(f *testing.F) {
 			t.Fatalf("ValidateContent accepted %q", s)
 		}
 	})
+}
+
+// shortMessage fails unless err's message is short: it quotes at most
+// the start of the input it refuses (see Quote), however long the input.
+func shortMessage(t *testing.T, err error) {
+	t.Helper()
+	if n := len(err.Error()); n > 500 {
+		t.Fatalf("error message of %d bytes: %.100s...", n, err)
+	}
 }

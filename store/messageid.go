@@ -159,7 +159,7 @@ func (id MessageID) String() string {
 func ParseMessageID(s string) (MessageID, error) {
 	var id MessageID
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
-		return id, Invalidf("message id %q is not a UUID (want xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)", s)
+		return id, Invalidf("message id %s is not a UUID (want xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)", Quote(s))
 	}
 	parts := [][2]int{{0, 8}, {9, 13}, {14, 18}, {19, 23}, {24, 36}}
 	at := 0

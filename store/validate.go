@@ -31,7 +31,7 @@ const (
 // ValidateLogin returns an ErrInvalid error unless login follows LoginRule.
 func ValidateLogin(login string) error {
 	if !loginPattern.MatchString(login) {
-		return Invalidf("invalid login %q: %s", login, LoginRule)
+		return Invalidf("invalid login %s: %s", Quote(login), LoginRule)
 	}
 	return nil
 }
@@ -39,7 +39,7 @@ func ValidateLogin(login string) error {
 // ValidateRoomName returns an ErrInvalid error unless name follows RoomNameRule.
 func ValidateRoomName(name string) error {
 	if !roomNamePattern.MatchString(name) {
-		return Invalidf("invalid room name %q: %s", name, RoomNameRule)
+		return Invalidf("invalid room name %s: %s", Quote(name), RoomNameRule)
 	}
 	return nil
 }
@@ -67,7 +67,7 @@ func (u User) Validate() error {
 	if u.Email != "" {
 		at := strings.IndexByte(u.Email, '@')
 		if len(u.Email) > MaxEmailLength || at < 1 || at == len(u.Email)-1 || strings.ContainsAny(u.Email, " \t\r\n") {
-			return Invalidf("invalid email %q: it must look like name@example.com and be at most %d characters", u.Email, MaxEmailLength)
+			return Invalidf("invalid email %s: it must look like name@example.com and be at most %d characters", Quote(u.Email), MaxEmailLength)
 		}
 	}
 	return validateText("bio", u.Bio, 0, MaxBioLength)
