@@ -1,12 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/killrchat/chatql/internal/chatclient"
 )
 
 // TestRestartLosesNothing stops a server and starts another on the same
@@ -49,39 +57,161 @@ func TestShutdownFinishesInFlightWrites(t *testing.T) {
 	alice := ts.user(t, "alice")
 	mustDo(t, alice, createRoom, map[string]any{"n": "busy"}, nil)
 
-	var mu sync.Mutex
-	acked := map[string]bool{}
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for w := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			for i := 0; ; i++ {
-				content := fmt.Sprintf("w%d-%d", w, i)
-				if err := alice.Do(context.Background(), postMessage, map[string]any{"r": "busy", "c": content}, nil); err != nil {
-					return // the server is shutting down
-				}
-				mu.Lock()
-				acked[content] = true
-				mu.Unlock()
-			}
-		}()
-	}
-	close(start)
-	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(acked) >= 50 })
+	posts := startPosting(alice, "busy")
+	waitFor(t, func() bool { return posts.acknowledged() >= 50 })
 	if err := ts.Close(testContext(t)); err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	wg.Wait()
+	posts.checkStored(t, startServer(t, cfg).Client.WithToken(alice.Token))
+}
 
-	after := startServer(t, cfg).Client.WithToken(alice.Token)
+// TestSIGTERMEndsStreamsAndFinishesWrites runs the real binary with an SSE
+// stream, a subscription sent as a plain POST and a burst of posts open,
+// and sends it SIGTERM: the streams end at once rather than hold the
+// shutdown for its whole timeout, the posts in flight finish, and the
+// process exits with status 0. A server restarted on the same store has
+// every acknowledged post.
+func TestSIGTERMEndsStreamsAndFinishesWrites(t *testing.T) {
+	bin := buildChatql(t)
+	forEachStore(t, func(t *testing.T, cfg Config) {
+		cfg.ShutdownTimeout = 20 * time.Second
+		srv := startChatql(t, bin, cfg)
+		anon := &testServer{URL: srv.URL, Client: chatclient.New(srv.URL)}
+		alice := anon.user(t, "alice")
+		for _, room := range []string{"live", "busy"} {
+			mustDo(t, alice, createRoom, map[string]any{"n": room}, nil)
+		}
+		var first struct{ PostMessage struct{ ID string } }
+		mustDo(t, alice, postMessage, map[string]any{"r": "live", "c": "first"}, &first)
+		mustDo(t, alice, postMessage, map[string]any{"r": "live", "c": "replayed"}, nil)
+
+		// A subscription as a plain POST waits for its first event; none
+		// comes. Its connection is accepted before the SSE stream's, so it
+		// is being served once the stream is.
+		plainSent, plainDone := make(chan struct{}), make(chan error, 1)
+		go func() {
+			ctx := httptrace.WithClientTrace(testContext(t), &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { close(plainSent) }})
+			plainDone <- alice.Do(ctx, roomEvents, map[string]any{"r": "live"}, nil)
+		}()
+		select {
+		case <-plainSent:
+		case err := <-plainDone:
+			t.Fatalf("subscription as a plain POST = %v before any shutdown", err)
+		}
+
+		// The SSE stream replays the post after the first: then it is open.
+		body, _ := json.Marshal(chatclient.Request{Query: roomEvents, Variables: map[string]any{"r": "live", "after": first.PostMessage.ID}})
+		req, _ := http.NewRequestWithContext(testContext(t), http.MethodPost, srv.URL, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+alice.Token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		stream, streamOpen, streamDone := &strings.Builder{}, make(chan struct{}), make(chan error, 1)
+		go func() {
+			chunk := make([]byte, 4096)
+			var opened sync.Once
+			for {
+				n, err := resp.Body.Read(chunk)
+				stream.Write(chunk[:n])
+				if strings.Contains(stream.String(), "replayed") {
+					opened.Do(func() { close(streamOpen) })
+				}
+				if err != nil {
+					streamDone <- err
+					return
+				}
+			}
+		}()
+		select {
+		case <-streamOpen:
+		case err := <-streamDone:
+			t.Fatalf("SSE stream ended with %v before the replay, after %q", err, stream.String())
+		}
+
+		posts := startPosting(alice, "busy")
+		waitFor(t, func() bool { return posts.acknowledged() >= 50 })
+		status, took := srv.terminate(t)
+		if status != 0 {
+			t.Errorf("exit status after SIGTERM = %d, want 0", status)
+		}
+		if took > 5*time.Second {
+			t.Errorf("exit took %v after SIGTERM, want well under the %v shutdown timeout", took, cfg.ShutdownTimeout)
+		}
+		if err := <-streamDone; !errors.Is(err, io.EOF) || !strings.Contains(stream.String(), "event: complete") {
+			t.Errorf("SSE stream ended with %v after %q; want the server to complete it", err, stream.String())
+		}
+		if err := <-plainDone; err != nil {
+			t.Errorf("subscription as a plain POST = %v, want an answer", err)
+		}
+
+		again := startChatql(t, bin, cfg)
+		posts.checkStored(t, chatclient.New(again.URL).WithToken(alice.Token))
+		if status, _ := again.terminate(t); status != 0 {
+			t.Errorf("exit status of the restarted server = %d, want 0", status)
+		}
+	})
+}
+
+// posting is a burst of posts to one room by 8 concurrent writers, each
+// posting until the server refuses a connection: a shutdown in the middle.
+type posting struct {
+	client *chatclient.Client
+	room   string
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	acked  map[string]bool
+	failed []error // answered with an error: cut off, not refused
+}
+
+func startPosting(c *chatclient.Client, room string) *posting {
+	p := &posting{client: c, room: room, acked: map[string]bool{}}
+	for w := range 8 {
+		p.wg.Go(func() {
+			for i := 0; ; i++ {
+				content := fmt.Sprintf("w%d-%d", w, i)
+				err := c.Do(context.Background(), postMessage, map[string]any{"r": room, "c": content}, nil)
+				p.mu.Lock()
+				var answered chatclient.Errors
+				if errors.As(err, &answered) {
+					p.failed = append(p.failed, err)
+				} else if err == nil {
+					p.acked[content] = true
+				}
+				p.mu.Unlock()
+				if err != nil {
+					return // the server is shutting down
+				}
+			}
+		})
+	}
+	return p
+}
+
+func (p *posting) acknowledged() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.acked)
+}
+
+// checkStored waits for the writers to stop, then checks through reader,
+// a server on the same store, that every acknowledged post is stored, and
+// that no post was answered with an error: a post in flight when the
+// shutdown began must finish, not be cut off.
+func (p *posting) checkStored(t *testing.T, reader *chatclient.Client) {
+	t.Helper()
+	p.wg.Wait()
+	for _, err := range p.failed {
+		t.Errorf("a post in flight at shutdown failed: %v", err)
+	}
 	stored := map[string]bool{}
 	var cursor any
 	for {
 		var page messagePage
-		mustDo(t, after, messagesQ, map[string]any{"r": "busy", "n": 100, "after": cursor}, &page)
+		mustDo(t, reader, messagesQ, map[string]any{"r": p.room, "n": 100, "after": cursor}, &page)
 		for _, e := range page.Messages.Edges {
 			stored[e.Node.Content] = true
 		}
@@ -90,7 +220,7 @@ func TestShutdownFinishesInFlightWrites(t *testing.T) {
 		}
 		cursor = *page.Messages.PageInfo.EndCursor
 	}
-	for content := range acked {
+	for content := range p.acked {
 		if !stored[content] {
 			t.Errorf("acknowledged post %q was lost", content)
 		}

@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
@@ -89,9 +90,9 @@ type Server struct {
 	store  store.Store
 	broker broker.Broker
 	http   *http.Server
-	// stopStreams cancels the context of every request, which ends the
-	// websocket and SSE streams that http.Server.Shutdown does not wait for.
-	stopStreams context.CancelFunc
+	// endRequests cancels the context of every request still running when
+	// shutdown gives up waiting, before the store closes under it.
+	endRequests context.CancelFunc
 	closing     atomic.Bool
 	ownsStore   bool
 }
@@ -135,14 +136,18 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, st store.Store
 		return nil, err
 	}
 	res := &resolvers.Resolver{Store: s.store, Broker: s.broker, Tokens: tokens, Passwords: passwords, Log: log}
-	streams, stopStreams := context.WithCancel(context.Background())
-	s.stopStreams = stopStreams
+	// Live streams end as soon as shutdown starts; other requests run on
+	// until they finish, or until shutdown stops waiting for them.
+	streams, endStreams := context.WithCancel(context.Background())
+	requests, endRequests := context.WithCancel(context.Background())
+	s.endRequests = endRequests
 	s.http = &http.Server{
 		Handler:           s.routes(streams, res, tokens),
 		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return streams },
+		BaseContext:       func(net.Listener) context.Context { return requests },
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	s.http.RegisterOnShutdown(endStreams)
 	return s, nil
 }
 
@@ -200,7 +205,7 @@ func jwtSecret(cfg Config) ([]byte, error) {
 }
 
 // routes builds the HTTP surface: the API at /query, the playground at /,
-// and health probes. Websockets end when streams does.
+// and health probes. Websockets and subscriptions end when streams does.
 func (s *Server) routes(streams context.Context, res *resolvers.Resolver, tokens *auth.Tokens) http.Handler {
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: res}))
 	gql.AddTransport(live.New(live.Config{
@@ -225,6 +230,7 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, tokens
 	gql.Use(extension.Introspection{})
 	gql.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](100)})
 	gql.Use(extension.FixedComplexityLimit(s.cfg.MaxComplexity))
+	gql.AroundOperations(endSubscriptionsWith(streams))
 	gql.SetErrorPresenter(res.ErrorPresenter)
 	gql.SetRecoverFunc(res.Recover)
 
@@ -234,6 +240,23 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, tokens
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", s.readyz)
 	return mux
+}
+
+// endSubscriptionsWith ends every subscription when streams ends, whichever
+// transport carries it: an SSE stream, or a subscription sent as a plain
+// POST, which waits for its first event. http.Server.Shutdown waits for
+// every request, so these would hold it for its whole timeout. Queries and
+// mutations keep the request's context: in flight, they finish.
+func endSubscriptionsWith(streams context.Context) graphql.OperationMiddleware {
+	return func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+		if graphql.GetOperationContext(ctx).Operation.Operation != ast.Subscription {
+			return next(ctx)
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		unregister := context.AfterFunc(streams, cancel)
+		context.AfterFunc(ctx, func() { unregister() })
+		return next(ctx)
+	}
 }
 
 // websocketAuth authenticates a websocket from the token in its
@@ -327,13 +350,14 @@ func (s *Server) Serve(ln net.Listener) error {
 	return nil
 }
 
-// Close shuts down gracefully: it stops accepting, waits (up to ctx) for
-// in-flight requests, so accepted writes finish, ends live streams, and
-// then closes the broker and the store, which flushes pending writes.
+// Close shuts down gracefully: it stops accepting, ends the live streams
+// (websockets, SSE, subscriptions), waits (up to ctx) for the other
+// requests in flight, so accepted writes finish, and then closes the broker
+// and the store.
 func (s *Server) Close(ctx context.Context) error {
 	s.closing.Store(true)
-	err := s.http.Shutdown(ctx)
-	s.stopStreams()
+	err := s.http.Shutdown(ctx) // ends the streams first: see RegisterOnShutdown in newServer
+	s.endRequests()
 	err = errors.Join(err, s.broker.Close())
 	if s.ownsStore {
 		err = errors.Join(err, s.store.Close())

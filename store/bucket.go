@@ -22,22 +22,17 @@ func (b Bucket) Start() time.Time {
 	return time.Date(int(b)/10000, time.Month(int(b)/100%100), int(b)%100, 0, 0, 0, 0, time.UTC)
 }
 
-// UnflushedWindow bounds how long a backend may hold a new bucket in memory
-// before it is listed in messages_bucket. Readers always probe the buckets of
-// that recent window directly, so a bucket not yet listed is never skipped.
-const UnflushedWindow = time.Minute
-
 // BucketReader reads up to limit messages of one bucket, in the scan's
 // direction and within the scan's cursor bound.
 type BucketReader func(ctx context.Context, b Bucket, limit int) ([]Message, error)
 
 // NewestFirstBuckets returns the buckets a newest-first page must visit, in
-// order: the listed non-empty buckets at or before the cursor's bucket, plus
-// the recent buckets that may not be listed yet. A zero cursor starts at the
-// newest bucket.
-func NewestFirstBuckets(listed []Bucket, before MessageID, now time.Time) []Bucket {
-	out := make([]Bucket, 0, len(listed)+2)
-	for _, b := range append(recentBuckets(now), listed...) {
+// order: the listed non-empty buckets at or before the cursor's bucket. A
+// zero cursor starts at the newest bucket. Every backend lists a bucket
+// before it acknowledges a message in it, so no other bucket holds one.
+func NewestFirstBuckets(listed []Bucket, before MessageID) []Bucket {
+	out := make([]Bucket, 0, len(listed))
+	for _, b := range listed {
 		// Without a cursor every listed bucket counts, even one "after now":
 		// a server whose clock runs ahead may have written it.
 		if before.IsZero() || b <= BucketOf(before.Time()) {
@@ -51,23 +46,19 @@ func NewestFirstBuckets(listed []Bucket, before MessageID, now time.Time) []Buck
 
 // OldestFirstBuckets returns the buckets an oldest-first scan after the
 // cursor must visit, in order.
-func OldestFirstBuckets(listed []Bucket, after MessageID, now time.Time) []Bucket {
+func OldestFirstBuckets(listed []Bucket, after MessageID) []Bucket {
 	var from Bucket // the zero cursor starts at the first bucket
 	if !after.IsZero() {
 		from = BucketOf(after.Time())
 	}
-	out := make([]Bucket, 0, len(listed)+2)
-	for _, b := range append(recentBuckets(now), listed...) {
+	out := make([]Bucket, 0, len(listed))
+	for _, b := range listed {
 		if b >= from {
 			out = append(out, b)
 		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
-}
-
-func recentBuckets(now time.Time) []Bucket {
-	return []Bucket{BucketOf(now), BucketOf(now.Add(-UnflushedWindow))}
 }
 
 // ScanBuckets reads buckets in order until limit messages are collected.

@@ -25,8 +25,8 @@ type SegmentReader func(ctx context.Context, s Segment, limit int) ([]Message, e
 // and the cursor. Windows after the cursor, and buckets outside every
 // window, are never read. Windows must not overlap (a member is in a group
 // or not); overlapping windows would read their common messages twice.
-func PlanSegments(listed []Bucket, windows []Window, before MessageID, now time.Time) []Segment {
-	buckets := NewestFirstBuckets(listed, before, now)
+func PlanSegments(listed []Bucket, windows []Window, before MessageID) []Segment {
+	buckets := NewestFirstBuckets(listed, before)
 	ws := slices.Clone(windows)
 	slices.SortFunc(ws, func(a, b Window) int { return b.From.Compare(a.From) })
 	var plan []Segment

@@ -32,9 +32,6 @@ func fmtPlan(plan []store.Segment) string {
 }
 
 func TestPlanSegments(t *testing.T) {
-	// Midday: the unflushed window does not reach into yesterday, so the
-	// only recent bucket is today's, 20240310.
-	now := march(10, 12)
 	listed := []store.Bucket{20240309, 20240301, 20240302, 20240303, 20240305, 20240306, 20240308}
 	orig := slices.Clone(listed)
 	min := store.MinMessageID
@@ -60,8 +57,8 @@ func TestPlanSegments(t *testing.T) {
 			seg(20240308, late.From, min(late.To)), seg(20240306, late.From, min(late.To)),
 			seg(20240302, early.From, min(early.To)), seg(20240301, early.From, min(early.To)),
 		}},
-		{"open window: to the newest, recent unlisted bucket included", []store.Window{open}, store.MessageID{}, []store.Segment{
-			seg(20240310, open.From, store.MessageID{}), seg(20240309, open.From, store.MessageID{}), seg(20240308, open.From, store.MessageID{}),
+		{"open window: to the newest listed bucket", []store.Window{open}, store.MessageID{}, []store.Segment{
+			seg(20240309, open.From, store.MessageID{}), seg(20240308, open.From, store.MessageID{}),
 		}},
 		{"cursor inside a closed window", []store.Window{a}, cursor3, []store.Segment{
 			seg(20240303, a.From, cursor3), seg(20240302, a.From, cursor3),
@@ -88,7 +85,7 @@ func TestPlanSegments(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			windows := slices.Clone(tc.windows)
-			got := store.PlanSegments(listed, windows, tc.before, now)
+			got := store.PlanSegments(listed, windows, tc.before)
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("PlanSegments(windows %v, before %v) =\n  %s\nwant\n  %s", tc.windows, tc.before.Time(), fmtPlan(got), fmtPlan(tc.want))
 			}
@@ -103,21 +100,20 @@ func TestPlanSegments(t *testing.T) {
 }
 
 // TestPlanSegmentsOnlyWindows checks, for many random windows and cursors,
-// that every planned segment lies in a listed or recent bucket that its
+// that every planned segment lies in a listed bucket that its
 // window overlaps, and is bounded by the window and the cursor.
 func TestPlanSegmentsOnlyWindows(t *testing.T) {
 	r := rand.New(rand.NewPCG(4, 4))
-	now := march(20, 0).Add(30 * time.Second) // the unflushed window reaches into March 19
+	now := march(20, 0).Add(30 * time.Second)
 	for range 500 {
 		listed := randomBuckets(r)
 		windows := randomWindows(r, now)
 		before := randomCursor(r, nil)
-		plan := store.PlanSegments(listed, windows, before, now)
-		recent := []store.Bucket{store.BucketOf(now), store.BucketOf(now.Add(-store.UnflushedWindow))}
+		plan := store.PlanSegments(listed, windows, before)
 		for _, s := range plan {
 			what := fmt.Sprintf("PlanSegments(%v, %v, %v) segment %s", listed, windows, before.Time(), fmtPlan([]store.Segment{s}))
-			if !slices.Contains(listed, s.Bucket) && !slices.Contains(recent, s.Bucket) {
-				t.Fatalf("%s: bucket neither listed nor recent", what)
+			if !slices.Contains(listed, s.Bucket) {
+				t.Fatalf("%s: bucket not listed", what)
 			}
 			i := slices.IndexFunc(windows, func(w store.Window) bool { return store.MinMessageID(w.From) == s.From })
 			if i < 0 {
@@ -237,10 +233,7 @@ func TestPlanAndScanSegments(t *testing.T) {
 		slices.SortFunc(msgs, func(a, b store.Message) int { return b.ID.Compare(a.ID) })
 		var listed []store.Bucket
 		for b := range days {
-			// Today's may be unlisted yet.
-			if b != store.BucketOf(now) || r.IntN(2) == 0 {
-				listed = append(listed, b)
-			}
+			listed = append(listed, b)
 		}
 		windows := randomWindows(r, now)
 		// Messages on the windows' bounds.
@@ -282,7 +275,7 @@ func TestPlanAndScanSegments(t *testing.T) {
 			if page > len(msgs)+1 {
 				t.Fatalf("round %d: paging never ends", round)
 			}
-			plan := store.PlanSegments(listed, windows, before, now)
+			plan := store.PlanSegments(listed, windows, before)
 			msgs, err := store.ScanSegments(t.Context(), plan, limit, f.read)
 			if err != nil {
 				t.Fatalf("round %d: ScanSegments = %v", round, err)
@@ -368,7 +361,7 @@ func TestScanSegments(t *testing.T) {
 func TestPlanSegmentsWindowEndingAtMidnight(t *testing.T) {
 	day := func(d int) time.Time { return time.Date(2024, 3, d, 0, 0, 0, 0, time.UTC) }
 	listed := []store.Bucket{20240305, 20240304, 20240303}
-	plan := store.PlanSegments(listed, []store.Window{{From: day(3).Add(time.Hour), To: day(5)}}, store.MessageID{}, day(20))
+	plan := store.PlanSegments(listed, []store.Window{{From: day(3).Add(time.Hour), To: day(5)}}, store.MessageID{})
 	for _, s := range plan {
 		if s.Bucket == 20240305 {
 			t.Fatalf("planned bucket 20240305 for a window ending at its first instant: %+v", plan)

@@ -336,37 +336,31 @@ func TestBucketStart(t *testing.T) {
 }
 
 func TestNewestFirstBuckets(t *testing.T) {
-	// 30 s after midnight: the unflushed window reaches into yesterday.
-	now := time.Date(2024, 3, 1, 0, 0, 30, 0, time.UTC)
 	listed := []store.Bucket{20240225, 20240220, 20240229, 20240225, 20240210}
 	orig := slices.Clone(listed)
 	for _, tc := range []struct {
 		name   string
 		listed []store.Bucket
 		before store.MessageID
-		now    time.Time
 		want   []store.Bucket
 	}{
-		{"from the newest", listed, store.MessageID{}, now,
-			[]store.Bucket{20240301, 20240229, 20240225, 20240220, 20240210}},
-		{"before a listed day", listed, store.MessageIDAt(date(2024, 2, 25).Add(9 * time.Hour)), now,
+		{"from the newest", listed, store.MessageID{},
+			[]store.Bucket{20240229, 20240225, 20240220, 20240210}},
+		{"before a listed day", listed, store.MessageIDAt(date(2024, 2, 25).Add(9 * time.Hour)),
 			[]store.Bucket{20240225, 20240220, 20240210}},
-		{"before an unlisted day", listed, store.MessageIDAt(date(2024, 2, 23)), now,
+		{"before an unlisted day", listed, store.MessageIDAt(date(2024, 2, 23)),
 			[]store.Bucket{20240220, 20240210}},
-		{"before everything", listed, store.MessageIDAt(date(2024, 1, 1)), now, []store.Bucket{}},
-		{"before the future", listed, store.MessageIDAt(date(2024, 5, 1)), now,
-			[]store.Bucket{20240301, 20240229, 20240225, 20240220, 20240210}},
+		{"before everything", listed, store.MessageIDAt(date(2024, 1, 1)), []store.Bucket{}},
+		{"before the future", listed, store.MessageIDAt(date(2024, 5, 1)),
+			[]store.Bucket{20240229, 20240225, 20240220, 20240210}},
 		// Another server's clock runs ahead: its bucket is read, not hidden.
-		{"listed future day", []store.Bucket{20240302, 20240220}, store.MessageID{}, now,
-			[]store.Bucket{20240302, 20240301, 20240229, 20240220}},
-		{"nothing listed", nil, store.MessageID{}, now, []store.Bucket{20240301, 20240229}},
-		{"nothing listed, midday", nil, store.MessageID{}, now.Add(12 * time.Hour), []store.Bucket{20240301}},
-		{"recent days listed too", []store.Bucket{20240301, 20240229}, store.MessageID{}, now,
-			[]store.Bucket{20240301, 20240229}},
+		{"listed future day", []store.Bucket{20990302, 20240220}, store.MessageID{},
+			[]store.Bucket{20990302, 20240220}},
+		{"nothing listed", nil, store.MessageID{}, []store.Bucket{}},
 	} {
-		got := store.NewestFirstBuckets(tc.listed, tc.before, tc.now)
+		got := store.NewestFirstBuckets(tc.listed, tc.before)
 		if !slices.Equal(got, tc.want) {
-			t.Errorf("%s: NewestFirstBuckets(%v, %v, %v) = %v, want %v", tc.name, tc.listed, tc.before.Time(), tc.now, got, tc.want)
+			t.Errorf("%s: NewestFirstBuckets(%v, %v) = %v, want %v", tc.name, tc.listed, tc.before.Time(), got, tc.want)
 		}
 	}
 	if !slices.Equal(listed, orig) {
@@ -375,32 +369,30 @@ func TestNewestFirstBuckets(t *testing.T) {
 }
 
 func TestOldestFirstBuckets(t *testing.T) {
-	now := time.Date(2024, 3, 1, 0, 0, 30, 0, time.UTC)
 	listed := []store.Bucket{20240225, 20240220, 20240229, 20240225, 20240210}
 	orig := slices.Clone(listed)
 	for _, tc := range []struct {
 		name   string
 		listed []store.Bucket
 		after  store.MessageID
-		now    time.Time
 		want   []store.Bucket
 	}{
-		{"after a listed day", listed, store.MessageIDAt(date(2024, 2, 20).Add(23 * time.Hour)), now,
-			[]store.Bucket{20240220, 20240225, 20240229, 20240301}},
-		{"after an unlisted day", listed, store.MessageIDAt(date(2024, 2, 21)), now,
-			[]store.Bucket{20240225, 20240229, 20240301}},
-		{"after everything listed", listed, store.MessageIDAt(date(2024, 2, 29).Add(23 * time.Hour)), now,
-			[]store.Bucket{20240229, 20240301}},
-		{"after long ago", listed, store.MessageIDAt(date(2020, 1, 1)), now,
-			[]store.Bucket{20240210, 20240220, 20240225, 20240229, 20240301}},
-		{"nothing listed, midday", nil, store.MessageIDAt(date(2024, 2, 1)), now.Add(12 * time.Hour), []store.Bucket{20240301}},
-		{"after the zero id", listed, store.MessageID{}, now,
-			[]store.Bucket{20240210, 20240220, 20240225, 20240229, 20240301}},
-		{"after today", listed, store.MessageIDAt(now.Add(24 * time.Hour)), now, []store.Bucket{}},
+		{"after a listed day", listed, store.MessageIDAt(date(2024, 2, 20).Add(23 * time.Hour)),
+			[]store.Bucket{20240220, 20240225, 20240229}},
+		{"after an unlisted day", listed, store.MessageIDAt(date(2024, 2, 21)),
+			[]store.Bucket{20240225, 20240229}},
+		{"after everything listed", listed, store.MessageIDAt(date(2024, 2, 29).Add(23 * time.Hour)),
+			[]store.Bucket{20240229}},
+		{"after long ago", listed, store.MessageIDAt(date(2020, 1, 1)),
+			[]store.Bucket{20240210, 20240220, 20240225, 20240229}},
+		{"nothing listed", nil, store.MessageIDAt(date(2024, 2, 1)), []store.Bucket{}},
+		{"after the zero id", listed, store.MessageID{},
+			[]store.Bucket{20240210, 20240220, 20240225, 20240229}},
+		{"after the last listed day", listed, store.MessageIDAt(date(2024, 3, 2)), []store.Bucket{}},
 	} {
-		got := store.OldestFirstBuckets(tc.listed, tc.after, tc.now)
+		got := store.OldestFirstBuckets(tc.listed, tc.after)
 		if !slices.Equal(got, tc.want) {
-			t.Errorf("%s: OldestFirstBuckets(%v, %v, %v) = %v, want %v", tc.name, tc.listed, tc.after.Time(), tc.now, got, tc.want)
+			t.Errorf("%s: OldestFirstBuckets(%v, %v) = %v, want %v", tc.name, tc.listed, tc.after.Time(), got, tc.want)
 		}
 	}
 	if !slices.Equal(listed, orig) {

@@ -12,8 +12,8 @@ import (
 
 // A bucketFamily is a table listing the non-empty day buckets of a message
 // family: the messages of one room, or of one author. Each is a partition
-// per key with the buckets as clustering rows, newest first, written behind
-// the same in-memory buffer.
+// per key with the buckets as clustering rows, newest first. A post writes
+// its day's rows with its copies (see listBuckets).
 type bucketFamily uint8
 
 const (
@@ -43,102 +43,93 @@ var familyQueries = [...]struct {
 
 func (f bucketFamily) String() string { return familyQueries[f].table }
 
-// listedBucket is one row of a family's listing: key is the room name or the
+// listing is one row of a family's listing: key is the room name or the
 // author's login.
-type listedBucket struct {
+type listing struct {
 	family bucketFamily
 	key    string
 	bucket store.Bucket
 }
 
-// maxKnownBuckets bounds the memory of a bucketBuffer. Past it the buffer
-// forgets what it listed, which costs only repeated (idempotent) writes.
-const maxKnownBuckets = 100_000
+// maxListedToday bounds the memory of a listedToday. Past it the set starts
+// afresh, which costs only repeated (idempotent) writes.
+const maxListedToday = 100_000
 
-// bucketBuffer is the seed's write-behind buffer for the bucket listings: it
-// remembers the rows of today already listed or queued, so a post adds no
-// write of its own, and queues new ones for the flusher.
-type bucketBuffer struct {
-	mu      sync.Mutex
-	today   store.Bucket
-	known   map[listedBucket]bool // listed or queued today
-	pending map[listedBucket]bool // queued, not yet listed
+// listedToday remembers the listing rows of today this process has written,
+// so that only the first post of a day writes its rows. A row is added only
+// once its write succeeded: a post that finds it here knows its day is
+// listed, and a post that does not writes the row with its copies.
+type listedToday struct {
+	mu    sync.Mutex
+	today store.Bucket
+	rows  map[listing]bool
 }
 
-func newBucketBuffer() *bucketBuffer {
-	return &bucketBuffer{known: map[listedBucket]bool{}, pending: map[listedBucket]bool{}}
+func newListedToday() *listedToday { return &listedToday{rows: map[listing]bool{}} }
+
+// has reports whether row l is known to be written, at now. Only today's
+// rows are remembered: another day's (a clock running behind, an import)
+// is always written.
+func (lt *listedToday) has(l listing, now time.Time) bool {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	lt.turnDay(now)
+	return lt.rows[l]
 }
 
-// note records that a message of key in family f is going into bucket b, at
-// now. It returns false if the caller must list the bucket itself, before
-// the write: only today's bucket may wait for the flusher, as only the
-// recent buckets are probed by readers while unlisted.
-func (bb *bucketBuffer) note(f bucketFamily, key string, b store.Bucket, now time.Time) bool {
-	today := store.BucketOf(now)
-	if b != today {
-		return false
+// add remembers row l, whose write succeeded, if it is of today at now.
+func (lt *listedToday) add(l listing, now time.Time) {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	lt.turnDay(now)
+	if l.bucket != lt.today {
+		return
 	}
-	lb := listedBucket{f, key, b}
-	bb.mu.Lock()
-	defer bb.mu.Unlock()
-	if bb.today != today || len(bb.known) >= maxKnownBuckets {
-		// A new day: yesterday's rows will not be posted to again.
-		bb.today = today
-		bb.known = make(map[listedBucket]bool, len(bb.pending))
-		for p := range bb.pending {
-			bb.known[p] = true
-		}
+	if len(lt.rows) >= maxListedToday {
+		clear(lt.rows)
 	}
-	if !bb.known[lb] {
-		bb.known[lb] = true
-		bb.pending[lb] = true
-	}
-	return true
+	lt.rows[l] = true
 }
 
-// take removes and returns the queued rows.
-func (bb *bucketBuffer) take() []listedBucket {
-	bb.mu.Lock()
-	defer bb.mu.Unlock()
-	out := make([]listedBucket, 0, len(bb.pending))
-	for lb := range bb.pending {
-		out = append(out, lb)
+// turnDay forgets the rows of a past day: no post goes to them again. The
+// day only moves forward, whatever order callers' clocks are read in.
+func (lt *listedToday) turnDay(now time.Time) {
+	if today := store.BucketOf(now); today > lt.today {
+		lt.today = today
+		clear(lt.rows)
 	}
-	clear(bb.pending)
-	return out
 }
 
-// requeue queues again a row whose write failed.
-func (bb *bucketBuffer) requeue(lb listedBucket) {
-	bb.mu.Lock()
-	defer bb.mu.Unlock()
-	bb.pending[lb] = true
-}
-
-// forget drops what the buffer knows of a key of a family (a deleted room),
-// so that a new key of the same name gets its buckets listed again.
-func (bb *bucketBuffer) forget(f bucketFamily, key string) {
-	bb.mu.Lock()
-	defer bb.mu.Unlock()
-	for lb := range bb.known {
-		if lb.family == f && lb.key == key {
-			delete(bb.known, lb)
+// forget drops the remembered rows of a key of a family (a deleted room),
+// so that a new key of the same name gets its day listed again.
+func (lt *listedToday) forget(f bucketFamily, key string) {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	for l := range lt.rows {
+		if l.family == f && l.key == key {
+			delete(lt.rows, l)
 		}
 	}
 }
 
-// listBucket makes sure bucket b of key is listed in family f before a
-// message goes into it: today's through the buffer, any other day at once.
-// An empty listed bucket costs a read; an unlisted message would be lost to
-// paging.
-func (db *DB) listBucket(ctx context.Context, f bucketFamily, key string, b store.Bucket) error {
-	if db.buckets.note(f, key, b, time.Now()) {
-		return nil
+// listBuckets starts on fo the writes of the listing rows of m's day that
+// this process has not written yet today: the room's in messages_bucket,
+// the author's in author_buckets. They run with m's copies, so a post waits
+// for no more than its slowest write, and it is acknowledged only when
+// every write succeeded: no acknowledged message is in an unlisted day.
+func (db *DB) listBuckets(ctx context.Context, fo *fanout, m store.Message, b store.Bucket) {
+	for _, l := range []listing{{roomBuckets, m.Room, b}, {authorBuckets, m.Author.Login, b}} {
+		if db.listed.has(l, time.Now()) {
+			continue
+		}
+		fo.Go(func() error {
+			if err := db.query(ctx, familyQueries[l.family].insert, l.key, int(l.bucket)).Exec(); err != nil {
+				return fmt.Errorf("list bucket %d of %q in %s: %w", l.bucket, l.key, l.family, err)
+			}
+			db.listed.add(l, time.Now())
+			return nil
+		})
 	}
-	if err := db.query(ctx, familyQueries[f].insert, key, int(b)).Exec(); err != nil {
-		return fmt.Errorf("cassandra: list bucket %d of %q in %s: %w", b, key, f, err)
-	}
-	return nil
 }
 
 // listedBuckets returns the buckets family f lists for key.
@@ -153,48 +144,6 @@ func (db *DB) listedBuckets(ctx context.Context, f bucketFamily, key string) ([]
 		return nil, fmt.Errorf("read %s: %w", f, err)
 	}
 	return listed, nil
-}
-
-// flushLoop writes the queued buckets every interval until Close.
-func (db *DB) flushLoop(interval, timeout time.Duration) {
-	defer close(db.flushDone)
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-db.stopFlush:
-			return
-		case <-tick.C:
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			// A failed row stays queued for the next tick; readers keep
-			// probing its day directly for store.UnflushedWindow.
-			_ = db.flushBuckets(ctx)
-			cancel()
-		}
-	}
-}
-
-// flushParallelism bounds the concurrent writes of a flush. Midnight queues
-// a row for every active room and author at once.
-const flushParallelism = 16
-
-// flushBuckets writes the queued rows to their listings and queues again
-// those that failed.
-func (db *DB) flushBuckets(ctx context.Context) error {
-	fo := newFanout(flushParallelism)
-	for _, lb := range db.buckets.take() {
-		fo.Go(func() error {
-			if err := db.query(ctx, familyQueries[lb.family].insert, lb.key, int(lb.bucket)).Exec(); err != nil {
-				db.buckets.requeue(lb)
-				return fmt.Errorf("list bucket %d of %q in %s: %w", lb.bucket, lb.key, lb.family, err)
-			}
-			return nil
-		})
-	}
-	if err := fo.Wait(); err != nil {
-		return fmt.Errorf("cassandra: flush buckets: %w", err)
-	}
-	return nil
 }
 
 // fanout runs functions concurrently, at most n at a time, and joins their

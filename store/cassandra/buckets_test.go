@@ -1,68 +1,67 @@
 package cassandra
 
 import (
-	"cmp"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/killrchat/chatql/store"
 )
 
-func TestBucketBuffer(t *testing.T) {
+func TestListedToday(t *testing.T) {
 	now := time.Date(2025, 3, 4, 23, 59, 0, 0, time.UTC)
 	today := store.BucketOf(now)
-	bb := newBucketBuffer()
-	sorted := func(lbs []listedBucket) []listedBucket {
-		slices.SortFunc(lbs, func(x, y listedBucket) int {
-			return cmp.Or(cmp.Compare(x.family, y.family), strings.Compare(x.key, y.key))
-		})
-		return lbs
-	}
+	lt := newListedToday()
+	room, author := listing{roomBuckets, "a", today}, listing{authorBuckets, "a", today}
 
-	if !bb.note(roomBuckets, "a", today, now) || !bb.note(roomBuckets, "a", today, now) || !bb.note(roomBuckets, "b", today, now) {
-		t.Fatal("note(today) = false, want buffered")
+	if lt.has(room, now) {
+		t.Fatal("has(room) before any add = true, want the first post to write it")
+	}
+	lt.add(room, now)
+	if !lt.has(room, now) {
+		t.Error("has(room) after add = false, want a later post to skip it")
 	}
 	// The families are apart: an author named like a room is another row.
-	if !bb.note(authorBuckets, "a", today, now) {
-		t.Fatal("note(author, today) = false, want buffered")
+	if lt.has(author, now) {
+		t.Error("has(author) = true after adding only the room of the same name")
 	}
-	if bb.note(roomBuckets, "a", today-1, now) || bb.note(authorBuckets, "a", today-1, now) {
-		t.Error("note(yesterday) = true, want the caller to list it")
-	}
-	got := sorted(bb.take())
-	want := []listedBucket{{roomBuckets, "a", today}, {roomBuckets, "b", today}, {authorBuckets, "a", today}}
-	if !slices.Equal(got, want) {
-		t.Errorf("take() = %v, want %v", got, want)
-	}
-	if got := bb.take(); len(got) != 0 {
-		t.Errorf("second take() = %v, want nothing", got)
-	}
+	lt.add(author, now)
 
-	// Known rows are not queued again; a failed one is.
-	bb.note(roomBuckets, "a", today, now)
-	bb.requeue(listedBucket{roomBuckets, "a", today})
-	if got := bb.take(); !slices.Equal(got, []listedBucket{{roomBuckets, "a", today}}) {
-		t.Errorf("take() after requeue = %v", got)
+	// Another day's row is written by every post.
+	yesterday := listing{roomBuckets, "a", today - 1}
+	lt.add(yesterday, now)
+	if lt.has(yesterday, now) {
+		t.Error("has(yesterday's row) = true, want it written every time")
 	}
 
 	// A deleted room's rows are forgotten, so a new room of the name lists
 	// again; the author of the same name is not.
-	bb.forget(roomBuckets, "a")
-	bb.note(roomBuckets, "a", today, now)
-	bb.note(authorBuckets, "a", today, now)
-	if got := bb.take(); !slices.Equal(got, []listedBucket{{roomBuckets, "a", today}}) {
-		t.Errorf("take() after forget = %v", got)
+	lt.forget(roomBuckets, "a")
+	if lt.has(room, now) || !lt.has(author, now) {
+		t.Errorf("after forget(room a): has(room) = %v, has(author) = %v; want false, true", lt.has(room, now), lt.has(author, now))
+	}
+	lt.add(room, now)
+
+	// A new day starts a new memory; a clock read before midnight, coming
+	// late, does not turn it back.
+	tomorrow := now.Add(2 * time.Minute)
+	next := listing{roomBuckets, "a", store.BucketOf(tomorrow)}
+	if lt.has(next, tomorrow) {
+		t.Error("has(tomorrow's row) = true before any add")
+	}
+	if len(lt.rows) != 0 {
+		t.Errorf("rows on a new day = %v, want none of yesterday's", lt.rows)
+	}
+	lt.add(next, tomorrow)
+	lt.add(room, now) // a write of yesterday's row that ended late
+	if !lt.has(next, now) || lt.has(room, tomorrow) {
+		t.Errorf("late clock: has(today's row) = %v, has(yesterday's) = %v; want true, false", lt.has(next, now), lt.has(room, tomorrow))
 	}
 
-	// A new day starts a new memory.
-	tomorrow := now.Add(2 * time.Minute)
-	bb.note(roomBuckets, "b", store.BucketOf(tomorrow), tomorrow)
-	if got := bb.take(); !slices.Equal(got, []listedBucket{{roomBuckets, "b", store.BucketOf(tomorrow)}}) {
-		t.Errorf("take() on a new day = %v", got)
+	// The memory is bounded.
+	for i := range maxListedToday + 10 {
+		lt.add(listing{authorBuckets, string(rune(i)), next.bucket}, tomorrow)
 	}
-	if len(bb.known) != 1 {
-		t.Errorf("known after a new day = %v, want only today's row", bb.known)
+	if len(lt.rows) > maxListedToday {
+		t.Errorf("%d rows remembered, want at most %d", len(lt.rows), maxListedToday)
 	}
 }

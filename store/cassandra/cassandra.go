@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -25,11 +24,7 @@ type DB struct {
 	session *gocql.Session
 	serial  gocql.SerialConsistency
 
-	buckets   *bucketBuffer
-	stopFlush chan struct{}
-	flushDone chan struct{}
-	closeOnce sync.Once
-	closeErr  error
+	listed *listedToday
 }
 
 var (
@@ -39,7 +34,7 @@ var (
 )
 
 // Open connects to the cluster, creates the keyspace if it is missing,
-// applies the schema migrations it lacks and starts the bucket flusher.
+// and applies the schema migrations it lacks.
 // ctx bounds the schema work; cfg.ConnectTimeout bounds connecting.
 func Open(ctx context.Context, cfg Config) (*DB, error) {
 	s, err := cfg.parse()
@@ -65,29 +60,14 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		session.Close()
 		return nil, err
 	}
-	db := &DB{
-		session:   session,
-		serial:    s.serial,
-		buckets:   newBucketBuffer(),
-		stopFlush: make(chan struct{}),
-		flushDone: make(chan struct{}),
-	}
-	go db.flushLoop(s.BucketFlushInterval, s.Timeout)
-	return db, nil
+	return &DB{session: session, serial: s.serial, listed: newListedToday()}, nil
 }
 
-// Close flushes the buffered buckets and closes the session. Calling it
-// again returns the first result.
+// Close closes the session. Every write was done before its call returned,
+// so nothing is left to write. Calling it again does nothing.
 func (db *DB) Close() error {
-	db.closeOnce.Do(func() {
-		close(db.stopFlush)
-		<-db.flushDone
-		ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
-		defer cancel()
-		db.closeErr = db.flushBuckets(ctx)
-		db.session.Close()
-	})
-	return db.closeErr
+	db.session.Close()
+	return nil
 }
 
 // query returns q bound to ctx.
@@ -518,8 +498,7 @@ func (db *DB) DeleteRoom(ctx context.Context, name string, creatorLogin string) 
 
 // cleanUpRoom removes a deleted room from its participants' rooms (and,
 // for a group, their inbox entries), and deletes its messages with their
-// copies in the message index: the listed buckets and the recent ones that
-// may not be listed yet.
+// copies in the message index: the listed buckets and today's.
 func (db *DB) cleanUpRoom(ctx context.Context, r store.Room) error {
 	fo := newFanout(fanoutParallelism)
 	for _, p := range r.Participants {
@@ -545,8 +524,12 @@ func (db *DB) cleanUpRoom(ctx context.Context, r store.Room) error {
 	if err != nil {
 		return err
 	}
+	// Today's bucket too: a post that failed may have left its message
+	// there unlisted, which a new room of the name would list again.
 	now := time.Now()
-	for _, b := range store.NewestFirstBuckets(listed, store.MessageID{}, now) {
+	buckets := append(listed, store.BucketOf(now))
+	slices.Sort(buckets)
+	for _, b := range slices.Compact(buckets) {
 		if err := db.unindexBucket(ctx, r.Name, b); err != nil {
 			return fmt.Errorf("delete the index of bucket %d: %w", b, err)
 		}

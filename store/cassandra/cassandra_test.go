@@ -137,69 +137,48 @@ func TestMigrate(t *testing.T) {
 	}
 }
 
-// TestBucketFlush checks that a post's bucket reaches messages_bucket: by
-// the flusher, by Close, and at once for a day other than today.
-func TestBucketFlush(t *testing.T) {
+// TestPostListsItsDay checks that an acknowledged post has its day listed,
+// for the room and the author, as soon as it is acknowledged: the posting
+// process is abandoned without Close, as if it had crashed, and a fresh one
+// reads the listing and the history. A post that fails is not remembered,
+// so the next post of its day lists it.
+func TestPostListsItsDay(t *testing.T) {
 	cfg := testConfig(t)
 	ctx := t.Context()
-	author := store.UserRef{Login: "flusher", Firstname: "F", Lastname: "L"}
-	post := func(db *DB, room string, id store.MessageID) store.Bucket {
-		t.Helper()
-		if err := db.PostMessage(ctx, store.Message{Room: room, ID: id, Author: author, Content: "hi"}); err != nil {
-			t.Fatalf("PostMessage(%q) = %v", room, err)
-		}
-		return store.BucketOf(id.Time())
+	author := store.UserRef{Login: unique("lister"), Firstname: "L", Lastname: "D"}
+	room := unique("listed")
+	m := store.Message{Room: room, ID: store.NewMessageID(), Author: author, Content: "before the crash"}
+	b := store.BucketOf(m.ID.Time())
+
+	crashed, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Open = %v", err)
 	}
-	listed := func(db *DB, room string) []store.Bucket {
-		t.Helper()
-		got, err := db.listedBuckets(ctx, roomBuckets, room)
-		if err != nil {
-			t.Fatalf("listedBuckets(%q) = %v", room, err)
-		}
-		return got
+	t.Cleanup(func() { crashed.session.Close() }) // only after the checks
+	if err := crashed.PostMessage(ctx, m); err != nil {
+		t.Fatalf("PostMessage = %v", err)
 	}
 
-	t.Run("Flusher", func(t *testing.T) {
-		cfg := cfg
-		cfg.BucketFlushInterval = 20 * time.Millisecond
-		db := mustOpen(t, cfg)
-		tickRoom := unique("flush-tick")
-		b := post(db, tickRoom, store.NewMessageID())
-		for deadline := time.Now().Add(10 * time.Second); !slices.Equal(listed(db, tickRoom), []store.Bucket{b}); {
-			if time.Now().After(deadline) {
-				t.Fatalf("bucket %d of flush-tick not listed after 10s; listed: %v", b, listed(db, tickRoom))
-			}
-			time.Sleep(20 * time.Millisecond)
+	fresh := mustOpen(t, cfg)
+	for _, f := range []bucketFamily{roomBuckets, authorBuckets} {
+		key := map[bucketFamily]string{roomBuckets: room, authorBuckets: author.Login}[f]
+		if got, err := fresh.listedBuckets(ctx, f, key); err != nil || !slices.Equal(got, []store.Bucket{b}) {
+			t.Errorf("%s of %q = %v, %v; want [%d] right after the acknowledgement", f, key, got, err, b)
 		}
-	})
-	t.Run("Close", func(t *testing.T) {
-		cfg := cfg
-		cfg.BucketFlushInterval = 15 * time.Second // no tick during the test
-		db := mustOpen(t, cfg)
-		closeRoom := unique("flush-close")
-		b := post(db, closeRoom, store.NewMessageID())
-		post(db, closeRoom, store.NewMessageID()) // same pair: queued once
-		if got := listed(db, closeRoom); len(got) != 0 {
-			t.Fatalf("bucket listed before any flush: %v; want the post to add no write of its own", got)
-		}
-		if err := db.Close(); err != nil {
-			t.Fatalf("Close() = %v", err)
-		}
-		reader := mustOpen(t, cfg)
-		if got := listed(reader, closeRoom); !slices.Equal(got, []store.Bucket{b}) {
-			t.Errorf("buckets listed after Close = %v, want [%d]", got, b)
-		}
-	})
-	t.Run("OldDay", func(t *testing.T) {
-		cfg := cfg
-		cfg.BucketFlushInterval = 15 * time.Second
-		db := mustOpen(t, cfg)
-		oldRoom := unique("flush-old")
-		b := post(db, oldRoom, store.MessageIDAt(time.Now().Add(-72*time.Hour)))
-		if got := listed(db, oldRoom); !slices.Equal(got, []store.Bucket{b}) {
-			t.Errorf("buckets listed right after an old post = %v, want [%d]", got, b)
-		}
-	})
+	}
+	if got, err := fresh.Messages(ctx, room, store.MessageID{}, 10); err != nil || len(got) != 1 || got[0].ID != m.ID {
+		t.Errorf("Messages(%q) from a fresh process = %v, %v; want the acknowledged message", room, got, err)
+	}
+
+	failed, cancel := context.WithCancel(ctx)
+	cancel()
+	other := store.Message{Room: unique("failed"), ID: store.NewMessageID(), Author: author, Content: "never acknowledged"}
+	if err := fresh.PostMessage(failed, other); err == nil {
+		t.Fatal("PostMessage with a cancelled context = nil, want an error")
+	}
+	if l := (listing{roomBuckets, other.Room, store.BucketOf(other.ID.Time())}); fresh.listed.has(l, time.Now()) {
+		t.Error("the day of a failed post is remembered as listed")
+	}
 }
 
 // TestDeleteRoomCleanUp deletes a room its creator left, so the condition

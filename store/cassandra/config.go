@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
-	"github.com/killrchat/chatql/store"
 )
 
 // Config says where the cluster is and how to talk to it. The zero value of
@@ -46,11 +45,6 @@ type Config struct {
 	Timeout time.Duration
 	// ConnectTimeout bounds dialing and the connection handshake. Default 5s.
 	ConnectTimeout time.Duration
-	// BucketFlushInterval is how often the (room, bucket) pairs of new
-	// messages are written to messages_bucket. Default 1s; it must stay well
-	// under store.UnflushedWindow, the time readers keep probing unlisted
-	// buckets.
-	BucketFlushInterval time.Duration
 }
 
 // TLSConfig configures client TLS. Off unless Enabled.
@@ -70,13 +64,12 @@ type TLSConfig struct {
 
 // Defaults for the zero fields of a Config.
 const (
-	DefaultKeyspace            = "chat"
-	DefaultReplication         = "SimpleStrategy:1"
-	DefaultConsistency         = "LOCAL_QUORUM"
-	DefaultSerialConsistency   = "LOCAL_SERIAL"
-	DefaultTimeout             = 11 * time.Second
-	DefaultConnectTimeout      = 5 * time.Second
-	DefaultBucketFlushInterval = time.Second
+	DefaultKeyspace          = "chat"
+	DefaultReplication       = "SimpleStrategy:1"
+	DefaultConsistency       = "LOCAL_QUORUM"
+	DefaultSerialConsistency = "LOCAL_SERIAL"
+	DefaultTimeout           = 11 * time.Second
+	DefaultConnectTimeout    = 5 * time.Second
 )
 
 // keyspacePattern is Cassandra's rule for unquoted names, lowercase since
@@ -131,14 +124,8 @@ func (c Config) parse() (settings, error) {
 	if s.ConnectTimeout <= 0 {
 		s.ConnectTimeout = DefaultConnectTimeout
 	}
-	if s.BucketFlushInterval <= 0 {
-		s.BucketFlushInterval = DefaultBucketFlushInterval
-	}
 	if t := s.TLS; t.Enabled && (t.CertFile == "") != (t.KeyFile == "") {
 		return s, fmt.Errorf("cassandra: a TLS client certificate needs both CertFile and KeyFile")
-	}
-	if s.BucketFlushInterval > store.UnflushedWindow/4 {
-		return s, fmt.Errorf("cassandra: bucket flush interval %v is too long: readers probe unlisted buckets for only %v", s.BucketFlushInterval, store.UnflushedWindow)
 	}
 	return s, nil
 }

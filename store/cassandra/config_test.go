@@ -3,7 +3,6 @@ package cassandra
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gocql/gocql"
 )
@@ -43,7 +42,7 @@ func TestConfigParse(t *testing.T) {
 			t.Fatal(err)
 		}
 		if s.Keyspace != "chat" || s.Port != 9042 || s.consistency != gocql.LocalQuorum ||
-			s.serial != gocql.LocalSerial || s.BucketFlushInterval != time.Second || s.replication.factor != 1 {
+			s.serial != gocql.LocalSerial || s.replication.factor != 1 {
 			t.Errorf("defaults = %+v", s)
 		}
 	})
@@ -61,7 +60,6 @@ func TestConfigParse(t *testing.T) {
 		"keyspace":           {Hosts: []string{"h"}, Keyspace: "chat; DROP"},
 		"consistency":        {Hosts: []string{"h"}, Consistency: "MOST"},
 		"serial":             {Hosts: []string{"h"}, SerialConsistency: "QUORUM"},
-		"flush interval":     {Hosts: []string{"h"}, BucketFlushInterval: time.Minute},
 		"half a certificate": {Hosts: []string{"h"}, TLS: TLSConfig{Enabled: true, CertFile: "c.pem"}},
 		"replication":        {Hosts: []string{"h"}, Replication: "SimpleStrategy:-1"},
 	}

@@ -385,7 +385,7 @@ func (db *DB) GroupMessages(ctx context.Context, group string, windows []store.W
 	if err != nil {
 		return nil, fmt.Errorf("cassandra: messages of group %q: %w", group, err)
 	}
-	plan := store.PlanSegments(listed, windows, before, time.Now())
+	plan := store.PlanSegments(listed, windows, before)
 	msgs, err := store.ScanSegments(ctx, plan, limit, func(ctx context.Context, s store.Segment, limit int) ([]store.Message, error) {
 		b := int(s.Bucket)
 		return readLive(s.Before, limit, func(before store.MessageID, limit int) *gocql.Query {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/gocql/gocql"
 	"github.com/killrchat/chatql/store"
@@ -75,7 +74,7 @@ func (db *DB) MessagesByAuthor(ctx context.Context, login string, before store.M
 	if err != nil {
 		return nil, fmt.Errorf("cassandra: messages of author %q: %w", login, err)
 	}
-	buckets := store.NewestFirstBuckets(listed, before, time.Now())
+	buckets := store.NewestFirstBuckets(listed, before)
 	msgs, err := store.ScanBuckets(ctx, buckets, limit, func(ctx context.Context, b store.Bucket, limit int) ([]store.Message, error) {
 		return readLive(before, limit, func(before store.MessageID, limit int) *gocql.Query {
 			if before.IsZero() {

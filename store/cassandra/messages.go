@@ -43,9 +43,8 @@ const fanoutParallelism = 16
 // concurrently rather than in a batch: an unlogged batch across partitions
 // only moves the fan-out to a coordinator, and a logged one adds the
 // batchlog's writes to buy an atomicity that retrying buys too (every write
-// is an idempotent upsert of the same values). Days other than today are
-// listed before the writes, since readers probe only the recent days
-// unlisted; today's are listed by the background flusher.
+// is an idempotent upsert of the same values). The first post of a day
+// lists the day with its copies (see listBuckets).
 func (db *DB) PostMessage(ctx context.Context, m store.Message) error {
 	if err := db.writeMessage(ctx, m, nil); err != nil {
 		return fmt.Errorf("cassandra: post message to room %q: %w", m.Room, err)
@@ -53,18 +52,14 @@ func (db *DB) PostMessage(ctx context.Context, m store.Message) error {
 	return nil
 }
 
-// writeMessage lists m's buckets, then writes m's three copies and the
-// extra writes (inbox updates) concurrently.
+// writeMessage writes m's three copies, the listing of its day if this
+// process has not written it yet, and the extra writes (inbox updates),
+// concurrently. It succeeds only if every write did.
 func (db *DB) writeMessage(ctx context.Context, m store.Message, extra []func() error) error {
 	b := store.BucketOf(m.ID.Time())
-	if err := db.listBucket(ctx, roomBuckets, m.Room, b); err != nil {
-		return err
-	}
-	if err := db.listBucket(ctx, authorBuckets, m.Author.Login, b); err != nil {
-		return err
-	}
 	id, author := gocql.UUID(m.ID), userUDT(m.Author)
 	fo := newFanout(fanoutParallelism)
+	db.listBuckets(ctx, fo, m, b)
 	fo.Go(func() error {
 		return db.query(ctx, insertMessage, m.Room, int(b), id, author, m.Content, m.System).Exec()
 	})
@@ -90,7 +85,7 @@ func (db *DB) Messages(ctx context.Context, room string, before store.MessageID,
 	if err != nil {
 		return nil, fmt.Errorf("cassandra: messages of room %q: %w", room, err)
 	}
-	buckets := store.NewestFirstBuckets(listed, before, time.Now())
+	buckets := store.NewestFirstBuckets(listed, before)
 	msgs, err := store.ScanBuckets(ctx, buckets, limit, func(ctx context.Context, b store.Bucket, limit int) ([]store.Message, error) {
 		return readLive(before, limit, func(before store.MessageID, limit int) *gocql.Query {
 			if before.IsZero() {
@@ -115,7 +110,7 @@ func (db *DB) MessagesAfter(ctx context.Context, room string, after store.Messag
 	if err != nil {
 		return nil, fmt.Errorf("cassandra: messages of room %q: %w", room, err)
 	}
-	buckets := store.OldestFirstBuckets(listed, after, time.Now())
+	buckets := store.OldestFirstBuckets(listed, after)
 	msgs, err := store.ScanBuckets(ctx, buckets, limit, func(ctx context.Context, b store.Bucket, limit int) ([]store.Message, error) {
 		return readLive(after, limit, func(after store.MessageID, limit int) *gocql.Query {
 			// The zero id is no timeuuid (version 0): Cassandra rejects it as a bound.
@@ -194,7 +189,7 @@ func readLive(cursor store.MessageID, limit int, query func(cursor store.Message
 // list them again for a new room of the same name. Those rows cost an empty
 // read at most; their message partitions are deleted.
 func (db *DB) forgetBuckets(ctx context.Context, room string, now time.Time) error {
-	db.buckets.forget(roomBuckets, room)
+	db.listed.forget(roomBuckets, room)
 	keep := store.BucketOf(now.Add(-24 * time.Hour))
 	if err := db.query(ctx, deleteOldBuckets, room, int(keep)).Exec(); err != nil {
 		return fmt.Errorf("delete bucket listing: %w", err)

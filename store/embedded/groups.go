@@ -186,7 +186,7 @@ func (db *DB) GroupMessages(ctx context.Context, group string, windows []store.W
 	if err != nil {
 		return nil, err
 	}
-	plan := store.PlanSegments(listed, windows, before, time.Now())
+	plan := store.PlanSegments(listed, windows, before)
 	page, err := store.ScanSegments(ctx, plan, limit, func(ctx context.Context, s store.Segment, limit int) ([]store.Message, error) {
 		// Keys are newest first: Before (exclusive) bounds the range
 		// below, From (inclusive) above.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -53,7 +52,7 @@ func (db *DB) MessagesByAuthor(ctx context.Context, login string, before store.M
 	if err != nil {
 		return nil, fmt.Errorf("listing the days of author %q: %w", login, err)
 	}
-	buckets := store.NewestFirstBuckets(listed, before, time.Now())
+	buckets := store.NewestFirstBuckets(listed, before)
 	page, err := store.ScanBuckets(ctx, buckets, limit, func(ctx context.Context, b store.Bucket, limit int) ([]store.Message, error) {
 		p := authorPartition(login, b)
 		lower := []byte(p)

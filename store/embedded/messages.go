@@ -3,7 +3,6 @@ package embedded
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -43,8 +42,8 @@ func (db *DB) PostMessage(ctx context.Context, m store.Message) error {
 // author_buckets. Checking a listing first costs a point read but keeps one
 // version of the bucket row: overwriting it on every post would pile up
 // versions in the memtable that every page read then steps over. (Two first
-// posts of a day may both write the row; that is harmless.) The in-memory
-// buffer of the Cassandra model is not needed, as the read is local.
+// posts of a day may both write the row; that is harmless.) The rows go in
+// the message's batch, so they are committed with it.
 func (db *DB) addMessage(b *batch, m store.Message) error {
 	if m.ID.IsZero() {
 		return store.Invalidf("message in room %q has no id", m.Room)
@@ -88,9 +87,9 @@ func (db *DB) roomPage(ctx context.Context, room string, cursor store.MessageID,
 	if err != nil {
 		return nil, err
 	}
-	buckets := store.NewestFirstBuckets(listed, cursor, time.Now())
+	buckets := store.NewestFirstBuckets(listed, cursor)
 	if newer {
-		buckets = store.OldestFirstBuckets(listed, cursor, time.Now())
+		buckets = store.OldestFirstBuckets(listed, cursor)
 	}
 	page, err := store.ScanBuckets(ctx, buckets, limit, func(ctx context.Context, b store.Bucket, limit int) ([]store.Message, error) {
 		p := messagePartition(room, b)
