@@ -38,9 +38,8 @@ func openRedis(ctx context.Context, cfg Config, log *slog.Logger) (broker.Broker
 }
 
 // openRateLimits builds the limits of writes: shared by every instance
-// through Redis when the server has one (with a client of its own, whose
-// calls time out quickly), in process otherwise. The client is nil without
-// Redis.
+// through Redis when the server has one (with a client of its own), in
+// process otherwise. The client is nil without Redis.
 func openRateLimits(cfg Config, log *slog.Logger) (*ratelimit.Set, *redis.Client, error) {
 	o := ratelimit.Options{Prefix: cfg.RedisChannelPrefix, Log: log, Now: cfg.rateClock}
 	if cfg.RedisURL != "" && cfg.RateLimits != (ratelimit.Limits{}) {
@@ -48,8 +47,7 @@ func openRateLimits(cfg Config, log *slog.Logger) (*ratelimit.Set, *redis.Client
 		if err != nil {
 			return nil, nil, fmt.Errorf("rate limits: %w", err)
 		}
-		opts.ContextTimeoutEnabled = true // ratelimit.RedisTimeout bounds every call
-		o.Redis = redis.NewClient(opts)
+		o.Redis = ratelimit.NewRedisClient(opts)
 	}
 	return ratelimit.New(cfg.RateLimits, o), o.Redis, nil
 }
