@@ -142,7 +142,9 @@ func TestRoomChangesAndDirectMessagesRateLimits(t *testing.T) {
 	mustDo(t, alice, dm, map[string]any{"c": "two"}, nil)
 	wantRateLimited(t, alice, dm, map[string]any{"c": "three"})
 	var out struct {
-		DirectMessages struct{ Edges []struct{ Node struct{ Content string } } }
+		DirectMessages struct {
+			Edges []struct{ Node struct{ Content string } }
+		}
 	}
 	mustDo(t, alice, `{ directMessages(with: "bob", first: 10) { edges { node { content } } } }`, nil, &out)
 	if n := len(out.DirectMessages.Edges); n != 2 {
