@@ -249,3 +249,33 @@ func TestClusterSharesRateLimits(t *testing.T) {
 		t.Fatalf("%d messages stored, want the 3 allowed", n)
 	}
 }
+
+func TestRateLimitSettings(t *testing.T) {
+	env := map[string]string{
+		"CHAT_RATE_POSTS":               "5/m:7",
+		"CHAT_RATE_DIRECT_MESSAGES":     "0",
+		"CHAT_RATE_LOGINS_PER_ADDRESS":  "100/h",
+		"CHAT_TRUSTED_PROXIES":          "10.0.0.0/8, 192.0.2.1",
+		"CHAT_RATE_SIGNUPS_PER_ADDRESS": "1/s",
+	}
+	cfg, err := ParseConfig([]string{"-rate-signups-per-address", "2/m"}, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ratelimit.DefaultLimits
+	want[ratelimit.Post] = ratelimit.Limit{Rate: 5, Period: time.Minute, Burst: 7}
+	want[ratelimit.DirectMessage] = ratelimit.Limit{}
+	want[ratelimit.LoginAddress] = ratelimit.Limit{Rate: 100, Period: time.Hour, Burst: 100}
+	want[ratelimit.Signup] = ratelimit.Limit{Rate: 2, Period: time.Minute, Burst: 2} // the flag wins
+	if cfg.RateLimits != want {
+		t.Fatalf("limits %v, want %v", cfg.RateLimits, want)
+	}
+	if fmt.Sprint(cfg.TrustedProxies) != "[10.0.0.0/8 192.0.2.1/32]" {
+		t.Fatalf("trusted proxies %v", cfg.TrustedProxies)
+	}
+	for k, v := range map[string]string{"CHAT_RATE_POSTS": "10/fortnight", "CHAT_TRUSTED_PROXIES": "proxy.example"} {
+		if _, err := ParseConfig(nil, func(key string) string { return map[string]string{k: v}[key] }); err == nil {
+			t.Errorf("%s=%s accepted", k, v)
+		}
+	}
+}
