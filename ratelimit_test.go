@@ -168,17 +168,23 @@ func (f forwardedFor) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// trustLoopbackProxy makes cfg believe X-Forwarded-For from loopback, so
-// that tests can come from several client addresses.
-func trustLoopbackProxy(cfg *Config) {
+// serverLimiting starts a server that limits action alone, to limit, and
+// believes X-Forwarded-For from loopback, so that tests can come from
+// several client addresses (fromAddress). alice has signed up.
+func serverLimiting(t *testing.T, action ratelimit.Action, limit ratelimit.Limit) *testServer {
+	t.Helper()
+	cfg := testConfig(t)
+	cfg.RateLimits[action] = limit
 	cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	ts := startServer(t, cfg)
+	if action != ratelimit.Signup {
+		mustDo(t, ts.Client, signupQ, signupVars("alice"), nil)
+	}
+	return ts
 }
 
 func TestSignupRateLimitPerAddress(t *testing.T) {
-	cfg := testConfig(t)
-	cfg.RateLimits[ratelimit.Signup] = ratelimit.Limit{Rate: 2, Period: time.Hour, Burst: 2}
-	trustLoopbackProxy(&cfg)
-	ts := startServer(t, cfg)
+	ts := serverLimiting(t, ratelimit.Signup, ratelimit.Limit{Rate: 2, Period: time.Hour, Burst: 2})
 	a := fromAddress(ts.Client, "203.0.113.1")
 	mustDo(t, a, signupQ, signupVars("alice"), nil)
 	mustDo(t, a, signupQ, signupVars("bob"), nil)
@@ -194,11 +200,7 @@ func TestSignupRateLimitPerAddress(t *testing.T) {
 
 func TestLoginRateLimits(t *testing.T) {
 	t.Run("PerLogin", func(t *testing.T) {
-		cfg := testConfig(t)
-		cfg.RateLimits[ratelimit.Login] = ratelimit.Limit{Rate: 3, Period: time.Hour, Burst: 3}
-		trustLoopbackProxy(&cfg)
-		ts := startServer(t, cfg)
-		mustDo(t, ts.Client, signupQ, signupVars("alice"), nil)
+		ts := serverLimiting(t, ratelimit.Login, ratelimit.Limit{Rate: 3, Period: time.Hour, Burst: 3})
 		mustDo(t, ts.Client, signupQ, signupVars("bob"), nil)
 		// A guesser spreads attempts over addresses: the login's limit
 		// holds them all.
@@ -212,11 +214,7 @@ func TestLoginRateLimits(t *testing.T) {
 		mustDo(t, ts.Client, loginQ, loginVars("bob", "password-bob"), nil)
 	})
 	t.Run("PerAddress", func(t *testing.T) {
-		cfg := testConfig(t)
-		cfg.RateLimits[ratelimit.LoginAddress] = ratelimit.Limit{Rate: 3, Period: time.Hour, Burst: 3}
-		trustLoopbackProxy(&cfg)
-		ts := startServer(t, cfg)
-		mustDo(t, ts.Client, signupQ, signupVars("alice"), nil)
+		ts := serverLimiting(t, ratelimit.LoginAddress, ratelimit.Limit{Rate: 3, Period: time.Hour, Burst: 3})
 		// One address tries many logins, real or not.
 		a := fromAddress(ts.Client, "2001:db8:1:2::7")
 		for _, login := range []string{"alice", "bob", "not a login!"} {
