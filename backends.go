@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
 	"github.com/killrchat/chatql/store/cassandra"
 )
@@ -34,6 +35,21 @@ func openRedis(ctx context.Context, cfg Config, log *slog.Logger) (broker.Broker
 		return nil, fmt.Errorf("connect the redis broker: %w", err)
 	}
 	return b, nil
+}
+
+// openRateLimits builds the limits of writes: shared by every instance
+// through Redis when the server has one (with a client of its own), in
+// process otherwise. The client is nil without Redis.
+func openRateLimits(cfg Config, log *slog.Logger) (*ratelimit.Set, *redis.Client, error) {
+	o := ratelimit.Options{Prefix: cfg.RedisChannelPrefix, Log: log, Now: cfg.rateClock}
+	if cfg.RedisURL != "" && cfg.RateLimits != (ratelimit.Limits{}) {
+		opts, err := broker.RedisOptions(cfg.RedisURL)
+		if err != nil {
+			return nil, nil, fmt.Errorf("rate limits: %w", err)
+		}
+		o.Redis = ratelimit.NewRedisClient(opts)
+	}
+	return ratelimit.New(cfg.RateLimits, o), o.Redis, nil
 }
 
 // redisLogger sends go-redis's own messages (reconnects, dial failures) to

@@ -43,10 +43,20 @@ type cluster struct {
 // when CHAT_CASSANDRA_HOSTS names a node, else one embedded store.
 func startCluster(t *testing.T, n int, url string) *cluster {
 	t.Helper()
+	return startClusterWith(t, n, url, nil)
+}
+
+// startClusterWith is startCluster with configure (when not nil) applied
+// to the instances' configuration.
+func startClusterWith(t *testing.T, n int, url string, configure func(*Config)) *cluster {
+	t.Helper()
 	cfg := testConfig(t)
 	cfg.RedisURL = url
 	cfg.RedisChannelPrefix = "test-" + randomHex(4) + ":"
 	cfg.JWTSecret = strings.Repeat("s", 32) // instances verify each other's tokens
+	if configure != nil {
+		configure(&cfg)
+	}
 	var st store.Store
 	if os.Getenv("CHAT_CASSANDRA_HOSTS") != "" {
 		cc := cassandraConfig(t).Cassandra

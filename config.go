@@ -3,11 +3,14 @@ package main
 import (
 	"flag"
 	"fmt"
-	"github.com/killrchat/chatql/store/cassandra"
 	"log/slog"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/killrchat/chatql/ratelimit"
+	"github.com/killrchat/chatql/store/cassandra"
 )
 
 // Config is the server's configuration. Every field has a flag and a CHAT_*
@@ -30,6 +33,16 @@ type Config struct {
 	AllowedOrigins     []string
 	ShutdownTimeout    time.Duration
 	LogLevel           slog.Level
+
+	// RateLimits limit writes per user and per client address; a limit
+	// that is off (zero) allows everything.
+	RateLimits ratelimit.Limits
+	// TrustedProxies are the proxies whose X-Forwarded-For header tells
+	// the client address; otherwise it is the connection's remote address.
+	TrustedProxies []netip.Prefix
+	// rateClock is the clock of the in-process rate limits (time.Now when
+	// nil); tests set it.
+	rateClock func() time.Time
 
 	// Cassandra selects and tunes the cluster when Store is "cassandra".
 	Cassandra cassandra.Config
@@ -56,6 +69,13 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.DurationVar(&c.KeepAlive, "keepalive", env.duration("CHAT_KEEPALIVE", 15*time.Second), "websocket keepalive interval (CHAT_KEEPALIVE)")
 	origins := fs.String("allowed-origins", env.str("CHAT_ALLOWED_ORIGINS", "*"), "comma-separated browser origins allowed to call the API, * for any (CHAT_ALLOWED_ORIGINS)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", env.duration("CHAT_SHUTDOWN_TIMEOUT", 15*time.Second), "how long shutdown waits for in-flight requests (CHAT_SHUTDOWN_TIMEOUT)")
+	c.RateLimits = ratelimit.DefaultLimits
+	for _, f := range rateFlags {
+		l := &c.RateLimits[f.action]
+		env.parse(f.env, l.Set)
+		fs.Var(l, f.flag, fmt.Sprintf("%s: RATE/PERIOD[:BURST] such as 10/s:20, or 0 for no limit (%s)", f.usage, f.env))
+	}
+	proxies := fs.String("trusted-proxies", env.str("CHAT_TRUSTED_PROXIES", ""), "comma-separated addresses or CIDR prefixes of proxies whose X-Forwarded-For header tells the client address (CHAT_TRUSTED_PROXIES)")
 	logLevel := fs.String("log-level", env.str("CHAT_LOG_LEVEL", "info"), "debug, info, warn or error (CHAT_LOG_LEVEL)")
 
 	cass := &c.Cassandra
@@ -84,6 +104,11 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("log level %q: %w", *logLevel, err)
 	}
 	c.AllowedOrigins = splitList(*origins)
+	trusted, err := ratelimit.ParseTrustedProxies(splitList(*proxies))
+	if err != nil {
+		return c, err
+	}
+	c.TrustedProxies = trusted
 	cass.Hosts = splitList(*hosts)
 	switch c.Store {
 	case "embedded", "cassandra":
@@ -91,6 +116,20 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("unknown store %q: want embedded or cassandra", c.Store)
 	}
 	return c, nil
+}
+
+// rateFlags are the settings of the rate limits, one per limited action.
+var rateFlags = []struct {
+	action    ratelimit.Action
+	flag, env string
+	usage     string
+}{
+	{ratelimit.Post, "rate-posts", "CHAT_RATE_POSTS", "postMessage per user"},
+	{ratelimit.RoomChange, "rate-room-changes", "CHAT_RATE_ROOM_CHANGES", "createRoom, joinRoom, leaveRoom, deleteRoom, addGroupMember and hideMessage per user"},
+	{ratelimit.DirectMessage, "rate-direct-messages", "CHAT_RATE_DIRECT_MESSAGES", "sendDirectMessage per user"},
+	{ratelimit.Signup, "rate-signups-per-address", "CHAT_RATE_SIGNUPS_PER_ADDRESS", "signups per client address"},
+	{ratelimit.Login, "rate-logins-per-login", "CHAT_RATE_LOGINS_PER_LOGIN", "login attempts per login tried"},
+	{ratelimit.LoginAddress, "rate-logins-per-address", "CHAT_RATE_LOGINS_PER_ADDRESS", "login attempts per client address"},
 }
 
 func splitList(s string) []string {

@@ -31,12 +31,14 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/99designs/gqlgen/graphql/playground"
 	"github.com/coder/websocket"
+	"github.com/redis/go-redis/v9"
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/live"
+	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/resolvers"
 	"github.com/killrchat/chatql/store"
 	"github.com/killrchat/chatql/store/embedded"
@@ -95,6 +97,8 @@ type Server struct {
 	endRequests context.CancelFunc
 	closing     atomic.Bool
 	ownsStore   bool
+	// limitsRedis is the Redis client of the rate limits, nil without one.
+	limitsRedis *redis.Client
 }
 
 // NewServer opens the configured store and broker and builds the handler.
@@ -135,7 +139,13 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, st store.Store
 		_ = s.broker.Close()
 		return nil, err
 	}
-	res := &resolvers.Resolver{Store: s.store, Broker: s.broker, Tokens: tokens, Passwords: passwords, Log: log}
+	limits, limitsRedis, err := openRateLimits(cfg, log)
+	if err != nil {
+		_ = s.broker.Close()
+		return nil, err
+	}
+	s.limitsRedis = limitsRedis
+	res := &resolvers.Resolver{Store: s.store, Broker: s.broker, Tokens: tokens, Passwords: passwords, Log: log, Limits: limits}
 	// Live streams end as soon as shutdown starts; other requests run on
 	// until they finish, or until shutdown stops waiting for them.
 	streams, endStreams := context.WithCancel(context.Background())
@@ -236,7 +246,8 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, tokens
 
 	mux := http.NewServeMux()
 	mux.Handle("/", playground.Handler("chatql", "/query"))
-	mux.Handle("/query", s.cors(limitBody(s.cfg.MaxBodyBytes, tokens.Middleware(gql))))
+	addresses := ratelimit.NewAddresses(s.cfg.TrustedProxies)
+	mux.Handle("/query", s.cors(limitBody(s.cfg.MaxBodyBytes, tokens.Middleware(addresses.Middleware(gql)))))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", s.readyz)
 	return mux
@@ -359,6 +370,9 @@ func (s *Server) Close(ctx context.Context) error {
 	err := s.http.Shutdown(ctx) // ends the streams first: see RegisterOnShutdown in newServer
 	s.endRequests()
 	err = errors.Join(err, s.broker.Close())
+	if s.limitsRedis != nil {
+		err = errors.Join(err, s.limitsRedis.Close())
+	}
 	if s.ownsStore {
 		err = errors.Join(err, s.store.Close())
 	}

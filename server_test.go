@@ -20,6 +20,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/killrchat/chatql/internal/chatclient"
+	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/resolvers"
 )
 
@@ -30,7 +31,8 @@ type testServer struct {
 	Client *chatclient.Client
 }
 
-// testConfig is the embedded default with fast password hashing.
+// testConfig is the embedded default with fast password hashing and no
+// rate limits: tests post in bursts; the rate limit tests turn them on.
 func testConfig(t *testing.T) Config {
 	t.Helper()
 	cfg, err := ParseConfig(nil, func(string) string { return "" })
@@ -40,6 +42,7 @@ func testConfig(t *testing.T) Config {
 	cfg.DataDir = t.TempDir()
 	cfg.BcryptCost = bcrypt.MinCost
 	cfg.KeepAlive = time.Second
+	cfg.RateLimits = ratelimit.Limits{}
 	return cfg
 }
 

@@ -165,9 +165,9 @@ func NewRedis(ctx context.Context, url string, opts ...RedisOption) (*Redis, err
 	if cfg.subscribeTimeout <= 0 {
 		cfg.subscribeTimeout = DefaultSubscribeTimeout
 	}
-	o, err := redis.ParseURL(url)
+	o, err := RedisOptions(url)
 	if err != nil {
-		return nil, fmt.Errorf("redis broker: invalid Redis URL (CHAT_REDIS_URL): %w", withoutURL(err))
+		return nil, fmt.Errorf("redis broker: %w", err)
 	}
 	client := redis.NewClient(o)
 	if err := client.Ping(ctx).Err(); err != nil {
@@ -192,6 +192,17 @@ func NewRedis(ctx context.Context, url string, opts ...RedisOption) (*Redis, err
 	r.wg.Add(1)
 	go r.receive()
 	return r, nil
+}
+
+// RedisOptions reads a Redis URL (redis://[user:password@]host:port/db,
+// rediss:// for TLS) as go-redis's ParseURL does, for any client of the
+// server's Redis. Its error leaves out the URL, which may carry a password.
+func RedisOptions(url string) (*redis.Options, error) {
+	o, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("invalid Redis URL (CHAT_REDIS_URL): %w", withoutURL(err))
+	}
+	return o, nil
 }
 
 // withoutURL strips the URL from a url.Parse error, because the URL may

@@ -14,6 +14,7 @@ import (
 	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/graph/model"
+	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
 )
 
@@ -56,7 +57,7 @@ func (r *inboxEventResolver) Conversation(ctx context.Context, obj *model.InboxE
 
 // SendDirectMessage is the resolver for the sendDirectMessage field.
 func (r *mutationResolver) SendDirectMessage(ctx context.Context, to string, content string) (*store.Message, error) {
-	me, err := auth.UserFrom(ctx)
+	me, err := r.limitedUser(ctx, ratelimit.DirectMessage)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +115,7 @@ func (r *mutationResolver) MarkRead(ctx context.Context, conversation string, up
 
 // AddGroupMember is the resolver for the addGroupMember field.
 func (r *mutationResolver) AddGroupMember(ctx context.Context, group string, login string) (*store.Room, error) {
-	me, err := auth.UserFrom(ctx)
+	me, err := r.limitedUser(ctx, ratelimit.RoomChange)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +145,7 @@ func (r *mutationResolver) AddGroupMember(ctx context.Context, group string, log
 
 // HideMessage is the resolver for the hideMessage field.
 func (r *mutationResolver) HideMessage(ctx context.Context, id string) (*store.Message, error) {
-	me, err := auth.UserFrom(ctx)
+	me, err := r.limitedUser(ctx, ratelimit.RoomChange)
 	if err != nil {
 		return nil, err
 	}

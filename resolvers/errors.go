@@ -10,6 +10,7 @@ import (
 
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
 )
 
@@ -21,6 +22,8 @@ const (
 	CodeConflict        = "CONFLICT"
 	CodeBadUserInput    = "BAD_USER_INPUT"
 	CodeInternal        = "INTERNAL"
+	// CodeRateLimited comes with extensions.retryAfter, the seconds to wait.
+	CodeRateLimited = "RATE_LIMITED"
 )
 
 // codeOf maps an error to its client-facing code. Only errors wrapping a
@@ -38,6 +41,8 @@ func codeOf(err error) (code string, public bool) {
 		return CodeConflict, true
 	case errors.Is(err, store.ErrInvalid):
 		return CodeBadUserInput, true
+	case errors.As(err, new(*ratelimit.Exceeded)):
+		return CodeRateLimited, true
 	case errors.Is(err, broker.ErrSlowSubscriber), errors.Is(err, broker.ErrClosed):
 		return CodeInternal, true
 	}
@@ -70,6 +75,9 @@ func (r *Resolver) present(ctx context.Context, err error) *gqlerror.Error {
 		presented.Message = "internal error"
 	}
 	setCode(presented, code)
+	if ex, ok := errors.AsType[*ratelimit.Exceeded](err); ok {
+		presented.Extensions["retryAfter"] = ex.RetryAfterSeconds()
+	}
 	return presented
 }
 

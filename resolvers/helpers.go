@@ -5,10 +5,22 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/graph/model"
+	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
 )
+
+// limitedUser returns the caller once their write is counted within the
+// limit of action.
+func (r *Resolver) limitedUser(ctx context.Context, action ratelimit.Action) (store.UserRef, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return me, err
+	}
+	return me, r.Limits.Allow(ctx, action, me.Login)
+}
 
 // participantRoom reads the room and checks that u takes part in it: only
 // participants read and post. Returns ErrNotFound or ErrForbidden. It reads
@@ -214,4 +226,19 @@ func roomKind(k *model.RoomKind) store.RoomKind {
 		return store.PrivateGroup
 	}
 	return store.PublicRoom
+}
+
+// limitLogin counts a login attempt, whatever its outcome and before the
+// password is checked, against the client address and against the login
+// tried, so that guessing one user's password is slow from any number of
+// addresses, and so is trying many logins from one address. A login that
+// cannot exist is counted only against the address.
+func (r *Resolver) limitLogin(ctx context.Context, login string) error {
+	if err := r.Limits.Allow(ctx, ratelimit.LoginAddress, ratelimit.AddressFrom(ctx)); err != nil {
+		return err
+	}
+	if store.ValidateLogin(login) != nil {
+		return nil
+	}
+	return r.Limits.Allow(ctx, ratelimit.Login, login)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/graph/model"
+	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
 )
 
@@ -28,7 +29,7 @@ func (r *messageResolver) Content(ctx context.Context, obj *store.Message) (stri
 
 // PostMessage is the resolver for the postMessage field.
 func (r *mutationResolver) PostMessage(ctx context.Context, room string, content string) (*store.Message, error) {
-	me, err := auth.UserFrom(ctx)
+	me, err := r.limitedUser(ctx, ratelimit.Post)
 	if err != nil {
 		return nil, err
 	}

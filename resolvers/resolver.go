@@ -7,6 +7,7 @@ import (
 
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
 )
 
@@ -25,4 +26,7 @@ type Resolver struct {
 	Tokens    *auth.Tokens
 	Passwords *auth.Passwords
 	Log       *slog.Logger
+	// Limits count writes per user and per client address; nil limits
+	// nothing.
+	Limits *ratelimit.Set
 }

@@ -14,12 +14,13 @@ import (
 	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/graph/model"
+	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
 )
 
 // CreateRoom is the resolver for the createRoom field.
 func (r *mutationResolver) CreateRoom(ctx context.Context, input model.CreateRoomInput) (*store.Room, error) {
-	me, err := auth.UserFrom(ctx)
+	me, err := r.limitedUser(ctx, ratelimit.RoomChange)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +43,7 @@ func (r *mutationResolver) CreateRoom(ctx context.Context, input model.CreateRoo
 
 // JoinRoom is the resolver for the joinRoom field.
 func (r *mutationResolver) JoinRoom(ctx context.Context, room string) (*store.Room, error) {
-	me, err := auth.UserFrom(ctx)
+	me, err := r.limitedUser(ctx, ratelimit.RoomChange)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +69,7 @@ func (r *mutationResolver) JoinRoom(ctx context.Context, room string) (*store.Ro
 
 // LeaveRoom is the resolver for the leaveRoom field.
 func (r *mutationResolver) LeaveRoom(ctx context.Context, room string) (*store.Room, error) {
-	me, err := auth.UserFrom(ctx)
+	me, err := r.limitedUser(ctx, ratelimit.RoomChange)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +97,7 @@ func (r *mutationResolver) LeaveRoom(ctx context.Context, room string) (*store.R
 
 // DeleteRoom is the resolver for the deleteRoom field.
 func (r *mutationResolver) DeleteRoom(ctx context.Context, room string) (*store.Room, error) {
-	me, err := auth.UserFrom(ctx)
+	me, err := r.limitedUser(ctx, ratelimit.RoomChange)
 	if err != nil {
 		return nil, err
 	}

@@ -12,11 +12,15 @@ import (
 
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/graph/model"
+	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
 )
 
 // Signup is the resolver for the signup field.
 func (r *mutationResolver) Signup(ctx context.Context, input model.SignupInput) (*store.User, error) {
+	if err := r.Limits.Allow(ctx, ratelimit.Signup, ratelimit.AddressFrom(ctx)); err != nil {
+		return nil, err
+	}
 	u := store.User{
 		UserRef: store.UserRef{Login: input.Login, Firstname: input.Firstname, Lastname: input.Lastname},
 		Email:   deref(input.Email),
@@ -40,6 +44,9 @@ func (r *mutationResolver) Signup(ctx context.Context, input model.SignupInput) 
 
 // Login is the resolver for the login field.
 func (r *mutationResolver) Login(ctx context.Context, login string, password string) (*model.AuthPayload, error) {
+	if err := r.limitLogin(ctx, login); err != nil {
+		return nil, err
+	}
 	acct, err := r.Store.Account(ctx, login)
 	switch {
 	case errors.Is(err, store.ErrNotFound):

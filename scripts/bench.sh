@@ -127,6 +127,11 @@ stop_server() {
 }
 trap stop_server EXIT
 
+# The load is ~2,000 signups and logins from one address and 55 posts/s per
+# posting user: far over the default rate limits, which are turned off.
+NO_RATE_LIMITS=(CHAT_RATE_POSTS=0 CHAT_RATE_ROOM_CHANGES=0 CHAT_RATE_DIRECT_MESSAGES=0
+  CHAT_RATE_SIGNUPS_PER_ADDRESS=0 CHAT_RATE_LOGINS_PER_LOGIN=0 CHAT_RATE_LOGINS_PER_ADDRESS=0)
+
 # start_server NAME [ENV=VALUE...]: the built server on a free loopback port
 # with a fresh data directory; its log goes to $OUT/NAME/server.log.
 start_server() {
@@ -139,7 +144,7 @@ start_server() {
   # Cheap password hashing: setup signs up ~2,000 users, and bcrypt is not
   # on any measured path.
   env CHAT_ADDR=127.0.0.1:0 CHAT_DATA_DIR="$SERVER_DATA" CHAT_BCRYPT_COST=4 CHAT_LOG_LEVEL=info \
-    "${gogc[@]}" "$@" "$OUT/chatql" >"$logf" 2>&1 &
+    "${NO_RATE_LIMITS[@]}" "${gogc[@]}" "$@" "$OUT/chatql" >"$logf" 2>&1 &
   SERVER_PID=$!
   for _ in $(seq 600); do
     SERVER_ADDR="$(sed -n 's/.*msg="chatql serving" playground=http:\/\/\([^/]*\)\/.*/\1/p' "$logf")"
@@ -216,7 +221,7 @@ profile_run() {
   local gogc=()
   [[ -n "${BENCH_GOGC:-}" ]] && gogc=("GOGC=$BENCH_GOGC")
   env CHAT_PROFILE_SERVE=1 CHAT_PROFILE_DIR="$dir" CHAT_ADDR=127.0.0.1:0 CHAT_DATA_DIR="$SERVER_DATA" \
-    CHAT_BCRYPT_COST=4 "${gogc[@]}" \
+    CHAT_BCRYPT_COST=4 "${NO_RATE_LIMITS[@]}" "${gogc[@]}" \
     "$OUT/chatql-profile.test" -test.run '^$' -test.bench '^BenchmarkServeForProfiling$' -test.benchtime 1x \
     >"$dir/server.log" 2>&1 &
   SERVER_PID=$!
