@@ -77,6 +77,9 @@ func chatqlEnv(cfg Config) []string {
 			env = append(env, kv)
 		}
 	}
+	for _, f := range rateFlags {
+		env = append(env, f.env+"="+cfg.RateLimits[f.action].String())
+	}
 	return append(env,
 		"CHAT_ADDR=127.0.0.1:0",
 		"CHAT_STORE="+cfg.Store,
