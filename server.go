@@ -240,8 +240,8 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, tokens
 // connection_init payload ("token", or "Authorization": "Bearer ...", as
 // GraphiQL sends its headers). A connection without one stays anonymous; a
 // bad one is refused.
-func websocketAuth(tokens *auth.Tokens) func(context.Context, map[string]any) (context.Context, error) {
-	return func(ctx context.Context, init map[string]any) (context.Context, error) {
+func websocketAuth(tokens *auth.Tokens) func(context.Context, map[string]any) (context.Context, bool, error) {
+	return func(ctx context.Context, init map[string]any) (context.Context, bool, error) {
 		token, _ := init["token"].(string)
 		if token == "" {
 			header, _ := init["Authorization"].(string)
@@ -251,12 +251,12 @@ func websocketAuth(tokens *auth.Tokens) func(context.Context, map[string]any) (c
 			token = strings.TrimSpace(strings.TrimPrefix(header, "Bearer "))
 		}
 		if token == "" {
-			return ctx, nil
+			return ctx, false, nil
 		}
 		if _, err := tokens.Verify(token); err != nil {
-			return ctx, err
+			return ctx, false, err
 		}
-		return tokens.Authenticate(ctx, token), nil
+		return tokens.Authenticate(ctx, token), true, nil
 	}
 }
 
