@@ -31,6 +31,10 @@ type Config struct {
 	ShutdownTimeout    time.Duration
 	LogLevel           slog.Level
 
+	// MaxUnauthenticatedWebsockets caps the websockets open without a
+	// user (before connection_init, or anonymous).
+	MaxUnauthenticatedWebsockets int
+
 	// Cassandra selects and tunes the cluster when Store is "cassandra".
 	Cassandra cassandra.Config
 }
@@ -54,6 +58,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.IntVar(&c.MaxComplexity, "max-complexity", env.int("CHAT_MAX_COMPLEXITY", 200), "largest accepted query complexity (CHAT_MAX_COMPLEXITY)")
 	fs.IntVar(&c.SubscriberQueue, "subscriber-queue", env.int("CHAT_SUBSCRIBER_QUEUE", 256), "events a subscriber may fall behind before it is cut off (CHAT_SUBSCRIBER_QUEUE)")
 	fs.DurationVar(&c.KeepAlive, "keepalive", env.duration("CHAT_KEEPALIVE", 15*time.Second), "websocket keepalive interval (CHAT_KEEPALIVE)")
+	fs.IntVar(&c.MaxUnauthenticatedWebsockets, "max-unauthenticated-websockets", env.int("CHAT_MAX_UNAUTHENTICATED_WEBSOCKETS", 1000), "websockets open without a user (before connection_init, or anonymous) before upgrades are refused with 503 (CHAT_MAX_UNAUTHENTICATED_WEBSOCKETS)")
 	origins := fs.String("allowed-origins", env.str("CHAT_ALLOWED_ORIGINS", "*"), "comma-separated browser origins allowed to call the API, * for any (CHAT_ALLOWED_ORIGINS)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", env.duration("CHAT_SHUTDOWN_TIMEOUT", 15*time.Second), "how long shutdown waits for in-flight requests (CHAT_SHUTDOWN_TIMEOUT)")
 	logLevel := fs.String("log-level", env.str("CHAT_LOG_LEVEL", "info"), "debug, info, warn or error (CHAT_LOG_LEVEL)")
@@ -85,6 +90,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	}
 	c.AllowedOrigins = splitList(*origins)
 	cass.Hosts = splitList(*hosts)
+	if c.MaxUnauthenticatedWebsockets < 1 {
+		return c, fmt.Errorf("max unauthenticated websockets %d: must be at least 1", c.MaxUnauthenticatedWebsockets)
+	}
 	switch c.Store {
 	case "embedded", "cassandra":
 	default:

@@ -211,11 +211,12 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, tokens
 			OriginPatterns:     s.websocketOrigins(),
 			InsecureSkipVerify: slices.Contains(s.cfg.AllowedOrigins, "*"),
 		},
-		InitTimeout: 10 * time.Second,
-		KeepAlive:   s.cfg.KeepAlive,
-		ReadLimit:   s.cfg.MaxBodyBytes,
-		Context:     streams,
-		Log:         s.log,
+		InitTimeout:        10 * time.Second,
+		KeepAlive:          s.cfg.KeepAlive,
+		ReadLimit:          s.cfg.MaxBodyBytes,
+		MaxUnauthenticated: s.cfg.MaxUnauthenticatedWebsockets,
+		Context:            streams,
+		Log:                s.log,
 	}))
 	gql.AddTransport(transport.SSE{})
 	gql.AddTransport(transport.Options{})
