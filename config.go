@@ -43,6 +43,9 @@ type Config struct {
 	// rateClock is the clock of the in-process rate limits (time.Now when
 	// nil); tests set it.
 	rateClock func() time.Time
+	// MaxUnauthenticatedWebsockets caps the websockets open without a
+	// user (before connection_init, or anonymous).
+	MaxUnauthenticatedWebsockets int
 
 	// Cassandra selects and tunes the cluster when Store is "cassandra".
 	Cassandra cassandra.Config
@@ -67,6 +70,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.IntVar(&c.MaxComplexity, "max-complexity", env.int("CHAT_MAX_COMPLEXITY", 200), "largest accepted query complexity (CHAT_MAX_COMPLEXITY)")
 	fs.IntVar(&c.SubscriberQueue, "subscriber-queue", env.int("CHAT_SUBSCRIBER_QUEUE", 256), "events a subscriber may fall behind before it is cut off (CHAT_SUBSCRIBER_QUEUE)")
 	fs.DurationVar(&c.KeepAlive, "keepalive", env.duration("CHAT_KEEPALIVE", 15*time.Second), "websocket keepalive interval (CHAT_KEEPALIVE)")
+	fs.IntVar(&c.MaxUnauthenticatedWebsockets, "max-unauthenticated-websockets", env.int("CHAT_MAX_UNAUTHENTICATED_WEBSOCKETS", 1000), "websockets open without a user (before connection_init, or anonymous) before upgrades are refused with 503 (CHAT_MAX_UNAUTHENTICATED_WEBSOCKETS)")
 	origins := fs.String("allowed-origins", env.str("CHAT_ALLOWED_ORIGINS", "*"), "comma-separated browser origins allowed to call the API, * for any (CHAT_ALLOWED_ORIGINS)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", env.duration("CHAT_SHUTDOWN_TIMEOUT", 15*time.Second), "how long shutdown waits for in-flight requests (CHAT_SHUTDOWN_TIMEOUT)")
 	c.RateLimits = ratelimit.DefaultLimits
@@ -110,6 +114,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	}
 	c.TrustedProxies = trusted
 	cass.Hosts = splitList(*hosts)
+	if c.MaxUnauthenticatedWebsockets < 1 {
+		return c, fmt.Errorf("max unauthenticated websockets %d: must be at least 1", c.MaxUnauthenticatedWebsockets)
+	}
 	switch c.Store {
 	case "embedded", "cassandra":
 	default:

@@ -226,11 +226,12 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, tokens
 			OriginPatterns:     s.websocketOrigins(),
 			InsecureSkipVerify: slices.Contains(s.cfg.AllowedOrigins, "*"),
 		},
-		InitTimeout: 10 * time.Second,
-		KeepAlive:   s.cfg.KeepAlive,
-		ReadLimit:   s.cfg.MaxBodyBytes,
-		Context:     streams,
-		Log:         s.log,
+		InitTimeout:        10 * time.Second,
+		KeepAlive:          s.cfg.KeepAlive,
+		ReadLimit:          s.cfg.MaxBodyBytes,
+		MaxUnauthenticated: s.cfg.MaxUnauthenticatedWebsockets,
+		Context:            streams,
+		Log:                s.log,
 	}))
 	gql.AddTransport(transport.SSE{})
 	gql.AddTransport(transport.Options{})
@@ -274,8 +275,8 @@ func endSubscriptionsWith(streams context.Context) graphql.OperationMiddleware {
 // connection_init payload ("token", or "Authorization": "Bearer ...", as
 // GraphiQL sends its headers). A connection without one stays anonymous; a
 // bad one is refused.
-func websocketAuth(tokens *auth.Tokens) func(context.Context, map[string]any) (context.Context, error) {
-	return func(ctx context.Context, init map[string]any) (context.Context, error) {
+func websocketAuth(tokens *auth.Tokens) func(context.Context, map[string]any) (context.Context, bool, error) {
+	return func(ctx context.Context, init map[string]any) (context.Context, bool, error) {
 		token, _ := init["token"].(string)
 		if token == "" {
 			header, _ := init["Authorization"].(string)
@@ -285,12 +286,12 @@ func websocketAuth(tokens *auth.Tokens) func(context.Context, map[string]any) (c
 			token = strings.TrimSpace(strings.TrimPrefix(header, "Bearer "))
 		}
 		if token == "" {
-			return ctx, nil
+			return ctx, false, nil
 		}
 		if _, err := tokens.Verify(token); err != nil {
-			return ctx, err
+			return ctx, false, err
 		}
-		return tokens.Authenticate(ctx, token), nil
+		return tokens.Authenticate(ctx, token), true, nil
 	}
 }
 

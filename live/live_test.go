@@ -67,15 +67,15 @@ func newHarnessOn(t *testing.T, tune func(*Config), wrap func(net.Listener) net.
 	t.Cleanup(cancel)
 	cfg := Config{
 		Rooms: res,
-		Authenticate: func(ctx context.Context, init map[string]any) (context.Context, error) {
+		Authenticate: func(ctx context.Context, init map[string]any) (context.Context, bool, error) {
 			token, _ := init["token"].(string)
 			if token == "" {
-				return ctx, nil
+				return ctx, false, nil
 			}
 			if _, err := tokens.Verify(token); err != nil {
-				return ctx, err
+				return ctx, false, err
 			}
-			return tokens.Authenticate(ctx, token), nil
+			return tokens.Authenticate(ctx, token), true, nil
 		},
 		ErrorPresenter: res.ErrorPresenter,
 		Context:        ctx,
@@ -267,7 +267,7 @@ func (c *client) closed() (websocket.StatusCode, string) {
 			}
 			return ce.Code, ce.Reason
 		}
-		if m.Type != msgConnectionError && m.Type != "ka" {
+		if m.Type != "ka" {
 			c.t.Fatalf("want the connection closed, got %+v", m)
 		}
 	}

@@ -43,7 +43,7 @@ func (c *conn) subscribe(m message) bool {
 	c.mu.Lock()
 	acked, dup, running := c.acked, c.ops[m.ID] != nil, len(c.ops)
 	var op *operation
-	if acked && m.ID != "" && !dup && running < c.t.cfg.MaxOperations && !c.closed {
+	if acked && !dup && running < c.t.cfg.MaxOperations && !c.closed {
 		op = &operation{c: c, id: m.ID, ctx: c.ctx}
 		c.ops[m.ID] = op
 	}
@@ -51,9 +51,6 @@ func (c *conn) subscribe(m message) bool {
 	switch {
 	case !acked:
 		c.close(closeUnauthorized, "Unauthorized")
-		return false
-	case m.ID == "":
-		c.close(closeBadRequest, "Invalid message received: "+m.Type+" needs an id")
 		return false
 	case dup:
 		c.close(closeDuplicateID, truncateReason("Subscriber for "+m.ID+" already exists"))
@@ -179,9 +176,9 @@ func roomEventsField(rc *graphql.OperationContext) (f graphql.CollectedField, ro
 	return fields[0], room, after, true
 }
 
-// openRoom opens the room stream; on failure it reports the error as gqlgen
-// reports a failing subscription resolver: a result with the error, then
-// complete.
+// openRoom opens the room stream; a refusal (no such room, not a
+// participant, a bad cursor) fails the operation with an error message, as
+// for any subscription that cannot start (see execute).
 func (op *operation) openRoom(ctx context.Context, field graphql.CollectedField, room string, after *string) (*resolvers.RoomStream, bool) {
 	stream, err := op.c.t.cfg.Rooms.OpenRoomEvents(ctx, room, after)
 	if err == nil {
@@ -191,11 +188,7 @@ func (op *operation) openRoom(ctx context.Context, field graphql.CollectedField,
 		return nil, false
 	}
 	path := ast.Path{ast.PathName(field.Alias)}
-	resp := op.c.exec.DispatchError(ctx, gqlerror.List{gqlerror.WrapPath(path, err)})
-	resp.Data = json.RawMessage("null")
-	if b, err := json.Marshal(resp); err == nil && op.writeResult(framePrefix(op.c.proto, op.id), b) {
-		op.complete()
-	}
+	op.fail(op.c.exec.DispatchError(ctx, gqlerror.List{gqlerror.WrapPath(path, err)}).Errors...)
 	return nil, false
 }
 
@@ -287,7 +280,10 @@ func (r *roomSubscription) release(p any) {
 }
 
 // execute runs any other operation through gqlgen's executor: queries and
-// mutations (one result) and other subscriptions (a result per event).
+// mutations (one result) and other subscriptions (a result per event). A
+// subscription that cannot start (its resolver refused: a response with
+// errors and no data) fails with an error message, which clients report as
+// the operation's error rather than as a result.
 func (op *operation) execute(ctx context.Context, rc *graphql.OperationContext) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -295,10 +291,18 @@ func (op *operation) execute(ctx context.Context, rc *graphql.OperationContext) 
 	ctx, streamErr := resolvers.WithStreamError(ctx)
 	responses, ctx := op.c.exec.DispatchOperation(ctx, rc)
 	prefix := framePrefix(op.c.proto, op.id)
-	for {
+	subscription := rc.Operation.Operation == ast.Subscription
+	for first := true; ; first = false {
 		resp := responses(ctx)
 		if resp == nil {
 			break
+		}
+		if op.over() {
+			return // the client completed it: its result is not sent
+		}
+		if first && subscription && len(resp.Errors) > 0 && isNull(resp.Data) {
+			op.fail(resp.Errors...)
+			return
 		}
 		b, err := json.Marshal(resp)
 		if err != nil {
@@ -342,16 +346,22 @@ func (op *operation) end(err error, path ast.Path) {
 // the connection's limit are freed: a client that reacts to it at once may
 // reuse both.
 
-// complete frees the operation and tells the client it is complete.
+// complete frees the operation and tells the client it is complete,
+// unless the client completed it first.
 func (op *operation) complete() {
 	op.release()
-	op.c.send(message{ID: op.id, Type: msgComplete})
+	if !op.stopped.Load() {
+		op.c.send(message{ID: op.id, Type: msgComplete})
+	}
 }
 
-// fail frees the operation and sends the errors that ended it.
+// fail frees the operation and sends the errors that ended it (never
+// followed by complete), unless the client completed it first.
 func (op *operation) fail(errs ...*gqlerror.Error) {
 	op.release()
-	op.c.sendError(msgError, op.id, errs...)
+	if !op.stopped.Load() {
+		op.c.sendError(msgError, op.id, errs...)
+	}
 }
 
 // finish releases the operation, if its last message has not already; a
@@ -376,4 +386,9 @@ func (op *operation) release() {
 
 func badInput(format string, args ...any) *gqlerror.Error {
 	return &gqlerror.Error{Message: fmt.Sprintf(format, args...), Extensions: map[string]any{"code": resolvers.CodeBadUserInput}}
+}
+
+// isNull reports whether a response's data is absent or null.
+func isNull(data json.RawMessage) bool {
+	return len(data) == 0 || string(bytes.TrimSpace(data)) == "null"
 }

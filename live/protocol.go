@@ -1,6 +1,7 @@
 package live
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"github.com/coder/websocket"
@@ -18,6 +19,13 @@ type protocol struct {
 	// keepAlive is sent after the ack and then periodically (graphql-ws
 	// only; graphql-transport-ws clients ping when they want to).
 	keepAlive string
+	// connectionError precedes the close of a rejected connection_init
+	// (graphql-ws only: graphql-transport-ws has no such message, the
+	// close code says it all).
+	connectionError string
+	// strict checks every message's shape as graphql-transport-ws
+	// specifies, and closes with 4400 on any deviation (see malformed).
+	strict bool
 }
 
 // The subprotocols, by the name negotiated in Sec-WebSocket-Protocol.
@@ -27,40 +35,46 @@ var (
 	graphqlTransportWS = &protocol{
 		name:      "graphql-transport-ws",
 		subscribe: "subscribe", stop: "complete",
-		next: "next",
+		next:   "next",
+		strict: true,
 	}
 	// graphqlWS is the legacy subscriptions-transport-ws protocol, still
 	// spoken by older clients; it is also assumed when none is named.
 	graphqlWS = &protocol{
 		name:      "graphql-ws",
 		subscribe: "start", stop: "stop", terminate: "connection_terminate",
-		next:      "data",
-		keepAlive: "ka",
+		next:            "data",
+		keepAlive:       "ka",
+		connectionError: "connection_error",
 	}
 )
 
 // Message types shared by both protocols.
 const (
-	msgConnectionInit  = "connection_init"
-	msgConnectionAck   = "connection_ack"
-	msgConnectionError = "connection_error" // graphql-ws; sent by both before closing on a bad token
-	msgPing            = "ping"
-	msgPong            = "pong"
-	msgError           = "error"
-	msgComplete        = "complete"
+	msgConnectionInit = "connection_init"
+	msgConnectionAck  = "connection_ack"
+	msgPing           = "ping"
+	msgPong           = "pong"
+	msgError          = "error"
+	msgComplete       = "complete"
 )
 
-// Close codes (graphql-transport-ws assigns 44xx; 4401 also closes a
-// graphql-ws connection whose token is rejected).
+// Close codes: those of graphql-transport-ws (the graphql-ws library's
+// CloseCode), used for graphql-ws connections too.
+//
+// A rejected connection_init closes with 4401, not the 4403 the
+// specification recommends: the graphql-ws client gives up at once on 4401
+// and reports it to the app, whereas it retries 4403 (five times, with
+// backoff) before it does; a bad token does not get better by retrying.
 const (
-	closeBadRequest       websocket.StatusCode = 4400
-	closeUnauthorized     websocket.StatusCode = 4401
-	closeInitTimeout      websocket.StatusCode = 4408
-	closeDuplicateID      websocket.StatusCode = 4409
-	closeTooManyInits     websocket.StatusCode = 4429
-	closeNormal                                = websocket.StatusNormalClosure
-	closeGoingAway                             = websocket.StatusGoingAway
-	closeUnsupportedFrame                      = websocket.StatusUnsupportedData
+	closeBadRequest   websocket.StatusCode = 4400
+	closeUnauthorized websocket.StatusCode = 4401
+	closeInitTimeout  websocket.StatusCode = 4408
+	closeDuplicateID  websocket.StatusCode = 4409
+	closeTooManyInits websocket.StatusCode = 4429
+	closeInternal     websocket.StatusCode = 4500
+	closeNormal                            = websocket.StatusNormalClosure
+	closeGoingAway                         = websocket.StatusGoingAway
 )
 
 // message is one protocol message, either way.
@@ -82,4 +96,66 @@ func framePrefix(p *protocol, id string) []byte {
 	b = append(b, p.next...)
 	b = append(b, `","payload":`...)
 	return b
+}
+
+// malformed says what makes m break the rules of p, or "" if nothing does.
+// Every protocol needs an id to start an operation; graphql-transport-ws
+// also fixes the shape of every payload (as the graphql-ws library's
+// validateMessage checks it).
+func (p *protocol) malformed(m message) string {
+	switch m.Type {
+	case p.subscribe:
+		if m.ID == "" {
+			return m.Type + " needs an id"
+		}
+		if p.strict {
+			return malformedOperation(m.Payload)
+		}
+	case p.stop:
+		if p.strict && m.ID == "" {
+			return m.Type + " needs an id"
+		}
+	case msgConnectionInit, msgPing, msgPong:
+		if p.strict && !objectOrNull(m.Payload) {
+			return m.Type + " payload must be an object"
+		}
+	}
+	return ""
+}
+
+// malformedOperation checks a subscribe payload: an object with a string
+// query, and optional variables, operationName and extensions of the right
+// kinds.
+func malformedOperation(payload json.RawMessage) string {
+	var op struct {
+		Query         *string
+		OperationName *string
+		Variables     json.RawMessage
+		Extensions    json.RawMessage
+	}
+	if !isObject(payload) || json.Unmarshal(payload, &op) != nil {
+		return "subscribe payload must be an object with a string query, and optional string operationName and object variables and extensions"
+	}
+	switch {
+	case op.Query == nil:
+		return "subscribe payload needs a query string"
+	case !objectOrNull(op.Variables):
+		return "subscribe variables must be an object"
+	case !objectOrNull(op.Extensions):
+		return "subscribe extensions must be an object"
+	}
+	return ""
+}
+
+// objectOrNull reports whether raw is absent, null or a JSON object.
+func objectOrNull(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || string(raw) == "null" || isObject(raw)
+}
+
+// isObject reports whether raw is a JSON object (its validity is left to
+// the decoder).
+func isObject(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
 }

@@ -25,6 +25,8 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/coder/websocket"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/killrchat/chatql/resolvers"
 )
 
 // Config configures a Transport.
@@ -32,9 +34,11 @@ type Config struct {
 	// Rooms opens room event streams (the resolvers).
 	Rooms RoomStreams
 	// Authenticate reads the token of a connection_init payload and returns
-	// the context operations run in. A connection without a token is
-	// anonymous; an error closes it with 4401.
-	Authenticate func(ctx context.Context, init map[string]any) (context.Context, error)
+	// the context operations run in, and whether it names a user (a
+	// connection without a token is anonymous). An error, presented by
+	// ErrorPresenter, closes the connection: with 4401 and the error's
+	// message, or with 4500 if it is INTERNAL (the check itself failed).
+	Authenticate func(ctx context.Context, init map[string]any) (_ context.Context, user bool, _ error)
 	// Accept holds the origin rules of the websocket handshake.
 	Accept websocket.AcceptOptions
 	// InitTimeout is how long a client has to send connection_init.
@@ -51,6 +55,10 @@ type Config struct {
 	ErrorPresenter graphql.ErrorPresenterFunc
 	// MaxOperations caps the operations running on one connection.
 	MaxOperations int
+	// MaxUnauthenticated caps the connections open without a user: those
+	// that have not yet sent connection_init (each for InitTimeout at
+	// most), and the anonymous ones. Upgrades over it are refused with 503.
+	MaxUnauthenticated int
 	// Context ends every connection when done (server shutdown).
 	Context context.Context
 	Log     *slog.Logger
@@ -60,6 +68,9 @@ type Config struct {
 type Transport struct {
 	cfg      Config
 	encoders encoders
+	// unauthenticated counts the connections that hold a place under
+	// cfg.MaxUnauthenticated.
+	unauthenticated atomic.Int64
 
 	mu     sync.Mutex
 	conns  map[*conn]struct{} // open connections, for the write watchdog and shutdown
@@ -79,6 +90,9 @@ func New(cfg Config) *Transport {
 	}
 	if cfg.MaxOperations <= 0 {
 		cfg.MaxOperations = 100
+	}
+	if cfg.MaxUnauthenticated <= 0 {
+		cfg.MaxUnauthenticated = 1000
 	}
 	if cfg.Context == nil {
 		cfg.Context = context.Background()
@@ -141,12 +155,27 @@ func (t *Transport) Supports(r *http.Request) bool {
 	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
 }
 
+// tooManyConnections is the body of the 503 that refuses an upgrade over
+// the cap of unauthenticated connections.
+var tooManyConnections = []byte(`{"errors":[{"message":"too many websocket connections are waiting to authenticate; try again shortly","extensions":{"code":"TOO_MANY_CONNECTIONS"}}]}` + "\n")
+
 // Do accepts the websocket and serves it on a goroutine of its own, so the
-// HTTP handler's goroutine, its request and its buffers are released.
+// HTTP handler's goroutine, its request and its buffers are released. Over
+// the cap of unauthenticated connections, it refuses before upgrading.
 func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	if t.unauthenticated.Add(1) > int64(t.cfg.MaxUnauthenticated) {
+		t.unauthenticated.Add(-1)
+		t.cfg.Log.Warn("live: refused a websocket: too many unauthenticated connections", "max", t.cfg.MaxUnauthenticated)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write(tooManyConnections)
+		return
+	}
 	lean := &leanHijacker{w}
 	ws, err := websocket.Accept(lean, r, &t.cfg.Accept)
 	if err != nil {
+		t.unauthenticated.Add(-1)
 		return // Accept answered the request with the reason
 	}
 	ws.SetReadLimit(t.cfg.ReadLimit)
@@ -159,6 +188,7 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 	// ends with the server.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	c := &conn{t: t, ws: ws, proto: p, exec: exec, ctx: ctx, cancel: cancel, ops: make(map[string]*operation)}
+	c.unauthenticated.Store(true)
 	t.mu.Lock()
 	closed := t.closed
 	if !closed {
@@ -166,6 +196,7 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 	}
 	t.mu.Unlock()
 	if closed {
+		c.authenticated()
 		_ = ws.Close(closeGoingAway, "server shutting down")
 		return
 	}
@@ -193,6 +224,18 @@ type conn struct {
 	closed    bool
 	ops       map[string]*operation
 	keepAlive *time.Timer
+
+	// unauthenticated: the connection holds a place under the cap of
+	// unauthenticated connections (until a user authenticates, or it ends).
+	unauthenticated atomic.Bool
+}
+
+// authenticated gives back the connection's place under the cap of
+// unauthenticated connections, if it holds one.
+func (c *conn) authenticated() {
+	if c.unauthenticated.CompareAndSwap(true, false) {
+		c.t.unauthenticated.Add(-1)
+	}
 }
 
 // serve runs the connection: the handshake here, then the read loop on a
@@ -237,12 +280,16 @@ func (c *conn) read(untilAcked bool) bool {
 			return false
 		}
 		if typ != websocket.MessageText {
-			c.close(closeUnsupportedFrame, "binary messages are not supported")
+			c.close(closeBadRequest, "Invalid message received: binary messages are not supported")
 			return false
 		}
 		var m message
 		if err := json.Unmarshal(data, &m); err != nil || m.Type == "" {
 			c.close(closeBadRequest, "Invalid message received")
+			return false
+		}
+		if problem := c.proto.malformed(m); problem != "" {
+			c.close(closeBadRequest, truncateReason("Invalid message received: "+problem))
 			return false
 		}
 		if !c.handle(m) {
@@ -256,6 +303,7 @@ func (c *conn) end() {
 	c.t.mu.Lock()
 	delete(c.t.conns, c)
 	c.t.mu.Unlock()
+	c.authenticated()
 	c.cancel()
 	c.stopKeepAlive()
 	c.mu.Lock()
@@ -308,15 +356,16 @@ func (c *conn) init(payload json.RawMessage) bool {
 			return false
 		}
 	}
-	ctx := c.ctx
+	ctx, user := c.ctx, false
 	if c.t.cfg.Authenticate != nil {
 		var err error
-		if ctx, err = c.t.cfg.Authenticate(ctx, init); err != nil {
-			reason := "Unauthorized: " + err.Error()
-			c.sendError(msgConnectionError, "", &gqlerror.Error{Message: reason})
-			c.close(closeUnauthorized, truncateReason(reason))
+		if ctx, user, err = c.t.cfg.Authenticate(ctx, init); err != nil {
+			c.reject(err)
 			return false
 		}
+	}
+	if user {
+		c.authenticated()
 	}
 	c.mu.Lock()
 	c.ctx, c.acked = ctx, true
@@ -328,6 +377,23 @@ func (c *conn) init(payload json.RawMessage) bool {
 		c.sendKeepAlive()
 	}
 	return true
+}
+
+// reject closes a connection whose connection_init failed: 4401 for a
+// refused token, 4500 if the check could not be made. graphql-ws clients
+// first get a connection_error with the coded error.
+func (c *conn) reject(err error) {
+	refusal := c.t.cfg.ErrorPresenter(c.ctx, err)
+	code, reason := closeUnauthorized, refusal.Message
+	if refusal.Extensions["code"] == resolvers.CodeInternal {
+		code, reason = closeInternal, "Internal server error"
+	}
+	if c.proto.connectionError != "" {
+		if payload, err := json.Marshal(refusal); err == nil {
+			c.send(message{Type: c.proto.connectionError, Payload: payload})
+		}
+	}
+	c.close(code, truncateReason(reason))
 }
 
 // sendKeepAlive sends a graphql-ws "ka" now and every KeepAlive after.
@@ -365,8 +431,7 @@ func (c *conn) send(m message) bool {
 	return c.write(b)
 }
 
-// sendError sends an error message (or connection_error) with errs as the
-// payload list.
+// sendError sends an error message with errs as the payload list.
 func (c *conn) sendError(typ, id string, errs ...*gqlerror.Error) bool {
 	payload, err := json.Marshal(errs)
 	if err != nil {

@@ -135,10 +135,37 @@ func TestHiddenContentPerViewer(t *testing.T) {
 	}
 }
 
-// The graphql-transport-ws rules: the close codes of its specification.
+// The graphql-transport-ws rules: the close codes of its specification,
+// with no message before the close (the protocol has no connection_error).
 func TestProtocolViolationsClose(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.InitTimeout = 200 * time.Millisecond })
+	h := newHarness(t, func(c *Config) {
+		c.InitTimeout = 200 * time.Millisecond
+		verify := c.Authenticate
+		c.Authenticate = func(ctx context.Context, init map[string]any) (context.Context, bool, error) {
+			if init["token"] == "store-down" {
+				return ctx, false, errors.New("the user table does not answer")
+			}
+			return verify(ctx, init)
+		}
+	})
 	alice := h.user("alice")
+	raw := func(text string) func(c *client) {
+		return func(c *client) {
+			if err := c.ws.Write(c.t.Context(), websocket.MessageText, []byte(text)); err != nil {
+				c.t.Fatal(err)
+			}
+		}
+	}
+	// after init, then raw text.
+	initThen := func(text string) func(c *client) {
+		return func(c *client) {
+			c.send(message{Type: msgConnectionInit, Payload: mustJSON(map[string]any{"token": alice})})
+			if m := c.read(); m.Type != msgConnectionAck {
+				c.t.Fatalf("got %+v, want connection_ack", m)
+			}
+			raw(text)(c)
+		}
+	}
 	cases := []struct {
 		name   string
 		script func(c *client)
@@ -153,27 +180,44 @@ func TestProtocolViolationsClose(t *testing.T) {
 			c.send(message{Type: msgConnectionInit})
 		}, closeTooManyInits},
 		{"no init in time", func(c *client) {}, closeInitTimeout},
-		{"not JSON", func(c *client) {
-			if err := c.ws.Write(t.Context(), websocket.MessageText, []byte("hello")); err != nil {
-				t.Fatal(err)
+		{"not JSON", raw("hello"), closeBadRequest},
+		{"not an object", raw(`["connection_init"]`), closeBadRequest},
+		{"unknown type", func(c *client) { c.send(message{Type: "subscribe-please"}) }, closeBadRequest},
+		{"legacy type", initThen(`{"id":"1","type":"start","payload":{"query":"{ me { login } }"}}`), closeBadRequest},
+		{"numeric id", initThen(`{"id":1,"type":"subscribe","payload":{"query":"{ me { login } }"}}`), closeBadRequest},
+		{"binary", func(c *client) {
+			if err := c.ws.Write(c.t.Context(), websocket.MessageBinary, []byte(`{"type":"connection_init"}`)); err != nil {
+				c.t.Fatal(err)
 			}
 		}, closeBadRequest},
-		{"unknown type", func(c *client) { c.send(message{Type: "subscribe-please"}) }, closeBadRequest},
-		{"binary", func(c *client) {
-			if err := c.ws.Write(t.Context(), websocket.MessageBinary, []byte(`{"type":"connection_init"}`)); err != nil {
-				t.Fatal(err)
-			}
-		}, closeUnsupportedFrame},
+		{"init payload not an object", raw(`{"type":"connection_init","payload":"token"}`), closeBadRequest},
+		{"ping payload not an object", raw(`{"type":"ping","payload":[1]}`), closeBadRequest},
+		{"subscribe without id", initThen(`{"type":"subscribe","payload":{"query":"{ me { login } }"}}`), closeBadRequest},
+		{"subscribe payload not an object", initThen(`{"id":"1","type":"subscribe","payload":"{ me { login } }"}`), closeBadRequest},
+		{"subscribe without query", initThen(`{"id":"1","type":"subscribe","payload":{"variables":{}}}`), closeBadRequest},
+		{"subscribe query not a string", initThen(`{"id":"1","type":"subscribe","payload":{"query":5}}`), closeBadRequest},
+		{"subscribe variables not an object", initThen(`{"id":"1","type":"subscribe","payload":{"query":"{ me { login } }","variables":[1]}}`), closeBadRequest},
+		{"subscribe operationName not a string", initThen(`{"id":"1","type":"subscribe","payload":{"query":"{ me { login } }","operationName":1}}`), closeBadRequest},
+		{"subscribe extensions not an object", initThen(`{"id":"1","type":"subscribe","payload":{"query":"{ me { login } }","extensions":"x"}}`), closeBadRequest},
+		{"complete without id", initThen(`{"type":"complete"}`), closeBadRequest},
 		{"bad token", func(c *client) {
 			c.send(message{Type: msgConnectionInit, Payload: mustJSON(map[string]any{"token": "forged"})})
 		}, closeUnauthorized},
+		{"token check fails", func(c *client) {
+			c.send(message{Type: msgConnectionInit, Payload: mustJSON(map[string]any{"token": "store-down"})})
+		}, closeInternal},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := h.dial(graphqlTransportWS.name)
+			c.t = t // fail this case only
 			tc.script(c)
-			if code, reason := c.closed(); code != tc.code || reason == "" {
+			code, reason := c.closed()
+			if code != tc.code || reason == "" {
 				t.Fatalf("got close %d %q, want %d with a reason", code, reason, tc.code)
+			}
+			if strings.Contains(reason, "user table") {
+				t.Fatalf("close reason %q shows an internal error", reason)
 			}
 		})
 	}
@@ -209,22 +253,34 @@ func TestOperationErrorsKeepTheConnection(t *testing.T) {
 			t.Fatalf("want error %s (%s) for %s, got %+v %s", code, contains, id, m, m.Payload)
 		}
 	}
-	c.send(message{ID: "p", Type: "subscribe", Payload: json.RawMessage(`"not an object"`)})
-	wantError("p", "BAD_USER_INPUT", "invalid subscribe payload")
 	c.subscribe(graphqlTransportWS, "v", `subscription { roomEvents(room: 5) { kind } }`, nil)
 	wantError("v", "BAD_USER_INPUT", "")
 	c.subscribe(graphqlTransportWS, "q", `{ nope }`, nil)
 	wantError("q", "BAD_USER_INPUT", "nope")
 
-	// A resolver's refusal: a result with the error, then complete.
+	// A subscription its resolver refuses fails with an error message (the
+	// operation's error, not a result), and no complete follows it.
 	bc := h.connect(graphqlTransportWS.name, bob)
-	bc.subscribe(graphqlTransportWS, "f", roomEvents, map[string]any{"r": "hall"})
-	m := bc.read()
-	if m.Type != "next" || !strings.Contains(string(m.Payload), `"code":"FORBIDDEN"`) || !strings.Contains(string(m.Payload), `"path":["roomEvents"]`) {
-		t.Fatalf("non-participant: got %+v %s", m, m.Payload)
-	}
-	if m := bc.read(); m.Type != msgComplete || m.ID != "f" {
-		t.Fatalf("want complete, got %+v", m)
+	anon := h.connect(graphqlTransportWS.name, "")
+	for _, r := range []struct {
+		c                *client
+		query, code, msg string
+		vars             map[string]any
+	}{
+		{bc, roomEvents, "FORBIDDEN", `"path":["roomEvents"]`, map[string]any{"r": "hall"}},
+		{bc, roomEvents, "NOT_FOUND", `"path":["roomEvents"]`, map[string]any{"r": "nowhere"}},
+		{anon, `subscription { inboxEvents { kind } }`, "UNAUTHENTICATED", `"path":["inboxEvents"]`, nil},
+	} {
+		r.c.subscribe(graphqlTransportWS, "f", r.query, r.vars)
+		m := r.c.read()
+		if m.Type != msgError || m.ID != "f" || !strings.HasPrefix(string(m.Payload), "[") ||
+			!strings.Contains(string(m.Payload), `"code":"`+r.code+`"`) || !strings.Contains(string(m.Payload), r.msg) {
+			t.Fatalf("refused subscription: got %+v %s, want an error message with %s", m, m.Payload, r.code)
+		}
+		r.c.send(message{Type: msgPing})
+		if m := r.c.read(); m.Type != msgPong {
+			t.Fatalf("after the error: got %+v, want only the pong", m)
+		}
 	}
 
 	// The limit of operations per connection, and the ids freed by complete.
@@ -286,9 +342,31 @@ func TestLegacyProtocol(t *testing.T) {
 	}
 	c.send(message{ID: "1", Type: "stop"})
 	waitFor(t, "the stream to stop", func() bool { return streams() == before })
+	// A start this protocol does not shape fails alone.
+	c.send(message{ID: "p", Type: "start", Payload: json.RawMessage(`"not an object"`)})
+	if m := c.read(); m.Type != msgError || m.ID != "p" || !strings.Contains(string(m.Payload), `"code":"BAD_USER_INPUT"`) {
+		t.Fatalf("malformed start: got %+v %s", m, m.Payload)
+	}
 	c.send(message{Type: "connection_terminate"})
 	if code, _ := c.closed(); code != closeNormal {
 		t.Fatalf("terminate: got close %d", code)
+	}
+
+	// A bad token: connection_error (part of this protocol), with the coded
+	// error as its payload, then 4401.
+	bad := h.dial(graphqlWS.name)
+	bad.send(message{Type: msgConnectionInit, Payload: mustJSON(map[string]any{"token": "forged"})})
+	m := bad.read()
+	var refusal struct {
+		Message    string
+		Extensions struct{ Code string }
+	}
+	if m.Type != "connection_error" || json.Unmarshal(m.Payload, &refusal) != nil ||
+		refusal.Extensions.Code != "UNAUTHENTICATED" || refusal.Message == "" {
+		t.Fatalf("bad token: got %+v %s, want connection_error with an UNAUTHENTICATED error", m, m.Payload)
+	}
+	if code, _ := bad.closed(); code != closeUnauthorized {
+		t.Fatalf("bad token: got close %d, want %d", code, closeUnauthorized)
 	}
 }
 
@@ -455,5 +533,69 @@ func TestEndedOperationFreesItsIDBeforeItsLastMessage(t *testing.T) {
 		if m := c.read(); m.Type != msgComplete || m.ID != "a" {
 			t.Fatalf("round %d: got %+v, want complete", i, m)
 		}
+	}
+}
+
+// Connections without a user are capped: those that have not sent
+// connection_init and the anonymous ones. Over the cap an upgrade is refused
+// with a coded 503; a connection frees its place when a user authenticates
+// on it, or when it ends (closed by the client, or at the init timeout).
+func TestUnauthenticatedConnectionsAreCapped(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxUnauthenticated = 2; c.InitTimeout = 300 * time.Millisecond })
+	alice := h.user("alice")
+	held := func() int64 { return h.live.unauthenticated.Load() }
+	refused := func() bool {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		ws, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(h.url, "http"), &websocket.DialOptions{Subprotocols: []string{graphqlTransportWS.name}})
+		if err == nil {
+			_ = ws.CloseNow()
+			return false
+		}
+		if resp == nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("refused upgrade: got %v, %+v; want 503 with Retry-After", err, resp)
+		}
+		var body struct {
+			Errors []struct {
+				Message    string
+				Extensions struct{ Code string }
+			}
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || len(body.Errors) != 1 ||
+			body.Errors[0].Extensions.Code != "TOO_MANY_CONNECTIONS" || body.Errors[0].Message == "" {
+			t.Fatalf("refused upgrade: body %+v (%v), want one TOO_MANY_CONNECTIONS error", body, err)
+		}
+		return true
+	}
+
+	first := h.dial(graphqlTransportWS.name)
+	anon := h.connect(graphqlTransportWS.name, "") // anonymous: keeps its place
+	if !refused() {
+		t.Fatal("a third unauthenticated connection was accepted over a cap of 2")
+	}
+	// Authenticating frees a place.
+	first.send(message{Type: msgConnectionInit, Payload: mustJSON(map[string]any{"token": alice})})
+	if m := first.read(); m.Type != msgConnectionAck {
+		t.Fatalf("got %+v", m)
+	}
+	if held() != 1 {
+		t.Fatalf("after authenticating: %d places held, want 1", held())
+	}
+	late := h.dial(graphqlTransportWS.name)
+	if !refused() {
+		t.Fatal("accepted over the cap again")
+	}
+	// The init timeout ends a connection and frees its place.
+	if code, _ := late.closed(); code != closeInitTimeout {
+		t.Fatalf("got close %d, want %d", code, closeInitTimeout)
+	}
+	waitFor(t, "the timed-out connection's place", func() bool { return held() == 1 })
+	// So does a client that leaves.
+	_ = anon.ws.Close(websocket.StatusNormalClosure, "")
+	waitFor(t, "the anonymous connection's place", func() bool { return held() == 0 })
+	h.connect(graphqlTransportWS.name, alice)
+	if held() != 0 {
+		t.Fatalf("an authenticated connection holds a place: %d", held())
 	}
 }
