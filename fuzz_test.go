@@ -144,7 +144,9 @@ func fuzzUser(f *testing.F, h http.Handler) string {
 		return rec.Body.Bytes()
 	}
 	do("", `mutation { signup(input: {login: "fuzzer", password: "fuzzer-password", firstname: "F", lastname: "Z"}) { login } }`)
-	var login struct{ Data struct{ Login struct{ Token string } } }
+	var login struct {
+		Data struct{ Login struct{ Token string } }
+	}
 	if err := json.Unmarshal(do("", `mutation { login(login: "fuzzer", password: "fuzzer-password") { token } }`), &login); err != nil {
 		f.Fatal(err)
 	}
