@@ -269,8 +269,8 @@ func isJSON(contentType string) bool {
 // or answers 413 or 400 and returns false.
 func readBody(w http.ResponseWriter, r *http.Request, media string) ([]byte, bool) {
 	body, err := io.ReadAll(r.Body)
-	bodyRead(w)
 	if err != nil {
+		// The read deadline stays: the connection is not reused.
 		if tooLarge := new(http.MaxBytesError); errors.As(err, &tooLarge) {
 			fail(w, media, http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "the request body is larger than %d bytes", tooLarge.Limit)
 		} else if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -281,6 +281,7 @@ func readBody(w http.ResponseWriter, r *http.Request, media string) ([]byte, boo
 		}
 		return nil, false
 	}
+	bodyRead(w)
 	return body, true
 }
 
