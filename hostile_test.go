@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/killrchat/chatql/internal/chatclient"
 	"github.com/killrchat/chatql/store/embedded"
 )
 
@@ -292,6 +293,28 @@ func TestHostileRequests(t *testing.T) {
 			t.Fatalf("known hash: HTTP %d %s", resp.status, resp.body)
 		}
 	})
+}
+
+// TestHostileWebsocketOperations: the query limits are an executor
+// extension, so operations sent over a websocket meet them too.
+func TestHostileWebsocketOperations(t *testing.T) {
+	ts := startServer(t, testConfig(t))
+	alice := ts.user(t, "alice")
+	for name, c := range map[string]struct{ query, code string }{
+		"FragmentExpansion": {fragmentBomb(25), "COMPLEXITY_LIMIT_EXCEEDED"},
+		"TokenLimit":        {"{ __typename" + strings.Repeat(" @a", 20_000) + " }", "GRAPHQL_PARSE_FAILED"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			sub, err := alice.Subscribe(testContext(t), chatclient.GraphQLTransportWS, c.query, nil)
+			if err != nil {
+				t.Fatalf("subscribe: %v", err)
+			}
+			defer sub.Close()
+			if _, err := sub.Next(testContext(t)); !isCode(err, c.code) {
+				t.Fatalf("got %v, want %s", err, c.code)
+			}
+		})
+	}
 }
 
 // sideBySide is n fragments spread together in one selection set: no

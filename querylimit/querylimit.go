@@ -216,7 +216,7 @@ func (m *measure) size(set ast.SelectionSet) (size, *gqlerror.Error) {
 // overlaps counts the comparisons validation's OverlappingFieldsCanBeMerged
 // rule makes in the given selection sets merged together (as the fields
 // of one response object are): a pair for every two fields of the same
-// response name and for every two fragment spreads, then the same in the
+// response name and for every two distinct fragments spread, then the same in the
 // merged selections of each response name. It stops counting past budget.
 // Only called once size has bounded the expansion.
 func (m *measure) overlaps(sets []ast.SelectionSet, budget int) int {
@@ -224,6 +224,7 @@ func (m *measure) overlaps(sets []ast.SelectionSet, budget int) int {
 	children := map[string][]ast.SelectionSet{}
 	var names []string
 	spreads := 0
+	seen := map[string]bool{}
 	var collect func(set ast.SelectionSet)
 	collect = func(set ast.SelectionSet) {
 		for _, sel := range set {
@@ -243,6 +244,12 @@ func (m *measure) overlaps(sets []ast.SelectionSet, budget int) int {
 			case *ast.InlineFragment:
 				collect(sel.SelectionSet)
 			case *ast.FragmentSpread:
+				// A fragment spread twice into one object is merged once,
+				// by validation as by execution.
+				if seen[sel.Name] {
+					continue
+				}
+				seen[sel.Name] = true
 				spreads++
 				if f := m.fragments[sel.Name]; f != nil {
 					collect(f.def.SelectionSet)
