@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/killrchat/chatql/internal/attack"
 	"github.com/killrchat/chatql/internal/chatclient"
 	"github.com/killrchat/chatql/store/embedded"
 )
@@ -118,21 +119,6 @@ func gqlBody(query string, vars map[string]any) string {
 	return string(b)
 }
 
-// fragmentBomb is n fragments each spreading the previous one twice: a
-// kilobyte that expands to 2^n fields.
-func fragmentBomb(n int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "query { ...F%d }\nfragment F0 on Query { me { login } }\n", n)
-	for i := 1; i <= n; i++ {
-		fmt.Fprintf(&b, "fragment F%d on Query { ...F%d ...F%d }\n", i, i-1, i-1)
-	}
-	return b.String()
-}
-
-func nestedJSON(depth int) string {
-	return strings.Repeat("[", depth) + strings.Repeat("]", depth)
-}
-
 func TestHostileRequests(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.MaxBodyBytes = 2 << 20
@@ -165,19 +151,19 @@ func TestHostileRequests(t *testing.T) {
 		// Item 6: limits before the work.
 		{name: "TokenLimit340kDirectives", req: rawRequest{body: gqlBody("{ __typename"+strings.Repeat(" @a", 340_000)+" }", nil), accept: graphqlResponse},
 			status: 400, code: "GRAPHQL_PARSE_FAILED", maxBytes: 1 << 10, errors: 1},
-		{name: "FragmentExpansion", req: rawRequest{body: gqlBody(fragmentBomb(25), nil), accept: graphqlResponse},
+		{name: "FragmentExpansion", req: rawRequest{body: gqlBody(attack.FragmentBomb(25), nil), accept: graphqlResponse},
 			status: 400, code: "COMPLEXITY_LIMIT_EXCEEDED", maxBytes: 1 << 10, errors: 1},
 		{name: "QuadraticOverlapValidation", req: rawRequest{body: gqlBody("{"+strings.Repeat(" me { login }", 3700)+" }", nil), accept: graphqlResponse},
 			status: 400, code: "COMPLEXITY_LIMIT_EXCEEDED", maxBytes: 1 << 10, errors: 1},
-		{name: "FragmentsSpreadSideBySide", req: rawRequest{body: gqlBody(sideBySide(600), nil), accept: graphqlResponse},
+		{name: "FragmentsSpreadSideBySide", req: rawRequest{body: gqlBody(attack.SideBySide(600), nil), accept: graphqlResponse},
 			status: 400, code: "COMPLEXITY_LIMIT_EXCEEDED", maxBytes: 1 << 10, errors: 1},
-		{name: "NestedListLiteral", req: rawRequest{body: gqlBody(`{ room(name: `+nestedJSON(5000)+`) { name } }`, nil), accept: graphqlResponse},
+		{name: "NestedListLiteral", req: rawRequest{body: gqlBody(`{ room(name: `+attack.NestedLists(5000)+`) { name } }`, nil), accept: graphqlResponse},
 			status: 400, code: "GRAPHQL_VALIDATION_FAILED", maxBytes: 1 << 10, errors: 1},
-		{name: "NestedListLiteral100k", req: rawRequest{body: gqlBody(`{ room(name: `+nestedJSON(100_000)+`) { name } }`, nil), accept: graphqlResponse},
+		{name: "NestedListLiteral100k", req: rawRequest{body: gqlBody(`{ room(name: `+attack.NestedLists(100_000)+`) { name } }`, nil), accept: graphqlResponse},
 			status: 400, code: "GRAPHQL_PARSE_FAILED", maxBytes: 1 << 10, errors: 1},
-		{name: "NestedVariables", req: rawRequest{body: `{"query":"query($n: String!) { room(name: $n) { name } }","variables":{"n":` + nestedJSON(5000) + `}}`, accept: graphqlResponse},
+		{name: "NestedVariables", req: rawRequest{body: `{"query":"query($n: String!) { room(name: $n) { name } }","variables":{"n":` + attack.NestedLists(5000) + `}}`, accept: graphqlResponse},
 			status: 400, code: "GRAPHQL_VALIDATION_FAILED", maxBytes: 1 << 10, errors: 1},
-		{name: "NestedVariables100k", req: rawRequest{body: `{"query":"query($n: String!) { room(name: $n) { name } }","variables":{"n":` + nestedJSON(100_000) + `}}`, accept: graphqlResponse},
+		{name: "NestedVariables100k", req: rawRequest{body: `{"query":"query($n: String!) { room(name: $n) { name } }","variables":{"n":` + attack.NestedLists(100_000) + `}}`, accept: graphqlResponse},
 			status: 400, code: "BAD_REQUEST", maxBytes: 1 << 10, errors: 1},
 		{name: "ComplexityCountsPages", req: rawRequest{body: gqlBody(thirtyThreePages, nil), accept: graphqlResponse, token: token},
 			status: 400, code: "COMPLEXITY_LIMIT_EXCEEDED", maxBytes: 1 << 10, errors: 1},
@@ -301,7 +287,7 @@ func TestHostileWebsocketOperations(t *testing.T) {
 	ts := startServer(t, testConfig(t))
 	alice := ts.user(t, "alice")
 	for name, c := range map[string]struct{ query, code string }{
-		"FragmentExpansion": {fragmentBomb(25), "COMPLEXITY_LIMIT_EXCEEDED"},
+		"FragmentExpansion": {attack.FragmentBomb(25), "COMPLEXITY_LIMIT_EXCEEDED"},
 		"TokenLimit":        {"{ __typename" + strings.Repeat(" @a", 20_000) + " }", "GRAPHQL_PARSE_FAILED"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -315,21 +301,6 @@ func TestHostileWebsocketOperations(t *testing.T) {
 			}
 		})
 	}
-}
-
-// sideBySide is n fragments spread together in one selection set: no
-// field repeats, but validation compares every pair of them.
-func sideBySide(n int) string {
-	var b strings.Builder
-	b.WriteString("query {")
-	for i := range n {
-		fmt.Fprintf(&b, " ...F%d", i)
-	}
-	b.WriteString(" }\n")
-	for i := range n {
-		fmt.Fprintf(&b, "fragment F%d on Query { f%d: __typename }\n", i, i)
-	}
-	return b.String()
 }
 
 func urlEscape(s string) string {

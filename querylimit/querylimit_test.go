@@ -2,24 +2,16 @@ package querylimit
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/killrchat/chatql/internal/attack"
 )
 
 var limits = Limits{Tokens: 15000, Fields: 5000, Overlaps: 10000, Depth: 32, Errors: 20}
-
-func fragmentChain(n int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "query { ...F%d }\nfragment F0 on Query { me { login } }\n", n)
-	for i := 1; i <= n; i++ {
-		fmt.Fprintf(&b, "fragment F%d on Query { ...F%d ...F%d }\n", i, i-1, i-1)
-	}
-	return b.String()
-}
 
 func check(query string, vars map[string]any) *gqlerror.Error {
 	return limits.MutateOperationParameters(context.Background(), &graphql.RawParams{Query: query, Variables: vars})
@@ -32,17 +24,17 @@ func TestLimits(t *testing.T) {
 		code  string // "" when the document is within the limits
 	}{
 		"Plain":            {query: `{ me { login } rooms(first: 5) { edges { node { name participants { login } } } } }`},
-		"SmallFragments":   {query: fragmentChain(8)},
-		"FragmentBomb":     {query: fragmentChain(25), code: CodeTooComplex},
+		"SmallFragments":   {query: attack.FragmentBomb(8)},
+		"FragmentBomb":     {query: attack.FragmentBomb(25), code: CodeTooComplex},
 		"SelfSpread":       {query: "query { ...A }\nfragment A on Query { ...B }\nfragment B on Query { ...A }", code: CodeValidationFailed},
 		"Tokens":           {query: "{ a" + strings.Repeat(" @d", 20000) + " }", code: CodeParseFailed},
 		"Unparsable":       {query: "{ me { login", code: CodeParseFailed},
 		"SameFieldRepeat":  {query: "{" + strings.Repeat(" me { login }", 200) + " }", code: CodeTooComplex},
 		"FewRepeats":       {query: "{" + strings.Repeat(" me { login }", 20) + " }"},
 		"DeepSelection":    {query: strings.Repeat("{ a ", 40) + strings.Repeat("}", 40), code: CodeTooComplex},
-		"DeepListLiteral":  {query: "{ room(name: " + strings.Repeat("[", 40) + strings.Repeat("]", 40) + ") { name } }", code: CodeValidationFailed},
-		"DeepDefaultValue": {query: "query($x: String = " + strings.Repeat("[", 40) + strings.Repeat("]", 40) + ") { a }", code: CodeValidationFailed},
-		"DeepInFragment":   {query: "{ ...F }\nfragment F on Query { room(name: {a: " + strings.Repeat("[", 40) + strings.Repeat("]", 40) + "}) { name } }", code: CodeValidationFailed},
+		"DeepListLiteral":  {query: "{ room(name: " + attack.NestedLists(40) + ") { name } }", code: CodeValidationFailed},
+		"DeepDefaultValue": {query: "query($x: String = " + attack.NestedLists(40) + ") { a }", code: CodeValidationFailed},
+		"DeepInFragment":   {query: "{ ...F }\nfragment F on Query { room(name: {a: " + attack.NestedLists(40) + "}) { name } }", code: CodeValidationFailed},
 		"DeepVariable":     {query: "query($x: String) { a }", vars: map[string]any{"x": nested(40)}, code: CodeValidationFailed},
 		"ShallowVariable":  {query: "query($x: String) { a }", vars: map[string]any{"x": nested(5)}},
 	} {
@@ -81,7 +73,7 @@ func TestErrorsCapped(t *testing.T) {
 // The checks cost time linear in the document, whatever it expands to:
 // compare with gqlgen's validation and complexity on the same documents.
 func BenchmarkRefuseFragmentBomb(b *testing.B) {
-	q := fragmentChain(25)
+	q := attack.FragmentBomb(25)
 	for b.Loop() {
 		if check(q, nil) == nil {
 			b.Fatal("accepted")
