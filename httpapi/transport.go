@@ -156,7 +156,6 @@ func (Unsupported) Do(w http.ResponseWriter, r *http.Request, _ graphql.GraphExe
 func run(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor, media string, params *graphql.RawParams, post bool) {
 	ctx := r.Context()
 	params.Headers = r.Header
-	params.ReadTime = graphql.TraceTiming{Start: graphql.Now(), End: graphql.Now()}
 	opCtx, errs := exec.CreateOperationContext(ctx, params)
 	if errs != nil {
 		resp := exec.DispatchError(graphql.WithOperationContext(ctx, opCtx), errs)
