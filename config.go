@@ -28,11 +28,24 @@ type Config struct {
 	RedisChannelPrefix string
 	MaxBodyBytes       int64
 	MaxComplexity      int
-	SubscriberQueue    int
-	KeepAlive          time.Duration
-	AllowedOrigins     []string
-	ShutdownTimeout    time.Duration
-	LogLevel           slog.Level
+	// MaxQueryTokens caps the lexical tokens of a GraphQL document.
+	MaxQueryTokens int
+	// ReadTimeout bounds the time a client takes to send a request's
+	// headers, and then its body; WriteTimeout the time a response other
+	// than a stream takes; IdleTimeout the wait for a connection's next
+	// request.
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	IdleTimeout  time.Duration
+	// MaxConnsPerClient caps the connections open at once from one client
+	// IP address; 0 disables the cap (behind a proxy, every client has
+	// the proxy's address).
+	MaxConnsPerClient int
+	SubscriberQueue   int
+	KeepAlive         time.Duration
+	AllowedOrigins    []string
+	ShutdownTimeout   time.Duration
+	LogLevel          slog.Level
 
 	// RateLimits limit writes per user and per client address; a limit
 	// that is off (zero) allows everything.
@@ -67,7 +80,12 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.RedisURL, "redis-url", env.str("CHAT_REDIS_URL", ""), "Redis URL for pub/sub across instances; in-process broker when empty (CHAT_REDIS_URL)")
 	fs.StringVar(&c.RedisChannelPrefix, "redis-channel-prefix", env.str("CHAT_REDIS_CHANNEL_PREFIX", "chat:"), "prefix of the Redis channels of this deployment (CHAT_REDIS_CHANNEL_PREFIX)")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", int64(env.int("CHAT_MAX_BODY_BYTES", 1<<20)), "largest accepted request body (CHAT_MAX_BODY_BYTES)")
-	fs.IntVar(&c.MaxComplexity, "max-complexity", env.int("CHAT_MAX_COMPLEXITY", 200), "largest accepted query complexity (CHAT_MAX_COMPLEXITY)")
+	fs.IntVar(&c.MaxComplexity, "max-complexity", env.int("CHAT_MAX_COMPLEXITY", 2000), "largest accepted query complexity; a page counts its selection once per item (CHAT_MAX_COMPLEXITY)")
+	fs.IntVar(&c.MaxQueryTokens, "max-query-tokens", env.int("CHAT_MAX_QUERY_TOKENS", 15000), "largest accepted GraphQL document, in lexical tokens (CHAT_MAX_QUERY_TOKENS)")
+	fs.DurationVar(&c.ReadTimeout, "read-timeout", env.duration("CHAT_READ_TIMEOUT", 10*time.Second), "time a client has to send a request's headers, and then its body (CHAT_READ_TIMEOUT)")
+	fs.DurationVar(&c.WriteTimeout, "write-timeout", env.duration("CHAT_WRITE_TIMEOUT", 30*time.Second), "time a response may take to be written; streams are exempt (CHAT_WRITE_TIMEOUT)")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", env.duration("CHAT_IDLE_TIMEOUT", 2*time.Minute), "how long an idle keep-alive connection stays open (CHAT_IDLE_TIMEOUT)")
+	fs.IntVar(&c.MaxConnsPerClient, "max-conns-per-client", env.int("CHAT_MAX_CONNS_PER_CLIENT", 256), "connections open at once from one client IP; 0 for no cap, e.g. behind a proxy (CHAT_MAX_CONNS_PER_CLIENT)")
 	fs.IntVar(&c.SubscriberQueue, "subscriber-queue", env.int("CHAT_SUBSCRIBER_QUEUE", 256), "events a subscriber may fall behind before it is cut off (CHAT_SUBSCRIBER_QUEUE)")
 	fs.DurationVar(&c.KeepAlive, "keepalive", env.duration("CHAT_KEEPALIVE", 15*time.Second), "websocket keepalive interval (CHAT_KEEPALIVE)")
 	fs.IntVar(&c.MaxUnauthenticatedWebsockets, "max-unauthenticated-websockets", env.int("CHAT_MAX_UNAUTHENTICATED_WEBSOCKETS", 1000), "websockets open without a user (before connection_init, or anonymous) before upgrades are refused with 503 (CHAT_MAX_UNAUTHENTICATED_WEBSOCKETS)")

@@ -249,13 +249,13 @@ func TestRequestLimits(t *testing.T) {
 		for i := range 80 { // aliases, so the selections do not merge
 			fmt.Fprintf(&fields, "p%d: participants { login firstname lastname } ", i)
 		}
-		e := wantCode(t, alice, "BAD_USER_INPUT", "{ rooms { edges { node { "+fields.String()+" } } } }", nil)
+		e := wantCode(t, alice, "COMPLEXITY_LIMIT_EXCEEDED", "{ rooms { edges { node { "+fields.String()+" } } } }", nil)
 		if !strings.Contains(e.Message, "complexity") {
 			t.Fatalf("message %q does not mention complexity", e.Message)
 		}
 	})
 	t.Run("Malformed", func(t *testing.T) {
-		wantCode(t, alice, "BAD_USER_INPUT", "{ me { login ", nil)
+		wantCode(t, alice, "GRAPHQL_PARSE_FAILED", "{ me { login ", nil)
 	})
 	t.Run("Introspection", func(t *testing.T) {
 		var out struct {

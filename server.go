@@ -37,7 +37,9 @@ import (
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/graph"
+	"github.com/killrchat/chatql/httpapi"
 	"github.com/killrchat/chatql/live"
+	"github.com/killrchat/chatql/querylimit"
 	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/resolvers"
 	"github.com/killrchat/chatql/store"
@@ -153,7 +155,8 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, st store.Store
 	s.endRequests = endRequests
 	s.http = &http.Server{
 		Handler:           s.routes(streams, res, tokens),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: cfg.ReadTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
 		BaseContext:       func(net.Listener) context.Context { return requests },
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
@@ -214,10 +217,19 @@ func jwtSecret(cfg Config) ([]byte, error) {
 	return []byte(secret), nil
 }
 
+// Fixed bounds on one GraphQL document and response (see querylimit):
+// far above what the app's queries and GraphiQL's introspection need.
+const (
+	maxQueryFields    = 5000
+	maxQueryOverlaps  = 10000
+	maxQueryDepth     = 32
+	maxResponseErrors = 20
+)
+
 // routes builds the HTTP surface: the API at /query, the playground at /,
 // and health probes. Websockets and subscriptions end when streams does.
 func (s *Server) routes(streams context.Context, res *resolvers.Resolver, tokens *auth.Tokens) http.Handler {
-	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: res}))
+	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: res, Complexity: resolvers.Complexity()}))
 	gql.AddTransport(live.New(live.Config{
 		Rooms:          res,
 		Authenticate:   websocketAuth(tokens),
@@ -233,13 +245,24 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, tokens
 		Context:            streams,
 		Log:                s.log,
 	}))
-	gql.AddTransport(transport.SSE{})
+	gql.AddTransport(httpapi.SSE{})
 	gql.AddTransport(transport.Options{})
-	gql.AddTransport(transport.GET{})
-	gql.AddTransport(transport.POST{})
-	gql.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	gql.AddTransport(httpapi.GET{})
+	gql.AddTransport(httpapi.POST{})
+	gql.AddTransport(httpapi.Unsupported{})
+	validated := lru.New[*ast.QueryDocument](1000)
+	gql.SetQueryCache(validated)
+	gql.SetParserTokenLimit(s.cfg.MaxQueryTokens)
 	gql.Use(extension.Introspection{})
-	gql.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](100)})
+	gql.Use(httpapi.PersistedQueries{AutomaticPersistedQuery: extension.AutomaticPersistedQuery{Cache: lru.New[string](100)}})
+	gql.Use(querylimit.Limits{
+		Tokens:    s.cfg.MaxQueryTokens,
+		Fields:    maxQueryFields,
+		Overlaps:  maxQueryOverlaps,
+		Depth:     maxQueryDepth,
+		Errors:    maxResponseErrors,
+		Validated: validated,
+	})
 	gql.Use(extension.FixedComplexityLimit(s.cfg.MaxComplexity))
 	gql.AroundOperations(endSubscriptionsWith(streams))
 	gql.SetErrorPresenter(res.ErrorPresenter)
@@ -248,7 +271,8 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, tokens
 	mux := http.NewServeMux()
 	mux.Handle("/", playground.Handler("chatql", "/query"))
 	addresses := ratelimit.NewAddresses(s.cfg.TrustedProxies)
-	mux.Handle("/query", s.cors(limitBody(s.cfg.MaxBodyBytes, tokens.Middleware(addresses.Middleware(gql)))))
+	limits := httpapi.Limits{MaxBody: s.cfg.MaxBodyBytes, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout}
+	mux.Handle("/query", s.cors(limits.Handler(tokens.Middleware(addresses.Middleware(gql)))))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", s.readyz)
 	return mux
@@ -321,19 +345,6 @@ func (s *Server) cors(next http.Handler) http.Handler {
 	})
 }
 
-// limitBody caps request bodies so a client cannot make the server buffer
-// an arbitrarily large document.
-func limitBody(limit int64, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > limit {
-			http.Error(w, fmt.Sprintf(`{"errors":[{"message":"request body is larger than %d bytes","extensions":{"code":"BAD_USER_INPUT"}}]}`, limit), http.StatusRequestEntityTooLarge)
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, limit)
-		next.ServeHTTP(w, r)
-	})
-}
-
 // readyz reports whether this instance should get traffic: the store
 // answers a read, and the server is not shutting down.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
@@ -356,7 +367,7 @@ func (s *Server) Handler() http.Handler { return s.http.Handler }
 
 // Serve accepts connections on ln until Close.
 func (s *Server) Serve(ln net.Listener) error {
-	if err := s.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+	if err := s.http.Serve(httpapi.LimitConnections(ln, s.cfg.MaxConnsPerClient)); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil

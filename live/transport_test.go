@@ -254,9 +254,9 @@ func TestOperationErrorsKeepTheConnection(t *testing.T) {
 		}
 	}
 	c.subscribe(graphqlTransportWS, "v", `subscription { roomEvents(room: 5) { kind } }`, nil)
-	wantError("v", "BAD_USER_INPUT", "")
+	wantError("v", "GRAPHQL_VALIDATION_FAILED", "")
 	c.subscribe(graphqlTransportWS, "q", `{ nope }`, nil)
-	wantError("q", "BAD_USER_INPUT", "nope")
+	wantError("q", "GRAPHQL_VALIDATION_FAILED", "nope")
 
 	// A subscription its resolver refuses fails with an error message (the
 	// operation's error, not a result), and no complete follows it.

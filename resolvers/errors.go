@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/99designs/gqlgen/graphql"
-	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/killrchat/chatql/auth"
@@ -53,13 +52,14 @@ func codeOf(err error) (code string, public bool) {
 // the one place where errors meet the wire.
 func (r *Resolver) ErrorPresenter(ctx context.Context, err error) *gqlerror.Error {
 	var gqlErr *gqlerror.Error
-	if errors.As(err, &gqlErr) {
-		switch gqlErr.Extensions["code"] {
-		case errcode.ParseFailed, errcode.ValidationFailed, "COMPLEXITY_LIMIT_EXCEEDED":
-			// gqlgen's own verdict on a malformed or invalid operation.
-			presented := graphql.DefaultErrorPresenter(ctx, err)
-			setCode(presented, CodeBadUserInput)
-			return presented
+	if errors.As(err, &gqlErr) && gqlErr.Err == nil {
+		if code, _ := gqlErr.Extensions["code"].(string); code != "" {
+			// A verdict on the request itself, coded where it was made:
+			// gqlgen's parse and validation (GRAPHQL_PARSE_FAILED,
+			// GRAPHQL_VALIDATION_FAILED), the query limits
+			// (COMPLEXITY_LIMIT_EXCEEDED), persisted queries
+			// (PERSISTED_QUERY_NOT_FOUND), a malformed request (BAD_REQUEST).
+			return graphql.DefaultErrorPresenter(ctx, err)
 		}
 	}
 	return r.present(ctx, err)

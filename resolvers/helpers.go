@@ -102,7 +102,7 @@ func (r *Resolver) publishTo(ctx context.Context, topic string, ev broker.Event)
 // cursor with fetch, which returns up to n messages older than before, and
 // shapes it as a connection.
 func (r *Resolver) messagePage(first *int, after *string, fetch func(before store.MessageID, n int) ([]store.Message, error)) (*model.MessageConnection, error) {
-	n, err := pageSize(first, 50)
+	n, err := pageSize(first, defaultMessagePage)
 	if err != nil {
 		return nil, err
 	}

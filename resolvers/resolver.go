@@ -14,6 +14,9 @@ import (
 // Page sizes of the connections.
 const (
 	MaxPageSize = 100
+	// The page sizes when `first` is absent, as the schema states them.
+	defaultMessagePage = 50
+	defaultRoomPage    = 20
 	// replayPageSize is how many stored messages a resuming subscription
 	// reads per store call.
 	replayPageSize = 100

@@ -128,7 +128,7 @@ func (r *queryResolver) Rooms(ctx context.Context, first *int, after *string) (*
 	if err != nil {
 		return nil, err
 	}
-	n, err := pageSize(first, 20)
+	n, err := pageSize(first, defaultRoomPage)
 	if err != nil {
 		return nil, err
 	}

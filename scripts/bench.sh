@@ -143,7 +143,7 @@ start_server() {
   [[ -n "${BENCH_GOGC:-}" ]] && gogc=("GOGC=$BENCH_GOGC")
   # Cheap password hashing: setup signs up ~2,000 users, and bcrypt is not
   # on any measured path.
-  env CHAT_ADDR=127.0.0.1:0 CHAT_DATA_DIR="$SERVER_DATA" CHAT_BCRYPT_COST=4 CHAT_LOG_LEVEL=info \
+  env CHAT_ADDR=127.0.0.1:0 CHAT_DATA_DIR="$SERVER_DATA" CHAT_BCRYPT_COST=4 CHAT_LOG_LEVEL=info CHAT_MAX_CONNS_PER_CLIENT=0 \
     "${NO_RATE_LIMITS[@]}" "${gogc[@]}" "$@" "$OUT/chatql" >"$logf" 2>&1 &
   SERVER_PID=$!
   for _ in $(seq 600); do
@@ -220,7 +220,7 @@ profile_run() {
   SERVER_DATA="$(mktemp -d "${TMPDIR:-/tmp}/chatql-bench.XXXXXX")"
   local gogc=()
   [[ -n "${BENCH_GOGC:-}" ]] && gogc=("GOGC=$BENCH_GOGC")
-  env CHAT_PROFILE_SERVE=1 CHAT_PROFILE_DIR="$dir" CHAT_ADDR=127.0.0.1:0 CHAT_DATA_DIR="$SERVER_DATA" \
+  env CHAT_PROFILE_SERVE=1 CHAT_PROFILE_DIR="$dir" CHAT_ADDR=127.0.0.1:0 CHAT_DATA_DIR="$SERVER_DATA" CHAT_MAX_CONNS_PER_CLIENT=0 \
     CHAT_BCRYPT_COST=4 "${NO_RATE_LIMITS[@]}" "${gogc[@]}" \
     "$OUT/chatql-profile.test" -test.run '^$' -test.bench '^BenchmarkServeForProfiling$' -test.benchtime 1x \
     >"$dir/server.log" 2>&1 &

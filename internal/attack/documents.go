@@ -22,12 +22,7 @@ func parserTokens(ctx context.Context, t *Target) error {
 }
 
 func fragmentBomb(ctx context.Context, t *Target) error {
-	var doc strings.Builder
-	doc.WriteString("query { ...F24 }\nfragment F0 on Query { __typename }\n")
-	for i := 1; i <= 24; i++ {
-		fmt.Fprintf(&doc, "fragment F%d on Query { ...F%d ...F%d }\n", i, i-1, i-1)
-	}
-	a, err := t.postJSON(ctx, "", map[string]any{"query": doc.String()})
+	a, err := t.postJSON(ctx, "", map[string]any{"query": FragmentBomb(25)})
 	if err != nil {
 		return err
 	}
@@ -36,7 +31,7 @@ func fragmentBomb(ctx context.Context, t *Target) error {
 
 func nestedListLiteral(ctx context.Context, t *Target) error {
 	const depth = 50_000
-	doc := `{ room(name: ` + strings.Repeat("[", depth) + `"x"` + strings.Repeat("]", depth) + `) { name } }`
+	doc := `{ room(name: ` + NestedLists(depth) + `) { name } }`
 	a, err := t.postJSON(ctx, "", map[string]any{"query": doc})
 	if err != nil {
 		return err
@@ -47,7 +42,7 @@ func nestedListLiteral(ctx context.Context, t *Target) error {
 func nestedVariables(ctx context.Context, t *Target) error {
 	const depth = 100_000
 	body := `{"query":"query($v: String) { room(name: $v) { name } }","variables":{"v":` +
-		strings.Repeat("[", depth) + strings.Repeat("]", depth) + `}}`
+		NestedLists(depth) + `}}`
 	a, err := t.postRaw(ctx, "", []byte(body))
 	if err != nil {
 		return err
