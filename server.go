@@ -94,6 +94,7 @@ type Server struct {
 	stopStreams context.CancelFunc
 	closing     atomic.Bool
 	ownsStore   bool
+	passwords   *auth.Passwords
 }
 
 // NewServer opens the configured store and broker and builds the handler.
@@ -134,11 +135,20 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, st store.Store
 		_ = s.broker.Close()
 		return nil, err
 	}
-	res := &resolvers.Resolver{Store: s.store, Broker: s.broker, Tokens: tokens, Passwords: passwords, Log: log}
 	streams, stopStreams := context.WithCancel(context.Background())
+	sessions, err := auth.NewSessions(streams, auth.SessionConfig{
+		Store: s.store, Tokens: tokens, Secret: secret, RefreshTTL: cfg.RefreshTTL, CheckInterval: cfg.SessionCheck,
+	})
+	if err != nil {
+		stopStreams()
+		_ = s.broker.Close()
+		return nil, err
+	}
+	s.passwords = passwords
+	res := &resolvers.Resolver{Store: s.store, Broker: s.broker, Tokens: tokens, Sessions: sessions, Passwords: passwords, Log: log}
 	s.stopStreams = stopStreams
 	s.http = &http.Server{
-		Handler:           s.routes(streams, res, tokens),
+		Handler:           s.routes(streams, res, sessions),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return streams },
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -201,11 +211,12 @@ func jwtSecret(cfg Config) ([]byte, error) {
 
 // routes builds the HTTP surface: the API at /query, the playground at /,
 // and health probes. Websockets end when streams does.
-func (s *Server) routes(streams context.Context, res *resolvers.Resolver, tokens *auth.Tokens) http.Handler {
+func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessions *auth.Sessions) http.Handler {
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: res}))
 	gql.AddTransport(live.New(live.Config{
 		Rooms:          res,
-		Authenticate:   websocketAuth(tokens),
+		Authenticate:   websocketAuth(sessions),
+		SessionEnd:     sessions.Watch,
 		ErrorPresenter: res.ErrorPresenter,
 		Accept: websocket.AcceptOptions{
 			OriginPatterns:     s.websocketOrigins(),
@@ -223,6 +234,7 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, tokens
 	gql.AddTransport(transport.POST{})
 	gql.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	gql.Use(extension.Introspection{})
+	gql.Use(resolvers.StreamErrors{Resolver: res})
 	gql.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](100)})
 	gql.Use(extension.FixedComplexityLimit(s.cfg.MaxComplexity))
 	gql.SetErrorPresenter(res.ErrorPresenter)
@@ -230,7 +242,7 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, tokens
 
 	mux := http.NewServeMux()
 	mux.Handle("/", playground.Handler("chatql", "/query"))
-	mux.Handle("/query", s.cors(limitBody(s.cfg.MaxBodyBytes, tokens.Middleware(gql))))
+	mux.Handle("/query", s.cors(limitBody(s.cfg.MaxBodyBytes, sessions.Middleware(gql))))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", s.readyz)
 	return mux
@@ -240,7 +252,7 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, tokens
 // connection_init payload ("token", or "Authorization": "Bearer ...", as
 // GraphiQL sends its headers). A connection without one stays anonymous; a
 // bad one is refused.
-func websocketAuth(tokens *auth.Tokens) func(context.Context, map[string]any) (context.Context, error) {
+func websocketAuth(sessions *auth.Sessions) func(context.Context, map[string]any) (context.Context, error) {
 	return func(ctx context.Context, init map[string]any) (context.Context, error) {
 		token, _ := init["token"].(string)
 		if token == "" {
@@ -253,10 +265,11 @@ func websocketAuth(tokens *auth.Tokens) func(context.Context, map[string]any) (c
 		if token == "" {
 			return ctx, nil
 		}
-		if _, err := tokens.Verify(token); err != nil {
+		authed := sessions.Authenticate(ctx, token)
+		if _, err := auth.UserFrom(authed); err != nil {
 			return ctx, err
 		}
-		return tokens.Authenticate(ctx, token), nil
+		return authed, nil
 	}
 }
 

@@ -35,6 +35,12 @@ type Config struct {
 	// the context operations run in. A connection without a token is
 	// anonymous; an error closes it with 4401.
 	Authenticate func(ctx context.Context, init map[string]any) (context.Context, error)
+	// SessionEnd, if set, is given the context Authenticate returned and
+	// returns one that ends when the connection's credentials do (the token
+	// expires, the session is revoked), or nil if they never end. The
+	// connection is then closed with 4401 and the context's cause as
+	// reason.
+	SessionEnd func(ctx context.Context) context.Context
 	// Accept holds the origin rules of the websocket handshake.
 	Accept websocket.AcceptOptions
 	// InitTimeout is how long a client has to send connection_init.
@@ -316,6 +322,16 @@ func (c *conn) init(payload json.RawMessage) bool {
 			c.sendError(msgConnectionError, "", &gqlerror.Error{Message: reason})
 			c.close(closeUnauthorized, truncateReason(reason))
 			return false
+		}
+	}
+	if c.t.cfg.SessionEnd != nil {
+		if ended := c.t.cfg.SessionEnd(ctx); ended != nil {
+			authed := ctx
+			context.AfterFunc(ended, func() {
+				if authed.Err() == nil { // not the connection's own end
+					c.close(closeUnauthorized, truncateReason("Unauthorized: "+context.Cause(ended).Error()))
+				}
+			})
 		}
 	}
 	c.mu.Lock()

@@ -21,7 +21,12 @@ const (
 	CodeConflict        = "CONFLICT"
 	CodeBadUserInput    = "BAD_USER_INPUT"
 	CodeInternal        = "INTERNAL"
+	CodeRateLimited     = "RATE_LIMITED"
 )
+
+// busyRetryAfter is the retryAfter hint, in seconds, of a refusal because
+// too many passwords are being hashed.
+const busyRetryAfter = 1
 
 // codeOf maps an error to its client-facing code. Only errors wrapping a
 // known sentinel have messages meant for clients; everything else is
@@ -30,6 +35,8 @@ func codeOf(err error) (code string, public bool) {
 	switch {
 	case errors.Is(err, auth.ErrUnauthenticated):
 		return CodeUnauthenticated, true
+	case errors.Is(err, auth.ErrBusy):
+		return CodeRateLimited, true
 	case errors.Is(err, store.ErrForbidden):
 		return CodeForbidden, true
 	case errors.Is(err, store.ErrNotFound):
@@ -70,6 +77,9 @@ func (r *Resolver) present(ctx context.Context, err error) *gqlerror.Error {
 		presented.Message = "internal error"
 	}
 	setCode(presented, code)
+	if errors.Is(err, auth.ErrBusy) {
+		presented.Extensions["retryAfter"] = busyRetryAfter
+	}
 	return presented
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/graph/model"
 	"github.com/killrchat/chatql/store"
@@ -214,4 +215,9 @@ func roomKind(k *model.RoomKind) store.RoomKind {
 		return store.PrivateGroup
 	}
 	return store.PublicRoom
+}
+
+// authPayload shapes a session's tokens as the API's AuthPayload.
+func authPayload(p auth.Pair, u store.User) *model.AuthPayload {
+	return &model.AuthPayload{Token: p.AccessToken, ExpiresAt: p.AccessExpires, RefreshToken: p.RefreshToken, RefreshExpiresAt: p.RefreshExpires, User: &u}
 }

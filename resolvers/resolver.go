@@ -23,6 +23,10 @@ type Resolver struct {
 	Store     store.Store
 	Broker    broker.Broker
 	Tokens    *auth.Tokens
+	// Sessions issues, refreshes and ends sessions, and ends the streams of
+	// those that end. Nil in tests of other layers: streams then run until
+	// they end by themselves.
+	Sessions  *auth.Sessions
 	Passwords *auth.Passwords
 	Log       *slog.Logger
 }
