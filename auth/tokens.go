@@ -74,7 +74,7 @@ func (t *Tokens) Issue(u store.UserRef) (string, time.Time, error) {
 // session, and the moment it expires.
 func (t *Tokens) IssueFor(u store.UserRef, session string) (string, time.Time, error) {
 	now := t.now()
-	exp := now.Add(t.ttl)
+	exp := now.Add(t.ttl).Truncate(time.Second) // a NumericDate has whole seconds
 	c := claims{
 		RegisteredClaims: jwt.RegisteredClaims{
 			Issuer:    issuer,
