@@ -73,10 +73,12 @@ func TestVerifyUnknownSession(t *testing.T) {
 	}
 	wantVerified(t, s, pair.AccessToken)
 	for name, token := range map[string]func() (string, time.Time, error){
-		"no session":           func() (string, time.Time, error) { return s.tokens.Issue(alice) },
-		"unknown session":      func() (string, time.Time, error) { return s.tokens.IssueFor(alice, "made-up") },
-		"another's session":    func() (string, time.Time, error) { return s.tokens.IssueFor(store.UserRef{Login: "bob"}, pair.Session) },
-		"login that is absent": func() (string, time.Time, error) { return s.tokens.IssueFor(store.UserRef{Login: "ghost"}, newSessionID()) },
+		"no session":        func() (string, time.Time, error) { return s.tokens.Issue(alice) },
+		"unknown session":   func() (string, time.Time, error) { return s.tokens.IssueFor(alice, "made-up") },
+		"another's session": func() (string, time.Time, error) { return s.tokens.IssueFor(store.UserRef{Login: "bob"}, pair.Session) },
+		"login that is absent": func() (string, time.Time, error) {
+			return s.tokens.IssueFor(store.UserRef{Login: "ghost"}, newSessionID())
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tok, _, err := token()

@@ -202,20 +202,7 @@ func testRotateConcurrent(t *testing.T, s store.Store) {
 	}
 	close(start)
 	wg.Wait()
-	winner := -1
-	for i, err := range errs {
-		switch {
-		case err == nil && winner >= 0:
-			t.Errorf("rotations %d and %d from one generation both succeeded", winner, i)
-		case err == nil:
-			winner = i
-		case !errors.Is(err, store.ErrConflict):
-			t.Errorf("rotation %d = %v, want nil or ErrConflict", i, err)
-		}
-	}
-	if winner < 0 {
-		t.Fatalf("none of %d concurrent rotations succeeded: %v", n, errs)
-	}
+	winner := oneWinner(t, "rotations from one generation", errs)
 	checkSession(t, ctx, s, nexts[winner])
 }
 
@@ -309,20 +296,7 @@ func testChangePasswordConcurrent(t *testing.T, s store.Store) {
 	}
 	close(start)
 	wg.Wait()
-	winner := -1
-	for i, err := range errs {
-		switch {
-		case err == nil && winner >= 0:
-			t.Errorf("password changes %d and %d from one hash both succeeded", winner, i)
-		case err == nil:
-			winner = i
-		case !errors.Is(err, store.ErrConflict):
-			t.Errorf("password change %d = %v, want nil or ErrConflict", i, err)
-		}
-	}
-	if winner < 0 {
-		t.Fatalf("none of %d concurrent password changes succeeded: %v", n, errs)
-	}
+	winner := oneWinner(t, "password changes from one hash", errs)
 	got, err := s.Account(ctx, a.Login)
 	if err != nil {
 		t.Fatal(err)
@@ -330,4 +304,26 @@ func testChangePasswordConcurrent(t *testing.T, s store.Store) {
 	if !bytes.Equal(got.PassHash, hashes[winner]) {
 		t.Errorf("stored hash is not the winner's")
 	}
+}
+
+// oneWinner checks the outcome of concurrent compare-and-sets from one
+// state: exactly one succeeded and the others failed with ErrConflict. It
+// returns the winner's index.
+func oneWinner(t *testing.T, what string, errs []error) int {
+	t.Helper()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && winner >= 0:
+			t.Errorf("%s: %d and %d both succeeded, want exactly one", what, winner, i)
+		case err == nil:
+			winner = i
+		case !errors.Is(err, store.ErrConflict):
+			t.Errorf("%s: %d = %v, want nil or ErrConflict", what, i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatalf("%s: none of %d succeeded: %v", what, len(errs), errs)
+	}
+	return winner
 }
