@@ -215,7 +215,7 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: res}))
 	gql.AddTransport(live.New(live.Config{
 		Rooms:          res,
-		Authenticate:   websocketAuth(sessions),
+		Authenticate:   websocketAuth(sessions, s.log),
 		SessionEnd:     sessions.Watch,
 		ErrorPresenter: res.ErrorPresenter,
 		Accept: websocket.AcceptOptions{
@@ -252,7 +252,7 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 // connection_init payload ("token", or "Authorization": "Bearer ...", as
 // GraphiQL sends its headers). A connection without one stays anonymous; a
 // bad one is refused.
-func websocketAuth(sessions *auth.Sessions) func(context.Context, map[string]any) (context.Context, error) {
+func websocketAuth(sessions *auth.Sessions, log *slog.Logger) func(context.Context, map[string]any) (context.Context, error) {
 	return func(ctx context.Context, init map[string]any) (context.Context, error) {
 		token, _ := init["token"].(string)
 		if token == "" {
@@ -267,6 +267,11 @@ func websocketAuth(sessions *auth.Sessions) func(context.Context, map[string]any
 		}
 		authed := sessions.Authenticate(ctx, token)
 		if _, err := auth.UserFrom(authed); err != nil {
+			if !errors.Is(err, auth.ErrUnauthenticated) {
+				// The store failed: the close reason must not tell how.
+				log.ErrorContext(ctx, "websocket authentication failed", "err", err)
+				return ctx, errors.New("the session could not be checked; try again")
+			}
 			return ctx, err
 		}
 		return authed, nil
