@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store/cassandra"
 )
@@ -16,13 +17,19 @@ import (
 // Config is the server's configuration. Every field has a flag and a CHAT_*
 // environment variable; a flag given on the command line wins.
 type Config struct {
-	Addr       string
-	Store      string // "embedded" or "cassandra"
-	DataDir    string
-	JWTSecret  string
-	TokenTTL   time.Duration
-	BcryptCost int
-	RedisURL   string
+	Addr      string
+	Store     string // "embedded" or "cassandra"
+	DataDir   string
+	JWTSecret string
+	TokenTTL  time.Duration
+	// RefreshTTL is the lifetime of a refresh token; each refresh issues a
+	// new one.
+	RefreshTTL time.Duration
+	// SessionCheck is how long an instance trusts what it read of a
+	// session: a revoked session stops working everywhere within it.
+	SessionCheck time.Duration
+	BcryptCost   int
+	RedisURL     string
 	// RedisChannelPrefix namespaces the Redis channels, so several
 	// deployments can share one Redis.
 	RedisChannelPrefix string
@@ -75,7 +82,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.Store, "store", env.str("CHAT_STORE", "embedded"), "store backend: embedded or cassandra (CHAT_STORE)")
 	fs.StringVar(&c.DataDir, "data-dir", env.str("CHAT_DATA_DIR", "data"), "embedded store and generated secret directory (CHAT_DATA_DIR)")
 	fs.StringVar(&c.JWTSecret, "jwt-secret", env.str("CHAT_JWT_SECRET", ""), "HS256 secret, at least 32 bytes; generated into the data dir when empty with the embedded store (CHAT_JWT_SECRET)")
-	fs.DurationVar(&c.TokenTTL, "token-ttl", env.duration("CHAT_TOKEN_TTL", 24*time.Hour), "session token lifetime (CHAT_TOKEN_TTL)")
+	fs.DurationVar(&c.TokenTTL, "token-ttl", env.duration("CHAT_TOKEN_TTL", 15*time.Minute), "access token lifetime (CHAT_TOKEN_TTL)")
+	fs.DurationVar(&c.RefreshTTL, "refresh-ttl", env.duration("CHAT_REFRESH_TTL", 30*24*time.Hour), "refresh token lifetime; each refresh issues a new one (CHAT_REFRESH_TTL)")
+	fs.DurationVar(&c.SessionCheck, "session-check", env.duration("CHAT_SESSION_CHECK", auth.DefaultCheckInterval), "how long an instance trusts a session it read: revocations take effect everywhere within it (CHAT_SESSION_CHECK)")
 	fs.IntVar(&c.BcryptCost, "bcrypt-cost", env.int("CHAT_BCRYPT_COST", 10), "bcrypt cost of password hashes (CHAT_BCRYPT_COST)")
 	fs.StringVar(&c.RedisURL, "redis-url", env.str("CHAT_REDIS_URL", ""), "Redis URL for pub/sub across instances; in-process broker when empty (CHAT_REDIS_URL)")
 	fs.StringVar(&c.RedisChannelPrefix, "redis-channel-prefix", env.str("CHAT_REDIS_CHANNEL_PREFIX", "chat:"), "prefix of the Redis channels of this deployment (CHAT_REDIS_CHANNEL_PREFIX)")

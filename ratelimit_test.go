@@ -24,8 +24,6 @@ func loginVars(login, password string) map[string]any {
 	return map[string]any{"l": login, "p": password}
 }
 
-const loginQ = `mutation($l: String!, $p: String!) { login(login: $l, password: $p) { token } }`
-
 // withRateClock makes cfg's in-process rate limits read a clock that moves
 // only when the returned function advances it.
 func withRateClock(cfg *Config) (advance func(time.Duration)) {

@@ -101,6 +101,7 @@ type Server struct {
 	ownsStore   bool
 	// limitsRedis is the Redis client of the rate limits, nil without one.
 	limitsRedis *redis.Client
+	passwords   *auth.Passwords
 }
 
 // NewServer opens the configured store and broker and builds the handler.
@@ -147,14 +148,23 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, st store.Store
 		return nil, err
 	}
 	s.limitsRedis = limitsRedis
-	res := &resolvers.Resolver{Store: s.store, Broker: s.broker, Tokens: tokens, Passwords: passwords, Log: log, Limits: limits}
 	// Live streams end as soon as shutdown starts; other requests run on
 	// until they finish, or until shutdown stops waiting for them.
 	streams, endStreams := context.WithCancel(context.Background())
 	requests, endRequests := context.WithCancel(context.Background())
 	s.endRequests = endRequests
+	sessions, err := auth.NewSessions(streams, auth.SessionConfig{
+		Store: s.store, Tokens: tokens, Secret: secret, RefreshTTL: cfg.RefreshTTL, CheckInterval: cfg.SessionCheck,
+	})
+	if err != nil {
+		endStreams()
+		_ = s.broker.Close()
+		return nil, err
+	}
+	s.passwords = passwords
+	res := &resolvers.Resolver{Store: s.store, Broker: s.broker, Tokens: tokens, Sessions: sessions, Passwords: passwords, Log: log, Limits: limits}
 	s.http = &http.Server{
-		Handler:           s.routes(streams, res, tokens),
+		Handler:           s.routes(streams, res, sessions),
 		ReadHeaderTimeout: cfg.ReadTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
 		BaseContext:       func(net.Listener) context.Context { return requests },
@@ -228,11 +238,12 @@ const (
 
 // routes builds the HTTP surface: the API at /query, the playground at /,
 // and health probes. Websockets and subscriptions end when streams does.
-func (s *Server) routes(streams context.Context, res *resolvers.Resolver, tokens *auth.Tokens) http.Handler {
+func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessions *auth.Sessions) http.Handler {
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: res, Complexity: resolvers.Complexity()}))
 	gql.AddTransport(live.New(live.Config{
 		Rooms:          res,
-		Authenticate:   websocketAuth(tokens),
+		Authenticate:   websocketAuth(sessions),
+		SessionEnd:     sessions.Watch,
 		ErrorPresenter: res.ErrorPresenter,
 		Accept: websocket.AcceptOptions{
 			OriginPatterns:     s.websocketOrigins(),
@@ -254,6 +265,7 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, tokens
 	gql.SetQueryCache(validated)
 	gql.SetParserTokenLimit(s.cfg.MaxQueryTokens)
 	gql.Use(extension.Introspection{})
+	gql.Use(resolvers.StreamErrors{Resolver: res})
 	gql.Use(httpapi.PersistedQueries{AutomaticPersistedQuery: extension.AutomaticPersistedQuery{Cache: lru.New[string](100)}})
 	gql.Use(querylimit.Limits{
 		Tokens:    s.cfg.MaxQueryTokens,
@@ -272,7 +284,7 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, tokens
 	mux.Handle("/", playground.Handler("chatql", "/query"))
 	addresses := ratelimit.NewAddresses(s.cfg.TrustedProxies)
 	limits := httpapi.Limits{MaxBody: s.cfg.MaxBodyBytes, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout}
-	mux.Handle("/query", s.cors(limits.Handler(tokens.Middleware(addresses.Middleware(gql)))))
+	mux.Handle("/query", s.cors(limits.Handler(sessions.Middleware(addresses.Middleware(gql)))))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", s.readyz)
 	return mux
@@ -299,7 +311,7 @@ func endSubscriptionsWith(streams context.Context) graphql.OperationMiddleware {
 // connection_init payload ("token", or "Authorization": "Bearer ...", as
 // GraphiQL sends its headers). A connection without one stays anonymous; a
 // bad one is refused.
-func websocketAuth(tokens *auth.Tokens) func(context.Context, map[string]any) (context.Context, bool, error) {
+func websocketAuth(sessions *auth.Sessions) func(context.Context, map[string]any) (context.Context, bool, error) {
 	return func(ctx context.Context, init map[string]any) (context.Context, bool, error) {
 		token, _ := init["token"].(string)
 		if token == "" {
@@ -312,10 +324,13 @@ func websocketAuth(tokens *auth.Tokens) func(context.Context, map[string]any) (c
 		if token == "" {
 			return ctx, false, nil
 		}
-		if _, err := tokens.Verify(token); err != nil {
+		authed := sessions.Authenticate(ctx, token)
+		if _, err := auth.UserFrom(authed); err != nil {
+			// Refused: 4401. A store failure is INTERNAL: logged by the
+			// error presenter, closed 4500 without its details.
 			return ctx, false, err
 		}
-		return tokens.Authenticate(ctx, token), true, nil
+		return authed, true, nil
 	}
 }
 

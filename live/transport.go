@@ -39,6 +39,12 @@ type Config struct {
 	// ErrorPresenter, closes the connection: with 4401 and the error's
 	// message, or with 4500 if it is INTERNAL (the check itself failed).
 	Authenticate func(ctx context.Context, init map[string]any) (_ context.Context, user bool, _ error)
+	// SessionEnd, if set, is given the context Authenticate returned and
+	// returns one that ends when the connection's credentials do (the token
+	// expires, the session is revoked), or nil if they never end. The
+	// connection is then closed with 4401 and the context's cause as
+	// reason.
+	SessionEnd func(ctx context.Context) context.Context
 	// Accept holds the origin rules of the websocket handshake.
 	Accept websocket.AcceptOptions
 	// InitTimeout is how long a client has to send connection_init.
@@ -366,6 +372,16 @@ func (c *conn) init(payload json.RawMessage) bool {
 	}
 	if user {
 		c.authenticated()
+	}
+	if c.t.cfg.SessionEnd != nil {
+		if ended := c.t.cfg.SessionEnd(ctx); ended != nil {
+			authed := ctx
+			context.AfterFunc(ended, func() {
+				if authed.Err() == nil { // not the connection's own end
+					c.close(closeUnauthorized, truncateReason("Unauthorized: "+context.Cause(ended).Error()))
+				}
+			})
+		}
 	}
 	c.mu.Lock()
 	c.ctx, c.acked = ctx, true

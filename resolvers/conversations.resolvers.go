@@ -227,7 +227,8 @@ func (r *subscriptionResolver) InboxEvents(ctx context.Context) (<-chan *model.I
 	if err != nil {
 		return nil, err
 	}
-	sub, err := r.Broker.Subscribe(ctx, broker.UserTopic(me.Login))
+	watched := r.watchSession(ctx)
+	sub, err := r.Broker.Subscribe(watched, broker.UserTopic(me.Login))
 	if err != nil {
 		return nil, err
 	}
@@ -236,10 +237,10 @@ func (r *subscriptionResolver) InboxEvents(ctx context.Context) (<-chan *model.I
 		defer close(out)
 		defer sub.Close()
 		for {
-			ev, ok := sub.Next(ctx)
+			ev, ok := sub.Next(watched)
 			if !ok {
 				if ctx.Err() == nil {
-					r.endStream(ctx, sub.Err())
+					r.endStream(ctx, whyEnded(ctx, watched, sub.Err()))
 				}
 				return
 			}
@@ -250,7 +251,7 @@ func (r *subscriptionResolver) InboxEvents(ctx context.Context) (<-chan *model.I
 			}
 			select {
 			case out <- &model.InboxEvent{Kind: model.InboxEventKind(ev.Kind), ConversationID: ev.Room, Message: ev.Message}:
-			case <-ctx.Done():
+			case <-watched.Done():
 				return
 			}
 		}

@@ -25,6 +25,10 @@ const (
 	CodeRateLimited = "RATE_LIMITED"
 )
 
+// busyRetryAfter is the retryAfter hint, in seconds, of a refusal because
+// too many passwords are being hashed.
+const busyRetryAfter = 1
+
 // codeOf maps an error to its client-facing code. Only errors wrapping a
 // known sentinel have messages meant for clients; everything else is
 // INTERNAL and its details stay in the server log.
@@ -32,6 +36,8 @@ func codeOf(err error) (code string, public bool) {
 	switch {
 	case errors.Is(err, auth.ErrUnauthenticated):
 		return CodeUnauthenticated, true
+	case errors.Is(err, auth.ErrBusy):
+		return CodeRateLimited, true
 	case errors.Is(err, store.ErrForbidden):
 		return CodeForbidden, true
 	case errors.Is(err, store.ErrNotFound):
@@ -77,6 +83,8 @@ func (r *Resolver) present(ctx context.Context, err error) *gqlerror.Error {
 	setCode(presented, code)
 	if ex, ok := errors.AsType[*ratelimit.Exceeded](err); ok {
 		presented.Extensions["retryAfter"] = ex.RetryAfterSeconds()
+	} else if errors.Is(err, auth.ErrBusy) {
+		presented.Extensions["retryAfter"] = busyRetryAfter
 	}
 	return presented
 }

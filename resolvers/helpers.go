@@ -242,3 +242,8 @@ func (r *Resolver) limitLogin(ctx context.Context, login string) error {
 	}
 	return r.Limits.Allow(ctx, ratelimit.Login, login)
 }
+
+// authPayload shapes a session's tokens as the API's AuthPayload.
+func authPayload(p auth.Pair, u store.User) *model.AuthPayload {
+	return &model.AuthPayload{Token: p.AccessToken, ExpiresAt: p.AccessExpires, RefreshToken: p.RefreshToken, RefreshExpiresAt: p.RefreshExpires, User: &u}
+}

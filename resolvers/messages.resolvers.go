@@ -89,11 +89,12 @@ func (r *subscriptionResolver) RoomEvents(ctx context.Context, room string, afte
 	if feed, ok := roomEventFeed(ctx); ok {
 		return feed, nil
 	}
-	s, err := r.OpenRoomEvents(ctx, room, after)
+	watched := r.watchSession(ctx)
+	s, err := r.OpenRoomEvents(watched, room, after)
 	if err != nil {
 		return nil, err
 	}
-	return s.channel(ctx), nil
+	return s.channel(ctx, watched), nil
 }
 
 // Message returns graph.MessageResolver implementation.

@@ -24,9 +24,13 @@ const (
 
 // Resolver holds the dependencies of every resolver, built once at start.
 type Resolver struct {
-	Store     store.Store
-	Broker    broker.Broker
-	Tokens    *auth.Tokens
+	Store  store.Store
+	Broker broker.Broker
+	Tokens *auth.Tokens
+	// Sessions issues, refreshes and ends sessions, and ends the streams of
+	// those that end. Nil in tests of other layers: streams then run until
+	// they end by themselves.
+	Sessions  *auth.Sessions
 	Passwords *auth.Passwords
 	Log       *slog.Logger
 	// Limits count writes per user and per client address; nil limits

@@ -266,19 +266,21 @@ func RoomEventOf(ev *broker.Event) *model.RoomEvent {
 
 // channel runs the stream for gqlgen's subscription transports, which read
 // events from a channel; why it failed goes to the transport (endStream).
-func (s *RoomStream) channel(ctx context.Context) <-chan *model.RoomEvent {
+// The stream runs in watched (from watchSession, derived from ctx), so it
+// ends when the subscriber's session does.
+func (s *RoomStream) channel(ctx, watched context.Context) <-chan *model.RoomEvent {
 	out := make(chan *model.RoomEvent)
 	go func() {
 		defer close(out)
-		err := s.Run(ctx, func(ev *broker.Event) bool {
+		err := s.Run(watched, func(ev *broker.Event) bool {
 			select {
 			case out <- RoomEventOf(ev):
 				return true
-			case <-ctx.Done():
+			case <-watched.Done():
 				return false
 			}
 		})
-		s.r.endStream(ctx, err)
+		s.r.endStream(ctx, whyEnded(ctx, watched, err))
 	}()
 	return out
 }

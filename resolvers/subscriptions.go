@@ -4,15 +4,20 @@ import (
 	"context"
 	"sync"
 
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
 	"github.com/killrchat/chatql/graph/model"
 	"github.com/killrchat/chatql/store"
 )
 
 // How subscription streams meet the transports that serve them. A stream
 // that fails after it started (its subscriber fell behind, the server is
-// shutting down) cannot return an error from its resolver any more; it
-// leaves the error where the transport looks for it when the stream's
-// channel closes.
+// shutting down, its session ended) cannot return an error from its
+// resolver any more; it leaves the error where the transport looks for it
+// when the stream's channel closes: the websocket transport's own slot, or
+// the one StreamErrors gives gqlgen's transports (server-sent events).
 
 type streamErrorKey struct{}
 
@@ -24,8 +29,7 @@ type streamError struct {
 
 // WithStreamError returns a context in which a subscription's stream
 // records why it failed, and a function that reads it once the stream's
-// channel is closed (nil if it ended normally). Transports that cannot
-// report errors mid-stream (server-sent events) omit it; failures are then
+// channel is closed (nil if it ended normally). Without it, failures are
 // logged.
 func WithStreamError(ctx context.Context) (context.Context, func() error) {
 	slot := &streamError{}
@@ -49,6 +53,73 @@ func (r *Resolver) endStream(ctx context.Context, err error) {
 		return
 	}
 	r.Log.WarnContext(ctx, "subscription ended; the client must resubscribe", "err", err)
+}
+
+// StreamErrors is a handler extension that lets gqlgen's transports report
+// why a subscription's stream failed: a stream that ends with an error
+// (see endStream) ends with one more response carrying it, coded as
+// always, before the transport's end of stream (server-sent events: an
+// event with the error, then "complete"). Operations that already have a
+// slot (the websocket transport's) are left alone.
+type StreamErrors struct{ Resolver *Resolver }
+
+var (
+	_ graphql.HandlerExtension     = StreamErrors{}
+	_ graphql.OperationInterceptor = StreamErrors{}
+)
+
+// ExtensionName names the extension.
+func (StreamErrors) ExtensionName() string { return "StreamErrors" }
+
+// Validate accepts every schema.
+func (StreamErrors) Validate(graphql.ExecutableSchema) error { return nil }
+
+// InterceptOperation gives a subscription a slot for its stream's error and
+// sends what it holds as the last response.
+func (e StreamErrors) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+	op := graphql.GetOperationContext(ctx).Operation
+	if _, ok := ctx.Value(streamErrorKey{}).(*streamError); ok || op == nil || op.Operation != ast.Subscription {
+		return next(ctx)
+	}
+	ctx, streamErr := WithStreamError(ctx)
+	responses := next(ctx)
+	ended := false
+	return func(ctx context.Context) *graphql.Response {
+		if ended {
+			return nil
+		}
+		if resp := responses(ctx); resp != nil {
+			return resp
+		}
+		ended = true
+		if err := streamErr(); err != nil {
+			return &graphql.Response{Errors: gqlerror.List{e.Resolver.present(ctx, err)}}
+		}
+		return nil
+	}
+}
+
+// watchSession returns the context a subscription's stream runs in: ctx,
+// ended early when the caller's access token expires or their session ends
+// (see auth.Sessions.Watch).
+func (r *Resolver) watchSession(ctx context.Context) context.Context {
+	if r.Sessions != nil {
+		if watched := r.Sessions.Watch(ctx); watched != nil {
+			return watched
+		}
+	}
+	return ctx
+}
+
+// whyEnded returns why a stream that ran in watched (from watchSession)
+// ended, given err, what the stream itself reported: err, or, when the
+// caller's credentials ended it while the subscriber was still there,
+// their end (UNAUTHENTICATED).
+func whyEnded(ctx, watched context.Context, err error) error {
+	if err == nil && ctx.Err() == nil && watched.Err() != nil {
+		return context.Cause(watched)
+	}
+	return err
 }
 
 type roomEventFeedKey struct{}

@@ -96,6 +96,7 @@ func (m Message) PostedAt() time.Time { return m.ID.Time() }
 type Store interface {
 	Conversations
 	MessageIndex
+	Sessions
 
 	// CreateUser stores a new account. Logins are unique: the write is a
 	// compare-and-set (INSERT ... IF NOT EXISTS), so of many concurrent signups

@@ -12,12 +12,18 @@ import (
 	"github.com/killrchat/chatql/store"
 )
 
-// A session token and the user it belongs to.
+// A session's tokens and the user they belong to: a short-lived access token
+// for every request, and a refresh token that gets the next pair.
 type AuthPayload struct {
-	// A signed JWT: send it as `Authorization: Bearer <token>`.
+	// A signed JWT access token: send it as `Authorization: Bearer <token>`. Short-lived (CHAT_TOKEN_TTL).
 	Token string `json:"token"`
-	// When the token stops being accepted.
+	// When the access token stops being accepted.
 	ExpiresAt time.Time `json:"expiresAt"`
+	// Exchanges for the next pair with `refreshToken(token:)`, once: using it a
+	// second time ends the whole session.
+	RefreshToken string `json:"refreshToken"`
+	// When the refresh token stops being accepted (CHAT_REFRESH_TTL after it was issued).
+	RefreshExpiresAt time.Time `json:"refreshExpiresAt"`
 	// The logged-in user.
 	User *store.User `json:"user"`
 }

@@ -97,6 +97,11 @@ func TestConversationConformance(t *testing.T) {
 	storetest.RunConversationTests(t, db)
 }
 
+func TestSessionConformance(t *testing.T) {
+	db := mustOpen(t, testConfig(t))
+	storetest.RunSessionTests(t, db)
+}
+
 // TestMigrate applies the schema again, by a second Open and directly:
 // nothing changes, and every version stays recorded once, with its first
 // time.

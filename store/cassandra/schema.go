@@ -22,6 +22,11 @@ var schemaV1 string
 //go:embed schema_v2.cql
 var schemaV2 string
 
+// schemaV3 adds sessions.
+//
+//go:embed schema_v3.cql
+var schemaV3 string
+
 // A migration is one schema version: CQL statements separated by ';'.
 type migration struct {
 	version     int
@@ -35,6 +40,7 @@ type migration struct {
 var migrations = []migration{
 	{version: 1, description: "initial schema: users, chat_rooms, chat_room_messages, messages_bucket", cql: schemaV1},
 	{version: 2, description: "room kinds, message visibility, messages_by_id, messages_by_author, author_buckets, conversations_by_user", cql: schemaV2},
+	{version: 3, description: "sessions", cql: schemaV3},
 }
 
 // createMigrationsTable repeats schema.cql's statement: the table must exist

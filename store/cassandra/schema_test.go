@@ -119,7 +119,7 @@ func TestMigrateFromV1(t *testing.T) {
 			t.Errorf("schema versions = %v, want %v", got, want)
 		}
 	}
-	wantVersions(1, 2)
+	wantVersions(1, 2, 3)
 
 	r, err := db.Room(ctx, "legacy")
 	if err != nil || r.Kind != store.PublicRoom || r.Banner != "old" {
@@ -149,7 +149,7 @@ func TestMigrateFromV1(t *testing.T) {
 	if err := db.query(ctx, `DELETE FROM schema_migrations WHERE version = 2`).Exec(); err != nil {
 		t.Fatal(err)
 	}
-	wantVersions(1)
+	wantVersions(1, 3)
 	mustOpen(t, cfg)
-	wantVersions(1, 2)
+	wantVersions(1, 2, 3)
 }

@@ -37,6 +37,14 @@ func TestConversationConformance(t *testing.T) {
 	}
 }
 
+func TestSessionConformance(t *testing.T) {
+	db := open(t, t.TempDir())
+	storetest.RunSessionTests(t, db)
+	if err := db.Close(); err != nil {
+		t.Errorf("Close() = %v", err)
+	}
+}
+
 // TestRestart writes users, a room and messages over two days, a hidden
 // message, a direct conversation and a private group, closes the store and
 // opens its directory again: everything reads back the same.

@@ -30,6 +30,7 @@ const (
 	tableMessagesByAuthor = "messages_by_author"
 	tableAuthorBuckets    = "author_buckets"
 	tableConversations    = "conversations_by_user"
+	tableSessions         = "sessions"
 
 	// tableRoomMembers is no Cassandra table but this store's index of
 	// chat_rooms' participants (see membersPartition), and tableMeta holds
@@ -160,6 +161,11 @@ func (k key) next() []byte {
 func userKey(login string) key { return tuple(tableUsers).str(login) }
 
 func roomKey(name string) key { return tuple(tableChatRooms).str(name) }
+
+// sessionPartition holds the sessions of login, by id.
+func sessionPartition(login string) key { return tuple(tableSessions).str(login) }
+
+func sessionKey(login, id string) key { return sessionPartition(login).str(id) }
 
 // membersPartition is the room's partition of room_members: the room's
 // kind and creator in a header row at the partition key itself, then one

@@ -20,6 +20,7 @@ type memStore struct {
 	rooms    map[string]store.Room
 	messages map[string][]store.Message
 	inboxes  map[string]map[string]*memEntry // login → conversation id → entry
+	sessions map[sessionKey]store.Session
 }
 
 func newMemStore() *memStore {
@@ -28,6 +29,7 @@ func newMemStore() *memStore {
 		rooms:    map[string]store.Room{},
 		messages: map[string][]store.Message{},
 		inboxes:  map[string]map[string]*memEntry{},
+		sessions: map[sessionKey]store.Session{},
 	}
 }
 

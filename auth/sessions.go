@@ -1,0 +1,404 @@
+package auth
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/killrchat/chatql/store"
+)
+
+// Sessions ties access tokens to stored sessions: logins start them, refresh
+// tokens rotate them, logout and password changes end them, and every use
+// of an access token checks that its session still stands.
+//
+// A session is read from the store at most once per CheckInterval per
+// instance: each instance caches the answer (yes or no) for that long, in
+// at most CacheSize entries. So a session ended on one instance stops
+// working on every other within CheckInterval (at once on the instance
+// that ended it), and a request costs a store read only when its session's
+// entry is older than that. Open streams are watched: every CheckInterval
+// the sessions they belong to are read again (one read per session, however
+// many streams share it), and a stream whose session ended, or whose access
+// token expired, is ended (see Watch).
+type Sessions struct {
+	store      store.Store
+	tokens     *Tokens
+	key        []byte
+	refreshTTL time.Duration
+	interval   time.Duration
+	now        func() time.Time
+
+	cache sessionCache
+
+	mu       sync.Mutex
+	watchers map[sessionKey]map[*watcher]struct{}
+}
+
+// SessionConfig configures Sessions.
+type SessionConfig struct {
+	Store  store.Store
+	Tokens *Tokens
+	// Secret derives the key that authenticates refresh tokens (the JWT
+	// secret).
+	Secret []byte
+	// RefreshTTL is how long a refresh token may be used; each refresh
+	// issues a new one with a new lifetime.
+	RefreshTTL time.Duration
+	// CheckInterval is how long an instance trusts what it read of a
+	// session (DefaultCheckInterval if zero).
+	CheckInterval time.Duration
+	// CacheSize caps the sessions an instance remembers (DefaultCacheSize
+	// if zero).
+	CacheSize int
+}
+
+// Defaults of SessionConfig.
+const (
+	DefaultCheckInterval = 2 * time.Second
+	DefaultCacheSize     = 100_000
+)
+
+// Pair is what a login or a refresh returns: a short-lived access token,
+// and the refresh token that gets the next pair.
+type Pair struct {
+	AccessToken    string
+	AccessExpires  time.Time
+	RefreshToken   string
+	RefreshExpires time.Time
+	Session        string
+}
+
+var (
+	errSessionEnded = fmt.Errorf("%w: the session has ended (logged out, revoked or expired); log in again", ErrUnauthenticated)
+	errNoSession    = fmt.Errorf("%w: the token belongs to no session; log in again", ErrUnauthenticated)
+	errTokenExpired = fmt.Errorf("%w: the token has expired; refresh it or log in again", ErrUnauthenticated)
+	errReused       = fmt.Errorf("%w: the refresh token was already used, so its session is revoked; log in again", ErrUnauthenticated)
+)
+
+// NewSessions returns Sessions on cfg.Store. Watched streams are checked
+// until ctx ends.
+func NewSessions(ctx context.Context, cfg SessionConfig) (*Sessions, error) {
+	if cfg.RefreshTTL <= 0 {
+		return nil, fmt.Errorf("auth: refresh token lifetime must be positive, got %v", cfg.RefreshTTL)
+	}
+	if cfg.CheckInterval <= 0 {
+		cfg.CheckInterval = DefaultCheckInterval
+	}
+	if cfg.CacheSize <= 0 {
+		cfg.CacheSize = DefaultCacheSize
+	}
+	s := &Sessions{
+		store:      cfg.Store,
+		tokens:     cfg.Tokens,
+		key:        refreshKey(cfg.Secret),
+		refreshTTL: cfg.RefreshTTL,
+		interval:   cfg.CheckInterval,
+		now:        time.Now,
+		cache:      sessionCache{limit: cfg.CacheSize, entries: map[sessionKey]cacheEntry{}},
+		watchers:   map[sessionKey]map[*watcher]struct{}{},
+	}
+	go s.watch(ctx)
+	return s, nil
+}
+
+// Start opens a new session for u, who has just proven who they are, and
+// returns its first pair of tokens.
+func (s *Sessions) Start(ctx context.Context, u store.UserRef) (Pair, error) {
+	now := s.now()
+	sess := store.Session{Login: u.Login, ID: newSessionID(), CreatedAt: now, ExpiresAt: now.Add(s.refreshTTL)}
+	refresh := mintRefresh(s.key, u.Login, sess.ID, sess.Generation)
+	sess.RefreshHash = hashRefresh(refresh)
+	if err := s.store.CreateSession(ctx, sess); err != nil {
+		return Pair{}, err
+	}
+	return s.pair(u, sess, refresh)
+}
+
+func (s *Sessions) pair(u store.UserRef, sess store.Session, refresh string) (Pair, error) {
+	access, exp, err := s.tokens.IssueFor(u, sess.ID)
+	if err != nil {
+		return Pair{}, err
+	}
+	return Pair{AccessToken: access, AccessExpires: exp, RefreshToken: refresh, RefreshExpires: sess.ExpiresAt, Session: sess.ID}, nil
+}
+
+// Refresh exchanges a refresh token for a new pair, and the user's
+// profile. The token is used up: the rotation is a compare-and-set on the
+// session's generation. A token that was already used (or that lost a race
+// with another use of itself) ends its whole session: whoever holds the
+// newer tokens, a thief or the rightful client, must log in again.
+func (s *Sessions) Refresh(ctx context.Context, token string) (Pair, store.User, error) {
+	rt, err := parseRefresh(s.key, token)
+	if err != nil {
+		return Pair{}, store.User{}, err
+	}
+	sess, err := s.store.Session(ctx, rt.login, rt.session)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return Pair{}, store.User{}, errSessionEnded
+	case err != nil:
+		return Pair{}, store.User{}, err
+	case rt.generation != sess.Generation || subtle.ConstantTimeCompare(hashRefresh(token), sess.RefreshHash) != 1:
+		return Pair{}, store.User{}, s.revokeReused(ctx, rt)
+	}
+	u, err := s.store.User(ctx, rt.login)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return Pair{}, store.User{}, errors.Join(errSessionEnded, s.End(ctx, rt.login, rt.session))
+	case err != nil:
+		return Pair{}, store.User{}, err
+	}
+	next := sess
+	next.Generation++
+	refresh := mintRefresh(s.key, rt.login, sess.ID, next.Generation)
+	next.RefreshHash = hashRefresh(refresh)
+	next.ExpiresAt = s.now().Add(s.refreshTTL)
+	switch err := s.store.RotateSession(ctx, next, sess.Generation); {
+	case errors.Is(err, store.ErrConflict):
+		return Pair{}, store.User{}, s.revokeReused(ctx, rt)
+	case errors.Is(err, store.ErrNotFound):
+		return Pair{}, store.User{}, errSessionEnded
+	case err != nil:
+		return Pair{}, store.User{}, err
+	}
+	p, err := s.pair(u.UserRef, next, refresh)
+	return p, u, err
+}
+
+// revokeReused ends the session of a refresh token used a second time.
+func (s *Sessions) revokeReused(ctx context.Context, rt refreshToken) error {
+	if err := s.End(ctx, rt.login, rt.session); err != nil {
+		return err
+	}
+	return errReused
+}
+
+// End revokes one session (logout): its tokens stop working at once on
+// this instance and within CheckInterval on the others.
+func (s *Sessions) End(ctx context.Context, login, session string) error {
+	if err := s.store.DeleteSession(ctx, login, session); err != nil {
+		return err
+	}
+	s.ended(func(k sessionKey) bool { return k == sessionKey{login, session} })
+	return nil
+}
+
+// EndOthers revokes every session of login but keep (a password change).
+func (s *Sessions) EndOthers(ctx context.Context, login, keep string) error {
+	if err := s.store.DeleteSessions(ctx, login, keep); err != nil {
+		return err
+	}
+	s.ended(func(k sessionKey) bool { return k.login == login && k.id != keep })
+	return nil
+}
+
+// ended records locally that the sessions matching match have ended, and
+// ends their streams.
+func (s *Sessions) ended(match func(sessionKey) bool) {
+	s.cache.forget(match, s.now().Add(s.interval))
+	s.mu.Lock()
+	var ws []*watcher
+	for k, set := range s.watchers {
+		if match(k) {
+			for w := range set {
+				ws = append(ws, w)
+			}
+		}
+	}
+	s.mu.Unlock()
+	for _, w := range ws {
+		w.cancel(errSessionEnded)
+	}
+}
+
+// Verify checks an access token and that its session stands.
+func (s *Sessions) Verify(ctx context.Context, token string) (Claims, error) {
+	c, err := s.tokens.Parse(token)
+	if err != nil {
+		return Claims{}, err
+	}
+	if c.Session == "" {
+		return Claims{}, errNoSession
+	}
+	if err := s.check(ctx, sessionKey{c.User.Login, c.Session}); err != nil {
+		return Claims{}, err
+	}
+	return c, nil
+}
+
+// Authenticate returns ctx carrying the caller the access token names, or,
+// if the token or its session fails verification, the reason, for UserFrom
+// to report.
+func (s *Sessions) Authenticate(ctx context.Context, token string) context.Context {
+	c, err := s.Verify(ctx, token)
+	if err != nil {
+		return WithRejectedToken(ctx, err)
+	}
+	return withClaims(ctx, c)
+}
+
+// Middleware authenticates requests that carry 'Authorization: Bearer
+// <token>' with Authenticate. Requests without the header pass through
+// anonymous.
+func (s *Sessions) Middleware(next http.Handler) http.Handler {
+	return middleware(s.Authenticate, next)
+}
+
+// check answers from the cache, or reads the session.
+func (s *Sessions) check(ctx context.Context, k sessionKey) error {
+	if err, ok := s.cache.get(k, s.now()); ok {
+		return err
+	}
+	return s.load(ctx, k)
+}
+
+// load reads the session and caches the answer.
+func (s *Sessions) load(ctx context.Context, k sessionKey) error {
+	now := s.now()
+	sess, err := s.store.Session(ctx, k.login, k.id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		s.cache.put(k, errSessionEnded, now.Add(s.interval))
+		return errSessionEnded
+	case err != nil:
+		return fmt.Errorf("auth: read session: %w", err)
+	}
+	until := now.Add(s.interval)
+	if sess.ExpiresAt.Before(until) {
+		until = sess.ExpiresAt
+	}
+	s.cache.put(k, nil, until)
+	return nil
+}
+
+// A watcher is one stream following its session.
+type watcher struct {
+	cancel context.CancelCauseFunc
+	timer  *time.Timer
+}
+
+// Watch returns a context derived from ctx that ends, with a cause wrapping
+// ErrUnauthenticated, when the access token of ctx's caller expires or its
+// session ends; nil if ctx has no caller with a session (anonymous). A
+// stream running in it ends with its credentials. Watching costs no
+// goroutine: a timer for the expiry, and a place in the set the periodic
+// check reads.
+func (s *Sessions) Watch(ctx context.Context) context.Context {
+	c, err := callerFrom(ctx)
+	if err != nil || c.session == "" {
+		return nil
+	}
+	k := sessionKey{c.user.Login, c.session}
+	wctx, cancel := context.WithCancelCause(ctx)
+	w := &watcher{cancel: cancel, timer: time.AfterFunc(c.expires.Sub(s.now()), func() { cancel(errTokenExpired) })}
+	s.mu.Lock()
+	if s.watchers[k] == nil {
+		s.watchers[k] = map[*watcher]struct{}{}
+	}
+	s.watchers[k][w] = struct{}{}
+	s.mu.Unlock()
+	context.AfterFunc(wctx, func() {
+		w.timer.Stop()
+		s.mu.Lock()
+		delete(s.watchers[k], w)
+		if len(s.watchers[k]) == 0 {
+			delete(s.watchers, k)
+		}
+		s.mu.Unlock()
+	})
+	return wctx
+}
+
+// Watching is how many sessions have streams watching them.
+func (s *Sessions) Watching() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.watchers)
+}
+
+// watch reads the watched sessions again every CheckInterval, until ctx
+// ends, and ends the streams of those that ended.
+func (s *Sessions) watch(ctx context.Context) {
+	tick := time.NewTicker(s.interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		s.mu.Lock()
+		keys := make([]sessionKey, 0, len(s.watchers))
+		for k := range s.watchers {
+			keys = append(keys, k)
+		}
+		s.mu.Unlock()
+		for _, k := range keys {
+			if err := s.load(ctx, k); errors.Is(err, ErrUnauthenticated) {
+				s.ended(func(other sessionKey) bool { return other == k })
+			}
+		}
+	}
+}
+
+type sessionKey struct{ login, id string }
+
+// sessionCache remembers, per session, whether it stood (nil) or why not,
+// until a deadline. It holds at most limit entries.
+type sessionCache struct {
+	mu      sync.Mutex
+	limit   int
+	entries map[sessionKey]cacheEntry
+}
+
+type cacheEntry struct {
+	err   error
+	until time.Time
+}
+
+func (c *sessionCache) get(k sessionKey, now time.Time) (error, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[k]
+	if !ok || !now.Before(e.until) {
+		return nil, false
+	}
+	return e.err, true
+}
+
+func (c *sessionCache) put(k sessionKey, err error, until time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.entries[k]; !ok && len(c.entries) >= c.limit {
+		c.evict()
+	}
+	c.entries[k] = cacheEntry{err: err, until: until}
+}
+
+// evict makes room: it drops a tenth of the entries, arbitrary ones (Go
+// maps iterate from a random place), so that a full cache costs amortized
+// constant time per entry. Called with mu held.
+func (c *sessionCache) evict() {
+	for k := range c.entries {
+		if len(c.entries) < c.limit*9/10 {
+			break
+		}
+		delete(c.entries, k)
+	}
+}
+
+// forget records the sessions matching match as ended until until.
+func (c *sessionCache) forget(match func(sessionKey) bool, until time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.entries {
+		if match(k) {
+			c.entries[k] = cacheEntry{err: errSessionEnded, until: until}
+		}
+	}
+}
