@@ -199,6 +199,8 @@ func TestHostileRequests(t *testing.T) {
 			status: 413, code: "PAYLOAD_TOO_LARGE", maxBytes: 1 << 10},
 		{name: "DeclaredBodyOverLimit", req: rawRequest{body: gqlBody("{ __typename }", map[string]any{"pad": strings.Repeat("x", 3<<20)})},
 			status: 413, code: "PAYLOAD_TOO_LARGE", maxBytes: 1 << 10},
+		{name: "SubscriptionAsPlainPOST", req: rawRequest{body: gqlBody(`subscription { roomEvents(room: "hall") { kind } }`, nil), accept: legacyJSON, token: token},
+			status: 400, code: "BAD_REQUEST", maxBytes: 1 << 10},
 		{name: "NotAcceptable", req: rawRequest{accept: "text/html", body: gqlBody("{ __typename }", nil)},
 			status: 406, code: "BAD_REQUEST", maxBytes: 1 << 10},
 		{name: "SSEMalformedBody", req: rawRequest{accept: "text/event-stream", body: `{"query": "subscription { roomEvents(room: \"hall\") { kind } }", "variables": {"password": "hunter2-secret"`},

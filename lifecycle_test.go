@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptrace"
 	"strings"
 	"sync"
 	"testing"
@@ -66,7 +65,7 @@ func TestShutdownFinishesInFlightWrites(t *testing.T) {
 }
 
 // TestSIGTERMEndsStreamsAndFinishesWrites runs the real binary with an SSE
-// stream, a subscription sent as a plain POST and a burst of posts open,
+// stream and a burst of posts open,
 // and sends it SIGTERM: the streams end at once rather than hold the
 // shutdown for its whole timeout, the posts in flight finish, and the
 // process exits with status 0. A server restarted on the same store has
@@ -84,20 +83,6 @@ func TestSIGTERMEndsStreamsAndFinishesWrites(t *testing.T) {
 		var first struct{ PostMessage struct{ ID string } }
 		mustDo(t, alice, postMessage, map[string]any{"r": "live", "c": "first"}, &first)
 		mustDo(t, alice, postMessage, map[string]any{"r": "live", "c": "replayed"}, nil)
-
-		// A subscription as a plain POST waits for its first event; none
-		// comes. Its connection is accepted before the SSE stream's, so it
-		// is being served once the stream is.
-		plainSent, plainDone := make(chan struct{}), make(chan error, 1)
-		go func() {
-			ctx := httptrace.WithClientTrace(testContext(t), &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { close(plainSent) }})
-			plainDone <- alice.Do(ctx, roomEvents, map[string]any{"r": "live"}, nil)
-		}()
-		select {
-		case <-plainSent:
-		case err := <-plainDone:
-			t.Fatalf("subscription as a plain POST = %v before any shutdown", err)
-		}
 
 		// The SSE stream replays the post after the first: then it is open.
 		body, _ := json.Marshal(chatclient.Request{Query: roomEvents, Variables: map[string]any{"r": "live", "after": first.PostMessage.ID}})
@@ -144,10 +129,6 @@ func TestSIGTERMEndsStreamsAndFinishesWrites(t *testing.T) {
 		if err := <-streamDone; !errors.Is(err, io.EOF) || !strings.Contains(stream.String(), "event: complete") {
 			t.Errorf("SSE stream ended with %v after %q; want the server to complete it", err, stream.String())
 		}
-		if err := <-plainDone; err != nil {
-			t.Errorf("subscription as a plain POST = %v, want an answer", err)
-		}
-
 		again := startChatql(t, bin, cfg)
 		posts.checkStored(t, chatclient.New(again.URL).WithToken(alice.Token))
 		if status, _ := again.terminate(t); status != 0 {

@@ -172,6 +172,12 @@ func run(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor, med
 		fail(w, media, http.StatusMethodNotAllowed, CodeBadRequest, "GET runs queries only: send a %s with POST", opCtx.Operation.Operation)
 		return
 	}
+	if opCtx.Operation.Operation == ast.Subscription {
+		// A plain request answers once: a subscription would wait for its
+		// first event and hold the request open for as long as that takes.
+		fail(w, media, http.StatusBadRequest, CodeBadRequest, "subscriptions stream over a websocket (graphql-transport-ws) or server-sent events (POST with Accept: text/event-stream), not a plain request")
+		return
+	}
 	responses, ctx := exec.DispatchOperation(ctx, opCtx)
 	write(w, media, http.StatusOK, responses(ctx))
 }
