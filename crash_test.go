@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/killrchat/chatql/internal/chatclient"
+	"github.com/killrchat/chatql/internal/testenv"
 	"github.com/killrchat/chatql/store"
 )
 
@@ -195,13 +196,8 @@ const (
 // landed during the kill included.
 func postUntilKilled(t *testing.T, srv *crashServer, tokens map[string]string, users, members []string, round int) []sentMessage {
 	t.Helper()
-	var (
-		mu     sync.Mutex
-		acked  []sentMessage
-		killed atomic.Bool
-	)
-	killAt := 40 + rand.IntN(120)
-	reached := make(chan struct{})
+	var killed atomic.Bool
+	acked := testenv.NewAcks[sentMessage](40 + rand.IntN(120))
 	var wg sync.WaitGroup
 	for w := range 2 * len(users) {
 		u := users[w%len(users)]
@@ -226,27 +222,20 @@ func postUntilKilled(t *testing.T, srv *crashServer, tokens map[string]string, u
 					return
 				}
 				for _, m := range out {
-					mu.Lock()
-					if acked = append(acked, sentMessage{ID: m.ID, Room: m.Room, Author: u, Content: content}); len(acked) == killAt {
-						close(reached)
-					}
-					mu.Unlock()
+					acked.Add(sentMessage{ID: m.ID, Room: m.Room, Author: u, Content: content})
 				}
 			}
 		})
 	}
-	stopped := make(chan struct{})
-	go func() { wg.Wait(); close(stopped) }()
-	select {
-	case <-reached:
-	case <-stopped:
+	if !acked.Wait(&wg) {
 		t.Fatalf("round %d: every poster stopped before the kill", round)
 	}
 	killed.Store(true)
 	srv.kill()
-	<-stopped
-	t.Logf("round %d: killed after %d acknowledged posts", round, len(acked))
-	return acked
+	wg.Wait()
+	all := acked.List()
+	t.Logf("round %d: killed after %d acknowledged posts", round, len(all))
+	return all
 }
 
 // checkAcknowledged reads every acknowledged message back from the

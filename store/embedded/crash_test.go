@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/killrchat/chatql/internal/testenv"
 	"github.com/killrchat/chatql/store"
 )
 
@@ -210,12 +211,7 @@ func TestConcurrentWritesSurviveACrash(t *testing.T) {
 
 	// Two writers per user, each cycling through a post to the lobby, a
 	// direct message to the next user and, for members, a group post.
-	var (
-		mu    sync.Mutex
-		acked []store.Message
-	)
-	crashAt := 30 + rand.IntN(150)
-	reached := make(chan struct{})
+	acked := testenv.NewAcks[store.Message](30 + rand.IntN(150))
 	writing, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
@@ -242,29 +238,19 @@ func TestConcurrentWritesSurviveACrash(t *testing.T) {
 					}
 					return
 				}
-				mu.Lock()
-				if acked = append(acked, m); len(acked) == crashAt {
-					close(reached)
-				}
-				mu.Unlock()
+				acked.Add(m)
 			}
 		})
 	}
-	stopped := make(chan struct{})
-	go func() { wg.Wait(); close(stopped) }()
-	select {
-	case <-reached:
-	case <-stopped:
+	if !acked.Wait(&wg) {
 		t.Fatal("every writer stopped before the crash")
 	}
 	// Whatever was acknowledged before the copy is taken must be in it;
 	// the writes still under way may or may not be.
-	mu.Lock()
-	before := slices.Clone(acked)
-	mu.Unlock()
+	before := acked.List()
 	crashed := afterCrash(t, fs)
 	stop()
-	<-stopped
+	wg.Wait()
 
 	convs := []string{lobby.Name, group.Name}
 	for i, a := range users {
