@@ -19,6 +19,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/killrchat/chatql/store"
 )
@@ -47,7 +48,14 @@ const cacheSize = 64 << 20
 
 // Open opens the store in dir, creating it if needed.
 func Open(dir string) (*DB, error) {
+	return openFS(dir, vfs.Default)
+}
+
+// openFS opens the store in dir on the file system fs: the disk, or in
+// tests a memory file system that can simulate a crash.
+func openFS(dir string, fs vfs.FS) (*DB, error) {
 	opts := &pebble.Options{
+		FS:                 fs,
 		FormatMajorVersion: pebble.FormatNewest,
 		CacheSize:          cacheSize,
 		Logger:             pebbleLogger{dir: dir},
@@ -201,12 +209,37 @@ func (b *batch) deleteRange(prefix key) {
 	}
 }
 
-func (b *batch) commit(opts *pebble.WriteOptions) error {
+// commit writes the batch atomically and returns once it is on disk: the
+// write-ahead log holding it is fsynced (pebble.Sync), so a write the store
+// acknowledged survives a crash of the process or of the machine. Every
+// write of the store goes through here; there is no unsynced path.
+//
+// Syncing every batch costs little throughput because pebble commits in
+// groups (pebble v2 commit.go, commitPipeline, and record/log_writer.go,
+// LogWriter.flushLoop): a commit copies its batch into the log's in-memory
+// block under the pipeline's mutex, queues a sync request and waits. One
+// goroutine, the log writer's flush loop, takes every request queued so far,
+// writes all the data buffered before them and issues one fsync that
+// releases them all. While that fsync runs, the batches of other goroutines
+// keep arriving and queue for the next one. So concurrent requests (every
+// HTTP request and websocket operation runs on its own goroutine) share
+// fsyncs: at N posters in flight, a fsync acknowledges up to N of them, and
+// throughput grows with concurrency instead of being one fsync per write.
+// The store's partition locks are held only by the writes that need them
+// (a post to a public room takes none), so they do not serialize posts
+// behind one another's fsync.
+//
+// A reader may see a batch before its fsync has finished (pebble publishes
+// before it waits for the sync). That is safe for the writes that depend on
+// what they read, such as a post that finds its day already listed by a
+// concurrent post: the log is written in order and a fsync covers all of it,
+// so the later write's fsync makes the earlier one durable too.
+func (b *batch) commit() error {
 	defer b.Close()
 	if b.err != nil {
 		return b.err
 	}
-	return b.Commit(opts)
+	return b.Commit(pebble.Sync)
 }
 
 // pebbleLogger sends pebble's log lines to log/slog: its routine notes at

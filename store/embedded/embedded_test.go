@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"testing"
 	"time"
 
@@ -262,19 +263,40 @@ func benchStore(b *testing.B) (*DB, string, store.UserRef) {
 	return db, "bench", u.UserRef
 }
 
+// BenchmarkPostMessage is the write of postMessage, from one poster and
+// from several at once, as the server makes it for concurrent requests.
+// Every post returns once it is on disk; concurrent posts share their
+// fsyncs (see batch.commit), so throughput grows with the posters in
+// flight. posters=GOMAXPROCS is the benchmark's default parallelism.
 func BenchmarkPostMessage(b *testing.B) {
 	db, room, author := benchStore(b)
 	ctx := b.Context()
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			m := store.Message{Room: room, ID: store.NewMessageID(), Author: author, Content: "The quick brown fox jumps over the lazy dog."}
-			if err := db.PostMessage(ctx, m); err != nil {
-				b.Error(err)
+	post := func(b *testing.B) bool {
+		m := store.Message{Room: room, ID: store.NewMessageID(), Author: author, Content: "The quick brown fox jumps over the lazy dog."}
+		if err := db.PostMessage(ctx, m); err != nil {
+			b.Error(err)
+			return false
+		}
+		return true
+	}
+	b.Run("posters=1", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if !post(b) {
 				return
 			}
 		}
 	})
+	for _, perCPU := range []int{1, 8, 32} {
+		b.Run(fmt.Sprintf("posters=%d", perCPU*runtime.GOMAXPROCS(0)), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetParallelism(perCPU)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() && post(b) {
+				}
+			})
+		})
+	}
 }
 
 // BenchmarkMessagesPage reads the newest page of 50 from a room with

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/killrchat/chatql/store"
 )
 
@@ -52,7 +50,7 @@ func (db *DB) PostGroupMessage(ctx context.Context, m store.Message, members []s
 		b.Close()
 		return err
 	}
-	if err := b.commit(pebble.NoSync); err != nil {
+	if err := b.commit(); err != nil {
 		return fmt.Errorf("writing message to group %q: %w", m.Room, err)
 	}
 	return nil
@@ -99,7 +97,7 @@ func (db *DB) AddGroupMember(ctx context.Context, group string, by string, u sto
 		b.Close()
 		return store.Room{}, err
 	}
-	if err := b.commit(pebble.Sync); err != nil {
+	if err := b.commit(); err != nil {
 		return store.Room{}, fmt.Errorf("writing %q added to group %q: %w", u.Login, group, err)
 	}
 	return room.room(), nil
@@ -163,7 +161,7 @@ func (db *DB) LeaveGroup(ctx context.Context, group string, u store.UserRef, at 
 	} else if found && entry.close(at) {
 		b.set(k, entry)
 	}
-	if err := b.commit(pebble.Sync); err != nil {
+	if err := b.commit(); err != nil {
 		return fmt.Errorf("writing %q leaving group %q: %w", u.Login, group, err)
 	}
 	return nil

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/killrchat/chatql/store"
 )
 
@@ -49,7 +47,7 @@ func (db *DB) SendDirect(ctx context.Context, m store.Message, to store.UserRef)
 		b.Close()
 		return err
 	}
-	if err := b.commit(pebble.NoSync); err != nil {
+	if err := b.commit(); err != nil {
 		return fmt.Errorf("writing direct message to %q: %w", m.Room, err)
 	}
 	return nil
@@ -193,7 +191,7 @@ func (db *DB) MarkRead(ctx context.Context, login, id string, upTo store.Message
 	lower, upper := unreadRange(login, id, upTo)
 	b := db.batch()
 	b.err = b.DeleteRange(lower, upper, nil)
-	if err := b.commit(pebble.NoSync); err != nil {
+	if err := b.commit(); err != nil {
 		return fmt.Errorf("marking conversation %q of %q read: %w", id, login, err)
 	}
 	return nil

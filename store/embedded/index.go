@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/killrchat/chatql/store"
 )
 
@@ -152,7 +150,7 @@ func (db *DB) HideMessage(ctx context.Context, m store.Message) error {
 				b.set(k, entry)
 			}
 		}
-		if err := b.commit(pebble.Sync); err != nil {
+		if err := b.commit(); err != nil {
 			return fmt.Errorf("hiding message %v: %w", m.ID, err)
 		}
 		return nil

@@ -58,7 +58,7 @@ func TestBuildRoomMembers(t *testing.T) {
 	stale := db.batch()
 	stale.set(memberKey(room.Name, "carol"), memberRow{Creator: refRow(users["alice"])})
 	stale.set(membersPartition("gone"), memberRow{Creator: refRow(users["alice"])})
-	if err := stale.commit(pebble.Sync); err != nil {
+	if err := stale.commit(); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/killrchat/chatql/store"
 )
 
@@ -14,10 +12,9 @@ import (
 // the room's and the author's days if it is not listed yet (see
 // addMessage).
 //
-// Messages are the hot path, so the batch is not synced: pebble's log
-// writer puts it in the log file right away, in the background, without
-// waiting for the disk. Close and restarts keep every message; a crash may
-// lose the last moments.
+// It returns once the message is on disk, like every write of the store;
+// concurrent posts share their fsyncs (see batch.commit), and a post takes
+// no lock, so posts to one room do not wait for one another.
 func (db *DB) PostMessage(ctx context.Context, m store.Message) error {
 	end, err := db.begin(ctx)
 	if err != nil {
@@ -30,7 +27,7 @@ func (db *DB) PostMessage(ctx context.Context, m store.Message) error {
 		b.Close()
 		return err
 	}
-	if err := b.commit(pebble.NoSync); err != nil {
+	if err := b.commit(); err != nil {
 		return fmt.Errorf("writing message to room %q: %w", m.Room, err)
 	}
 	return nil

@@ -53,7 +53,7 @@ func (db *DB) CreateRoom(ctx context.Context, r store.Room) error {
 		b.deleteRange(k)
 		b.set(k, entry)
 	}
-	if err := b.commit(pebble.Sync); err != nil {
+	if err := b.commit(); err != nil {
 		return fmt.Errorf("writing room %q: %w", r.Name, err)
 	}
 	return nil
@@ -191,7 +191,7 @@ func (db *DB) JoinRoom(ctx context.Context, name string, u store.UserRef) (store
 	b.set(rk, room)
 	b.addMember(room, u.Login)
 	b.set(uk, user)
-	if err := b.commit(pebble.Sync); err != nil {
+	if err := b.commit(); err != nil {
 		return store.Room{}, fmt.Errorf("writing %q joining room %q: %w", u.Login, name, err)
 	}
 	return room.room(), nil
@@ -224,7 +224,7 @@ func (db *DB) LeaveRoom(ctx context.Context, name string, u store.UserRef) error
 		user.removeRoom(name)
 		b.set(uk, user)
 	}
-	if err := b.commit(pebble.Sync); err != nil {
+	if err := b.commit(); err != nil {
 		return fmt.Errorf("writing %q leaving room %q: %w", u.Login, name, err)
 	}
 	return nil
@@ -298,7 +298,7 @@ func (db *DB) DeleteRoom(ctx context.Context, name string, creatorLogin string) 
 		}
 		b.deleteRange(roomMessages(name))
 		b.deleteRange(bucketPartition(name))
-		if err := b.commit(pebble.Sync); err != nil {
+		if err := b.commit(); err != nil {
 			return store.Room{}, fmt.Errorf("deleting room %q: %w", name, err)
 		}
 		return room.room(), nil
@@ -325,7 +325,9 @@ func (db *DB) room(name string) (roomRow, error) {
 // built in the batch of the last rooms. (Opening a store with an older
 // version after this one built the index, and then with this one again,
 // would keep an index that the older version let go stale: delete the
-// store_meta row to have it rebuilt.)
+// store_meta row to have it rebuilt.) Its batches are synced, as every
+// write is, though only the marker's sync matters: a build cut short is
+// started over, and syncing the marker's batch syncs the log before it.
 func (db *DB) buildRoomMembers() error {
 	if built, err := db.has(roomMembersBuilt()); err != nil || built {
 		return err
@@ -345,7 +347,7 @@ func (db *DB) buildRoomMembers() error {
 			b.addMember(row, p.Login)
 		}
 		if n++; n%roomsPerBatch == 0 {
-			err := b.commit(pebble.NoSync) // closes b
+			err := b.commit() // closes b
 			b = nil
 			if err != nil {
 				return false, err
@@ -361,7 +363,7 @@ func (db *DB) buildRoomMembers() error {
 		return fmt.Errorf("indexing the rooms: %w", err)
 	}
 	b.setEmpty(roomMembersBuilt())
-	return b.commit(pebble.Sync)
+	return b.commit()
 }
 
 // addMember adds to b the member row of login in room_members, for the

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/killrchat/chatql/store"
 )
 
@@ -64,7 +62,7 @@ func (db *DB) CreateSession(ctx context.Context, s store.Session) error {
 		return fmt.Errorf("creating session of %q: %w", s.Login, err)
 	}
 	b.set(sessionKey(s.Login, s.ID), newSessionRow(s))
-	if err := b.commit(pebble.Sync); err != nil {
+	if err := b.commit(); err != nil {
 		return fmt.Errorf("writing session of %q: %w", s.Login, err)
 	}
 	return nil
@@ -107,7 +105,7 @@ func (db *DB) RotateSession(ctx context.Context, next store.Session, from int) e
 	}
 	b := db.batch()
 	b.set(sessionKey(next.Login, next.ID), newSessionRow(next))
-	if err := b.commit(pebble.Sync); err != nil {
+	if err := b.commit(); err != nil {
 		return fmt.Errorf("rotating session of %q: %w", next.Login, err)
 	}
 	return nil
@@ -122,7 +120,7 @@ func (db *DB) DeleteSession(ctx context.Context, login, id string) error {
 	defer end()
 	b := db.batch()
 	b.delete(sessionKey(login, id))
-	if err := b.commit(pebble.Sync); err != nil {
+	if err := b.commit(); err != nil {
 		return fmt.Errorf("deleting session of %q: %w", login, err)
 	}
 	return nil
@@ -148,7 +146,7 @@ func (db *DB) DeleteSessions(ctx context.Context, login, keep string) error {
 		b.Close()
 		return fmt.Errorf("reading sessions of %q: %w", login, err)
 	}
-	if err := b.commit(pebble.Sync); err != nil {
+	if err := b.commit(); err != nil {
 		return fmt.Errorf("deleting sessions of %q: %w", login, err)
 	}
 	return nil
@@ -172,7 +170,7 @@ func (db *DB) ChangePassword(ctx context.Context, login string, oldHash, newHash
 	row.PassHash = newHash
 	b := db.batch()
 	b.set(k, row)
-	if err := b.commit(pebble.Sync); err != nil {
+	if err := b.commit(); err != nil {
 		return fmt.Errorf("writing user %q: %w", login, err)
 	}
 	return nil

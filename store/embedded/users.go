@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/killrchat/chatql/store"
 )
 
@@ -27,7 +25,7 @@ func (db *DB) CreateUser(ctx context.Context, a store.Account) error {
 	}
 	b := db.batch()
 	b.set(k, accountRow(a))
-	if err := b.commit(pebble.Sync); err != nil {
+	if err := b.commit(); err != nil {
 		return fmt.Errorf("writing user %q: %w", a.Login, err)
 	}
 	return nil
