@@ -87,6 +87,10 @@ func chatqlEnv(cfg Config) []string {
 		"CHAT_JWT_SECRET="+cfg.JWTSecret,
 		"CHAT_BCRYPT_COST="+strconv.Itoa(cfg.BcryptCost),
 		"CHAT_SHUTDOWN_TIMEOUT="+cfg.ShutdownTimeout.String(),
+		"CHAT_TOKEN_TTL="+cfg.TokenTTL.String(),
+		"CHAT_SESSION_CHECK="+cfg.SessionCheck.String(),
+		"CHAT_READ_TIMEOUT="+cfg.ReadTimeout.String(),
+		"CHAT_MAX_CONNS_PER_CLIENT="+strconv.Itoa(cfg.MaxConnsPerClient),
 		"CHAT_CASSANDRA_HOSTS="+strings.Join(cfg.Cassandra.Hosts, ","),
 		"CHAT_CASSANDRA_KEYSPACE="+cfg.Cassandra.Keyspace,
 	)

@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -45,19 +46,25 @@ type Target struct {
 	// HTTP is the client of every request; nil means a fresh one.
 	HTTP *http.Client
 	// local is the address this copy of the Target dials from.
-	local string
+	local     string
+	floodOnce sync.Once
+	flood     *Target
 }
 
-// flooder returns the Target as seen from FloodFrom.
+// flooder returns the Target as seen from FloodFrom: one copy, whose
+// connections the floods share (so that one flood's idle connections do
+// not count against the next one's per-address cap).
 func (t *Target) flooder() *Target {
 	if t.FloodFrom == "" {
 		return t
 	}
-	cp := *t
-	cp.local = t.FloodFrom
-	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(t.FloodFrom)}}
-	cp.HTTP = &http.Client{Timeout: t.HTTP.Timeout, Transport: &http.Transport{DialContext: dialer.DialContext, MaxIdleConnsPerHost: 64}}
-	return &cp
+	t.floodOnce.Do(func() {
+		dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(t.FloodFrom)}}
+		t.flood = &Target{Base: t.Base, Secret: t.Secret, ConnsPerAddress: t.ConnsPerAddress,
+			HeaderTimeout: t.HeaderTimeout, SessionCheck: t.SessionCheck, local: t.FloodFrom,
+			HTTP: &http.Client{Timeout: t.HTTP.Timeout, Transport: &http.Transport{DialContext: dialer.DialContext, MaxIdleConnsPerHost: 16}}}
+	})
+	return t.flood
 }
 
 // An Attack is one hostile request (or a few) and the check of the answer.
