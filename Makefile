@@ -5,7 +5,7 @@ GO              ?= go
 CASSANDRA_HOSTS ?= 127.0.0.1
 REDIS_URL       ?= redis://127.0.0.1:6379/0
 
-.PHONY: run test test-integration bench generate check-generated lint services services-stop
+.PHONY: run test test-integration bench fuzz generate check-generated lint services services-stop
 
 run:
 	$(GO) run .
@@ -48,3 +48,7 @@ test-integration: services
 # `scripts/bench.sh profile` adds CPU and heap profiles of each phase.
 bench:
 	GO=$(GO) REDIS_URL=$(REDIS_URL) CASSANDRA_HOSTS=$(CASSANDRA_HOSTS) scripts/bench.sh all
+
+# Every fuzz target for FUZZTIME each (10s by default; CI runs them so).
+fuzz:
+	GO=$(GO) scripts/fuzz.sh
