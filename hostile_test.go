@@ -132,6 +132,11 @@ func TestHostileRequests(t *testing.T) {
 		thirtyThreePages += fmt.Sprintf(` p%d: messages(room: "hall", first: 100) { edges { cursor } }`, i)
 	}
 	thirtyThreePages += " }"
+	longNameAliases := "query($n: String!) {"
+	for i := range 20 {
+		longNameAliases += fmt.Sprintf(" r%d: room(name: $n) { name }", i)
+	}
+	longNameAliases += " }"
 	var unknownFields, unauthenticated strings.Builder
 	for i := range 50 {
 		fmt.Fprintf(&unknownFields, " nope%d", i)
@@ -169,6 +174,8 @@ func TestHostileRequests(t *testing.T) {
 			status: 400, code: "COMPLEXITY_LIMIT_EXCEEDED", maxBytes: 1 << 10, errors: 1},
 		{name: "ErrorsCappedValidation", req: rawRequest{body: gqlBody("{"+unknownFields.String()+" }", nil), accept: graphqlResponse},
 			status: 400, code: "GRAPHQL_VALIDATION_FAILED", maxBytes: 8 << 10, errors: 21},
+		{name: "ErrorsDoNotEchoLongInput", req: rawRequest{body: gqlBody(longNameAliases, map[string]any{"n": strings.Repeat("n", 500_000)}), accept: graphqlResponse, token: token},
+			status: 200, code: "NOT_FOUND", maxBytes: 16 << 10, errors: 20},
 		{name: "ErrorsCappedExecution", req: rawRequest{body: gqlBody("{"+unauthenticated.String()+" }", nil), accept: graphqlResponse},
 			status: 200, code: "UNAUTHENTICATED", maxBytes: 8 << 10, errors: 21},
 

@@ -3,6 +3,7 @@ package resolvers
 import (
 	"context"
 	"errors"
+	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -65,10 +66,28 @@ func (r *Resolver) ErrorPresenter(ctx context.Context, err error) *gqlerror.Erro
 			// GRAPHQL_VALIDATION_FAILED), the query limits
 			// (COMPLEXITY_LIMIT_EXCEEDED), persisted queries
 			// (PERSISTED_QUERY_NOT_FOUND), a malformed request (BAD_REQUEST).
-			return graphql.DefaultErrorPresenter(ctx, err)
+			return clipped(graphql.DefaultErrorPresenter(ctx, err))
 		}
 	}
-	return r.present(ctx, err)
+	return clipped(r.present(ctx, err))
+}
+
+// maxMessageBytes bounds an error message. Messages name the input they
+// refuse ("room \"x\": not found"); without a bound, a megabyte name sent
+// in twenty aliases would come back as twenty megabytes.
+const maxMessageBytes = 300
+
+// clipped cuts e's message to maxMessageBytes, on a character boundary.
+func clipped(e *gqlerror.Error) *gqlerror.Error {
+	if len(e.Message) <= maxMessageBytes {
+		return e
+	}
+	cut := maxMessageBytes
+	for cut > 0 && !utf8.RuneStart(e.Message[cut]) {
+		cut--
+	}
+	e.Message = e.Message[:cut] + "..."
+	return e
 }
 
 // present gives err its code; an error that wraps no known sentinel is
