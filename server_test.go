@@ -31,8 +31,9 @@ type testServer struct {
 	Client *chatclient.Client
 }
 
-// testConfig is the embedded default with fast password hashing and no
-// rate limits: tests post in bursts; the rate limit tests turn them on.
+// testConfig is the embedded default with fast password hashing, no rate
+// limits and no cap on connections per client: tests post in bursts from
+// one address; the tests of those limits turn them on.
 func testConfig(t *testing.T) Config {
 	t.Helper()
 	cfg, err := ParseConfig(nil, func(string) string { return "" })
@@ -43,6 +44,7 @@ func testConfig(t *testing.T) Config {
 	cfg.BcryptCost = bcrypt.MinCost
 	cfg.KeepAlive = time.Second
 	cfg.RateLimits = ratelimit.Limits{}
+	cfg.MaxConnsPerClient = 0
 	return cfg
 }
 
