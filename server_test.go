@@ -533,23 +533,7 @@ func testSubscriptions(t *testing.T, cfg Config) {
 	})
 
 	t.Run("SSE", func(t *testing.T) {
-		body := strings.NewReader(`{"query":"subscription { roomEvents(room: \"live\") { kind message { content } } }"}`)
-		req, _ := http.NewRequestWithContext(testContext(t), http.MethodPost, ts.URL, body)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+alice.Token)
-		open := resolvers.OpenRoomStreams()
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
-			t.Fatalf("content type %q", ct)
-		}
-		// gqlgen's SSE transport sends headers before it runs the resolver, so
-		// the stream is live only once it is counted; then post and read.
-		waitGoroutines(t, func(int) bool { return resolvers.OpenRoomStreams() > open })
+		resp := openSSE(t, ts.URL, alice.Token, `subscription { roomEvents(room: \"live\") { kind message { content } } }`)
 		go mustDoNoFatal(alice, postMessage, map[string]any{"r": "live", "c": "over sse"})
 		buf := make([]byte, 0, 4096)
 		chunk := make([]byte, 1024)
@@ -650,4 +634,28 @@ func waitGoroutines(t *testing.T, ok func(n int) bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// openSSE starts a roomEvents subscription over server-sent events and
+// waits until the stream runs: gqlgen's SSE transport sends its headers
+// before it runs the resolver, so the stream is live only once it is
+// counted. The response body is closed when the test ends.
+func openSSE(t *testing.T, url, token, query string) *http.Response {
+	t.Helper()
+	body := strings.NewReader(`{"query":"` + query + `"}`)
+	req, _ := http.NewRequestWithContext(testContext(t), http.MethodPost, url, body)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	open := resolvers.OpenRoomStreams()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		t.Fatalf("content type %q", ct)
+	}
+	waitGoroutines(t, func(int) bool { return resolvers.OpenRoomStreams() > open })
+	return resp
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/internal/chatclient"
-	"github.com/killrchat/chatql/resolvers"
 	"github.com/killrchat/chatql/store"
 )
 
@@ -227,18 +226,7 @@ func testStreamsEndWithSession(t *testing.T, cfg Config) {
 
 	t.Run("SSE", func(t *testing.T) {
 		p := login(t, ts, "alice", "password-alice")
-		body := strings.NewReader(`{"query":"subscription { roomEvents(room: \"live\") { kind } }"}`)
-		req, _ := http.NewRequestWithContext(testContext(t), http.MethodPost, ts.URL, body)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+p.Token)
-		open := resolvers.OpenRoomStreams()
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		waitGoroutines(t, func(int) bool { return resolvers.OpenRoomStreams() > open })
+		resp := openSSE(t, ts.URL, p.Token, `subscription { roomEvents(room: \"live\") { kind } }`)
 		mustDo(t, ts.Client.WithToken(p.Token), logoutQ, nil, nil)
 		var buf []byte
 		chunk := make([]byte, 1024)

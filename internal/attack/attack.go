@@ -317,3 +317,13 @@ func (t *Target) login(ctx context.Context, acc *account) error {
 	acc.Token, acc.RefreshToken = out.Data.Login.Token, out.Data.Login.RefreshToken
 	return nil
 }
+
+// createRoom makes a room of acc's named after acc and returns its name.
+func (t *Target) createRoom(ctx context.Context, acc account) (string, error) {
+	room := "atk-" + acc.Login[3:]
+	a, err := t.query(ctx, acc.Token, `mutation($n: String!) { createRoom(input: {name: $n}) { name } }`, map[string]any{"n": room})
+	if err == nil && len(a.Errors) > 0 {
+		err = fmt.Errorf("createRoom: %s (%s)", a.Errors[0].Message, a.Errors[0].code())
+	}
+	return room, err
+}

@@ -85,9 +85,9 @@ func logoutEndsStream(ctx context.Context, t *Target) error {
 	if err != nil {
 		return err
 	}
-	room := "atk-" + acc.Login[3:]
-	if a, err := t.query(ctx, acc.Token, `mutation($n: String!) { createRoom(input: {name: $n}) { name } }`, map[string]any{"n": room}); err != nil || len(a.Errors) > 0 {
-		return fmt.Errorf("createRoom: %v %.200s", err, a.Body)
+	room, err := t.createRoom(ctx, acc)
+	if err != nil {
+		return err
 	}
 	conn, err := t.openSocket(ctx, acc.Token)
 	if err != nil {
