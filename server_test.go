@@ -424,9 +424,9 @@ func testMessages(t *testing.T, cfg Config) {
 // subscribing wait until the server holds the stream.
 func subscribe(t *testing.T, c *chatclient.Client, protocol, room string, after any) *chatclient.Subscription {
 	t.Helper()
-	open := resolvers.OpenRoomStreams()
+	started := resolvers.StartedRoomStreams()
 	sub := subscribeNoWait(t, c, protocol, room, after)
-	waitGoroutines(t, func(int) bool { return resolvers.OpenRoomStreams() > open })
+	waitGoroutines(t, func(int) bool { return resolvers.StartedRoomStreams() > started })
 	return sub
 }
 
@@ -647,7 +647,7 @@ func openSSE(t *testing.T, url, token, query string) *http.Response {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Authorization", "Bearer "+token)
-	open := resolvers.OpenRoomStreams()
+	started := resolvers.StartedRoomStreams()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -656,6 +656,6 @@ func openSSE(t *testing.T, url, token, query string) *http.Response {
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		t.Fatalf("content type %q", ct)
 	}
-	waitGoroutines(t, func(int) bool { return resolvers.OpenRoomStreams() > open })
+	waitGoroutines(t, func(int) bool { return resolvers.StartedRoomStreams() > started })
 	return resp
 }

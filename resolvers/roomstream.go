@@ -52,6 +52,15 @@ var openRoomStreams atomic.Int64
 // grown, the new stream receives whatever is posted.
 func OpenRoomStreams() int64 { return openRoomStreams.Load() }
 
+// startedRoomStreams counts the streams this process ever subscribed.
+var startedRoomStreams atomic.Int64
+
+// StartedRoomStreams is how many room event streams this process has
+// subscribed since it started. Unlike OpenRoomStreams, it grows with every
+// new stream whatever other streams end meanwhile, so a caller that saw it
+// grow knows a stream it opened is live.
+func StartedRoomStreams() int64 { return startedRoomStreams.Load() }
+
 // OpenRoomEvents checks that the caller may follow the room, then
 // subscribes to its live events before anything is read from the store, so
 // that nothing posted in between is missed. after is an optional resume
@@ -88,6 +97,7 @@ func (r *Resolver) OpenRoomEvents(ctx context.Context, room string, after *strin
 		return nil, err
 	}
 	openRoomStreams.Add(1)
+	startedRoomStreams.Add(1)
 	return &RoomStream{r: r, room: room, me: me, sub: sub, after: resumeFrom, floor: floor}, nil
 }
 
