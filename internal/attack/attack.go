@@ -301,10 +301,17 @@ func (a answer) waitRetry(ctx context.Context) error {
 
 // login logs acc in, keeping its tokens.
 func (t *Target) login(ctx context.Context, acc *account) error {
-	a, err := t.query(ctx, "", `mutation($l: String!, $p: String!) { login(login: $l, password: $p) { token refreshToken } }`,
-		map[string]any{"l": acc.Login, "p": acc.Password})
-	if err != nil {
-		return err
+	var a answer
+	for {
+		var err error
+		a, err = t.query(ctx, "", `mutation($l: String!, $p: String!) { login(login: $l, password: $p) { token refreshToken } }`,
+			map[string]any{"l": acc.Login, "p": acc.Password})
+		if err != nil {
+			return err
+		}
+		if a.waitRetry(ctx) != nil { // not rate limited: an answer
+			break
+		}
 	}
 	var out struct {
 		Data struct {
@@ -318,12 +325,17 @@ func (t *Target) login(ctx context.Context, acc *account) error {
 	return nil
 }
 
-// createRoom makes a room of acc's named after acc and returns its name.
-func (t *Target) createRoom(ctx context.Context, acc account) (string, error) {
+// accountWithRoom signs up a fresh user who creates a room named after
+// them; it returns both.
+func (t *Target) accountWithRoom(ctx context.Context) (account, string, error) {
+	acc, err := t.newAccount(ctx)
+	if err != nil {
+		return acc, "", err
+	}
 	room := "atk-" + acc.Login[3:]
 	a, err := t.query(ctx, acc.Token, `mutation($n: String!) { createRoom(input: {name: $n}) { name } }`, map[string]any{"n": room})
 	if err == nil && len(a.Errors) > 0 {
 		err = fmt.Errorf("createRoom: %s (%s)", a.Errors[0].Message, a.Errors[0].code())
 	}
-	return room, err
+	return acc, room, err
 }

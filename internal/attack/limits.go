@@ -12,11 +12,7 @@ import (
 // refused with RATE_LIMITED and a retry hint, and only what was
 // acknowledged is stored.
 func postFlood(ctx context.Context, t *Target) error {
-	acc, err := t.newAccount(ctx)
-	if err != nil {
-		return err
-	}
-	room, err := t.createRoom(ctx, acc)
+	acc, room, err := t.accountWithRoom(ctx)
 	if err != nil {
 		return err
 	}

@@ -81,11 +81,7 @@ func logoutEndsStream(ctx context.Context, t *Target) error {
 	if t.SessionCheck == 0 {
 		return ErrSkipped
 	}
-	acc, err := t.newAccount(ctx)
-	if err != nil {
-		return err
-	}
-	room, err := t.createRoom(ctx, acc)
+	acc, room, err := t.accountWithRoom(ctx)
 	if err != nil {
 		return err
 	}
