@@ -12,44 +12,16 @@ import (
 	"github.com/killrchat/chatql/store"
 )
 
-// EventKind says what happened in a room.
-type EventKind string
+// Event is what the broker carries: a store event, or Resync.
+type Event = store.Event
 
-// The kinds of room events.
-const (
-	MessagePosted     EventKind = "MESSAGE_POSTED"
-	ParticipantJoined EventKind = "PARTICIPANT_JOINED"
-	ParticipantLeft   EventKind = "PARTICIPANT_LEFT"
-	RoomDeleted       EventKind = "ROOM_DELETED"
-	MessageHidden     EventKind = "MESSAGE_HIDDEN"
-
-	// Resync is not a room event: the broker may have lost events (its
-	// upstream connection dropped and came back, or a publish failed), so
-	// the subscriber must catch up from the store after its last cursor.
-	// It comes once the broker receives the topic's events again, so that
-	// nothing falls between the catch-up and the live events that follow.
-	// It may be spurious; catching up is idempotent.
-	Resync EventKind = "RESYNC"
-)
-
-// Event is one thing that happened in a room.
-type Event struct {
-	Kind EventKind `json:"kind"`
-	Room string    `json:"room"`
-	// Message is the posted message, or the system message that records a
-	// join or a leave; nil for RoomDeleted. Its id is the resume cursor.
-	Message *store.Message `json:"message,omitempty"`
-	// User is who joined, left or deleted the room.
-	User store.UserRef `json:"user"`
-}
-
-// The kinds of inbox events, published on a user's topic; Room is then the
-// conversation id.
-const (
-	DirectMessage EventKind = "DIRECT_MESSAGE"
-	UnreadChanged EventKind = "UNREAD_CHANGED"
-	AddedToGroup  EventKind = "ADDED_TO_GROUP"
-)
+// Resync is not a stored event: the broker may have lost events (its
+// upstream connection dropped and came back, or a publish failed), so the
+// subscriber must catch up from the event log after its last cursor. It
+// comes once the broker receives the topic's events again, so that nothing
+// falls between the catch-up and the live events that follow. It may be
+// spurious; catching up is idempotent.
+const Resync store.EventKind = "RESYNC"
 
 // RoomTopic is the topic of a room's events.
 func RoomTopic(room string) string { return "room:" + room }

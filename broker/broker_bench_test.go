@@ -20,7 +20,7 @@ import (
 func benchEvent() Event {
 	author := store.UserRef{Login: "bench-author", Firstname: "Bench", Lastname: "Author"}
 	return Event{
-		Kind: MessagePosted,
+		Kind: store.MessagePosted,
 		Room: "bench",
 		Message: &store.Message{
 			Room: "bench", ID: store.NewMessageID(), Author: author,

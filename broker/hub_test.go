@@ -16,7 +16,7 @@ import (
 // testEvent is the i-th event of a stream; seqOf reads i back.
 func testEvent(stream string, i int) Event {
 	return Event{
-		Kind: MessagePosted,
+		Kind: store.MessagePosted,
 		Room: "lobby",
 		Message: &store.Message{
 			Room:    "lobby",

@@ -129,7 +129,7 @@ func TestEventJSONRoundTrip(t *testing.T) {
 	if got.Kind != ev.Kind || got.Room != ev.Room || got.User != ev.User || got.Message == nil || *got.Message != *ev.Message {
 		t.Fatalf("round trip changed the event:\n got %+v %+v\nwant %+v %+v", got, got.Message, ev, ev.Message)
 	}
-	b, err = json.Marshal(Event{Kind: RoomDeleted, Room: "r", User: store.UserRef{Login: "bob"}})
+	b, err = json.Marshal(Event{Kind: store.RoomDeleted, Room: "r", User: store.UserRef{Login: "bob"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -595,7 +595,7 @@ func TestRedisQuietConnectionIsNotAnOutage(t *testing.T) {
 // use it to allow spare Resyncs (the safe side), never a lost event: under
 // load a confirmation can take longer than a test's short stuckAfter, and
 // the command sent again confirms a live subscription a second time.
-func recvPast(t *testing.T, sub *Subscription, kind EventKind) Event {
+func recvPast(t *testing.T, sub *Subscription, kind store.EventKind) Event {
 	t.Helper()
 	for {
 		if ev := recv(t, sub, 5*time.Second); ev.Kind != kind {

@@ -54,7 +54,7 @@ type encoder struct {
 
 // resultKey identifies what an encoded event shows.
 type resultKey struct {
-	kind       broker.EventKind
+	kind       store.EventKind
 	room, user string
 	message    store.MessageID
 	hidden     bool

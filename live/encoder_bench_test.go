@@ -37,7 +37,7 @@ func BenchmarkRoomEventEncode(b *testing.B) {
 	author := store.UserRef{Login: "alice", Firstname: "Alice", Lastname: "Liddell"}
 	event := func() *broker.Event {
 		m := &store.Message{Room: "hall", ID: store.NewMessageID(), Author: author, Content: "hello, this is a message of a typical length"}
-		return &broker.Event{Kind: broker.MessagePosted, Room: "hall", Message: m, User: author}
+		return &broker.Event{Kind: store.MessagePosted, Room: "hall", Message: m, User: author}
 	}
 	b.Run("new event", func(b *testing.B) {
 		b.ReportAllocs()

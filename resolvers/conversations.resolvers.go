@@ -79,7 +79,7 @@ func (r *mutationResolver) SendDirectMessage(ctx context.Context, to string, con
 	if err := r.Store.SendDirect(ctx, msg, peer.UserRef); err != nil {
 		return nil, err
 	}
-	ev := broker.Event{Kind: broker.DirectMessage, Room: conv, Message: &msg, User: me}
+	ev := broker.Event{Kind: store.DirectMessage, Room: conv, Message: &msg, User: me}
 	r.publishTo(ctx, broker.UserTopic(to), ev)
 	r.publishTo(ctx, broker.UserTopic(me.Login), ev)
 	return &msg, nil
@@ -109,7 +109,7 @@ func (r *mutationResolver) MarkRead(ctx context.Context, conversation string, up
 	if err != nil {
 		return nil, err
 	}
-	r.publishTo(ctx, broker.UserTopic(me.Login), broker.Event{Kind: broker.UnreadChanged, Room: conversation, User: me})
+	r.publishTo(ctx, broker.UserTopic(me.Login), broker.Event{Kind: store.UnreadChanged, Room: conversation, User: me})
 	return &conv, nil
 }
 
@@ -135,10 +135,10 @@ func (r *mutationResolver) AddGroupMember(ctx context.Context, group string, log
 		return nil, err
 	}
 	if !before.HasParticipant(login) {
-		if err := r.recordMembership(ctx, broker.ParticipantJoined, group, u.UserRef, fmt.Sprintf("%s added %s to the group", me.Login, login)); err != nil {
+		if err := r.recordMembership(ctx, store.ParticipantJoined, group, u.UserRef, fmt.Sprintf("%s added %s to the group", me.Login, login)); err != nil {
 			return nil, err
 		}
-		r.publishTo(ctx, broker.UserTopic(login), broker.Event{Kind: broker.AddedToGroup, Room: group, User: me})
+		r.publishTo(ctx, broker.UserTopic(login), broker.Event{Kind: store.AddedToGroup, Room: group, User: me})
 	}
 	return &room, nil
 }
@@ -164,7 +164,7 @@ func (r *mutationResolver) HideMessage(ctx context.Context, id string) (*store.M
 	}
 	msg.Hidden = true
 	if !store.IsDirectConversation(msg.Room) {
-		r.publish(ctx, broker.Event{Kind: broker.MessageHidden, Room: msg.Room, Message: &msg, User: me})
+		r.publish(ctx, broker.Event{Kind: store.MessageHidden, Room: msg.Room, Message: &msg, User: me})
 	}
 	return &msg, nil
 }
@@ -247,7 +247,7 @@ func (r *subscriptionResolver) InboxEvents(ctx context.Context) (<-chan *model.I
 			if ev.Kind == broker.Resync {
 				// Inbox state is read on demand: a client that may have
 				// missed events re-reads its inbox.
-				ev = &broker.Event{Kind: broker.UnreadChanged}
+				ev = &broker.Event{Kind: store.UnreadChanged}
 			}
 			select {
 			case out <- &model.InboxEvent{Kind: model.InboxEventKind(ev.Kind), ConversationID: ev.Room, Message: ev.Message}:

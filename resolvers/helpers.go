@@ -75,7 +75,7 @@ func (r *Resolver) postAudience(ctx context.Context, name string, u store.UserRe
 
 // recordMembership stores the system message of a join or leave and
 // publishes it as the event of that kind.
-func (r *Resolver) recordMembership(ctx context.Context, kind broker.EventKind, room string, u store.UserRef, text string) error {
+func (r *Resolver) recordMembership(ctx context.Context, kind store.EventKind, room string, u store.UserRef, text string) error {
 	msg := store.Message{Room: room, ID: store.NewMessageID(), Author: u, Content: text, System: true}
 	if err := r.Store.PostMessage(ctx, msg); err != nil {
 		return err

@@ -47,13 +47,13 @@ func (r *mutationResolver) PostMessage(ctx context.Context, room string, content
 		}
 		for _, p := range members {
 			if p.Login != me.Login {
-				r.publishTo(ctx, broker.UserTopic(p.Login), broker.Event{Kind: broker.UnreadChanged, Room: room, Message: &msg, User: me})
+				r.publishTo(ctx, broker.UserTopic(p.Login), broker.Event{Kind: store.UnreadChanged, Room: room, Message: &msg, User: me})
 			}
 		}
 	} else if err := r.Store.PostMessage(ctx, msg); err != nil {
 		return nil, err
 	}
-	r.publish(ctx, broker.Event{Kind: broker.MessagePosted, Room: room, Message: &msg, User: me})
+	r.publish(ctx, broker.Event{Kind: store.MessagePosted, Room: room, Message: &msg, User: me})
 	return &msg, nil
 }
 

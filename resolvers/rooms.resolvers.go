@@ -61,7 +61,7 @@ func (r *mutationResolver) JoinRoom(ctx context.Context, room string) (*store.Ro
 	if err != nil {
 		return nil, err
 	}
-	if err := r.recordMembership(ctx, broker.ParticipantJoined, room, me, me.Login+" joined the room"); err != nil {
+	if err := r.recordMembership(ctx, store.ParticipantJoined, room, me, me.Login+" joined the room"); err != nil {
 		return nil, err
 	}
 	return &after, nil
@@ -85,7 +85,7 @@ func (r *mutationResolver) LeaveRoom(ctx context.Context, room string) (*store.R
 	if err != nil {
 		return nil, err
 	}
-	if err := r.recordMembership(ctx, broker.ParticipantLeft, room, me, me.Login+" left the room"); err != nil {
+	if err := r.recordMembership(ctx, store.ParticipantLeft, room, me, me.Login+" left the room"); err != nil {
 		return nil, err
 	}
 	after, err := r.Store.Room(ctx, room)
@@ -105,7 +105,7 @@ func (r *mutationResolver) DeleteRoom(ctx context.Context, room string) (*store.
 	if err != nil {
 		return nil, err
 	}
-	r.publish(ctx, broker.Event{Kind: broker.RoomDeleted, Room: room, User: me})
+	r.publish(ctx, broker.Event{Kind: store.RoomDeleted, Room: room, User: me})
 	return &deleted, nil
 }
 

@@ -183,7 +183,7 @@ func (s *RoomStream) Close() {
 
 // ends reports whether ev is the last event the subscriber may see.
 func (s *RoomStream) ends(ev *broker.Event) bool {
-	return ev.Kind == broker.RoomDeleted || ev.Kind == broker.ParticipantLeft && ev.User.Login == s.me.Login
+	return ev.Kind == store.RoomDeleted || ev.Kind == store.ParticipantLeft && ev.User.Login == s.me.Login
 }
 
 // resyncFrom is where a catch-up starts after the broker may have lost
@@ -212,7 +212,7 @@ func (s *RoomStream) catchUp(ctx context.Context, after store.MessageID, emit fu
 			return false, err
 		}
 		for i := range msgs {
-			ev := &broker.Event{Kind: broker.MessagePosted, Room: s.room, Message: &msgs[i], User: msgs[i].Author}
+			ev := &broker.Event{Kind: store.MessagePosted, Room: s.room, Message: &msgs[i], User: msgs[i].Author}
 			if !s.deliver(ev, emit) {
 				return false, nil
 			}
@@ -228,7 +228,7 @@ func (s *RoomStream) catchUp(ctx context.Context, after store.MessageID, emit fu
 // subscriber is gone. A MESSAGE_HIDDEN event is about a message delivered
 // before: it is not a repeat of it.
 func (s *RoomStream) deliver(ev *broker.Event, emit func(*broker.Event) bool) bool {
-	if m := ev.Message; m != nil && ev.Kind != broker.MessageHidden {
+	if m := ev.Message; m != nil && ev.Kind != store.MessageHidden {
 		if s.delivered(m.ID) {
 			return true
 		}
