@@ -11,12 +11,12 @@ type EventKind string
 const (
 	// MessagePosted: Message was posted; the event's id is the message's.
 	MessagePosted EventKind = "MESSAGE_POSTED"
-	// ParticipantJoined: Message.Author joined (or was added to a group;
-	// then User is who added them). The event's id is that of Message, the
-	// system message that records it.
+	// ParticipantJoined: User joined (or was added to a private group).
+	// The event's id is that of Message, the system message that records
+	// it.
 	ParticipantJoined EventKind = "PARTICIPANT_JOINED"
-	// ParticipantLeft: Message.Author left; the event's id is that of
-	// Message, the system message that records it.
+	// ParticipantLeft: User left; the event's id is that of Message, the
+	// system message that records it.
 	ParticipantLeft EventKind = "PARTICIPANT_LEFT"
 	// MessageHidden: User hid Message (as it is now: hidden).
 	MessageHidden EventKind = "MESSAGE_HIDDEN"
@@ -49,7 +49,8 @@ type Event struct {
 	Kind EventKind `json:"kind"`
 	// Room is the room or conversation the event happened in.
 	Room string `json:"room"`
-	// User is who acted: who posted, joined, left, hid, deleted or added.
+	// User is who the event is about: who posted, joined or was added,
+	// left, hid, deleted the room, or (AddedToGroup) added the owner.
 	User UserRef `json:"user"`
 	// Message is the message the event is about, as of the event; nil when
 	// there is none (RoomDeleted, a mark-read's UnreadChanged).
