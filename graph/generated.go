@@ -903,15 +903,7 @@ func newExecutionContext(
 }
 
 var sources = []*ast.Source{
-	{Name: "../schema/conversations.graphqls", Input: `"""Who may see and join a room."""
-enum RoomKind {
-  """Anyone may join; participants read the whole history."""
-  PUBLIC
-  """Members are added by members, and each reads only the messages of the intervals in which they were a member."""
-  PRIVATE_GROUP
-}
-
-"""What an inbox entry is about."""
+	{Name: "../schema/conversations.graphqls", Input: `"""What an inbox entry is about."""
 enum ConversationKind {
   """Messages between two users."""
   DIRECT
@@ -955,21 +947,6 @@ type InboxEvent {
   conversation: Conversation
 }
 
-extend type Room {
-  """Public room or private group."""
-  kind: RoomKind!
-}
-
-extend type Message {
-  """Whether its author or the room's creator hid it. Hidden messages keep their place; their content is empty for everyone but the author."""
-  hidden: Boolean!
-}
-
-extend input CreateRoomInput {
-  """PUBLIC (the default) or PRIVATE_GROUP."""
-  kind: RoomKind = PUBLIC
-}
-
 extend type Query {
   """The caller's conversations, direct and group, newest message first, with unread counts."""
   inbox: [Conversation!]!
@@ -1011,6 +988,8 @@ type Message {
   system: Boolean!
   """When it was posted (the time in its id)."""
   postedAt: Time!
+  """Whether its author or the room's creator hid it. Hidden messages keep their place; their content is empty for everyone but the author."""
+  hidden: Boolean!
 }
 
 """A page of messages, newest first."""
@@ -1091,6 +1070,16 @@ type Room {
   createdAt: Time!
   """Everyone in the room, sorted by login. Only participants read and post messages."""
   participants: [UserSummary!]!
+  """Public room or private group."""
+  kind: RoomKind!
+}
+
+"""Who may see and join a room."""
+enum RoomKind {
+  """Anyone may join; participants read the whole history."""
+  PUBLIC
+  """Members are added by members, and each reads only the messages of the intervals in which they were a member."""
+  PRIVATE_GROUP
 }
 
 """A page of rooms."""
@@ -1115,6 +1104,8 @@ input CreateRoomInput {
   name: String!
   """Optional, at most 200 characters."""
   banner: String
+  """PUBLIC (the default) or PRIVATE_GROUP."""
+  kind: RoomKind = PUBLIC
 }
 
 extend type Query {

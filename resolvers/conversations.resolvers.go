@@ -213,14 +213,6 @@ func (r *queryResolver) MyMessages(ctx context.Context, first *int, after *strin
 	})
 }
 
-// Kind is the resolver for the kind field.
-func (r *roomResolver) Kind(ctx context.Context, obj *store.Room) (model.RoomKind, error) {
-	if obj.Kind == store.PrivateGroup {
-		return model.RoomKindPrivateGroup, nil
-	}
-	return model.RoomKindPublic, nil
-}
-
 // InboxEvents is the resolver for the inboxEvents field.
 func (r *subscriptionResolver) InboxEvents(ctx context.Context) (<-chan *model.InboxEvent, error) {
 	me, err := auth.UserFrom(ctx)

@@ -144,6 +144,14 @@ func (r *queryResolver) Rooms(ctx context.Context, first *int, after *string) (*
 	return conn, nil
 }
 
+// Kind is the resolver for the kind field.
+func (r *roomResolver) Kind(ctx context.Context, obj *store.Room) (model.RoomKind, error) {
+	if obj.Kind == store.PrivateGroup {
+		return model.RoomKindPrivateGroup, nil
+	}
+	return model.RoomKindPublic, nil
+}
+
 // Room returns graph.RoomResolver implementation.
 func (r *Resolver) Room() graph.RoomResolver { return &roomResolver{r} }
 
