@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/killrchat/chatql/apierror"
 )
 
 // Limits bounds what one HTTP request may hold: its body's size and the
@@ -31,7 +33,7 @@ func (l Limits) Handler(next http.Handler) http.Handler {
 				media = mediaJSON
 			}
 			w.Header().Set("Connection", "close")
-			fail(w, media, http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "the request body is larger than %d bytes", l.MaxBody)
+			fail(w, media, http.StatusRequestEntityTooLarge, apierror.PayloadTooLarge, "the request body is larger than %d bytes", l.MaxBody)
 			return
 		}
 		if l.MaxBody > 0 {
@@ -127,7 +129,7 @@ func remoteHost(c net.Conn) string {
 
 // tooManyConnections is the whole HTTP response to a refused connection.
 var tooManyConnections = func() []byte {
-	body := `{"errors":[{"message":"too many connections from your address: close some before opening more","extensions":{"code":"` + CodeTooManyConnections + `"}}]}`
+	body := `{"errors":[{"message":"too many connections from your address: close some before opening more","extensions":{"code":"` + apierror.TooManyConnections + `"}}]}`
 	return []byte("HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\nRetry-After: 1\r\nContent-Length: " +
 		strconv.Itoa(len(body)) + "\r\n\r\n" + body)
 }()

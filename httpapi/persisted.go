@@ -6,6 +6,8 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/killrchat/chatql/apierror"
 )
 
 // PersistedQueries is gqlgen's automatic persisted queries (Apollo's APQ)
@@ -20,11 +22,8 @@ type PersistedQueries struct {
 func (p PersistedQueries) MutateOperationParameters(ctx context.Context, params *graphql.RawParams) *gqlerror.Error {
 	err := p.AutomaticPersistedQuery.MutateOperationParameters(ctx, params)
 	if err != nil {
-		if code, _ := err.Extensions["code"].(string); code == "" {
-			if err.Extensions == nil {
-				err.Extensions = map[string]any{}
-			}
-			err.Extensions["code"] = CodeBadRequest
+		if apierror.CodeOf(err) == "" {
+			apierror.Set(err, apierror.BadRequest)
 		}
 	}
 	return err

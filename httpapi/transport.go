@@ -29,14 +29,8 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
-)
 
-// The codes of the errors this package answers with.
-const (
-	CodeBadRequest             = "BAD_REQUEST"
-	CodePayloadTooLarge        = "PAYLOAD_TOO_LARGE"
-	CodePersistedQueryNotFound = "PERSISTED_QUERY_NOT_FOUND"
-	CodeTooManyConnections     = "TOO_MANY_CONNECTIONS"
+	"github.com/killrchat/chatql/apierror"
 )
 
 // The response media types.
@@ -67,7 +61,7 @@ func (POST) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecuto
 	}
 	params, err := decodeParams(body)
 	if err != nil {
-		fail(w, media, http.StatusBadRequest, CodeBadRequest, "%v", err)
+		fail(w, media, http.StatusBadRequest, apierror.BadRequest, "%v", err)
 		return
 	}
 	run(w, r, exec, media, params, true)
@@ -92,14 +86,14 @@ func (GET) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor
 	}
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		fail(w, media, http.StatusBadRequest, CodeBadRequest, "the URL's query string is malformed: %v", err)
+		fail(w, media, http.StatusBadRequest, apierror.BadRequest, "the URL's query string is malformed: %v", err)
 		return
 	}
 	params := &graphql.RawParams{Query: q.Get("query"), OperationName: q.Get("operationName")}
 	for name, into := range map[string]*map[string]any{"variables": &params.Variables, "extensions": &params.Extensions} {
 		if v := q.Get(name); v != "" {
 			if err := decodeObject([]byte(v), into); err != nil {
-				fail(w, media, http.StatusBadRequest, CodeBadRequest, "%s must be a JSON object: %v", name, err)
+				fail(w, media, http.StatusBadRequest, apierror.BadRequest, "%s must be a JSON object: %v", name, err)
 				return
 			}
 		}
@@ -119,7 +113,7 @@ func (t SSE) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecut
 		return
 	}
 	if _, err := decodeParams(body); err != nil {
-		fail(w, mediaJSON, http.StatusBadRequest, CodeBadRequest, "%v", err)
+		fail(w, mediaJSON, http.StatusBadRequest, apierror.BadRequest, "%v", err)
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
@@ -143,12 +137,12 @@ func (Unsupported) Do(w http.ResponseWriter, r *http.Request, _ graphql.GraphExe
 	}
 	switch {
 	case r.Header.Get("Upgrade") != "":
-		fail(w, media, http.StatusBadRequest, CodeBadRequest, "unsupported upgrade %q: open a websocket with the graphql-transport-ws or graphql-ws subprotocol", r.Header.Get("Upgrade"))
+		fail(w, media, http.StatusBadRequest, apierror.BadRequest, "unsupported upgrade %q: open a websocket with the graphql-transport-ws or graphql-ws subprotocol", r.Header.Get("Upgrade"))
 	case r.Method == http.MethodPost:
-		fail(w, media, http.StatusUnsupportedMediaType, CodeBadRequest, "unsupported Content-Type %q: send application/json", r.Header.Get("Content-Type"))
+		fail(w, media, http.StatusUnsupportedMediaType, apierror.BadRequest, "unsupported Content-Type %q: send application/json", r.Header.Get("Content-Type"))
 	default:
 		w.Header().Set("Allow", "GET, POST, OPTIONS")
-		fail(w, media, http.StatusMethodNotAllowed, CodeBadRequest, "method %s is not allowed: use POST (or GET for queries)", r.Method)
+		fail(w, media, http.StatusMethodNotAllowed, apierror.BadRequest, "method %s is not allowed: use POST (or GET for queries)", r.Method)
 	}
 }
 
@@ -160,7 +154,7 @@ func run(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor, med
 	if errs != nil {
 		resp := exec.DispatchError(graphql.WithOperationContext(ctx, opCtx), errs)
 		status := requestErrorStatus(media, resp.Errors)
-		if status == http.StatusOK && hasCode(resp.Errors, CodePersistedQueryNotFound) {
+		if status == http.StatusOK && apierror.Has(resp.Errors, apierror.PersistedQueryNotFound) {
 			// The client will send the query next: nothing may cache this.
 			w.Header().Set("Cache-Control", "private, no-cache, must-revalidate")
 		}
@@ -169,13 +163,13 @@ func run(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor, med
 	}
 	if !post && opCtx.Operation.Operation != ast.Query {
 		w.Header().Set("Allow", "POST")
-		fail(w, media, http.StatusMethodNotAllowed, CodeBadRequest, "GET runs queries only: send a %s with POST", opCtx.Operation.Operation)
+		fail(w, media, http.StatusMethodNotAllowed, apierror.BadRequest, "GET runs queries only: send a %s with POST", opCtx.Operation.Operation)
 		return
 	}
 	if opCtx.Operation.Operation == ast.Subscription {
 		// A plain request answers once: a subscription would wait for its
 		// first event and hold the request open for as long as that takes.
-		fail(w, media, http.StatusBadRequest, CodeBadRequest, "subscriptions stream over a websocket (graphql-transport-ws) or server-sent events (POST with Accept: text/event-stream), not a plain request")
+		fail(w, media, http.StatusBadRequest, apierror.BadRequest, "subscriptions stream over a websocket (graphql-transport-ws) or server-sent events (POST with Accept: text/event-stream), not a plain request")
 		return
 	}
 	responses, ctx := exec.DispatchOperation(ctx, opCtx)
@@ -186,9 +180,9 @@ func run(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor, med
 // data: the operation was refused before it ran.
 func requestErrorStatus(media string, errs gqlerror.List) int {
 	switch {
-	case hasCode(errs, CodeBadRequest):
+	case apierror.Has(errs, apierror.BadRequest):
 		return http.StatusBadRequest
-	case hasCode(errs, CodePersistedQueryNotFound):
+	case apierror.Has(errs, apierror.PersistedQueryNotFound):
 		// As Apollo Server answers: some clients only retry with the full
 		// query on a 200.
 		return http.StatusOK
@@ -197,15 +191,6 @@ func requestErrorStatus(media string, errs gqlerror.List) int {
 	default:
 		return http.StatusOK
 	}
-}
-
-func hasCode(errs gqlerror.List, code string) bool {
-	for _, e := range errs {
-		if e.Extensions["code"] == code {
-			return true
-		}
-	}
-	return false
 }
 
 // requestErrors is the body of a request error: no data entry, since the
@@ -217,15 +202,14 @@ type requestErrors struct {
 
 // fail answers with one coded error.
 func fail(w http.ResponseWriter, media string, status int, code, format string, args ...any) {
-	err := &gqlerror.Error{Message: fmt.Sprintf(format, args...), Extensions: map[string]any{"code": code}}
-	write(w, media, status, requestErrors{Errors: gqlerror.List{err}})
+	write(w, media, status, requestErrors{Errors: gqlerror.List{apierror.New(code, format, args...)}})
 }
 
 func write(w http.ResponseWriter, media string, status int, body any) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		status = http.StatusInternalServerError
-		b = []byte(`{"errors":[{"message":"internal error: the response could not be encoded","extensions":{"code":"INTERNAL"}}]}`)
+		b = []byte(`{"errors":[{"message":"internal error: the response could not be encoded","extensions":{"code":"` + apierror.Internal + `"}}]}`)
 	}
 	w.Header().Set("Content-Type", media+"; charset=utf-8")
 	w.WriteHeader(status)
@@ -237,7 +221,7 @@ func write(w http.ResponseWriter, media string, status int, body any) {
 func negotiate(w http.ResponseWriter, r *http.Request) (string, bool) {
 	media, ok := accepted(r.Header.Get("Accept"))
 	if !ok {
-		fail(w, mediaJSON, http.StatusNotAcceptable, CodeBadRequest, "the Accept header allows neither %s nor %s", mediaGraphQLResponse, mediaJSON)
+		fail(w, mediaJSON, http.StatusNotAcceptable, apierror.BadRequest, "the Accept header allows neither %s nor %s", mediaGraphQLResponse, mediaJSON)
 	}
 	return media, ok
 }
@@ -277,12 +261,12 @@ func readBody(w http.ResponseWriter, r *http.Request, media string) ([]byte, boo
 	if err != nil {
 		// The read deadline stays: the connection is not reused.
 		if tooLarge := new(http.MaxBytesError); errors.As(err, &tooLarge) {
-			fail(w, media, http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "the request body is larger than %d bytes", tooLarge.Limit)
+			fail(w, media, http.StatusRequestEntityTooLarge, apierror.PayloadTooLarge, "the request body is larger than %d bytes", tooLarge.Limit)
 		} else if errors.Is(err, os.ErrDeadlineExceeded) {
 			w.Header().Set("Connection", "close")
-			fail(w, media, http.StatusRequestTimeout, CodeBadRequest, "the request body came too slowly")
+			fail(w, media, http.StatusRequestTimeout, apierror.BadRequest, "the request body came too slowly")
 		} else {
-			fail(w, media, http.StatusBadRequest, CodeBadRequest, "the request body could not be read")
+			fail(w, media, http.StatusBadRequest, apierror.BadRequest, "the request body could not be read")
 		}
 		return nil, false
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/killrchat/chatql/apierror"
 	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/resolvers"
 	"github.com/killrchat/chatql/store"
@@ -369,7 +369,7 @@ func (op *operation) fail(errs ...*gqlerror.Error) {
 func (op *operation) finish(p any) {
 	if p != nil {
 		op.c.t.cfg.Log.Error("live: operation panicked", "panic", p, "id", op.id)
-		op.fail(&gqlerror.Error{Message: "internal error", Extensions: map[string]any{"code": resolvers.CodeInternal}})
+		op.fail(apierror.New(apierror.Internal, "internal error"))
 		return
 	}
 	op.release()
@@ -385,7 +385,7 @@ func (op *operation) release() {
 }
 
 func badInput(format string, args ...any) *gqlerror.Error {
-	return &gqlerror.Error{Message: fmt.Sprintf(format, args...), Extensions: map[string]any{"code": resolvers.CodeBadUserInput}}
+	return apierror.New(apierror.BadUserInput, format, args...)
 }
 
 // isNull reports whether a response's data is absent or null.

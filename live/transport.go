@@ -26,7 +26,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
-	"github.com/killrchat/chatql/resolvers"
+	"github.com/killrchat/chatql/apierror"
 )
 
 // Config configures a Transport.
@@ -163,7 +163,7 @@ func (t *Transport) Supports(r *http.Request) bool {
 
 // tooManyConnections is the body of the 503 that refuses an upgrade over
 // the cap of unauthenticated connections.
-var tooManyConnections = []byte(`{"errors":[{"message":"too many websocket connections are waiting to authenticate; try again shortly","extensions":{"code":"TOO_MANY_CONNECTIONS"}}]}` + "\n")
+var tooManyConnections = []byte(`{"errors":[{"message":"too many websocket connections are waiting to authenticate; try again shortly","extensions":{"code":"` + apierror.TooManyConnections + `"}}]}` + "\n")
 
 // Do accepts the websocket and serves it on a goroutine of its own, so the
 // HTTP handler's goroutine, its request and its buffers are released. Over
@@ -401,7 +401,7 @@ func (c *conn) init(payload json.RawMessage) bool {
 func (c *conn) reject(err error) {
 	refusal := c.t.cfg.ErrorPresenter(c.ctx, err)
 	code, reason := closeUnauthorized, refusal.Message
-	if refusal.Extensions["code"] == resolvers.CodeInternal {
+	if apierror.CodeOf(refusal) == apierror.Internal {
 		code, reason = closeInternal, "Internal server error"
 	}
 	if c.proto.connectionError != "" {

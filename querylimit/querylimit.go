@@ -17,20 +17,13 @@ package querylimit
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/99designs/gqlgen/graphql"
-	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"github.com/vektah/gqlparser/v2/parser"
-)
 
-// The codes of the errors Limits answers with.
-const (
-	CodeParseFailed      = errcode.ParseFailed      // GRAPHQL_PARSE_FAILED
-	CodeValidationFailed = errcode.ValidationFailed // GRAPHQL_VALIDATION_FAILED
-	CodeTooComplex       = "COMPLEXITY_LIMIT_EXCEEDED"
+	"github.com/killrchat/chatql/apierror"
 )
 
 // Limits is the extension. The zero value of a field disables its check.
@@ -82,7 +75,7 @@ func (l Limits) MutateOperationParameters(ctx context.Context, params *graphql.R
 	if l.Depth > 0 {
 		for name, v := range params.Variables {
 			if valueDepth(v, 1) > l.Depth {
-				return coded(CodeValidationFailed, "variable $%s is nested deeper than %d levels", name, l.Depth)
+				return apierror.New(apierror.ValidationFailed, "variable $%s is nested deeper than %d levels", name, l.Depth)
 			}
 		}
 	}
@@ -97,7 +90,7 @@ func (l Limits) MutateOperationParameters(ctx context.Context, params *graphql.R
 		if !errors.As(err, &gqlErr) {
 			gqlErr = gqlerror.Wrap(err)
 		}
-		errcode.Set(gqlErr, CodeParseFailed)
+		apierror.Set(gqlErr, apierror.ParseFailed)
 		return gqlErr
 	}
 	return l.check(doc)
@@ -129,10 +122,10 @@ func (l Limits) check(doc *ast.QueryDocument) *gqlerror.Error {
 		}
 		fields = saturatingAdd(fields, size.fields)
 		if l.Fields > 0 && fields > l.Fields {
-			return coded(CodeTooComplex, "the operation selects more than %d fields once its fragments are expanded", l.Fields)
+			return apierror.New(apierror.ComplexityExceeded, "the operation selects more than %d fields once its fragments are expanded", l.Fields)
 		}
 		if l.Depth > 0 && size.depth > l.Depth {
-			return coded(CodeTooComplex, "the operation nests selections deeper than %d levels", l.Depth)
+			return apierror.New(apierror.ComplexityExceeded, "the operation nests selections deeper than %d levels", l.Depth)
 		}
 		if err := m.arguments(root); err != nil {
 			return err
@@ -143,7 +136,7 @@ func (l Limits) check(doc *ast.QueryDocument) *gqlerror.Error {
 		for _, root := range roots {
 			overlaps += m.overlaps([]ast.SelectionSet{root}, l.Overlaps-overlaps)
 			if overlaps > l.Overlaps {
-				return coded(CodeTooComplex, "the operation repeats fields and fragments too often: more than %d pairs to compare", l.Overlaps)
+				return apierror.New(apierror.ComplexityExceeded, "the operation repeats fields and fragments too often: more than %d pairs to compare", l.Overlaps)
 			}
 		}
 	}
@@ -195,7 +188,7 @@ func (m *measure) size(set ast.SelectionSet) (size, *gqlerror.Error) {
 				continue // unknown: validation reports it
 			}
 			if f.measuring {
-				return s, coded(CodeValidationFailed, "Cannot spread fragment %q within itself.", sel.Name)
+				return s, apierror.New(apierror.ValidationFailed, "Cannot spread fragment %q within itself.", sel.Name)
 			}
 			if !f.measured {
 				f.measuring = true
@@ -315,7 +308,7 @@ func (m *measure) arguments(set ast.SelectionSet) *gqlerror.Error {
 
 func (m *measure) values(v *ast.Value) *gqlerror.Error {
 	if v != nil && m.limits.Depth > 0 && literalDepth(v) > m.limits.Depth {
-		return coded(CodeValidationFailed, "a list or object value is nested deeper than %d levels", m.limits.Depth)
+		return apierror.New(apierror.ValidationFailed, "a list or object value is nested deeper than %d levels", m.limits.Depth)
 	}
 	return nil
 }
@@ -349,26 +342,22 @@ func saturatingAdd(a, b int) int {
 	return min(a+b, ceiling)
 }
 
-func coded(code, format string, args ...any) *gqlerror.Error {
-	return &gqlerror.Error{Message: fmt.Sprintf(format, args...), Extensions: map[string]any{"code": code}}
-}
-
 // InterceptResponse caps the errors of a response.
 func (l Limits) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
 	resp := next(ctx)
 	if resp != nil && l.Errors > 0 && len(resp.Errors) > l.Errors {
 		dropped := len(resp.Errors) - l.Errors
 		kept := append(gqlerror.List{}, resp.Errors[:l.Errors]...)
-		resp.Errors = append(kept, coded(codeOf(resp.Errors[0]), "%d more errors were dropped: a response carries at most %d", dropped, l.Errors))
+		resp.Errors = append(kept, apierror.New(summaryCode(resp.Errors[0]), "%d more errors were dropped: a response carries at most %d", dropped, l.Errors))
 	}
 	return resp
 }
 
-// codeOf gives the summary error the code of the first error, so that a
-// client reading codes sees the same kind of failure.
-func codeOf(e *gqlerror.Error) string {
-	if code, ok := e.Extensions["code"].(string); ok {
+// summaryCode gives the summary error the code of the first error, so that
+// a client reading codes sees the same kind of failure.
+func summaryCode(e *gqlerror.Error) string {
+	if code := apierror.CodeOf(e); code != "" {
 		return code
 	}
-	return CodeValidationFailed
+	return apierror.ValidationFailed
 }

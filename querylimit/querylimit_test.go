@@ -8,6 +8,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/killrchat/chatql/apierror"
 	"github.com/killrchat/chatql/internal/attack"
 )
 
@@ -25,17 +26,17 @@ func TestLimits(t *testing.T) {
 	}{
 		"Plain":            {query: `{ me { login } rooms(first: 5) { edges { node { name participants { login } } } } }`},
 		"SmallFragments":   {query: attack.FragmentBomb(8)},
-		"FragmentBomb":     {query: attack.FragmentBomb(25), code: CodeTooComplex},
-		"SelfSpread":       {query: "query { ...A }\nfragment A on Query { ...B }\nfragment B on Query { ...A }", code: CodeValidationFailed},
-		"Tokens":           {query: "{ a" + strings.Repeat(" @d", 20000) + " }", code: CodeParseFailed},
-		"Unparsable":       {query: "{ me { login", code: CodeParseFailed},
-		"SameFieldRepeat":  {query: "{" + strings.Repeat(" me { login }", 200) + " }", code: CodeTooComplex},
+		"FragmentBomb":     {query: attack.FragmentBomb(25), code: apierror.ComplexityExceeded},
+		"SelfSpread":       {query: "query { ...A }\nfragment A on Query { ...B }\nfragment B on Query { ...A }", code: apierror.ValidationFailed},
+		"Tokens":           {query: "{ a" + strings.Repeat(" @d", 20000) + " }", code: apierror.ParseFailed},
+		"Unparsable":       {query: "{ me { login", code: apierror.ParseFailed},
+		"SameFieldRepeat":  {query: "{" + strings.Repeat(" me { login }", 200) + " }", code: apierror.ComplexityExceeded},
 		"FewRepeats":       {query: "{" + strings.Repeat(" me { login }", 20) + " }"},
-		"DeepSelection":    {query: strings.Repeat("{ a ", 40) + strings.Repeat("}", 40), code: CodeTooComplex},
-		"DeepListLiteral":  {query: "{ room(name: " + attack.NestedLists(40) + ") { name } }", code: CodeValidationFailed},
-		"DeepDefaultValue": {query: "query($x: String = " + attack.NestedLists(40) + ") { a }", code: CodeValidationFailed},
-		"DeepInFragment":   {query: "{ ...F }\nfragment F on Query { room(name: {a: " + attack.NestedLists(40) + "}) { name } }", code: CodeValidationFailed},
-		"DeepVariable":     {query: "query($x: String) { a }", vars: map[string]any{"x": nested(40)}, code: CodeValidationFailed},
+		"DeepSelection":    {query: strings.Repeat("{ a ", 40) + strings.Repeat("}", 40), code: apierror.ComplexityExceeded},
+		"DeepListLiteral":  {query: "{ room(name: " + attack.NestedLists(40) + ") { name } }", code: apierror.ValidationFailed},
+		"DeepDefaultValue": {query: "query($x: String = " + attack.NestedLists(40) + ") { a }", code: apierror.ValidationFailed},
+		"DeepInFragment":   {query: "{ ...F }\nfragment F on Query { room(name: {a: " + attack.NestedLists(40) + "}) { name } }", code: apierror.ValidationFailed},
+		"DeepVariable":     {query: "query($x: String) { a }", vars: map[string]any{"x": nested(40)}, code: apierror.ValidationFailed},
 		"ShallowVariable":  {query: "query($x: String) { a }", vars: map[string]any{"x": nested(5)}},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -8,59 +8,15 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
-	"github.com/killrchat/chatql/auth"
-	"github.com/killrchat/chatql/broker"
-	"github.com/killrchat/chatql/ratelimit"
-	"github.com/killrchat/chatql/store"
+	"github.com/killrchat/chatql/apierror"
 )
-
-// The error codes clients see in extensions.code.
-const (
-	CodeUnauthenticated = "UNAUTHENTICATED"
-	CodeForbidden       = "FORBIDDEN"
-	CodeNotFound        = "NOT_FOUND"
-	CodeConflict        = "CONFLICT"
-	CodeBadUserInput    = "BAD_USER_INPUT"
-	CodeInternal        = "INTERNAL"
-	// CodeRateLimited comes with extensions.retryAfter, the seconds to wait.
-	CodeRateLimited = "RATE_LIMITED"
-)
-
-// busyRetryAfter is the retryAfter hint, in seconds, of a refusal because
-// too many passwords are being hashed.
-const busyRetryAfter = 1
-
-// codeOf maps an error to its client-facing code. Only errors wrapping a
-// known sentinel have messages meant for clients; everything else is
-// INTERNAL and its details stay in the server log.
-func codeOf(err error) (code string, public bool) {
-	switch {
-	case errors.Is(err, auth.ErrUnauthenticated):
-		return CodeUnauthenticated, true
-	case errors.Is(err, auth.ErrBusy):
-		return CodeRateLimited, true
-	case errors.Is(err, store.ErrForbidden):
-		return CodeForbidden, true
-	case errors.Is(err, store.ErrNotFound):
-		return CodeNotFound, true
-	case errors.Is(err, store.ErrConflict):
-		return CodeConflict, true
-	case errors.Is(err, store.ErrInvalid):
-		return CodeBadUserInput, true
-	case errors.As(err, new(*ratelimit.Exceeded)):
-		return CodeRateLimited, true
-	case errors.Is(err, broker.ErrSlowSubscriber), errors.Is(err, broker.ErrClosed):
-		return CodeInternal, true
-	}
-	return CodeInternal, false
-}
 
 // ErrorPresenter turns every error into a GraphQL error with a code. It is
 // the one place where errors meet the wire.
 func (r *Resolver) ErrorPresenter(ctx context.Context, err error) *gqlerror.Error {
 	var gqlErr *gqlerror.Error
 	if errors.As(err, &gqlErr) && gqlErr.Err == nil {
-		if code, _ := gqlErr.Extensions["code"].(string); code != "" {
+		if apierror.CodeOf(gqlErr) != "" {
 			// A verdict on the request itself, coded where it was made:
 			// gqlgen's parse and validation (GRAPHQL_PARSE_FAILED,
 			// GRAPHQL_VALIDATION_FAILED), the query limits
@@ -94,25 +50,16 @@ func clipped(e *gqlerror.Error) *gqlerror.Error {
 // logged and shown only as "internal error".
 func (r *Resolver) present(ctx context.Context, err error) *gqlerror.Error {
 	presented := graphql.DefaultErrorPresenter(ctx, err)
-	code, public := codeOf(err)
+	code, public := apierror.Of(err)
 	if !public {
 		r.Log.ErrorContext(ctx, "request failed", "err", err, "path", presented.Path.String())
 		presented.Message = "internal error"
 	}
-	setCode(presented, code)
-	if ex, ok := errors.AsType[*ratelimit.Exceeded](err); ok {
-		presented.Extensions["retryAfter"] = ex.RetryAfterSeconds()
-	} else if errors.Is(err, auth.ErrBusy) {
-		presented.Extensions["retryAfter"] = busyRetryAfter
+	apierror.Set(presented, code)
+	if seconds, ok := apierror.RetryAfter(err); ok {
+		presented.Extensions["retryAfter"] = seconds
 	}
 	return presented
-}
-
-func setCode(e *gqlerror.Error, code string) {
-	if e.Extensions == nil {
-		e.Extensions = map[string]any{}
-	}
-	e.Extensions["code"] = code
 }
 
 // Recover turns a resolver panic into an INTERNAL error and logs it; the

@@ -1,0 +1,114 @@
+// Package apierror is the one table of the error codes clients see in
+// extensions.code, and the mapping from the chat domain's sentinel errors
+// (store, auth, ratelimit, broker) to them. The resolvers, the live
+// transport, the HTTP transport and the query limits all code their errors
+// from here.
+package apierror
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/99designs/gqlgen/graphql/errcode"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/killrchat/chatql/auth"
+	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/ratelimit"
+	"github.com/killrchat/chatql/store"
+)
+
+// The codes of the domain's errors, which resolvers answer with.
+const (
+	Unauthenticated = "UNAUTHENTICATED"
+	Forbidden       = "FORBIDDEN"
+	NotFound        = "NOT_FOUND"
+	Conflict        = "CONFLICT"
+	BadUserInput    = "BAD_USER_INPUT"
+	Internal        = "INTERNAL"
+	// RateLimited comes with extensions.retryAfter, the seconds to wait.
+	RateLimited = "RATE_LIMITED"
+)
+
+// The codes of verdicts on the request itself, given before any resolver
+// runs: by gqlgen's parser and validator, the query limits, persisted
+// queries and the transports.
+const (
+	ParseFailed            = errcode.ParseFailed      // GRAPHQL_PARSE_FAILED
+	ValidationFailed       = errcode.ValidationFailed // GRAPHQL_VALIDATION_FAILED
+	ComplexityExceeded     = "COMPLEXITY_LIMIT_EXCEEDED"
+	BadRequest             = "BAD_REQUEST"
+	PayloadTooLarge        = "PAYLOAD_TOO_LARGE"
+	PersistedQueryNotFound = "PERSISTED_QUERY_NOT_FOUND"
+	TooManyConnections     = "TOO_MANY_CONNECTIONS"
+)
+
+// busyRetryAfter is the retryAfter hint, in seconds, of a refusal because
+// too many passwords are being hashed.
+const busyRetryAfter = 1
+
+// Of maps an error to its client-facing code. Only errors wrapping a known
+// sentinel have messages meant for clients (public); everything else is
+// INTERNAL and its details stay in the server log.
+func Of(err error) (code string, public bool) {
+	switch {
+	case errors.Is(err, auth.ErrUnauthenticated):
+		return Unauthenticated, true
+	case errors.Is(err, auth.ErrBusy):
+		return RateLimited, true
+	case errors.Is(err, store.ErrForbidden):
+		return Forbidden, true
+	case errors.Is(err, store.ErrNotFound):
+		return NotFound, true
+	case errors.Is(err, store.ErrConflict):
+		return Conflict, true
+	case errors.Is(err, store.ErrInvalid):
+		return BadUserInput, true
+	case errors.As(err, new(*ratelimit.Exceeded)):
+		return RateLimited, true
+	case errors.Is(err, broker.ErrSlowSubscriber), errors.Is(err, broker.ErrClosed):
+		return Internal, true
+	}
+	return Internal, false
+}
+
+// RetryAfter is the extensions.retryAfter of a RATE_LIMITED error, in
+// whole seconds; ok is false for any other error.
+func RetryAfter(err error) (seconds int, ok bool) {
+	if ex, isLimit := errors.AsType[*ratelimit.Exceeded](err); isLimit {
+		return ex.RetryAfterSeconds(), true
+	}
+	if errors.Is(err, auth.ErrBusy) {
+		return busyRetryAfter, true
+	}
+	return 0, false
+}
+
+// New is an error with a code and a message for the client.
+func New(code, format string, args ...any) *gqlerror.Error {
+	return &gqlerror.Error{Message: fmt.Sprintf(format, args...), Extensions: map[string]any{"code": code}}
+}
+
+// Set gives e the code.
+func Set(e *gqlerror.Error, code string) {
+	if e.Extensions == nil {
+		e.Extensions = map[string]any{}
+	}
+	e.Extensions["code"] = code
+}
+
+// CodeOf is e's code, or "" when it has none.
+func CodeOf(e *gqlerror.Error) string {
+	code, _ := e.Extensions["code"].(string)
+	return code
+}
+
+// Has reports whether any of errs has the code.
+func Has(errs gqlerror.List, code string) bool {
+	for _, e := range errs {
+		if CodeOf(e) == code {
+			return true
+		}
+	}
+	return false
+}
