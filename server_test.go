@@ -138,7 +138,7 @@ const (
 	deleteRoom  = `mutation($r: String!) { deleteRoom(room: $r) { name participants { login } } }`
 	postMessage = `mutation($r: String!, $c: String!) { postMessage(room: $r, content: $c) { id content system postedAt author { login firstname } } }`
 	myRooms     = `{ me { login rooms } }`
-	roomEvents  = `subscription($r: String!, $after: ID) { roomEvents(room: $r, after: $after) { kind room cursor user { login } message { id content system } } }`
+	roomEvents  = `subscription($r: String!, $after: String) { roomEvents(room: $r, after: $after) { kind room cursor user { login } message { id content system } } }`
 	messagesQ   = `query($r: String!, $n: Int, $after: String) { messages(room: $r, first: $n, after: $after) { edges { cursor node { id content system author { login } } } pageInfo { hasNextPage endCursor } } }`
 )
 

@@ -273,7 +273,7 @@ func (c *client) closed() (websocket.StatusCode, string) {
 	}
 }
 
-const roomEvents = `subscription($r: String!, $after: ID) { roomEvents(room: $r, after: $after) { kind cursor message { id content author { login } } user { login } } }`
+const roomEvents = `subscription($r: String!, $after: String) { roomEvents(room: $r, after: $after) { kind cursor message { id content author { login } } user { login } } }`
 
 type roomEvent struct {
 	Kind    string

@@ -114,13 +114,30 @@ func (r *Resolver) messagePage(first *int, after *string, fetch func(before stor
 	if err != nil {
 		return nil, err
 	}
-	conn := &model.MessageConnection{Edges: []model.MessageEdge{}, PageInfo: &model.PageInfo{HasNextPage: len(msgs) > n}}
+	conn := &model.MessageConnection{Edges: []model.MessageEdge{}, PageInfo: newPageInfo(after, len(msgs) > n)}
 	for i := range msgs[:min(n, len(msgs))] {
 		cursor := msgs[i].ID.String()
 		conn.Edges = append(conn.Edges, model.MessageEdge{Cursor: cursor, Node: &msgs[i]})
-		conn.PageInfo.EndCursor = &cursor
+		addEdge(conn.PageInfo, &cursor)
 	}
 	return conn, nil
+}
+
+// newPageInfo starts the PageInfo of a forward page asked for after the
+// cursor `after`, before its edges are added with addEdge. Relay lets a
+// forward page say whether edges precede it when that is cheap: a page
+// after a cursor continues an earlier one, so it says yes.
+func newPageInfo(after *string, hasNext bool) *model.PageInfo {
+	return &model.PageInfo{HasNextPage: hasNext, HasPreviousPage: deref(after) != ""}
+}
+
+// addEdge records the cursor of the page's next edge: the first is the
+// start cursor, the last the end cursor.
+func addEdge(info *model.PageInfo, cursor *string) {
+	if info.StartCursor == nil {
+		info.StartCursor = cursor
+	}
+	info.EndCursor = cursor
 }
 
 // groupWindows returns me's membership windows of a private group.

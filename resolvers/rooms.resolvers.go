@@ -136,10 +136,10 @@ func (r *queryResolver) Rooms(ctx context.Context, first *int, after *string) (*
 	if err != nil {
 		return nil, err
 	}
-	conn := &model.RoomConnection{Edges: []model.RoomEdge{}, PageInfo: &model.PageInfo{HasNextPage: len(rooms) > n}}
+	conn := &model.RoomConnection{Edges: []model.RoomEdge{}, PageInfo: newPageInfo(after, len(rooms) > n)}
 	for i := range rooms[:min(n, len(rooms))] {
 		conn.Edges = append(conn.Edges, model.RoomEdge{Cursor: rooms[i].Name, Node: &rooms[i]})
-		conn.PageInfo.EndCursor = &rooms[i].Name
+		addEdge(conn.PageInfo, &rooms[i].Name)
 	}
 	return conn, nil
 }

@@ -15,7 +15,7 @@ import WebSocket from 'ws';
 
 const cfg = JSON.parse(process.argv[2]);
 
-const roomEvents = `subscription($r: String!, $after: ID) {
+const roomEvents = `subscription($r: String!, $after: String) {
   roomEvents(room: $r, after: $after) { kind cursor message { id content } }
 }`;
 

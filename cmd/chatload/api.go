@@ -26,7 +26,7 @@ const (
 	joinRoomMut    = `mutation($r: String!) { joinRoom(room: $r) { name } }`
 	postMutation   = `mutation($r: String!, $c: String!) { postMessage(room: $r, content: $c) { id postedAt } }`
 	messagesQuery  = `query($r: String!, $n: Int) { messages(room: $r, first: $n) { edges { cursor node { id content system postedAt author { login firstname lastname } } } pageInfo { hasNextPage endCursor } } }`
-	roomEventsSub  = `subscription($r: String!, $after: ID) { roomEvents(room: $r, after: $after) { kind room cursor message { id content system postedAt author { login firstname lastname } } user { login } } }`
+	roomEventsSub  = `subscription($r: String!, $after: String) { roomEvents(room: $r, after: $after) { kind room cursor message { id content system postedAt author { login firstname lastname } } user { login } } }`
 )
 
 // newHTTPClient returns the one HTTP client of a run: enough idle

@@ -70,10 +70,14 @@ type MessageEdge struct {
 type Mutation struct {
 }
 
-// Where a page ends, for cursor pagination.
+// Where a page starts and ends, for cursor pagination (Relay's PageInfo). Pages go forward only: `first` and `after`.
 type PageInfo struct {
 	// Whether another page follows this one.
 	HasNextPage bool `json:"hasNextPage"`
+	// Whether the page was asked for `after` a cursor, so that earlier pages precede it.
+	HasPreviousPage bool `json:"hasPreviousPage"`
+	// The cursor of the first edge. Null on an empty page.
+	StartCursor *string `json:"startCursor,omitempty"`
 	// The cursor of the last edge: pass it as `after` to get the next page. Null on an empty page.
 	EndCursor *string `json:"endCursor,omitempty"`
 }

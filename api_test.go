@@ -1,0 +1,152 @@
+package main
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/killrchat/chatql/internal/chatclient"
+)
+
+// connection is any connection of the API, as the paging tests read it.
+type connection struct {
+	Edges    []struct{ Cursor string }
+	PageInfo struct {
+		HasNextPage, HasPreviousPage bool
+		StartCursor, EndCursor       *string
+	}
+}
+
+// pageInfoFields selects what walkPages checks.
+const pageInfoFields = `edges { cursor } pageInfo { hasNextPage hasPreviousPage startCursor endCursor }`
+
+// walkPages reads every page of the connection that query (with variables
+// vars and $after) selects as `c`, checks each page's PageInfo against its
+// edges, and returns the cursors of all the edges in order.
+func walkPages(t *testing.T, c *chatclient.Client, query string, vars map[string]any) []string {
+	t.Helper()
+	var cursors []string
+	var after any
+	for pages := 1; ; pages++ {
+		v := map[string]any{"after": after}
+		for k, x := range vars {
+			v[k] = x
+		}
+		var out struct{ C connection }
+		mustDo(t, c, query, v, &out)
+		page, info := out.C, out.C.PageInfo
+		if info.HasPreviousPage != (after != nil) {
+			t.Fatalf("page %d: hasPreviousPage %v, want %v", pages, info.HasPreviousPage, after != nil)
+		}
+		if len(page.Edges) == 0 {
+			if info.StartCursor != nil || info.EndCursor != nil {
+				t.Fatalf("page %d is empty but has cursors %v, %v", pages, info.StartCursor, info.EndCursor)
+			}
+		} else if info.StartCursor == nil || *info.StartCursor != page.Edges[0].Cursor ||
+			info.EndCursor == nil || *info.EndCursor != page.Edges[len(page.Edges)-1].Cursor {
+			t.Fatalf("page %d: start/end cursors %v/%v, edges %+v", pages, info.StartCursor, info.EndCursor, page.Edges)
+		}
+		for _, e := range page.Edges {
+			cursors = append(cursors, e.Cursor)
+		}
+		if !info.HasNextPage {
+			return cursors
+		}
+		after = *info.EndCursor
+		if pages > 50 {
+			t.Fatal("paging does not end")
+		}
+	}
+}
+
+func TestPageInfo(t *testing.T) { forEachStore(t, testPageInfo) }
+
+func testPageInfo(t *testing.T, cfg Config) {
+	ts := startServer(t, cfg)
+	alice := ts.user(t, "alice")
+	ts.user(t, "bob")
+	ts.user(t, "carol")
+	for i := range 3 {
+		mustDo(t, alice, createRoom, map[string]any{"n": fmt.Sprintf("pi-%d", i)}, nil)
+		mustDo(t, alice, postMessage, map[string]any{"r": "pi-0", "c": fmt.Sprintf("m%d", i)}, nil)
+		mustDo(t, alice, sendDirect, map[string]any{"to": "bob", "c": fmt.Sprintf("dm%d", i)}, nil)
+	}
+	for _, c := range []struct {
+		name, field string
+		edges       int
+	}{
+		{"rooms", `rooms(first: 2, after: $after)`, 3},
+		{"messages", `messages(room: "pi-0", first: 2, after: $after)`, 3},
+		{"directMessages", `directMessages(with: "bob", first: 2, after: $after)`, 3},
+		{"myMessages", `myMessages(first: 2, after: $after)`, 6},
+		{"empty", `directMessages(with: "carol", first: 2, after: $after)`, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cursors := walkPages(t, alice, `query($after: String) { c: `+c.field+` { `+pageInfoFields+` } }`, nil)
+			if len(cursors) != c.edges {
+				t.Fatalf("%d edges, want %d", len(cursors), c.edges)
+			}
+		})
+	}
+}
+
+// TestCursorsAreStrings: every cursor the API hands out and every `after`
+// it takes is a String, as Relay has it (roomEvents took an ID).
+func TestCursorsAreStrings(t *testing.T) {
+	ts := startServer(t, testConfig(t))
+	var out struct {
+		Schema struct {
+			Types []struct {
+				Name   string
+				Fields []struct {
+					Name string
+					Type typeRef
+					Args []struct {
+						Name string
+						Type typeRef
+					}
+				}
+			}
+		} `json:"__schema"`
+	}
+	mustDo(t, ts.Client, `{ __schema { types { name fields { name type { ...T } args { name type { ...T } } } } } }
+		fragment T on __Type { name ofType { name } }`, nil, &out)
+	checked := 0
+	for _, ty := range out.Schema.Types {
+		for _, f := range ty.Fields {
+			if f.Name == "cursor" || f.Name == "startCursor" || f.Name == "endCursor" {
+				checked++
+				if f.Type.named() != "String" {
+					t.Errorf("%s.%s is %s, want String", ty.Name, f.Name, f.Type.named())
+				}
+			}
+			for _, a := range f.Args {
+				if a.Name == "after" {
+					checked++
+					if a.Type.named() != "String" {
+						t.Errorf("%s.%s(after:) is %s, want String", ty.Name, f.Name, a.Type.named())
+					}
+				}
+			}
+		}
+	}
+	if checked < 8 {
+		t.Fatalf("only %d cursor fields and arguments found", checked)
+	}
+}
+
+// typeRef is an introspected type, one level of wrapping deep.
+type typeRef struct {
+	Name   *string
+	OfType *struct{ Name *string }
+}
+
+// named is the type's name under a non-null wrapper.
+func (r typeRef) named() string {
+	if r.Name != nil {
+		return *r.Name
+	}
+	if r.OfType != nil && r.OfType.Name != nil {
+		return *r.OfType.Name
+	}
+	return "?"
+}
