@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -149,4 +150,50 @@ func (r typeRef) named() string {
 		return *r.OfType.Name
 	}
 	return "?"
+}
+
+// wantNull runs a query whose field `v` must be null, with no error.
+func wantNull(t *testing.T, c *chatclient.Client, query string, vars map[string]any) {
+	t.Helper()
+	var out struct{ V *json.RawMessage }
+	mustDo(t, c, query, vars, &out)
+	if out.V != nil {
+		t.Fatalf("%s: got %s, want null", firstLine(query), *out.V)
+	}
+}
+
+func TestLookupsOfMissingThingsAreNull(t *testing.T) { forEachStore(t, testLookupsOfMissingThingsAreNull) }
+
+func testLookupsOfMissingThingsAreNull(t *testing.T, cfg Config) {
+	ts := startServer(t, cfg)
+	alice, bob := ts.user(t, "alice"), ts.user(t, "bob")
+	ts.user(t, "carol")
+	mustDo(t, alice, createRoom, map[string]any{"n": "open"}, nil)
+	mustDo(t, alice, createKind, map[string]any{"n": "secret", "k": "PRIVATE_GROUP"}, nil)
+	var posted struct{ PostMessage struct{ ID string } }
+	mustDo(t, alice, postMessage, map[string]any{"r": "open", "c": "in the open"}, &posted)
+	var grouped struct{ PostMessage struct{ ID string } }
+	mustDo(t, alice, postMessage, map[string]any{"r": "secret", "c": "in the group"}, &grouped)
+	var direct struct{ SendDirectMessage struct{ ID string } }
+	mustDo(t, alice, sendDirect, map[string]any{"to": "carol", "c": "between us"}, &direct)
+
+	const roomQ = `query($n: String!) { v: room(name: $n) { name } }`
+	const messageQ = `query($id: ID!) { v: message(id: $id) { id } }`
+	t.Run("Room", func(t *testing.T) {
+		wantNull(t, bob, roomQ, map[string]any{"n": "missing"})
+		wantNull(t, bob, roomQ, map[string]any{"n": "secret"}) // another's group: as if there were none
+		mustDo(t, alice, deleteRoom, map[string]any{"r": "open"}, nil)
+		wantNull(t, alice, roomQ, map[string]any{"n": "open"})
+	})
+	t.Run("Message", func(t *testing.T) {
+		wantNull(t, bob, messageQ, map[string]any{"id": "6ba7b810-9dad-11d1-80b4-00c04fd430c8"})
+		wantNull(t, bob, messageQ, map[string]any{"id": grouped.PostMessage.ID})
+		wantNull(t, bob, messageQ, map[string]any{"id": direct.SendDirectMessage.ID})
+		wantNull(t, alice, messageQ, map[string]any{"id": posted.PostMessage.ID}) // its room was deleted
+		wantCode(t, bob, "BAD_USER_INPUT", messageQ, map[string]any{"id": "not-an-id"})
+	})
+	t.Run("MutationsStillRefuse", func(t *testing.T) {
+		wantCode(t, bob, "NOT_FOUND", joinRoom, map[string]any{"r": "missing"})
+		wantCode(t, bob, "NOT_FOUND", `mutation($id: ID!) { hideMessage(id: $id) { id } }`, map[string]any{"id": grouped.PostMessage.ID})
+	})
 }

@@ -133,7 +133,7 @@ func TestRoomChangesAndDirectMessagesRateLimits(t *testing.T) {
 	mustDo(t, alice, createRoom, map[string]any{"n": "one"}, nil)
 	mustDo(t, alice, createRoom, map[string]any{"n": "two"}, nil)
 	wantRateLimited(t, alice, createRoom, map[string]any{"n": "three"})
-	wantCode(t, alice, "NOT_FOUND", `{ room(name: "three") { name } }`, nil)
+	wantNull(t, alice, `{ v: room(name: "three") { name } }`, nil)
 
 	dm := `mutation($c: String!) { sendDirectMessage(to: "bob", content: $c) { id } }`
 	mustDo(t, alice, dm, map[string]any{"c": "one"}, nil)

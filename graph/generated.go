@@ -966,7 +966,7 @@ extend type Query {
   inbox: [Conversation!]!
   """The direct messages between the caller and another user, newest first; ` + "`" + `after` + "`" + ` is a cursor from a previous page."""
   directMessages(with: String!, first: Int = 50, after: String): MessageConnection!
-  """A message by id, if the caller may read its conversation. NOT_FOUND otherwise."""
+  """A message by id, if the caller may read it; null if there is none or the caller may not read it. A malformed id gives BAD_USER_INPUT."""
   message(id: ID!): Message
   """The caller's own messages across all conversations, newest first."""
   myMessages(first: Int = 50, after: String): MessageConnection!
@@ -1123,7 +1123,7 @@ input CreateRoomInput {
 }
 
 extend type Query {
-  """A room with its creator and participants. NOT_FOUND if there is none. Needs a token."""
+  """A room with its creator and participants; null if there is none or the caller may not see it (a private group they were never in). Needs a token."""
   room(name: String!): Room
   """All rooms, a page at a time, in a stable order. ` + "`" + `first` + "`" + ` is 1 to 100. Needs a token."""
   rooms(first: Int = 20, after: String): RoomConnection!

@@ -195,11 +195,7 @@ func (r *queryResolver) Message(ctx context.Context, id string) (*store.Message,
 	if err != nil {
 		return nil, err
 	}
-	msg, err := r.readableMessage(ctx, id, me)
-	if err != nil {
-		return nil, err
-	}
-	return &msg, nil
+	return nullIfMissing(r.readableMessage(ctx, id, me))
 }
 
 // MyMessages is the resolver for the myMessages field.

@@ -169,6 +169,19 @@ func parseCursor(cursor *string) (store.MessageID, error) {
 	return store.ParseMessageID(*cursor)
 }
 
+// nullIfMissing is the answer of a nullable lookup: a thing that does not
+// exist and one the caller may not see (both ErrNotFound, so that names and
+// ids reveal nothing) are null, with no error.
+func nullIfMissing[T any](v T, err error) (*T, error) {
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
 // deref reads an optional string argument; absent means empty.
 func deref(s *string) string {
 	if s == nil {

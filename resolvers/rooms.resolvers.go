@@ -115,11 +115,7 @@ func (r *queryResolver) Room(ctx context.Context, name string) (*store.Room, err
 	if err != nil {
 		return nil, err
 	}
-	room, err := r.visibleRoom(ctx, name, me)
-	if err != nil {
-		return nil, err
-	}
-	return &room, nil
+	return nullIfMissing(r.visibleRoom(ctx, name, me))
 }
 
 // Rooms is the resolver for the rooms field.
