@@ -134,7 +134,7 @@ func TestHostileRequests(t *testing.T) {
 	thirtyThreePages += " }"
 	longNameAliases := "query($n: String!) {"
 	for i := range 20 {
-		longNameAliases += fmt.Sprintf(" r%d: room(name: $n) { name }", i)
+		longNameAliases += fmt.Sprintf(" r%d: messages(room: $n, first: 1) { edges { cursor } }", i)
 	}
 	longNameAliases += " }"
 	var unknownFields, unauthenticated strings.Builder
