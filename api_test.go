@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/killrchat/chatql/internal/chatclient"
@@ -162,7 +163,9 @@ func wantNull(t *testing.T, c *chatclient.Client, query string, vars map[string]
 	}
 }
 
-func TestLookupsOfMissingThingsAreNull(t *testing.T) { forEachStore(t, testLookupsOfMissingThingsAreNull) }
+func TestLookupsOfMissingThingsAreNull(t *testing.T) {
+	forEachStore(t, testLookupsOfMissingThingsAreNull)
+}
 
 func testLookupsOfMissingThingsAreNull(t *testing.T, cfg Config) {
 	ts := startServer(t, cfg)
@@ -195,5 +198,94 @@ func testLookupsOfMissingThingsAreNull(t *testing.T, cfg Config) {
 	t.Run("MutationsStillRefuse", func(t *testing.T) {
 		wantCode(t, bob, "NOT_FOUND", joinRoom, map[string]any{"r": "missing"})
 		wantCode(t, bob, "NOT_FOUND", `mutation($id: ID!) { hideMessage(id: $id) { id } }`, map[string]any{"id": grouped.PostMessage.ID})
+	})
+}
+
+// walkList reads every page of a paged list two items at a time, with
+// page(after) reading the keys of the page after the key `after`, and
+// returns the keys in order.
+func walkList(t *testing.T, page func(after any) []string) []string {
+	t.Helper()
+	var keys []string
+	var after any
+	for pages := 1; ; pages++ {
+		got := page(after)
+		keys = append(keys, got...)
+		if len(got) < 2 {
+			return keys
+		}
+		after = keys[len(keys)-1]
+		if pages > 20 {
+			t.Fatal("paging does not end")
+		}
+	}
+}
+
+func TestPagedLists(t *testing.T) { forEachStore(t, testPagedLists) }
+
+func testPagedLists(t *testing.T, cfg Config) {
+	ts := startServer(t, cfg)
+	logins := []string{"dora", "alice", "erin", "bob", "carol"}
+	clients := map[string]*chatclient.Client{}
+	for _, l := range logins {
+		clients[l] = ts.user(t, l)
+	}
+	alice := clients["alice"]
+	mustDo(t, clients["dora"], createRoom, map[string]any{"n": "hall"}, nil)
+	for _, l := range logins[1:] {
+		mustDo(t, clients[l], joinRoom, map[string]any{"r": "hall"}, nil)
+	}
+	for _, r := range []string{"zoo", "attic", "cellar"} {
+		mustDo(t, alice, createRoom, map[string]any{"n": r}, nil)
+	}
+
+	const participantsQ = `query($n: Int, $after: String) { v: room(name: "hall") { participants(first: $n, after: $after) { login } } }`
+	t.Run("Participants", func(t *testing.T) {
+		keys := walkList(t, func(after any) []string {
+			var out struct {
+				V struct{ Participants []struct{ Login string } }
+			}
+			mustDo(t, alice, participantsQ, map[string]any{"n": 2, "after": after}, &out)
+			var logins []string
+			for _, p := range out.V.Participants {
+				logins = append(logins, p.Login)
+			}
+			return logins
+		})
+		if got := fmt.Sprint(keys); got != "[alice bob carol dora erin]" {
+			t.Fatalf("participants page by page: %s", got)
+		}
+		var out struct {
+			V struct{ Participants []struct{ Login string } }
+		}
+		mustDo(t, alice, participantsQ, map[string]any{"after": "bz"}, &out) // after a login that is not there
+		if got := fmt.Sprint(out.V.Participants); got != "[{carol} {dora} {erin}]" {
+			t.Fatalf("participants after \"bz\": %s", got)
+		}
+		wantCode(t, alice, "BAD_USER_INPUT", participantsQ, map[string]any{"n": 0})
+		wantCode(t, alice, "BAD_USER_INPUT", participantsQ, map[string]any{"n": 101})
+	})
+	t.Run("MyRooms", func(t *testing.T) {
+		rooms := walkList(t, func(after any) []string {
+			var out struct{ Me struct{ Rooms []string } }
+			mustDo(t, alice, `query($after: String) { me { rooms(first: 2, after: $after) } }`, map[string]any{"after": after}, &out)
+			return out.Me.Rooms
+		})
+		if got := fmt.Sprint(rooms); got != "[attic cellar hall zoo]" {
+			t.Fatalf("alice's rooms page by page: %s", got)
+		}
+		var out struct{ Me struct{ Rooms []string } }
+		mustDo(t, alice, `{ me { rooms(first: 2, after: "b") } }`, nil, &out)
+		if got := fmt.Sprint(out.Me.Rooms); got != "[cellar hall]" {
+			t.Fatalf("alice's rooms after \"b\": %s", got)
+		}
+	})
+	t.Run("ComplexityCountsThePage", func(t *testing.T) {
+		var fields strings.Builder
+		for i := range 20 { // 20 aliased pages of up to 100 participants
+			fmt.Fprintf(&fields, " p%d: participants { login }", i)
+		}
+		wantCode(t, alice, "COMPLEXITY_LIMIT_EXCEEDED", `{ room(name: "hall") {`+fields.String()+` } }`, nil)
+		mustDo(t, alice, `{ room(name: "hall") { p0: participants(first: 5) { login } p1: participants(first: 5, after: "bob") { login } } }`, nil, nil)
 	})
 }

@@ -37,6 +37,7 @@ type ResolverRoot interface {
 	Query() QueryResolver
 	Room() RoomResolver
 	Subscription() SubscriptionResolver
+	User() UserResolver
 }
 
 type DirectiveRoot struct {
@@ -127,7 +128,7 @@ type ComplexityRoot struct {
 		Creator      func(childComplexity int) int
 		Kind         func(childComplexity int) int
 		Name         func(childComplexity int) int
-		Participants func(childComplexity int) int
+		Participants func(childComplexity int, first *int, after *string) int
 	}
 
 	RoomConnection struct {
@@ -155,11 +156,11 @@ type ComplexityRoot struct {
 
 	User struct {
 		Bio       func(childComplexity int) int
-		ChatRooms func(childComplexity int) int
 		Email     func(childComplexity int) int
 		Firstname func(childComplexity int) int
 		Lastname  func(childComplexity int) int
 		Login     func(childComplexity int) int
+		Rooms     func(childComplexity int, first *int, after *string) int
 	}
 
 	UserSummary struct {
@@ -211,11 +212,15 @@ type QueryResolver interface {
 	Me(ctx context.Context) (*store.User, error)
 }
 type RoomResolver interface {
+	Participants(ctx context.Context, obj *store.Room, first *int, after *string) ([]store.UserRef, error)
 	Kind(ctx context.Context, obj *store.Room) (model.RoomKind, error)
 }
 type SubscriptionResolver interface {
 	InboxEvents(ctx context.Context) (<-chan *model.InboxEvent, error)
 	RoomEvents(ctx context.Context, room string, after *string) (<-chan *model.RoomEvent, error)
+}
+type UserResolver interface {
+	Rooms(ctx context.Context, obj *store.User, first *int, after *string) ([]string, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -682,7 +687,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			break
 		}
 
-		return e.ComplexityRoot.Room.Participants(childComplexity), true
+		args, err := ec.field_Room_participants_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Room.Participants(childComplexity, args["first"].(*int), args["after"].(*string)), true
 
 	case "RoomConnection.edges":
 		if e.ComplexityRoot.RoomConnection.Edges == nil {
@@ -765,12 +775,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.User.Bio(childComplexity), true
-	case "User.rooms":
-		if e.ComplexityRoot.User.ChatRooms == nil {
-			break
-		}
-
-		return e.ComplexityRoot.User.ChatRooms(childComplexity), true
 	case "User.email":
 		if e.ComplexityRoot.User.Email == nil {
 			break
@@ -795,6 +799,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.User.Login(childComplexity), true
+	case "User.rooms":
+		if e.ComplexityRoot.User.Rooms == nil {
+			break
+		}
+
+		args, err := ec.field_User_rooms_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.User.Rooms(childComplexity, args["first"].(*int), args["after"].(*string)), true
 
 	case "UserSummary.firstname":
 		if e.ComplexityRoot.UserSummary.Firstname == nil {
@@ -1082,8 +1097,12 @@ type Room {
   creator: UserSummary!
   """When the room was created."""
   createdAt: Time!
-  """Everyone in the room, sorted by login. Only participants read and post messages."""
-  participants: [UserSummary!]!
+  """
+  Everyone in the room, sorted by login, ` + "`" + `first` + "`" + ` (1 to 100) at a time after
+  the login ` + "`" + `after` + "`" + `: pass the last login of a page for the next one; a page
+  shorter than ` + "`" + `first` + "`" + ` is the last. Only participants read and post messages.
+  """
+  participants(first: Int = 100, after: String): [UserSummary!]!
   """Public room or private group."""
   kind: RoomKind!
 }
@@ -1207,8 +1226,12 @@ type User {
   email: String!
   """A few words about the user; empty when not given."""
   bio: String!
-  """Names of the rooms the user participates in, sorted."""
-  rooms: [String!]!
+  """
+  Names of the rooms the user participates in, sorted, ` + "`" + `first` + "`" + ` (1 to 100)
+  at a time after the name ` + "`" + `after` + "`" + `: pass the last name of a page for the
+  next one; a page shorter than ` + "`" + `first` + "`" + ` is the last.
+  """
+  rooms(first: Int = 100, after: String): [String!]!
 }
 
 """A new account."""
@@ -1959,6 +1982,28 @@ func (ec *executionContext) field_Query_rooms_args(ctx context.Context, rawArgs 
 	return args, nil
 }
 
+func (ec *executionContext) field_Room_participants_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Subscription_roomEvents_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -1970,6 +2015,28 @@ func (ec *executionContext) field_Subscription_roomEvents_args(ctx context.Conte
 		return nil, err
 	}
 	args["room"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_User_rooms_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
 	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
@@ -3898,7 +3965,8 @@ func (ec *executionContext) _Room_participants(ctx context.Context, field graphq
 			return ec.fieldContext_Room_participants(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Participants, nil
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Room().Participants(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []store.UserRef) graphql.Marshaler {
@@ -3908,15 +3976,26 @@ func (ec *executionContext) _Room_participants(ctx context.Context, field graphq
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Room_participants(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_Room_participants(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "Room",
 		Field:      field,
-		IsMethod:   false,
-		IsResolver: false,
+		IsMethod:   true,
+		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_UserSummary(ctx, field)
 		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Room_participants_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -4396,7 +4475,8 @@ func (ec *executionContext) _User_rooms(ctx context.Context, field graphql.Colle
 			return ec.fieldContext_User_rooms(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.ChatRooms, nil
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.User().Rooms(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
@@ -4406,8 +4486,28 @@ func (ec *executionContext) _User_rooms(ctx context.Context, field graphql.Colle
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_User_rooms(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type String does not have child fields"))
+func (ec *executionContext) fieldContext_User_rooms(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "User",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type String does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_User_rooms_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _UserSummary_login(ctx context.Context, field graphql.CollectedField, obj *store.UserRef) (ret graphql.Marshaler) {
@@ -6603,10 +6703,43 @@ func (ec *executionContext) _Room(ctx context.Context, sel ast.SelectionSet, obj
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "participants":
-			out.Values[i] = ec._Room_participants(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Room_participants(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "kind":
 			field := field
 
@@ -6847,33 +6980,66 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 		case "login":
 			out.Values[i] = ec._User_login(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "firstname":
 			out.Values[i] = ec._User_firstname(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "lastname":
 			out.Values[i] = ec._User_lastname(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "email":
 			out.Values[i] = ec._User_email(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "bio":
 			out.Values[i] = ec._User_bio(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "rooms":
-			out.Values[i] = ec._User_rooms(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._User_rooms(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}

@@ -12,6 +12,8 @@ func Complexity() graph.ComplexityRoot {
 	c.Query.DirectMessages = func(child int, _ string, first *int, _ *string) int { return paged(child, first, defaultMessagePage) }
 	c.Query.MyMessages = func(child int, first *int, _ *string) int { return paged(child, first, defaultMessagePage) }
 	c.Query.Rooms = func(child int, first *int, _ *string) int { return paged(child, first, defaultRoomPage) }
+	c.Room.Participants = func(child int, first *int, _ *string) int { return paged(child, first, defaultListPage) }
+	c.User.Rooms = func(child int, first *int, _ *string) int { return paged(child, first, defaultListPage) }
 	return c
 }
 

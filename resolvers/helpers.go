@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/broker"
@@ -167,6 +169,21 @@ func parseCursor(cursor *string) (store.MessageID, error) {
 		return store.MessageID{}, nil
 	}
 	return store.ParseMessageID(*cursor)
+}
+
+// sortedPage is a page of a paged list (a room's participants, a user's
+// rooms): of items, sorted by key, up to first (defaultListPage when
+// absent) whose key follows after.
+func sortedPage[T any](items []T, key func(T) string, first *int, after *string) ([]T, error) {
+	n, err := pageSize(first, defaultListPage)
+	if err != nil {
+		return nil, err
+	}
+	i, found := slices.BinarySearchFunc(items, deref(after), func(item T, k string) int { return strings.Compare(key(item), k) })
+	if found {
+		i++
+	}
+	return items[i:min(i+n, len(items))], nil
 }
 
 // nullIfMissing is the answer of a nullable lookup: a thing that does not

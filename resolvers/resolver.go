@@ -11,12 +11,13 @@ import (
 	"github.com/killrchat/chatql/store"
 )
 
-// Page sizes of the connections.
+// Page sizes of the connections and paged lists.
 const (
 	MaxPageSize = 100
 	// The page sizes when `first` is absent, as the schema states them.
 	defaultMessagePage = 50
 	defaultRoomPage    = 20
+	defaultListPage    = 100 // a room's participants, a user's rooms
 	// replayPageSize is how many stored messages a resuming subscription
 	// reads per store call.
 	replayPageSize = 100

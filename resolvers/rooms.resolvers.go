@@ -140,6 +140,11 @@ func (r *queryResolver) Rooms(ctx context.Context, first *int, after *string) (*
 	return conn, nil
 }
 
+// Participants is the resolver for the participants field.
+func (r *roomResolver) Participants(ctx context.Context, obj *store.Room, first *int, after *string) ([]store.UserRef, error) {
+	return sortedPage(obj.Participants, func(u store.UserRef) string { return u.Login }, first, after)
+}
+
 // Kind is the resolver for the kind field.
 func (r *roomResolver) Kind(ctx context.Context, obj *store.Room) (model.RoomKind, error) {
 	if obj.Kind == store.PrivateGroup {

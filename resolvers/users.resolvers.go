@@ -12,6 +12,7 @@ import (
 	"fmt"
 
 	"github.com/killrchat/chatql/auth"
+	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/graph/model"
 	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
@@ -146,3 +147,13 @@ func (r *queryResolver) Me(ctx context.Context) (*store.User, error) {
 	}
 	return &u, nil
 }
+
+// Rooms is the resolver for the rooms field.
+func (r *userResolver) Rooms(ctx context.Context, obj *store.User, first *int, after *string) ([]string, error) {
+	return sortedPage(obj.ChatRooms, func(name string) string { return name }, first, after)
+}
+
+// User returns graph.UserResolver implementation.
+func (r *Resolver) User() graph.UserResolver { return &userResolver{r} }
+
+type userResolver struct{ *Resolver }
