@@ -1169,7 +1169,9 @@ participants, and messages in time-ordered pages.
 Authenticate with ` + "`" + `login` + "`" + `, then send the token as ` + "`" + `Authorization: Bearer <token>` + "`" + `
 over HTTP, or as ` + "`" + `{"token": "<token>"}` + "`" + ` in the websocket ` + "`" + `connection_init` + "`" + `
 payload. Every error carries ` + "`" + `extensions.code` + "`" + `: UNAUTHENTICATED, FORBIDDEN,
-NOT_FOUND, CONFLICT, BAD_USER_INPUT or INTERNAL.
+NOT_FOUND, CONFLICT, BAD_USER_INPUT, RATE_LIMITED (with ` + "`" + `extensions.retryAfter` + "`" + `,
+in seconds) or INTERNAL; a request refused before it runs has the code of the
+refusal (GRAPHQL_VALIDATION_FAILED, COMPLEXITY_LIMIT_EXCEEDED, BAD_REQUEST...).
 """
 schema {
   query: Query
