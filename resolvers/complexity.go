@@ -3,17 +3,18 @@ package resolvers
 import "github.com/killrchat/chatql/graph"
 
 // Complexity is the cost model of the complexity limit: a paged field
-// costs its selection once per item it may return (`first`, or its
-// default), so that 33 aliased pages of 100 messages cost 33 times one
-// page. Every other field costs one plus its selection, gqlgen's default.
+// that reads a page from the store costs its selection once per item it may
+// return (`first`, or its default), so that 33 aliased pages of 100
+// messages cost 33 times one page. Every other field costs one plus its
+// selection, gqlgen's default: a room's participants and a user's rooms
+// too, since they come with the row already read, so a page of rooms may
+// show who is in each.
 func Complexity() graph.ComplexityRoot {
 	var c graph.ComplexityRoot
 	c.Query.Messages = func(child int, _ string, first *int, _ *string) int { return paged(child, first, defaultMessagePage) }
 	c.Query.DirectMessages = func(child int, _ string, first *int, _ *string) int { return paged(child, first, defaultMessagePage) }
 	c.Query.MyMessages = func(child int, first *int, _ *string) int { return paged(child, first, defaultMessagePage) }
 	c.Query.Rooms = func(child int, first *int, _ *string) int { return paged(child, first, defaultRoomPage) }
-	c.Room.Participants = func(child int, first *int, _ *string) int { return paged(child, first, defaultListPage) }
-	c.User.Rooms = func(child int, first *int, _ *string) int { return paged(child, first, defaultListPage) }
 	return c
 }
 
