@@ -61,27 +61,25 @@ func nextInboxEvent(t *testing.T, sub *chatclient.Subscription) inboxEvent {
 }
 
 // subscribeInbox opens an inboxEvents subscription and waits until it is live.
-func subscribeInbox(t *testing.T, c *chatclient.Client) *chatclient.Subscription {
+func (ts *testServer) subscribeInbox(t *testing.T, c *chatclient.Client) *chatclient.Subscription {
 	t.Helper()
-	live := countGoroutines(inboxStreamFunc)
+	started := ts.Streams().Started()
 	sub, err := c.Subscribe(testContext(t), chatclient.GraphQLTransportWS, inboxSub, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sub.Close() })
-	waitGoroutines(t, func(int) bool { return countGoroutines(inboxStreamFunc) > live })
+	waitFor(t, func() bool { return ts.Streams().Started() > started })
 	return sub
 }
-
-const inboxStreamFunc = "resolvers.(*subscriptionResolver).InboxEvents.func1"
 
 func TestDirectMessages(t *testing.T) { forEachStore(t, testDirectMessages) }
 
 func testDirectMessages(t *testing.T, cfg Config) {
 	ts := startServer(t, cfg)
 	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
-	bobEvents := subscribeInbox(t, bob)
-	aliceEvents := subscribeInbox(t, alice)
+	bobEvents := ts.subscribeInbox(t, bob)
+	aliceEvents := ts.subscribeInbox(t, alice)
 
 	var sent []string
 	for i := range 3 {
@@ -260,7 +258,7 @@ func testPrivateGroups(t *testing.T, cfg Config) {
 	})
 
 	post(alice, "before bob")
-	bobEvents := subscribeInbox(t, bob)
+	bobEvents := ts.subscribeInbox(t, bob)
 	mustDo(t, alice, addMember, map[string]any{"g": "secret", "l": "bob"}, nil)
 	if ev := nextInboxEvent(t, bobEvents); ev.Kind != "ADDED_TO_GROUP" || ev.ConversationID != "secret" {
 		t.Fatalf("bob's event: %+v", ev)
@@ -302,7 +300,7 @@ func testHiddenMessages(t *testing.T, cfg Config) {
 	var posted struct{ PostMessage struct{ ID string } }
 	mustDo(t, bob, postMessage, map[string]any{"r": "hall", "c": "oops"}, &posted)
 	id := posted.PostMessage.ID
-	sub := subscribe(t, carol, chatclient.GraphQLTransportWS, "hall", nil)
+	sub := ts.subscribe(t, carol, chatclient.GraphQLTransportWS, "hall", nil)
 
 	wantCode(t, carol, "FORBIDDEN", hideQ, map[string]any{"id": id})
 	mustDo(t, alice, hideQ, map[string]any{"id": id}, nil) // the room's creator

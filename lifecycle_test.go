@@ -265,7 +265,7 @@ func TestRequestLimits(t *testing.T) {
 }
 
 // waitFor polls cond until it holds, or fails the test after 10 seconds.
-func waitFor(t *testing.T, cond func() bool) {
+func waitFor(t testing.TB, cond func() bool) {
 	t.Helper()
 	waitGoroutines(t, func(int) bool { return cond() })
 }

@@ -44,6 +44,7 @@ import (
 	"github.com/killrchat/chatql/resolvers"
 	"github.com/killrchat/chatql/store"
 	"github.com/killrchat/chatql/store/embedded"
+	"github.com/killrchat/chatql/stream"
 )
 
 func main() {
@@ -102,6 +103,19 @@ type Server struct {
 	// limitsRedis is the Redis client of the rate limits, nil without one.
 	limitsRedis *redis.Client
 	passwords   *auth.Passwords
+	streams     *stream.Source
+	live        *live.Transport
+}
+
+// Streams is the source of this server's subscription streams, which
+// counts those open.
+func (s *Server) Streams() *stream.Source { return s.streams }
+
+// released reports whether the server holds nothing for subscribers: no
+// open stream, websocket or shared encoder.
+func (s *Server) released() bool {
+	conns, encoders := s.live.Held()
+	return s.streams.Open() == 0 && conns == 0 && encoders == 0
 }
 
 // NewServer opens the configured store and broker and builds the handler.
@@ -162,7 +176,8 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, st store.Store
 		return nil, err
 	}
 	s.passwords = passwords
-	res := &resolvers.Resolver{Store: s.store, Broker: s.broker, Tokens: tokens, Sessions: sessions, Passwords: passwords, Log: log, Limits: limits}
+	s.streams = &stream.Source{Store: s.store, Broker: s.broker}
+	res := &resolvers.Resolver{Store: s.store, Broker: s.broker, Streams: s.streams, Tokens: tokens, Sessions: sessions, Passwords: passwords, Log: log, Limits: limits}
 	s.http = &http.Server{
 		Handler:           s.routes(streams, res, sessions),
 		ReadHeaderTimeout: cfg.ReadTimeout,
@@ -240,8 +255,9 @@ const (
 // and health probes. Websockets and subscriptions end when streams does.
 func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessions *auth.Sessions) http.Handler {
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: res, Complexity: resolvers.Complexity()}))
-	gql.AddTransport(live.New(live.Config{
+	s.live = live.New(live.Config{
 		Rooms:          res,
+		FeedSchema:     res.FeedSchema,
 		Authenticate:   websocketAuth(sessions),
 		SessionEnd:     sessions.Watch,
 		ErrorPresenter: res.ErrorPresenter,
@@ -255,7 +271,8 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 		MaxUnauthenticated: s.cfg.MaxUnauthenticatedWebsockets,
 		Context:            streams,
 		Log:                s.log,
-	}))
+	})
+	gql.AddTransport(s.live)
 	gql.AddTransport(httpapi.SSE{})
 	gql.AddTransport(transport.Options{})
 	gql.AddTransport(httpapi.GET{})

@@ -21,7 +21,6 @@ import (
 
 	"github.com/killrchat/chatql/internal/chatclient"
 	"github.com/killrchat/chatql/ratelimit"
-	"github.com/killrchat/chatql/resolvers"
 )
 
 // testServer is a real server instance on a loopback port.
@@ -34,7 +33,7 @@ type testServer struct {
 // testConfig is the embedded default with fast password hashing, no rate
 // limits and no cap on connections per client: tests post in bursts from
 // one address; the tests of those limits turn them on.
-func testConfig(t *testing.T) Config {
+func testConfig(t testing.TB) Config {
 	t.Helper()
 	cfg, err := ParseConfig(nil, func(string) string { return "" })
 	if err != nil {
@@ -49,7 +48,7 @@ func testConfig(t *testing.T) Config {
 }
 
 // startServer serves cfg until the test ends.
-func startServer(t *testing.T, cfg Config) *testServer {
+func startServer(t testing.TB, cfg Config) *testServer {
 	t.Helper()
 	srv, err := NewServer(context.Background(), cfg, testLogger())
 	if err != nil {
@@ -67,32 +66,30 @@ func testLogger() *slog.Logger {
 }
 
 // serve runs srv on a loopback port until the test ends.
-func serve(t *testing.T, srv *Server) *testServer {
+func serve(t testing.TB, srv *Server) *testServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go srv.Serve(ln)
-	open := resolvers.OpenRoomStreams()
 	t.Cleanup(func() {
 		_ = srv.Close(context.Background())
-		// Streams end asynchronously: let this server's go, so that the
-		// next test counts only its own.
-		waitGoroutines(t, func(int) bool { return resolvers.OpenRoomStreams() <= open })
+		// Streams end asynchronously, and hold the store until they do.
+		waitFor(t, func() bool { return srv.Streams().Open() == 0 })
 	})
 	url := "http://" + ln.Addr().String() + "/query"
 	return &testServer{Server: srv, URL: url, Client: chatclient.New(url)}
 }
 
-func testContext(t *testing.T) context.Context {
+func testContext(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
 }
 
 // user signs a user up, logs in, and returns a client acting as them.
-func (ts *testServer) user(t *testing.T, login string) *chatclient.Client {
+func (ts *testServer) user(t testing.TB, login string) *chatclient.Client {
 	t.Helper()
 	ctx := testContext(t)
 	mustDo(t, ts.Client, `mutation($in: SignupInput!) { signup(input: $in) { login } }`,
@@ -105,7 +102,7 @@ func (ts *testServer) user(t *testing.T, login string) *chatclient.Client {
 	return ts.Client.WithToken(out.Login.Token)
 }
 
-func mustDo(t *testing.T, c *chatclient.Client, query string, vars map[string]any, out any) {
+func mustDo(t testing.TB, c *chatclient.Client, query string, vars map[string]any, out any) {
 	t.Helper()
 	if err := c.Do(testContext(t), query, vars, out); err != nil {
 		t.Fatalf("%s: %v", firstLine(query), err)
@@ -422,11 +419,11 @@ func testMessages(t *testing.T, cfg Config) {
 // The server confirms nothing when a subscription starts (clients that must
 // not miss anything resume with a cursor), so tests that post right after
 // subscribing wait until the server holds the stream.
-func subscribe(t *testing.T, c *chatclient.Client, protocol, room string, after any) *chatclient.Subscription {
+func (ts *testServer) subscribe(t *testing.T, c *chatclient.Client, protocol, room string, after any) *chatclient.Subscription {
 	t.Helper()
-	started := resolvers.StartedRoomStreams()
+	started := ts.Streams().Started()
 	sub := subscribeNoWait(t, c, protocol, room, after)
-	waitGoroutines(t, func(int) bool { return resolvers.StartedRoomStreams() > started })
+	waitFor(t, func() bool { return ts.Streams().Started() > started })
 	return sub
 }
 
@@ -478,7 +475,7 @@ func testSubscriptions(t *testing.T, cfg Config) {
 
 	for _, protocol := range []string{chatclient.GraphQLTransportWS, chatclient.GraphQLWS} {
 		t.Run(protocol, func(t *testing.T) {
-			sub := subscribe(t, alice, protocol, "live", nil)
+			sub := ts.subscribe(t, alice, protocol, "live", nil)
 			mustDo(t, alice, postMessage, map[string]any{"r": "live", "c": "hi " + protocol}, nil)
 			ev := nextEvent(t, sub)
 			if ev.Kind != "MESSAGE_POSTED" || ev.Message == nil || ev.Message.Content != "hi "+protocol || ev.Cursor == nil || *ev.Cursor != ev.Message.ID {
@@ -520,7 +517,7 @@ func testSubscriptions(t *testing.T, cfg Config) {
 		for _, c := range []string{"r1", "r2"} {
 			mustDo(t, alice, postMessage, map[string]any{"r": "live", "c": c}, nil)
 		}
-		sub := subscribe(t, alice, chatclient.GraphQLTransportWS, "live", first.PostMessage.ID)
+		sub := ts.subscribe(t, alice, chatclient.GraphQLTransportWS, "live", first.PostMessage.ID)
 		mustDo(t, alice, postMessage, map[string]any{"r": "live", "c": "r3"}, nil)
 		var got []string
 		for range 3 {
@@ -533,7 +530,7 @@ func testSubscriptions(t *testing.T, cfg Config) {
 	})
 
 	t.Run("SSE", func(t *testing.T) {
-		resp := openSSE(t, ts.URL, alice.Token, `subscription { roomEvents(room: \"live\") { kind message { content } } }`)
+		resp := ts.openSSE(t, alice.Token, `subscription { roomEvents(room: \"live\") { kind message { content } } }`)
 		go mustDoNoFatal(alice, postMessage, map[string]any{"r": "live", "c": "over sse"})
 		buf := make([]byte, 0, 4096)
 		chunk := make([]byte, 1024)
@@ -548,7 +545,7 @@ func testSubscriptions(t *testing.T, cfg Config) {
 
 	t.Run("RoomDeletedEndsSubscription", func(t *testing.T) {
 		mustDo(t, alice, createRoom, map[string]any{"n": "doomed"}, nil)
-		sub := subscribe(t, alice, chatclient.GraphQLTransportWS, "doomed", nil)
+		sub := ts.subscribe(t, alice, chatclient.GraphQLTransportWS, "doomed", nil)
 		mustDo(t, alice, deleteRoom, map[string]any{"r": "doomed"}, nil)
 		if ev := nextEvent(t, sub); ev.Kind != "ROOM_DELETED" || ev.User.Login != "alice" || ev.Cursor != nil {
 			t.Fatalf("got %+v", ev)
@@ -584,22 +581,18 @@ func countGoroutines(fn string) int {
 	return strings.Count(string(buf), fn)
 }
 
-func TestSubscriptionsLeaveNoGoroutines(t *testing.T) {
-	forEachStore(t, testSubscriptionsLeaveNoGoroutines)
+func TestSubscriptionsAreReleased(t *testing.T) {
+	forEachStore(t, testSubscriptionsAreReleased)
 }
 
-func testSubscriptionsLeaveNoGoroutines(t *testing.T, cfg Config) {
+// testSubscriptionsAreReleased opens and closes 50 subscriptions at once:
+// the server then holds no stream, connection or encoder of theirs. It
+// counts what this server holds, not the process's goroutines, which other
+// tests' leftovers would blur.
+func testSubscriptionsAreReleased(t *testing.T, cfg Config) {
 	ts := startServer(t, cfg)
 	alice := ts.user(t, "alice")
 	mustDo(t, alice, createRoom, map[string]any{"n": "churn"}, nil)
-	// Warm up: the first connection starts long-lived helpers (HTTP pools).
-	sub := subscribe(t, alice, chatclient.GraphQLTransportWS, "churn", nil)
-	mustDo(t, alice, postMessage, map[string]any{"r": "churn", "c": "warm"}, nil)
-	nextEvent(t, sub)
-	sub.Close()
-	waitGoroutines(t, func(n int) bool { return resolvers.OpenRoomStreams() == 0 })
-	before := runtime.NumGoroutine()
-
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Add(1)
@@ -614,13 +607,11 @@ func testSubscriptionsLeaveNoGoroutines(t *testing.T, cfg Config) {
 		}()
 	}
 	wg.Wait()
-	waitGoroutines(t, func(n int) bool {
-		return resolvers.OpenRoomStreams() == 0 && n <= before+2
-	})
+	waitFor(t, ts.released)
 }
 
 // waitGoroutines polls until ok holds for the goroutine count, or fails.
-func waitGoroutines(t *testing.T, ok func(n int) bool) {
+func waitGoroutines(t testing.TB, ok func(n int) bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -640,14 +631,14 @@ func waitGoroutines(t *testing.T, ok func(n int) bool) {
 // waits until the stream runs: gqlgen's SSE transport sends its headers
 // before it runs the resolver, so the stream is live only once it is
 // counted. The response body is closed when the test ends.
-func openSSE(t *testing.T, url, token, query string) *http.Response {
+func (ts *testServer) openSSE(t *testing.T, token, query string) *http.Response {
 	t.Helper()
 	body := strings.NewReader(`{"query":"` + query + `"}`)
-	req, _ := http.NewRequestWithContext(testContext(t), http.MethodPost, url, body)
+	req, _ := http.NewRequestWithContext(testContext(t), http.MethodPost, ts.URL, body)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Authorization", "Bearer "+token)
-	started := resolvers.StartedRoomStreams()
+	started := ts.Streams().Started()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -656,6 +647,6 @@ func openSSE(t *testing.T, url, token, query string) *http.Response {
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		t.Fatalf("content type %q", ct)
 	}
-	waitGoroutines(t, func(int) bool { return resolvers.StartedRoomStreams() > started })
+	waitFor(t, func() bool { return ts.Streams().Started() > started })
 	return resp
 }

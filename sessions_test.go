@@ -193,7 +193,7 @@ func testStreamsEndWithSession(t *testing.T, cfg Config) {
 	t.Run("LogoutSameInstance", func(t *testing.T) {
 		p := login(t, ts, "alice", "password-alice")
 		c := ts.Client.WithToken(p.Token)
-		sub := subscribe(t, c, chatclient.GraphQLTransportWS, "live", nil)
+		sub := ts.subscribe(t, c, chatclient.GraphQLTransportWS, "live", nil)
 		mustDo(t, c, logoutQ, nil, nil)
 		wantClosed4401(t, sub)
 	})
@@ -205,7 +205,7 @@ func testStreamsEndWithSession(t *testing.T, cfg Config) {
 		}
 		ots := serve(t, other)
 		p := login(t, ts, "alice", "password-alice")
-		sub := subscribe(t, ots.Client.WithToken(p.Token), chatclient.GraphQLWS, "live", nil)
+		sub := ots.subscribe(t, ots.Client.WithToken(p.Token), chatclient.GraphQLWS, "live", nil)
 		mustDo(t, ts.Client.WithToken(p.Token), logoutQ, nil, nil)
 		wantClosed4401(t, sub)
 	})
@@ -220,13 +220,13 @@ func testStreamsEndWithSession(t *testing.T, cfg Config) {
 		}
 		s := serve(t, sts)
 		p := login(t, s, "alice", "password-alice")
-		sub := subscribe(t, s.Client.WithToken(p.Token), chatclient.GraphQLTransportWS, "live", nil)
+		sub := s.subscribe(t, s.Client.WithToken(p.Token), chatclient.GraphQLTransportWS, "live", nil)
 		wantClosed4401(t, sub)
 	})
 
 	t.Run("SSE", func(t *testing.T) {
 		p := login(t, ts, "alice", "password-alice")
-		resp := openSSE(t, ts.URL, p.Token, `subscription { roomEvents(room: \"live\") { kind } }`)
+		resp := ts.openSSE(t, p.Token, `subscription { roomEvents(room: \"live\") { kind } }`)
 		mustDo(t, ts.Client.WithToken(p.Token), logoutQ, nil, nil)
 		var buf []byte
 		chunk := make([]byte, 1024)

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -227,13 +226,13 @@ func (r *Redis) Publish(ctx context.Context, topic string, ev Event) error {
 	if r.closing.Load() {
 		return ErrClosed
 	}
-	payload, err := json.Marshal(ev)
+	payload, err := encodeEvent(ev)
 	if err != nil {
-		return fmt.Errorf("redis broker: encode %s event: %w", ev.Kind, err)
+		return fmt.Errorf("redis broker: %w", err)
 	}
 	channel := r.prefix + topic
 	if r.takeUnannounced(topic) {
-		resync, _ := json.Marshal(resyncEvent(topic)) // cannot fail: no custom marshalers in play
+		resync, _ := encodeEvent(resyncEvent(topic)) // cannot fail: plain strings and booleans
 		if err := r.client.Publish(ctx, channel, resync).Err(); err != nil {
 			r.markUnannounced(topic)
 			return fmt.Errorf("redis broker: publish to %s: %w", topic, err)
@@ -490,8 +489,8 @@ func (r *Redis) message(m *redis.Message) {
 	if !ok {
 		return
 	}
-	var ev Event
-	if err := json.Unmarshal([]byte(m.Payload), &ev); err != nil {
+	ev, err := decodeEvent([]byte(m.Payload))
+	if err != nil {
 		// An event was published that this instance cannot read; rather
 		// than silently lose it, make the subscribers catch up from the
 		// store.

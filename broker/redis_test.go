@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -112,31 +111,6 @@ func upstreamStates(r *Redis) int {
 	return len(r.channels)
 }
 
-func TestEventJSONRoundTrip(t *testing.T) {
-	ev := testEvent("alice", 7)
-	ev.Message.System = true
-	b, err := json.Marshal(ev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(b), `"`+ev.Message.ID.String()+`"`) {
-		t.Fatalf("message id is not a JSON string: %s", b)
-	}
-	var got Event
-	if err := json.Unmarshal(b, &got); err != nil {
-		t.Fatal(err)
-	}
-	if got.Kind != ev.Kind || got.Room != ev.Room || got.User != ev.User || got.Message == nil || *got.Message != *ev.Message {
-		t.Fatalf("round trip changed the event:\n got %+v %+v\nwant %+v %+v", got, got.Message, ev, ev.Message)
-	}
-	b, err = json.Marshal(Event{Kind: store.RoomDeleted, Room: "r", User: store.UserRef{Login: "bob"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(b), "message") {
-		t.Fatalf("an event without a message encodes one: %s", b)
-	}
-}
 
 func TestNewRedisFailsFast(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -63,6 +63,7 @@ type ComplexityRoot struct {
 	InboxEvent struct {
 		Conversation   func(childComplexity int) int
 		ConversationID func(childComplexity int) int
+		Cursor         func(childComplexity int) int
 		Kind           func(childComplexity int) int
 		Message        func(childComplexity int) int
 	}
@@ -150,7 +151,7 @@ type ComplexityRoot struct {
 	}
 
 	Subscription struct {
-		InboxEvents func(childComplexity int) int
+		InboxEvents func(childComplexity int, after *string) int
 		RoomEvents  func(childComplexity int, room string, after *string) int
 	}
 
@@ -216,7 +217,7 @@ type RoomResolver interface {
 	Kind(ctx context.Context, obj *store.Room) (model.RoomKind, error)
 }
 type SubscriptionResolver interface {
-	InboxEvents(ctx context.Context) (<-chan *model.InboxEvent, error)
+	InboxEvents(ctx context.Context, after *string) (<-chan *model.InboxEvent, error)
 	RoomEvents(ctx context.Context, room string, after *string) (<-chan *model.RoomEvent, error)
 }
 type UserResolver interface {
@@ -315,6 +316,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.InboxEvent.ConversationID(childComplexity), true
+	case "InboxEvent.cursor":
+		if e.ComplexityRoot.InboxEvent.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboxEvent.Cursor(childComplexity), true
 	case "InboxEvent.kind":
 		if e.ComplexityRoot.InboxEvent.Kind == nil {
 			break
@@ -756,7 +763,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			break
 		}
 
-		return e.ComplexityRoot.Subscription.InboxEvents(childComplexity), true
+		args, err := ec.field_Subscription_inboxEvents_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.InboxEvents(childComplexity, args["after"].(*string)), true
 	case "Subscription.roomEvents":
 		if e.ComplexityRoot.Subscription.RoomEvents == nil {
 			break
@@ -974,6 +986,8 @@ type InboxEvent {
   message: Message
   """The conversation as the caller's inbox now shows it (read when this field is asked for)."""
   conversation: Conversation
+  """Pass as ` + "`" + `inboxEvents(after:)` + "`" + ` to resume after this event."""
+  cursor: String!
 }
 
 extend type Query {
@@ -999,8 +1013,12 @@ extend type Mutation {
 }
 
 extend type Subscription {
-  """Changes to the caller's inbox: direct messages, unread counts, groups joined."""
-  inboxEvents: InboxEvent!
+  """
+  Changes to the caller's inbox: direct messages, unread counts, groups joined.
+  With ` + "`" + `after` + "`" + ` (an event's ` + "`" + `cursor` + "`" + `), the events logged since are replayed
+  first, then live ones follow, with no gap and no duplicate.
+  """
+  inboxEvents(after: String): InboxEvent!
 }
 `, BuiltIn: false},
 	{Name: "../schema/messages.graphqls", Input: `"""A message in a room."""
@@ -1350,6 +1368,8 @@ func (ec *executionContext) childFields_InboxEvent(ctx context.Context, field gr
 		return ec.fieldContext_InboxEvent_message(ctx, field)
 	case "conversation":
 		return ec.fieldContext_InboxEvent_conversation(ctx, field)
+	case "cursor":
+		return ec.fieldContext_InboxEvent_cursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type InboxEvent", field.Name)
 }
@@ -2006,6 +2026,20 @@ func (ec *executionContext) field_Room_participants_args(ctx context.Context, ra
 	return args, nil
 }
 
+func (ec *executionContext) field_Subscription_inboxEvents_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Subscription_roomEvents_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2475,6 +2509,29 @@ func (ec *executionContext) fieldContext_InboxEvent_conversation(_ context.Conte
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _InboxEvent_cursor(ctx context.Context, field graphql.CollectedField, obj *model.InboxEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboxEvent_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InboxEvent_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InboxEvent", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Message_id(ctx context.Context, field graphql.CollectedField, obj *store.Message) (ret graphql.Marshaler) {
@@ -4286,7 +4343,8 @@ func (ec *executionContext) _Subscription_inboxEvents(ctx context.Context, field
 			return ec.fieldContext_Subscription_inboxEvents(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Subscription().InboxEvents(ctx)
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().InboxEvents(ctx, fc.Args["after"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.InboxEvent) graphql.Marshaler {
@@ -4296,7 +4354,7 @@ func (ec *executionContext) _Subscription_inboxEvents(ctx context.Context, field
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Subscription_inboxEvents(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_Subscription_inboxEvents(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "Subscription",
 		Field:      field,
@@ -4305,6 +4363,17 @@ func (ec *executionContext) fieldContext_Subscription_inboxEvents(_ context.Cont
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_InboxEvent(ctx, field)
 		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_inboxEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -6041,6 +6110,11 @@ func (ec *executionContext) _InboxEvent(ctx context.Context, sel ast.SelectionSe
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "cursor":
+			out.Values[i] = ec._InboxEvent_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}

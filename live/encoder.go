@@ -8,9 +8,9 @@ import (
 	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/executor"
 
 	"github.com/killrchat/chatql/auth"
-	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/graph/model"
 	"github.com/killrchat/chatql/resolvers"
 	"github.com/killrchat/chatql/store"
@@ -25,13 +25,18 @@ const recentResults = 256
 // the same fields, so that an event is executed and JSON-encoded once for
 // all of them rather than once per subscriber.
 type encoders struct {
+	// schema is the schema in which roomEvents serves the feed it is given.
+	schema func(feed <-chan *model.RoomEvent) graphql.ExecutableSchema
+	errors graphql.ErrorPresenterFunc
+
 	mu    sync.Mutex
 	byKey map[string]*encoder
 }
 
 // encoder executes one roomEvents selection set over events and keeps the
-// recent results. It holds no goroutine: the operation is gqlgen's, fed one
-// event at a time through the resolver's feed channel.
+// recent results. It holds no goroutine: the operation is gqlgen's, run in
+// a schema whose roomEvents resolver serves the encoder's feed channel, fed
+// one event at a time.
 //
 // The result of a selection over an event is the same for every subscriber
 // but in one respect: a hidden message's content is shown only to viewers
@@ -63,7 +68,7 @@ type resultKey struct {
 
 // acquire returns the encoder of the operation's selection set, creating it
 // from this operation if it is the first. Release it when done.
-func (e *encoders) acquire(exec graphql.GraphExecutor, rc *graphql.OperationContext, field graphql.CollectedField) *encoder {
+func (e *encoders) acquire(rc *graphql.OperationContext, field graphql.CollectedField) *encoder {
 	key := selectionKey(rc, field)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -74,7 +79,7 @@ func (e *encoders) acquire(exec graphql.GraphExecutor, rc *graphql.OperationCont
 	if e.byKey == nil {
 		e.byKey = make(map[string]*encoder)
 	}
-	enc := newEncoder(exec, rc, key)
+	enc := e.newEncoder(rc, key)
 	enc.refs = 1
 	e.byKey[key] = enc
 	return enc
@@ -93,12 +98,15 @@ func (e *encoders) release(enc *encoder) {
 	}
 }
 
-func newEncoder(exec graphql.GraphExecutor, rc *graphql.OperationContext, key string) *encoder {
+func (e *encoders) newEncoder(rc *graphql.OperationContext, key string) *encoder {
 	feed := make(chan *model.RoomEvent, 1)
-	ctx, cancel := context.WithCancel(resolvers.WithRoomEventFeed(context.Background(), feed))
+	exec := executor.New(e.schema(feed))
+	exec.SetErrorPresenter(e.errors)
+	ctx, cancel := context.WithCancel(context.Background())
 	// The operation context of the subscriber that came first serves all:
 	// nothing in it but the selection set matters here, and its field
-	// cache is safe for concurrent use.
+	// cache is safe for concurrent use. It was validated against the
+	// server's schema, which the feed's has the shape of.
 	next, ctx := exec.DispatchOperation(ctx, rc)
 	return &encoder{
 		key: key, feed: feed, next: next, ctx: ctx, cancel: cancel,
@@ -111,7 +119,7 @@ var errEncoderEnded = errors.New("live: the shared operation ended")
 // encode returns the JSON result of the selection over ev as viewer sees
 // it, executing it only if no subscriber needed it recently. The bytes are
 // shared: never modify them.
-func (enc *encoder) encode(ev *broker.Event, viewer store.UserRef) ([]byte, error) {
+func (enc *encoder) encode(ev *store.Event, viewer store.UserRef) ([]byte, error) {
 	k := resultKey{kind: ev.Kind, room: ev.Room, user: ev.User.Login}
 	if m := ev.Message; m != nil {
 		k.message, k.hidden = m.ID, m.Hidden

@@ -9,7 +9,6 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/executor"
 
-	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/resolvers"
 	"github.com/killrchat/chatql/store"
@@ -31,13 +30,13 @@ func BenchmarkRoomEventEncode(b *testing.B) {
 	if !ok {
 		b.Fatal("not a roomEvents subscription")
 	}
-	var encs encoders
-	enc := encs.acquire(exec, rc, field)
+	encs := encoders{schema: res.FeedSchema, errors: graphql.DefaultErrorPresenter}
+	enc := encs.acquire(rc, field)
 	defer encs.release(enc)
 	author := store.UserRef{Login: "alice", Firstname: "Alice", Lastname: "Liddell"}
-	event := func() *broker.Event {
-		m := &store.Message{Room: "hall", ID: store.NewMessageID(), Author: author, Content: "hello, this is a message of a typical length"}
-		return &broker.Event{Kind: store.MessagePosted, Room: "hall", Message: m, User: author}
+	event := func() *store.Event {
+		ev := store.PostedEvent(store.Message{Room: "hall", ID: store.NewMessageID(), Author: author, Content: "hello, this is a message of a typical length"})
+		return &ev
 	}
 	b.Run("new event", func(b *testing.B) {
 		b.ReportAllocs()

@@ -25,11 +25,11 @@ func TestLargeFramesCrossSmallBuffers(t *testing.T) {
 	alice := h.user("alice")
 	h.room("hall", "alice")
 	c := h.connect(graphqlTransportWS.name, alice)
-	before := streams()
+	before := h.open()
 	// A subscribe message longer than the read buffer.
 	padded := roomEvents + strings.Repeat(" ", 4*readBufferSize)
 	c.subscribe(graphqlTransportWS, "1", padded, map[string]any{"r": "hall"})
-	waitFor(t, "the stream", func() bool { return streams() == before+1 })
+	waitFor(t, "the stream", func() bool { return h.open() == before+1 })
 	long := strings.Repeat("é", 4000) // 8,000 bytes: several times the write buffer
 	id := h.post(alice, "hall", long)
 	if ev := c.event(graphqlTransportWS, "1"); ev.Message == nil || ev.Message.ID != id || ev.Message.Content != long {

@@ -26,6 +26,7 @@ import (
 	"github.com/killrchat/chatql/resolvers"
 	"github.com/killrchat/chatql/store"
 	"github.com/killrchat/chatql/store/embedded"
+	"github.com/killrchat/chatql/stream"
 )
 
 // harness serves the schema with this transport (and POST for mutations)
@@ -36,6 +37,8 @@ type harness struct {
 	live   *Transport
 	tokens *auth.Tokens
 	store  store.Store
+	// streams counts the harness's open room streams.
+	streams *stream.Source
 }
 
 func newHarness(t *testing.T, tune func(*Config)) *harness {
@@ -46,10 +49,6 @@ func newHarness(t *testing.T, tune func(*Config)) *harness {
 // newHarnessOn serves on wrap(listener) if wrap is not nil.
 func newHarnessOn(t *testing.T, tune func(*Config), wrap func(net.Listener) net.Listener) *harness {
 	t.Helper()
-	// Runs last: streams end asynchronously after the server and its
-	// context; the next test counts only its own.
-	open := streams()
-	t.Cleanup(func() { waitFor(t, "this test's streams to end", func() bool { return streams() <= open }) })
 	st, err := embedded.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -62,11 +61,16 @@ func newHarnessOn(t *testing.T, tune func(*Config), wrap func(net.Listener) net.
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	res := &resolvers.Resolver{Store: st, Broker: br, Tokens: tokens, Log: log}
+	src := &stream.Source{Store: st, Broker: br}
+	// Runs before the store and broker close: streams end asynchronously
+	// after the server and its context.
+	t.Cleanup(func() { waitFor(t, "the streams to end", func() bool { return src.Open() == 0 }) })
+	res := &resolvers.Resolver{Store: st, Broker: br, Streams: src, Tokens: tokens, Log: log}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	cfg := Config{
-		Rooms: res,
+		Rooms:      res,
+		FeedSchema: res.FeedSchema,
 		Authenticate: func(ctx context.Context, init map[string]any) (context.Context, bool, error) {
 			token, _ := init["token"].(string)
 			if token == "" {
@@ -84,7 +88,7 @@ func newHarnessOn(t *testing.T, tune func(*Config), wrap func(net.Listener) net.
 	if tune != nil {
 		tune(&cfg)
 	}
-	h := &harness{t: t, live: New(cfg), tokens: tokens, store: st}
+	h := &harness{t: t, live: New(cfg), tokens: tokens, store: st, streams: src}
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: res}))
 	gql.AddTransport(h.live)
 	gql.AddTransport(transport.POST{})
@@ -121,7 +125,7 @@ func (h *harness) room(name string, creator string, others ...string) {
 		h.t.Fatal(err)
 	}
 	for _, o := range others {
-		if _, err := h.store.JoinRoom(ctx, name, store.UserRef{Login: o}); err != nil {
+		if _, _, err := h.store.JoinRoom(ctx, name, store.UserRef{Login: o}); err != nil {
 			h.t.Fatal(err)
 		}
 	}
@@ -320,8 +324,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// streams counts the open room streams.
-func streams() int64 { return resolvers.OpenRoomStreams() }
+// open counts the harness's open room streams.
+func (h *harness) open() int64 { return h.streams.Open() }
 
 func (h *harness) encoderCount() (encoders, encodes int) {
 	h.live.encoders.mu.Lock()

@@ -12,14 +12,14 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/killrchat/chatql/apierror"
-	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/resolvers"
 	"github.com/killrchat/chatql/store"
+	"github.com/killrchat/chatql/stream"
 )
 
-// RoomStreams opens room event streams: the resolvers.
+// RoomStreams opens room event streams (the resolvers: who the caller is, which cursor).
 type RoomStreams interface {
-	OpenRoomEvents(ctx context.Context, room string, after *string) (*resolvers.RoomStream, error)
+	OpenRoomEvents(ctx context.Context, room string, after *string) (*stream.Room, error)
 }
 
 // operation is one subscribe (graphql-ws: start) of a connection. It runs
@@ -108,7 +108,7 @@ func (op *operation) start(kind string, payload json.RawMessage) {
 	// From here on the stream needs only the shared encoder: the operation
 	// context (its document, variables and field caches) is let go.
 	r := &roomSubscription{op: op, stream: stream, alias: field.Alias, viewer: stream.Viewer(),
-		enc: op.c.t.encoders.acquire(op.c.exec, rc, field), prefix: framePrefix(op.c.proto, op.id)}
+		enc: op.c.t.encoders.acquire(rc, field), prefix: framePrefix(op.c.proto, op.id)}
 	handedOff = true
 	r.start()
 }
@@ -179,7 +179,7 @@ func roomEventsField(rc *graphql.OperationContext) (f graphql.CollectedField, ro
 // openRoom opens the room stream; a refusal (no such room, not a
 // participant, a bad cursor) fails the operation with an error message, as
 // for any subscription that cannot start (see execute).
-func (op *operation) openRoom(ctx context.Context, field graphql.CollectedField, room string, after *string) (*resolvers.RoomStream, bool) {
+func (op *operation) openRoom(ctx context.Context, field graphql.CollectedField, room string, after *string) (*stream.Room, bool) {
 	stream, err := op.c.t.cfg.Rooms.OpenRoomEvents(ctx, room, after)
 	if err == nil {
 		return stream, true
@@ -200,7 +200,7 @@ func (op *operation) openRoom(ctx context.Context, field graphql.CollectedField,
 // written as is.
 type roomSubscription struct {
 	op      *operation
-	stream  *resolvers.RoomStream
+	stream  *stream.Room
 	enc     *encoder
 	prefix  []byte // the frame around each result
 	viewer  store.UserRef
@@ -255,7 +255,7 @@ func (r *roomSubscription) deliver() (done bool, err error) {
 		return true, nil
 	}
 	var encodeErr error
-	done, err = r.stream.Pump(r.op.ctx, func(ev *broker.Event) bool {
+	done, err = r.stream.Pump(r.op.ctx, func(ev *store.Event) bool {
 		if r.op.stopped.Load() {
 			return false
 		}

@@ -27,12 +27,17 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/killrchat/chatql/apierror"
+	"github.com/killrchat/chatql/graph/model"
 )
 
 // Config configures a Transport.
 type Config struct {
 	// Rooms opens room event streams (the resolvers).
 	Rooms RoomStreams
+	// FeedSchema is the API's schema with the roomEvents subscription
+	// serving feed instead of a room (see resolvers.FeedSchema): a room
+	// event is executed in it once per selection set, for every subscriber.
+	FeedSchema func(feed <-chan *model.RoomEvent) graphql.ExecutableSchema
 	// Authenticate reads the token of a connection_init payload and returns
 	// the context operations run in, and whether it names a user (a
 	// connection without a token is anonymous). An error, presented by
@@ -110,9 +115,21 @@ func New(cfg Config) *Transport {
 		cfg.ErrorPresenter = graphql.DefaultErrorPresenter
 	}
 	cfg.Accept.Subprotocols = []string{graphqlTransportWS.name, graphqlWS.name}
-	t := &Transport{cfg: cfg, conns: make(map[*conn]struct{})}
+	t := &Transport{cfg: cfg, conns: make(map[*conn]struct{}), encoders: encoders{schema: cfg.FeedSchema, errors: cfg.ErrorPresenter}}
 	go t.watch()
 	return t
+}
+
+// Held reports what the transport holds now: open connections, and
+// encoders shared by room subscriptions. Both are zero once every client
+// has gone.
+func (t *Transport) Held() (connections, encoders int) {
+	t.mu.Lock()
+	connections = len(t.conns)
+	t.mu.Unlock()
+	t.encoders.mu.Lock()
+	defer t.encoders.mu.Unlock()
+	return connections, len(t.encoders.byKey)
 }
 
 // watch closes connections whose write has waited longer than

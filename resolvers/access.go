@@ -7,7 +7,22 @@ import (
 	"strings"
 
 	"github.com/killrchat/chatql/store"
+	"github.com/killrchat/chatql/stream"
 )
+
+// Who may do what, in one vocabulary:
+//
+//   - a room is visible to a caller who may learn it exists: every public
+//     room, and the private groups they are or were a member of. Others'
+//     groups are NOT_FOUND, so names reveal nothing.
+//   - a participant (a current member of a group) reads, posts and follows
+//     the room: participant; the post's audience: postAudience.
+//   - a message is readable by the parties of its direct conversation, the
+//     participants of its public room, and whoever was a member of its
+//     group when it was posted: mayRead.
+//
+// Subscriptions apply the participant rule when they open and again when
+// they catch up (stream.Source.OpenRoom).
 
 // readableMessage returns the message with this id if me may read its
 // conversation; otherwise NOT_FOUND, so ids do not reveal what exists.
@@ -60,4 +75,86 @@ func (r *Resolver) mayRead(ctx context.Context, msg store.Message, me store.User
 		}
 	}
 	return store.ErrForbidden
+}
+
+// participant checks that u takes part in the room, from the room's
+// membership (Store.Membership): one small read whatever the room's size.
+// Returns ErrNotFound or ErrForbidden.
+func (r *Resolver) participant(ctx context.Context, name string, u store.UserRef) (store.RoomMembership, error) {
+	m, err := r.Store.Membership(ctx, name, u.Login)
+	if err != nil {
+		return store.RoomMembership{}, err
+	}
+	if !m.Participant {
+		return store.RoomMembership{}, stream.NotParticipant(name, u)
+	}
+	return m, nil
+}
+
+// postAudience checks that u may post to the room, as participant does,
+// and returns its kind and, for a private group, the members whose inboxes
+// the post goes to. Only a group's post needs them, so only a group's
+// costs a read of the whole room (made after the membership read, and
+// checked again by it).
+func (r *Resolver) postAudience(ctx context.Context, name string, u store.UserRef) (store.RoomKind, []store.UserRef, error) {
+	m, err := r.participant(ctx, name, u)
+	if err != nil || m.Kind != store.PrivateGroup {
+		return m.Kind, nil, err
+	}
+	group, err := r.Store.Room(ctx, name)
+	if err != nil {
+		return "", nil, err
+	}
+	if !group.HasParticipant(u.Login) {
+		return "", nil, stream.NotParticipant(name, u)
+	}
+	return group.Kind, group.Participants, nil
+}
+
+// groupWindows returns me's membership windows of a private group.
+// Returns ErrForbidden if me never was a member.
+func (r *Resolver) groupWindows(ctx context.Context, group string, me store.UserRef) ([]store.Window, error) {
+	conv, err := r.Store.Conversation(ctx, me.Login, group)
+	if errors.Is(err, store.ErrNotFound) || err == nil && len(conv.Windows) == 0 {
+		return nil, fmt.Errorf("%w: %s is not a member of group %q", store.ErrForbidden, me.Login, group)
+	}
+	return conv.Windows, err
+}
+
+// visibleRoom reads a room the caller may see: any public room, and the
+// private groups they are in. Others' groups are NOT_FOUND, so names do not
+// reveal that a group exists.
+func (r *Resolver) visibleRoom(ctx context.Context, name string, me store.UserRef) (store.Room, error) {
+	room, err := r.Store.Room(ctx, name)
+	if err != nil {
+		return store.Room{}, err
+	}
+	if err := r.checkVisible(ctx, name, room.Kind, room.HasParticipant(me.Login), me); err != nil {
+		return store.Room{}, err
+	}
+	return room, nil
+}
+
+// visibleMembership is visibleRoom for callers that need the room's kind
+// and whether me takes part, not the room: it reads the membership only.
+func (r *Resolver) visibleMembership(ctx context.Context, name string, me store.UserRef) (store.RoomMembership, error) {
+	m, err := r.Store.Membership(ctx, name, me.Login)
+	if err != nil {
+		return store.RoomMembership{}, err
+	}
+	if err := r.checkVisible(ctx, name, m.Kind, m.Participant, me); err != nil {
+		return store.RoomMembership{}, err
+	}
+	return m, nil
+}
+
+// checkVisible is the rule of visibleRoom: a private group me is not in is
+// NOT_FOUND unless me has its inbox entry (a former member).
+func (r *Resolver) checkVisible(ctx context.Context, name string, kind store.RoomKind, participant bool, me store.UserRef) error {
+	if kind == store.PrivateGroup && !participant {
+		if _, err := r.Store.Conversation(ctx, me.Login, name); err != nil {
+			return fmt.Errorf("room %q: %w", name, store.ErrNotFound)
+		}
+	}
+	return nil
 }

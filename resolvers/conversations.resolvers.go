@@ -79,7 +79,7 @@ func (r *mutationResolver) SendDirectMessage(ctx context.Context, to string, con
 	if err := r.Store.SendDirect(ctx, msg, peer.UserRef); err != nil {
 		return nil, err
 	}
-	ev := broker.Event{Kind: store.DirectMessage, Room: conv, Message: &msg, User: me}
+	ev := store.Event{ID: msg.ID, Kind: store.DirectMessage, Room: conv, Message: &msg, User: me}
 	r.publishTo(ctx, broker.UserTopic(to), ev)
 	r.publishTo(ctx, broker.UserTopic(me.Login), ev)
 	return &msg, nil
@@ -102,14 +102,15 @@ func (r *mutationResolver) MarkRead(ctx context.Context, conversation string, up
 	if newest := before.LastMessage.ID; id.Compare(newest) > 0 {
 		id = newest // "read up to the future" would pre-read messages not yet sent
 	}
-	if err := r.Store.MarkRead(ctx, me.Login, conversation, id); err != nil {
+	ev, err := r.Store.MarkRead(ctx, me.Login, conversation, id)
+	if err != nil {
 		return nil, err
 	}
 	conv, err := r.Store.Conversation(ctx, me.Login, conversation)
 	if err != nil {
 		return nil, err
 	}
-	r.publishTo(ctx, broker.UserTopic(me.Login), broker.Event{Kind: store.UnreadChanged, Room: conversation, User: me})
+	r.publishTo(ctx, broker.UserTopic(me.Login), ev)
 	return &conv, nil
 }
 
@@ -126,19 +127,13 @@ func (r *mutationResolver) AddGroupMember(ctx context.Context, group string, log
 	if err != nil {
 		return nil, err
 	}
-	before, err := r.Store.Room(ctx, group)
+	room, joined, err := r.Store.AddGroupMember(ctx, group, me, u.UserRef, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	room, err := r.Store.AddGroupMember(ctx, group, me.Login, u.UserRef, time.Now())
-	if err != nil {
-		return nil, err
-	}
-	if !before.HasParticipant(login) {
-		if err := r.recordMembership(ctx, store.ParticipantJoined, group, u.UserRef, fmt.Sprintf("%s added %s to the group", me.Login, login)); err != nil {
-			return nil, err
-		}
-		r.publishTo(ctx, broker.UserTopic(login), broker.Event{Kind: store.AddedToGroup, Room: group, User: me})
+	if !joined.ID.IsZero() {
+		r.publish(ctx, joined)
+		r.publishTo(ctx, broker.UserTopic(login), store.Event{ID: joined.ID, Kind: store.AddedToGroup, Room: group, User: me, Message: joined.Message})
 	}
 	return &room, nil
 }
@@ -159,13 +154,12 @@ func (r *mutationResolver) HideMessage(ctx context.Context, id string) (*store.M
 			return nil, fmt.Errorf("%w: only the author or the room's creator may hide a message", store.ErrForbidden)
 		}
 	}
-	if err := r.Store.HideMessage(ctx, msg); err != nil {
+	ev, err := r.Store.HideMessage(ctx, msg, me)
+	if err != nil {
 		return nil, err
 	}
 	msg.Hidden = true
-	if !store.IsDirectConversation(msg.Room) {
-		r.publish(ctx, broker.Event{Kind: store.MessageHidden, Room: msg.Room, Message: &msg, User: me})
-	}
+	r.publish(ctx, ev)
 	return &msg, nil
 }
 
@@ -210,41 +204,21 @@ func (r *queryResolver) MyMessages(ctx context.Context, first *int, after *strin
 }
 
 // InboxEvents is the resolver for the inboxEvents field.
-func (r *subscriptionResolver) InboxEvents(ctx context.Context) (<-chan *model.InboxEvent, error) {
+func (r *subscriptionResolver) InboxEvents(ctx context.Context, after *string) (<-chan *model.InboxEvent, error) {
 	me, err := auth.UserFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
-	watched := r.watchSession(ctx)
-	sub, err := r.Broker.Subscribe(watched, broker.UserTopic(me.Login))
+	from, err := parseCursor(after)
 	if err != nil {
 		return nil, err
 	}
-	out := make(chan *model.InboxEvent)
-	go func() {
-		defer close(out)
-		defer sub.Close()
-		for {
-			ev, ok := sub.Next(watched)
-			if !ok {
-				if ctx.Err() == nil {
-					r.endStream(ctx, whyEnded(ctx, watched, sub.Err()))
-				}
-				return
-			}
-			if ev.Kind == broker.Resync {
-				// Inbox state is read on demand: a client that may have
-				// missed events re-reads its inbox.
-				ev = &broker.Event{Kind: store.UnreadChanged}
-			}
-			select {
-			case out <- &model.InboxEvent{Kind: model.InboxEventKind(ev.Kind), ConversationID: ev.Room, Message: ev.Message}:
-			case <-watched.Done():
-				return
-			}
-		}
-	}()
-	return out, nil
+	watched := r.watchSession(ctx)
+	s, err := r.Streams.OpenInbox(watched, me, from)
+	if err != nil {
+		return nil, err
+	}
+	return channel(r.Resolver, ctx, watched, s.Run, inboxEventOf), nil
 }
 
 // Conversation returns graph.ConversationResolver implementation.

@@ -3,7 +3,6 @@ package resolvers
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -24,79 +23,22 @@ func (r *Resolver) limitedUser(ctx context.Context, action ratelimit.Action) (st
 	return me, r.Limits.Allow(ctx, action, me.Login)
 }
 
-// participantRoom reads the room and checks that u takes part in it: only
-// participants read and post. Returns ErrNotFound or ErrForbidden. It reads
-// the whole participant set: when the room's kind (or creator) is all the
-// caller needs besides the check, use participant.
-func (r *Resolver) participantRoom(ctx context.Context, name string, u store.UserRef) (store.Room, error) {
-	room, err := r.Store.Room(ctx, name)
-	if err != nil {
-		return store.Room{}, err
+// publish hands a room event the store logged to the broker, for the
+// room's live subscribers. The zero event (the store logged nothing) is not
+// published.
+func (r *Resolver) publish(ctx context.Context, ev store.Event) {
+	if !ev.ID.IsZero() {
+		r.publishTo(ctx, broker.RoomTopic(ev.Room), ev)
 	}
-	if !room.HasParticipant(u.Login) {
-		return store.Room{}, notParticipant(name, u)
-	}
-	return room, nil
 }
 
-// participant checks that u takes part in the room as participantRoom does,
-// from the room's membership (Store.Membership) instead of the whole room:
-// the same answer, at the cost of one small read whatever the room's size.
-// Returns ErrNotFound or ErrForbidden.
-func (r *Resolver) participant(ctx context.Context, name string, u store.UserRef) (store.RoomMembership, error) {
-	m, err := r.Store.Membership(ctx, name, u.Login)
-	if err != nil {
-		return store.RoomMembership{}, err
-	}
-	if !m.Participant {
-		return store.RoomMembership{}, notParticipant(name, u)
-	}
-	return m, nil
-}
-
-func notParticipant(room string, u store.UserRef) error {
-	return fmt.Errorf("%w: %s is not a participant of room %q; join it first", store.ErrForbidden, u.Login, room)
-}
-
-// postAudience checks that u may post to the room, as participant does,
-// and returns its kind and, for a private group, the members whose inboxes
-// the post goes to. Only a group's post needs them, so only a group's
-// costs a read of the whole room (made after the membership read, and
-// checked again by it).
-func (r *Resolver) postAudience(ctx context.Context, name string, u store.UserRef) (store.RoomKind, []store.UserRef, error) {
-	m, err := r.participant(ctx, name, u)
-	if err != nil || m.Kind != store.PrivateGroup {
-		return m.Kind, nil, err
-	}
-	group, err := r.participantRoom(ctx, name, u)
-	if err != nil {
-		return "", nil, err
-	}
-	return group.Kind, group.Participants, nil
-}
-
-// recordMembership stores the system message of a join or leave and
-// publishes it as the event of that kind.
-func (r *Resolver) recordMembership(ctx context.Context, kind store.EventKind, room string, u store.UserRef, text string) error {
-	msg := store.Message{Room: room, ID: store.NewMessageID(), Author: u, Content: text, System: true}
-	if err := r.Store.PostMessage(ctx, msg); err != nil {
-		return err
-	}
-	r.publish(ctx, broker.Event{Kind: kind, Room: room, Message: &msg, User: u})
-	return nil
-}
-
-// publish hands ev to the broker. The write it reports is already stored,
-// so a failed publish only delays live delivery until subscribers resume;
-// it is logged, not returned.
-func (r *Resolver) publish(ctx context.Context, ev broker.Event) {
-	r.publishTo(ctx, broker.RoomTopic(ev.Room), ev)
-}
-
-// publishTo hands ev to the broker on any topic (a user's inbox topic).
-func (r *Resolver) publishTo(ctx context.Context, topic string, ev broker.Event) {
+// publishTo hands ev to the broker on any topic (a user's inbox topic). The
+// write it reports is already stored and logged, so a failed publish only
+// delays live delivery until subscribers catch up from the log; it is
+// logged, not returned.
+func (r *Resolver) publishTo(ctx context.Context, topic string, ev store.Event) {
 	if err := r.Broker.Publish(ctx, topic, ev); err != nil {
-		r.Log.WarnContext(ctx, "publish failed; subscribers will catch up from the store", "topic", topic, "kind", ev.Kind, "err", err)
+		r.Log.WarnContext(ctx, "publish failed; subscribers will catch up from the log", "topic", topic, "kind", ev.Kind, "err", err)
 	}
 }
 
@@ -140,16 +82,6 @@ func addEdge(info *model.PageInfo, cursor *string) {
 		info.StartCursor = cursor
 	}
 	info.EndCursor = cursor
-}
-
-// groupWindows returns me's membership windows of a private group.
-// Returns ErrForbidden if me never was a member.
-func (r *Resolver) groupWindows(ctx context.Context, group string, me store.UserRef) ([]store.Window, error) {
-	conv, err := r.Store.Conversation(ctx, me.Login, group)
-	if errors.Is(err, store.ErrNotFound) || err == nil && len(conv.Windows) == 0 {
-		return nil, fmt.Errorf("%w: %s is not a member of group %q", store.ErrForbidden, me.Login, group)
-	}
-	return conv.Windows, err
 }
 
 // pageSize validates a connection's `first` argument.
@@ -205,44 +137,6 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-// visibleRoom reads a room the caller may see: any public room, and the
-// private groups they are in. Others' groups are NOT_FOUND, so names do not
-// reveal that a group exists.
-func (r *Resolver) visibleRoom(ctx context.Context, name string, me store.UserRef) (store.Room, error) {
-	room, err := r.Store.Room(ctx, name)
-	if err != nil {
-		return store.Room{}, err
-	}
-	if err := r.checkVisible(ctx, name, room.Kind, room.HasParticipant(me.Login), me); err != nil {
-		return store.Room{}, err
-	}
-	return room, nil
-}
-
-// visibleMembership is visibleRoom for callers that need the room's kind
-// and whether me takes part, not the room: it reads the membership only.
-func (r *Resolver) visibleMembership(ctx context.Context, name string, me store.UserRef) (store.RoomMembership, error) {
-	m, err := r.Store.Membership(ctx, name, me.Login)
-	if err != nil {
-		return store.RoomMembership{}, err
-	}
-	if err := r.checkVisible(ctx, name, m.Kind, m.Participant, me); err != nil {
-		return store.RoomMembership{}, err
-	}
-	return m, nil
-}
-
-// checkVisible is the rule of visibleRoom: a private group me is not in is
-// NOT_FOUND unless me has its inbox entry (a former member).
-func (r *Resolver) checkVisible(ctx context.Context, name string, kind store.RoomKind, participant bool, me store.UserRef) error {
-	if kind == store.PrivateGroup && !participant {
-		if _, err := r.Store.Conversation(ctx, me.Login, name); err != nil {
-			return fmt.Errorf("room %q: %w", name, store.ErrNotFound)
-		}
-	}
-	return nil
 }
 
 // visibleRooms pages the rooms the caller may see, reading on past others'

@@ -38,22 +38,22 @@ func TestMembershipChecks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := db.JoinRoom(ctx, public.Name, bob); err != nil {
+	if _, _, err := db.JoinRoom(ctx, public.Name, bob); err != nil {
 		t.Fatal(err)
 	}
 	// bob is in the group for one minute, and posts in it; dave joins it
 	// later and stays.
-	if _, err := db.AddGroupMember(ctx, group.Name, alice.Login, bob, start.Add(time.Minute)); err != nil {
+	if _, _, err := db.AddGroupMember(ctx, group.Name, alice, bob, start.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	inWindow := store.Message{Room: group.Name, ID: store.MessageIDAt(start.Add(90 * time.Second)), Author: bob, Content: "while bob was in"}
 	if err := db.PostGroupMessage(ctx, inWindow, []store.UserRef{alice, bob}); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.LeaveGroup(ctx, group.Name, bob, start.Add(2*time.Minute)); err != nil {
+	if _, err := db.LeaveGroup(ctx, group.Name, bob, start.Add(2*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.AddGroupMember(ctx, group.Name, alice.Login, dave, start.Add(3*time.Minute)); err != nil {
+	if _, _, err := db.AddGroupMember(ctx, group.Name, alice, dave, start.Add(3*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	posted := store.Message{Room: public.Name, ID: store.NewMessageID(), Author: bob, Content: "hello"}
@@ -132,13 +132,13 @@ func TestMembershipChecks(t *testing.T) {
 			t.Errorf("mayRead(%q, %q) = %v, want %v", c.msg.Content, c.u.Login, err, c.wantErr)
 		}
 	}
-	if err := db.LeaveRoom(ctx, public.Name, bob); err != nil {
+	if _, err := db.LeaveRoom(ctx, public.Name, bob); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.mayRead(ctx, posted, bob); !errors.Is(err, store.ErrForbidden) {
 		t.Errorf("mayRead after leaving = %v, want ErrForbidden", err)
 	}
-	if _, err := db.DeleteRoom(ctx, public.Name, alice.Login); err != nil {
+	if _, _, err := db.DeleteRoom(ctx, public.Name, alice); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.mayRead(ctx, posted, alice); !errors.Is(err, store.ErrNotFound) {

@@ -7,7 +7,6 @@ package resolvers
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/broker"
@@ -15,6 +14,7 @@ import (
 	"github.com/killrchat/chatql/graph/model"
 	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
+	"github.com/killrchat/chatql/stream"
 )
 
 // Content is the resolver for the content field.
@@ -45,15 +45,16 @@ func (r *mutationResolver) PostMessage(ctx context.Context, room string, content
 		if err := r.Store.PostGroupMessage(ctx, msg, members); err != nil {
 			return nil, err
 		}
+		unread := store.Event{ID: msg.ID, Kind: store.UnreadChanged, Room: room, Message: &msg, User: me}
 		for _, p := range members {
 			if p.Login != me.Login {
-				r.publishTo(ctx, broker.UserTopic(p.Login), broker.Event{Kind: store.UnreadChanged, Room: room, Message: &msg, User: me})
+				r.publishTo(ctx, broker.UserTopic(p.Login), unread)
 			}
 		}
 	} else if err := r.Store.PostMessage(ctx, msg); err != nil {
 		return nil, err
 	}
-	r.publish(ctx, broker.Event{Kind: store.MessagePosted, Room: room, Message: &msg, User: me})
+	r.publish(ctx, store.PostedEvent(msg))
 	return &msg, nil
 }
 
@@ -77,7 +78,7 @@ func (r *queryResolver) Messages(ctx context.Context, room string, first *int, a
 		})
 	}
 	if !rm.Participant {
-		return nil, fmt.Errorf("%w: %s is not a participant of room %q; join it first", store.ErrForbidden, me.Login, room)
+		return nil, stream.NotParticipant(room, me)
 	}
 	return r.messagePage(first, after, func(before store.MessageID, n int) ([]store.Message, error) {
 		return r.Store.Messages(ctx, room, before, n)
@@ -86,15 +87,12 @@ func (r *queryResolver) Messages(ctx context.Context, room string, first *int, a
 
 // RoomEvents is the resolver for the roomEvents field.
 func (r *subscriptionResolver) RoomEvents(ctx context.Context, room string, after *string) (<-chan *model.RoomEvent, error) {
-	if feed, ok := roomEventFeed(ctx); ok {
-		return feed, nil
-	}
 	watched := r.watchSession(ctx)
 	s, err := r.OpenRoomEvents(watched, room, after)
 	if err != nil {
 		return nil, err
 	}
-	return s.channel(ctx, watched), nil
+	return channel(r.Resolver, ctx, watched, s.Run, RoomEventOf), nil
 }
 
 // Message returns graph.MessageResolver implementation.

@@ -9,6 +9,7 @@ import (
 	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
+	"github.com/killrchat/chatql/stream"
 )
 
 // Page sizes of the connections and paged lists.
@@ -18,16 +19,15 @@ const (
 	defaultMessagePage = 50
 	defaultRoomPage    = 20
 	defaultListPage    = 100 // a room's participants, a user's rooms
-	// replayPageSize is how many stored messages a resuming subscription
-	// reads per store call.
-	replayPageSize = 100
 )
 
 // Resolver holds the dependencies of every resolver, built once at start.
 type Resolver struct {
 	Store  store.Store
 	Broker broker.Broker
-	Tokens *auth.Tokens
+	// Streams opens the subscriptions' streams over Store and Broker.
+	Streams *stream.Source
+	Tokens  *auth.Tokens
 	// Sessions issues, refreshes and ends sessions, and ends the streams of
 	// those that end. Nil in tests of other layers: streams then run until
 	// they end by themselves.

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/killrchat/chatql/auth"
-	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/graph/model"
 	"github.com/killrchat/chatql/ratelimit"
@@ -47,23 +46,18 @@ func (r *mutationResolver) JoinRoom(ctx context.Context, room string) (*store.Ro
 	if err != nil {
 		return nil, err
 	}
-	before, err := r.visibleRoom(ctx, room, me)
+	before, err := r.visibleMembership(ctx, room, me)
 	if err != nil {
 		return nil, err
 	}
-	if before.HasParticipant(me.Login) {
-		return &before, nil // already in: no second system message
-	}
-	if before.Kind == store.PrivateGroup {
+	if before.Kind == store.PrivateGroup && !before.Participant {
 		return nil, fmt.Errorf("%w: %q is a private group: a member must add you with addGroupMember", store.ErrForbidden, room)
 	}
-	after, err := r.Store.JoinRoom(ctx, room, me)
+	after, joined, err := r.Store.JoinRoom(ctx, room, me)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.recordMembership(ctx, store.ParticipantJoined, room, me, me.Login+" joined the room"); err != nil {
-		return nil, err
-	}
+	r.publish(ctx, joined)
 	return &after, nil
 }
 
@@ -77,17 +71,16 @@ func (r *mutationResolver) LeaveRoom(ctx context.Context, room string) (*store.R
 	if err != nil {
 		return nil, err
 	}
+	var left store.Event
 	if before.Kind == store.PrivateGroup {
-		err = r.Store.LeaveGroup(ctx, room, me, time.Now())
+		left, err = r.Store.LeaveGroup(ctx, room, me, time.Now())
 	} else {
-		err = r.Store.LeaveRoom(ctx, room, me)
+		left, err = r.Store.LeaveRoom(ctx, room, me)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := r.recordMembership(ctx, store.ParticipantLeft, room, me, me.Login+" left the room"); err != nil {
-		return nil, err
-	}
+	r.publish(ctx, left)
 	after, err := r.Store.Room(ctx, room)
 	if err != nil {
 		return nil, err
@@ -101,11 +94,11 @@ func (r *mutationResolver) DeleteRoom(ctx context.Context, room string) (*store.
 	if err != nil {
 		return nil, err
 	}
-	deleted, err := r.Store.DeleteRoom(ctx, room, me.Login)
+	deleted, ev, err := r.Store.DeleteRoom(ctx, room, me)
 	if err != nil {
 		return nil, err
 	}
-	r.publish(ctx, broker.Event{Kind: store.RoomDeleted, Room: room, User: me})
+	r.publish(ctx, ev)
 	return &deleted, nil
 }
 

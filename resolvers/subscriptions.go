@@ -2,14 +2,18 @@ package resolvers
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/killrchat/chatql/auth"
+	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/graph/model"
 	"github.com/killrchat/chatql/store"
+	"github.com/killrchat/chatql/stream"
 )
 
 // How subscription streams meet the transports that serve them. A stream
@@ -122,23 +126,89 @@ func whyEnded(ctx, watched context.Context, err error) error {
 	return err
 }
 
-type roomEventFeedKey struct{}
-
-// WithRoomEventFeed returns a context in which the roomEvents resolver
-// serves the given channel instead of a room: a transport that executes an
-// operation once for many subscribers of a room feeds it the events they
-// have each been cleared to see, and writes the one result to all of them.
-func WithRoomEventFeed(ctx context.Context, feed <-chan *model.RoomEvent) context.Context {
-	return context.WithValue(ctx, roomEventFeedKey{}, feed)
+// FeedSchema returns the schema in which the roomEvents subscription serves
+// feed instead of a room, every other field resolving as in r's: a
+// transport that executes a roomEvents selection once for many subscribers
+// feeds it the events they have each been cleared to see, and writes the
+// one result to all of them.
+func (r *Resolver) FeedSchema(feed <-chan *model.RoomEvent) graphql.ExecutableSchema {
+	return graph.NewExecutableSchema(graph.Config{Resolvers: feedRoot{r, feed}, Complexity: Complexity()})
 }
 
-func roomEventFeed(ctx context.Context) (<-chan *model.RoomEvent, bool) {
-	feed, ok := ctx.Value(roomEventFeedKey{}).(<-chan *model.RoomEvent)
-	return feed, ok
+// feedRoot is r with the roomEvents subscription served from a feed.
+type feedRoot struct {
+	*Resolver
+	feed <-chan *model.RoomEvent
+}
+
+func (f feedRoot) Subscription() graph.SubscriptionResolver { return feedSubscription{f} }
+
+type feedSubscription struct{ feedRoot }
+
+func (f feedSubscription) RoomEvents(context.Context, string, *string) (<-chan *model.RoomEvent, error) {
+	return f.feed, nil
+}
+
+func (f feedSubscription) InboxEvents(context.Context, *string) (<-chan *model.InboxEvent, error) {
+	return nil, errors.New("resolvers: a feed schema serves roomEvents only")
 }
 
 // SeesHiddenContent reports whether viewer may read the content of the
 // hidden message m: only its author may. Everyone else sees it blank.
 func SeesHiddenContent(m *store.Message, viewer store.UserRef) bool {
 	return viewer.Login != "" && viewer.Login == m.Author.Login
+}
+
+// OpenRoomEvents opens the caller's stream of a room's events after the
+// optional cursor (see stream.Source.OpenRoom): the roomEvents
+// subscription, for the transports that drive streams themselves.
+func (r *Resolver) OpenRoomEvents(ctx context.Context, room string, after *string) (*stream.Room, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	from, err := parseCursor(after)
+	if err != nil {
+		return nil, err
+	}
+	return r.Streams.OpenRoom(ctx, room, me, from)
+}
+
+// RoomEventOf shapes a room event as the API's RoomEvent. A logged event's
+// id is its cursor; ROOM_DELETED has none, since the room's log went with
+// it.
+func RoomEventOf(ev *store.Event) *model.RoomEvent {
+	out := &model.RoomEvent{Kind: model.RoomEventKind(ev.Kind), Room: ev.Room, Message: ev.Message, User: &ev.User}
+	if !ev.ID.IsZero() && ev.Kind != store.RoomDeleted {
+		cursor := ev.ID.String()
+		out.Cursor = &cursor
+	}
+	return out
+}
+
+// inboxEventOf shapes an inbox event as the API's InboxEvent.
+func inboxEventOf(ev *store.Event) *model.InboxEvent {
+	return &model.InboxEvent{Kind: model.InboxEventKind(ev.Kind), ConversationID: ev.Room, Message: ev.Message, Cursor: ev.ID.String()}
+}
+
+// channel runs a stream for gqlgen's subscription transports, which read
+// events from a channel, shaping each with shape; why it failed goes to
+// the transport (endStream). The stream runs in watched (from
+// watchSession, derived from ctx), so it ends when the subscriber's session
+// does.
+func channel[T any](r *Resolver, ctx, watched context.Context, run func(context.Context, func(*store.Event) bool) error, shape func(*store.Event) T) <-chan T {
+	out := make(chan T)
+	go func() {
+		defer close(out)
+		err := run(watched, func(ev *store.Event) bool {
+			select {
+			case out <- shape(ev):
+				return true
+			case <-watched.Done():
+				return false
+			}
+		})
+		r.endStream(ctx, whyEnded(ctx, watched, err))
+	}()
+	return out
 }

@@ -70,8 +70,10 @@ type Conversation struct {
 // back), so sends racing mark-reads never lose an update.
 type Conversations interface {
 	// SendDirect stores m, whose Room is DirectConversationID(author, to),
-	// in the conversation's time bucket, and records it as the newest
-	// message of both users' inbox entries and as unread for to.
+	// in the conversation's time bucket, records it as the newest message
+	// of both users' inbox entries and as unread for to, and logs a
+	// DirectMessage event (id m.ID, User the author) in both users' inbox
+	// logs.
 	SendDirect(ctx context.Context, m Message, to UserRef) error
 
 	// Inbox returns all the conversations of login, direct and group, newest
@@ -83,25 +85,39 @@ type Conversations interface {
 	Conversation(ctx context.Context, login, id string) (Conversation, error)
 
 	// MarkRead marks as read every message of the conversation up to and
-	// including upTo, in login's inbox.
-	MarkRead(ctx context.Context, login, id string, upTo MessageID) error
+	// including upTo, in login's inbox, and logs UnreadChanged (a fresh id,
+	// no Message, User the owner) in login's inbox log; it returns that
+	// event.
+	MarkRead(ctx context.Context, login, id string, upTo MessageID) (Event, error)
 
 	// PostGroupMessage stores m in the group's stream and records it in the
 	// inbox entry of every member: as newest message for all, and as unread
-	// for all but its author.
+	// for all but its author. It logs PostedEvent(m) in the group's log and
+	// UnreadChanged (id m.ID, Message m, User the author) in the inbox log
+	// of every member but the author.
 	PostGroupMessage(ctx context.Context, m Message, members []UserRef) error
 
 	// AddGroupMember adds u to the private group (UPDATE ... IF EXISTS, as a
-	// join) and opens a membership window at `at` in u's inbox entry.
+	// join) and opens a membership window at `at` in u's inbox entry. When
+	// it adds u (u was no member), it stores the system message "<by> added
+	// <u> to the group" with an id of time `at` (MessageIDAt), so that it is
+	// the first message of u's window, logs ParticipantJoined (User u, id the
+	// message's) in the group's log and AddedToGroup (User by, same id) in
+	// u's inbox log, and returns the ParticipantJoined event; adding a member
+	// again changes nothing and returns the zero Event.
 	// Returns ErrNotFound if the group does not exist, ErrForbidden if by is
 	// not a member, ErrInvalid if the room is not a private group.
-	AddGroupMember(ctx context.Context, group string, by string, u UserRef, at time.Time) (Room, error)
+	AddGroupMember(ctx context.Context, group string, by UserRef, u UserRef, at time.Time) (Room, Event, error)
 
 	// LeaveGroup removes u from the group's participants and closes their
 	// open membership window at `at`; the entry stays, so u still reads the
-	// intervals in which they were a member. Returns ErrNotFound if u is not
-	// a member.
-	LeaveGroup(ctx context.Context, group string, u UserRef, at time.Time) error
+	// intervals in which they were a member. It stores the system message
+	// "<login> left the room" with an id of time `at` (MessageIDAt), where
+	// the window it closes ends, logs ParticipantLeft (User u, id the message's)
+	// in the group's log, and returns that event. The group remembers u as a
+	// former member, so that deleting it removes u's entry too. Returns
+	// ErrNotFound if u is not a member.
+	LeaveGroup(ctx context.Context, group string, u UserRef, at time.Time) (Event, error)
 
 	// GroupMessages returns up to limit messages of the group, newest first,
 	// older than before, that fall in one of the windows. Buckets and
@@ -120,7 +136,10 @@ type MessageIndex interface {
 	// first, strictly older than before.
 	MessagesByAuthor(ctx context.Context, login string, before MessageID, limit int) ([]Message, error)
 
-	// HideMessage marks m hidden in every copy of it. Readers still see it,
-	// as hidden. The caller checks who may hide it.
-	HideMessage(ctx context.Context, m Message) error
+	// HideMessage marks m hidden in every copy of it and, for a message of
+	// a room or group (not of a direct conversation), logs MessageHidden (a
+	// fresh id, User by) in the room's log; it returns that event (the zero
+	// Event for a direct message). Readers still see the message, as
+	// hidden. The caller checks who may hide it.
+	HideMessage(ctx context.Context, m Message, by UserRef) (Event, error)
 }

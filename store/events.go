@@ -5,9 +5,9 @@ import "context"
 // EventKind says what changed in a room, a conversation or an inbox.
 type EventKind string
 
-// The kinds of room events: the changes to a room (a public room, a private
-// group or a direct conversation), each stored in the room's event log by
-// the store operation that makes the change.
+// The kinds of room events: the changes to a room (a public room or a
+// private group), each logged in the room's event log by the store
+// operation that makes the change.
 const (
 	// MessagePosted: Message was posted; the event's id is the message's.
 	MessagePosted EventKind = "MESSAGE_POSTED"
@@ -18,16 +18,17 @@ const (
 	// ParticipantLeft: User left; the event's id is that of Message, the
 	// system message that records it.
 	ParticipantLeft EventKind = "PARTICIPANT_LEFT"
-	// MessageHidden: User hid Message (as it is now: hidden).
+	// MessageHidden: User hid Message.
 	MessageHidden EventKind = "MESSAGE_HIDDEN"
 	// RoomDeleted: User, the creator, deleted the room. It is the last
-	// event of the room; a room created later under the same name starts
-	// a new log after it.
+	// event of the room. It is never read from a log: deleting a room
+	// deletes its log, content and all. Subscribers learn of it live, or
+	// by finding the room gone when they catch up.
 	RoomDeleted EventKind = "ROOM_DELETED"
 )
 
-// The kinds of inbox events: the changes to one user's inbox, each stored in
-// that user's inbox log. Room is then the conversation's id.
+// The kinds of inbox events: the changes to one user's inbox, each logged
+// in that user's inbox log. Room is then the conversation's id.
 const (
 	// DirectMessage: Message was sent to or by the inbox's owner; the
 	// event's id is the message's.
@@ -36,34 +37,52 @@ const (
 	// a group message arrived (Message; the event's id is its id) or the
 	// owner marked messages read (no Message).
 	UnreadChanged EventKind = "UNREAD_CHANGED"
-	// AddedToGroup: User added the owner to the private group Room.
+	// AddedToGroup: User added the owner to the private group Room;
+	// Message is the system message that records it, whose id the event
+	// shares.
 	AddedToGroup EventKind = "ADDED_TO_GROUP"
 )
 
-// Event is one durable change, as its log stores it. Its id is a timeuuid,
+// Event is one durable change, as its log keeps it. Its id is a timeuuid,
 // unique within its log and ordered by time: the cursor a subscriber resumes
 // after. An event about a message's arrival shares the message's id, so a
 // message's id is also a cursor into its room's log.
+//
+// A log row records what happened (kind, who, which message), not the
+// message's content: content lives in the message tables only, so hiding,
+// editing or deleting a message, or deleting its room, never rewrites a
+// log. Reading a log joins each event with its message as it is now (a
+// replayed MessagePosted of a since-hidden message shows it hidden); an
+// event whose message is gone (its room was deleted) is left out.
 type Event struct {
-	ID   MessageID `json:"id,omitzero"`
-	Kind EventKind `json:"kind"`
+	ID   MessageID
+	Kind EventKind
 	// Room is the room or conversation the event happened in.
-	Room string `json:"room"`
+	Room string
 	// User is who the event is about: who posted, joined or was added,
-	// left, hid, deleted the room, or (AddedToGroup) added the owner.
-	User UserRef `json:"user"`
-	// Message is the message the event is about, as of the event; nil when
-	// there is none (RoomDeleted, a mark-read's UnreadChanged).
-	Message *Message `json:"message,omitempty"`
+	// left, hid, deleted the room, marked read, or (AddedToGroup) added the
+	// owner.
+	User UserRef
+	// Message is the message the event is about; nil when there is none
+	// (RoomDeleted, a mark-read's UnreadChanged).
+	Message *Message
+}
+
+// PostedEvent is the MessagePosted event of m.
+func PostedEvent(m Message) Event {
+	return Event{ID: m.ID, Kind: MessagePosted, Room: m.Room, User: m.Author, Message: &m}
 }
 
 // EventLog reads the logs of durable changes. Logs are written by the
-// operations that make the changes (posting writes MessagePosted, joining
-// ParticipantJoined, ...), in day buckets as messages are, so reading
-// after a cursor touches one partition per day since the cursor.
+// operations that make the changes (posting logs MessagePosted, joining
+// ParticipantJoined, ...), in day buckets as messages are, and the days of a
+// log are listed, so reading after a cursor reads one partition per day
+// with events since the cursor.
 type EventLog interface {
 	// RoomEvents returns up to limit events of the room's log, oldest
 	// first, strictly after the cursor (the zero id reads from the start).
+	// Events left out (their message is gone) do not shorten a page: a page
+	// shorter than limit is the end of the log.
 	RoomEvents(ctx context.Context, room string, after MessageID, limit int) ([]Event, error)
 
 	// InboxEvents returns up to limit events of login's inbox log, oldest

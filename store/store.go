@@ -97,6 +97,7 @@ type Store interface {
 	Conversations
 	MessageIndex
 	Sessions
+	EventLog
 
 	// CreateUser stores a new account. Logins are unique: the write is a
 	// compare-and-set (INSERT ... IF NOT EXISTS), so of many concurrent signups
@@ -137,27 +138,36 @@ type Store interface {
 	// JoinRoom adds u to the room's participants and the room to u's rooms,
 	// and returns the room as it is after the join. The update is conditional
 	// on the room existing (UPDATE ... IF EXISTS), so a join never
-	// resurrects a deleted room. Joining twice is harmless.
+	// resurrects a deleted room. A join that adds u also stores the system
+	// message "<login> joined the room" and logs ParticipantJoined (event id
+	// = the system message's id), and returns that event; joining again is
+	// harmless and returns the zero Event (nothing logged).
 	// Returns ErrNotFound if the room does not exist.
-	JoinRoom(ctx context.Context, name string, u UserRef) (Room, error)
+	JoinRoom(ctx context.Context, name string, u UserRef) (Room, Event, error)
 
 	// LeaveRoom removes u from the room's participants and the room from u's
-	// rooms. Removal commutes with deletion, so it needs no condition.
+	// rooms, stores the system message "<login> left the room" and logs
+	// ParticipantLeft (event id = the system message's id), which it
+	// returns. Removal commutes with deletion, so it needs no condition.
 	// Returns ErrNotFound if the room does not exist or u is not in it.
-	LeaveRoom(ctx context.Context, name string, u UserRef) error
+	LeaveRoom(ctx context.Context, name string, u UserRef) (Event, error)
 
-	// DeleteRoom deletes the room if creatorLogin created it, removes it from
-	// every participant's rooms and deletes its messages. The delete is
+	// DeleteRoom deletes the room if by created it, removes it from every
+	// participant's rooms (and, for a private group, every inbox entry of it,
+	// former members' included) and deletes its messages, their copies by id
+	// and by author, its day listing and its event log. The delete is
 	// conditional on the creator and on the participant set read just before
 	// (DELETE ... IF creator_login = ? AND participants = ?); when only the
 	// participants changed it retries with the fresh set, so a participant
-	// joining during the delete is cleaned up too. Returns the room as it was
-	// when deleted. Returns ErrNotFound if the room does not exist and
-	// ErrForbidden if creatorLogin is not its creator.
-	DeleteRoom(ctx context.Context, name string, creatorLogin string) (Room, error)
+	// joining during the delete is cleaned up too. It returns the room as it
+	// was when deleted and the RoomDeleted event (a fresh id), which is not
+	// logged: the log went with the room. Returns ErrNotFound if the room
+	// does not exist and ErrForbidden if by is not its creator.
+	DeleteRoom(ctx context.Context, name string, by UserRef) (Room, Event, error)
 
-	// PostMessage stores m in the time bucket of its id. The caller assigns
-	// the id (NewMessageID) and checks that the author may post.
+	// PostMessage stores m in the time bucket of its id and logs
+	// PostedEvent(m) in the room's log. The caller assigns the id
+	// (NewMessageID) and checks that the author may post.
 	PostMessage(ctx context.Context, m Message) error
 
 	// Messages returns up to limit messages of the room, newest first, that
@@ -165,10 +175,6 @@ type Store interface {
 	// newest"). Pages cross time buckets with no gap and no duplicate, and
 	// skip empty buckets.
 	Messages(ctx context.Context, room string, before MessageID, limit int) ([]Message, error)
-
-	// MessagesAfter returns up to limit messages of the room, oldest first,
-	// that are strictly newer than after. Subscribers resume with it.
-	MessagesAfter(ctx context.Context, room string, after MessageID, limit int) ([]Message, error)
 
 	// Close releases the backend's resources, flushing buffered writes.
 	Close() error

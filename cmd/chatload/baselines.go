@@ -440,7 +440,7 @@ func createBareRoom(ctx context.Context, st store.Store, room store.Room) error 
 		if err := st.CreateUser(ctx, store.Account{User: store.User{UserRef: p}, PassHash: []byte("x")}); err != nil && !isStoreConflict(err) {
 			return err
 		}
-		if _, err := st.JoinRoom(ctx, room.Name, p); err != nil {
+		if _, _, err := st.JoinRoom(ctx, room.Name, p); err != nil {
 			return err
 		}
 	}

@@ -48,6 +48,8 @@ type InboxEvent struct {
 	Message *store.Message `json:"message,omitempty"`
 	// The conversation as the caller's inbox now shows it (read when this field is asked for).
 	Conversation *store.Conversation `json:"conversation,omitempty"`
+	// Pass as `inboxEvents(after:)` to resume after this event.
+	Cursor string `json:"cursor"`
 }
 
 // A page of messages, newest first.

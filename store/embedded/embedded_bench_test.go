@@ -32,7 +32,7 @@ func benchRoom(b *testing.B, n int) (*DB, store.Room) {
 		if err := db.CreateUser(ctx, store.Account{User: store.User{UserRef: u}}); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := db.JoinRoom(ctx, room.Name, u); err != nil {
+		if _, _, err := db.JoinRoom(ctx, room.Name, u); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -165,9 +165,9 @@ func BenchmarkPostPath(b *testing.B) {
 	}
 }
 
-// BenchmarkMessagesAfter is a resuming subscriber's catch-up read: the 100
-// messages after a cursor.
-func BenchmarkMessagesAfter(b *testing.B) {
+// BenchmarkRoomEvents is a resuming subscriber's catch-up read: the 100
+// events of the room's log after a cursor, joined with their messages.
+func BenchmarkRoomEvents(b *testing.B) {
 	db, room := benchRoom(b, 1)
 	ctx := context.Background()
 	author := room.Creator
@@ -183,9 +183,9 @@ func BenchmarkMessagesAfter(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		page, err := db.MessagesAfter(ctx, room.Name, cursor, 100)
+		page, err := db.RoomEvents(ctx, room.Name, cursor, 100)
 		if err != nil || len(page) != 100 {
-			b.Fatalf("MessagesAfter = %d messages, %v", len(page), err)
+			b.Fatalf("RoomEvents = %d events, %v", len(page), err)
 		}
 	}
 }

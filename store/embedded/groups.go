@@ -3,6 +3,7 @@ package embedded
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -35,7 +36,8 @@ func (db *DB) PostGroupMessage(ctx context.Context, m store.Message, members []s
 		return store.Invalidf("room %q is public: its messages are posted, not sent to members", m.Room)
 	}
 	b := db.batch()
-	err = db.addMessage(b, m)
+	err = db.addLoggedMessage(b, store.PostedEvent(m))
+	unread := store.Event{ID: m.ID, Kind: store.UnreadChanged, Room: m.Room, User: m.Author, Message: &m}
 	recorded := map[string]bool{}
 	for _, u := range members {
 		if err != nil {
@@ -43,7 +45,11 @@ func (db *DB) PostGroupMessage(ctx context.Context, m store.Message, members []s
 		}
 		if !recorded[u.Login] {
 			recorded[u.Login] = true
-			err = db.record(b, u.Login, m, store.GroupConversation, nil, u.Login != m.Author.Login)
+			others := u.Login != m.Author.Login
+			err = db.record(b, u.Login, m, store.GroupConversation, nil, others)
+			if err == nil && others {
+				err = db.logInboxEvent(b, u.Login, unread)
+			}
 		}
 	}
 	if err != nil {
@@ -57,50 +63,60 @@ func (db *DB) PostGroupMessage(ctx context.Context, m store.Message, members []s
 }
 
 // AddGroupMember adds u to the private group's participants and the group
-// to u's rooms, as JoinRoom does, and opens a window at `at` in u's entry of
-// the group, making the entry if u has none, all in one batch under the
-// locks of the room, u's user row and u's inbox. Adding a participant
-// changes nothing.
-func (db *DB) AddGroupMember(ctx context.Context, group string, by string, u store.UserRef, at time.Time) (store.Room, error) {
+// to u's rooms, as JoinRoom does, opens a window at `at` in u's entry of the
+// group, making the entry if u has none, and stores the system message and
+// events of the addition, all in one batch under the locks of the room, u's
+// user row and u's inbox. Adding a participant changes nothing.
+func (db *DB) AddGroupMember(ctx context.Context, group string, by store.UserRef, u store.UserRef, at time.Time) (store.Room, store.Event, error) {
 	rk, uk, ik := roomKey(group), userKey(u.Login), inboxPartition(u.Login)
 	end, err := db.beginLocked(ctx, rk, uk, ik)
 	if err != nil {
-		return store.Room{}, err
+		return store.Room{}, store.Event{}, err
 	}
 	defer end()
 
 	room, err := db.room(group)
 	if err != nil {
-		return store.Room{}, err
+		return store.Room{}, store.Event{}, err
 	}
 	if store.RoomKind(room.Kind) != store.PrivateGroup {
-		return store.Room{}, store.Invalidf("room %q is public: public rooms are joined with joinRoom, not added to", group)
+		return store.Room{}, store.Event{}, store.Invalidf("room %q is public: public rooms are joined with joinRoom, not added to", group)
 	}
-	if !room.hasParticipant(by) {
-		return store.Room{}, fmt.Errorf("%q is not a member of group %q, so may not add members: %w", by, group, store.ErrForbidden)
+	if !room.hasParticipant(by.Login) {
+		return store.Room{}, store.Event{}, fmt.Errorf("%q is not a member of group %q, so may not add members: %w", by.Login, group, store.ErrForbidden)
 	}
 	if room.hasParticipant(u.Login) {
-		return room.room(), nil
+		return room.room(), store.Event{}, nil
 	}
 	user, err := db.user(u.Login)
 	if err != nil {
-		return store.Room{}, err
+		return store.Room{}, store.Event{}, err
 	}
 	room.addParticipant(u)
 	user.addRoom(group)
 
+	joined := systemEvent(store.ParticipantJoined, group, store.MessageIDAt(at), u, by.Login+" added "+u.Login+" to the group")
+	added := joined
+	added.Kind, added.User = store.AddedToGroup, by
 	b := db.batch()
 	b.set(rk, room)
 	b.addMember(room, u.Login)
 	b.set(uk, user)
-	if err := db.openWindow(b, u.Login, group, at); err != nil {
+	err = db.openWindow(b, u.Login, group, at)
+	if err == nil {
+		err = db.addLoggedMessage(b, joined)
+	}
+	if err == nil {
+		err = db.logInboxEvent(b, u.Login, added)
+	}
+	if err != nil {
 		b.Close()
-		return store.Room{}, err
+		return store.Room{}, store.Event{}, err
 	}
 	if err := b.commit(); err != nil {
-		return store.Room{}, fmt.Errorf("writing %q added to group %q: %w", u.Login, group, err)
+		return store.Room{}, store.Event{}, fmt.Errorf("writing %q added to group %q: %w", u.Login, group, err)
 	}
-	return room.room(), nil
+	return room.room(), joined, nil
 }
 
 // openWindow adds to b a window opened at `at` in login's entry of the
@@ -124,47 +140,50 @@ func (db *DB) openWindow(b *batch, login, group string, at time.Time) error {
 }
 
 // LeaveGroup removes u from the group's participants and the group from
-// u's rooms, and closes u's open window at `at`, in one batch under the
-// locks of the room, u's user row and u's inbox. The entry stays.
-func (db *DB) LeaveGroup(ctx context.Context, group string, u store.UserRef, at time.Time) error {
+// u's rooms, remembers u as a former member, closes u's open window at `at`
+// and stores the system message and event of the leave, in one batch under
+// the locks of the room, u's user row and u's inbox. The entry stays.
+func (db *DB) LeaveGroup(ctx context.Context, group string, u store.UserRef, at time.Time) (store.Event, error) {
 	rk, uk, ik := roomKey(group), userKey(u.Login), inboxPartition(u.Login)
 	end, err := db.beginLocked(ctx, rk, uk, ik)
 	if err != nil {
-		return err
+		return store.Event{}, err
 	}
 	defer end()
 
 	room, err := db.room(group)
 	if err != nil {
-		return err
+		return store.Event{}, err
 	}
 	if store.RoomKind(room.Kind) != store.PrivateGroup {
-		return store.Invalidf("room %q is public: public rooms are left with leaveRoom", group)
+		return store.Event{}, store.Invalidf("room %q is public: public rooms are left with leaveRoom", group)
 	}
 	if !room.removeParticipant(u.Login) {
-		return fmt.Errorf("user %q is not in group %q: %w", u.Login, group, store.ErrNotFound)
+		return store.Event{}, fmt.Errorf("user %q is not in group %q: %w", u.Login, group, store.ErrNotFound)
 	}
+	room.addFormer(u.Login)
+	left := systemEvent(store.ParticipantLeft, group, store.MessageIDAt(at), u, u.Login+" left the room")
 	b := db.batch()
 	b.set(rk, room)
 	b.delete(memberKey(group, u.Login))
-	if user, found, err := getRow[userRow](db, uk); err != nil {
-		b.Close()
-		return fmt.Errorf("reading user %q: %w", u.Login, err)
-	} else if found {
-		user.removeRoom(group)
-		b.set(uk, user)
+	err = db.leave(b, uk, group)
+	if err == nil {
+		err = db.addLoggedMessage(b, left)
 	}
 	k := conversationKey(u.Login, group)
-	if entry, found, err := getRow[conversationRow](db, k); err != nil {
-		b.Close()
-		return fmt.Errorf("reading the inbox of %q: %w", u.Login, err)
+	if entry, found, rerr := getRow[conversationRow](db, k); rerr != nil {
+		err = errors.Join(err, fmt.Errorf("reading the inbox of %q: %w", u.Login, rerr))
 	} else if found && entry.close(at) {
 		b.set(k, entry)
 	}
-	if err := b.commit(); err != nil {
-		return fmt.Errorf("writing %q leaving group %q: %w", u.Login, group, err)
+	if err != nil {
+		b.Close()
+		return store.Event{}, err
 	}
-	return nil
+	if err := b.commit(); err != nil {
+		return store.Event{}, fmt.Errorf("writing %q leaving group %q: %w", u.Login, group, err)
+	}
+	return left, nil
 }
 
 // GroupMessages reads the group's messages in the windows, newest first,

@@ -35,13 +35,20 @@ func (db *DB) SendDirect(ctx context.Context, m store.Message, to store.UserRef)
 	}
 	defer end()
 
+	ev := store.Event{ID: m.ID, Kind: store.DirectMessage, Room: m.Room, User: from, Message: &m}
 	b := db.batch()
 	err = db.addMessage(b, m)
 	if err == nil {
 		err = db.record(b, from.Login, m, store.DirectConversation, &to, false)
 	}
 	if err == nil {
-		err = db.record(b, to.Login, m, store.DirectConversation, &from, from.Login != to.Login)
+		err = db.logInboxEvent(b, from.Login, ev)
+	}
+	if err == nil && from.Login != to.Login {
+		err = db.record(b, to.Login, m, store.DirectConversation, &from, true)
+		if err == nil {
+			err = db.logInboxEvent(b, to.Login, ev)
+		}
 	}
 	if err != nil {
 		b.Close()
@@ -178,21 +185,27 @@ func (db *DB) Conversation(ctx context.Context, login, id string) (store.Convers
 }
 
 // MarkRead deletes login's unread rows of the conversation up to and
-// including upTo: one range delete, no read, no lock. A row written after
-// it, even of an older message, stays unread. A conversation login has no
-// entry for has no rows to delete, so marking it read is harmless.
-func (db *DB) MarkRead(ctx context.Context, login, id string, upTo store.MessageID) error {
+// including upTo (one range delete, no lock) and logs the change in login's
+// inbox log. A row written after it, even of an older message, stays
+// unread. A conversation login has no entry for has no rows to delete, so
+// marking it read is harmless.
+func (db *DB) MarkRead(ctx context.Context, login, id string, upTo store.MessageID) (store.Event, error) {
 	end, err := db.begin(ctx)
 	if err != nil {
-		return err
+		return store.Event{}, err
 	}
 	defer end()
 
+	ev := store.Event{ID: store.NewMessageID(), Kind: store.UnreadChanged, Room: id, User: store.UserRef{Login: login}}
 	lower, upper := unreadRange(login, id, upTo)
 	b := db.batch()
 	b.err = b.DeleteRange(lower, upper, nil)
-	if err := b.commit(); err != nil {
-		return fmt.Errorf("marking conversation %q of %q read: %w", id, login, err)
+	if err := db.logInboxEvent(b, login, ev); err != nil {
+		b.Close()
+		return store.Event{}, err
 	}
-	return nil
+	if err := b.commit(); err != nil {
+		return store.Event{}, fmt.Errorf("marking conversation %q of %q read: %w", id, login, err)
+	}
+	return ev, nil
 }

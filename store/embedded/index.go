@@ -97,10 +97,10 @@ func (db *DB) readIndexed(ctx context.Context, p key, lower, upper []byte, limit
 // the inboxes, for their last message. Who the participants are is known
 // only from a read, so it locks as DeleteRoom does: read, lock, read again
 // and widen until the locks held cover what it read.
-func (db *DB) HideMessage(ctx context.Context, m store.Message) error {
+func (db *DB) HideMessage(ctx context.Context, m store.Message, by store.UserRef) (store.Event, error) {
 	end, err := db.begin(ctx)
 	if err != nil {
-		return err
+		return store.Event{}, err
 	}
 	defer end()
 
@@ -108,15 +108,15 @@ func (db *DB) HideMessage(ctx context.Context, m store.Message) error {
 	defer func() { db.locks.unlock(held) }()
 	for {
 		if err := ctx.Err(); err != nil {
-			return err
+			return store.Event{}, err
 		}
 		row, err := db.messageByID(m.ID)
 		if err != nil {
-			return err
+			return store.Event{}, err
 		}
 		logins, err := db.inboxesOf(row.Room)
 		if err != nil {
-			return err
+			return store.Event{}, err
 		}
 		partitions := []key{roomKey(row.Room)}
 		for _, login := range logins {
@@ -130,7 +130,7 @@ func (db *DB) HideMessage(ctx context.Context, m store.Message) error {
 			continue
 		}
 		if row.Hidden {
-			return nil
+			return store.Event{}, nil
 		}
 
 		row.Hidden = true
@@ -143,17 +143,26 @@ func (db *DB) HideMessage(ctx context.Context, m store.Message) error {
 			entry, found, err := getRow[conversationRow](db, k)
 			if err != nil {
 				b.Close()
-				return fmt.Errorf("reading the inbox of %q: %w", login, err)
+				return store.Event{}, fmt.Errorf("reading the inbox of %q: %w", login, err)
 			}
 			if found && entry.Last != nil && entry.Last.ID == m.ID {
 				entry.Last.Hidden = true
 				b.set(k, entry)
 			}
 		}
-		if err := b.commit(); err != nil {
-			return fmt.Errorf("hiding message %v: %w", m.ID, err)
+		var ev store.Event
+		if !store.IsDirectConversation(row.Room) {
+			hidden := row.message(row.Room, m.ID)
+			ev = store.Event{ID: store.NewMessageID(), Kind: store.MessageHidden, Room: row.Room, User: by, Message: &hidden}
+			if err := db.logRoomEvent(b, ev); err != nil {
+				b.Close()
+				return store.Event{}, err
+			}
 		}
-		return nil
+		if err := b.commit(); err != nil {
+			return store.Event{}, fmt.Errorf("hiding message %v: %w", m.ID, err)
+		}
+		return ev, nil
 	}
 }
 

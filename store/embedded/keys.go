@@ -31,6 +31,9 @@ const (
 	tableAuthorBuckets    = "author_buckets"
 	tableConversations    = "conversations_by_user"
 	tableSessions         = "sessions"
+	tableRoomEvents       = "room_events"
+	tableInboxEvents      = "inbox_events"
+	tableInboxBuckets     = "inbox_buckets"
 
 	// tableRoomMembers is no Cassandra table but this store's index of
 	// chat_rooms' participants (see membersPartition), and tableMeta holds
@@ -225,6 +228,36 @@ func authorBucketPartition(login string) key { return tuple(tableAuthorBuckets).
 
 func authorBucketKey(login string, b store.Bucket) key {
 	return authorBucketPartition(login).int(int64(b))
+}
+
+// roomEventPartition is the partition of room_events holding one day of a
+// room's log, oldest first.
+func roomEventPartition(room string, b store.Bucket) key {
+	return tuple(tableRoomEvents).str(room).int(int64(b))
+}
+
+// roomEvents prefixes every partition of the room's log.
+func roomEvents(room string) key { return tuple(tableRoomEvents).str(room) }
+
+func roomEventKey(room string, id store.MessageID) key {
+	return roomEventPartition(room, store.BucketOf(id.Time())).asc(id)
+}
+
+// inboxEventPartition is the partition of inbox_events holding one day of
+// login's inbox log, oldest first.
+func inboxEventPartition(login string, b store.Bucket) key {
+	return tuple(tableInboxEvents).str(login).int(int64(b))
+}
+
+func inboxEventKey(login string, id store.MessageID) key {
+	return inboxEventPartition(login, store.BucketOf(id.Time())).asc(id)
+}
+
+// inboxBucketPartition lists the days of login's inbox log.
+func inboxBucketPartition(login string) key { return tuple(tableInboxBuckets).str(login) }
+
+func inboxBucketKey(login string, b store.Bucket) key {
+	return inboxBucketPartition(login).int(int64(b))
 }
 
 // inboxPartition is the partition of conversations_by_user holding login's

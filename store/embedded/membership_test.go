@@ -36,14 +36,14 @@ func TestBuildRoomMembers(t *testing.T) {
 		}
 	}
 	for _, login := range []string{"bob", "carol"} {
-		if _, err := db.JoinRoom(ctx, room.Name, users[login]); err != nil {
+		if _, _, err := db.JoinRoom(ctx, room.Name, users[login]); err != nil {
 			t.Fatalf("JoinRoom(%q) = %v", login, err)
 		}
 	}
-	if err := db.LeaveRoom(ctx, room.Name, users["carol"]); err != nil {
+	if _, err := db.LeaveRoom(ctx, room.Name, users["carol"]); err != nil {
 		t.Fatalf("LeaveRoom = %v", err)
 	}
-	if _, err := db.AddGroupMember(ctx, group.Name, "bob", users["dave"], now); err != nil {
+	if _, _, err := db.AddGroupMember(ctx, group.Name, store.UserRef{Login: "bob"}, users["dave"], now); err != nil {
 		t.Fatalf("AddGroupMember = %v", err)
 	}
 

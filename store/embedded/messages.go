@@ -10,7 +10,7 @@ import (
 // PostMessage writes the message into the partition of its day, with its
 // copies by id and by author, and in the same batch lists that day among
 // the room's and the author's days if it is not listed yet (see
-// addMessage).
+// addMessage) and logs it in the room's log.
 //
 // It returns once the message is on disk, like every write of the store;
 // concurrent posts share their fsyncs (see batch.commit), and a post takes
@@ -23,7 +23,7 @@ func (db *DB) PostMessage(ctx context.Context, m store.Message) error {
 	defer end()
 
 	b := db.batch()
-	if err := db.addMessage(b, m); err != nil {
+	if err := db.addLoggedMessage(b, store.PostedEvent(m)); err != nil {
 		b.Close()
 		return err
 	}
@@ -31,6 +31,22 @@ func (db *DB) PostMessage(ctx context.Context, m store.Message) error {
 		return fmt.Errorf("writing message to room %q: %w", m.Room, err)
 	}
 	return nil
+}
+
+// addLoggedMessage adds to b the message of ev (see addMessage) and ev, in
+// the room's log.
+func (db *DB) addLoggedMessage(b *batch, ev store.Event) error {
+	if err := db.addMessage(b, *ev.Message); err != nil {
+		return err
+	}
+	return db.logRoomEvent(b, ev)
+}
+
+// systemEvent is the event of kind recording, with a system message of
+// content by u with id, a change to the room.
+func systemEvent(kind store.EventKind, room string, id store.MessageID, u store.UserRef, content string) store.Event {
+	m := store.Message{Room: room, ID: id, Author: u, Content: content, System: true}
+	return store.Event{ID: id, Kind: kind, Room: room, User: u, Message: &m}
 }
 
 // addMessage adds to b the rows of a new message: its row in the stream of
@@ -62,18 +78,6 @@ func (db *DB) addMessage(b *batch, m store.Message) error {
 // Messages returns up to limit messages of the room older than before,
 // newest first, walking its days from before's back to the oldest.
 func (db *DB) Messages(ctx context.Context, room string, before store.MessageID, limit int) ([]store.Message, error) {
-	return db.roomPage(ctx, room, before, false, limit)
-}
-
-// MessagesAfter returns up to limit messages of the room newer than after,
-// oldest first, walking its days from after's to today.
-func (db *DB) MessagesAfter(ctx context.Context, room string, after store.MessageID, limit int) ([]store.Message, error) {
-	return db.roomPage(ctx, room, after, true, limit)
-}
-
-// roomPage reads up to limit messages of the room beyond cursor: older
-// ones, newest first, or with newer the newer ones, oldest first.
-func (db *DB) roomPage(ctx context.Context, room string, cursor store.MessageID, newer bool, limit int) ([]store.Message, error) {
 	end, err := db.begin(ctx)
 	if err != nil {
 		return nil, err
@@ -84,23 +88,16 @@ func (db *DB) roomPage(ctx context.Context, room string, cursor store.MessageID,
 	if err != nil {
 		return nil, err
 	}
-	buckets := store.NewestFirstBuckets(listed, cursor)
-	if newer {
-		buckets = store.OldestFirstBuckets(listed, cursor)
-	}
+	buckets := store.NewestFirstBuckets(listed, before)
 	page, err := store.ScanBuckets(ctx, buckets, limit, func(ctx context.Context, b store.Bucket, limit int) ([]store.Message, error) {
 		p := messagePartition(room, b)
 		// Rows are newest first in key order: older than the cursor is
-		// after it; newer is before it, read backwards.
-		var lower, upper []byte = p, p.end()
-		switch {
-		case cursor.IsZero():
-		case newer:
-			upper = p.desc(cursor)
-		default:
-			lower = p.desc(cursor).next()
+		// after it.
+		var lower []byte = p
+		if !before.IsZero() {
+			lower = p.desc(before).next()
 		}
-		return db.readMessages(ctx, room, p, lower, upper, newer, limit)
+		return db.readMessages(ctx, room, p, lower, p.end(), false, limit)
 	})
 	if err != nil {
 		return nil, err

@@ -165,74 +165,99 @@ func (db *DB) Rooms(ctx context.Context, after string, limit int) ([]store.Room,
 	return rooms, nil
 }
 
-// JoinRoom adds u to the room's participants and the room to u's rooms in
-// one batch, if the room exists; a join never creates a room. u must be a
-// user.
-func (db *DB) JoinRoom(ctx context.Context, name string, u store.UserRef) (store.Room, error) {
+// JoinRoom adds u to the room's participants and the room to u's rooms,
+// with the system message and event of the join, in one batch, if the room
+// exists and u is not in it; a join never creates a room. u must be a user.
+func (db *DB) JoinRoom(ctx context.Context, name string, u store.UserRef) (store.Room, store.Event, error) {
 	rk, uk := roomKey(name), userKey(u.Login)
 	end, err := db.beginLocked(ctx, rk, uk)
 	if err != nil {
-		return store.Room{}, err
+		return store.Room{}, store.Event{}, err
 	}
 	defer end()
 
 	room, err := db.room(name)
 	if err != nil {
-		return store.Room{}, err
+		return store.Room{}, store.Event{}, err
+	}
+	if room.hasParticipant(u.Login) {
+		return room.room(), store.Event{}, nil
 	}
 	user, err := db.user(u.Login)
 	if err != nil {
-		return store.Room{}, err
+		return store.Room{}, store.Event{}, err
 	}
 	room.addParticipant(u)
 	user.addRoom(name)
 
+	ev := systemEvent(store.ParticipantJoined, name, store.NewMessageID(), u, u.Login+" joined the room")
 	b := db.batch()
 	b.set(rk, room)
 	b.addMember(room, u.Login)
 	b.set(uk, user)
-	if err := b.commit(); err != nil {
-		return store.Room{}, fmt.Errorf("writing %q joining room %q: %w", u.Login, name, err)
+	if err := db.addLoggedMessage(b, ev); err != nil {
+		b.Close()
+		return store.Room{}, store.Event{}, err
 	}
-	return room.room(), nil
+	if err := b.commit(); err != nil {
+		return store.Room{}, store.Event{}, fmt.Errorf("writing %q joining room %q: %w", u.Login, name, err)
+	}
+	return room.room(), ev, nil
 }
 
 // LeaveRoom removes u from the room's participants and the room from u's
-// rooms in one batch.
-func (db *DB) LeaveRoom(ctx context.Context, name string, u store.UserRef) error {
+// rooms, with the system message and event of the leave, in one batch.
+func (db *DB) LeaveRoom(ctx context.Context, name string, u store.UserRef) (store.Event, error) {
 	rk, uk := roomKey(name), userKey(u.Login)
 	end, err := db.beginLocked(ctx, rk, uk)
 	if err != nil {
-		return err
+		return store.Event{}, err
 	}
 	defer end()
 
 	room, err := db.room(name)
 	if err != nil {
-		return err
+		return store.Event{}, err
 	}
 	if !room.removeParticipant(u.Login) {
-		return fmt.Errorf("user %q is not in room %q: %w", u.Login, name, store.ErrNotFound)
+		return store.Event{}, fmt.Errorf("user %q is not in room %q: %w", u.Login, name, store.ErrNotFound)
 	}
+	ev := systemEvent(store.ParticipantLeft, name, store.NewMessageID(), u, u.Login+" left the room")
 	b := db.batch()
 	b.set(rk, room)
 	b.delete(memberKey(name, u.Login))
-	if user, found, err := getRow[userRow](db, uk); err != nil {
+	if err := db.leave(b, uk, name); err != nil {
 		b.Close()
-		return fmt.Errorf("reading user %q: %w", u.Login, err)
-	} else if found {
-		user.removeRoom(name)
-		b.set(uk, user)
+		return store.Event{}, err
+	}
+	if err := db.addLoggedMessage(b, ev); err != nil {
+		b.Close()
+		return store.Event{}, err
 	}
 	if err := b.commit(); err != nil {
-		return fmt.Errorf("writing %q leaving room %q: %w", u.Login, name, err)
+		return store.Event{}, fmt.Errorf("writing %q leaving room %q: %w", u.Login, name, err)
+	}
+	return ev, nil
+}
+
+// leave adds to b the removal of the room from the rooms of the user at uk,
+// if there is one.
+func (db *DB) leave(b *batch, uk key, room string) error {
+	user, found, err := getRow[userRow](db, uk)
+	if err != nil {
+		return fmt.Errorf("reading user at %x: %w", []byte(uk), err)
+	}
+	if found {
+		user.removeRoom(room)
+		b.set(uk, user)
 	}
 	return nil
 }
 
-// DeleteRoom deletes the room, if creatorLogin created it, with its
-// messages (their copies by id and by author too) and its place in its
-// participants' rooms and, for a group, inboxes, all in one batch.
+// DeleteRoom deletes the room, if by created it, with its messages (their
+// copies by id and by author too), its listing of days and its log, and its
+// place in its participants' rooms and, for a group, in the inboxes of its
+// members and former members, all in one batch.
 //
 // It must hold the locks of the room and of every participant (user row
 // and inbox). Who the participants are is known only from a read, and the
@@ -241,10 +266,10 @@ func (db *DB) LeaveRoom(ctx context.Context, name string, u store.UserRef) error
 // widens the set and repeats: the check Cassandra makes with IF
 // participants = ?. The room's lock also keeps HideMessage from writing
 // back a message being deleted.
-func (db *DB) DeleteRoom(ctx context.Context, name string, creatorLogin string) (store.Room, error) {
+func (db *DB) DeleteRoom(ctx context.Context, name string, by store.UserRef) (store.Room, store.Event, error) {
 	end, err := db.begin(ctx)
 	if err != nil {
-		return store.Room{}, err
+		return store.Room{}, store.Event{}, err
 	}
 	defer end()
 
@@ -253,18 +278,21 @@ func (db *DB) DeleteRoom(ctx context.Context, name string, creatorLogin string) 
 	defer func() { db.locks.unlock(held) }()
 	for {
 		if err := ctx.Err(); err != nil {
-			return store.Room{}, err
+			return store.Room{}, store.Event{}, err
 		}
 		room, err := db.room(name)
 		if err != nil {
-			return store.Room{}, err
+			return store.Room{}, store.Event{}, err
 		}
-		if room.Creator.Login != creatorLogin {
-			return store.Room{}, fmt.Errorf("room %q can only be deleted by its creator: %w", name, store.ErrForbidden)
+		if room.Creator.Login != by.Login {
+			return store.Room{}, store.Event{}, fmt.Errorf("room %q can only be deleted by its creator: %w", name, store.ErrForbidden)
 		}
 		partitions := []key{rk}
 		for _, p := range room.Participants {
 			partitions = append(partitions, userKey(p.Login), inboxPartition(p.Login))
+		}
+		for _, login := range room.Former {
+			partitions = append(partitions, inboxPartition(login))
 		}
 		need := db.locks.of(partitions...)
 		if !held.covers(need) {
@@ -278,30 +306,29 @@ func (db *DB) DeleteRoom(ctx context.Context, name string, creatorLogin string) 
 		b.delete(rk)
 		b.deleteRange(membersPartition(name))
 		for _, p := range room.Participants {
-			uk := userKey(p.Login)
-			user, found, err := getRow[userRow](db, uk)
-			if err != nil {
+			if err := db.leave(b, userKey(p.Login), name); err != nil {
 				b.Close()
-				return store.Room{}, fmt.Errorf("reading user %q: %w", p.Login, err)
-			}
-			if found {
-				user.removeRoom(name)
-				b.set(uk, user)
+				return store.Room{}, store.Event{}, err
 			}
 			if store.RoomKind(room.Kind) == store.PrivateGroup {
 				b.deleteRange(conversationKey(p.Login, name))
 			}
 		}
+		for _, login := range room.Former {
+			b.deleteRange(conversationKey(login, name))
+		}
 		if err := db.deleteIndexed(ctx, b, name); err != nil {
 			b.Close()
-			return store.Room{}, err
+			return store.Room{}, store.Event{}, err
 		}
 		b.deleteRange(roomMessages(name))
 		b.deleteRange(bucketPartition(name))
+		b.deleteRange(roomEvents(name))
 		if err := b.commit(); err != nil {
-			return store.Room{}, fmt.Errorf("deleting room %q: %w", name, err)
+			return store.Room{}, store.Event{}, fmt.Errorf("deleting room %q: %w", name, err)
 		}
-		return room.room(), nil
+		ev := store.Event{ID: store.NewMessageID(), Kind: store.RoomDeleted, Room: name, User: by}
+		return room.room(), ev, nil
 	}
 }
 

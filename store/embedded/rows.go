@@ -41,6 +41,9 @@ type roomRow struct {
 	CreatedAt    time.Time `json:"creation_date"`
 	Banner       string    `json:"banner,omitempty"`
 	Participants []userRef `json:"participants"` // sorted by login, no duplicates
+	// Former are the logins of a private group's members who left, whose
+	// inbox entries deleting the group deletes too; sorted, no duplicates.
+	Former []string `json:"former_members,omitempty"`
 }
 
 // messageRow is a row of chat_room_messages; the room and the id are in the
@@ -54,6 +57,25 @@ type messageRow struct {
 
 // Rows of messages_bucket have no columns besides the key: the value is
 // empty.
+
+// eventRow is a row of room_events or inbox_events; the log's owner and the
+// event's id are in the key.
+type eventRow struct {
+	Kind string  `json:"k"` // store.EventKind
+	User userRef `json:"u"`
+	// Message is the id of the message the event is about, in the stream of
+	// the room (or, in an inbox log, of Conversation); zero for none.
+	Message      store.MessageID `json:"m,omitzero"`
+	Conversation string          `json:"c,omitempty"` // inbox_events only
+}
+
+func newEventRow(ev store.Event) eventRow {
+	row := eventRow{Kind: string(ev.Kind), User: refRow(ev.User)}
+	if ev.Message != nil {
+		row.Message = ev.Message.ID
+	}
+	return row
+}
 
 func encode(row any) ([]byte, error) {
 	b, err := json.Marshal(row)
@@ -169,6 +191,13 @@ func (r *roomRow) addParticipant(u store.UserRef) {
 		return
 	}
 	r.Participants = slices.Insert(r.Participants, i, refRow(u))
+}
+
+// addFormer records login among the group's former members.
+func (r *roomRow) addFormer(login string) {
+	if i, found := slices.BinarySearch(r.Former, login); !found {
+		r.Former = slices.Insert(r.Former, i, login)
+	}
 }
 
 // removeParticipant removes login from the participants and reports

@@ -25,6 +25,14 @@ type convTest = subtest[ConversationStore]
 
 func conversationGroups() []group[ConversationStore] {
 	return []group[ConversationStore]{
+		{"EventLog", []convTest{
+			{"Room", testRoomLog},
+			{"AcrossDays", testRoomLogAcrossDays},
+			{"Deleted", testRoomLogDeleted},
+			{"ConcurrentPosts", testRoomLogConcurrent},
+			{"Group", testGroupLogs},
+			{"Inbox", testInboxLogs},
+		}},
 		{"Direct", []convTest{
 			{"ConversationID", testDirectConversationID},
 			{"SendDirect", testSendDirect},
@@ -133,7 +141,7 @@ func mustPostGroup(t *testing.T, ctx context.Context, s store.Conversations, gro
 // mustMarkRead marks login's messages of the conversation read up to upTo.
 func mustMarkRead(t *testing.T, ctx context.Context, s store.Conversations, login, id string, upTo store.MessageID) {
 	t.Helper()
-	if err := s.MarkRead(ctx, login, id, upTo); err != nil {
+	if _, err := s.MarkRead(ctx, login, id, upTo); err != nil {
 		t.Fatalf("MarkRead(%q, %q, %v) = %v, want nil", login, id, upTo, err)
 	}
 }

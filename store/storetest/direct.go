@@ -57,7 +57,7 @@ func testSendDirect(t *testing.T, s ConversationStore) {
 }
 
 // testDirectHistory reads a conversation's messages, both ways, as a room's:
-// Messages newest first, paged, and MessagesAfter.
+// Messages newest first, paged, and each in both inbox logs.
 func testDirectHistory(t *testing.T, s ConversationStore) {
 	ctx := newContext(t)
 	alice, bob, id := dmUsers(t, ctx, s)
@@ -77,7 +77,19 @@ func testDirectHistory(t *testing.T, s ConversationStore) {
 	want := newestFirst(sent)
 	checkMessages(t, "Messages of the conversation", mustMessages(t, ctx, s, id, store.MessageID{}, 10), want)
 	checkMessages(t, "Messages of the conversation paged by 2", pageNewestFirst(t, ctx, s, id, store.MessageID{}, 2), want)
-	checkMessages(t, "MessagesAfter the first", mustMessagesAfter(t, ctx, s, id, sent[0].ID, 10), sent[1:])
+	for _, u := range []store.UserRef{alice, bob} {
+		events, err := s.InboxEvents(ctx, u.Login, sent[0].ID, 10)
+		if err != nil {
+			t.Fatalf("InboxEvents(%q) = %v", u.Login, err)
+		}
+		var got []store.Message
+		for _, ev := range events {
+			if ev.Kind == store.DirectMessage && ev.Room == id && ev.Message != nil && ev.ID == ev.Message.ID && ev.User == ev.Message.Author {
+				got = append(got, *ev.Message)
+			}
+		}
+		checkMessages(t, "DirectMessage events in the inbox log of "+u.Login, got, sent[1:])
+	}
 
 	// The pair's conversation is theirs alone.
 	carol := mustCreateUser(t, ctx, s, "carol").UserRef
@@ -162,7 +174,7 @@ func testDirectConcurrent(t *testing.T, s ConversationStore) {
 		for login, i := range upTo {
 			wg.Go(func() {
 				<-start
-				if err := s.MarkRead(ctx, login, id, msgs[i].ID); err != nil {
+				if _, err := s.MarkRead(ctx, login, id, msgs[i].ID); err != nil {
 					t.Errorf("MarkRead(%q, %q, message %d) = %v, want nil", login, id, i, err)
 				}
 			})

@@ -39,7 +39,7 @@ func mustCreateGroupAt(t *testing.T, ctx context.Context, s store.Store, prefix 
 // mustAddMember adds u to the group on behalf of by, at at.
 func mustAddMember(t *testing.T, ctx context.Context, s store.Conversations, group, by string, u store.UserRef, at time.Time) store.Room {
 	t.Helper()
-	r, err := s.AddGroupMember(ctx, group, by, u, at)
+	r, _, err := s.AddGroupMember(ctx, group, store.UserRef{Login: by}, u, at)
 	if err != nil {
 		t.Fatalf("AddGroupMember(%q, by %q, %q) = %v, want nil", group, by, u.Login, err)
 	}
@@ -49,7 +49,7 @@ func mustAddMember(t *testing.T, ctx context.Context, s store.Conversations, gro
 // mustLeaveGroup makes u leave the group at at.
 func mustLeaveGroup(t *testing.T, ctx context.Context, s store.Conversations, group string, u store.UserRef, at time.Time) {
 	t.Helper()
-	if err := s.LeaveGroup(ctx, group, u, at); err != nil {
+	if _, err := s.LeaveGroup(ctx, group, u, at); err != nil {
 		t.Fatalf("LeaveGroup(%q, %q) = %v, want nil", group, u.Login, err)
 	}
 }
@@ -156,7 +156,7 @@ func testGroupAddMemberErrors(t *testing.T, s ConversationStore) {
 
 	// An unknown group.
 	name := newRoomName(t, "nowhere")
-	r, err := s.AddGroupMember(ctx, name, alice.Login, bob, at)
+	r, _, err := s.AddGroupMember(ctx, name, store.UserRef{Login: alice.Login}, bob, at)
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("AddGroupMember(%q) of an unknown group = %+v, %v; want ErrNotFound", name, r, err)
 	}
@@ -166,7 +166,7 @@ func testGroupAddMemberErrors(t *testing.T, s ConversationStore) {
 
 	// A public room, by its creator: public rooms are joined.
 	public := mustCreateRoom(t, ctx, s, "public", alice)
-	r, err = s.AddGroupMember(ctx, public.Name, alice.Login, bob, at)
+	r, _, err = s.AddGroupMember(ctx, public.Name, store.UserRef{Login: alice.Login}, bob, at)
 	if !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("AddGroupMember(%q) of a public room = %+v, %v; want ErrInvalid", public.Name, r, err)
 	}
@@ -176,11 +176,11 @@ func testGroupAddMemberErrors(t *testing.T, s ConversationStore) {
 
 	// A private group, by someone not in it.
 	g := mustCreateGroup(t, ctx, s, "group", alice)
-	r, err = s.AddGroupMember(ctx, g.Name, stranger.Login, bob, at)
+	r, _, err = s.AddGroupMember(ctx, g.Name, store.UserRef{Login: stranger.Login}, bob, at)
 	if !errors.Is(err, store.ErrForbidden) {
 		t.Errorf("AddGroupMember(%q) by a non-member = %+v, %v; want ErrForbidden", g.Name, r, err)
 	}
-	r, err = s.AddGroupMember(ctx, g.Name, stranger.Login, stranger, at)
+	r, _, err = s.AddGroupMember(ctx, g.Name, store.UserRef{Login: stranger.Login}, stranger, at)
 	if !errors.Is(err, store.ErrForbidden) {
 		t.Errorf("AddGroupMember(%q) of oneself by a non-member = %+v, %v; want ErrForbidden", g.Name, r, err)
 	}
@@ -240,13 +240,13 @@ func testGroupLeave(t *testing.T, s ConversationStore) {
 	checkConversation(t, "Conversation(bob) after leaving", mustConversation(t, ctx, s, bob.Login, g.Name),
 		groupEntry(g.Name, store.Window{From: joined, To: left}))
 
-	err := s.LeaveGroup(ctx, g.Name, bob, now)
+	_, err := s.LeaveGroup(ctx, g.Name, bob, now)
 	wantErr(t, "LeaveGroup again", err, store.ErrNotFound)
-	err = s.LeaveGroup(ctx, g.Name, carol, now)
+	_, err = s.LeaveGroup(ctx, g.Name, carol, now)
 	wantErr(t, "LeaveGroup by a non-member", err, store.ErrNotFound)
-	err = s.LeaveGroup(ctx, newRoomName(t, "nowhere"), bob, now)
+	_, err = s.LeaveGroup(ctx, newRoomName(t, "nowhere"), bob, now)
 	wantErr(t, "LeaveGroup of an unknown group", err, store.ErrNotFound)
-	_, err = s.AddGroupMember(ctx, g.Name, bob.Login, carol, now)
+	_, _, err = s.AddGroupMember(ctx, g.Name, store.UserRef{Login: bob.Login}, carol, now)
 	wantErr(t, "AddGroupMember by a member who left", err, store.ErrForbidden)
 	checkConversation(t, "Conversation(bob) after the failed calls", mustConversation(t, ctx, s, bob.Login, g.Name),
 		groupEntry(g.Name, store.Window{From: joined, To: left}))
@@ -277,7 +277,7 @@ func testGroupDelete(t *testing.T, s ConversationStore) {
 	old := mustPostGroup(t, ctx, s, g.Name, store.MessageIDAt(time.Now().Add(-48*time.Hour)), bob, "old", members)
 	mustPostGroup(t, ctx, s, g.Name, store.NewMessageID(), alice, "new", members)
 
-	if _, err := s.DeleteRoom(ctx, g.Name, alice.Login); err != nil {
+	if _, _, err := s.DeleteRoom(ctx, g.Name, store.UserRef{Login: alice.Login}); err != nil {
 		t.Fatalf("DeleteRoom(%q) = %v, want nil", g.Name, err)
 	}
 	wantRoomNotFound(t, ctx, s, g.Name)
@@ -286,7 +286,7 @@ func testGroupDelete(t *testing.T, s ConversationStore) {
 		wantChatRooms(t, ctx, s, u.Login, g.Name, false)
 	}
 	wantNoMessages(t, ctx, s, g.Name, old.ID, true)
-	_, err := s.AddGroupMember(ctx, g.Name, alice.Login, bob, time.Now())
+	_, _, err := s.AddGroupMember(ctx, g.Name, store.UserRef{Login: alice.Login}, bob, time.Now())
 	wantErr(t, "AddGroupMember after DeleteRoom", err, store.ErrNotFound)
 	wantNoConversation(t, ctx, s, bob.Login, g.Name)
 }

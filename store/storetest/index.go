@@ -149,12 +149,12 @@ func testIndexHide(t *testing.T, s ConversationStore) {
 	direct := mustSendDirect(t, ctx, s, alice, bob, store.NewMessageID(), "oops")
 	group := mustPostGroup(t, ctx, s, g.Name, store.NewMessageID(), alice, "wrong group", members)
 	for _, m := range []store.Message{old, direct, group} {
-		if err := s.HideMessage(ctx, m); err != nil {
+		if _, err := s.HideMessage(ctx, m, store.UserRef{}); err != nil {
 			t.Fatalf("HideMessage(%s) = %v, want nil", fmtMessage(m), err)
 		}
 	}
 	// Again, as read back hidden: harmless.
-	if err := s.HideMessage(ctx, hidden(old)); err != nil {
+	if _, err := s.HideMessage(ctx, hidden(old), store.UserRef{}); err != nil {
 		t.Fatalf("HideMessage(%s) again = %v, want nil", fmtMessage(old), err)
 	}
 
@@ -199,7 +199,7 @@ func testIndexHide(t *testing.T, s ConversationStore) {
 	}
 	// Hiding a message that is no entry's last changes no entry.
 	earlier := mustSendDirect(t, ctx, s, alice, bob, store.MessageIDAt(direct.ID.Time().Add(-time.Second)), "earlier")
-	if err := s.HideMessage(ctx, earlier); err != nil {
+	if _, err := s.HideMessage(ctx, earlier, store.UserRef{}); err != nil {
 		t.Fatalf("HideMessage(%s) = %v, want nil", fmtMessage(earlier), err)
 	}
 	if c := mustConversation(t, ctx, s, bob.Login, dm); c.LastMessage != newer {
@@ -231,7 +231,7 @@ func testIndexDeleteRoom(t *testing.T, s ConversationStore) {
 		mustPostGroup(t, ctx, s, g.Name, store.NewMessageID(), alice, "group, new", members),
 	}
 	for _, name := range []string{doomed.Name, g.Name} {
-		if _, err := s.DeleteRoom(ctx, name, alice.Login); err != nil {
+		if _, _, err := s.DeleteRoom(ctx, name, store.UserRef{Login: alice.Login}); err != nil {
 			t.Fatalf("DeleteRoom(%q) = %v, want nil", name, err)
 		}
 	}

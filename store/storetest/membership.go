@@ -83,14 +83,14 @@ func testMembershipLeave(t *testing.T, s store.Store) {
 	mustJoinRoom(t, ctx, s, r.Name, stayer.UserRef)
 	mustJoinRoom(t, ctx, s, r.Name, leaver.UserRef)
 
-	if err := s.LeaveRoom(ctx, r.Name, leaver.UserRef); err != nil {
+	if _, err := s.LeaveRoom(ctx, r.Name, leaver.UserRef); err != nil {
 		t.Fatalf("LeaveRoom(%q, %q) = %v, want nil", r.Name, leaver.Login, err)
 	}
 	wantMembership(t, ctx, s, r, leaver.Login, false)
 	wantMembership(t, ctx, s, r, stayer.Login, true)
 
 	// The creator may leave too: the room keeps its creator and kind.
-	if err := s.LeaveRoom(ctx, r.Name, creator.UserRef); err != nil {
+	if _, err := s.LeaveRoom(ctx, r.Name, creator.UserRef); err != nil {
 		t.Fatalf("LeaveRoom(%q, %q) by the creator = %v, want nil", r.Name, creator.Login, err)
 	}
 	wantMembership(t, ctx, s, r, creator.Login, false)
@@ -110,7 +110,7 @@ func testMembershipDelete(t *testing.T, s store.Store) {
 	r := mustCreateRoom(t, ctx, s, "doomed", creator.UserRef)
 	mustJoinRoom(t, ctx, s, r.Name, member.UserRef)
 
-	if _, err := s.DeleteRoom(ctx, r.Name, creator.Login); err != nil {
+	if _, _, err := s.DeleteRoom(ctx, r.Name, store.UserRef{Login: creator.Login}); err != nil {
 		t.Fatalf("DeleteRoom(%q) = %v, want nil", r.Name, err)
 	}
 	for _, u := range []store.Account{creator, member, heir} {
@@ -150,13 +150,13 @@ func testMembershipGroup(t *testing.T, s store.Store) {
 	wantMembership(t, ctx, s, g, guest.Login, false)
 
 	at := time.Now().Truncate(time.Second)
-	if _, err := s.AddGroupMember(ctx, g.Name, owner.Login, guest.UserRef, at); err != nil {
+	if _, _, err := s.AddGroupMember(ctx, g.Name, store.UserRef{Login: owner.Login}, guest.UserRef, at); err != nil {
 		t.Fatalf("AddGroupMember(%q, %q) = %v, want nil", g.Name, guest.Login, err)
 	}
 	wantMembership(t, ctx, s, g, guest.Login, true)
 	wantMembership(t, ctx, s, g, outsider.Login, false)
 
-	if err := s.LeaveGroup(ctx, g.Name, guest.UserRef, at.Add(time.Second)); err != nil {
+	if _, err := s.LeaveGroup(ctx, g.Name, guest.UserRef, at.Add(time.Second)); err != nil {
 		t.Fatalf("LeaveGroup(%q, %q) = %v, want nil", g.Name, guest.Login, err)
 	}
 	wantMembership(t, ctx, s, g, guest.Login, false)
@@ -197,7 +197,7 @@ func testMembershipLoginPrefixes(t *testing.T, s store.Store) {
 			case i%2 == step:
 				mustJoinRoom(t, ctx, s, r.Name, u.UserRef)
 			case step == 1:
-				if err := s.LeaveRoom(ctx, r.Name, u.UserRef); err != nil {
+				if _, err := s.LeaveRoom(ctx, r.Name, u.UserRef); err != nil {
 					t.Fatalf("LeaveRoom(%q, %q) = %v, want nil", r.Name, u.Login, err)
 				}
 			}
@@ -251,14 +251,14 @@ func testMembershipConcurrent(t *testing.T, s store.Store) {
 		moving.Go(func() {
 			// The odd ones end in the room, the even ones out of it.
 			for c := range cycles {
-				if _, err := s.JoinRoom(ctx, r.Name, u.UserRef); err != nil {
+				if _, _, err := s.JoinRoom(ctx, r.Name, u.UserRef); err != nil {
 					t.Errorf("JoinRoom(%q, %q) = %v, want nil", r.Name, u.Login, err)
 					return
 				}
 				if c == cycles-1 && i%2 == 1 {
 					return
 				}
-				if err := s.LeaveRoom(ctx, r.Name, u.UserRef); err != nil {
+				if _, err := s.LeaveRoom(ctx, r.Name, u.UserRef); err != nil {
 					t.Errorf("LeaveRoom(%q, %q) = %v, want nil", r.Name, u.Login, err)
 					return
 				}
@@ -301,7 +301,7 @@ func testMembershipRacingDelete(t *testing.T, s store.Store) {
 	for i, u := range users {
 		wg.Go(func() {
 			<-start
-			if _, err := s.JoinRoom(ctx, r.Name, u.UserRef); err != nil && !errors.Is(err, store.ErrNotFound) {
+			if _, _, err := s.JoinRoom(ctx, r.Name, u.UserRef); err != nil && !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("JoinRoom(%q, %q) racing the delete = %v, want nil or ErrNotFound", r.Name, u.Login, err)
 			}
 			m, err := s.Membership(ctx, r.Name, u.Login)
@@ -316,7 +316,7 @@ func testMembershipRacingDelete(t *testing.T, s store.Store) {
 		if i == racers/2 {
 			wg.Go(func() {
 				<-start
-				if _, err := s.DeleteRoom(ctx, r.Name, creator.Login); err != nil {
+				if _, _, err := s.DeleteRoom(ctx, r.Name, store.UserRef{Login: creator.Login}); err != nil {
 					t.Errorf("DeleteRoom(%q) racing joins = %v, want nil", r.Name, err)
 				}
 			})

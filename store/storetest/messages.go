@@ -28,12 +28,24 @@ func mustMessages(t *testing.T, ctx context.Context, s store.Store, room string,
 	return msgs
 }
 
-// mustMessagesAfter reads a page oldest first.
+// mustMessagesAfter reads a page of the room's log, oldest first, and
+// returns its messages: the log of a room where messages were only posted
+// holds their MessagePosted events, one each, in order.
 func mustMessagesAfter(t *testing.T, ctx context.Context, s store.Store, room string, after store.MessageID, limit int) []store.Message {
 	t.Helper()
-	msgs, err := s.MessagesAfter(ctx, room, after, limit)
+	events, err := s.RoomEvents(ctx, room, after, limit)
 	if err != nil {
-		t.Fatalf("MessagesAfter(%q, %v, %d) = %v, want nil", room, after, limit, err)
+		t.Fatalf("RoomEvents(%q, %v, %d) = %v, want nil", room, after, limit, err)
+	}
+	msgs := []store.Message{}
+	for _, ev := range events {
+		if ev.Kind != store.MessagePosted {
+			continue // a hide, a join: see the event log tests
+		}
+		if ev.Message == nil || ev.ID != ev.Message.ID || ev.User != ev.Message.Author {
+			t.Fatalf("RoomEvents(%q): %+v, want the MessagePosted event of its message", room, ev)
+		}
+		msgs = append(msgs, *ev.Message)
 	}
 	return msgs
 }
@@ -278,13 +290,16 @@ func testMessagesSystem(t *testing.T, s store.Store) {
 	ctx := newContext(t)
 	author, room := chatRoom(t, ctx, s, "system")
 	joiner := mustCreateUser(t, ctx, s, "joiner")
-	mustJoinRoom(t, ctx, s, room.Name, joiner.UserRef)
+	_, joined, err := s.JoinRoom(ctx, room.Name, joiner.UserRef)
+	if err != nil || joined.Message == nil || !joined.Message.System || joined.Message.Content != joiner.Login+" joined the room" {
+		t.Fatalf("JoinRoom = %+v, %v; want a ParticipantJoined event with its system message", joined, err)
+	}
 	join := store.Message{Room: room.Name, ID: store.NewMessageID(), Author: joiner.UserRef, Content: joiner.Login + " joined", System: true}
 	if err := s.PostMessage(ctx, join); err != nil {
 		t.Fatalf("PostMessage(%s) = %v, want nil", fmtMessage(join), err)
 	}
 	hello := mustPost(t, ctx, s, room.Name, store.NewMessageID(), author.UserRef, "hello")
-	checkMessages(t, "Messages", mustMessages(t, ctx, s, room.Name, store.MessageID{}, 10), []store.Message{hello, join})
+	checkMessages(t, "Messages", mustMessages(t, ctx, s, room.Name, store.MessageID{}, 10), []store.Message{hello, join, *joined.Message})
 }
 
 // testMessagesReadYourWrites reads each message right after posting it.
@@ -359,7 +374,7 @@ func testMessagesRoomIsolation(t *testing.T, s store.Store) {
 		checkMessages(t, fmt.Sprintf("MessagesAfter(%q)", name), mustMessagesAfter(t, ctx, s, name, store.MessageIDAt(twoDaysAgo.Add(-time.Hour)), 10), posted[name])
 	}
 
-	if _, err := s.DeleteRoom(ctx, base, author.Login); err != nil {
+	if _, _, err := s.DeleteRoom(ctx, base, store.UserRef{Login: author.Login}); err != nil {
 		t.Fatalf("DeleteRoom(%q) = %v, want nil", base, err)
 	}
 	for _, name := range names[1:] {

@@ -132,7 +132,7 @@ func testJoinRoomNotFound(t *testing.T, s store.Store) {
 	ctx := newContext(t)
 	joiner := mustCreateUser(t, ctx, s, "joiner")
 	name := newRoomName(t, "nowhere")
-	r, err := s.JoinRoom(ctx, name, joiner.UserRef)
+	r, _, err := s.JoinRoom(ctx, name, joiner.UserRef)
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("JoinRoom(%q) of an unknown room = %+v, %v; want ErrNotFound", name, r, err)
 	}
@@ -149,7 +149,7 @@ func testLeaveRoomOK(t *testing.T, s store.Store) {
 	mustJoinRoom(t, ctx, s, want.Name, stayer.UserRef)
 	mustJoinRoom(t, ctx, s, want.Name, leaver.UserRef)
 
-	if err := s.LeaveRoom(ctx, want.Name, leaver.UserRef); err != nil {
+	if _, err := s.LeaveRoom(ctx, want.Name, leaver.UserRef); err != nil {
 		t.Fatalf("LeaveRoom(%q, %q) = %v, want nil", want.Name, leaver.Login, err)
 	}
 	want.Participants = []store.UserRef{creator.UserRef, stayer.UserRef}
@@ -158,7 +158,7 @@ func testLeaveRoomOK(t *testing.T, s store.Store) {
 	wantChatRooms(t, ctx, s, stayer.Login, want.Name, true)
 	wantChatRooms(t, ctx, s, creator.Login, want.Name, true)
 
-	err := s.LeaveRoom(ctx, want.Name, leaver.UserRef)
+	_, err := s.LeaveRoom(ctx, want.Name, leaver.UserRef)
 	wantErr(t, fmt.Sprintf("second LeaveRoom(%q, %q)", want.Name, leaver.Login), err, store.ErrNotFound)
 	checkRoom(t, "Room after the second LeaveRoom", mustRoom(t, ctx, s, want.Name), want)
 }
@@ -169,7 +169,7 @@ func testLeaveRoomNotParticipant(t *testing.T, s store.Store) {
 	stranger := mustCreateUser(t, ctx, s, "stranger")
 	want := mustCreateRoom(t, ctx, s, "leave", creator.UserRef)
 
-	err := s.LeaveRoom(ctx, want.Name, stranger.UserRef)
+	_, err := s.LeaveRoom(ctx, want.Name, stranger.UserRef)
 	wantErr(t, fmt.Sprintf("LeaveRoom(%q, %q) by a non-participant", want.Name, stranger.Login), err, store.ErrNotFound)
 	checkRoom(t, "Room", mustRoom(t, ctx, s, want.Name), want)
 	wantChatRooms(t, ctx, s, creator.Login, want.Name, true)
@@ -179,7 +179,7 @@ func testLeaveRoomNotFound(t *testing.T, s store.Store) {
 	ctx := newContext(t)
 	u := mustCreateUser(t, ctx, s, "leaver")
 	name := newRoomName(t, "nowhere")
-	err := s.LeaveRoom(ctx, name, u.UserRef)
+	_, err := s.LeaveRoom(ctx, name, u.UserRef)
 	wantErr(t, fmt.Sprintf("LeaveRoom(%q) of an unknown room", name), err, store.ErrNotFound)
 	wantRoomNotFound(t, ctx, s, name)
 }
@@ -193,7 +193,7 @@ func testDeleteRoomForbidden(t *testing.T, s store.Store) {
 	mustJoinRoom(t, ctx, s, want.Name, member.UserRef)
 	msg := mustPost(t, ctx, s, want.Name, store.NewMessageID(), creator.UserRef, "still here")
 
-	r, err := s.DeleteRoom(ctx, want.Name, member.Login)
+	r, _, err := s.DeleteRoom(ctx, want.Name, store.UserRef{Login: member.Login})
 	if !errors.Is(err, store.ErrForbidden) {
 		t.Errorf("DeleteRoom(%q) by participant %q = %+v, %v; want ErrForbidden", want.Name, member.Login, r, err)
 	}
@@ -211,7 +211,7 @@ func testDeleteRoomNotFound(t *testing.T, s store.Store) {
 	ctx := newContext(t)
 	u := mustCreateUser(t, ctx, s, "deleter")
 	name := newRoomName(t, "nowhere")
-	r, err := s.DeleteRoom(ctx, name, u.Login)
+	r, _, err := s.DeleteRoom(ctx, name, store.UserRef{Login: u.Login})
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("DeleteRoom(%q) of an unknown room = %+v, %v; want ErrNotFound", name, r, err)
 	}
@@ -226,7 +226,7 @@ func testDeleteRoomOK(t *testing.T, s store.Store) {
 	want := mustCreateRoom(t, ctx, s, "doomed", creator.UserRef)
 	mustJoinRoom(t, ctx, s, want.Name, stayer.UserRef)
 	mustJoinRoom(t, ctx, s, want.Name, leaver.UserRef)
-	if err := s.LeaveRoom(ctx, want.Name, leaver.UserRef); err != nil {
+	if _, err := s.LeaveRoom(ctx, want.Name, leaver.UserRef); err != nil {
 		t.Fatalf("LeaveRoom(%q, %q) = %v, want nil", want.Name, leaver.Login, err)
 	}
 	want.Participants = append(want.Participants, stayer.UserRef)
@@ -234,7 +234,7 @@ func testDeleteRoomOK(t *testing.T, s store.Store) {
 	old := mustPost(t, ctx, s, want.Name, store.MessageIDAt(time.Now().Add(-72*time.Hour)), stayer.UserRef, "old")
 	mustPost(t, ctx, s, want.Name, store.NewMessageID(), creator.UserRef, "new")
 
-	got, err := s.DeleteRoom(ctx, want.Name, creator.Login)
+	got, _, err := s.DeleteRoom(ctx, want.Name, store.UserRef{Login: creator.Login})
 	if err != nil {
 		t.Fatalf("DeleteRoom(%q, %q) = %v, want nil", want.Name, creator.Login, err)
 	}
@@ -247,15 +247,15 @@ func testDeleteRoomOK(t *testing.T, s store.Store) {
 	wantNoMessages(t, ctx, s, want.Name, old.ID, true)
 
 	// No resurrection: joining the deleted room fails and leaves no trace.
-	r, err := s.JoinRoom(ctx, want.Name, stayer.UserRef)
+	r, _, err := s.JoinRoom(ctx, want.Name, stayer.UserRef)
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("JoinRoom(%q) after DeleteRoom = %+v, %v; want ErrNotFound", want.Name, r, err)
 	}
 	wantRoomNotFound(t, ctx, s, want.Name)
 	wantChatRooms(t, ctx, s, stayer.Login, want.Name, false)
-	err = s.LeaveRoom(ctx, want.Name, stayer.UserRef)
+	_, err = s.LeaveRoom(ctx, want.Name, stayer.UserRef)
 	wantErr(t, fmt.Sprintf("LeaveRoom(%q) after DeleteRoom", want.Name), err, store.ErrNotFound)
-	r, err = s.DeleteRoom(ctx, want.Name, creator.Login)
+	r, _, err = s.DeleteRoom(ctx, want.Name, store.UserRef{Login: creator.Login})
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("second DeleteRoom(%q) = %+v, %v; want ErrNotFound", want.Name, r, err)
 	}
@@ -287,9 +287,9 @@ func wantNoMessages(t *testing.T, ctx context.Context, s store.Store, room strin
 		t.Errorf("Messages(%q, before %v) = %s, %v; want none", room, before.Time(), fmtMessages(msgs), err)
 	}
 	after := store.MessageIDAt(cursor.Time().Add(-time.Second))
-	msgs, err = s.MessagesAfter(ctx, room, after, 10)
-	if !okErr(err) || len(msgs) != 0 {
-		t.Errorf("MessagesAfter(%q, %v) = %s, %v; want none", room, after.Time(), fmtMessages(msgs), err)
+	events, err := s.RoomEvents(ctx, room, after, 10)
+	if !okErr(err) || len(events) != 0 {
+		t.Errorf("RoomEvents(%q, %v) = %+v, %v; want none", room, after.Time(), events, err)
 	}
 }
 
@@ -316,7 +316,7 @@ func testJoinRacingDelete(t *testing.T, s store.Store) {
 			wg.Go(func() {
 				<-start
 				var r store.Room
-				r, joinErrs[i] = s.JoinRoom(ctx, room.Name, u.UserRef)
+				r, _, joinErrs[i] = s.JoinRoom(ctx, room.Name, u.UserRef)
 				if joinErrs[i] == nil && !r.HasParticipant(u.Login) {
 					t.Errorf("round %d: JoinRoom(%q, %q) returned participants %s, without the joiner", round, room.Name, u.Login, loginsOf(r.Participants))
 				}
@@ -324,7 +324,7 @@ func testJoinRacingDelete(t *testing.T, s store.Store) {
 			if i == joiners/2 {
 				wg.Go(func() {
 					<-start
-					deleted, deleteErr = s.DeleteRoom(ctx, room.Name, creator.Login)
+					deleted, _, deleteErr = s.DeleteRoom(ctx, room.Name, store.UserRef{Login: creator.Login})
 				})
 			}
 		}

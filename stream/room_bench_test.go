@@ -1,4 +1,4 @@
-package resolvers
+package stream
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ import (
 func BenchmarkRoomStreamRemember(b *testing.B) {
 	for _, rate := range []int{1, 10, 50, 200} {
 		b.Run(fmt.Sprintf("msgs_per_s=%d", rate), func(b *testing.B) {
-			s := &RoomStream{}
+			s := &seen{}
 			step := time.Second / time.Duration(rate)
 			t := time.Now().Add(-time.Hour)
 			// Fill the window first, so the benchmark measures the steady

@@ -1,0 +1,131 @@
+package broker
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/killrchat/chatql/store"
+)
+
+const (
+	postID = "3f1d2a80-e7a5-11f1-8000-0123456789ab"
+	hideID = "3f1d2a81-e7a5-11f1-8000-0123456789ab"
+)
+
+// wantPosted is the event of the golden payloads below.
+func wantPosted(t *testing.T) Event {
+	t.Helper()
+	id, err := store.ParseMessageID(postID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := store.UserRef{Login: "alice", Firstname: "Alice", Lastname: "Liddell"}
+	return store.PostedEvent(store.Message{Room: "tea", ID: id, Author: alice, Content: "hi \"there\"", System: true})
+}
+
+func sameEvent(t *testing.T, what string, got, want Event) {
+	t.Helper()
+	if got.ID != want.ID || got.Kind != want.Kind || got.Room != want.Room || got.User != want.User ||
+		(got.Message == nil) != (want.Message == nil) || got.Message != nil && *got.Message != *want.Message {
+		t.Fatalf("%s:\n got %+v %+v\nwant %+v %+v", what, got, got.Message, want, want.Message)
+	}
+}
+
+// An instance decodes what the previous version published: the JSON of the
+// store's event type, message fields untagged.
+func TestWireDecodesVersion1(t *testing.T) {
+	v1 := `{"id":"` + postID + `","kind":"MESSAGE_POSTED","room":"tea","user":{"Login":"alice","Firstname":"Alice","Lastname":"Liddell"},` +
+		`"message":{"Room":"tea","ID":"` + postID + `","Author":{"Login":"alice","Firstname":"Alice","Lastname":"Liddell"},"Content":"hi \"there\"","System":true,"Hidden":false}}`
+	got, err := decodeEvent([]byte(v1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameEvent(t, "version 1", got, wantPosted(t))
+
+	got, err = decodeEvent([]byte(`{"kind":"RESYNC","room":"room:tea","user":{"Login":"","Firstname":"","Lastname":""}}`))
+	if err != nil || got.Kind != Resync || got.Room != "room:tea" || !got.ID.IsZero() || got.Message != nil {
+		t.Fatalf("version 1 resync: %+v, %v", got, err)
+	}
+}
+
+// The version 2 payload is fixed: later versions must keep decoding it.
+func TestWireVersion2(t *testing.T) {
+	golden := `{"v":2,"id":"` + postID + `","kind":"MESSAGE_POSTED","room":"tea","user":{"login":"alice","first":"Alice","last":"Liddell"},` +
+		`"msg":{"id":"` + postID + `","author":{"login":"alice","first":"Alice","last":"Liddell"},"content":"hi \"there\"","system":true}}`
+	b, err := encodeEvent(wantPosted(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != golden {
+		t.Fatalf("encoded\n %s\nwant\n %s", b, golden)
+	}
+	got, err := decodeEvent([]byte(golden))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameEvent(t, "version 2", got, wantPosted(t))
+}
+
+// Every kind round-trips, with and without an id or a message; a newer
+// version's unknown fields are skipped.
+func TestWireRoundTrip(t *testing.T) {
+	posted := wantPosted(t)
+	hid, _ := store.ParseMessageID(hideID)
+	hidden := *posted.Message
+	hidden.Hidden = true
+	for _, ev := range []Event{
+		posted,
+		{ID: hid, Kind: store.MessageHidden, Room: "tea", User: store.UserRef{Login: "bob"}, Message: &hidden},
+		{Kind: store.RoomDeleted, Room: "tea", User: store.UserRef{Login: "alice"}},
+		{ID: hid, Kind: store.UnreadChanged, Room: "alice:bob", User: store.UserRef{Login: "bob"}},
+		resyncEvent("room:tea"),
+	} {
+		b, err := encodeEvent(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeEvent(b)
+		if err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		sameEvent(t, string(ev.Kind), got, ev)
+		if ev.Message == nil && strings.Contains(string(b), "msg") {
+			t.Errorf("an event without a message encodes one: %s", b)
+		}
+	}
+	got, err := decodeEvent([]byte(`{"v":3,"kind":"MESSAGE_HIDDEN","room":"tea","user":{"login":"bob"},"reactions":{"x":1}}`))
+	if err != nil || got.Kind != store.MessageHidden || got.User.Login != "bob" {
+		t.Fatalf("a newer version: %+v, %v", got, err)
+	}
+}
+
+func TestWireRefusesGarbage(t *testing.T) {
+	for _, b := range []string{``, `null`, `[]`, `{}`, `{"v":2,"kind":"MESSAGE_POSTED","id":"nope"}`,
+		`{"v":2,"kind":"MESSAGE_POSTED","msg":{"id":"00000000-0000-0000-0000-000000000000"}}`, `{"kind":"X","user":7}`} {
+		if ev, err := decodeEvent([]byte(b)); err == nil {
+			t.Errorf("decodeEvent(%q) = %+v, want an error", b, ev)
+		}
+	}
+}
+
+func BenchmarkWire(b *testing.B) {
+	id := store.NewMessageID()
+	ev := store.PostedEvent(store.Message{Room: "tea", ID: id, Author: store.UserRef{Login: "alice", Firstname: "Alice"}, Content: strings.Repeat("x", 120)})
+	payload, _ := encodeEvent(ev)
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := encodeEvent(ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := decodeEvent(payload); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,98 @@
+package stream
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/store"
+)
+
+// Inbox is one subscriber's stream of their own inbox events: those logged
+// after its cursor, then the live ones, with no gap and no duplicate.
+type Inbox struct {
+	src    *Source
+	viewer store.UserRef
+	sub    *broker.Subscription
+	after  store.MessageID
+	floor  store.MessageID
+	seen   seen
+	closed atomic.Bool
+}
+
+// OpenInbox subscribes to viewer's inbox events, then (in Run) replays
+// those logged after the cursor (the zero id: from now on).
+func (s *Source) OpenInbox(ctx context.Context, viewer store.UserRef, after store.MessageID) (*Inbox, error) {
+	floor := after
+	if floor.IsZero() {
+		floor = store.MinMessageID(time.Now())
+	}
+	sub, err := s.subscribe(ctx, broker.UserTopic(viewer.Login))
+	if err != nil {
+		return nil, err
+	}
+	return &Inbox{src: s, viewer: viewer, sub: sub, after: after, floor: floor}, nil
+}
+
+// Run delivers the stream's events to emit, in order, until ctx ends or
+// emit returns false (nil), or the stream fails (the subscriber fell
+// behind, the broker closed, the store failed). After a gap in the live
+// events (a Resync) it catches up from the log. It closes the stream.
+func (in *Inbox) Run(ctx context.Context, emit func(*store.Event) bool) error {
+	defer in.Close()
+	if !in.after.IsZero() {
+		if ok, err := in.catchUp(ctx, in.after, emit); !ok {
+			return err
+		}
+	}
+	for {
+		ev, ok := in.sub.Next(ctx)
+		if !ok {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return in.sub.Err()
+		}
+		if ev.Kind == broker.Resync {
+			if ok, err := in.catchUp(ctx, in.seen.resumeFrom(in.floor), emit); !ok {
+				return err
+			}
+			continue
+		}
+		if in.seen.first(ev.ID) && !emit(ev) {
+			return nil
+		}
+	}
+}
+
+// Close releases the stream's subscription; Run does when it returns.
+func (in *Inbox) Close() {
+	if in.closed.CompareAndSwap(false, true) {
+		in.sub.Close()
+		in.src.open.Add(-1)
+	}
+}
+
+// catchUp delivers the logged events after the cursor, oldest first; false
+// ends the stream (the subscriber left, or the store failed: its error).
+func (in *Inbox) catchUp(ctx context.Context, after store.MessageID, emit func(*store.Event) bool) (bool, error) {
+	for {
+		events, err := in.src.Store.InboxEvents(ctx, in.viewer.Login, after, replayPage)
+		if err != nil {
+			if ctx.Err() != nil {
+				return false, nil
+			}
+			return false, err
+		}
+		for i := range events {
+			if in.seen.first(events[i].ID) && !emit(&events[i]) {
+				return false, nil
+			}
+		}
+		if len(events) < replayPage {
+			return true, nil
+		}
+		after = events[len(events)-1].ID
+	}
+}

@@ -1,0 +1,127 @@
+// Package stream turns a room's or an inbox's event log and its live broker
+// topic into one ordered stream per subscriber: the events logged after the
+// subscriber's cursor, then the live ones, with no gap and no duplicate. An
+// event flows one way: store → broker → stream → transport → client. The
+// transports (live/ for websockets, gqlgen's for server-sent events) drive
+// streams; the resolvers only open them.
+package stream
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/store"
+)
+
+// replayPage is how many logged events a catch-up reads per store call.
+const replayPage = 100
+
+// Source opens streams over a store's logs and a broker's topics. It counts
+// the streams it opened, so a server (and its tests) can tell when a new
+// stream is live and when all have ended.
+type Source struct {
+	Store  store.Store
+	Broker broker.Broker
+
+	open    atomic.Int64
+	started atomic.Int64
+}
+
+// Open is how many streams of this source hold a live subscription now.
+func (s *Source) Open() int64 { return s.open.Load() }
+
+// Started is how many streams this source ever subscribed. Unlike Open, it
+// grows with every new stream whatever other streams end meanwhile, so a
+// caller that saw it grow knows a stream it opened is live.
+func (s *Source) Started() int64 { return s.started.Load() }
+
+// subscribe subscribes to topic and counts the stream open.
+func (s *Source) subscribe(ctx context.Context, topic string) (*broker.Subscription, error) {
+	sub, err := s.Broker.Subscribe(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	s.open.Add(1)
+	s.started.Add(1)
+	return sub, nil
+}
+
+// NotParticipant is the refusal of someone who does not take part in a
+// room: only participants read, post and follow it.
+func NotParticipant(room string, u store.UserRef) error {
+	return fmt.Errorf("%w: %s is not a participant of room %q; join it first", store.ErrForbidden, u.Login, room)
+}
+
+// seen remembers the ids a stream delivered, to recognise a repeat. Repeats
+// come from a catch-up overlapping the live stream, which holds at most the
+// subscriber queue (256 by default) of undelivered events, and from live
+// events of several servers arriving slightly out of order. It keeps the
+// last rememberedIDs: constant time, bounded memory.
+type seen struct {
+	// recent holds the last rememberedIDs delivered ids, oldest first, as a
+	// ring once full (next is where the oldest is); newest is the highest.
+	// Live events arrive in id order, so a repeat check is one comparison;
+	// only an id older than newest is looked for in recent.
+	recent []store.MessageID
+	next   int
+	newest store.MessageID
+}
+
+// rememberedIDs is how many delivered ids a stream keeps.
+const rememberedIDs = 1024
+
+// first records id unless it was recorded before, and reports whether it
+// is new. The zero id (an event no log holds) is always new.
+func (s *seen) first(id store.MessageID) bool {
+	if id.IsZero() {
+		return true
+	}
+	if s.delivered(id) {
+		return false
+	}
+	s.remember(id)
+	return true
+}
+
+// delivered reports whether id is among the remembered delivered ids.
+func (s *seen) delivered(id store.MessageID) bool {
+	if len(s.recent) == 0 || id.Compare(s.newest) > 0 {
+		return false
+	}
+	for _, r := range s.recent {
+		if r == id {
+			return true
+		}
+	}
+	return false
+}
+
+// remember records a delivered id, forgetting the oldest once
+// rememberedIDs are kept.
+func (s *seen) remember(id store.MessageID) {
+	if len(s.recent) == 0 || id.Compare(s.newest) > 0 {
+		s.newest = id
+	}
+	if len(s.recent) < rememberedIDs {
+		s.recent = append(s.recent, id)
+		return
+	}
+	s.recent[s.next] = id
+	s.next = (s.next + 1) % rememberedIDs
+}
+
+// resumeFrom is where a catch-up starts after the broker may have lost
+// events: the oldest id still remembered (everything after it that is not
+// remembered is new to the subscriber), or floor, whichever is later.
+func (s *seen) resumeFrom(floor store.MessageID) store.MessageID {
+	if len(s.recent) == 0 {
+		return floor
+	}
+	oldest := s.recent[s.next%len(s.recent)]
+	if oldest.Compare(floor) < 0 {
+		return floor
+	}
+	return oldest
+}
