@@ -111,7 +111,6 @@ func upstreamStates(r *Redis) int {
 	return len(r.channels)
 }
 
-
 func TestNewRedisFailsFast(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

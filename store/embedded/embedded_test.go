@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
