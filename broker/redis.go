@@ -40,6 +40,7 @@ type RedisOption func(*redisConfig)
 type redisConfig struct {
 	prefix           string
 	bufferSize       int
+	outbox           int
 	subscribeTimeout time.Duration
 	log              *slog.Logger
 	sweepInterval    time.Duration // for tests
@@ -57,6 +58,16 @@ func WithChannelPrefix(prefix string) RedisOption {
 // positive).
 func WithBufferSize(n int) RedisOption {
 	return func(c *redisConfig) { c.bufferSize = n }
+}
+
+// DefaultOutbox is how many events Publish may hand over before they have
+// reached Redis: past it, an event is dropped and its topic resynced.
+const DefaultOutbox = 8192
+
+// WithOutbox sets how many published events may wait for Redis
+// (DefaultOutbox if not positive).
+func WithOutbox(n int) RedisOption {
+	return func(c *redisConfig) { c.outbox = n }
 }
 
 // WithSubscribeTimeout bounds how long Subscribe waits for Redis to confirm
@@ -106,12 +117,24 @@ type Redis struct {
 	channels map[string]*upstream // by Redis channel name
 	lastErr  error                // the last error of the pub/sub connection, for diagnostics
 
-	// unannounced holds the topics for which a Publish failed. Their
-	// subscribers on other instances missed an event without knowing it, so
-	// the next Publish to the topic sends a Resync first. It holds at most
-	// one entry per topic.
+	// outbox holds the events Publish handed over, in order, for the
+	// sender to write to Redis.
+	outbox chan outgoing
+	// unannounced holds the topics of which an event was lost (dropped, or
+	// its publish failed). Their subscribers on other instances missed it
+	// without knowing, so the sender sends each a Resync as soon as Redis
+	// takes writes again, before any later event of the topic. It holds at
+	// most one entry per topic. failing is set while publishing fails, so
+	// an outage is logged once.
 	pubMu       sync.Mutex
 	unannounced map[string]struct{}
+	failing     bool
+}
+
+// outgoing is an event on its way to Redis, encoded.
+type outgoing struct {
+	topic   string
+	payload []byte
 }
 
 // upstream is the state of one Redis channel subscription. One SUBSCRIBE or
@@ -164,6 +187,9 @@ func NewRedis(ctx context.Context, url string, opts ...RedisOption) (*Redis, err
 	if cfg.subscribeTimeout <= 0 {
 		cfg.subscribeTimeout = DefaultSubscribeTimeout
 	}
+	if cfg.outbox <= 0 {
+		cfg.outbox = DefaultOutbox
+	}
 	o, err := RedisOptions(url)
 	if err != nil {
 		return nil, fmt.Errorf("redis broker: %w", err)
@@ -183,13 +209,15 @@ func NewRedis(ctx context.Context, url string, opts ...RedisOption) (*Redis, err
 		done:             make(chan struct{}),
 		channels:         make(map[string]*upstream),
 		unannounced:      make(map[string]struct{}),
+		outbox:           make(chan outgoing, cfg.outbox),
 	}
 	r.hub = NewHub(cfg.bufferSize, r.idle)
 	// No channels yet: the connection is made on first use and subscribed
 	// channel by channel as local interest comes and goes.
 	r.ps = client.Subscribe(context.Background())
-	r.wg.Add(1)
+	r.wg.Add(2)
 	go r.receive()
+	go r.send()
 	return r, nil
 }
 
@@ -214,14 +242,16 @@ func withoutURL(err error) error {
 	return err
 }
 
-// Publish encodes ev once and publishes it to topic's Redis channel. It
-// returns when Redis has accepted it; the subscribers on every instance,
-// including this one, receive it through their Redis subscriptions.
+// Publish encodes ev once and hands it to the sender, which publishes it
+// to topic's Redis channel; the subscribers on every instance, this one
+// included, receive it through their Redis subscriptions. It does not wait
+// for Redis: a post's latency never depends on it. Events of one instance
+// reach Redis in the order they were published.
 //
-// If publishing fails, the subscribers never learn of the event, and would
-// carry on from the next one as if nothing was missing. So the next Publish
-// to the topic sends them a Resync first, and they catch up from the store,
-// where the event is.
+// An event that cannot reach Redis (the outbox is full, or Redis fails) is
+// dropped, and its topic's subscribers on every instance are sent a Resync
+// once Redis takes writes again, so they catch up from the store's log,
+// where the event is. Publish fails only once the broker is closed.
 func (r *Redis) Publish(ctx context.Context, topic string, ev Event) error {
 	if r.closing.Load() {
 		return ErrClosed
@@ -230,33 +260,124 @@ func (r *Redis) Publish(ctx context.Context, topic string, ev Event) error {
 	if err != nil {
 		return fmt.Errorf("redis broker: %w", err)
 	}
-	channel := r.prefix + topic
-	if r.takeUnannounced(topic) {
-		resync, _ := encodeEvent(resyncEvent(topic)) // cannot fail: plain strings and booleans
-		if err := r.client.Publish(ctx, channel, resync).Err(); err != nil {
-			r.markUnannounced(topic)
-			return fmt.Errorf("redis broker: publish to %s: %w", topic, err)
-		}
-	}
-	if err := r.client.Publish(ctx, channel, payload).Err(); err != nil {
-		r.markUnannounced(topic)
-		return fmt.Errorf("redis broker: publish to %s: %w", topic, err)
+	select {
+	case r.outbox <- outgoing{topic: topic, payload: payload}:
+	default:
+		r.dropped(topic, errors.New("the outbox is full: Redis takes events slower than they are published"))
 	}
 	return nil
 }
 
-func (r *Redis) markUnannounced(topic string) {
-	r.pubMu.Lock()
-	defer r.pubMu.Unlock()
-	r.unannounced[topic] = struct{}{}
+// Flow of the sender: it takes what the outbox holds (up to sendBatch
+// events) and writes it in one pipeline, each event after the Resync its
+// topic owes; while topics owe one and nothing is published, it retries
+// them every retryInterval.
+const (
+	sendBatch     = 256
+	sendTimeout   = 2 * time.Second
+	retryInterval = 500 * time.Millisecond
+)
+
+// send is the sender: it writes the outbox to Redis until the broker
+// closes.
+func (r *Redis) send() {
+	defer r.wg.Done()
+	retry := time.NewTicker(retryInterval)
+	defer retry.Stop()
+	batch := make([]outgoing, 0, sendBatch)
+	for {
+		batch = batch[:0]
+		select {
+		case <-r.done:
+			return
+		case o := <-r.outbox:
+			batch = append(batch, o)
+		drain:
+			for len(batch) < sendBatch {
+				select {
+				case o := <-r.outbox:
+					batch = append(batch, o)
+				default:
+					break drain
+				}
+			}
+		case <-retry.C:
+		}
+		r.write(batch)
+	}
 }
 
-func (r *Redis) takeUnannounced(topic string) bool {
+// write publishes batch in one pipeline, each event after the Resync its
+// topic owes, and the Resyncs owed by topics with nothing in the batch.
+func (r *Redis) write(batch []outgoing) {
+	owed := r.takeUnannounced()
+	if len(batch) == 0 && len(owed) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
+	defer cancel()
+	pipe := r.client.Pipeline()
+	for _, o := range batch {
+		if _, ok := owed[o.topic]; ok {
+			delete(owed, o.topic)
+			r.queueResync(ctx, pipe, o.topic)
+		}
+		pipe.Publish(ctx, r.prefix+o.topic, o.payload)
+	}
+	for topic := range owed {
+		r.queueResync(ctx, pipe, topic)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		for _, o := range batch {
+			r.dropped(o.topic, err)
+		}
+		for topic := range owed {
+			r.dropped(topic, err)
+		}
+		return
+	}
+	r.recovered()
+}
+
+func (r *Redis) queueResync(ctx context.Context, pipe redis.Pipeliner, topic string) {
+	resync, _ := encodeEvent(resyncEvent(topic)) // cannot fail: plain strings
+	pipe.Publish(ctx, r.prefix+topic, resync)
+}
+
+// dropped records that an event of topic did not reach Redis, and logs
+// the first loss of an outage.
+func (r *Redis) dropped(topic string, why error) {
+	r.pubMu.Lock()
+	r.unannounced[topic] = struct{}{}
+	first := !r.failing
+	r.failing = true
+	r.pubMu.Unlock()
+	if first && r.log != nil {
+		r.log.Warn("redis broker: events are not reaching Redis; their subscribers will catch up from the store once it is back", "err", why)
+	}
+}
+
+// recovered records a successful write, and logs the end of an outage.
+func (r *Redis) recovered() {
+	r.pubMu.Lock()
+	was := r.failing
+	r.failing = false
+	r.pubMu.Unlock()
+	if was && r.log != nil {
+		r.log.Info("redis broker: events reach Redis again; subscribers of the topics that lost events were told to resync")
+	}
+}
+
+// takeUnannounced returns and forgets the topics that owe a Resync.
+func (r *Redis) takeUnannounced() map[string]struct{} {
 	r.pubMu.Lock()
 	defer r.pubMu.Unlock()
-	_, ok := r.unannounced[topic]
-	delete(r.unannounced, topic)
-	return ok
+	if len(r.unannounced) == 0 {
+		return nil
+	}
+	owed := r.unannounced
+	r.unannounced = make(map[string]struct{})
+	return owed
 }
 
 // Subscribe returns a subscription to topic once this instance's Redis
