@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -97,21 +98,36 @@ func eventually(t testing.TB, within time.Duration, what func() string, cond fun
 	}
 }
 
-// goroutineBaseline returns a function that asserts the number of
-// goroutines has come back to what it is now.
+// goroutineBaseline returns a function that asserts the goroutines running
+// this package's code have come back to what they are now. It counts those
+// only: other tests' leftovers (HTTP pools, go-redis internals) do not
+// blur it.
 func goroutineBaseline(t testing.TB) func() {
 	t.Helper()
-	before := runtime.NumGoroutine()
+	before := brokerGoroutines()
 	return func() {
 		t.Helper()
 		eventually(t, 5*time.Second,
 			func() string {
 				buf := make([]byte, 1<<16)
 				buf = buf[:runtime.Stack(buf, true)]
-				return fmt.Sprintf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), before, buf)
+				return fmt.Sprintf("%d goroutines in the broker, %d before:\n%s", brokerGoroutines(), before, buf)
 			},
-			func() bool { return runtime.NumGoroutine() <= before })
+			func() bool { return brokerGoroutines() <= before })
 	}
+}
+
+// brokerGoroutines counts the goroutines with this package's code on their
+// stack, the test's own excepted.
+func brokerGoroutines() int {
+	buf := make([]byte, 1<<20)
+	n := 0
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		if strings.Contains(g, "chatql/broker.(*") && !strings.Contains(g, "chatql/broker.Test") {
+			n++
+		}
+	}
+	return n
 }
 
 // publishNoBlock publishes ev and fails the test if Publish does not return

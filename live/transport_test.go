@@ -411,16 +411,15 @@ func TestIdleSubscriptionsHoldNoGoroutine(t *testing.T) {
 	alice := h.user("alice")
 	h.room("hall", "alice")
 	c := h.connect(graphqlTransportWS.name, alice)
-	h.post(alice, "hall", "warm-up")  // the HTTP client's pooled connection stays
-	time.Sleep(50 * time.Millisecond) // the handshake's goroutines exit
-	idleConn := runtime.NumGoroutine()
 	before := h.open()
 	const subs = 20
 	for i := range subs {
 		c.subscribe(graphqlTransportWS, fmt.Sprint(i), roomEvents, map[string]any{"r": "hall"})
 	}
 	waitFor(t, "the streams", func() bool { return h.open() == before+subs })
-	idle := func() bool { return runtime.NumGoroutine() <= idleConn }
+	// Counted by what they run, not against a baseline of the process's
+	// goroutines, which other tests' leftovers would blur.
+	idle := func() bool { return goroutinesRunning("live.(*roomSubscription).pump") == 0 }
 	waitFor(t, fmt.Sprint(subs, " idle subscriptions to hold no goroutine"), idle)
 	for round := range 3 {
 		id := h.post(alice, "hall", fmt.Sprint("round ", round))
@@ -602,4 +601,10 @@ func TestUnauthenticatedConnectionsAreCapped(t *testing.T) {
 	if held() != 0 {
 		t.Fatalf("an authenticated connection holds a place: %d", held())
 	}
+}
+
+// goroutinesRunning counts the goroutines with fn on their stack.
+func goroutinesRunning(fn string) int {
+	buf := make([]byte, 1<<20)
+	return strings.Count(string(buf[:runtime.Stack(buf, true)]), fn+"(")
 }
