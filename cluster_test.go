@@ -105,7 +105,7 @@ func TestClusterDeliversAcrossInstances(t *testing.T) {
 
 	sub := cl.instances[1].subscribe(t, bob, chatclient.GraphQLTransportWS, "across", nil)
 	mustDo(t, alice, postMessage, map[string]any{"r": "across", "c": "from A"}, nil)
-	if ev := nextEvent(t, sub); ev.Message == nil || ev.Message.Content != "from A" {
+	if ev := nextAfterJoins(t, sub); ev.Message == nil || ev.Message.Content != "from A" {
 		t.Fatalf("subscriber on B got %+v", ev)
 	}
 }

@@ -144,6 +144,7 @@ func testRoomLogAcrossDays(t *testing.T, s ConversationStore) {
 func testRoomLogDeleted(t *testing.T, s ConversationStore) {
 	ctx := newContext(t)
 	creator, room := chatRoom(t, ctx, s, "gone")
+	mustJoinRoom(t, ctx, s, room.Name, mustCreateUser(t, ctx, s, "joiner").UserRef)
 	mustPost(t, ctx, s, room.Name, store.NewMessageID(), creator.UserRef, "before")
 	_, ev, err := s.DeleteRoom(ctx, room.Name, creator.UserRef)
 	if err != nil || ev.Kind != store.RoomDeleted || ev.User.Login != creator.Login {
