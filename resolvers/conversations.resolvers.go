@@ -205,11 +205,7 @@ func (r *queryResolver) MyMessages(ctx context.Context, first *int, after *strin
 
 // InboxEvents is the resolver for the inboxEvents field.
 func (r *subscriptionResolver) InboxEvents(ctx context.Context, after *string) (<-chan *model.InboxEvent, error) {
-	me, err := auth.UserFrom(ctx)
-	if err != nil {
-		return nil, err
-	}
-	from, err := parseCursor(after)
+	me, from, err := subscriber(ctx, after)
 	if err != nil {
 		return nil, err
 	}

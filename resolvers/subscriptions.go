@@ -163,15 +163,21 @@ func SeesHiddenContent(m *store.Message, viewer store.UserRef) bool {
 // optional cursor (see stream.Source.OpenRoom): the roomEvents
 // subscription, for the transports that drive streams themselves.
 func (r *Resolver) OpenRoomEvents(ctx context.Context, room string, after *string) (*stream.Room, error) {
-	me, err := auth.UserFrom(ctx)
-	if err != nil {
-		return nil, err
-	}
-	from, err := parseCursor(after)
+	me, from, err := subscriber(ctx, after)
 	if err != nil {
 		return nil, err
 	}
 	return r.Streams.OpenRoom(ctx, room, me, from)
+}
+
+// subscriber returns who subscribes, and after which cursor.
+func subscriber(ctx context.Context, after *string) (store.UserRef, store.MessageID, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return me, store.MessageID{}, err
+	}
+	from, err := parseCursor(after)
+	return me, from, err
 }
 
 // RoomEventOf shapes a room event as the API's RoomEvent. A logged event's

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -45,18 +46,20 @@ func checkLog(t *testing.T, what string, got []store.Event, want ...string) {
 
 func roomLog(t *testing.T, s store.EventLog, room string, after store.MessageID) []store.Event {
 	t.Helper()
-	events, err := s.RoomEvents(newContext(t), room, after, 1000)
-	if err != nil {
-		t.Fatalf("RoomEvents(%q) = %v", room, err)
-	}
-	return events
+	return readLog(t, "RoomEvents", s.RoomEvents, room, after)
 }
 
 func inboxLog(t *testing.T, s store.EventLog, login string, after store.MessageID) []store.Event {
 	t.Helper()
-	events, err := s.InboxEvents(newContext(t), login, after, 1000)
+	return readLog(t, "InboxEvents", s.InboxEvents, login, after)
+}
+
+// readLog reads a whole log after the cursor with read.
+func readLog(t *testing.T, what string, read func(context.Context, string, store.MessageID, int) ([]store.Event, error), owner string, after store.MessageID) []store.Event {
+	t.Helper()
+	events, err := read(newContext(t), owner, after, 1000)
 	if err != nil {
-		t.Fatalf("InboxEvents(%q) = %v", login, err)
+		t.Fatalf("%s(%q) = %v", what, owner, err)
 	}
 	return events
 }
