@@ -11,16 +11,21 @@ import (
 )
 
 // A bucketFamily is a table listing the non-empty day buckets of a message
-// family: the messages of one room, or of one author. Each is a partition
-// per key with the buckets as clustering rows, newest first. A post writes
-// its day's rows with its copies (see listBuckets).
+// family or a log: the messages and events of one room, the messages of one
+// author, the events of one inbox. Each is a partition per key with the
+// buckets as clustering rows, newest first. A write lists its day with its
+// other writes (see listBuckets).
 type bucketFamily uint8
 
 const (
-	// roomBuckets is messages_bucket: the days of a room's chat_room_messages.
+	// roomBuckets is messages_bucket: the days of a room's
+	// chat_room_messages and room_events (or of a direct conversation's
+	// messages).
 	roomBuckets bucketFamily = iota
 	// authorBuckets is author_buckets: the days of an author's messages_by_author.
 	authorBuckets
+	// inboxBuckets is inbox_buckets: the days of a user's inbox_events.
+	inboxBuckets
 )
 
 // familyQueries are the statements of each family's listing table.
@@ -38,6 +43,11 @@ var familyQueries = [...]struct {
 		table:  "author_buckets",
 		insert: `INSERT INTO author_buckets (author_login, time_bucket) VALUES (?, ?)`,
 		list:   `SELECT time_bucket FROM author_buckets WHERE author_login = ?`,
+	},
+	inboxBuckets: {
+		table:  "inbox_buckets",
+		insert: `INSERT INTO inbox_buckets (login, time_bucket) VALUES (?, ?)`,
+		list:   `SELECT time_bucket FROM inbox_buckets WHERE login = ?`,
 	},
 }
 
@@ -59,6 +69,10 @@ const maxListedToday = 100_000
 // so that only the first post of a day writes its rows. A row is added only
 // once its write succeeded: a post that finds it here knows its day is
 // listed, and a post that does not writes the row with its copies.
+//
+// Remembering is sound only for rows nothing deletes (see remembered):
+// another process deleting a row this one remembers would leave this one's
+// next posts in an unlisted day.
 type listedToday struct {
 	mu    sync.Mutex
 	today store.Bucket
@@ -100,33 +114,41 @@ func (lt *listedToday) turnDay(now time.Time) {
 	}
 }
 
-// forget drops the remembered rows of a key of a family (a deleted room),
-// so that a new key of the same name gets its day listed again.
-func (lt *listedToday) forget(f bucketFamily, key string) {
-	lt.mu.Lock()
-	defer lt.mu.Unlock()
-	for l := range lt.rows {
-		if l.family == f && l.key == key {
-			delete(lt.rows, l)
-		}
-	}
+// remembered reports whether the rows of family f for key may be
+// remembered once written: the rows nothing deletes. Those are an author's
+// and a direct conversation's (neither is ever deleted). A room's or a
+// group's rows are deleted with it (DeleteRoom), by any process, and a room
+// of the same name may be created again at once, on any process: so every
+// write to a room lists its day again (an idempotent upsert), and none
+// relies on what this process wrote before.
+func remembered(f bucketFamily, key string) bool {
+	return f == authorBuckets || f == roomBuckets && store.IsDirectConversation(key)
 }
 
-// listBuckets starts on fo the writes of the listing rows of m's day that
-// this process has not written yet today: the room's in messages_bucket,
-// the author's in author_buckets. They run with m's copies, so a post waits
+// listBuckets starts on fo the writes of the listing rows of m's day: the
+// room's in messages_bucket, the author's in author_buckets, each unless
+// remembered as written today. They run with m's copies, so a post waits
 // for no more than its slowest write, and it is acknowledged only when
 // every write succeeded: no acknowledged message is in an unlisted day.
 func (db *DB) listBuckets(ctx context.Context, fo *fanout, m store.Message, b store.Bucket) {
-	for _, l := range []listing{{roomBuckets, m.Room, b}, {authorBuckets, m.Author.Login, b}} {
-		if db.listed.has(l, time.Now()) {
+	db.listDays(ctx, fo, listing{roomBuckets, m.Room, b}, listing{authorBuckets, m.Author.Login, b})
+}
+
+// listDays starts on fo the writes of the listing rows ls, but for those
+// remembered as written today.
+func (db *DB) listDays(ctx context.Context, fo *fanout, ls ...listing) {
+	for _, l := range ls {
+		keep := remembered(l.family, l.key)
+		if keep && db.listed.has(l, time.Now()) {
 			continue
 		}
 		fo.Go(func() error {
 			if err := db.query(ctx, familyQueries[l.family].insert, l.key, int(l.bucket)).Exec(); err != nil {
 				return fmt.Errorf("list bucket %d of %q in %s: %w", l.bucket, l.key, l.family, err)
 			}
-			db.listed.add(l, time.Now())
+			if keep {
+				db.listed.add(l, time.Now())
+			}
 			return nil
 		})
 	}

@@ -33,14 +33,6 @@ func TestListedToday(t *testing.T) {
 		t.Error("has(yesterday's row) = true, want it written every time")
 	}
 
-	// A deleted room's rows are forgotten, so a new room of the name lists
-	// again; the author of the same name is not.
-	lt.forget(roomBuckets, "a")
-	if lt.has(room, now) || !lt.has(author, now) {
-		t.Errorf("after forget(room a): has(room) = %v, has(author) = %v; want false, true", lt.has(room, now), lt.has(author, now))
-	}
-	lt.add(room, now)
-
 	// A new day starts a new memory; a clock read before midnight, coming
 	// late, does not turn it back.
 	tomorrow := now.Add(2 * time.Minute)

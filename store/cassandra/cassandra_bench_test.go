@@ -108,7 +108,7 @@ func benchCassandraRoom(b *testing.B, db *DB, n int) store.Room {
 		room.Participants = append(room.Participants, store.UserRef{Login: fmt.Sprintf("bench-user-%04d", i), Firstname: "Bench", Lastname: fmt.Sprintf("User %d", i)})
 	}
 	if n > 1 {
-		q := db.query(ctx, joinRoom, toUDTs(room.Participants[1:]), room.Name)
+		q := db.query(ctx, `UPDATE chat_rooms SET participants = participants + ? WHERE room_name = ? IF EXISTS`, toUDTs(room.Participants[1:]), room.Name)
 		if applied, err := execCAS(q, nil); err != nil || !applied {
 			b.Fatalf("adding %d participants: applied %v, %v", n-1, applied, err)
 		}

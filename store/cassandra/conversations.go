@@ -72,10 +72,12 @@ const (
 func writeTime(id store.MessageID) int64 { return id.Time().UnixMicro() }
 
 // SendDirect stores m in the conversation's stream and index, sets it as
-// the last message of both users' entries, and as unread for to. The
-// recipient's two rows are in one partition and go in one unlogged batch,
-// which is applied as one mutation. Every write is concurrent and
-// idempotent: a failed send is retried as is.
+// the last message of both users' entries, and as unread for to, and logs
+// DirectMessage in both users' inbox logs. Each user's inbox rows (and the
+// listing of the log's day) are in one partition and go in one unlogged
+// batch, which is applied as one mutation; the log rows are a partition of
+// their own each. Every write is concurrent and idempotent: a failed send
+// is retried as is.
 func (db *DB) SendDirect(ctx context.Context, m store.Message, to store.UserRef) error {
 	if want := store.DirectConversationID(m.Author.Login, to.Login); m.Room != want {
 		return store.Invalidf("direct message from %q to %q: its conversation is %q, not %q", m.Author.Login, to.Login, want, m.Room)
@@ -84,29 +86,36 @@ func (db *DB) SendDirect(ctx context.Context, m store.Message, to store.UserRef)
 	last := func(login string, peer store.UserRef) []any {
 		return []any{ts, userUDT(peer), id, m.Content, author, m.System, login, m.Room, sentinelID}
 	}
-	extra := []func() error{func() error {
-		return db.query(ctx, setLastDirect, last(m.Author.Login, to)...).Exec()
+	ev := store.Event{ID: m.ID, Kind: store.DirectMessage, Room: m.Room, User: m.Author, Message: &m}
+	extra := []func() error{db.inboxEventWrite(ctx, m.Author.Login, ev), func() error {
+		b := db.inboxBatch(ctx)
+		b.Query(setLastDirect, last(m.Author.Login, to)...)
+		inboxListing(b, m.Author.Login, ev.ID)
+		return db.session.ExecuteBatch(b)
 	}}
 	if to.Login != m.Author.Login {
 		extra = append(extra, func() error {
-			b := db.session.NewBatch(gocql.UnloggedBatch).WithContext(ctx)
+			b := db.inboxBatch(ctx)
 			b.Query(setLastDirect, last(to.Login, m.Author)...)
 			b.Query(insertUnread, to.Login, m.Room, id, ts)
+			inboxListing(b, to.Login, ev.ID)
 			return db.session.ExecuteBatch(b)
-		})
+		}, db.inboxEventWrite(ctx, to.Login, ev))
 	}
-	if err := db.writeMessage(ctx, m, extra); err != nil {
+	if err := db.writeMessage(ctx, m, "", extra); err != nil {
 		return fmt.Errorf("cassandra: send direct message to %q: %w", to.Login, err)
 	}
 	return nil
 }
 
-// PostGroupMessage stores m in the group's stream and index, and in every
-// member's entry: as last message, and as unread for all but the author,
-// in one single-partition unlogged batch per member, fanoutParallelism at
-// a time.
+// PostGroupMessage stores m in the group's stream and index with its
+// MessagePosted event, and in every member's entry: as last message, and,
+// for all but the author, as unread with UnreadChanged in the member's
+// inbox log. Each member's inbox rows go in one single-partition unlogged
+// batch; the log rows one write each; fanoutParallelism at a time.
 func (db *DB) PostGroupMessage(ctx context.Context, m store.Message, members []store.UserRef) error {
 	ts, id, author := writeTime(m.ID), gocql.UUID(m.ID), userUDT(m.Author)
+	ev := store.Event{ID: m.ID, Kind: store.UnreadChanged, Room: m.Room, User: m.Author, Message: &m}
 	seen := make(map[string]bool, len(members))
 	var extra []func() error
 	for _, u := range members {
@@ -120,13 +129,14 @@ func (db *DB) PostGroupMessage(ctx context.Context, m store.Message, members []s
 			continue
 		}
 		extra = append(extra, func() error {
-			b := db.session.NewBatch(gocql.UnloggedBatch).WithContext(ctx)
+			b := db.inboxBatch(ctx)
 			b.Query(setLastGroup, last...)
 			b.Query(insertUnread, u.Login, m.Room, id, ts)
+			inboxListing(b, u.Login, ev.ID)
 			return db.session.ExecuteBatch(b)
-		})
+		}, db.inboxEventWrite(ctx, u.Login, ev))
 	}
-	if err := db.writeMessage(ctx, m, extra); err != nil {
+	if err := db.writeMessage(ctx, m, store.MessagePosted, extra); err != nil {
 		return fmt.Errorf("cassandra: post message to group %q: %w", m.Room, err)
 	}
 	return nil
@@ -268,18 +278,29 @@ func windowsOf(joined, left []time.Time) []store.Window {
 }
 
 // MarkRead range-deletes login's unread rows of the conversation up to and
-// including upTo (see the top of this file for its timestamp). It reads
-// nothing: marking read a conversation login has no entry for only writes
-// a tombstone.
-func (db *DB) MarkRead(ctx context.Context, login, id string, upTo store.MessageID) error {
+// including upTo (see the top of this file for its timestamp), and logs
+// UnreadChanged in login's inbox log. It reads nothing: marking read a
+// conversation login has no entry for only writes a tombstone (and logs).
+// The event's User is the owner by login alone: that is all MarkRead is
+// given.
+func (db *DB) MarkRead(ctx context.Context, login, id string, upTo store.MessageID) (store.Event, error) {
 	if upTo.Compare(store.MessageID(sentinelID)) <= 0 {
-		return nil // the zero id, or nothing after the summary
+		return store.Event{}, nil // the zero id, or nothing after the summary: nothing changes
 	}
+	ev := store.Event{ID: store.NewMessageID(), Kind: store.UnreadChanged, Room: id, User: store.UserRef{Login: login}}
 	ts := max(time.Now().UnixMicro(), writeTime(upTo))
-	if err := db.query(ctx, markRead, ts, login, id, sentinelID, gocql.UUID(upTo)).Exec(); err != nil {
-		return fmt.Errorf("cassandra: mark conversation %q of %q read: %w", id, login, err)
+	fo := newFanout(2)
+	fo.Go(func() error {
+		b := db.inboxBatch(ctx)
+		b.Query(markRead, ts, login, id, sentinelID, gocql.UUID(upTo))
+		inboxListing(b, login, ev.ID)
+		return db.session.ExecuteBatch(b)
+	})
+	fo.Go(db.inboxEventWrite(ctx, login, ev))
+	if err := fo.Wait(); err != nil {
+		return store.Event{}, fmt.Errorf("cassandra: mark conversation %q of %q read: %w", id, login, err)
 	}
-	return nil
+	return ev, nil
 }
 
 // openWindow adds a join at `at` to login's entry of the group.
@@ -288,90 +309,136 @@ func (db *DB) openWindow(ctx context.Context, group, login string, at time.Time)
 }
 
 // AddGroupMember adds u to a private group on behalf of the member by. As
-// JoinRoom, it writes u's copies first (the group in u's rooms, a window
-// opened at `at` in u's entry) and adds the participant second, under IF
-// EXISTS, taking the copies back if the group is gone: a delete racing the
-// add either sees u and deletes them, or makes the add fail. Adding a
-// participant again opens no window; but a participant whose entry has no
+// JoinRoom, it writes everything outside the group's row first: the group
+// in u's rooms, a window opened at `at` in u's entry, the system message
+// "<by> added <u> to the group" at `at` with its ParticipantJoined event in
+// the group's log and AddedToGroup in u's inbox log. Then it adds the
+// participant by a compare-and-set of the participant set
+// (addParticipant), and takes back what it wrote if that does not apply:
+// everything if the group is gone (a delete racing the add either sees u
+// and deletes them, or makes the add fail), or the message and events if a
+// concurrent add of u won (u's window and rooms stay: they are u's). Adding
+// a participant again opens no window; but a participant whose entry has no
 // window at all, which only a CreateRoom that failed half-way leaves, gets
 // one.
-func (db *DB) AddGroupMember(ctx context.Context, group string, by string, u store.UserRef, at time.Time) (store.Room, error) {
+func (db *DB) AddGroupMember(ctx context.Context, group string, by store.UserRef, u store.UserRef, at time.Time) (store.Room, store.Event, error) {
 	r, err := db.Room(ctx, group)
 	if err != nil {
-		return store.Room{}, err
+		return store.Room{}, store.Event{}, err
 	}
 	if r.Kind != store.PrivateGroup {
-		return store.Room{}, store.Invalidf("room %q is public: members are added to private groups only, and public rooms are joined with joinRoom", group)
+		return store.Room{}, store.Event{}, store.Invalidf("room %q is public: members are added to private groups only, and public rooms are joined with joinRoom", group)
 	}
-	if !r.HasParticipant(by) {
-		return store.Room{}, fmt.Errorf("group %q: only its members may add members: %w", group, store.ErrForbidden)
+	forbidden := fmt.Errorf("group %q: only its members may add members: %w", group, store.ErrForbidden)
+	if !r.HasParticipant(by.Login) {
+		return store.Room{}, store.Event{}, forbidden
 	}
+	m := systemMessage(group, store.MessageIDAt(at), u, by.Login+" added "+u.Login+" to the group")
 	at = at.Truncate(time.Millisecond)
 	if r.HasParticipant(u.Login) {
 		c, err := db.Conversation(ctx, u.Login, group)
 		switch {
 		case err == nil && len(c.Windows) > 0:
-			return r, nil
+			return r, store.Event{}, nil
 		case err != nil && !errors.Is(err, store.ErrNotFound):
-			return store.Room{}, err
+			return store.Room{}, store.Event{}, err
 		}
 		if err := db.openWindow(ctx, group, u.Login, at); err != nil {
-			return store.Room{}, fmt.Errorf("cassandra: open the window of %q in group %q: %w", u.Login, group, err)
+			return store.Room{}, store.Event{}, fmt.Errorf("cassandra: open the window of %q in group %q: %w", u.Login, group, err)
 		}
-		return r, nil
+		return r, store.Event{}, nil
 	}
 
-	undo := func() error {
-		fo := newFanout(2)
-		fo.Go(func() error { return db.query(ctx, removeUserRoom, []string{group}, u.Login).Exec() })
-		fo.Go(func() error { return db.query(ctx, undoWindowStmt, []time.Time{at}, u.Login, group, sentinelID).Exec() })
-		return fo.Wait()
-	}
-	fo := newFanout(2)
-	fo.Go(func() error { return db.query(ctx, addUserRoom, []string{group}, u.Login).Exec() })
-	fo.Go(func() error { return db.openWindow(ctx, group, u.Login, at) })
-	if err := fo.Wait(); err != nil {
-		return store.Room{}, fmt.Errorf("cassandra: add %q to group %q: %w", u.Login, group, errors.Join(err, undo()))
-	}
-	applied, err := db.joinLWT(ctx, group, u)
-	if err == nil && applied {
-		return db.Room(ctx, group)
-	}
-	if errors.Is(err, errOutcomeUnknown) {
-		// u may be a member: keep the copies, which a delete cleans up.
-		// Adding again settles it.
-		return store.Room{}, fmt.Errorf("cassandra: add %q to group %q: %w", u.Login, group, err)
-	}
-	if uerr := undo(); uerr != nil {
-		err = errors.Join(err, fmt.Errorf("take back the copies of %q: %w", u.Login, uerr))
-	}
-	if err != nil {
-		return store.Room{}, fmt.Errorf("cassandra: add %q to group %q: %w", u.Login, group, err)
-	}
-	return store.Room{}, fmt.Errorf("group %q: %w", group, store.ErrNotFound)
-}
-
-// LeaveGroup closes u's window at `at`, then removes u from the group as
-// LeaveRoom does. The window closes first: if the removal fails, u is
-// still a member and leaving again succeeds (a second leave while not a
-// member is ignored by windowsOf); the other order could leave a former
-// member with an open window and no way to close it.
-func (db *DB) LeaveGroup(ctx context.Context, group string, u store.UserRef, at time.Time) error {
-	r, err := db.Room(ctx, group)
-	if err != nil {
+	added := store.Event{ID: m.ID, Kind: store.AddedToGroup, Room: group, User: by, Message: &m}
+	takeBack := func(err error, copies bool) error {
+		ctx, cancel := detached(ctx)
+		defer cancel()
+		fo := newFanout(4)
+		fo.Go(func() error { return db.unwriteMessage(ctx, m, true) })
+		fo.Go(func() error {
+			return db.query(ctx, deleteInboxEvent, u.Login, int(store.BucketOf(m.ID.Time())), gocql.UUID(m.ID)).Exec()
+		})
+		if copies {
+			fo.Go(func() error { return db.query(ctx, removeUserRoom, []string{group}, u.Login).Exec() })
+			fo.Go(func() error { return db.query(ctx, undoWindowStmt, []time.Time{at}, u.Login, group, sentinelID).Exec() })
+		}
+		if uerr := fo.Wait(); uerr != nil {
+			err = errors.Join(err, fmt.Errorf("take back the writes of adding %q: %w", u.Login, uerr))
+		}
 		return err
 	}
+	fo := newFanout(3)
+	fo.Go(func() error { return db.query(ctx, addUserRoom, []string{group}, u.Login).Exec() })
+	fo.Go(func() error {
+		b := db.inboxBatch(ctx)
+		b.Query(openWindowStmt, []time.Time{at}, u.Login, group, sentinelID)
+		inboxListing(b, u.Login, added.ID)
+		return db.session.ExecuteBatch(b)
+	})
+	fo.Go(func() error {
+		return db.writeMessage(ctx, m, store.ParticipantJoined, []func() error{db.inboxEventWrite(ctx, u.Login, added)})
+	})
+	if err := fo.Wait(); err != nil {
+		err = fmt.Errorf("cassandra: add %q to group %q: %w", u.Login, group, err)
+		return store.Room{}, store.Event{}, takeBack(err, true)
+	}
+	check := func(cur roomState) error {
+		if !hasLogin(cur.participants, by.Login) {
+			return forbidden
+		}
+		return nil
+	}
+	r, outcome, err := db.addParticipant(ctx, r, u, check)
+	switch {
+	case errors.Is(err, errOutcomeUnknown):
+		// u may be a member: keep the writes, which a delete cleans up.
+		// Adding again settles it.
+		return store.Room{}, store.Event{}, fmt.Errorf("cassandra: add %q to group %q: %w", u.Login, group, err)
+	case errors.Is(err, store.ErrForbidden):
+		return store.Room{}, store.Event{}, takeBack(err, true)
+	case err != nil:
+		err = fmt.Errorf("cassandra: add %q to group %q: %w", u.Login, group, err)
+		return store.Room{}, store.Event{}, takeBack(err, true)
+	case outcome == roomGone:
+		return store.Room{}, store.Event{}, takeBack(fmt.Errorf("group %q: %w", group, store.ErrNotFound), true)
+	case outcome == unchanged:
+		if err := takeBack(nil, false); err != nil {
+			return store.Room{}, store.Event{}, err
+		}
+		return r, store.Event{}, nil
+	}
+	return r, eventOf(store.ParticipantJoined, m), nil
+}
+
+// LeaveGroup closes u's window at `at` and writes the system message "<login>
+// left the room" at `at` with its ParticipantLeft event, then removes u
+// from the group as LeaveRoom does, recording u among the group's former
+// members in the same conditional update. The window closes before the
+// removal: if the removal fails, u is still a member and leaving again
+// succeeds (a second leave while not a member is ignored by windowsOf); the
+// other order could leave a former member with an open window and no way
+// to close it. For the same reason the window stays closed when the leave
+// does not apply.
+func (db *DB) LeaveGroup(ctx context.Context, group string, u store.UserRef, at time.Time) (store.Event, error) {
+	r, err := db.Room(ctx, group)
+	if err != nil {
+		return store.Event{}, err
+	}
 	if r.Kind != store.PrivateGroup {
-		return store.Invalidf("room %q is public: public rooms are left with leaveRoom", group)
+		return store.Event{}, store.Invalidf("room %q is public: public rooms are left with leaveRoom", group)
 	}
 	if !r.HasParticipant(u.Login) {
-		return fmt.Errorf("user %q in group %q: %w", u.Login, group, store.ErrNotFound)
+		return store.Event{}, fmt.Errorf("user %q in group %q: %w", u.Login, group, store.ErrNotFound)
 	}
+	m := systemMessage(group, store.MessageIDAt(at), u, u.Login+" left the room")
 	at = at.Truncate(time.Millisecond)
-	if err := db.query(ctx, closeWindowStmt, []time.Time{at}, u.Login, group, sentinelID).Exec(); err != nil {
-		return fmt.Errorf("cassandra: close the window of %q in group %q: %w", u.Login, group, err)
+	closeWindow := func() error {
+		if err := db.query(ctx, closeWindowStmt, []time.Time{at}, u.Login, group, sentinelID).Exec(); err != nil {
+			return fmt.Errorf("close the window of %q in group %q: %w", u.Login, group, err)
+		}
+		return nil
 	}
-	return db.leave(ctx, r, u)
+	return db.leave(ctx, r, u, m, []func() error{closeWindow})
 }
 
 // GroupMessages returns a page of the group's messages, newest first, older

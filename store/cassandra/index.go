@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gocql/gocql"
@@ -27,6 +28,9 @@ const (
 	selectByAuthorBefore = `SELECT ` + byAuthorColumns + ` FROM messages_by_author WHERE author_login = ? AND time_bucket = ? AND message_id < ? LIMIT ?`
 	hideByAuthor         = `UPDATE messages_by_author SET visible = false WHERE author_login = ? AND time_bucket = ? AND message_id = ?`
 	deleteByAuthor       = `DELETE FROM messages_by_author WHERE author_login = ? AND time_bucket = ? AND message_id = ?`
+
+	// selectInboxes reads who has an inbox entry of a group.
+	selectInboxes = `SELECT kind, participants, former_members FROM chat_rooms WHERE room_name = ?`
 )
 
 // Message returns the message with this id, from messages_by_id. Messages
@@ -106,12 +110,14 @@ func authorRows(iter *gocql.Iter) (store.Message, bool, bool) {
 
 // HideMessage sets visible = false in every copy of the message: its
 // stream, messages_by_id, messages_by_author, and the inbox entries whose
-// last message it may be. The copies are addressed by what the index holds
+// last message it may be; and, for a message of a room or group, logs
+// MessageHidden (a fresh id, User by) in the room's log, listing its day,
+// with those writes. The copies are addressed by what the index holds
 // (room, author), not by the caller's m, and only copies that exist are
 // updated, since an UPDATE would create the others: a message of schema
 // version 1 has only its stream copy. Returns ErrNotFound if there is no
 // such message.
-func (db *DB) HideMessage(ctx context.Context, m store.Message) error {
+func (db *DB) HideMessage(ctx context.Context, m store.Message, by store.UserRef) (store.Event, error) {
 	stored, err := db.indexedMessage(ctx, m.ID)
 	indexed := err == nil
 	switch {
@@ -124,15 +130,15 @@ func (db *DB) HideMessage(ctx context.Context, m store.Message) error {
 			err = gocql.ErrNotFound
 		}
 		if errors.Is(err, gocql.ErrNotFound) {
-			return fmt.Errorf("message %v: %w", m.ID, store.ErrNotFound)
+			return store.Event{}, fmt.Errorf("message %v: %w", m.ID, store.ErrNotFound)
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("cassandra: hide message %v: %w", m.ID, err)
+		return store.Event{}, fmt.Errorf("cassandra: hide message %v: %w", m.ID, err)
 	}
 	inboxes, err := db.inboxesOf(ctx, stored.Room)
 	if err != nil {
-		return fmt.Errorf("cassandra: hide message %v: %w", m.ID, err)
+		return store.Event{}, fmt.Errorf("cassandra: hide message %v: %w", m.ID, err)
 	}
 	id, b := gocql.UUID(m.ID), int(store.BucketOf(m.ID.Time()))
 	fo := newFanout(fanoutParallelism)
@@ -146,32 +152,46 @@ func (db *DB) HideMessage(ctx context.Context, m store.Message) error {
 			return db.query(ctx, hideLast, writeTime(m.ID), id, login, stored.Room, sentinelID).Exec()
 		})
 	}
-	if err := fo.Wait(); err != nil {
-		return fmt.Errorf("cassandra: hide message %v: %w", m.ID, err)
+	stored.Hidden = true
+	var ev store.Event
+	if !store.IsDirectConversation(stored.Room) {
+		ev = store.Event{ID: store.NewMessageID(), Kind: store.MessageHidden, Room: stored.Room, User: by, Message: &stored}
+		db.listDays(ctx, fo, listing{roomBuckets, stored.Room, store.BucketOf(ev.ID.Time())})
+		fo.Go(func() error { return db.query(ctx, insertRoomEvent, roomEventArgs(ev)...).Exec() })
 	}
-	return nil
+	if err := fo.Wait(); err != nil {
+		return store.Event{}, fmt.Errorf("cassandra: hide message %v: %w", m.ID, err)
+	}
+	return ev, nil
 }
 
 // inboxesOf returns the logins whose inbox has an entry for the
-// conversation: both users of a direct conversation, the participants of a
-// private group, nobody for a public room. Members who left a group keep
-// their entry, but no index finds them; their entry may show a hidden last
-// message as visible.
+// conversation: both users of a direct conversation, the members and
+// former members of a private group, nobody for a public room. (Members
+// who left a group before schema version 4 are not recorded: their entry
+// may show a hidden last message as visible.)
 func (db *DB) inboxesOf(ctx context.Context, conversation string) ([]string, error) {
 	if store.IsDirectConversation(conversation) {
 		a, b, _ := strings.Cut(conversation, ":")
 		return []string{a, b}, nil
 	}
-	r, err := db.readRoom(db.query(ctx, selectRoom, conversation))
-	if errors.Is(err, gocql.ErrNotFound) || err == nil && r.Kind != store.PrivateGroup {
+	var (
+		kind         string
+		participants []userUDT
+		former       []string
+	)
+	err := db.query(ctx, selectInboxes, conversation).Scan(&kind, &participants, &former)
+	if errors.Is(err, gocql.ErrNotFound) || err == nil && store.RoomKind(kind) != store.PrivateGroup {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read room %q: %w", conversation, err)
 	}
-	logins := make([]string, len(r.Participants))
-	for i, p := range r.Participants {
-		logins[i] = p.Login
+	logins := former
+	for _, p := range participants {
+		if !slices.Contains(logins, p.Login) {
+			logins = append(logins, p.Login)
+		}
 	}
 	return logins, nil
 }

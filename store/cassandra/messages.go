@@ -3,7 +3,6 @@ package cassandra
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/gocql/gocql"
 	"github.com/killrchat/chatql/store"
@@ -16,8 +15,6 @@ const (
 	// Newest first is the table's clustering order; oldest first reverses it.
 	selectNewest       = `SELECT ` + messageColumns + ` FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? LIMIT ?`
 	selectNewestBefore = `SELECT ` + messageColumns + ` FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id < ? LIMIT ?`
-	selectOldest       = `SELECT ` + messageColumns + ` FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? ORDER BY message_id ASC LIMIT ?`
-	selectOldestAfter  = `SELECT ` + messageColumns + ` FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id > ? ORDER BY message_id ASC LIMIT ?`
 	// A segment of a group's bucket, newest first: From <= id < Before, each
 	// bound present or not.
 	selectSegment       = selectNewest
@@ -28,40 +25,50 @@ const (
 	selectBucketAuthors = `SELECT message_id, author FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`
 	hideInStream        = `UPDATE chat_room_messages SET visible = false WHERE room_name = ? AND time_bucket = ? AND message_id = ?`
 	deleteMessages      = `DELETE FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`
-
-	// Deleting a room keeps the listing of its last two days; see forgetBuckets.
-	deleteOldBuckets = `DELETE FROM messages_bucket WHERE room_name = ? AND time_bucket < ?`
+	deleteMessage       = `DELETE FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id = ?`
+	deleteListing       = `DELETE FROM messages_bucket WHERE room_name = ?`
 )
 
 // fanoutParallelism bounds the concurrent writes of one call: a group
 // message to every member's inbox, a room's messages out of the index.
 const fanoutParallelism = 16
 
-// PostMessage stores m in the partition of its room and day, and in the
-// message index by id and by author. The three copies live in three
-// partitions, likely on three different replicas, so they are written
-// concurrently rather than in a batch: an unlogged batch across partitions
-// only moves the fan-out to a coordinator, and a logged one adds the
-// batchlog's writes to buy an atomicity that retrying buys too (every write
-// is an idempotent upsert of the same values). The first post of a day
-// lists the day with its copies (see listBuckets).
+// PostMessage stores m in the partition of its room and day, with its
+// MessagePosted event, and in the message index by id and by author. The
+// copies live in three partitions, likely on three different replicas, so
+// they are written concurrently rather than in a batch: an unlogged batch
+// across partitions only moves the fan-out to a coordinator, and a logged
+// one adds the batchlog's writes to buy an atomicity that retrying buys too
+// (every write is an idempotent upsert of the same values). The event
+// shares the stream copy's partition key and goes in one batch with it. The
+// post lists its day with its copies (see listBuckets).
 func (db *DB) PostMessage(ctx context.Context, m store.Message) error {
-	if err := db.writeMessage(ctx, m, nil); err != nil {
+	if err := db.writeMessage(ctx, m, store.MessagePosted, nil); err != nil {
 		return fmt.Errorf("cassandra: post message to room %q: %w", m.Room, err)
 	}
 	return nil
 }
 
-// writeMessage writes m's three copies, the listing of its day if this
-// process has not written it yet, and the extra writes (inbox updates),
-// concurrently. It succeeds only if every write did.
-func (db *DB) writeMessage(ctx context.Context, m store.Message, extra []func() error) error {
+// writeMessage writes m's three copies, the listing of its day, and the
+// extra writes (inbox updates), concurrently. Unless kind is empty, it logs
+// the event of m's arrival in m's room: id m.ID, User m.Author, in one
+// single-partition batch with the stream copy (room_events and
+// chat_room_messages share the partition key (room_name, time_bucket), so
+// Cassandra applies the two rows as one mutation). It succeeds only if
+// every write did.
+func (db *DB) writeMessage(ctx context.Context, m store.Message, kind store.EventKind, extra []func() error) error {
 	b := store.BucketOf(m.ID.Time())
 	id, author := gocql.UUID(m.ID), userUDT(m.Author)
 	fo := newFanout(fanoutParallelism)
 	db.listBuckets(ctx, fo, m, b)
 	fo.Go(func() error {
-		return db.query(ctx, insertMessage, m.Room, int(b), id, author, m.Content, m.System).Exec()
+		if kind == "" {
+			return db.query(ctx, insertMessage, m.Room, int(b), id, author, m.Content, m.System).Exec()
+		}
+		batch := db.session.NewBatch(gocql.UnloggedBatch).WithContext(ctx)
+		batch.Query(insertMessage, m.Room, int(b), id, author, m.Content, m.System)
+		batch.Query(insertRoomEvent, roomEventArgs(store.Event{ID: m.ID, Kind: kind, Room: m.Room, User: m.Author, Message: &m})...)
+		return db.session.ExecuteBatch(batch)
 	})
 	fo.Go(func() error {
 		return db.query(ctx, insertByID, id, m.Room, author, m.Content, m.System).Exec()
@@ -73,6 +80,27 @@ func (db *DB) writeMessage(ctx context.Context, m store.Message, extra []func() 
 		fo.Go(w)
 	}
 	return fo.Wait()
+}
+
+// unwriteMessage deletes what writeMessage wrote of m, but the listing of
+// its day: the copies and, with withEvent, the event of its arrival. It
+// takes back a system message written ahead of a conditional update that
+// did not apply (see JoinRoom). The listing stays: another write of the
+// room may need it, and a listed day without messages costs one empty read.
+func (db *DB) unwriteMessage(ctx context.Context, m store.Message, withEvent bool) error {
+	b := int(store.BucketOf(m.ID.Time()))
+	id := gocql.UUID(m.ID)
+	fo := newFanout(4)
+	fo.Go(func() error { return db.query(ctx, deleteMessage, m.Room, b, id).Exec() })
+	if withEvent {
+		fo.Go(func() error { return db.query(ctx, deleteRoomEvent, m.Room, b, id).Exec() })
+	}
+	fo.Go(func() error { return db.query(ctx, deleteByID, id).Exec() })
+	fo.Go(func() error { return db.query(ctx, deleteByAuthor, m.Author.Login, b, id).Exec() })
+	if err := fo.Wait(); err != nil {
+		return fmt.Errorf("take back message %v: %w", m.ID, err)
+	}
+	return nil
 }
 
 // Messages returns a page of the room's messages, newest first, older than
@@ -92,32 +120,6 @@ func (db *DB) Messages(ctx context.Context, room string, before store.MessageID,
 				return db.query(ctx, selectNewest, room, int(b), limit)
 			}
 			return db.query(ctx, selectNewestBefore, room, int(b), gocql.UUID(before), limit)
-		}, roomRows(room))
-	})
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: messages of room %q: %w", room, err)
-	}
-	return msgs, nil
-}
-
-// MessagesAfter returns a page of the room's messages, oldest first, newer
-// than after.
-func (db *DB) MessagesAfter(ctx context.Context, room string, after store.MessageID, limit int) ([]store.Message, error) {
-	if limit <= 0 {
-		return nil, nil
-	}
-	listed, err := db.listedBuckets(ctx, roomBuckets, room)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: messages of room %q: %w", room, err)
-	}
-	buckets := store.OldestFirstBuckets(listed, after)
-	msgs, err := store.ScanBuckets(ctx, buckets, limit, func(ctx context.Context, b store.Bucket, limit int) ([]store.Message, error) {
-		return readLive(after, limit, func(after store.MessageID, limit int) *gocql.Query {
-			// The zero id is no timeuuid (version 0): Cassandra rejects it as a bound.
-			if after.IsZero() {
-				return db.query(ctx, selectOldest, room, int(b), limit)
-			}
-			return db.query(ctx, selectOldestAfter, room, int(b), gocql.UUID(after), limit)
 		}, roomRows(room))
 	})
 	if err != nil {
@@ -182,17 +184,4 @@ func readLive(cursor store.MessageID, limit int, query func(cursor store.Message
 		}
 	}
 	return msgs, nil
-}
-
-// forgetBuckets drops a deleted room's listing, but for the last two days:
-// every server remembers which of today's buckets it listed, and would not
-// list them again for a new room of the same name. Those rows cost an empty
-// read at most; their message partitions are deleted.
-func (db *DB) forgetBuckets(ctx context.Context, room string, now time.Time) error {
-	db.listed.forget(roomBuckets, room)
-	keep := store.BucketOf(now.Add(-24 * time.Hour))
-	if err := db.query(ctx, deleteOldBuckets, room, int(keep)).Exec(); err != nil {
-		return fmt.Errorf("delete bucket listing: %w", err)
-	}
-	return nil
 }

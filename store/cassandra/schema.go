@@ -27,6 +27,11 @@ var schemaV2 string
 //go:embed schema_v3.cql
 var schemaV3 string
 
+// schemaV4 adds the event logs and the former members of a group.
+//
+//go:embed schema_v4.cql
+var schemaV4 string
+
 // A migration is one schema version: CQL statements separated by ';'.
 type migration struct {
 	version     int
@@ -41,6 +46,7 @@ var migrations = []migration{
 	{version: 1, description: "initial schema: users, chat_rooms, chat_room_messages, messages_bucket", cql: schemaV1},
 	{version: 2, description: "room kinds, message visibility, messages_by_id, messages_by_author, author_buckets, conversations_by_user", cql: schemaV2},
 	{version: 3, description: "sessions", cql: schemaV3},
+	{version: 4, description: "room_events, inbox_events, inbox_buckets, chat_rooms.former_members", cql: schemaV4},
 }
 
 // createMigrationsTable repeats schema.cql's statement: the table must exist

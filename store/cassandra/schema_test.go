@@ -119,7 +119,7 @@ func TestMigrateFromV1(t *testing.T) {
 			t.Errorf("schema versions = %v, want %v", got, want)
 		}
 	}
-	wantVersions(1, 2, 3)
+	wantVersions(1, 2, 3, 4)
 
 	r, err := db.Room(ctx, "legacy")
 	if err != nil || r.Kind != store.PublicRoom || r.Banner != "old" {
@@ -133,7 +133,7 @@ func TestMigrateFromV1(t *testing.T) {
 	if _, err := db.Message(ctx, old.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Message of a version 1 message = %v, want ErrNotFound", err)
 	}
-	if err := db.HideMessage(ctx, old); err != nil {
+	if _, err := db.HideMessage(ctx, old, store.UserRef(alice)); err != nil {
 		t.Fatalf("HideMessage of a version 1 message = %v", err)
 	}
 	msgs, err = db.Messages(ctx, "legacy", store.MessageID{}, 10)
@@ -149,7 +149,7 @@ func TestMigrateFromV1(t *testing.T) {
 	if err := db.query(ctx, `DELETE FROM schema_migrations WHERE version = 2`).Exec(); err != nil {
 		t.Fatal(err)
 	}
-	wantVersions(1, 3)
+	wantVersions(1, 3, 4)
 	mustOpen(t, cfg)
-	wantVersions(1, 2, 3)
+	wantVersions(1, 2, 3, 4)
 }
