@@ -1,0 +1,636 @@
+package cassandra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gocql/gocql"
+	"github.com/killrchat/chatql/store"
+)
+
+const (
+	roomColumns = `room_name, creator, creation_date, banner, participants, kind`
+	insertRoom  = `INSERT INTO chat_rooms (room_name, creator, creator_login, creation_date, banner, participants, kind)
+		VALUES (?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
+	selectRoom       = `SELECT ` + roomColumns + ` FROM chat_rooms WHERE room_name = ?`
+	selectRooms      = `SELECT ` + roomColumns + ` FROM chat_rooms LIMIT ?`
+	selectRoomsAfter = `SELECT ` + roomColumns + ` FROM chat_rooms WHERE token(room_name) > token(?) LIMIT ?`
+	// A join or a leave is a compare-and-set of the participant set read
+	// just before, as a delete is: of concurrent joins (or leaves) of one
+	// user exactly one applies, and it alone logs the event. creator_login
+	// in the condition keeps the update off a deleted room: on a missing
+	// row participants = {} holds, and the update would write a row.
+	joinRoom     = `UPDATE chat_rooms SET participants = participants + ? WHERE room_name = ? IF creator_login = ? AND participants = ?`
+	leaveRoom    = `UPDATE chat_rooms SET participants = participants - ? WHERE room_name = ? IF creator_login = ? AND participants = ?`
+	leaveGroup   = `UPDATE chat_rooms SET participants = participants - ?, former_members = former_members + ? WHERE room_name = ? IF creator_login = ? AND participants = ?`
+	deleteRoom   = `DELETE FROM chat_rooms WHERE room_name = ? IF creator_login = ? AND participants = ? AND former_members = ?`
+	selectDoomed = `SELECT ` + roomColumns + `, former_members FROM chat_rooms WHERE room_name = ?`
+	// selectMembership reads of the room's row the creator, the kind, and
+	// the slice of the participants set that holds one login. Elements are
+	// frozen users, ordered by login, then names, and a null field sorts
+	// before any value (the empty string included): so the slice from
+	// {login: L} to {login: L + "\x00"}, names null and both bounds
+	// included, holds every element of login L and no other (logins hold
+	// no NUL). On a non-frozen set, Cassandra 4.0 and later (CASSANDRA-7396)
+	// build the read's column filter from the slice, so replicas return
+	// only those cells, and the driver decodes no more.
+	selectMembership = `SELECT creator, kind, participants[{login: ?}..{login: ?}] FROM chat_rooms WHERE room_name = ?`
+	// selectRoomCondition reads what the conditions of joinRoom, leaveRoom
+	// and leaveGroup compare; selectDeleteCondition what deleteRoom's does.
+	selectRoomCondition   = `SELECT creator_login, participants FROM chat_rooms WHERE room_name = ?`
+	selectDeleteCondition = `SELECT creator_login, participants, former_members FROM chat_rooms WHERE room_name = ?`
+)
+
+// maxCASAttempts bounds the retries of a join, a leave or a delete when the
+// participants keep changing under it.
+const maxCASAttempts = 32
+
+// CreateRoom stores a new room with INSERT ... IF NOT EXISTS, its creator as
+// the first participant, then adds it to the creator's rooms and, for a
+// private group, opens the creator's inbox entry with a window at CreatedAt.
+// CreatedAt is kept to the millisecond, Cassandra's timestamp precision.
+func (db *DB) CreateRoom(ctx context.Context, r store.Room) error {
+	var kind any = gocql.UnsetValue // a public room writes no kind, not even a null
+	switch r.Kind {
+	case store.PublicRoom:
+	case store.PrivateGroup:
+		kind = string(r.Kind)
+	default:
+		return store.Invalidf("invalid room kind %q: a room is public or %q", r.Kind, store.PrivateGroup)
+	}
+	created := r.CreatedAt.Truncate(time.Millisecond)
+	creator := userUDT(r.Creator)
+	q := db.query(ctx, insertRoom, r.Name, creator, r.Creator.Login, created, r.Banner, []userUDT{creator}, kind)
+	applied, err := lwt(ctx, q, nil, func(ctx context.Context) (casOutcome, error) {
+		got, err := db.readRoom(db.serialRead(ctx, selectRoom, r.Name))
+		switch {
+		case errors.Is(err, gocql.ErrNotFound):
+			return casNotApplied, nil
+		case err != nil:
+			return 0, err
+		case got.Creator == r.Creator && got.CreatedAt.Equal(created) && got.Banner == r.Banner && got.Kind == r.Kind:
+			return casApplied, nil
+		}
+		return casRejected, nil
+	})
+	if err != nil {
+		return fmt.Errorf("cassandra: create room %q: %w", r.Name, err)
+	}
+	if !applied {
+		return fmt.Errorf("room %q: %w", r.Name, store.ErrConflict)
+	}
+	// The room exists from here on: a failure below leaves it without the
+	// creator's copies, which AddGroupMember of the creator repairs (see
+	// there) for a group.
+	fo := newFanout(2)
+	fo.Go(func() error {
+		if err := db.query(ctx, addUserRoom, []string{r.Name}, r.Creator.Login).Exec(); err != nil {
+			return fmt.Errorf("cassandra: add room %q to user %q: %w", r.Name, r.Creator.Login, err)
+		}
+		return nil
+	})
+	if r.Kind == store.PrivateGroup {
+		fo.Go(func() error {
+			if err := db.openWindow(ctx, r.Name, r.Creator.Login, created); err != nil {
+				return fmt.Errorf("cassandra: open the inbox entry of group %q for %q: %w", r.Name, r.Creator.Login, err)
+			}
+			return nil
+		})
+	}
+	return fo.Wait()
+}
+
+// Room returns the room called name.
+func (db *DB) Room(ctx context.Context, name string) (store.Room, error) {
+	return db.roomAt(db.query(ctx, selectRoom, name), name)
+}
+
+// Membership reads the room's creator and kind and the participants of
+// login's name, a slice of the set (see selectMembership), from the room's
+// one row: a single-partition read, so it sees each join (an LWT), leave
+// and delete (an LWT) of the room wholly or not at all, as Room does, at
+// the same consistency. The slice holds the elements of that login only,
+// checked here again, so a bound that met some other element could only
+// cost a longer answer, never a wrong one.
+func (db *DB) Membership(ctx context.Context, room, login string) (store.RoomMembership, error) {
+	var (
+		creator userUDT
+		kind    string
+		slice   []userUDT
+	)
+	err := db.query(ctx, selectMembership, login, login+"\x00", room).Scan(&creator, &kind, &slice)
+	if err == nil && creator.Login == "" {
+		err = gocql.ErrNotFound // see readRoom
+	}
+	if errors.Is(err, gocql.ErrNotFound) {
+		return store.RoomMembership{}, fmt.Errorf("room %q: %w", room, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.RoomMembership{}, fmt.Errorf("cassandra: read the membership of %q in room %q: %w", login, room, err)
+	}
+	m := store.RoomMembership{Room: room, Kind: store.RoomKind(kind), Creator: store.UserRef(creator), Login: login}
+	for _, p := range slice {
+		m.Participant = m.Participant || p.Login == login
+	}
+	return m, nil
+}
+
+// roomAt runs the room read q and maps a missing room to store.ErrNotFound.
+func (db *DB) roomAt(q *gocql.Query, name string) (store.Room, error) {
+	r, err := db.readRoom(q)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return store.Room{}, fmt.Errorf("room %q: %w", name, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Room{}, fmt.Errorf("cassandra: read room %q: %w", name, err)
+	}
+	return r, nil
+}
+
+// readRoom runs a single-room read. A row without a creator is no room but
+// the seed's corruption, a participant added by a plain update after a
+// delete. This backend never writes one; it reads one as gocql.ErrNotFound.
+func (db *DB) readRoom(q *gocql.Query) (store.Room, error) {
+	var r store.Room
+	var creator userUDT
+	var participants []userUDT
+	if err := q.Scan(&r.Name, &creator, &r.CreatedAt, &r.Banner, &participants, &r.Kind); err != nil {
+		return store.Room{}, err
+	}
+	if creator.Login == "" {
+		return store.Room{}, gocql.ErrNotFound
+	}
+	r.Creator = store.UserRef(creator)
+	r.Participants = fromUDTs(participants)
+	return r, nil
+}
+
+// Rooms pages through the rooms in token order, the ring's own order: it is
+// stable, and each page is one range read.
+func (db *DB) Rooms(ctx context.Context, after string, limit int) ([]store.Room, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	q := db.query(ctx, selectRooms, limit)
+	if after != "" {
+		q = db.query(ctx, selectRoomsAfter, after, limit)
+	}
+	iter := q.Iter()
+	var rooms []store.Room
+	var r store.Room
+	var creator userUDT
+	var participants []userUDT
+	for iter.Scan(&r.Name, &creator, &r.CreatedAt, &r.Banner, &participants, &r.Kind) {
+		if creator.Login != "" { // see readRoom
+			r.Creator = store.UserRef(creator)
+			r.Participants = fromUDTs(participants)
+			rooms = append(rooms, r)
+		}
+		r, creator, participants = store.Room{}, userUDT{}, nil
+	}
+	if err := iter.Close(); err != nil {
+		return nil, fmt.Errorf("cassandra: list rooms after %q: %w", after, err)
+	}
+	return rooms, nil
+}
+
+// roomState is what the condition of a join, a leave or a delete compares:
+// the creator's login ("" when the room is gone) and the participant set,
+// as stored (frozen users, names and all).
+type roomState struct {
+	creator      string
+	participants []userUDT
+}
+
+func stateOf(r store.Room) roomState {
+	return roomState{creator: r.Creator.Login, participants: toUDTs(r.Participants)}
+}
+
+func hasLogin(us []userUDT, login string) bool {
+	return slices.ContainsFunc(us, func(u userUDT) bool { return u.Login == login })
+}
+
+// elementsOf returns the stored elements of login: set members match on
+// every field, and the caller's copy of a user may lack the names.
+func elementsOf(us []userUDT, login string) []userUDT {
+	var out []userUDT
+	for _, u := range us {
+		if u.Login == login {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// casParticipants runs stmt, a conditional update of chat_rooms ending in
+// IF creator_login = ? AND participants = ?, with args and then s. It
+// reports whether it applied and, when not, the room's current state (a
+// missing row reads as gone). An unknown outcome is settled by a serial
+// read of the state, which decide judges.
+func (db *DB) casParticipants(ctx context.Context, room, stmt string, args []any, s roomState, decide func(roomState) casOutcome) (bool, roomState, error) {
+	var cur roomState
+	current := map[string]any{"creator_login": &cur.creator, "participants": &cur.participants}
+	q := db.query(ctx, stmt, append(args, s.creator, s.participants)...)
+	applied, err := lwt(ctx, q, current, func(ctx context.Context) (casOutcome, error) {
+		cur = roomState{}
+		err := db.serialRead(ctx, selectRoomCondition, room).Scan(&cur.creator, &cur.participants)
+		if err != nil && !errors.Is(err, gocql.ErrNotFound) {
+			return 0, err
+		}
+		return decide(cur), nil
+	})
+	return applied, cur, err
+}
+
+// What a join or a leave found.
+type membershipChange int
+
+const (
+	// changed: this call added (removed) the user.
+	changed membershipChange = iota
+	// unchanged: the user already was (was no longer) a participant.
+	unchanged
+	// roomGone: the room does not exist.
+	roomGone
+)
+
+// addParticipant adds u to the room r, as read just before, with joinRoom:
+// a compare-and-set of the participant set, retried with the fresh set
+// while only other participants changed. It returns the room after the
+// call and whether this call added u. check, when set, vets each fresh set
+// (the adder of a group must still be a member).
+//
+// A timeout is settled by a serial read: the room gone is rejected, u
+// listed is applied. The second may be a concurrent join of u that won,
+// not this one; then both log a join, the one way a join is logged twice.
+func (db *DB) addParticipant(ctx context.Context, r store.Room, u store.UserRef, check func(roomState) error) (store.Room, membershipChange, error) {
+	s := stateOf(r)
+	decide := func(cur roomState) casOutcome {
+		switch {
+		case cur.creator == "":
+			return casRejected
+		case hasLogin(cur.participants, u.Login):
+			return casApplied
+		}
+		return casNotApplied
+	}
+	for attempt := 1; ; attempt++ {
+		if attempt > maxCASAttempts {
+			return store.Room{}, 0, fmt.Errorf("participants kept changing, gave up after %d attempts", maxCASAttempts)
+		}
+		applied, cur, err := db.casParticipants(ctx, r.Name, joinRoom, []any{[]userUDT{userUDT(u)}, r.Name}, s, decide)
+		if err != nil {
+			return store.Room{}, 0, err
+		}
+		if applied {
+			r.Participants = fromUDTs(append(slices.Clone(s.participants), userUDT(u)))
+			if s.creator != r.Creator.Login {
+				// Created again by another user meanwhile: read it whole.
+				r, err = db.Room(ctx, r.Name)
+			}
+			return r, changed, err
+		}
+		if cur.creator == "" {
+			return store.Room{}, roomGone, nil
+		}
+		if hasLogin(cur.participants, u.Login) {
+			r.Participants = fromUDTs(cur.participants)
+			if cur.creator != r.Creator.Login {
+				r, err = db.Room(ctx, r.Name)
+			}
+			return r, unchanged, err
+		}
+		if check != nil {
+			if err := check(cur); err != nil {
+				return store.Room{}, 0, err
+			}
+		}
+		s = cur
+	}
+}
+
+// removeParticipant removes every element of u's login from the room r, as
+// read just before, with leaveRoom (or, with former, leaveGroup, which also
+// records u among the group's former members): a compare-and-set, retried
+// as addParticipant's is. It reports whether this call removed u.
+//
+// A timeout is settled by a serial read: the room gone is rejected, u no
+// longer listed is applied (perhaps a concurrent leave of u's; see
+// addParticipant).
+func (db *DB) removeParticipant(ctx context.Context, r store.Room, u store.UserRef, former bool) (membershipChange, error) {
+	s := stateOf(r)
+	decide := func(cur roomState) casOutcome {
+		switch {
+		case cur.creator == "":
+			return casRejected
+		case hasLogin(cur.participants, u.Login):
+			return casNotApplied
+		}
+		return casApplied
+	}
+	for attempt := 1; ; attempt++ {
+		if attempt > maxCASAttempts {
+			return 0, fmt.Errorf("participants kept changing, gave up after %d attempts", maxCASAttempts)
+		}
+		gone := elementsOf(s.participants, u.Login)
+		if len(gone) == 0 {
+			return unchanged, nil
+		}
+		stmt, args := leaveRoom, []any{gone, r.Name}
+		if former {
+			stmt, args = leaveGroup, []any{gone, []string{u.Login}, r.Name}
+		}
+		applied, cur, err := db.casParticipants(ctx, r.Name, stmt, args, s, decide)
+		switch {
+		case err != nil:
+			return 0, err
+		case applied:
+			return changed, nil
+		case cur.creator == "":
+			return roomGone, nil
+		}
+		s = cur
+	}
+}
+
+// systemMessage is a system message of the room, by u, at id.
+func systemMessage(room string, id store.MessageID, u store.UserRef, content string) store.Message {
+	return store.Message{Room: room, ID: id, Author: u, Content: content, System: true}
+}
+
+// eventOf is the event of a system message's arrival.
+func eventOf(kind store.EventKind, m store.Message) store.Event {
+	return store.Event{ID: m.ID, Kind: kind, Room: m.Room, User: m.Author, Message: &m}
+}
+
+// detached returns a context for taking back writes after a failure, which
+// may be the caller's context ending: it outlives ctx, for settleTimeout.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+}
+
+// JoinRoom adds u to the room. Everything the join writes outside the
+// room's row goes first: the room into u's rooms, and the system message
+// "<login> joined the room" with its ParticipantJoined event (and its day's
+// listing). The participant is added last, by a compare-and-set of the
+// participant set (addParticipant), which decides: if it applies, the join
+// is complete; if u turns out to be a participant already (a concurrent
+// join of u won), the message and event are taken back and the zero Event
+// returned; if the room is gone, everything is taken back. A delete racing
+// the join therefore either comes after the compare-and-set, sees u, and
+// deletes u's copy and the message with the room's, or makes the join
+// fail; it never leaves anything of the join behind, but the listing row of
+// the day, which costs an empty read (see unwriteMessage).
+//
+// "Already a participant" is known without a race: from the room read
+// first, or from the compare-and-set's current values when it does not
+// apply. An outcome left unknown by a timeout keeps every write: the join
+// may have applied, and joining again settles it.
+func (db *DB) JoinRoom(ctx context.Context, name string, u store.UserRef) (store.Room, store.Event, error) {
+	if err := db.query(ctx, addUserRoom, []string{name}, u.Login).Exec(); err != nil {
+		return store.Room{}, store.Event{}, fmt.Errorf("cassandra: add room %q to user %q: %w", name, u.Login, err)
+	}
+	takeBackRoom := func(err error) error {
+		ctx, cancel := detached(ctx)
+		defer cancel()
+		if uerr := db.query(ctx, removeUserRoom, []string{name}, u.Login).Exec(); uerr != nil {
+			err = errors.Join(err, fmt.Errorf("cassandra: remove room %q from user %q: %w", name, u.Login, uerr))
+		}
+		return err
+	}
+	r, err := db.Room(ctx, name)
+	if err != nil {
+		return store.Room{}, store.Event{}, takeBackRoom(err)
+	}
+	if r.HasParticipant(u.Login) {
+		return r, store.Event{}, nil
+	}
+	m := systemMessage(name, store.NewMessageID(), u, u.Login+" joined the room")
+	takeBackMessage := func(err error) error {
+		ctx, cancel := detached(ctx)
+		defer cancel()
+		if uerr := db.unwriteMessage(ctx, m, true); uerr != nil {
+			err = errors.Join(err, fmt.Errorf("cassandra: join room %q: %w", name, uerr))
+		}
+		return err
+	}
+	if err := db.writeMessage(ctx, m, store.ParticipantJoined, nil); err != nil {
+		err = fmt.Errorf("cassandra: join room %q: %w", name, err)
+		return store.Room{}, store.Event{}, takeBackRoom(takeBackMessage(err))
+	}
+	r, outcome, err := db.addParticipant(ctx, r, u, nil)
+	switch {
+	case errors.Is(err, errOutcomeUnknown):
+		return store.Room{}, store.Event{}, fmt.Errorf("cassandra: join room %q: %w", name, err)
+	case err != nil:
+		err = fmt.Errorf("cassandra: join room %q: %w", name, err)
+		return store.Room{}, store.Event{}, takeBackRoom(takeBackMessage(err))
+	case outcome == roomGone:
+		err = fmt.Errorf("room %q: %w", name, store.ErrNotFound)
+		return store.Room{}, store.Event{}, takeBackRoom(takeBackMessage(err))
+	case outcome == unchanged:
+		if err := takeBackMessage(nil); err != nil {
+			return store.Room{}, store.Event{}, err
+		}
+		return r, store.Event{}, nil
+	}
+	return r, eventOf(store.ParticipantJoined, m), nil
+}
+
+// LeaveRoom removes u from the room: the system message "<login> left the
+// room" and its ParticipantLeft event first, then the participant, by a
+// compare-and-set of the participant set, then the room from u's rooms. The
+// removal alone would commute with a delete, but the message would not: a
+// plain update landing after a delete's clean-up would leave the message in
+// the deleted room's partitions. So the leave is conditional, as a join is,
+// and takes its message back when it does not apply (u gone meanwhile: of
+// concurrent leaves of u, one logs). A group's leave records u among its
+// former members (see LeaveGroup).
+func (db *DB) LeaveRoom(ctx context.Context, name string, u store.UserRef) (store.Event, error) {
+	r, err := db.Room(ctx, name)
+	if err != nil {
+		return store.Event{}, err
+	}
+	m := systemMessage(name, store.NewMessageID(), u, u.Login+" left the room")
+	return db.leave(ctx, r, u, m, nil)
+}
+
+// leave removes u from the room r, as read just before, with the system
+// message m written first, and with the extra writes (a group's closed
+// window); see LeaveRoom.
+func (db *DB) leave(ctx context.Context, r store.Room, u store.UserRef, m store.Message, extra []func() error) (store.Event, error) {
+	name := r.Name
+	if !r.HasParticipant(u.Login) {
+		return store.Event{}, fmt.Errorf("user %q in room %q: %w", u.Login, name, store.ErrNotFound)
+	}
+	takeBack := func(err error) error {
+		ctx, cancel := detached(ctx)
+		defer cancel()
+		if uerr := db.unwriteMessage(ctx, m, true); uerr != nil {
+			err = errors.Join(err, uerr)
+		}
+		return err
+	}
+	if err := db.writeMessage(ctx, m, store.ParticipantLeft, extra); err != nil {
+		return store.Event{}, takeBack(fmt.Errorf("cassandra: leave room %q: %w", name, err))
+	}
+	outcome, err := db.removeParticipant(ctx, r, u, r.Kind == store.PrivateGroup)
+	switch {
+	case errors.Is(err, errOutcomeUnknown):
+		return store.Event{}, fmt.Errorf("cassandra: leave room %q: %w", name, err)
+	case err != nil:
+		return store.Event{}, takeBack(fmt.Errorf("cassandra: leave room %q: %w", name, err))
+	case outcome == roomGone:
+		return store.Event{}, takeBack(fmt.Errorf("room %q: %w", name, store.ErrNotFound))
+	case outcome == unchanged:
+		return store.Event{}, takeBack(fmt.Errorf("user %q in room %q: %w", u.Login, name, store.ErrNotFound))
+	}
+	if err := db.query(ctx, removeUserRoom, []string{name}, u.Login).Exec(); err != nil {
+		return store.Event{}, fmt.Errorf("cassandra: left room %q, but removing it from user %q failed: %w", name, u.Login, err)
+	}
+	return eventOf(store.ParticipantLeft, m), nil
+}
+
+// DeleteRoom deletes the room under DELETE ... IF creator_login = ? AND
+// participants = ? AND former_members = ?, retrying with the fresh values
+// while only the members change, so everyone who joined or left meanwhile
+// is cleaned up too. Then it removes the room from its participants' rooms
+// (and a group from its members' and former members' inboxes) and deletes
+// its messages, its log and its listing. Unlike every other method, the
+// clean-up costs in proportion to the room's size: the message index is
+// keyed by id and author, so each message's two index rows are deleted one
+// by one, from one read of each bucket.
+func (db *DB) DeleteRoom(ctx context.Context, name string, by store.UserRef) (store.Room, store.Event, error) {
+	// Serial read: the state must include every committed join and leave.
+	var (
+		r       store.Room
+		creator userUDT
+		ps      []userUDT
+		former  []string
+	)
+	err := db.serialRead(ctx, selectDoomed, name).Scan(&r.Name, &creator, &r.CreatedAt, &r.Banner, &ps, &r.Kind, &former)
+	if err == nil && creator.Login == "" {
+		err = gocql.ErrNotFound // see readRoom
+	}
+	if errors.Is(err, gocql.ErrNotFound) {
+		return store.Room{}, store.Event{}, fmt.Errorf("room %q: %w", name, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Room{}, store.Event{}, fmt.Errorf("cassandra: read room %q: %w", name, err)
+	}
+	r.Creator, r.Participants = store.UserRef(creator), fromUDTs(ps)
+	for attempt := 1; ; attempt++ {
+		if r.Creator.Login != by.Login {
+			return store.Room{}, store.Event{}, fmt.Errorf("room %q: only its creator may delete it: %w", name, store.ErrForbidden)
+		}
+		if attempt > maxCASAttempts {
+			return store.Room{}, store.Event{}, fmt.Errorf("cassandra: delete room %q: members kept changing, gave up after %d attempts", name, maxCASAttempts)
+		}
+		var (
+			curCreator      string
+			curParticipants []userUDT
+			curFormer       []string
+			current         = map[string]any{"creator_login": &curCreator, "participants": &curParticipants, "former_members": &curFormer}
+		)
+		q := db.query(ctx, deleteRoom, name, by.Login, toUDTs(r.Participants), former)
+		applied, err := lwt(ctx, q, current, func(ctx context.Context) (casOutcome, error) {
+			err := db.serialRead(ctx, selectDeleteCondition, name).
+				Scan(&curCreator, &curParticipants, &curFormer)
+			switch {
+			case errors.Is(err, gocql.ErrNotFound):
+				return casApplied, nil // gone: deleted by us or, equally good, by its creator elsewhere
+			case err != nil:
+				return 0, err
+			}
+			return casRejected, nil
+		})
+		if err != nil {
+			return store.Room{}, store.Event{}, fmt.Errorf("cassandra: delete room %q: %w", name, err)
+		}
+		if applied {
+			break
+		}
+		if curCreator == "" {
+			return store.Room{}, store.Event{}, fmt.Errorf("room %q: %w", name, store.ErrNotFound)
+		}
+		r.Creator.Login = curCreator
+		r.Participants = fromUDTs(curParticipants)
+		former = curFormer
+	}
+	if err := db.cleanUpRoom(ctx, r, former); err != nil {
+		return store.Room{}, store.Event{}, fmt.Errorf("cassandra: room %q deleted, but cleaning up failed: %w", name, err)
+	}
+	return r, store.Event{ID: store.NewMessageID(), Kind: store.RoomDeleted, Room: name, User: by}, nil
+}
+
+// cleanUpRoom removes a deleted room from its participants' rooms (and,
+// for a group, the inbox entries of its members and former members), and
+// deletes its messages with their copies in the message index, its log, and
+// its listing: the listed buckets and today's.
+func (db *DB) cleanUpRoom(ctx context.Context, r store.Room, former []string) error {
+	fo := newFanout(fanoutParallelism)
+	entries := map[string]bool{}
+	for _, p := range r.Participants {
+		fo.Go(func() error {
+			if err := db.query(ctx, removeUserRoom, []string{r.Name}, p.Login).Exec(); err != nil {
+				return fmt.Errorf("remove room from user %q: %w", p.Login, err)
+			}
+			return nil
+		})
+		entries[p.Login] = true
+	}
+	for _, login := range former {
+		entries[login] = true
+	}
+	if r.Kind == store.PrivateGroup {
+		for login := range entries {
+			fo.Go(func() error {
+				if err := db.query(ctx, deleteConversation, login, r.Name).Exec(); err != nil {
+					return fmt.Errorf("delete the inbox entry of %q: %w", login, err)
+				}
+				return nil
+			})
+		}
+	}
+	if err := fo.Wait(); err != nil {
+		return err
+	}
+	listed, err := db.listedBuckets(ctx, roomBuckets, r.Name)
+	if err != nil {
+		return err
+	}
+	// Today's bucket too: a write that failed may have left a message or
+	// an event there unlisted, which a new room of the name would list.
+	buckets := append(listed, store.BucketOf(time.Now()))
+	slices.Sort(buckets)
+	for _, b := range slices.Compact(buckets) {
+		fo := newFanout(2)
+		fo.Go(func() error {
+			if err := db.query(ctx, deleteRoomEvents, r.Name, int(b)).Exec(); err != nil {
+				return fmt.Errorf("delete the log of bucket %d: %w", b, err)
+			}
+			return nil
+		})
+		fo.Go(func() error {
+			if err := db.unindexBucket(ctx, r.Name, b); err != nil {
+				return fmt.Errorf("delete the index of bucket %d: %w", b, err)
+			}
+			if err := db.query(ctx, deleteMessages, r.Name, int(b)).Exec(); err != nil {
+				return fmt.Errorf("delete messages of bucket %d: %w", b, err)
+			}
+			return nil
+		})
+		if err := fo.Wait(); err != nil {
+			return err
+		}
+	}
+	// Every listing row: no process remembers a room's (see remembered),
+	// so a room created again under the name lists its days afresh.
+	if err := db.query(ctx, deleteListing, r.Name).Exec(); err != nil {
+		return fmt.Errorf("delete the listing: %w", err)
+	}
+	return nil
+}
