@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
@@ -132,17 +131,16 @@ func BenchmarkEventJSON(b *testing.B) {
 	b.Run("encode", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := json.Marshal(ev); err != nil {
+			if _, err := encodeEvent(ev); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("decode", func(b *testing.B) {
-		raw, _ := json.Marshal(ev)
+		raw, _ := encodeEvent(ev)
 		b.ReportAllocs()
 		for b.Loop() {
-			var out Event
-			if err := json.Unmarshal(raw, &out); err != nil {
+			if _, err := decodeEvent(raw); err != nil {
 				b.Fatal(err)
 			}
 		}

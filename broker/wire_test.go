@@ -107,25 +107,3 @@ func TestWireRefusesGarbage(t *testing.T) {
 		}
 	}
 }
-
-func BenchmarkWire(b *testing.B) {
-	id := store.NewMessageID()
-	ev := store.PostedEvent(store.Message{Room: "tea", ID: id, Author: store.UserRef{Login: "alice", Firstname: "Alice"}, Content: strings.Repeat("x", 120)})
-	payload, _ := encodeEvent(ev)
-	b.Run("encode", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := encodeEvent(ev); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("decode", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := decodeEvent(payload); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-}
