@@ -48,6 +48,10 @@ type wireUser struct {
 	Login     string `json:"login"`
 	Firstname string `json:"first,omitempty"`
 	Lastname  string `json:"last,omitempty"`
+	// Version 1's names (JSON names match without regard to case, so
+	// version 1's "Login" is read as login).
+	V1Firstname string `json:"firstname,omitempty"`
+	V1Lastname  string `json:"lastname,omitempty"`
 }
 
 type wireMessage struct {
@@ -58,20 +62,22 @@ type wireMessage struct {
 	Hidden  bool     `json:"hidden,omitempty"`
 }
 
-type v1User struct{ Login, Firstname, Lastname string }
-
 type v1Message struct {
 	Room    string
 	ID      store.MessageID
-	Author  v1User
+	Author  wireUser
 	Content string
 	System  bool
 	Hidden  bool
 }
 
-func toWireUser(u store.UserRef) wireUser { return wireUser(u) }
+func toWireUser(u store.UserRef) wireUser {
+	return wireUser{Login: u.Login, Firstname: u.Firstname, Lastname: u.Lastname}
+}
 
-func (u wireUser) ref() store.UserRef { return store.UserRef(u) }
+func (u wireUser) ref() store.UserRef {
+	return store.UserRef{Login: u.Login, Firstname: u.Firstname + u.V1Firstname, Lastname: u.Lastname + u.V1Lastname}
+}
 
 // encodeEvent encodes ev in the current wire format.
 func encodeEvent(ev Event) ([]byte, error) {
@@ -91,18 +97,14 @@ func encodeEvent(ev Event) ([]byte, error) {
 
 // decodeEvent decodes an event of any wire version.
 func decodeEvent(b []byte) (Event, error) {
-	var raw struct {
-		wireEvent
-		RawUser json.RawMessage `json:"user"`
-	}
-	if err := json.Unmarshal(b, &raw); err != nil {
+	var w wireEvent
+	if err := json.Unmarshal(b, &w); err != nil {
 		return Event{}, fmt.Errorf("decode event: %w", err)
 	}
-	w := raw.wireEvent
-	ev := Event{Kind: store.EventKind(w.Kind), Room: w.Room}
 	if w.Kind == "" {
 		return Event{}, fmt.Errorf("decode event: no kind in %.100q", b)
 	}
+	ev := Event{Kind: store.EventKind(w.Kind), Room: w.Room, User: w.User.ref()}
 	if w.ID != "" {
 		id, err := store.ParseMessageID(w.ID)
 		if err != nil {
@@ -110,32 +112,16 @@ func decodeEvent(b []byte) (Event, error) {
 		}
 		ev.ID = id
 	}
-	if w.V < 2 {
-		var u v1User
-		if len(raw.RawUser) > 0 {
-			if err := json.Unmarshal(raw.RawUser, &u); err != nil {
-				return Event{}, fmt.Errorf("decode version 1 event user: %w", err)
-			}
-		}
-		ev.User = store.UserRef(u)
-		if m := w.V1Message; m != nil {
-			ev.Message = &store.Message{Room: m.Room, ID: m.ID, Author: store.UserRef(m.Author), Content: m.Content, System: m.System, Hidden: m.Hidden}
-		}
-		return ev, nil
-	}
-	if len(raw.RawUser) > 0 {
-		var u wireUser
-		if err := json.Unmarshal(raw.RawUser, &u); err != nil {
-			return Event{}, fmt.Errorf("decode event user: %w", err)
-		}
-		ev.User = u.ref()
-	}
-	if m := w.Message; m != nil {
+	switch m := w.Message; {
+	case m != nil:
 		id, err := store.ParseMessageID(m.ID)
 		if err != nil {
 			return Event{}, fmt.Errorf("decode event message id: %w", err)
 		}
 		ev.Message = &store.Message{Room: w.Room, ID: id, Author: m.Author.ref(), Content: m.Content, System: m.System, Hidden: m.Hidden}
+	case w.V1Message != nil:
+		m := w.V1Message
+		ev.Message = &store.Message{Room: m.Room, ID: m.ID, Author: m.Author.ref(), Content: m.Content, System: m.System, Hidden: m.Hidden}
 	}
 	return ev, nil
 }
