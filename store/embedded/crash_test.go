@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -97,6 +98,15 @@ func TestEveryWriteIsOnDiskWhenItReturns(t *testing.T) {
 		}
 		return err
 	}
+	// inRoomLog and inInboxLog check that the event the write returned (or
+	// logs) is in the log, with its kind, user and message.
+	inRoomLog := func(db *DB, ev store.Event) error {
+		return logged(ctx, db.RoomEvents, ev.Room, ev)
+	}
+	inInboxLog := func(db *DB, login string, ev store.Event) error {
+		return logged(ctx, db.InboxEvents, login, ev)
+	}
+	var joined, left, read, added, hid, groupLeft store.Event
 
 	for _, step := range []struct {
 		name  string
@@ -114,47 +124,78 @@ func TestEveryWriteIsOnDiskWhenItReturns(t *testing.T) {
 		{"CreateRoom", func() error { return db.CreateRoom(ctx, lobby) },
 			func(db *DB) error { return participant(db, lobby.Name, alice.Login, true) }},
 		{"JoinRoom", func() error {
-			_, _, err := db.JoinRoom(ctx, lobby.Name, bob)
+			var err error
+			_, joined, err = db.JoinRoom(ctx, lobby.Name, bob)
 			return errors.Join(err, db.CreateRoom(ctx, store.Room{Name: "hall", Creator: alice, CreatedAt: now}))
-		}, func(db *DB) error { return participant(db, lobby.Name, bob.Login, true) }},
+		}, func(db *DB) error {
+			return errors.Join(participant(db, lobby.Name, bob.Login, true), inRoomLog(db, joined))
+		}},
 		{"LeaveRoom", func() error {
 			_, _, err := db.JoinRoom(ctx, "hall", carol)
-			return errors.Join(err, second(db.LeaveRoom(ctx, "hall", carol)))
-		}, func(db *DB) error { return participant(db, "hall", carol.Login, false) }},
+			if err == nil {
+				left, err = db.LeaveRoom(ctx, "hall", carol)
+			}
+			return err
+		}, func(db *DB) error {
+			return errors.Join(participant(db, "hall", carol.Login, false), inRoomLog(db, left))
+		}},
 		{"PostMessage", func() error { return db.PostMessage(ctx, post) },
-			func(db *DB) error { return stored(db, post) }},
+			func(db *DB) error { return errors.Join(stored(db, post), inRoomLog(db, store.PostedEvent(post))) }},
 		{"SendDirect", func() error { return db.SendDirect(ctx, dm, bob) },
-			func(db *DB) error { return errors.Join(stored(db, dm), entry(db, bob.Login, direct, dm.ID, 1)) }},
-		{"MarkRead", func() error { return second(db.MarkRead(ctx, bob.Login, direct, dm.ID)) },
-			func(db *DB) error { return entry(db, bob.Login, direct, dm.ID, 0) }},
+			func(db *DB) error {
+				ev := store.Event{ID: dm.ID, Kind: store.DirectMessage, Room: direct, User: alice, Message: &dm}
+				return errors.Join(stored(db, dm), entry(db, bob.Login, direct, dm.ID, 1),
+					inInboxLog(db, alice.Login, ev), inInboxLog(db, bob.Login, ev))
+			}},
+		{"MarkRead", func() (err error) {
+			read, err = db.MarkRead(ctx, bob.Login, direct, dm.ID)
+			return err
+		}, func(db *DB) error {
+			return errors.Join(entry(db, bob.Login, direct, dm.ID, 0), inInboxLog(db, bob.Login, read))
+		}},
 		{"CreateRoom private", func() error { return db.CreateRoom(ctx, group) },
 			func(db *DB) error { return participant(db, group.Name, alice.Login, true) }},
 		{"AddGroupMember", func() error {
-			_, _, err := db.AddGroupMember(ctx, group.Name, store.UserRef{Login: alice.Login}, carol, now)
+			var err error
+			_, added, err = db.AddGroupMember(ctx, group.Name, alice, carol, now)
 			return err
 		}, func(db *DB) error {
-			return errors.Join(participant(db, group.Name, carol.Login, true), entry(db, carol.Login, group.Name, store.MessageID{}, 0))
+			inbox := added
+			inbox.Kind, inbox.User = store.AddedToGroup, alice
+			return errors.Join(participant(db, group.Name, carol.Login, true), entry(db, carol.Login, group.Name, store.MessageID{}, 0),
+				inRoomLog(db, added), inInboxLog(db, carol.Login, inbox))
 		}},
 		{"PostGroupMessage", func() error { return db.PostGroupMessage(ctx, groupPost, []store.UserRef{alice, carol}) },
 			func(db *DB) error {
-				return errors.Join(stored(db, groupPost), entry(db, carol.Login, group.Name, groupPost.ID, 1))
+				unread := store.Event{ID: groupPost.ID, Kind: store.UnreadChanged, Room: group.Name, User: alice, Message: &groupPost}
+				return errors.Join(stored(db, groupPost), entry(db, carol.Login, group.Name, groupPost.ID, 1),
+					inRoomLog(db, store.PostedEvent(groupPost)), inInboxLog(db, carol.Login, unread))
 			}},
-		{"HideMessage", func() error { return second(db.HideMessage(ctx, post, alice)) },
-			func(db *DB) error {
-				m, err := db.Message(ctx, post.ID)
-				if err == nil && !m.Hidden {
-					err = errors.New("the hidden message is visible")
-				}
-				return err
-			}},
-		{"LeaveGroup", func() error { return second(db.LeaveGroup(ctx, group.Name, carol, now.Add(time.Minute))) },
-			func(db *DB) error { return participant(db, group.Name, carol.Login, false) }},
+		{"HideMessage", func() (err error) {
+			hid, err = db.HideMessage(ctx, post, alice)
+			return err
+		}, func(db *DB) error {
+			m, err := db.Message(ctx, post.ID)
+			if err == nil && !m.Hidden {
+				err = errors.New("the hidden message is visible")
+			}
+			return errors.Join(err, inRoomLog(db, hid))
+		}},
+		{"LeaveGroup", func() (err error) {
+			groupLeft, err = db.LeaveGroup(ctx, group.Name, carol, now.Add(time.Minute))
+			return err
+		}, func(db *DB) error {
+			return errors.Join(participant(db, group.Name, carol.Login, false), inRoomLog(db, groupLeft))
+		}},
 		{"DeleteRoom", func() error {
 			_, _, err := db.DeleteRoom(ctx, lobby.Name, store.UserRef{Login: alice.Login})
 			return err
 		}, func(db *DB) error {
 			if _, err := db.Room(ctx, lobby.Name); !errors.Is(err, store.ErrNotFound) {
 				return fmt.Errorf("the deleted room reads back: %v", err)
+			}
+			if evs, err := db.RoomEvents(ctx, lobby.Name, store.MessageID{}, 10); err != nil || len(evs) != 0 {
+				return fmt.Errorf("the deleted room's log reads back: %d events, %v", len(evs), err)
 			}
 			return nil
 		}},
@@ -281,6 +322,122 @@ func TestConcurrentWritesSurviveACrash(t *testing.T) {
 		t.Errorf("the crash lost %d of the %d acknowledged messages", lost, len(before))
 	}
 	checkIndexesAgree(t, crashed, users, histories)
+
+	// The logs hold an event for each message of the histories and no
+	// other, so every acknowledged message has its events.
+	logs := checkLogsAgree(t, crashed, lobby.Name, group.Name, users, members, histories)
+	unlogged := 0
+	for _, m := range before {
+		owners := []string{m.Room} // a room's log
+		switch {
+		case store.IsDirectConversation(m.Room):
+			a, b, _ := strings.Cut(m.Room, ":")
+			owners = []string{"inbox " + a, "inbox " + b}
+		case m.Room == group.Name:
+			for _, u := range members {
+				if u != m.Author {
+					owners = append(owners, "inbox "+u.Login)
+				}
+			}
+		}
+		for _, owner := range owners {
+			if !logs[owner][m.ID] {
+				if unlogged++; unlogged <= 3 {
+					t.Errorf("acknowledged %q in %q has no event in the log of %s after the crash", m.Content, m.Room, owner)
+				}
+			}
+		}
+	}
+	if unlogged > 0 {
+		t.Errorf("the crash lost %d events of acknowledged messages", unlogged)
+	}
+}
+
+// checkLogsAgree checks, after a crash, that the room's and the group's
+// logs hold one event per message of their histories (its id, of the kind
+// the message says) and the inbox logs one per message the user was sent
+// (direct messages either way, others' group posts, their addition to the
+// group), oldest first, and nothing else. It returns the ids logged, by
+// log: a room's name, or "inbox " and a login.
+func checkLogsAgree(t *testing.T, db *DB, room, group string, users, members []store.UserRef, histories map[string][]store.Message) map[string]map[store.MessageID]bool {
+	t.Helper()
+	ctx := t.Context()
+	want := map[string]map[store.MessageID]store.EventKind{}
+	add := func(owner string, id store.MessageID, kind store.EventKind) {
+		if want[owner] == nil {
+			want[owner] = map[store.MessageID]store.EventKind{}
+		}
+		want[owner][id] = kind
+	}
+	for conv, h := range histories {
+		for _, m := range h {
+			switch {
+			case store.IsDirectConversation(conv):
+				a, b, _ := strings.Cut(conv, ":")
+				add("inbox "+a, m.ID, store.DirectMessage)
+				add("inbox "+b, m.ID, store.DirectMessage)
+			case m.System && strings.HasSuffix(m.Content, " joined the room"):
+				add(conv, m.ID, store.ParticipantJoined)
+			case m.System && strings.HasSuffix(m.Content, " to the group"):
+				add(conv, m.ID, store.ParticipantJoined)
+				add("inbox "+m.Author.Login, m.ID, store.AddedToGroup)
+			default:
+				add(conv, m.ID, store.MessagePosted)
+				if conv == group {
+					for _, u := range members {
+						if u != m.Author {
+							add("inbox "+u.Login, m.ID, store.UnreadChanged)
+						}
+					}
+				}
+			}
+		}
+	}
+	read := func(owner string) []store.Event {
+		page := db.RoomEvents
+		name := owner
+		if login, ok := strings.CutPrefix(owner, "inbox "); ok {
+			page, name = db.InboxEvents, login
+		}
+		var all []store.Event
+		for after := (store.MessageID{}); ; {
+			events, err := page(ctx, name, after, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, events...)
+			if len(events) < 100 {
+				return all
+			}
+			after = events[len(events)-1].ID
+		}
+	}
+	owners := []string{room, group}
+	for _, u := range users {
+		owners = append(owners, "inbox "+u.Login)
+	}
+	logged := map[string]map[store.MessageID]bool{}
+	for _, owner := range owners {
+		logged[owner] = map[store.MessageID]bool{}
+		events := read(owner)
+		for i, ev := range events {
+			switch kind, ok := want[owner][ev.ID]; {
+			case logged[owner][ev.ID]:
+				t.Errorf("log of %s: event %v twice", owner, ev.ID)
+			case !ok || ev.Kind != kind:
+				t.Errorf("log of %s: %s event %v, want %q (\"\" for none: no such message)", owner, ev.Kind, ev.ID, kind)
+			case ev.Message == nil || ev.Message.ID != ev.ID:
+				t.Errorf("log of %s: %s event %v without its message", owner, ev.Kind, ev.ID)
+			case i > 0 && events[i-1].ID.Compare(ev.ID) >= 0:
+				t.Errorf("log of %s: event %v after %v, out of order", owner, ev.ID, events[i-1].ID)
+			}
+			logged[owner][ev.ID] = true
+		}
+		if len(logged[owner]) != len(want[owner]) {
+			t.Errorf("log of %s: %d events, want %d (one per message)", owner, len(logged[owner]), len(want[owner]))
+		}
+	}
+	return logged
 }
 
 // readAll pages through a history, newest first.
@@ -353,5 +510,29 @@ func checkIndexesAgree(t *testing.T, db *DB, users []store.UserRef, histories ma
 	}
 }
 
-// second is the error of a call that returns a value and an error.
-func second[T any](_ T, err error) error { return err }
+// logged checks that ev is in the log of owner that read reads: an event of
+// its id, with its kind, room, user and message (id, content and whether
+// hidden; the log joins the message as it is now).
+func logged(ctx context.Context, read func(context.Context, string, store.MessageID, int) ([]store.Event, error), owner string, ev store.Event) error {
+	if ev.ID.IsZero() {
+		return fmt.Errorf("the write returned no event to look for in the log of %s", owner)
+	}
+	events, err := read(ctx, owner, store.MessageID{}, 1000)
+	if err != nil {
+		return err
+	}
+	for _, got := range events {
+		if got.ID != ev.ID {
+			continue
+		}
+		same := got.Kind == ev.Kind && got.Room == ev.Room && got.User == ev.User && (got.Message == nil) == (ev.Message == nil)
+		if same && got.Message != nil {
+			same = got.Message.ID == ev.Message.ID && got.Message.Content == ev.Message.Content
+		}
+		if !same {
+			return fmt.Errorf("the log of %s holds %+v, want %+v", owner, got, ev)
+		}
+		return nil
+	}
+	return fmt.Errorf("%s event %v is missing from the log of %s", ev.Kind, ev.ID, owner)
+}

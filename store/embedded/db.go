@@ -7,6 +7,20 @@
 // is a read of one range. The lightweight transactions are compare-and-set
 // under per-partition locks (see locks.go), and every change that touches
 // several rows is one atomic pebble batch.
+//
+// Every change is logged, in the same batch, as an event of the room's log
+// (room_events) or of a user's inbox log (inbox_events); see events.go.
+//
+// Open upgrades a data directory of an earlier version in place, once, in
+// the order the versions added what it builds: room_members from chat_rooms
+// (buildRoomMembers), then the former members of each private group from the
+// inboxes (buildFormerMembers). The event logs are not back-filled: a
+// directory written before them (rooms and messages, no room_events,
+// inbox_events or inbox_buckets) opens as it is, and each log holds the
+// events logged since the upgrade. Messages posted before it are in the
+// histories (Messages, GroupMessages, the index) but in no log, so a
+// subscriber resuming from an older cursor, or from the start, is replayed
+// what happened since the upgrade; each inbox log starts empty.
 package embedded
 
 import (
@@ -71,6 +85,9 @@ func openFS(dir string, fs vfs.FS) (*DB, error) {
 	db := &DB{pdb: pdb, locks: stripes{seed: maphash.MakeSeed()}}
 	if err := db.buildRoomMembers(); err != nil {
 		return nil, errors.Join(fmt.Errorf("opening embedded store in %s: building room_members: %w", dir, err), pdb.Close())
+	}
+	if err := db.buildFormerMembers(); err != nil {
+		return nil, errors.Join(fmt.Errorf("opening embedded store in %s: recording the groups' former members: %w", dir, err), pdb.Close())
 	}
 	return db, nil
 }

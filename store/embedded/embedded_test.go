@@ -385,4 +385,15 @@ func TestDeleteRoomIndex(t *testing.T) {
 	if c, err := db.Conversation(ctx, "alice", "gone"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Conversation(alice, gone) after DeleteRoom = %+v, %v; want ErrNotFound", c, err)
 	}
+	// No row of the room is left, its log and day listing included (a
+	// log's rows whose messages are gone read as nothing: only the keys
+	// show them).
+	for _, p := range []key{roomKey("gone"), membersPartition("gone"), roomMessages("gone"), bucketPartition("gone"), roomEvents("gone"), conversationKey("alice", "gone")} {
+		err := db.scan(ctx, p, p.end(), false, func(k, _ []byte) (bool, error) {
+			return false, fmt.Errorf("row %q is left", k)
+		})
+		if err != nil {
+			t.Errorf("after DeleteRoom: %v", err)
+		}
+	}
 }

@@ -14,6 +14,13 @@ import (
 // event with its message as the stream holds it now, and leaves out events
 // whose message is gone. Every operation adds its events to the batch of
 // the change they record, so an acknowledged change has its event.
+//
+// A log's days are listed with the messages' days: a room's in
+// messages_bucket (so a day with a hide and no message is listed too), an
+// inbox's in inbox_buckets. Reading after a cursor reads the listed days
+// from the cursor's on, one range of one partition each, until the page is
+// full. A store written before the logs has none for what happened before
+// it was opened by this version (see the package doc).
 
 var _ store.EventLog = (*DB)(nil)
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/killrchat/chatql/store"
@@ -224,4 +225,76 @@ func (db *DB) GroupMessages(ctx context.Context, group string, windows []store.W
 		return nil, err
 	}
 	return nonNil(page), nil
+}
+
+// buildFormerMembers records, once, the former members of every private
+// group: a store written before groups remembered them (see roomRow.Former)
+// has them only as inbox entries of groups they no longer take part in.
+// Every group entry of a login that is no participant of the group makes
+// the login a former member, so that deleting the group deletes the entry.
+// An entry of a group that no longer exists, or whose name is now a public
+// room's, is what a delete by those versions left in the inbox of a member
+// who had left: it is deleted. Open runs it before any operation, so
+// nothing writes meanwhile. The deletions are committed as they are found
+// and the groups' rows at the end, with the marker: a build cut short
+// starts over and finds the same. (As for buildRoomMembers: an older
+// version run on the directory afterwards drops Former from the rows it
+// rewrites; delete the store_meta row to have them recorded again.)
+func (db *DB) buildFormerMembers() error {
+	if built, err := db.has(formerMembersBuilt()); err != nil || built {
+		return err
+	}
+	const deletesPerBatch = 1024
+	groups := map[string]*roomRow{} // by name; nil: no such group
+	changed := map[string]bool{}
+	b := db.batch()
+	deletes := 0
+	p := tuple(tableConversations)
+	err := db.scan(context.Background(), p, p.end(), false, func(k, v []byte) (bool, error) {
+		login, rest, err := parseStr(k[len(p):])
+		if err != nil {
+			return false, err
+		}
+		id, rest, err := parseStr(rest)
+		if err != nil || len(rest) > 0 || store.IsDirectConversation(id) {
+			return err == nil, err // an unread row, or a direct conversation
+		}
+		entry, err := decode[conversationRow](v)
+		if err != nil || store.ConversationKind(entry.Kind) != store.GroupConversation {
+			return err == nil, err
+		}
+		g, read := groups[id]
+		if !read {
+			row, found, err := getRow[roomRow](db, roomKey(id))
+			if err != nil {
+				return false, err
+			}
+			if found && store.RoomKind(row.Kind) == store.PrivateGroup {
+				g = &row
+			}
+			groups[id] = g
+		}
+		switch {
+		case g == nil:
+			b.deleteRange(conversationKey(login, id))
+			if deletes++; deletes%deletesPerBatch == 0 {
+				err := b.commit() // closes b
+				b = db.batch()
+				return err == nil, err
+			}
+		case !g.hasParticipant(login) && !slices.Contains(g.Former, login):
+			g.addFormer(login)
+			changed[id] = true
+		}
+		return true, nil
+	})
+	if err != nil {
+		b.Close()
+		return fmt.Errorf("reading the inboxes: %w", err)
+	}
+	for id := range changed {
+		b.set(roomKey(id), *groups[id])
+	}
+	b.setEmpty(formerMembersBuilt())
+	return b.commit()
 }

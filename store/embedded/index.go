@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/killrchat/chatql/store"
@@ -86,11 +87,12 @@ func (db *DB) readIndexed(ctx context.Context, p key, lower, upper []byte, limit
 
 // HideMessage marks the message hidden in each of its rows: in its room's
 // stream, by id, by author, and as the last message of the inbox entries
-// that show it (both users' of a direct conversation, the participants' of
-// a group; a member who left keeps an entry no index finds, which may go on
-// showing it). It rewrites them from the copy by id, the one read, so the
-// caller's m only names the message. Returns ErrNotFound if there is no such
-// message.
+// that show it (both users' of a direct conversation, the participants' and
+// former members' of a group), and for a message of a room or group logs
+// MessageHidden in the room's log, all in one batch. It rewrites them from
+// the copy by id, the one read, so the caller's m only names the message.
+// Returns ErrNotFound if there is no such message. Hiding a hidden message
+// changes nothing and logs nothing (the zero Event).
 //
 // It holds the lock of the message's room, as DeleteRoom does, so a hide
 // never writes back a message a delete has just removed, and the locks of
@@ -167,8 +169,9 @@ func (db *DB) HideMessage(ctx context.Context, m store.Message, by store.UserRef
 }
 
 // inboxesOf returns the logins whose inbox has an entry for the
-// conversation: both users of a direct conversation, the participants of a
-// private group, nobody for a public room or a room that is gone.
+// conversation: both users of a direct conversation, the participants and
+// former members of a private group, nobody for a public room or a room
+// that is gone.
 func (db *DB) inboxesOf(conversation string) ([]string, error) {
 	if store.IsDirectConversation(conversation) {
 		a, b, _ := strings.Cut(conversation, ":")
@@ -181,9 +184,11 @@ func (db *DB) inboxesOf(conversation string) ([]string, error) {
 	if !found || store.RoomKind(room.Kind) != store.PrivateGroup {
 		return nil, nil
 	}
-	logins := make([]string, len(room.Participants))
-	for i, p := range room.Participants {
-		logins[i] = p.Login
+	logins := slices.Clone(room.Former)
+	for _, p := range room.Participants {
+		if !slices.Contains(logins, p.Login) {
+			logins = append(logins, p.Login)
+		}
 	}
 	return logins, nil
 }

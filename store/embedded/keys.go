@@ -190,6 +190,10 @@ func memberKey(room, login string) key { return membersPartition(room).str(login
 // been built for every room (see buildRoomMembers).
 func roomMembersBuilt() key { return tuple(tableMeta).str(tableRoomMembers) }
 
+// formerMembersBuilt is the row of store_meta that says every private
+// group's former members are recorded in its row (see buildFormerMembers).
+func formerMembersBuilt() key { return tuple(tableMeta).str("former_members") }
+
 // messagePartition is the partition of chat_room_messages holding one day
 // of a room.
 func messagePartition(room string, b store.Bucket) key {

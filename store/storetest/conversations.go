@@ -26,12 +26,13 @@ type convTest = subtest[ConversationStore]
 func conversationGroups() []group[ConversationStore] {
 	return []group[ConversationStore]{
 		{"EventLog", []convTest{
-			{"Room", testRoomLog},
-			{"AcrossDays", testRoomLogAcrossDays},
-			{"Deleted", testRoomLogDeleted},
-			{"ConcurrentPosts", testRoomLogConcurrent},
-			{"Group", testGroupLogs},
-			{"Inbox", testInboxLogs},
+			{"Group", testGroupEvents},
+			{"GroupDeleted", testGroupEventsDeleted},
+			{"GroupAddOnce", testGroupEventsAddOnce},
+			{"GroupConcurrentPosts", testGroupEventsConcurrentPosts},
+			{"Direct", testInboxEventsDirect},
+			{"InboxPaging", testInboxEventsPaging},
+			{"InboxSkipsGone", testInboxEventsSkipGone},
 		}},
 		{"Direct", []convTest{
 			{"ConversationID", testDirectConversationID},
@@ -65,6 +66,7 @@ func conversationGroups() []group[ConversationStore] {
 			{"MessageErrNotFound", testIndexMessageNotFound},
 			{"ByAuthor", testIndexByAuthor},
 			{"Hide", testIndexHide},
+			{"HideFormerMember", testIndexHideFormerMember},
 			{"DeleteRoom", testIndexDeleteRoom},
 		}},
 	}
@@ -91,9 +93,18 @@ func conversationGroups() []group[ConversationStore] {
 //     is ErrInvalid whoever asks.
 //   - HideMessage hides the message in every copy a reader sees: the
 //     stream, by id, by author, and as the last message of the entries of
-//     both users of a direct conversation and of a group's participants.
+//     both users of a direct conversation and of a group's participants and
+//     former members (who keep their entry).
 //   - DeleteRoom deletes its messages from the index too: Message answers
 //     ErrNotFound, MessagesByAuthor no longer lists them.
+//   - Creating a room or a group logs nothing; an operation that fails, or
+//     changes nothing (joining or adding a participant), logs nothing.
+//   - MarkRead's UnreadChanged event names the owner by login (MarkRead is
+//     given no names); the suite compares its login only.
+//   - AddGroupMember's and LeaveGroup's system messages and events have ids
+//     of the time given to the 100 ns of a timeuuid, and the system message
+//     of an addition is in the window it opens (From <= its time) while
+//     that of a leave is not in the window it closes (To <= its time).
 //   - Times are compared to the millisecond, Cassandra's precision; the
 //     windows of these tests fall on whole seconds.
 func RunConversationTests(t *testing.T, s interface {

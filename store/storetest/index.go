@@ -167,7 +167,7 @@ func testIndexHide(t *testing.T, s ConversationStore) {
 		t.Errorf("Message(%v) of a message not hidden = %s, want %s", kept.ID, fmtMessage(got), fmtMessage(kept))
 	}
 	checkMessages(t, "Messages of the room", mustMessages(t, ctx, s, room.Name, store.MessageID{}, 10), []store.Message{kept, hidden(old)})
-	checkMessages(t, "MessagesAfter of the room", mustMessagesAfter(t, ctx, s, room.Name, store.MessageIDAt(old.ID.Time().Add(-time.Hour)), 10), []store.Message{hidden(old), kept})
+	checkMessages(t, "RoomEvents of the room", mustPostedAfter(t, ctx, s, room.Name, store.MessageIDAt(old.ID.Time().Add(-time.Hour)), 10), []store.Message{hidden(old), kept})
 	checkMessages(t, "Messages of the direct conversation", mustMessages(t, ctx, s, dm, store.MessageID{}, 10), []store.Message{hidden(direct)})
 	ws := mustConversation(t, ctx, s, bob.Login, g.Name).Windows
 	checkMessages(t, "GroupMessages", mustGroupMessages(t, ctx, s, g.Name, ws, store.MessageID{}, 10), []store.Message{hidden(group)})
@@ -204,6 +204,30 @@ func testIndexHide(t *testing.T, s ConversationStore) {
 	}
 	if c := mustConversation(t, ctx, s, bob.Login, dm); c.LastMessage != newer {
 		t.Errorf("Conversation(bob) after hiding an older message = %s, want last message %s", fmtConversation(c), fmtMessage(newer))
+	}
+}
+
+// testIndexHideFormerMember hides the last message of a group after a
+// member left: the entry the member keeps shows it hidden too.
+func testIndexHideFormerMember(t *testing.T, s ConversationStore) {
+	ctx := newContext(t)
+	alice, bob, _ := dmUsers(t, ctx, s)
+	g := mustCreateGroup(t, ctx, s, "former", alice)
+	members := mustAddMember(t, ctx, s, g.Name, alice.Login, bob, time.Now()).Participants
+	m := mustPostGroup(t, ctx, s, g.Name, store.NewMessageID(), alice, "the last word", members)
+	mustLeaveGroup(t, ctx, s, g.Name, bob, time.Now())
+	if c := mustConversation(t, ctx, s, bob.Login, g.Name); c.LastMessage != m {
+		t.Fatalf("Conversation(bob) after leaving = %s, want last message %s", fmtConversation(c), fmtMessage(m))
+	}
+	if _, err := s.HideMessage(ctx, m, alice); err != nil {
+		t.Fatalf("HideMessage = %v", err)
+	}
+	for _, u := range []store.UserRef{alice, bob} {
+		c := mustConversation(t, ctx, s, u.Login, g.Name)
+		if c.LastMessage != hidden(m) {
+			t.Errorf("Conversation(%q) after HideMessage = %s, want last message %s", u.Login, fmtConversation(c), fmtMessage(hidden(m)))
+		}
+		checkInboxEntry(t, fmt.Sprintf("Inbox(%q)", u.Login), mustInbox(t, ctx, s, u.Login), c)
 	}
 }
 

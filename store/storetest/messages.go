@@ -28,10 +28,10 @@ func mustMessages(t *testing.T, ctx context.Context, s store.Store, room string,
 	return msgs
 }
 
-// mustMessagesAfter reads a page of the room's log, oldest first, and
+// mustPostedAfter reads a page of the room's log, oldest first, and
 // returns its messages: the log of a room where messages were only posted
 // holds their MessagePosted events, one each, in order.
-func mustMessagesAfter(t *testing.T, ctx context.Context, s store.Store, room string, after store.MessageID, limit int) []store.Message {
+func mustPostedAfter(t *testing.T, ctx context.Context, s store.Store, room string, after store.MessageID, limit int) []store.Message {
 	t.Helper()
 	events, err := s.RoomEvents(ctx, room, after, limit)
 	if err != nil {
@@ -42,8 +42,8 @@ func mustMessagesAfter(t *testing.T, ctx context.Context, s store.Store, room st
 		if ev.Kind != store.MessagePosted {
 			continue // a hide, a join: see the event log tests
 		}
-		if ev.Message == nil || ev.ID != ev.Message.ID || ev.User != ev.Message.Author {
-			t.Fatalf("RoomEvents(%q): %+v, want the MessagePosted event of its message", room, ev)
+		if ev.Message == nil || !sameEvent(ev, store.PostedEvent(*ev.Message)) || ev.Room != room {
+			t.Fatalf("RoomEvents(%q): %s, want the MessagePosted event of its message", room, fmtEvent(ev))
 		}
 		msgs = append(msgs, *ev.Message)
 	}
@@ -164,21 +164,21 @@ func pageDown(t *testing.T, what string, before store.MessageID, limit int, read
 	return all
 }
 
-// pageOldestFirst reads the room's messages newer than after, limit at a
-// time, as pageNewestFirst does.
+// pageOldestFirst reads the messages posted to the room after the cursor
+// from its log, limit at a time, as pageNewestFirst does.
 func pageOldestFirst(t *testing.T, ctx context.Context, s store.Store, room string, after store.MessageID, limit int) []store.Message {
 	t.Helper()
 	var all []store.Message
 	short := -1
 	for page := 0; ; page++ {
 		if page > 1000 {
-			t.Fatalf("MessagesAfter(%q) paging with limit %d never ends", room, limit)
+			t.Fatalf("RoomEvents(%q) paging with limit %d never ends", room, limit)
 		}
-		msgs := mustMessagesAfter(t, ctx, s, room, after, limit)
+		msgs := mustPostedAfter(t, ctx, s, room, after, limit)
 		if len(msgs) == 0 {
 			break
 		}
-		what := fmt.Sprintf("MessagesAfter(%q, %v, %d) (page %d)", room, after.Time().Format(time.RFC3339Nano), limit, page)
+		what := fmt.Sprintf("RoomEvents(%q, %v, %d) (page %d)", room, after.Time().Format(time.RFC3339Nano), limit, page)
 		if len(msgs) > limit {
 			t.Fatalf("%s returned %d messages, want at most %d", what, len(msgs), limit)
 		}
@@ -219,7 +219,7 @@ func testMessagesEmpty(t *testing.T, s store.Store) {
 	checkMessages(t, "Messages(zero, 10)", mustMessages(t, ctx, s, room.Name, store.MessageID{}, 10), nil)
 	checkMessages(t, "Messages(now, 10)", mustMessages(t, ctx, s, room.Name, store.NewMessageID(), 10), nil)
 	after := store.MessageIDAt(time.Now().Add(-72 * time.Hour))
-	checkMessages(t, "MessagesAfter(3 days ago, 10)", mustMessagesAfter(t, ctx, s, room.Name, after, 10), nil)
+	checkMessages(t, "RoomEvents(3 days ago, 10)", mustPostedAfter(t, ctx, s, room.Name, after, 10), nil)
 }
 
 // testMessagesPaging pages newest first through messages spread over ten
@@ -244,9 +244,9 @@ func testMessagesPaging(t *testing.T, s store.Store) {
 	checkMessages(t, "Messages before the equal instants", pageNewestFirst(t, ctx, s, room.Name, between, 4), newestFirst(asc[:9]))
 }
 
-// testMessagesAfterPaging pages oldest first through messages spread over
-// ten days, from several cursors.
-func testMessagesAfterPaging(t *testing.T, s store.Store) {
+// testRoomEventsPaging pages the log of messages spread over ten days,
+// oldest first, from several cursors.
+func testRoomEventsPaging(t *testing.T, s store.Store) {
 	ctx := newContext(t)
 	alice, room := chatRoom(t, ctx, s, "resume")
 	bob := mustCreateUser(t, ctx, s, "bob")
@@ -255,35 +255,35 @@ func testMessagesAfterPaging(t *testing.T, s store.Store) {
 	// asc[6:9] share their instant: resume from the middle one.
 	for _, k := range []int{7, 12, 3, 0, len(asc) - 2} {
 		got := pageOldestFirst(t, ctx, s, room.Name, asc[k].ID, 3)
-		checkMessages(t, fmt.Sprintf("MessagesAfter(message %d) paged by 3", k), got, asc[k+1:])
+		checkMessages(t, fmt.Sprintf("RoomEvents(message %d) paged by 3", k), got, asc[k+1:])
 	}
-	checkMessages(t, "MessagesAfter(newest, 10)", mustMessagesAfter(t, ctx, s, room.Name, asc[len(asc)-1].ID, 10), nil)
-	checkMessages(t, "MessagesAfter(message 7, 4)", mustMessagesAfter(t, ctx, s, room.Name, asc[7].ID, 4), asc[8:12])
+	checkMessages(t, "RoomEvents(newest, 10)", mustPostedAfter(t, ctx, s, room.Name, asc[len(asc)-1].ID, 10), nil)
+	checkMessages(t, "RoomEvents(message 7, 4)", mustPostedAfter(t, ctx, s, room.Name, asc[7].ID, 4), asc[8:12])
 
 	long := store.MessageIDAt(time.Now().Add(-30 * 24 * time.Hour))
-	checkMessages(t, "MessagesAfter(30 days ago) paged by 4", pageOldestFirst(t, ctx, s, room.Name, long, 4), asc)
+	checkMessages(t, "RoomEvents(30 days ago) paged by 4", pageOldestFirst(t, ctx, s, room.Name, long, 4), asc)
 	emptyDay := store.MessageIDAt(store.BucketOf(time.Now()).Start().Add(-6 * 24 * time.Hour))
-	checkMessages(t, "MessagesAfter(an empty day) paged by 5", pageOldestFirst(t, ctx, s, room.Name, emptyDay, 5), asc[6:])
+	checkMessages(t, "RoomEvents(an empty day) paged by 5", pageOldestFirst(t, ctx, s, room.Name, emptyDay, 5), asc[6:])
 }
 
-// testMessagesAfterZero resumes from the zero id, which paging reads as
+// testRoomEventsZero resumes from the zero id, which paging reads as
 // "none": every message, oldest first.
-func testMessagesAfterZero(t *testing.T, s store.Store) {
+func testRoomEventsZero(t *testing.T, s store.Store) {
 	ctx := newContext(t)
 	alice, room := chatRoom(t, ctx, s, "replay")
-	checkMessages(t, "MessagesAfter(zero, 10) of an empty room", mustMessagesAfter(t, ctx, s, room.Name, store.MessageID{}, 10), nil)
+	checkMessages(t, "RoomEvents(zero, 10) of an empty room", mustPostedAfter(t, ctx, s, room.Name, store.MessageID{}, 10), nil)
 	asc := postSpread(t, ctx, s, room.Name, alice.UserRef)
-	checkMessages(t, "MessagesAfter(zero, 5)", mustMessagesAfter(t, ctx, s, room.Name, store.MessageID{}, 5), asc[:5])
-	checkMessages(t, "MessagesAfter(zero) paged by 4", pageOldestFirst(t, ctx, s, room.Name, store.MessageID{}, 4), asc)
+	checkMessages(t, "RoomEvents(zero, 5)", mustPostedAfter(t, ctx, s, room.Name, store.MessageID{}, 5), asc[:5])
+	checkMessages(t, "RoomEvents(zero) paged by 4", pageOldestFirst(t, ctx, s, room.Name, store.MessageID{}, 4), asc)
 }
 
-func testMessagesAfterNewest(t *testing.T, s store.Store) {
+func testRoomEventsNewest(t *testing.T, s store.Store) {
 	ctx := newContext(t)
 	author, room := chatRoom(t, ctx, s, "tail")
 	asc := postSequence(t, ctx, s, room.Name, author.UserRef, 3)
-	checkMessages(t, "MessagesAfter(newest, 10)", mustMessagesAfter(t, ctx, s, room.Name, asc[2].ID, 10), nil)
-	checkMessages(t, "MessagesAfter(oldest, 10)", mustMessagesAfter(t, ctx, s, room.Name, asc[0].ID, 10), asc[1:])
-	checkMessages(t, "MessagesAfter(oldest, 1)", mustMessagesAfter(t, ctx, s, room.Name, asc[0].ID, 1), asc[1:2])
+	checkMessages(t, "RoomEvents(newest, 10)", mustPostedAfter(t, ctx, s, room.Name, asc[2].ID, 10), nil)
+	checkMessages(t, "RoomEvents(oldest, 10)", mustPostedAfter(t, ctx, s, room.Name, asc[0].ID, 10), asc[1:])
+	checkMessages(t, "RoomEvents(oldest, 1)", mustPostedAfter(t, ctx, s, room.Name, asc[0].ID, 1), asc[1:2])
 }
 
 func testMessagesSystem(t *testing.T, s store.Store) {
@@ -311,7 +311,7 @@ func testMessagesReadYourWrites(t *testing.T, s store.Store) {
 		m := mustPost(t, ctx, s, room.Name, store.NewMessageID(), author.UserRef, fmt.Sprintf("ping %d", i))
 		checkMessages(t, fmt.Sprintf("Messages(zero, 1) after post %d", i), mustMessages(t, ctx, s, room.Name, store.MessageID{}, 1), []store.Message{m})
 		if i > 0 {
-			checkMessages(t, fmt.Sprintf("MessagesAfter(post %d)", i-1), mustMessagesAfter(t, ctx, s, room.Name, prev.ID, 10), []store.Message{m})
+			checkMessages(t, fmt.Sprintf("RoomEvents(post %d)", i-1), mustPostedAfter(t, ctx, s, room.Name, prev.ID, 10), []store.Message{m})
 		}
 		prev = m
 	}
@@ -371,7 +371,7 @@ func testMessagesRoomIsolation(t *testing.T, s store.Store) {
 	for _, name := range names {
 		want := newestFirst(posted[name])
 		checkMessages(t, fmt.Sprintf("Messages(%q)", name), mustMessages(t, ctx, s, name, store.MessageID{}, 10), want)
-		checkMessages(t, fmt.Sprintf("MessagesAfter(%q)", name), mustMessagesAfter(t, ctx, s, name, store.MessageIDAt(twoDaysAgo.Add(-time.Hour)), 10), posted[name])
+		checkMessages(t, fmt.Sprintf("RoomEvents(%q)", name), mustPostedAfter(t, ctx, s, name, store.MessageIDAt(twoDaysAgo.Add(-time.Hour)), 10), posted[name])
 	}
 
 	if _, _, err := s.DeleteRoom(ctx, base, store.UserRef{Login: author.Login}); err != nil {

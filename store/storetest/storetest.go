@@ -102,10 +102,18 @@ func groups() []group[store.Store] {
 			{"ConcurrentPosts", testMessagesConcurrentPosts},
 			{"RoomIsolation", testMessagesRoomIsolation},
 		}},
-		{"MessagesAfter", []storeTest{
-			{"Paging", testMessagesAfterPaging},
-			{"Newest", testMessagesAfterNewest},
-			{"ZeroCursor", testMessagesAfterZero},
+		{"RoomEvents", []storeTest{
+			{"Posts", testRoomEventsPosts},
+			{"Paging", testRoomEventsPaging},
+			{"Newest", testRoomEventsNewest},
+			{"ZeroCursor", testRoomEventsZero},
+			{"AcrossDays", testRoomEventsAcrossDays},
+			{"Join", testRoomEventsJoin},
+			{"Leave", testRoomEventsLeave},
+			{"Hide", testRoomEventsHide},
+			{"Deleted", testRoomEventsDeleted},
+			{"ConcurrentPosts", testRoomEventsConcurrentPosts},
+			{"JoinLeaveOnce", testRoomEventsJoinLeaveOnce},
 		}},
 	}
 }
