@@ -154,6 +154,9 @@ func (r *mutationResolver) HideMessage(ctx context.Context, id string) (*store.M
 			return nil, fmt.Errorf("%w: only the author or the room's creator may hide a message", store.ErrForbidden)
 		}
 	}
+	if msg.Hidden {
+		return &msg, nil // hidden already: nothing changes, nothing is logged
+	}
 	ev, err := r.Store.HideMessage(ctx, msg, me)
 	if err != nil {
 		return nil, err
