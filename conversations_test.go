@@ -14,8 +14,8 @@ import (
 
 const (
 	sendDirect = `mutation($to: String!, $c: String!) { sendDirectMessage(to: $to, content: $c) { id room content } }`
-	inboxQ     = `{ inbox { id kind unread peer { login } lastMessage { id content } } }`
-	markReadQ  = `mutation($c: ID!, $up: ID!) { markRead(conversation: $c, upTo: $up) { id unread } }`
+	inboxQ     = `{ inbox { id kind unread readUpTo peer { login } lastMessage { id content } } }`
+	markReadQ  = `mutation($c: ID!, $up: ID!) { markRead(conversation: $c, upTo: $up) { id unread readUpTo } }`
 	directQ    = `query($with: String!, $n: Int, $after: String) { directMessages(with: $with, first: $n, after: $after) { edges { node { id content author { login } } } pageInfo { hasNextPage endCursor } } }`
 	inboxSub   = `subscription { inboxEvents { kind conversationId message { id content } conversation { unread } } }`
 	createKind = `mutation($n: String!, $k: RoomKind) { createRoom(input: {name: $n, kind: $k}) { name kind participants { login } } }`
@@ -26,6 +26,7 @@ const (
 type inboxEntry struct {
 	ID, Kind    string
 	Unread      int
+	ReadUpTo    *string
 	Peer        *struct{ Login string }
 	LastMessage *struct{ ID, Content string }
 }
@@ -102,11 +103,12 @@ func testDirectMessages(t *testing.T, cfg Config) {
 	})
 	t.Run("Inbox", func(t *testing.T) {
 		got := inbox(t, bob)["alice:bob"]
-		if got.Kind != "DIRECT" || got.Unread != 3 || got.Peer == nil || got.Peer.Login != "alice" || got.LastMessage == nil || got.LastMessage.Content != "dm2" {
+		if got.Kind != "DIRECT" || got.Unread != 3 || got.ReadUpTo != nil || got.Peer == nil || got.Peer.Login != "alice" || got.LastMessage == nil || got.LastMessage.Content != "dm2" {
 			t.Fatalf("bob's inbox entry: %+v", got)
 		}
-		if got := inbox(t, alice)["alice:bob"]; got.Unread != 0 || got.Peer.Login != "bob" {
-			t.Fatalf("alice's inbox entry: %+v", got)
+		// Sending marks the conversation read for its sender.
+		if got := inbox(t, alice)["alice:bob"]; got.Unread != 0 || got.ReadUpTo == nil || *got.ReadUpTo != sent[2] || got.Peer.Login != "bob" {
+			t.Fatalf("alice's inbox entry: %+v, want read up to %s", got, sent[2])
 		}
 	})
 	t.Run("History", func(t *testing.T) {
@@ -125,10 +127,23 @@ func testDirectMessages(t *testing.T, cfg Config) {
 		}
 	})
 	t.Run("MarkRead", func(t *testing.T) {
-		var out struct{ MarkRead struct{ Unread int } }
+		var out struct {
+			MarkRead struct {
+				Unread   int
+				ReadUpTo string
+			}
+		}
 		mustDo(t, bob, markReadQ, map[string]any{"c": "alice:bob", "up": sent[1]}, &out)
-		if out.MarkRead.Unread != 1 {
-			t.Fatalf("unread after reading 2 of 3: got %d", out.MarkRead.Unread)
+		if out.MarkRead.Unread != 1 || out.MarkRead.ReadUpTo != sent[1] {
+			t.Fatalf("after reading 2 of 3: %+v, want 1 unread, read up to %s", out.MarkRead, sent[1])
+		}
+		if ev := nextInboxEvent(t, bobEvents); ev.Kind != "UNREAD_CHANGED" || ev.Conversation == nil || ev.Conversation.Unread != 1 {
+			t.Fatalf("unread event: %+v", ev)
+		}
+		// A mark only moves forward.
+		mustDo(t, bob, markReadQ, map[string]any{"c": "alice:bob", "up": sent[0]}, &out)
+		if out.MarkRead.Unread != 1 || out.MarkRead.ReadUpTo != sent[1] {
+			t.Fatalf("after marking an older message read: %+v, want 1 unread, read up to %s", out.MarkRead, sent[1])
 		}
 		if ev := nextInboxEvent(t, bobEvents); ev.Kind != "UNREAD_CHANGED" || ev.Conversation == nil || ev.Conversation.Unread != 1 {
 			t.Fatalf("unread event: %+v", ev)

@@ -223,16 +223,19 @@ func checkAcknowledged(t *testing.T, srv *crashServer, tokens map[string]string,
 		}
 
 		// The system messages of the group's joins are not the inbox's.
+		// Posting marks the conversation read: the unread are the others'
+		// messages after the user's own newest, up to the cap.
 		for id, e := range inbox(t, c) {
-			newest, unread := "", 0
-			for _, m := range histories[id] {
+			newest, unread, own := "", 0, false
+			for _, m := range histories[id] { // newest first
 				if m.System {
 					continue
 				}
 				if newest == "" {
 					newest = m.ID
 				}
-				if m.Author.Login != u {
+				own = own || m.Author.Login == u
+				if !own && unread < store.UnreadCap {
 					unread++
 				}
 			}

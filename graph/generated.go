@@ -57,6 +57,7 @@ type ComplexityRoot struct {
 		Kind        func(childComplexity int) int
 		LastMessage func(childComplexity int) int
 		Peer        func(childComplexity int) int
+		ReadUpTo    func(childComplexity int) int
 		Unread      func(childComplexity int) int
 	}
 
@@ -179,6 +180,8 @@ type ConversationResolver interface {
 	Kind(ctx context.Context, obj *store.Conversation) (model.ConversationKind, error)
 	Peer(ctx context.Context, obj *store.Conversation) (*store.UserRef, error)
 	LastMessage(ctx context.Context, obj *store.Conversation) (*store.Message, error)
+
+	ReadUpTo(ctx context.Context, obj *store.Conversation) (*string, error)
 }
 type InboxEventResolver interface {
 	Conversation(ctx context.Context, obj *model.InboxEvent) (*store.Conversation, error)
@@ -297,6 +300,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Conversation.Peer(childComplexity), true
+	case "Conversation.readUpTo":
+		if e.ComplexityRoot.Conversation.ReadUpTo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Conversation.ReadUpTo(childComplexity), true
 	case "Conversation.unread":
 		if e.ComplexityRoot.Conversation.Unread == nil {
 			break
@@ -962,8 +971,14 @@ type Conversation {
   peer: UserSummary
   """The newest message; null when there is none yet."""
   lastMessage: Message
-  """How many messages of others the caller has not marked read."""
+  """
+  How many messages of others after ` + "`" + `readUpTo` + "`" + `, counted up to 100: 100 means
+  100 or more (show "99+"). System messages are not counted, and posting
+  marks the conversation read up to the post.
+  """
   unread: Int!
+  """The newest message the caller has marked read (markRead or a post of their own); null when none."""
+  readUpTo: ID
 }
 
 """What an inbox event is about."""
@@ -1004,7 +1019,7 @@ extend type Query {
 extend type Mutation {
   """Sends a direct message; the recipient must exist. Content is 1 to 4000 characters."""
   sendDirectMessage(to: String!, content: String!): Message!
-  """Marks the conversation's messages read up to and including ` + "`" + `upTo` + "`" + `. Returns the updated inbox entry."""
+  """Marks the conversation's messages read up to and including ` + "`" + `upTo` + "`" + `; a mark only moves forward, so an older ` + "`" + `upTo` + "`" + ` changes nothing. Returns the updated inbox entry."""
   markRead(conversation: ID!, upTo: ID!): Conversation!
   """Adds a user to a private group; only members may. Returns the group."""
   addGroupMember(group: String!, login: String!): Room!
@@ -1354,6 +1369,8 @@ func (ec *executionContext) childFields_Conversation(ctx context.Context, field 
 		return ec.fieldContext_Conversation_lastMessage(ctx, field)
 	case "unread":
 		return ec.fieldContext_Conversation_unread(ctx, field)
+	case "readUpTo":
+		return ec.fieldContext_Conversation_readUpTo(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Conversation", field.Name)
 }
@@ -2399,6 +2416,29 @@ func (ec *executionContext) _Conversation_unread(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_Conversation_unread(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Conversation", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Conversation_readUpTo(ctx context.Context, field graphql.CollectedField, obj *store.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_readUpTo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Conversation().ReadUpTo(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_readUpTo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Conversation", field, true, true, errors.New("field of type ID does not have child fields"))
 }
 
 func (ec *executionContext) _InboxEvent_kind(ctx context.Context, field graphql.CollectedField, obj *model.InboxEvent) (ret graphql.Marshaler) {
@@ -6024,6 +6064,44 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "readUpTo":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Conversation_readUpTo(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -8111,6 +8189,24 @@ func (ec *executionContext) marshalOConversation2ᚖgithubᚗcomᚋkillrchatᚋc
 		return graphql.Null
 	}
 	return ec._Conversation(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOID2ᚖstring(ctx context.Context, v any) (*string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalID(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOID2ᚖstring(ctx context.Context, sel ast.SelectionSet, v *string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalID(*v)
+	return res
 }
 
 func (ec *executionContext) unmarshalOInt2ᚖint(ctx context.Context, v any) (*int, error) {

@@ -42,6 +42,15 @@ func (r *conversationResolver) LastMessage(ctx context.Context, obj *store.Conve
 	return &obj.LastMessage, nil
 }
 
+// ReadUpTo is the resolver for the readUpTo field.
+func (r *conversationResolver) ReadUpTo(ctx context.Context, obj *store.Conversation) (*string, error) {
+	if obj.ReadUpTo.IsZero() {
+		return nil, nil
+	}
+	id := obj.ReadUpTo.String()
+	return &id, nil
+}
+
 // Conversation is the resolver for the conversation field.
 func (r *inboxEventResolver) Conversation(ctx context.Context, obj *model.InboxEvent) (*store.Conversation, error) {
 	me, err := auth.UserFrom(ctx)

@@ -58,41 +58,118 @@ type Conversation struct {
 	Peer UserRef
 	// LastMessage is the newest message; its zero ID means none yet.
 	LastMessage Message
-	// Unread counts the messages of others the owner has not marked read.
+	// ReadUpTo is the newest message the owner has read up to, inclusive:
+	// the furthest MarkRead, or the owner's own newest message (posting
+	// reads the conversation up to the post). Zero: nothing read.
+	ReadUpTo MessageID
+	// Unread counts the messages of others after ReadUpTo (in the owner's
+	// windows, for a group), but system messages, at most UnreadCap.
 	Unread int
 	// Windows are the owner's membership intervals of a group, oldest first.
 	Windows []Window
 }
 
+// UnreadCap bounds an unread count: a conversation with more unread
+// messages reports UnreadCap, which an app shows as "99+". The count is
+// made when the inbox is read, from the conversation's stream, and stops
+// there, so an inbox holds one row per conversation and reading it costs at
+// most UnreadCap messages per unread conversation, whatever a sender's
+// burst (seed 001's spam flaw).
+const UnreadCap = 100
+
+// WindowedReader reads a page of a conversation's stream within windows,
+// newest first, older than before: a backend's GroupMessages.
+type WindowedReader func(ctx context.Context, windows []Window, before MessageID, limit int) ([]Message, error)
+
+// CountUnread counts owner's unread messages of c: the messages of others
+// after c.ReadUpTo, within c's windows for a group, up to UnreadCap.
+// System messages (joins, leaves, additions) are not counted. It
+// reads nothing when the last message is read, and otherwise pages of the
+// stream newest first from the last message back to the mark.
+func CountUnread(ctx context.Context, owner string, c Conversation, read WindowedReader) (int, error) {
+	if c.LastMessage.ID.Compare(c.ReadUpTo) <= 0 {
+		return 0, nil
+	}
+	windows := unreadWindows(c)
+	n := 0
+	var before MessageID
+	for len(windows) > 0 {
+		page, err := read(ctx, windows, before, UnreadCap)
+		if err != nil {
+			return 0, err
+		}
+		for _, m := range page {
+			if m.ID.Compare(c.ReadUpTo) <= 0 {
+				return n, nil // newest first: the rest are read
+			}
+			if !m.System && m.Author.Login != owner {
+				if n++; n == UnreadCap {
+					return n, nil
+				}
+			}
+		}
+		if len(page) < UnreadCap {
+			break
+		}
+		before = page[len(page)-1].ID
+	}
+	return n, nil
+}
+
+// unreadWindows are the windows in which c can hold unread messages: from
+// the read mark's time on (the messages at that time but at or before the
+// mark are read, which CountUnread checks by id), within the membership
+// windows for a group. A zero mark's time is the UUID epoch, before every
+// message.
+func unreadWindows(c Conversation) []Window {
+	from := c.ReadUpTo.Time()
+	if c.Kind != GroupConversation {
+		return []Window{{From: from}}
+	}
+	var ws []Window
+	for _, w := range c.Windows {
+		if !w.To.IsZero() && !w.To.After(from) {
+			continue
+		}
+		if w.From.Before(from) {
+			w.From = from
+		}
+		ws = append(ws, w)
+	}
+	return ws
+}
+
 // Conversations is the persistence contract of direct messages, inboxes and
-// private groups. Every write to an inbox commutes with every other (rows
-// are added, or removed by range; nothing is read, modified and written
-// back), so sends racing mark-reads never lose an update.
+// private groups. An inbox holds one summary per conversation; unread
+// counts are made from the streams when it is read (CountUnread). The
+// read mark only moves forward, so sends racing mark-reads never lose an
+// update.
 type Conversations interface {
 	// SendDirect stores m, whose Room is DirectConversationID(author, to),
 	// in the conversation's time bucket, records it as the newest message
-	// of both users' inbox entries and as unread for to, and logs a
+	// of both users' inbox entries and as read by its author, and logs a
 	// DirectMessage event (id m.ID, User the author) in both users' inbox
 	// logs.
 	SendDirect(ctx context.Context, m Message, to UserRef) error
 
 	// Inbox returns all the conversations of login, direct and group, newest
-	// message first, with unread counts, from one partition read.
+	// message first, with unread counts: one partition read, and a count
+	// (CountUnread) of each conversation with messages after its mark.
 	Inbox(ctx context.Context, login string) ([]Conversation, error)
 
 	// Conversation returns one inbox entry of login.
 	// Returns ErrNotFound if login has no such conversation.
 	Conversation(ctx context.Context, login, id string) (Conversation, error)
 
-	// MarkRead marks as read every message of the conversation up to and
-	// including upTo, in login's inbox, and logs UnreadChanged (a fresh id,
-	// no Message, User the owner) in login's inbox log; it returns that
-	// event.
+	// MarkRead moves login's read mark of the conversation to upTo, unless
+	// it is further already, and logs UnreadChanged (a fresh id, no
+	// Message, User the owner) in login's inbox log; it returns that event.
+	// The messages up to and including upTo are read.
 	MarkRead(ctx context.Context, login, id string, upTo MessageID) (Event, error)
 
 	// PostGroupMessage stores m in the group's stream and records it in the
-	// inbox entry of every member: as newest message for all, and as unread
-	// for all but its author. It logs PostedEvent(m) in the group's log and
+	// inbox entry of every member: as newest message for all, and as read
+	// by its author. It logs PostedEvent(m) in the group's log and
 	// UnreadChanged (id m.ID, Message m, User the author) in the inbox log
 	// of every member but the author.
 	PostGroupMessage(ctx context.Context, m Message, members []UserRef) error

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gocql/gocql"
 	"github.com/killrchat/chatql/store"
+	"github.com/killrchat/chatql/store/storetest"
 )
 
 func TestSentinel(t *testing.T) {
@@ -91,10 +92,10 @@ func mustConv(t *testing.T, db *DB, ctx context.Context, login, id string) store
 }
 
 // TestMarkReadSkew marks read a message written by a server whose clock
-// runs ten minutes ahead: a tombstone at the reader's "now" would be older
-// than the unread row and leave it unread. MarkRead's timestamp is at
-// least upTo's time, so the message is read. And a send of an older message
-// arriving after the mark-read (delayed, retried) stays read.
+// runs ten minutes ahead: the mark is written at that message's time, not
+// at the reader's "now", so a mark-read of an older message made after it
+// does not move it back, and the message is read. And a send of an older
+// message arriving after the mark-read (delayed, retried) is read.
 func TestMarkReadSkew(t *testing.T) {
 	db, ctx, alice, bob, id := convFixture(t)
 	ahead := store.Message{Room: id, ID: store.MessageIDAt(time.Now().Add(10 * time.Minute)), Author: alice, Content: "from the future"}
@@ -111,6 +112,13 @@ func TestMarkReadSkew(t *testing.T) {
 		t.Errorf("Unread after marking read a message from a clock ahead = %d, want 0", c.Unread)
 	}
 
+	if _, err := db.MarkRead(ctx, bob.Login, id, store.NewMessageID()); err != nil {
+		t.Fatal(err)
+	}
+	if c := mustConv(t, db, ctx, bob.Login, id); c.Unread != 0 || c.ReadUpTo != ahead.ID {
+		t.Errorf("after marking read an older id: Unread = %d, ReadUpTo = %v; want 0 and %v", c.Unread, c.ReadUpTo, ahead.ID)
+	}
+
 	late := store.Message{Room: id, ID: store.MessageIDAt(time.Now().Add(-time.Minute)), Author: alice, Content: "delayed"}
 	if err := db.SendDirect(ctx, late, bob); err != nil {
 		t.Fatal(err)
@@ -121,18 +129,24 @@ func TestMarkReadSkew(t *testing.T) {
 	}
 }
 
-// TestInboxStrayRows writes what races leave behind: unread rows without a
-// summary, a summary with only last_hidden_id or left_at. None is an entry.
-// And a conversation with more unread rows than a page counts them all.
+// insertUnreadRow is how the versions before read marks recorded an unread
+// message: a row of its own after the conversation's.
+const insertUnreadRow = `INSERT INTO conversations_by_user (login, conversation_id, message_id) VALUES (?, ?, ?) USING TIMESTAMP ?`
+
+// TestInboxStrayRows writes what races and older versions leave behind: an
+// unread row without a conversation row, rows with only last_hidden_id,
+// left_at or read_upto. None is an entry. And a burst of messages adds no
+// row to the recipient's inbox partition, whose count stops at UnreadCap.
 func TestInboxStrayRows(t *testing.T) {
 	db, ctx, alice, bob, id := convFixture(t)
 	stray := []struct {
 		stmt string
 		args []any
 	}{
-		{insertUnread, []any{alice.Login, "deleted-group", gocql.UUID(store.NewMessageID()), time.Now().UnixMicro()}},
+		{insertUnreadRow, []any{alice.Login, "deleted-group", gocql.UUID(store.NewMessageID()), time.Now().UnixMicro()}},
 		{hideLast, []any{time.Now().UnixMicro(), gocql.UUID(store.NewMessageID()), alice.Login, "hidden-only", sentinelID}},
 		{closeWindowStmt, []any{[]time.Time{time.Now()}, alice.Login, "left-only", sentinelID}},
+		{setReadMark, []any{time.Now().UnixMicro(), gocql.UUID(store.NewMessageID()), alice.Login, "marked-only", sentinelID}},
 	}
 	for _, s := range stray {
 		if err := db.query(ctx, s.stmt, s.args...).Exec(); err != nil {
@@ -140,29 +154,31 @@ func TestInboxStrayRows(t *testing.T) {
 		}
 	}
 	const many = 250
-	b := db.session.NewBatch(gocql.UnloggedBatch).WithContext(ctx)
 	var last store.Message
 	for i := range many {
 		last = store.Message{Room: id, ID: store.MessageIDAt(time.Now().Add(time.Duration(i-many) * time.Second)), Author: bob, Content: fmt.Sprint(i)}
-		b.Query(insertUnread, alice.Login, id, gocql.UUID(last.ID), writeTime(last.ID))
-	}
-	if err := db.session.ExecuteBatch(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.SendDirect(ctx, last, alice); err != nil {
-		t.Fatal(err)
+		if err := db.SendDirect(ctx, last, alice); err != nil {
+			t.Fatal(err)
+		}
 	}
 	inbox, err := db.Inbox(ctx, alice.Login)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(inbox) != 1 || inbox[0].ID != id || inbox[0].Unread != many || inbox[0].LastMessage != last {
-		t.Errorf("Inbox = %+v, want only %q with %d unread and last message %+v", inbox, id, many, last)
+	if len(inbox) != 1 || inbox[0].ID != id || inbox[0].Unread != store.UnreadCap || inbox[0].LastMessage != last {
+		t.Errorf("Inbox = %+v, want only %q with %d unread (the cap) and last message %+v", inbox, id, store.UnreadCap, last)
 	}
-	for _, other := range []string{"deleted-group", "hidden-only", "left-only"} {
+	for _, other := range []string{"deleted-group", "hidden-only", "left-only", "marked-only"} {
 		if c, err := db.Conversation(ctx, alice.Login, other); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("Conversation(%q) = %+v, %v; want ErrNotFound", other, c, err)
 		}
+	}
+	var rows int
+	if err := db.query(ctx, `SELECT count(*) FROM conversations_by_user WHERE login = ?`, alice.Login).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if want := 1 + len(stray); rows != want {
+		t.Errorf("alice's inbox partition has %d rows after %d messages, want %d: one per conversation and stray row", rows, many, want)
 	}
 }
 
@@ -359,5 +375,21 @@ func TestAddGroupMemberRepairs(t *testing.T) {
 	}
 	if ws := mustConv(t, db, ctx, alice.Login, g.Name).Windows; len(ws) != 1 || !ws[0].From.Equal(at) || !ws[0].To.IsZero() {
 		t.Errorf("Windows after the repair = %v, want one from %v", ws, at)
+	}
+}
+
+// TestUnreadBurst sends a burst of direct messages to one user
+// (storetest.UnreadBurst, 100,000 without the race detector): their inbox
+// reads with the count capped, and its partition holds one row, the
+// conversation's.
+func TestUnreadBurst(t *testing.T) {
+	db := mustOpen(t, testConfig(t))
+	victim := storetest.RunUnreadBurst(t, db)
+	var rows int
+	if err := db.query(t.Context(), `SELECT count(*) FROM conversations_by_user WHERE login = ?`, victim).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 1 {
+		t.Errorf("the inbox partition of %q holds %d rows after the burst, want 1", victim, rows)
 	}
 }

@@ -110,36 +110,9 @@ func TestSchemaV4Statements(t *testing.T) {
 // member's entry); the old message has no event, new ones do. Then a
 // version 4 interrupted after its ALTER is applied again and recorded.
 func TestMigrateFromV3(t *testing.T) {
-	cfg := testConfig(t)
-	cfg.Keyspace = testKeyspace + "_v3"
+	cfg, v3 := legacyKeyspace(t, "_v3", 3)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-
-	boot, err := gocql.NewCluster(cfg.Hosts...).CreateSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(boot.Close)
-	drop := func() {
-		if err := execDDL(context.Background(), boot, "DROP KEYSPACE IF EXISTS "+cfg.Keyspace); err != nil {
-			t.Errorf("drop keyspace %s: %v", cfg.Keyspace, err)
-		}
-	}
-	drop()
-	t.Cleanup(drop)
-	if err := execDDL(ctx, boot, "CREATE KEYSPACE "+cfg.Keyspace+" WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"); err != nil {
-		t.Fatal(err)
-	}
-	cluster := gocql.NewCluster(cfg.Hosts...)
-	cluster.Keyspace = cfg.Keyspace
-	v3, err := cluster.CreateSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer v3.Close()
-	if err := migrateTo(ctx, v3, cfg.Keyspace, migrations[:3]); err != nil {
-		t.Fatalf("migrate to version 3: %v", err)
-	}
 	hasTable := func(table string) bool {
 		t.Helper()
 		var name string

@@ -11,10 +11,10 @@ import (
 )
 
 // PostGroupMessage stores m in the group's stream and index with its
-// MessagePosted event, and in every member's entry: as last message, and,
-// for all but the author, as unread with UnreadChanged in the member's
-// inbox log. Each member's inbox rows go in one single-partition unlogged
-// batch; the log rows one write each; fanoutParallelism at a time.
+// MessagePosted event, and in every member's entry: as last message, as
+// read for the author, and with UnreadChanged in the inbox log of every
+// other member. The author's inbox writes go in one single-partition
+// unlogged batch; the log rows one write each; fanoutParallelism at a time.
 func (db *DB) PostGroupMessage(ctx context.Context, m store.Message, members []store.UserRef) error {
 	ts, id, author := writeTime(m.ID), gocql.UUID(m.ID), userUDT(m.Author)
 	ev := store.Event{ID: m.ID, Kind: store.UnreadChanged, Room: m.Room, User: m.Author, Message: &m}
@@ -27,13 +27,17 @@ func (db *DB) PostGroupMessage(ctx context.Context, m store.Message, members []s
 		seen[u.Login] = true
 		last := []any{ts, id, m.Content, author, m.System, u.Login, m.Room, sentinelID}
 		if u.Login == m.Author.Login {
-			extra = append(extra, func() error { return db.query(ctx, setLastGroup, last...).Exec() })
+			extra = append(extra, func() error {
+				b := db.inboxBatch(ctx)
+				b.Query(setLastGroup, last...)
+				b.Query(setReadMark, ts, id, u.Login, m.Room, sentinelID)
+				return db.session.ExecuteBatch(b)
+			})
 			continue
 		}
 		extra = append(extra, func() error {
 			b := db.inboxBatch(ctx)
 			b.Query(setLastGroup, last...)
-			b.Query(insertUnread, u.Login, m.Room, id, ts)
 			inboxListing(b, u.Login, ev.ID)
 			return db.session.ExecuteBatch(b)
 		}, db.inboxEventWrite(ctx, u.Login, ev))

@@ -2,6 +2,7 @@ package cassandra
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,29 +13,30 @@ import (
 )
 
 // Inboxes live in conversations_by_user (schema_v2.cql), one partition per
-// user. Each conversation is a summary row at sentinelID and one unread row
-// per message of others not yet read. Three kinds of write touch it, and
-// all commute, so nothing is ever read and written back:
+// user and one row per conversation, at sentinelID. Unread counts are not
+// stored: Inbox counts each conversation's messages after its read mark
+// from the stream, up to store.UnreadCap, so a burst of messages adds no
+// row to anyone's inbox. Three kinds of write touch a row, and all commute,
+// so nothing is ever read and written back:
 //
-//   - A message sets the summary's last_* USING TIMESTAMP its own time, and
-//     inserts the recipients' unread rows USING TIMESTAMP its own time too.
-//     Whatever order sends arrive in, the newest message's cells win.
-//   - MarkRead range-deletes the unread rows in (sentinel, upTo] USING
-//     TIMESTAMP max(now, upTo's time). Every row it covers is a message at
-//     or before upTo, written at that message's time, so the tombstone
-//     shadows it whether it arrived before or after, whatever the clocks of
-//     the servers: "read up to upTo" holds for good. The summary, outside
-//     the range, is never touched.
+//   - A message sets last_* USING TIMESTAMP its own time, and its author's
+//     read_upto the same way: whatever order sends arrive in, the newest
+//     message's cells win.
+//   - MarkRead sets read_upto USING TIMESTAMP the time of the message it
+//     names, so the mark of the newest message wins whatever order marks
+//     and posts arrive in: a mark never moves back.
 //   - Membership windows (joined_at, left_at) and kind are set-adds at the
 //     current time, in cells no message writes.
 //
-// Deleting a group deletes its members' whole conversations at the current
-// time, which shadows every message of the group written before.
+// Deleting a group deletes its members' rows at the current time, which
+// shadows every cell of the group written before. Schema version 5
+// converted the unread rows the versions before kept after each row
+// (convertUnreadRows); rows other than sentinelID's are passed over.
 
-// sentinelID is the message_id of every summary row: the smallest timeuuid
-// in Cassandra's order (the UUID epoch, 1582-10-15, with the low bytes at
-// -128), store.MinMessageID of that instant. It sorts before every message
-// of the conversation, so the summary is the first row of its group.
+// sentinelID is the message_id of every row: the smallest timeuuid in
+// Cassandra's order (the UUID epoch, 1582-10-15, with the low bytes at
+// -128), store.MinMessageID of that instant. The versions before read
+// marks kept a row per unread message after it.
 var sentinelID = gocql.UUID{0, 0, 0, 0, 0, 0, 0x10, 0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80}
 
 const (
@@ -46,32 +48,29 @@ const (
 		SET kind = 'group', last_message_id = ?, last_message = ?, last_author = ?, last_system = ?` + summaryRow
 	// hideLast names the newest hidden message, at that message's time: the
 	// last message is hidden if it is the one named.
-	hideLast     = `UPDATE conversations_by_user USING TIMESTAMP ? SET last_hidden_id = ?` + summaryRow
-	insertUnread = `INSERT INTO conversations_by_user (login, conversation_id, message_id) VALUES (?, ?, ?) USING TIMESTAMP ?`
-	markRead     = `DELETE FROM conversations_by_user USING TIMESTAMP ?
-		WHERE login = ? AND conversation_id = ? AND message_id > ? AND message_id <= ?`
+	hideLast = `UPDATE conversations_by_user USING TIMESTAMP ? SET last_hidden_id = ?` + summaryRow
+	// setReadMark moves the read mark, at the time of the message it names.
+	setReadMark        = `UPDATE conversations_by_user USING TIMESTAMP ? SET read_upto = ?` + summaryRow
 	openWindowStmt     = `UPDATE conversations_by_user SET kind = 'group', joined_at = joined_at + ?` + summaryRow
 	undoWindowStmt     = `UPDATE conversations_by_user SET joined_at = joined_at - ?` + summaryRow
 	closeWindowStmt    = `UPDATE conversations_by_user SET left_at = left_at + ?` + summaryRow
 	deleteConversation = `DELETE FROM conversations_by_user WHERE login = ? AND conversation_id = ?`
 
-	// With ascending clustering the summary is the first row of each
-	// conversation, and the columns that are not aggregated come from the
-	// first row of the group: one partition read gives every summary and,
-	// in count(*) - 1, every unread count. message_id tells whether the
-	// first row is a summary at all.
 	entryColumns = `conversation_id, message_id, kind, peer, last_message_id, last_message, last_author,
-		last_system, last_hidden_id, joined_at, left_at, count(*)`
-	selectInbox = `SELECT ` + entryColumns + ` FROM conversations_by_user WHERE login = ? GROUP BY conversation_id`
-	selectEntry = `SELECT ` + entryColumns + ` FROM conversations_by_user WHERE login = ? AND conversation_id = ?`
+		last_system, last_hidden_id, read_upto, joined_at, left_at`
+	selectInbox = `SELECT ` + entryColumns + ` FROM conversations_by_user WHERE login = ?`
+	selectEntry = `SELECT ` + entryColumns + ` FROM conversations_by_user WHERE login = ? AND conversation_id = ? AND message_id = ?`
 )
+
+// countParallelism bounds the unread counts an inbox read makes at once.
+const countParallelism = 8
 
 // writeTime is the write timestamp of a message's cells: its time in
 // microseconds, Cassandra's convention.
 func writeTime(id store.MessageID) int64 { return id.Time().UnixMicro() }
 
 // SendDirect stores m in the conversation's stream and index, sets it as
-// the last message of both users' entries, and as unread for to, and logs
+// the last message of both users' entries and as read by its author, and logs
 // DirectMessage in both users' inbox logs. Each user's inbox rows (and the
 // listing of the log's day) are in one partition and go in one unlogged
 // batch, which is applied as one mutation; the log rows are a partition of
@@ -89,6 +88,7 @@ func (db *DB) SendDirect(ctx context.Context, m store.Message, to store.UserRef)
 	extra := []func() error{db.inboxEventWrite(ctx, m.Author.Login, ev), func() error {
 		b := db.inboxBatch(ctx)
 		b.Query(setLastDirect, last(m.Author.Login, to)...)
+		b.Query(setReadMark, ts, id, m.Author.Login, m.Room, sentinelID)
 		inboxListing(b, m.Author.Login, ev.ID)
 		return db.session.ExecuteBatch(b)
 	}}
@@ -96,7 +96,6 @@ func (db *DB) SendDirect(ctx context.Context, m store.Message, to store.UserRef)
 		extra = append(extra, func() error {
 			b := db.inboxBatch(ctx)
 			b.Query(setLastDirect, last(to.Login, m.Author)...)
-			b.Query(insertUnread, to.Login, m.Room, id, ts)
 			inboxListing(b, to.Login, ev.ID)
 			return db.session.ExecuteBatch(b)
 		}, db.inboxEventWrite(ctx, to.Login, ev))
@@ -107,8 +106,9 @@ func (db *DB) SendDirect(ctx context.Context, m store.Message, to store.UserRef)
 	return nil
 }
 
-// Inbox returns login's entries, newest message first, from one read of
-// its partition (see selectInbox).
+// Inbox returns login's entries, newest message first: one read of its
+// partition, then the unread counts of the entries with messages after
+// their mark, countParallelism at a time.
 func (db *DB) Inbox(ctx context.Context, login string) ([]store.Conversation, error) {
 	iter := db.query(ctx, selectInbox, login).Iter()
 	var inbox []store.Conversation
@@ -123,6 +123,13 @@ func (db *DB) Inbox(ctx context.Context, login string) ([]store.Conversation, er
 	}
 	if err := iter.Close(); err != nil {
 		return nil, fmt.Errorf("cassandra: inbox of %q: %w", login, err)
+	}
+	fo := newFanout(countParallelism)
+	for i := range inbox {
+		fo.Go(func() error { return db.countUnread(ctx, login, &inbox[i]) })
+	}
+	if err := fo.Wait(); err != nil {
+		return nil, err
 	}
 	slices.SortFunc(inbox, func(a, b store.Conversation) int {
 		az, bz := a.LastMessage.ID.IsZero(), b.LastMessage.ID.IsZero()
@@ -142,10 +149,9 @@ func (db *DB) Inbox(ctx context.Context, login string) ([]store.Conversation, er
 	return inbox, nil
 }
 
-// Conversation returns login's entry id: the same aggregate as Inbox, over
-// the rows of one conversation.
+// Conversation returns login's entry id, with its unread count.
 func (db *DB) Conversation(ctx context.Context, login, id string) (store.Conversation, error) {
-	iter := db.query(ctx, selectEntry, login, id).Iter()
+	iter := db.query(ctx, selectEntry, login, id, sentinelID).Iter()
 	c, ok, _ := scanEntry(iter)
 	if err := iter.Close(); err != nil {
 		return store.Conversation{}, fmt.Errorf("cassandra: conversation %q of %q: %w", id, login, err)
@@ -153,31 +159,44 @@ func (db *DB) Conversation(ctx context.Context, login, id string) (store.Convers
 	if !ok {
 		return store.Conversation{}, fmt.Errorf("conversation %q of %q: %w", id, login, store.ErrNotFound)
 	}
+	if err := db.countUnread(ctx, login, &c); err != nil {
+		return store.Conversation{}, err
+	}
 	return c, nil
 }
 
-// scanEntry scans one row of entryColumns. ok is false for a group of rows
-// that is no entry: one without a summary row (unread rows that outlived a
-// deleted group's entry, written by a send racing the delete), or whose
-// summary has no kind (a hide or a leave that raced a delete). An aggregate
-// over no row at all reads as one such row, with a zero count.
+// countUnread sets c.Unread (see store.CountUnread).
+func (db *DB) countUnread(ctx context.Context, login string, c *store.Conversation) error {
+	n, err := store.CountUnread(ctx, login, *c, func(ctx context.Context, windows []store.Window, before store.MessageID, limit int) ([]store.Message, error) {
+		return db.GroupMessages(ctx, c.ID, windows, before, limit)
+	})
+	if err != nil {
+		return fmt.Errorf("cassandra: unread messages of %q in %q: %w", login, c.ID, err)
+	}
+	c.Unread = n
+	return nil
+}
+
+// scanEntry scans one row of entryColumns. ok is false for a row that is
+// no entry: an unread row of the versions before read marks, or a row
+// without a kind (a hide, a leave or a mark-read that raced a delete, or
+// marked a conversation login has none of).
 func scanEntry(iter *gocql.Iter) (c store.Conversation, ok, more bool) {
 	var (
-		first, lastID, hiddenID gocql.UUID
-		kind                    string
-		peer, lastAuthor        userUDT
-		lastContent             string
-		lastSystem              bool
-		joined, left            []time.Time
-		rows                    int64
+		first, lastID, hiddenID, readUpTo gocql.UUID
+		kind                              string
+		peer, lastAuthor                  userUDT
+		lastContent                       string
+		lastSystem                        bool
+		joined, left                      []time.Time
 	)
-	if !iter.Scan(&c.ID, &first, &kind, &peer, &lastID, &lastContent, &lastAuthor, &lastSystem, &hiddenID, &joined, &left, &rows) {
+	if !iter.Scan(&c.ID, &first, &kind, &peer, &lastID, &lastContent, &lastAuthor, &lastSystem, &hiddenID, &readUpTo, &joined, &left) {
 		return store.Conversation{}, false, false
 	}
 	if first != sentinelID || kind == "" {
 		return store.Conversation{}, false, true
 	}
-	c.Kind, c.Unread = store.ConversationKind(kind), int(rows-1)
+	c.Kind, c.ReadUpTo = store.ConversationKind(kind), store.MessageID(readUpTo)
 	if c.Kind == store.DirectConversation {
 		c.Peer = store.UserRef(peer)
 	} else {
@@ -242,22 +261,20 @@ func windowsOf(joined, left []time.Time) []store.Window {
 	return ws
 }
 
-// MarkRead range-deletes login's unread rows of the conversation up to and
-// including upTo (see the top of this file for its timestamp), and logs
-// UnreadChanged in login's inbox log. It reads nothing: marking read a
-// conversation login has no entry for only writes a tombstone (and logs).
-// The event's User is the owner by login alone: that is all MarkRead is
-// given.
+// MarkRead sets login's read mark of the conversation to upTo at upTo's
+// time (see the top of this file), and logs UnreadChanged in login's inbox
+// log. It reads nothing: marking read a conversation login has no entry
+// for writes a row without a kind, which is no entry. The event's User is
+// the owner by login alone: that is all MarkRead is given.
 func (db *DB) MarkRead(ctx context.Context, login, id string, upTo store.MessageID) (store.Event, error) {
-	if upTo.Compare(store.MessageID(sentinelID)) <= 0 {
-		return store.Event{}, nil // the zero id, or nothing after the summary: nothing changes
+	if upTo.IsZero() {
+		return store.Event{}, nil // nothing is read up to nothing
 	}
 	ev := store.Event{ID: store.NewMessageID(), Kind: store.UnreadChanged, Room: id, User: store.UserRef{Login: login}}
-	ts := max(time.Now().UnixMicro(), writeTime(upTo))
 	fo := newFanout(2)
 	fo.Go(func() error {
 		b := db.inboxBatch(ctx)
-		b.Query(markRead, ts, login, id, sentinelID, gocql.UUID(upTo))
+		b.Query(setReadMark, writeTime(upTo), gocql.UUID(upTo), login, id, sentinelID)
 		inboxListing(b, login, ev.ID)
 		return db.session.ExecuteBatch(b)
 	})
@@ -266,4 +283,80 @@ func (db *DB) MarkRead(ctx context.Context, login, id string, upTo store.Message
 		return store.Event{}, fmt.Errorf("cassandra: mark conversation %q of %q read: %w", id, login, err)
 	}
 	return ev, nil
+}
+
+const (
+	selectInboxRows  = `SELECT login, conversation_id, message_id, last_message_id, read_upto FROM conversations_by_user`
+	deleteUnreadRows = `DELETE FROM conversations_by_user WHERE login = ? AND conversation_id = ? AND message_id > ?`
+)
+
+// convertUnreadRows converts the inboxes of the versions before read marks
+// (schema version 5), which kept a row per unread message after each
+// conversation's: a conversation with unread rows is read up to just
+// before its oldest, one without is read up to its last message, each mark
+// at its message's time (so a later mark-read wins), and the unread rows
+// are range-deleted. It reads the whole table once, in pages; an entry
+// with a mark already is converted, and only loses its unread rows, so a
+// conversion cut short, or run by two servers starting at once, converts
+// the rest the same way. (Two servers interleaving on one entry may leave
+// it read up to its last message.)
+func convertUnreadRows(ctx context.Context, session *gocql.Session) error {
+	iter := session.Query(selectInboxRows).WithContext(ctx).PageSize(1000).Iter()
+	type entry struct {
+		login, id     string
+		last, read    gocql.UUID
+		summary       bool // its row was read (not only unread rows)
+		oldestUnread  gocql.UUID
+		hasUnreadRows bool
+	}
+	var e entry
+	write := func(stmt string, args ...any) error {
+		return session.Query(stmt, args...).WithContext(ctx).Exec()
+	}
+	finish := func() error {
+		if e.login == "" {
+			return nil
+		}
+		var mark gocql.UUID
+		switch {
+		case !e.summary || e.read != (gocql.UUID{}):
+		case e.hasUnreadRows:
+			mark = gocql.UUID(store.MinMessageID(store.MessageID(e.oldestUnread).Time()))
+		case e.last != (gocql.UUID{}):
+			mark = e.last
+		}
+		if mark != (gocql.UUID{}) {
+			if err := write(setReadMark, writeTime(store.MessageID(mark)), mark, e.login, e.id, sentinelID); err != nil {
+				return err
+			}
+		}
+		if e.hasUnreadRows {
+			return write(deleteUnreadRows, e.login, e.id, sentinelID)
+		}
+		return nil
+	}
+	var (
+		login, id         string
+		rowID, last, read gocql.UUID
+	)
+	for iter.Scan(&login, &id, &rowID, &last, &read) {
+		if login != e.login || id != e.id {
+			if err := finish(); err != nil {
+				return errors.Join(fmt.Errorf("converting the unread rows of %q: %w", e.login, err), iter.Close())
+			}
+			e = entry{login: login, id: id}
+		}
+		if rowID == sentinelID {
+			e.summary, e.last, e.read = true, last, read
+		} else if !e.hasUnreadRows {
+			e.hasUnreadRows, e.oldestUnread = true, rowID
+		}
+	}
+	if err := iter.Close(); err != nil {
+		return fmt.Errorf("reading conversations_by_user: %w", err)
+	}
+	if err := finish(); err != nil {
+		return fmt.Errorf("converting the unread rows of %q: %w", e.login, err)
+	}
+	return nil
 }

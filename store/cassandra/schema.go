@@ -32,11 +32,18 @@ var schemaV3 string
 //go:embed schema_v4.cql
 var schemaV4 string
 
-// A migration is one schema version: CQL statements separated by ';'.
+// schemaV5 adds the inboxes' read marks.
+//
+//go:embed schema_v5.cql
+var schemaV5 string
+
+// A migration is one schema version: CQL statements separated by ';', then
+// the conversion of the data, if any.
 type migration struct {
 	version     int
 	description string
 	cql         string
+	convert     func(context.Context, *gocql.Session) error
 }
 
 // migrations are the schema versions in order. Only ever append: a keyspace
@@ -47,6 +54,7 @@ var migrations = []migration{
 	{version: 2, description: "room kinds, message visibility, messages_by_id, messages_by_author, author_buckets, conversations_by_user", cql: schemaV2},
 	{version: 3, description: "sessions", cql: schemaV3},
 	{version: 4, description: "room_events, inbox_events, inbox_buckets, chat_rooms.former_members", cql: schemaV4},
+	{version: 5, description: "conversations_by_user.read_upto, unread rows converted", cql: schemaV5, convert: convertUnreadRows},
 }
 
 // createMigrationsTable repeats schema.cql's statement: the table must exist
@@ -113,6 +121,11 @@ func migrateTo(ctx context.Context, session *gocql.Session, keyspace string, ms 
 		for _, stmt := range statements(m.cql) {
 			if err := execMigration(ctx, session, keyspace, stmt); err != nil {
 				return fmt.Errorf("cassandra: schema version %d: %w\n%s", m.version, err, stmt)
+			}
+		}
+		if m.convert != nil {
+			if err := m.convert(ctx, session); err != nil {
+				return fmt.Errorf("cassandra: schema version %d: %w", m.version, err)
 			}
 		}
 		q := session.Query(insertVersion, m.version, time.Now(), m.description).WithContext(ctx)

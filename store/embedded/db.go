@@ -14,7 +14,8 @@
 // Open upgrades a data directory of an earlier version in place, once, in
 // the order the versions added what it builds: room_members from chat_rooms
 // (buildRoomMembers), then the former members of each private group from the
-// inboxes (buildFormerMembers). The event logs are not back-filled: a
+// inboxes (buildFormerMembers), then the read marks of the inboxes from their
+// unread rows (buildReadMarks). The event logs are not back-filled: a
 // directory written before them (rooms and messages, no room_events,
 // inbox_events or inbox_buckets) opens as it is, and each log holds the
 // events logged since the upgrade. Messages posted before it are in the
@@ -88,6 +89,9 @@ func openFS(dir string, fs vfs.FS) (*DB, error) {
 	}
 	if err := db.buildFormerMembers(); err != nil {
 		return nil, errors.Join(fmt.Errorf("opening embedded store in %s: recording the groups' former members: %w", dir, err), pdb.Close())
+	}
+	if err := db.buildReadMarks(); err != nil {
+		return nil, errors.Join(fmt.Errorf("opening embedded store in %s: converting unread rows to read marks: %w", dir, err), pdb.Close())
 	}
 	return db, nil
 }

@@ -397,3 +397,24 @@ func TestDeleteRoomIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestUnreadBurst sends a burst of direct messages to one user
+// (storetest.UnreadBurst, 100,000 without the race detector): their inbox
+// reads with the count capped, and its partition holds one row, the
+// conversation's.
+func TestUnreadBurst(t *testing.T) {
+	db := open(t, t.TempDir())
+	defer db.Close()
+	victim := storetest.RunUnreadBurst(t, db)
+	rows := 0
+	p := inboxPartition(victim)
+	if err := db.scan(t.Context(), p, p.end(), false, func(_, _ []byte) (bool, error) {
+		rows++
+		return true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 1 {
+		t.Errorf("the inbox partition of %q holds %d rows after the burst, want 1", victim, rows)
+	}
+}

@@ -13,7 +13,7 @@ import (
 
 // PostGroupMessage stores m in the group's stream, with its copies and
 // listings (see addMessage), and records it in the inbox entry of every
-// member, unread for all but its author, in one batch. It holds the locks
+// member, read by its author, in one batch. It holds the locks
 // of the members' inboxes, for the last-message comparisons, and of the
 // group, whose existence it checks: a post racing DeleteRoom either lands
 // before it, and is deleted with the group, or fails with ErrNotFound
@@ -47,7 +47,7 @@ func (db *DB) PostGroupMessage(ctx context.Context, m store.Message, members []s
 		if !recorded[u.Login] {
 			recorded[u.Login] = true
 			others := u.Login != m.Author.Login
-			err = db.record(b, u.Login, m, store.GroupConversation, nil, others)
+			err = db.record(b, u.Login, m, store.GroupConversation, nil)
 			if err == nil && others {
 				err = db.logInboxEvent(b, u.Login, unread)
 			}
@@ -121,9 +121,8 @@ func (db *DB) AddGroupMember(ctx context.Context, group string, by store.UserRef
 }
 
 // openWindow adds to b a window opened at `at` in login's entry of the
-// group. An entry that does not exist yet starts empty: any rows left under
-// its key (unread rows of a group of the same name, deleted while login was
-// not in it) are removed first. The caller holds the lock of login's inbox.
+// group, making the entry if login has none. The caller holds the lock of
+// login's inbox.
 func (db *DB) openWindow(b *batch, login, group string, at time.Time) error {
 	k := conversationKey(login, group)
 	row, found, err := getRow[conversationRow](db, k)
@@ -131,7 +130,6 @@ func (db *DB) openWindow(b *batch, login, group string, at time.Time) error {
 		return fmt.Errorf("reading the inbox of %q: %w", login, err)
 	}
 	if !found {
-		b.deleteRange(k)
 		row = conversationRow{Kind: string(store.GroupConversation)}
 	}
 	if row.open(at) || !found {
@@ -196,7 +194,11 @@ func (db *DB) GroupMessages(ctx context.Context, group string, windows []store.W
 		return nil, err
 	}
 	defer end()
+	return db.groupMessages(ctx, group, windows, before, limit)
+}
 
+// groupMessages is GroupMessages within an operation begun already.
+func (db *DB) groupMessages(ctx context.Context, group string, windows []store.Window, before store.MessageID, limit int) ([]store.Message, error) {
 	if len(windows) == 0 || limit <= 0 {
 		return []store.Message{}, nil
 	}

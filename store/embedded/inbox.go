@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -10,20 +11,20 @@ import (
 	"github.com/killrchat/chatql/store"
 )
 
-// The inbox is conversations_by_user: per user, per conversation, one
-// summary row (kind, peer, last message, membership windows) and one empty
-// row per unread message (see conversationKey and unreadKey). Nothing
-// counts: the unread count is the number of unread rows, so a send adds
-// rows and a mark-read deletes a range, and neither reads what the other
-// writes. The one read-modify-write, of the summary's last message, is made
-// under the lock of the user's inbox partition, and keeps the newer message,
-// so sends landing in any order leave the newest.
+// The inbox is conversations_by_user: per user, one row per conversation
+// (kind, peer, last message, read mark, membership windows; see
+// conversationRow). Nothing is counted on write: Inbox counts each
+// conversation's unread messages from its stream after the read mark, up
+// to store.UnreadCap, so a burst of messages adds no row to anyone's inbox.
+// Every write of a row is a read-modify-write under the lock of the
+// owner's inbox partition that keeps the newer last message and the
+// further mark, so sends and mark-reads landing in any order lose nothing.
 
 var _ store.Conversations = (*DB)(nil)
 
 // SendDirect stores m in the conversation's stream, with its copies and
 // listings (see addMessage), makes it the last message of both users'
-// entries and records it unread for to, all in one batch.
+// entries and moves the author's read mark to it, all in one batch.
 func (db *DB) SendDirect(ctx context.Context, m store.Message, to store.UserRef) error {
 	from := m.Author
 	if want := store.DirectConversationID(from.Login, to.Login); m.Room != want {
@@ -39,13 +40,13 @@ func (db *DB) SendDirect(ctx context.Context, m store.Message, to store.UserRef)
 	b := db.batch()
 	err = db.addMessage(b, m)
 	if err == nil {
-		err = db.record(b, from.Login, m, store.DirectConversation, &to, false)
+		err = db.record(b, from.Login, m, store.DirectConversation, &to)
 	}
 	if err == nil {
 		err = db.logInboxEvent(b, from.Login, ev)
 	}
 	if err == nil && from.Login != to.Login {
-		err = db.record(b, to.Login, m, store.DirectConversation, &from, true)
+		err = db.record(b, to.Login, m, store.DirectConversation, &from)
 		if err == nil {
 			err = db.logInboxEvent(b, to.Login, ev)
 		}
@@ -61,11 +62,11 @@ func (db *DB) SendDirect(ctx context.Context, m store.Message, to store.UserRef)
 }
 
 // record adds to b what m changes in login's entry of its conversation: m
-// as last message if it is newer than the entry's, and an unread row if
-// unread. An entry that does not exist yet is made, of the kind given (and
-// with peer, for a direct conversation). The caller holds the lock of
+// as last message if it is newer than the entry's, and as read if login
+// wrote it. An entry that does not exist yet is made, of the kind given
+// (and with peer, for a direct conversation). The caller holds the lock of
 // login's inbox partition.
-func (db *DB) record(b *batch, login string, m store.Message, kind store.ConversationKind, peer *store.UserRef, unread bool) error {
+func (db *DB) record(b *batch, login string, m store.Message, kind store.ConversationKind, peer *store.UserRef) error {
 	k := conversationKey(login, m.Room)
 	row, found, err := getRow[conversationRow](db, k)
 	if err != nil {
@@ -78,18 +79,20 @@ func (db *DB) record(b *batch, login string, m store.Message, kind store.Convers
 			row.Peer = &p
 		}
 	}
-	if row.setLast(m) || !found {
-		b.set(k, row)
+	changed := row.setLast(m)
+	if m.Author.Login == login && row.markRead(m.ID) {
+		changed = true
 	}
-	if unread {
-		b.setEmpty(unreadKey(login, m.Room, m.ID))
+	if changed || !found {
+		b.set(k, row)
 	}
 	return nil
 }
 
-// Inbox reads login's inbox partition in one scan: each summary row, then
-// the unread rows of its conversation, counted. Entries come newest message
-// first; those with no message yet come last, the newest window first.
+// Inbox reads login's inbox partition in one scan, then counts the unread
+// messages of each conversation with messages after its mark. Entries come
+// newest message first; those with no message yet come last, the newest
+// window first.
 func (db *DB) Inbox(ctx context.Context, login string) ([]store.Conversation, error) {
 	end, err := db.begin(ctx)
 	if err != nil {
@@ -99,31 +102,40 @@ func (db *DB) Inbox(ctx context.Context, login string) ([]store.Conversation, er
 
 	p := inboxPartition(login)
 	inbox := []store.Conversation{}
-	var current *store.Conversation
 	err = db.scan(ctx, p, p.end(), false, func(k, v []byte) (bool, error) {
 		id, rest, err := parseStr(k[len(p):])
-		if err != nil {
-			return false, err
-		}
-		if len(rest) > 0 { // an unread row, after its conversation's summary
-			if current != nil && current.ID == id {
-				current.Unread++
-			}
-			return true, nil
+		if err != nil || len(rest) > 0 {
+			return err == nil, err // an unread row of an older version, not yet upgraded
 		}
 		row, err := decode[conversationRow](v)
 		if err != nil {
 			return false, err
 		}
-		inbox = append(inbox, row.conversation(id, 0))
-		current = &inbox[len(inbox)-1]
+		inbox = append(inbox, row.conversation(id))
 		return true, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading the inbox of %q: %w", login, err)
 	}
+	for i := range inbox {
+		if err := db.countUnread(ctx, login, &inbox[i]); err != nil {
+			return nil, err
+		}
+	}
 	slices.SortFunc(inbox, byNewestMessage)
 	return inbox, nil
+}
+
+// countUnread sets c.Unread (see store.CountUnread).
+func (db *DB) countUnread(ctx context.Context, login string, c *store.Conversation) error {
+	n, err := store.CountUnread(ctx, login, *c, func(ctx context.Context, windows []store.Window, before store.MessageID, limit int) ([]store.Message, error) {
+		return db.groupMessages(ctx, c.ID, windows, before, limit)
+	})
+	if err != nil {
+		return fmt.Errorf("counting the unread messages of %q in %q: %w", login, c.ID, err)
+	}
+	c.Unread = n
+	return nil
 }
 
 // byNewestMessage orders inbox entries by last message, newest first, then
@@ -156,8 +168,8 @@ func lastFrom(c store.Conversation) (t time.Time) {
 	return t
 }
 
-// Conversation reads one summary row of login's inbox and counts the
-// unread rows after it.
+// Conversation reads one row of login's inbox and counts its unread
+// messages.
 func (db *DB) Conversation(ctx context.Context, login, id string) (store.Conversation, error) {
 	end, err := db.begin(ctx)
 	if err != nil {
@@ -165,41 +177,41 @@ func (db *DB) Conversation(ctx context.Context, login, id string) (store.Convers
 	}
 	defer end()
 
-	k := conversationKey(login, id)
-	row, found, err := getRow[conversationRow](db, k)
+	row, found, err := getRow[conversationRow](db, conversationKey(login, id))
 	if err != nil {
 		return store.Conversation{}, fmt.Errorf("reading conversation %q of %q: %w", id, login, err)
 	}
 	if !found {
 		return store.Conversation{}, fmt.Errorf("conversation %q of %q: %w", id, login, store.ErrNotFound)
 	}
-	unread := 0
-	err = db.scan(ctx, k.next(), k.end(), false, func(_, _ []byte) (bool, error) {
-		unread++
-		return true, nil
-	})
-	if err != nil {
-		return store.Conversation{}, fmt.Errorf("counting the unread messages of %q in %q: %w", login, id, err)
+	c := row.conversation(id)
+	if err := db.countUnread(ctx, login, &c); err != nil {
+		return store.Conversation{}, err
 	}
-	return row.conversation(id, unread), nil
+	return c, nil
 }
 
-// MarkRead deletes login's unread rows of the conversation up to and
-// including upTo (one range delete, no lock) and logs the change in login's
-// inbox log. A row written after it, even of an older message, stays
-// unread. A conversation login has no entry for has no rows to delete, so
-// marking it read is harmless.
+// MarkRead moves login's read mark of the conversation to upTo, unless it
+// is further already, and logs the change in login's inbox log, in one
+// batch under the lock of login's inbox. A conversation login has no entry
+// for gets none: marking it read only logs.
 func (db *DB) MarkRead(ctx context.Context, login, id string, upTo store.MessageID) (store.Event, error) {
-	end, err := db.begin(ctx)
+	end, err := db.beginLocked(ctx, inboxPartition(login))
 	if err != nil {
 		return store.Event{}, err
 	}
 	defer end()
 
+	k := conversationKey(login, id)
+	row, found, err := getRow[conversationRow](db, k)
+	if err != nil {
+		return store.Event{}, fmt.Errorf("reading conversation %q of %q: %w", id, login, err)
+	}
 	ev := store.Event{ID: store.NewMessageID(), Kind: store.UnreadChanged, Room: id, User: store.UserRef{Login: login}}
-	lower, upper := unreadRange(login, id, upTo)
 	b := db.batch()
-	b.err = b.DeleteRange(lower, upper, nil)
+	if found && row.markRead(upTo) {
+		b.set(k, row)
+	}
 	if err := db.logInboxEvent(b, login, ev); err != nil {
 		b.Close()
 		return store.Event{}, err
@@ -208,4 +220,78 @@ func (db *DB) MarkRead(ctx context.Context, login, id string, upTo store.Message
 		return store.Event{}, fmt.Errorf("marking conversation %q of %q read: %w", id, login, err)
 	}
 	return ev, nil
+}
+
+// buildReadMarks converts, once, the inboxes of the versions before read
+// marks, which kept a row per unread message after each conversation's row
+// (see unreadKey): a conversation with unread rows is read up to just
+// before its oldest, one without is read up to its last message, and the
+// unread rows go. Open runs it before any operation, so nothing writes
+// meanwhile. A conversation's mark is committed with, or before, the
+// deletion of its first unread row, and a conversation with a mark is
+// passed over, so a build cut short starts over and converts the rest the
+// same way; the marker row is written at the end.
+func (db *DB) buildReadMarks() error {
+	if built, err := db.has(readMarksBuilt()); err != nil || built {
+		return err
+	}
+	const writesPerBatch = 1024
+	b := db.batch()
+	writes := 0
+	var (
+		entry    key // the row of the conversation being read
+		row      conversationRow
+		converts bool // entry has no mark: convert it
+		marked   bool // its mark is set from an unread row
+	)
+	// finish sets the mark of a conversation without unread rows.
+	finish := func() {
+		if converts && !marked && row.Last != nil {
+			row.Read = row.Last.ID
+			b.set(entry, row)
+			writes++
+		}
+	}
+	p := tuple(tableConversations)
+	err := db.scan(context.Background(), p, p.end(), false, func(k, v []byte) (bool, error) {
+		_, rest, err := parseStr(k[len(p):])
+		if err == nil {
+			_, rest, err = parseStr(rest)
+		}
+		if err != nil {
+			return false, err
+		}
+		if len(rest) == 0 { // a conversation's row
+			finish()
+			entry, marked = key(slices.Clone(k)), false
+			if row, err = decode[conversationRow](v); err != nil {
+				return false, err
+			}
+			converts = row.Read.IsZero()
+		} else { // an unread row, of entry's conversation unless stray
+			if converts && !marked && bytes.HasPrefix(k, entry) {
+				oldest, err := store.MessageIDFromSortKey(rest)
+				if err != nil {
+					return false, err
+				}
+				row.Read, marked = store.MinMessageID(oldest.Time()), true
+				b.set(entry, row)
+			}
+			b.delete(slices.Clone(k))
+			writes++
+		}
+		if writes >= writesPerBatch {
+			err := b.commit() // closes b
+			b, writes = db.batch(), 0
+			return err == nil, err
+		}
+		return true, nil
+	})
+	if err != nil {
+		b.Close()
+		return fmt.Errorf("reading the inboxes: %w", err)
+	}
+	finish()
+	b.setEmpty(readMarksBuilt())
+	return b.commit()
 }

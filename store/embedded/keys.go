@@ -265,25 +265,19 @@ func inboxBucketKey(login string, b store.Bucket) key {
 }
 
 // inboxPartition is the partition of conversations_by_user holding login's
-// inbox: per conversation, its summary row and then its unread rows.
+// inbox: one row per conversation.
 func inboxPartition(login string) key { return tuple(tableConversations).str(login) }
 
-// conversationKey is the summary row of one conversation of login: the
-// clustering key (conversation_id, message_id) with no message id at all,
-// so it sorts before, and is never taken for, any unread row of the
-// conversation. Every row of the conversation starts with it.
+// conversationKey is the row of one conversation of login.
 func conversationKey(login, id string) key { return inboxPartition(login).str(id) }
 
-// unreadKey is the row recording that login has not read message of the
-// conversation: its key is all, its value empty.
+// unreadKey is a row of the versions before read marks, which recorded
+// each message login had not read as a row after the conversation's (see
+// buildReadMarks): its key is all, its value empty.
 func unreadKey(login, id string, message store.MessageID) key {
 	return conversationKey(login, id).asc(message)
 }
 
-// unreadRange returns the bounds of login's unread rows of the
-// conversation with ids up to and including upTo: from just after the
-// summary row to just after upTo's row.
-func unreadRange(login, id string, upTo store.MessageID) (lower, upper []byte) {
-	c := conversationKey(login, id)
-	return c.next(), unreadKey(login, id, upTo).next()
-}
+// readMarksBuilt is the row of store_meta that says the unread rows of the
+// versions before read marks are converted (see buildReadMarks).
+func readMarksBuilt() key { return tuple(tableMeta).str("read_marks") }

@@ -237,14 +237,16 @@ func newIndexRow(m store.Message) indexRow {
 // Rows of author_buckets have no columns besides the key, and neither have
 // the unread rows of conversations_by_user.
 
-// conversationRow is the summary row of one conversation in a user's inbox
+// conversationRow is the one row of a conversation in a user's inbox
 // (conversations_by_user): the owner's login and the conversation's id are
-// in the key, its unread messages are rows of their own.
+// in the key. Unread counts are not stored: they are counted from the
+// stream after Read (store.CountUnread).
 type conversationRow struct {
-	Kind    string      `json:"k"`           // store.ConversationKind
-	Peer    *userRef    `json:"p,omitempty"` // direct conversations only
-	Last    *lastRow    `json:"m,omitempty"` // none before the first message
-	Windows []windowRow `json:"w,omitempty"` // groups only, oldest first
+	Kind    string          `json:"k"`           // store.ConversationKind
+	Peer    *userRef        `json:"p,omitempty"` // direct conversations only
+	Last    *lastRow        `json:"m,omitempty"` // none before the first message
+	Read    store.MessageID `json:"r,omitzero"`  // the read mark; zero: nothing read
+	Windows []windowRow     `json:"w,omitempty"` // groups only, oldest first
 }
 
 // lastRow is the newest message of a conversation, whose room is the
@@ -270,6 +272,16 @@ func (r *conversationRow) setLast(m store.Message) bool {
 	return true
 }
 
+// markRead moves the read mark to upTo unless it is further already, and
+// reports whether it moved.
+func (r *conversationRow) markRead(upTo store.MessageID) bool {
+	if r.Read.Compare(upTo) >= 0 {
+		return false
+	}
+	r.Read = upTo
+	return true
+}
+
 // open appends a window from at, unless one is open already, and reports
 // whether it did.
 func (r *conversationRow) open(at time.Time) bool {
@@ -290,9 +302,10 @@ func (r *conversationRow) close(at time.Time) bool {
 	return true
 }
 
-// conversation returns the inbox entry with this id and unread count.
-func (r conversationRow) conversation(id string, unread int) store.Conversation {
-	c := store.Conversation{ID: id, Kind: store.ConversationKind(r.Kind), Unread: unread}
+// conversation returns the inbox entry with this id, without its unread
+// count.
+func (r conversationRow) conversation(id string) store.Conversation {
+	c := store.Conversation{ID: id, Kind: store.ConversationKind(r.Kind), ReadUpTo: r.Read}
 	if r.Peer != nil {
 		c.Peer = r.Peer.ref()
 	}

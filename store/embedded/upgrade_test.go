@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -195,4 +196,80 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestOpenPreReadMarkStore opens a store whose inboxes have a row per
+// unread message, as the versions before read marks kept them: Open
+// converts them into read marks, just before the oldest unread message,
+// or at the last message where none is unread; the unread rows are gone,
+// a stray one too, and the counts read as before.
+func TestOpenPreReadMarkStore(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	db := open(t, dir)
+	alice, bob := store.UserRef{Login: "alice"}, store.UserRef{Login: "bob"}
+	id := store.DirectConversationID(alice.Login, bob.Login)
+	var msgs []store.Message
+	for i := range 3 {
+		m := store.Message{Room: id, ID: store.MessageIDAt(time.Now().Add(time.Duration(i-3) * time.Minute)), Author: alice, Content: "hello"}
+		if err := db.SendDirect(ctx, m, bob); err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m)
+	}
+	last := msgs[2]
+
+	// As the versions before wrote it: no marks, bob's unread rows for the
+	// last two, and alice's for a deleted group she has no entry of.
+	b := db.batch()
+	for _, login := range []string{alice.Login, bob.Login} {
+		k := conversationKey(login, id)
+		row, _, err := getRow[conversationRow](db, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		row.Read = store.MessageID{}
+		b.set(k, row)
+	}
+	for _, m := range msgs[1:] {
+		b.setEmpty(unreadKey(bob.Login, id, m.ID))
+	}
+	b.setEmpty(unreadKey(alice.Login, "zz-deleted-group", last.ID))
+	b.delete(readMarksBuilt())
+	if err := b.commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db = open(t, dir)
+	defer db.Close()
+	check := func(login string, unread int, readFrom, readTo store.MessageID) {
+		t.Helper()
+		c, err := db.Conversation(ctx, login, id)
+		if err != nil {
+			t.Fatalf("Conversation(%s, %s) = %v", login, id, err)
+		}
+		if c.Unread != unread || c.ReadUpTo.Compare(readFrom) < 0 || c.ReadUpTo.Compare(readTo) > 0 {
+			t.Errorf("Conversation(%s) = %d unread, read up to %v; want %d unread, read up to between %v and %v", login, c.Unread, c.ReadUpTo, unread, readFrom, readTo)
+		}
+	}
+	check(alice.Login, 0, last.ID, last.ID)
+	check(bob.Login, 2, msgs[0].ID, store.MinMessageID(msgs[1].ID.Time()))
+	var rows []string
+	p := tuple(tableConversations)
+	err := db.scan(ctx, p, p.end(), false, func(k, _ []byte) (bool, error) {
+		rows = append(rows, fmt.Sprintf("%q", k))
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{fmt.Sprintf("%q", conversationKey(alice.Login, id)), fmt.Sprintf("%q", conversationKey(bob.Login, id))}; !slices.Equal(rows, want) {
+		t.Errorf("inbox rows after Open = %s, want the two entries' alone: %s", rows, want)
+	}
+	if built, err := db.has(readMarksBuilt()); err != nil || !built {
+		t.Errorf("after Open, read marks built = %v, %v; want true", built, err)
+	}
 }

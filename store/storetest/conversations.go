@@ -45,6 +45,7 @@ func conversationGroups() []group[ConversationStore] {
 			{"Empty", testInboxEmpty},
 			{"Order", testInboxOrder},
 			{"ConversationErrNotFound", testConversationNotFound},
+			{"UnreadCap", testUnreadCap},
 		}},
 		{"MarkRead", []convTest{
 			{"UpTo", testMarkReadUpTo},
@@ -60,6 +61,7 @@ func conversationGroups() []group[ConversationStore] {
 			{"Leave", testGroupLeave},
 			{"Delete", testGroupDelete},
 			{"Windows", testGroupWindows},
+			{"UnreadWindows", testGroupUnreadWindows},
 		}},
 		{"MessageIndex", []convTest{
 			{"Message", testIndexMessage},

@@ -192,7 +192,8 @@ func testGroupAddMemberErrors(t *testing.T, s ConversationStore) {
 }
 
 // testGroupPost posts to a group: every member's entry shows the newest
-// message; each has as unread the others' messages.
+// message; each has as unread the others' messages after their own
+// newest, but the system messages of the additions.
 func testGroupPost(t *testing.T, s ConversationStore) {
 	ctx := newContext(t)
 	alice := mustCreateUser(t, ctx, s, "alice").UserRef
@@ -204,7 +205,7 @@ func testGroupPost(t *testing.T, s ConversationStore) {
 
 	m1 := mustPostGroup(t, ctx, s, g.Name, store.NewMessageID(), alice, "hello all", members)
 	m2 := mustPostGroup(t, ctx, s, g.Name, store.NewMessageID(), bob, "hi alice", members)
-	for login, unread := range map[string]int{alice.Login: 1, bob.Login: 1, carol.Login: 2} {
+	for login, unread := range map[string]int{alice.Login: 1, bob.Login: 0, carol.Login: 2} {
 		c := mustConversation(t, ctx, s, login, g.Name)
 		if c.Kind != store.GroupConversation || c.LastMessage != m2 || c.Unread != unread || len(c.Windows) != 1 {
 			t.Errorf("Conversation(%q) = %s, want a group with last message %s, %d unread and one window", login, fmtConversation(c), fmtMessage(m2), unread)
@@ -217,7 +218,7 @@ func testGroupPost(t *testing.T, s ConversationStore) {
 
 	mustMarkRead(t, ctx, s, carol.Login, g.Name, m1.ID)
 	wantUnread(t, ctx, s, carol.Login, g.Name, 1)
-	wantUnread(t, ctx, s, bob.Login, g.Name, 1)
+	wantUnread(t, ctx, s, alice.Login, g.Name, 1)
 	mustMarkRead(t, ctx, s, carol.Login, g.Name, m2.ID)
 	wantUnread(t, ctx, s, carol.Login, g.Name, 0)
 }
@@ -406,4 +407,39 @@ func testGroupWindows(t *testing.T, s ConversationStore) {
 	checkMessages(t, "GroupMessages with no windows", mustGroupMessages(t, ctx, s, g.Name, nil, store.MessageID{}, 10), nil)
 	empty := []store.Window{{From: d(7, 14*time.Hour), To: d(5, 0)}}
 	checkMessages(t, "GroupMessages in an empty window", mustGroupMessages(t, ctx, s, g.Name, empty, store.MessageID{}, 10), nil)
+}
+
+// testGroupUnreadWindows counts a member's unread messages of a group
+// within their windows only: the messages posted while they were away are
+// not theirs to read, and a mark-read from before they left still counts.
+func testGroupUnreadWindows(t *testing.T, s ConversationStore) {
+	ctx := newContext(t)
+	alice := mustCreateUser(t, ctx, s, "alice").UserRef
+	bob := mustCreateUser(t, ctx, s, "bob").UserRef
+	g := mustCreateGroup(t, ctx, s, "windows", alice)
+	now := time.Now().Truncate(time.Second)
+	joined, left, back := now.Add(-time.Hour), now.Add(-30*time.Minute), now.Add(-10*time.Minute)
+	post := func(at time.Time, content string) store.Message {
+		members := mustRoom(t, ctx, s, g.Name).Participants
+		return mustPostGroup(t, ctx, s, g.Name, store.MessageIDAt(at), alice, content, members)
+	}
+
+	mustAddMember(t, ctx, s, g.Name, alice.Login, bob, joined)
+	first := post(joined.Add(time.Minute), "first, while bob is in")
+	post(joined.Add(2*time.Minute), "second, while bob is in")
+	mustMarkRead(t, ctx, s, bob.Login, g.Name, first.ID)
+	mustLeaveGroup(t, ctx, s, g.Name, bob, left)
+	post(left.Add(time.Minute), "while bob is away")
+	post(left.Add(2*time.Minute), "while bob is still away")
+	wantUnread(t, ctx, s, bob.Login, g.Name, 1)
+
+	mustAddMember(t, ctx, s, g.Name, alice.Login, bob, back)
+	last := post(back.Add(time.Minute), "bob is back")
+	wantUnread(t, ctx, s, bob.Login, g.Name, 2)
+	wantUnread(t, ctx, s, alice.Login, g.Name, 0)
+	checkInboxEntry(t, "Inbox(bob)", mustInbox(t, ctx, s, bob.Login),
+		store.Conversation{ID: g.Name, Kind: store.GroupConversation, LastMessage: last, Unread: 2,
+			Windows: []store.Window{{From: joined, To: left}, {From: back}}})
+	mustMarkRead(t, ctx, s, bob.Login, g.Name, last.ID)
+	wantUnread(t, ctx, s, bob.Login, g.Name, 0)
 }

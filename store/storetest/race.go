@@ -1,0 +1,6 @@
+//go:build race
+
+package storetest
+
+// raceDetector: the race detector slows every store call several times.
+const raceDetector = true
