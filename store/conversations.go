@@ -77,24 +77,32 @@ type Conversation struct {
 // burst (seed 001's spam flaw).
 const UnreadCap = 100
 
-// WindowedReader reads a page of a conversation's stream within windows,
-// newest first, older than before: a backend's GroupMessages.
-type WindowedReader func(ctx context.Context, windows []Window, before MessageID, limit int) ([]Message, error)
-
 // CountUnread counts owner's unread messages of c: the messages of others
 // after c.ReadUpTo, within c's windows for a group, up to UnreadCap.
-// System messages (joins, leaves, additions) are not counted. It
-// reads nothing when the last message is read, and otherwise pages of the
-// stream newest first from the last message back to the mark.
-func CountUnread(ctx context.Context, owner string, c Conversation, read WindowedReader) (int, error) {
+// System messages (joins, leaves, additions) are not counted. It reads
+// nothing when the last message is read, and otherwise pages of the stream
+// newest first from the last message back to the mark. A mark at most
+// unlistedDays before the last message skips the stream's listing: the days
+// between are read whether or not they hold messages.
+func CountUnread(ctx context.Context, owner string, c Conversation, stream Stream) (int, error) {
 	if c.LastMessage.ID.Compare(c.ReadUpTo) <= 0 {
 		return 0, nil
 	}
 	windows := unreadWindows(c)
+	if len(windows) == 0 {
+		return 0, nil
+	}
+	listed := daysBetween(c.ReadUpTo.Time(), c.LastMessage.ID.Time())
+	if c.ReadUpTo.IsZero() || len(listed) > unlistedDays {
+		var err error
+		if listed, err = stream.Listed(ctx); err != nil {
+			return 0, err
+		}
+	}
 	n := 0
 	var before MessageID
-	for len(windows) > 0 {
-		page, err := read(ctx, windows, before, UnreadCap)
+	for {
+		page, err := ScanSegments(ctx, PlanSegments(listed, windows, before), UnreadCap, stream.Read)
 		if err != nil {
 			return 0, err
 		}
@@ -109,11 +117,26 @@ func CountUnread(ctx context.Context, owner string, c Conversation, read Windowe
 			}
 		}
 		if len(page) < UnreadCap {
-			break
+			return n, nil
 		}
 		before = page[len(page)-1].ID
 	}
-	return n, nil
+}
+
+// unlistedDays is how many days CountUnread reads without the stream's
+// listing: a read of an empty day costs about what the listing does.
+const unlistedDays = 3
+
+// daysBetween returns the buckets from the one of from to the one of to,
+// newest first; none if to is before from.
+func daysBetween(from, to time.Time) []Bucket {
+	var days []Bucket
+	for d := to.UTC().Truncate(24 * time.Hour); !d.Before(from.UTC().Truncate(24 * time.Hour)); d = d.Add(-24 * time.Hour) {
+		if days = append(days, BucketOf(d)); len(days) > unlistedDays {
+			break
+		}
+	}
+	return days
 }
 
 // unreadWindows are the windows in which c can hold unread messages: from

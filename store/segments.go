@@ -67,3 +67,24 @@ func PlanSegments(listed []Bucket, windows []Window, before MessageID) []Segment
 func ScanSegments(ctx context.Context, plan []Segment, limit int, read SegmentReader) ([]Message, error) {
 	return scanInOrder(ctx, plan, limit, read)
 }
+
+// A Stream is a conversation's message stream as a backend reads it: the
+// days it has messages in, and bounded reads of one day.
+type Stream struct {
+	Listed func(ctx context.Context) ([]Bucket, error)
+	Read   SegmentReader
+}
+
+// Page returns up to limit messages within windows, older than before,
+// newest first: one read of the listing, then PlanSegments' reads until
+// the page is full.
+func (s Stream) Page(ctx context.Context, windows []Window, before MessageID, limit int) ([]Message, error) {
+	if limit <= 0 || len(windows) == 0 {
+		return nil, nil
+	}
+	listed, err := s.Listed(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return ScanSegments(ctx, PlanSegments(listed, windows, before), limit, s.Read)
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/killrchat/chatql/store"
+	"github.com/killrchat/chatql/store/storetest"
 )
 
 // benchKeyspace is the keyspace of the benchmarks, apart from the tests'
@@ -201,4 +202,10 @@ func BenchmarkCassandraPostPath(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkCassandraInbox reads an inbox of 20 conversations
+// (storetest.BenchmarkInbox).
+func BenchmarkCassandraInbox(b *testing.B) {
+	storetest.BenchmarkInbox(b, benchDB(b))
 }

@@ -190,30 +190,31 @@ func (db *DB) LeaveGroup(ctx context.Context, group string, u store.UserRef, at 
 // than before, in the windows: store.PlanSegments chooses the bounded reads
 // of the listed buckets, one query each, until the page is full.
 func (db *DB) GroupMessages(ctx context.Context, group string, windows []store.Window, before store.MessageID, limit int) ([]store.Message, error) {
-	if limit <= 0 || len(windows) == 0 {
-		return nil, nil
-	}
-	listed, err := db.listedBuckets(ctx, roomBuckets, group)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: messages of group %q: %w", group, err)
-	}
-	plan := store.PlanSegments(listed, windows, before)
-	msgs, err := store.ScanSegments(ctx, plan, limit, func(ctx context.Context, s store.Segment, limit int) ([]store.Message, error) {
-		b := int(s.Bucket)
-		return readLive(s.Before, limit, func(before store.MessageID, limit int) *gocql.Query {
-			switch {
-			case s.From.IsZero() && before.IsZero():
-				return db.query(ctx, selectSegment, group, b, limit)
-			case before.IsZero():
-				return db.query(ctx, selectSegmentFrom, group, b, gocql.UUID(s.From), limit)
-			case s.From.IsZero():
-				return db.query(ctx, selectSegmentBefore, group, b, gocql.UUID(before), limit)
-			}
-			return db.query(ctx, selectSegmentWithin, group, b, gocql.UUID(s.From), gocql.UUID(before), limit)
-		}, roomRows(group))
-	})
+	msgs, err := db.stream(group).Page(ctx, windows, before, limit)
 	if err != nil {
 		return nil, fmt.Errorf("cassandra: messages of group %q: %w", group, err)
 	}
 	return msgs, nil
+}
+
+// stream is the conversation's stream: its listed buckets, and one query
+// per segment.
+func (db *DB) stream(id string) store.Stream {
+	return store.Stream{
+		Listed: func(ctx context.Context) ([]store.Bucket, error) { return db.listedBuckets(ctx, roomBuckets, id) },
+		Read: func(ctx context.Context, s store.Segment, limit int) ([]store.Message, error) {
+			b := int(s.Bucket)
+			return readLive(s.Before, limit, func(before store.MessageID, limit int) *gocql.Query {
+				switch {
+				case s.From.IsZero() && before.IsZero():
+					return db.query(ctx, selectSegment, id, b, limit)
+				case before.IsZero():
+					return db.query(ctx, selectSegmentFrom, id, b, gocql.UUID(s.From), limit)
+				case s.From.IsZero():
+					return db.query(ctx, selectSegmentBefore, id, b, gocql.UUID(before), limit)
+				}
+				return db.query(ctx, selectSegmentWithin, id, b, gocql.UUID(s.From), gocql.UUID(before), limit)
+			}, roomRows(id))
+		},
+	}
 }

@@ -167,9 +167,7 @@ func (db *DB) Conversation(ctx context.Context, login, id string) (store.Convers
 
 // countUnread sets c.Unread (see store.CountUnread).
 func (db *DB) countUnread(ctx context.Context, login string, c *store.Conversation) error {
-	n, err := store.CountUnread(ctx, login, *c, func(ctx context.Context, windows []store.Window, before store.MessageID, limit int) ([]store.Message, error) {
-		return db.GroupMessages(ctx, c.ID, windows, before, limit)
-	})
+	n, err := store.CountUnread(ctx, login, *c, db.stream(c.ID))
 	if err != nil {
 		return fmt.Errorf("cassandra: unread messages of %q in %q: %w", login, c.ID, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/killrchat/chatql/store"
+	"github.com/killrchat/chatql/store/storetest"
 )
 
 // benchRoom opens a store in a temporary directory with one room of n
@@ -188,4 +189,14 @@ func BenchmarkRoomEvents(b *testing.B) {
 			b.Fatalf("RoomEvents = %d events, %v", len(page), err)
 		}
 	}
+}
+
+// BenchmarkInbox reads an inbox of 20 conversations (storetest.BenchmarkInbox).
+func BenchmarkInbox(b *testing.B) {
+	db, err := Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	storetest.BenchmarkInbox(b, db)
 }

@@ -194,39 +194,32 @@ func (db *DB) GroupMessages(ctx context.Context, group string, windows []store.W
 		return nil, err
 	}
 	defer end()
-	return db.groupMessages(ctx, group, windows, before, limit)
+	page, err := db.stream(group).Page(ctx, windows, before, limit)
+	return nonNil(page), err
 }
 
-// groupMessages is GroupMessages within an operation begun already.
-func (db *DB) groupMessages(ctx context.Context, group string, windows []store.Window, before store.MessageID, limit int) ([]store.Message, error) {
-	if len(windows) == 0 || limit <= 0 {
-		return []store.Message{}, nil
+// stream is the conversation's stream, to be read within an operation
+// begun already.
+func (db *DB) stream(id string) store.Stream {
+	return store.Stream{
+		Listed: func(ctx context.Context) ([]store.Bucket, error) { return db.buckets(ctx, id) },
+		Read: func(ctx context.Context, s store.Segment, limit int) ([]store.Message, error) {
+			// Keys are newest first: Before (exclusive) bounds the range
+			// below, From (inclusive) above.
+			p := messagePartition(id, s.Bucket)
+			lower, upper := []byte(p), p.end()
+			if !s.Before.IsZero() {
+				lower = p.desc(s.Before).next()
+			}
+			if !s.From.IsZero() {
+				upper = p.desc(s.From).next()
+			}
+			if bytes.Compare(lower, upper) >= 0 {
+				return nil, nil
+			}
+			return db.readMessages(ctx, id, p, lower, upper, false, limit)
+		},
 	}
-	listed, err := db.buckets(ctx, group)
-	if err != nil {
-		return nil, err
-	}
-	plan := store.PlanSegments(listed, windows, before)
-	page, err := store.ScanSegments(ctx, plan, limit, func(ctx context.Context, s store.Segment, limit int) ([]store.Message, error) {
-		// Keys are newest first: Before (exclusive) bounds the range
-		// below, From (inclusive) above.
-		p := messagePartition(group, s.Bucket)
-		lower, upper := []byte(p), p.end()
-		if !s.Before.IsZero() {
-			lower = p.desc(s.Before).next()
-		}
-		if !s.From.IsZero() {
-			upper = p.desc(s.From).next()
-		}
-		if bytes.Compare(lower, upper) >= 0 {
-			return nil, nil
-		}
-		return db.readMessages(ctx, group, p, lower, upper, false, limit)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return nonNil(page), nil
 }
 
 // buildFormerMembers records, once, the former members of every private

@@ -128,9 +128,7 @@ func (db *DB) Inbox(ctx context.Context, login string) ([]store.Conversation, er
 
 // countUnread sets c.Unread (see store.CountUnread).
 func (db *DB) countUnread(ctx context.Context, login string, c *store.Conversation) error {
-	n, err := store.CountUnread(ctx, login, *c, func(ctx context.Context, windows []store.Window, before store.MessageID, limit int) ([]store.Message, error) {
-		return db.groupMessages(ctx, c.ID, windows, before, limit)
-	})
+	n, err := store.CountUnread(ctx, login, *c, db.stream(c.ID))
 	if err != nil {
 		return fmt.Errorf("counting the unread messages of %q in %q: %w", login, c.ID, err)
 	}

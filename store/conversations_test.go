@@ -1,0 +1,112 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+)
+
+// fakeStream is a stream in memory, for the logic of CountUnread: the
+// backends' streams are tested by storetest against the real stores.
+type fakeStream struct {
+	msgs   []Message // any order
+	listed int       // calls of Listed
+}
+
+func (f *fakeStream) stream() Stream {
+	return Stream{
+		Listed: func(context.Context) ([]Bucket, error) {
+			f.listed++
+			var days []Bucket
+			for _, m := range f.msgs {
+				days = append(days, BucketOf(m.ID.Time()))
+			}
+			return days, nil
+		},
+		Read: func(_ context.Context, s Segment, limit int) ([]Message, error) {
+			var page []Message
+			for _, m := range f.msgs {
+				if BucketOf(m.ID.Time()) == s.Bucket && m.ID.Compare(s.From) >= 0 && (s.Before.IsZero() || m.ID.Compare(s.Before) < 0) {
+					page = append(page, m)
+				}
+			}
+			slices.SortFunc(page, func(a, b Message) int { return b.ID.Compare(a.ID) })
+			return page[:min(limit, len(page))], nil
+		},
+	}
+}
+
+func TestCountUnread(t *testing.T) {
+	last := time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC)
+	me, peer := UserRef{Login: "me"}, UserRef{Login: "peer"}
+	at := func(d time.Duration, author UserRef, system bool) Message {
+		return Message{Room: "me:peer", ID: MessageIDAt(last.Add(-d)), Author: author, System: system}
+	}
+	// Across a month's end: March 30th to April 1st, then older days.
+	msgs := []Message{
+		at(0, peer, false),
+		at(time.Hour, peer, true), // a system message: not counted
+		at(2*time.Hour, me, false),
+		at(24*time.Hour, peer, false), // March 31st
+		at(48*time.Hour, peer, false), // March 30th
+		at(10*24*time.Hour, peer, false),
+	}
+	for _, tc := range []struct {
+		name   string
+		mark   MessageID
+		want   int
+		listed bool
+	}{
+		{"nothing read", MessageID{}, 4, true},
+		{"read up to the last", msgs[0].ID, 0, false},
+		{"read two days before", MinMessageID(msgs[4].ID.Time()), 3, false},
+		{"read ten days before", msgs[5].ID, 3, true},
+		{"read up to March 30th's", msgs[4].ID, 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeStream{msgs: msgs}
+			c := Conversation{ID: "me:peer", Kind: DirectConversation, LastMessage: msgs[0], ReadUpTo: tc.mark}
+			got, err := CountUnread(t.Context(), me.Login, c, f.stream())
+			if err != nil || got != tc.want || (f.listed > 0) != tc.listed {
+				t.Errorf("CountUnread = %d, %v, listing read %d times; want %d, listing read: %v", got, err, f.listed, tc.want, tc.listed)
+			}
+		})
+	}
+
+	t.Run("cap", func(t *testing.T) {
+		f := &fakeStream{}
+		for i := range 2*UnreadCap + 1 {
+			f.msgs = append(f.msgs, at(time.Duration(i)*time.Second, peer, false))
+		}
+		c := Conversation{ID: "me:peer", Kind: DirectConversation, LastMessage: f.msgs[0], ReadUpTo: f.msgs[2*UnreadCap].ID}
+		if got, err := CountUnread(t.Context(), me.Login, c, f.stream()); err != nil || got != UnreadCap {
+			t.Errorf("CountUnread of %d unread = %d, %v; want %d", 2*UnreadCap, got, err, UnreadCap)
+		}
+		// Own messages don't count: the others' reach the cap on the second page.
+		for i := 0; i < UnreadCap; i++ {
+			f.msgs[i].Author = me
+		}
+		if got, err := CountUnread(t.Context(), me.Login, c, f.stream()); err != nil || got != UnreadCap {
+			t.Errorf("CountUnread of %d unread after %d own = %d, %v; want %d", UnreadCap, UnreadCap, got, err, UnreadCap)
+		}
+	})
+}
+
+func TestDaysBetween(t *testing.T) {
+	day := func(m time.Month, d, h int) time.Time { return time.Date(2026, m, d, h, 0, 0, 0, time.UTC) }
+	for _, tc := range []struct {
+		from, to time.Time
+		want     []Bucket
+	}{
+		{day(3, 30, 23), day(4, 1, 1), []Bucket{20260401, 20260331, 20260330}},
+		{day(4, 1, 1), day(4, 1, 23), []Bucket{20260401}},
+		{day(4, 2, 1), day(4, 1, 23), nil},
+		// Past unlistedDays it stops: the caller reads the listing.
+		{day(1, 1, 0), day(4, 1, 0), []Bucket{20260401, 20260331, 20260330, 20260329}},
+	} {
+		if got := daysBetween(tc.from, tc.to); !slices.Equal(got, tc.want) {
+			t.Errorf("daysBetween(%v, %v) = %v, want %v", tc.from, tc.to, got, tc.want)
+		}
+	}
+}
