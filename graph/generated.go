@@ -100,9 +100,9 @@ type ComplexityRoot struct {
 		Login             func(childComplexity int, login string, password string) int
 		Logout            func(childComplexity int) int
 		MarkRead          func(childComplexity int, conversation string, upTo string) int
-		PostMessage       func(childComplexity int, room string, content string) int
+		PostMessage       func(childComplexity int, room string, content string, clientMessageID *string) int
 		RefreshToken      func(childComplexity int, token string) int
-		SendDirectMessage func(childComplexity int, to string, content string) int
+		SendDirectMessage func(childComplexity int, to string, content string, clientMessageID *string) int
 		Signup            func(childComplexity int, input model.SignupInput) int
 	}
 
@@ -190,11 +190,11 @@ type MessageResolver interface {
 	Content(ctx context.Context, obj *store.Message) (string, error)
 }
 type MutationResolver interface {
-	SendDirectMessage(ctx context.Context, to string, content string) (*store.Message, error)
+	SendDirectMessage(ctx context.Context, to string, content string, clientMessageID *string) (*store.Message, error)
 	MarkRead(ctx context.Context, conversation string, upTo string) (*store.Conversation, error)
 	AddGroupMember(ctx context.Context, group string, login string) (*store.Room, error)
 	HideMessage(ctx context.Context, id string) (*store.Message, error)
-	PostMessage(ctx context.Context, room string, content string) (*store.Message, error)
+	PostMessage(ctx context.Context, room string, content string, clientMessageID *string) (*store.Message, error)
 	CreateRoom(ctx context.Context, input model.CreateRoomInput) (*store.Room, error)
 	JoinRoom(ctx context.Context, room string) (*store.Room, error)
 	LeaveRoom(ctx context.Context, room string) (*store.Room, error)
@@ -528,7 +528,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.PostMessage(childComplexity, args["room"].(string), args["content"].(string)), true
+		return e.ComplexityRoot.Mutation.PostMessage(childComplexity, args["room"].(string), args["content"].(string), args["clientMessageId"].(*string)), true
 	case "Mutation.refreshToken":
 		if e.ComplexityRoot.Mutation.RefreshToken == nil {
 			break
@@ -550,7 +550,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.SendDirectMessage(childComplexity, args["to"].(string), args["content"].(string)), true
+		return e.ComplexityRoot.Mutation.SendDirectMessage(childComplexity, args["to"].(string), args["content"].(string), args["clientMessageId"].(*string)), true
 	case "Mutation.signup":
 		if e.ComplexityRoot.Mutation.Signup == nil {
 			break
@@ -1018,7 +1018,17 @@ extend type Query {
 
 extend type Mutation {
   """Sends a direct message; the recipient must exist. Content is 1 to 4000 characters."""
-  sendDirectMessage(to: String!, content: String!): Message!
+  sendDirectMessage(
+    to: String!
+    content: String!
+    """
+    The caller's own name for this message (1 to 64 letters, digits, '.', '_', ':' or '-'; a UUID
+    will do), which makes the send safe to retry: a send under a name used in the last 7 days
+    returns the message the first one stored and stores nothing new, even when retries race. A
+    name already used for another conversation gives BAD_USER_INPUT.
+    """
+    clientMessageId: String
+  ): Message!
   """Marks the conversation's messages read up to and including ` + "`" + `upTo` + "`" + `; a mark only moves forward, so an older ` + "`" + `upTo` + "`" + ` changes nothing. Returns the updated inbox entry."""
   markRead(conversation: ID!, upTo: ID!): Conversation!
   """Adds a user to a private group; only members may. Returns the group."""
@@ -1108,7 +1118,17 @@ extend type Query {
 
 extend type Mutation {
   """Posts a message as the caller, who must be a participant. Content is 1 to 4000 characters."""
-  postMessage(room: String!, content: String!): Message!
+  postMessage(
+    room: String!
+    content: String!
+    """
+    The caller's own name for this message (1 to 64 letters, digits, '.', '_', ':' or '-'; a UUID
+    will do), which makes the send safe to retry: a send under a name used in the last 7 days
+    returns the message the first one stored and stores nothing new, even when retries race. A
+    name already used for another conversation gives BAD_USER_INPUT.
+    """
+    clientMessageId: String
+  ): Message!
 }
 
 extend type Subscription {
@@ -1822,6 +1842,14 @@ func (ec *executionContext) field_Mutation_postMessage_args(ctx context.Context,
 		return nil, err
 	}
 	args["content"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "clientMessageId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["clientMessageId"] = arg2
 	return args, nil
 }
 
@@ -1858,6 +1886,14 @@ func (ec *executionContext) field_Mutation_sendDirectMessage_args(ctx context.Co
 		return nil, err
 	}
 	args["content"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "clientMessageId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["clientMessageId"] = arg2
 	return args, nil
 }
 
@@ -2873,7 +2909,7 @@ func (ec *executionContext) _Mutation_sendDirectMessage(ctx context.Context, fie
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().SendDirectMessage(ctx, fc.Args["to"].(string), fc.Args["content"].(string))
+			return ec.Resolvers.Mutation().SendDirectMessage(ctx, fc.Args["to"].(string), fc.Args["content"].(string), fc.Args["clientMessageId"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *store.Message) graphql.Marshaler {
@@ -3049,7 +3085,7 @@ func (ec *executionContext) _Mutation_postMessage(ctx context.Context, field gra
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().PostMessage(ctx, fc.Args["room"].(string), fc.Args["content"].(string))
+			return ec.Resolvers.Mutation().PostMessage(ctx, fc.Args["room"].(string), fc.Args["content"].(string), fc.Args["clientMessageId"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *store.Message) graphql.Marshaler {

@@ -65,7 +65,7 @@ func (r *inboxEventResolver) Conversation(ctx context.Context, obj *model.InboxE
 }
 
 // SendDirectMessage is the resolver for the sendDirectMessage field.
-func (r *mutationResolver) SendDirectMessage(ctx context.Context, to string, content string) (*store.Message, error) {
+func (r *mutationResolver) SendDirectMessage(ctx context.Context, to string, content string, clientMessageID *string) (*store.Message, error) {
 	me, err := r.limitedUser(ctx, ratelimit.DirectMessage)
 	if err != nil {
 		return nil, err
@@ -85,13 +85,15 @@ func (r *mutationResolver) SendDirectMessage(ctx context.Context, to string, con
 	}
 	conv := store.DirectConversationID(me.Login, to)
 	msg := store.Message{Room: conv, ID: store.NewMessageID(), Author: me, Content: content}
-	if err := r.Store.SendDirect(ctx, msg, peer.UserRef); err != nil {
-		return nil, err
-	}
-	ev := store.Event{ID: msg.ID, Kind: store.DirectMessage, Room: conv, Message: &msg, User: me}
-	r.publishTo(ctx, broker.UserTopic(to), ev)
-	r.publishTo(ctx, broker.UserTopic(me.Login), ev)
-	return &msg, nil
+	return r.sendOnce(ctx, clientMessageID, msg, func(msg store.Message) error {
+		if err := r.Store.SendDirect(ctx, msg, peer.UserRef); err != nil {
+			return err
+		}
+		ev := store.Event{ID: msg.ID, Kind: store.DirectMessage, Room: conv, Message: &msg, User: me}
+		r.publishTo(ctx, broker.UserTopic(to), ev)
+		r.publishTo(ctx, broker.UserTopic(me.Login), ev)
+		return nil
+	})
 }
 
 // MarkRead is the resolver for the markRead field.

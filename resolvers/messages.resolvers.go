@@ -28,7 +28,7 @@ func (r *messageResolver) Content(ctx context.Context, obj *store.Message) (stri
 }
 
 // PostMessage is the resolver for the postMessage field.
-func (r *mutationResolver) PostMessage(ctx context.Context, room string, content string) (*store.Message, error) {
+func (r *mutationResolver) PostMessage(ctx context.Context, room string, content string, clientMessageID *string) (*store.Message, error) {
 	me, err := r.limitedUser(ctx, ratelimit.Post)
 	if err != nil {
 		return nil, err
@@ -41,21 +41,23 @@ func (r *mutationResolver) PostMessage(ctx context.Context, room string, content
 		return nil, err
 	}
 	msg := store.Message{Room: room, ID: store.NewMessageID(), Author: me, Content: content}
-	if kind == store.PrivateGroup {
-		if err := r.Store.PostGroupMessage(ctx, msg, members); err != nil {
-			return nil, err
-		}
-		unread := store.Event{ID: msg.ID, Kind: store.UnreadChanged, Room: room, Message: &msg, User: me}
-		for _, p := range members {
-			if p.Login != me.Login {
-				r.publishTo(ctx, broker.UserTopic(p.Login), unread)
+	return r.sendOnce(ctx, clientMessageID, msg, func(msg store.Message) error {
+		if kind == store.PrivateGroup {
+			if err := r.Store.PostGroupMessage(ctx, msg, members); err != nil {
+				return err
 			}
+			unread := store.Event{ID: msg.ID, Kind: store.UnreadChanged, Room: room, Message: &msg, User: me}
+			for _, p := range members {
+				if p.Login != me.Login {
+					r.publishTo(ctx, broker.UserTopic(p.Login), unread)
+				}
+			}
+		} else if err := r.Store.PostMessage(ctx, msg); err != nil {
+			return err
 		}
-	} else if err := r.Store.PostMessage(ctx, msg); err != nil {
-		return nil, err
-	}
-	r.publish(ctx, store.PostedEvent(msg))
-	return &msg, nil
+		r.publish(ctx, store.PostedEvent(msg))
+		return nil
+	})
 }
 
 // Messages is the resolver for the messages field.

@@ -98,6 +98,7 @@ type Store interface {
 	MessageIndex
 	Sessions
 	EventLog
+	ClientMessages
 
 	// CreateUser stores a new account. Logins are unique: the write is a
 	// compare-and-set (INSERT ... IF NOT EXISTS), so of many concurrent signups

@@ -37,6 +37,11 @@ var schemaV4 string
 //go:embed schema_v5.cql
 var schemaV5 string
 
+// schemaV6 adds client message ids.
+//
+//go:embed schema_v6.cql
+var schemaV6 string
+
 // A migration is one schema version: CQL statements separated by ';', then
 // the conversion of the data, if any.
 type migration struct {
@@ -55,6 +60,7 @@ var migrations = []migration{
 	{version: 3, description: "sessions", cql: schemaV3},
 	{version: 4, description: "room_events, inbox_events, inbox_buckets, chat_rooms.former_members", cql: schemaV4},
 	{version: 5, description: "conversations_by_user.read_upto, unread rows converted", cql: schemaV5, convert: convertUnreadRows},
+	{version: 6, description: "client_messages", cql: schemaV6},
 }
 
 // createMigrationsTable repeats schema.cql's statement: the table must exist

@@ -72,7 +72,7 @@ func TestMigrateFromV1(t *testing.T) {
 	if !hasColumn("chat_rooms", "kind") || !hasColumn("chat_room_messages", "visible") || !hasColumn("conversations_by_user", "left_at") {
 		t.Fatal("Open did not apply version 2")
 	}
-	wantVersions(t, db, 1, 2, 3, 4, 5)
+	wantVersions(t, db, versionsBut(0)...)
 
 	r, err := db.Room(ctx, "legacy")
 	if err != nil || r.Kind != store.PublicRoom || r.Banner != "old" {
@@ -102,9 +102,9 @@ func TestMigrateFromV1(t *testing.T) {
 	if err := db.query(ctx, `DELETE FROM schema_migrations WHERE version = 2`).Exec(); err != nil {
 		t.Fatal(err)
 	}
-	wantVersions(t, db, 1, 3, 4, 5)
+	wantVersions(t, db, versionsBut(2)...)
 	mustOpen(t, cfg)
-	wantVersions(t, db, 1, 2, 3, 4, 5)
+	wantVersions(t, db, versionsBut(0)...)
 }
 
 // legacyKeyspace creates a keyspace of its own, the test keyspace's name
@@ -158,6 +158,17 @@ func insertLegacyMessage(t *testing.T, ctx context.Context, session *gocql.Sessi
 			t.Fatal(err)
 		}
 	}
+}
+
+// versionsBut returns every schema version but skip.
+func versionsBut(skip int) []int {
+	var vs []int
+	for _, m := range migrations {
+		if m.version != skip {
+			vs = append(vs, m.version)
+		}
+	}
+	return vs
 }
 
 // wantVersions checks the schema versions db's keyspace records.
@@ -214,7 +225,7 @@ func TestMigrateUnreadRows(t *testing.T) {
 	exec(insertUnreadRow, alice.Login, "zz-deleted-group", gocql.UUID(last.ID), writeTime(last.ID))
 
 	db := mustOpen(t, cfg)
-	wantVersions(t, db, 1, 2, 3, 4, 5)
+	wantVersions(t, db, versionsBut(0)...)
 	check := func(login string, unread int, readFrom, readTo store.MessageID) {
 		t.Helper()
 		c, err := db.Conversation(ctx, login, dm)

@@ -34,6 +34,7 @@ const (
 	tableRoomEvents       = "room_events"
 	tableInboxEvents      = "inbox_events"
 	tableInboxBuckets     = "inbox_buckets"
+	tableClientMessages   = "client_messages"
 
 	// tableRoomMembers is no Cassandra table but this store's index of
 	// chat_rooms' participants (see membersPartition), and tableMeta holds
@@ -169,6 +170,12 @@ func roomKey(name string) key { return tuple(tableChatRooms).str(name) }
 func sessionPartition(login string) key { return tuple(tableSessions).str(login) }
 
 func sessionKey(login, id string) key { return sessionPartition(login).str(id) }
+
+// clientMessageKey is the row of client_messages naming author's message
+// clientID.
+func clientMessageKey(author, clientID string) key {
+	return tuple(tableClientMessages).str(author).str(clientID)
+}
 
 // membersPartition is the room's partition of room_members: the room's
 // kind and creator in a header row at the partition key itself, then one

@@ -102,6 +102,10 @@ func groups() []group[store.Store] {
 			{"ConcurrentPosts", testMessagesConcurrentPosts},
 			{"RoomIsolation", testMessagesRoomIsolation},
 		}},
+		{"ClaimClientMessage", []storeTest{
+			{"OK", testClaimClientMessage},
+			{"Concurrent", testClaimClientMessageConcurrent},
+		}},
 		{"RoomEvents", []storeTest{
 			{"Posts", testRoomEventsPosts},
 			{"Paging", testRoomEventsPaging},

@@ -1,0 +1,43 @@
+package resolvers
+
+import (
+	"context"
+	"errors"
+
+	"github.com/killrchat/chatql/store"
+)
+
+// sendOnce stores and publishes msg with send, unless the caller's
+// clientMessageId names a message already: then it returns that message
+// and sends nothing. A name whose message is missing is a first send that
+// did not finish (it failed, or the server died, after the claim): the
+// retry finishes it under the claimed id, and the store's writes, all
+// idempotent, make two racing finishes one message.
+func (r *Resolver) sendOnce(ctx context.Context, clientMessageID *string, msg store.Message, send func(store.Message) error) (*store.Message, error) {
+	if clientMessageID != nil {
+		if err := store.ValidateClientMessageID(*clientMessageID); err != nil {
+			return nil, err
+		}
+		prior, claimed, err := r.Store.ClaimClientMessage(ctx, msg.Author.Login, *clientMessageID, store.ClientMessage{Room: msg.Room, ID: msg.ID})
+		if err != nil {
+			return nil, err
+		}
+		if !claimed {
+			if prior.Room != msg.Room {
+				return nil, store.Invalidf("invalid clientMessageId: %q names your message in another conversation", *clientMessageID)
+			}
+			stored, err := r.Store.Message(ctx, prior.ID)
+			if err == nil {
+				return &stored, nil
+			}
+			if !errors.Is(err, store.ErrNotFound) {
+				return nil, err
+			}
+			msg.ID = prior.ID
+		}
+	}
+	if err := send(msg); err != nil {
+		return nil, err
+	}
+	return &msg, nil
+}
