@@ -242,4 +242,20 @@ type MessageIndex interface {
 	// Event for a direct message). Readers still see the message, as
 	// hidden. The caller checks who may hide it.
 	HideMessage(ctx context.Context, m Message, by UserRef) (Event, error)
+
+	// EditMessage replaces m's content with content, edited at at (kept to
+	// the millisecond), in every copy of it, the inbox entries' last
+	// message included, and logs MessageEdited (a fresh id, User by): in
+	// the room's log, or in both users' inbox logs for a direct message.
+	// Of racing edits the latest at wins in every copy. Returns ErrNotFound
+	// if there is no such message or it is deleted (an edit racing a
+	// delete never brings the content back). The caller checks who may.
+	EditMessage(ctx context.Context, m Message, by UserRef, content string, at time.Time) (Event, error)
+
+	// DeleteMessage erases m's content from every copy of it, the inbox
+	// entries' last message included, leaving a tombstone (Deleted, no
+	// content), and logs MessageDeleted as EditMessage logs its event.
+	// Deleting a deleted message changes nothing and logs nothing (the
+	// zero Event). Returns ErrNotFound if there is no such message.
+	DeleteMessage(ctx context.Context, m Message, by UserRef) (Event, error)
 }

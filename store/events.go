@@ -20,6 +20,12 @@ const (
 	ParticipantLeft EventKind = "PARTICIPANT_LEFT"
 	// MessageHidden: User hid Message.
 	MessageHidden EventKind = "MESSAGE_HIDDEN"
+	// MessageEdited: User, its author, edited Message. Also an inbox event
+	// of both users of a direct conversation.
+	MessageEdited EventKind = "MESSAGE_EDITED"
+	// MessageDeleted: User deleted Message, now a tombstone. Also an inbox
+	// event of both users of a direct conversation.
+	MessageDeleted EventKind = "MESSAGE_DELETED"
 	// RoomDeleted: User, the creator, deleted the room. It is the last
 	// event of the room. It is never read from a log: deleting a room
 	// deletes its log, content and all. Subscribers learn of it live, or

@@ -85,6 +85,12 @@ type Message struct {
 	// Hidden messages were hidden by their author or the room's creator
 	// (the seed's visible flag, inverted so the zero value is visible).
 	Hidden bool
+	// EditedAt is when the author last edited the content, to the
+	// millisecond; zero if never.
+	EditedAt time.Time
+	// Deleted messages are tombstones: their content is erased from every
+	// copy (Content is empty); the id, author and time remain.
+	Deleted bool
 }
 
 // PostedAt is the time encoded in the message's timeuuid.

@@ -48,7 +48,15 @@ const (
 		SET kind = 'group', last_message_id = ?, last_message = ?, last_author = ?, last_system = ?` + summaryRow
 	// hideLast names the newest hidden message, at that message's time: the
 	// last message is hidden if it is the one named.
-	hideLast = `UPDATE conversations_by_user USING TIMESTAMP ? SET last_hidden_id = ?` + summaryRow
+	hideLast = `UPDATE conversations_by_user USING TIMESTAMP ? SET last_hidden_id = ?`
+	// setLastEdit records an edit of a message, at that message's time: it
+	// is the last message's if their ids agree (see schema_v7.cql).
+	// The tuple is a literal of three markers: gocql v1.7.0 counts a
+	// tuple marker's elements as values but marshals it from one.
+	setLastEdit = `UPDATE conversations_by_user USING TIMESTAMP ? SET last_edit = (?, ?, ?)`
+	// eraseLast erases a deleted message's content, at its time: a tie,
+	// which the tombstones win, if it is the last message.
+	eraseLast = `DELETE last_message, last_edit FROM conversations_by_user USING TIMESTAMP ?`
 	// setReadMark moves the read mark, at the time of the message it names.
 	setReadMark        = `UPDATE conversations_by_user USING TIMESTAMP ? SET read_upto = ?` + summaryRow
 	openWindowStmt     = `UPDATE conversations_by_user SET kind = 'group', joined_at = joined_at + ?` + summaryRow
@@ -57,7 +65,7 @@ const (
 	deleteConversation = `DELETE FROM conversations_by_user WHERE login = ? AND conversation_id = ?`
 
 	entryColumns = `conversation_id, message_id, kind, peer, last_message_id, last_message, last_author,
-		last_system, last_hidden_id, read_upto, joined_at, left_at`
+		last_system, last_hidden_id, last_edit, read_upto, joined_at, left_at`
 	selectInbox = `SELECT ` + entryColumns + ` FROM conversations_by_user WHERE login = ?`
 	selectEntry = `SELECT ` + entryColumns + ` FROM conversations_by_user WHERE login = ? AND conversation_id = ? AND message_id = ?`
 )
@@ -188,7 +196,8 @@ func scanEntry(iter *gocql.Iter) (c store.Conversation, ok, more bool) {
 		lastSystem                        bool
 		joined, left                      []time.Time
 	)
-	if !iter.Scan(&c.ID, &first, &kind, &peer, &lastID, &lastContent, &lastAuthor, &lastSystem, &hiddenID, &readUpTo, &joined, &left) {
+	var edit lastEdit // a tuple scans into one destination per element
+	if !iter.Scan(&c.ID, &first, &kind, &peer, &lastID, &lastContent, &lastAuthor, &lastSystem, &hiddenID, &edit.ID, &edit.At, &edit.Content, &readUpTo, &joined, &left) {
 		return store.Conversation{}, false, false
 	}
 	if first != sentinelID || kind == "" {
@@ -208,6 +217,11 @@ func scanEntry(iter *gocql.Iter) (c store.Conversation, ok, more bool) {
 			Content: lastContent,
 			System:  lastSystem,
 			Hidden:  hiddenID == lastID,
+			// No message has empty content: the delete erased it.
+			Deleted: lastContent == "",
+		}
+		if edit.ID == lastID && !c.LastMessage.Deleted {
+			c.LastMessage.Content, c.LastMessage.EditedAt = edit.Content, edit.At.UTC()
 		}
 	}
 	return c, true, true

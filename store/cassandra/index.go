@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gocql/gocql"
 	"github.com/killrchat/chatql/store"
@@ -17,16 +18,14 @@ import (
 const (
 	insertByID = `INSERT INTO messages_by_id (message_id, room_name, author, content, system_message, visible)
 		VALUES (?, ?, ?, ?, ?, true)`
-	selectByID = `SELECT room_name, author, content, system_message, visible FROM messages_by_id WHERE message_id = ?`
-	hideByID   = `UPDATE messages_by_id SET visible = false WHERE message_id = ?`
+	selectByID = `SELECT room_name, ` + stateColumns + ` FROM messages_by_id WHERE message_id = ?`
 	deleteByID = `DELETE FROM messages_by_id WHERE message_id = ?`
 
 	insertByAuthor = `INSERT INTO messages_by_author (author_login, time_bucket, message_id, room_name, author, content, system_message, visible)
 		VALUES (?, ?, ?, ?, ?, ?, ?, true)`
-	byAuthorColumns      = `message_id, room_name, author, content, system_message, visible`
+	byAuthorColumns      = `message_id, room_name, ` + stateColumns
 	selectByAuthor       = `SELECT ` + byAuthorColumns + ` FROM messages_by_author WHERE author_login = ? AND time_bucket = ? LIMIT ?`
 	selectByAuthorBefore = `SELECT ` + byAuthorColumns + ` FROM messages_by_author WHERE author_login = ? AND time_bucket = ? AND message_id < ? LIMIT ?`
-	hideByAuthor         = `UPDATE messages_by_author SET visible = false WHERE author_login = ? AND time_bucket = ? AND message_id = ?`
 	deleteByAuthor       = `DELETE FROM messages_by_author WHERE author_login = ? AND time_bucket = ? AND message_id = ?`
 
 	// selectInboxes reads who has an inbox entry of a group.
@@ -53,17 +52,13 @@ func (db *DB) indexedMessage(ctx context.Context, id store.MessageID) (store.Mes
 		return store.Message{}, gocql.ErrNotFound // no timeuuid: Cassandra would reject it
 	}
 	m := store.Message{ID: id}
-	var (
-		author  userUDT
-		visible *bool
-	)
-	if err := db.query(ctx, selectByID, gocql.UUID(id)).Scan(&m.Room, &author, &m.Content, &m.System, &visible); err != nil {
+	var st messageState
+	if err := db.query(ctx, selectByID, gocql.UUID(id)).Scan(append([]any{&m.Room}, st.dest()...)...); err != nil {
 		return store.Message{}, err
 	}
-	if author.Login == "" {
+	if !st.fill(&m) {
 		return store.Message{}, gocql.ErrNotFound
 	}
-	m.Author, m.Hidden = store.UserRef(author), hidden(visible)
 	return m, nil
 }
 
@@ -96,34 +91,135 @@ func (db *DB) MessagesByAuthor(ctx context.Context, login string, before store.M
 // authorRows reads byAuthorColumns.
 func authorRows(iter *gocql.Iter) (store.Message, bool, bool) {
 	var (
-		id      gocql.UUID
-		author  userUDT
-		visible *bool
-		m       store.Message
+		id gocql.UUID
+		m  store.Message
+		st messageState
 	)
-	if !iter.Scan(&id, &m.Room, &author, &m.Content, &m.System, &visible) {
+	if !iter.Scan(append([]any{&id, &m.Room}, st.dest()...)...) {
 		return store.Message{}, false, false
 	}
-	m.ID, m.Author, m.Hidden = store.MessageID(id), store.UserRef(author), hidden(visible)
-	return m, author.Login != "", true
+	m.ID = store.MessageID(id)
+	return m, st.fill(&m), true
 }
 
-// HideMessage sets visible = false in every copy of the message: its
-// stream, messages_by_id, messages_by_author, and the inbox entries whose
-// last message it may be; and, for a message of a room or group, logs
-// MessageHidden (a fresh id, User by) in the room's log, listing its day,
-// with those writes. The copies are addressed by what the index holds
-// (room, author), not by the caller's m, and only copies that exist are
-// updated, since an UPDATE would create the others: a message of schema
-// version 1 has only its stream copy. Returns ErrNotFound if there is no
-// such message.
+// A message lives in three tables, its stream and the two index tables,
+// and as the last message of inbox entries. A change (hide, edit, delete)
+// writes each copy by its key, the same statements for each table.
+type messageCopy struct {
+	table, where string
+	key          func(m store.Message) []any
+}
+
+var messageCopies = []messageCopy{
+	{"chat_room_messages", "room_name = ? AND time_bucket = ? AND message_id = ?", func(m store.Message) []any {
+		return []any{m.Room, int(store.BucketOf(m.ID.Time())), gocql.UUID(m.ID)}
+	}},
+	{"messages_by_id", "message_id = ?", func(m store.Message) []any { return []any{gocql.UUID(m.ID)} }},
+	{"messages_by_author", "author_login = ? AND time_bucket = ? AND message_id = ?", func(m store.Message) []any {
+		return []any{m.Author.Login, int(store.BucketOf(m.ID.Time())), gocql.UUID(m.ID)}
+	}},
+}
+
+// A statement of a change: cql has %[1]s for a copy's table and %[2]s for
+// its key's condition (or ends before summaryRow, for an inbox entry), and
+// args go before the key's.
+type statement struct {
+	cql  string
+	args []any
+}
+
+// A messageChange is what HideMessage, EditMessage and DeleteMessage do.
+type messageChange struct {
+	kind store.EventKind
+	// changes reports whether the stored message would change, or an error
+	// to return instead.
+	changes func(stored store.Message) (bool, error)
+	copy    []statement // for each copy of the message
+	entry   []statement // for each inbox entry whose last message it may be
+	apply   func(m *store.Message)
+}
+
+// erasedAt is the write timestamp of a deleted message's content
+// tombstone: the year 9999, later than any edit's, so that no edit racing
+// the delete brings the content back.
+const erasedAt = int64(253402300799999999)
+
+// lastEdit is conversations_by_user.last_edit.
+type lastEdit struct {
+	ID      gocql.UUID
+	At      time.Time
+	Content string
+}
+
+// HideMessage sets visible = false in every copy of the message and names
+// it in the entries' last_hidden_id (see changeMessage). A direct
+// message's hide is logged nowhere (the zero Event).
 func (db *DB) HideMessage(ctx context.Context, m store.Message, by store.UserRef) (store.Event, error) {
+	return db.changeMessage(ctx, m, by, messageChange{
+		kind:    store.MessageHidden,
+		changes: func(stored store.Message) (bool, error) { return !stored.Hidden, nil },
+		copy:    []statement{{cql: `UPDATE %[1]s SET visible = false WHERE %[2]s`}},
+		entry:   []statement{{hideLast, []any{writeTime(m.ID), gocql.UUID(m.ID)}}},
+		apply:   func(m *store.Message) { m.Hidden = true },
+	})
+}
+
+// EditMessage writes the content and edited_at of every copy USING
+// TIMESTAMP the edit's time, so the latest edit wins everywhere, and the
+// entries' last_edit at the message's time (see schema_v7.cql).
+func (db *DB) EditMessage(ctx context.Context, m store.Message, by store.UserRef, content string, at time.Time) (store.Event, error) {
+	at = at.UTC().Truncate(time.Millisecond)
+	return db.changeMessage(ctx, m, by, messageChange{
+		kind: store.MessageEdited,
+		changes: func(stored store.Message) (bool, error) {
+			if stored.Deleted {
+				return false, fmt.Errorf("message %v was deleted: %w", m.ID, store.ErrNotFound)
+			}
+			return true, nil
+		},
+		copy:  []statement{{`UPDATE %[1]s USING TIMESTAMP ? SET content = ?, edited_at = ? WHERE %[2]s`, []any{at.UnixMicro(), content, at}}},
+		entry: []statement{{setLastEdit, []any{writeTime(m.ID), gocql.UUID(m.ID), at, content}}},
+		apply: func(m *store.Message) { m.Content, m.EditedAt = content, at },
+	})
+}
+
+// DeleteMessage sets deleted = true in every copy and erases its content and
+// edited_at by tombstones at erasedAt; in the inbox entries it erases last_message and
+// last_edit by tombstones at the message's time, which win a tie, so the
+// entry's content goes if the message is its last and a newer message's is
+// untouched.
+func (db *DB) DeleteMessage(ctx context.Context, m store.Message, by store.UserRef) (store.Event, error) {
+	return db.changeMessage(ctx, m, by, messageChange{
+		kind:    store.MessageDeleted,
+		changes: func(stored store.Message) (bool, error) { return !stored.Deleted, nil },
+		copy: []statement{
+			{cql: `UPDATE %[1]s SET deleted = true WHERE %[2]s`},
+			{`DELETE content, edited_at FROM %[1]s USING TIMESTAMP ? WHERE %[2]s`, []any{erasedAt}},
+		},
+		entry: []statement{{eraseLast, []any{writeTime(m.ID)}}},
+		apply: func(m *store.Message) { m.Content, m.EditedAt, m.Deleted = "", time.Time{}, true },
+	})
+}
+
+// changeMessage makes change to every copy of the message: its stream,
+// messages_by_id, messages_by_author, and the inbox entries whose last
+// message it may be; and logs change.kind (a fresh id, User by) in the
+// room's log, listing its day, or for a direct message (but a hide) in both
+// users' inbox logs, with those writes. The copies are addressed by what
+// the index holds (room, author), not by the caller's m, and only copies
+// that exist are updated, since an UPDATE would create the others: a
+// message of schema version 1 has only its stream copy. Returns ErrNotFound
+// if there is no such message, and the zero Event, writing nothing, if the
+// change changes nothing.
+func (db *DB) changeMessage(ctx context.Context, m store.Message, by store.UserRef, change messageChange) (store.Event, error) {
+	fail := func(err error) (store.Event, error) {
+		return store.Event{}, fmt.Errorf("cassandra: %s of message %v: %w", change.kind, m.ID, err)
+	}
 	stored, err := db.indexedMessage(ctx, m.ID)
-	indexed := err == nil
-	switch {
-	case errors.Is(err, gocql.ErrNotFound):
+	copies := messageCopies
+	if errors.Is(err, gocql.ErrNotFound) {
 		// Not indexed: a message of version 1, if it is in its stream.
-		stored = m
+		stored, copies = m, messageCopies[:1]
 		var author userUDT
 		err = db.query(ctx, selectStreamAuthor, m.Room, int(store.BucketOf(m.ID.Time())), gocql.UUID(m.ID)).Scan(&author)
 		if err == nil && author.Login == "" {
@@ -134,33 +230,50 @@ func (db *DB) HideMessage(ctx context.Context, m store.Message, by store.UserRef
 		}
 	}
 	if err != nil {
-		return store.Event{}, fmt.Errorf("cassandra: hide message %v: %w", m.ID, err)
+		return fail(err)
+	}
+	if changes, err := change.changes(stored); err != nil || !changes {
+		return store.Event{}, err
 	}
 	inboxes, err := db.inboxesOf(ctx, stored.Room)
 	if err != nil {
-		return store.Event{}, fmt.Errorf("cassandra: hide message %v: %w", m.ID, err)
+		return fail(err)
 	}
-	id, b := gocql.UUID(m.ID), int(store.BucketOf(m.ID.Time()))
 	fo := newFanout(fanoutParallelism)
-	fo.Go(func() error { return db.query(ctx, hideInStream, stored.Room, b, id).Exec() })
-	if indexed {
-		fo.Go(func() error { return db.query(ctx, hideByID, id).Exec() })
-		fo.Go(func() error { return db.query(ctx, hideByAuthor, stored.Author.Login, b, id).Exec() })
+	for _, c := range copies {
+		for _, st := range change.copy {
+			fo.Go(func() error {
+				return db.query(ctx, fmt.Sprintf(st.cql, c.table, c.where), append(slices.Clone(st.args), c.key(stored)...)...).Exec()
+			})
+		}
 	}
+	change.apply(&stored)
+	ev := store.Event{ID: store.NewMessageID(), Kind: change.kind, Room: stored.Room, User: by, Message: &stored}
+	logged := !store.IsDirectConversation(stored.Room) || change.kind != store.MessageHidden
 	for _, login := range inboxes {
 		fo.Go(func() error {
-			return db.query(ctx, hideLast, writeTime(m.ID), id, login, stored.Room, sentinelID).Exec()
+			b := db.inboxBatch(ctx)
+			for _, st := range change.entry {
+				b.Query(st.cql+summaryRow, append(slices.Clone(st.args), login, stored.Room, sentinelID)...)
+			}
+			if store.IsDirectConversation(stored.Room) && logged {
+				inboxListing(b, login, ev.ID)
+			}
+			return db.session.ExecuteBatch(b)
 		})
+		if store.IsDirectConversation(stored.Room) && logged {
+			fo.Go(db.inboxEventWrite(ctx, login, ev))
+		}
 	}
-	stored.Hidden = true
-	var ev store.Event
 	if !store.IsDirectConversation(stored.Room) {
-		ev = store.Event{ID: store.NewMessageID(), Kind: store.MessageHidden, Room: stored.Room, User: by, Message: &stored}
 		db.listDays(ctx, fo, listing{roomBuckets, stored.Room, store.BucketOf(ev.ID.Time())})
 		fo.Go(func() error { return db.query(ctx, insertRoomEvent, roomEventArgs(ev)...).Exec() })
 	}
 	if err := fo.Wait(); err != nil {
-		return store.Event{}, fmt.Errorf("cassandra: hide message %v: %w", m.ID, err)
+		return fail(err)
+	}
+	if !logged {
+		return store.Event{}, nil
 	}
 	return ev, nil
 }

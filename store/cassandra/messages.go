@@ -3,6 +3,7 @@ package cassandra
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/gocql/gocql"
 	"github.com/killrchat/chatql/store"
@@ -11,7 +12,7 @@ import (
 const (
 	insertMessage = `INSERT INTO chat_room_messages (room_name, time_bucket, message_id, author, content, system_message, visible)
 		VALUES (?, ?, ?, ?, ?, ?, true)`
-	messageColumns = `message_id, author, content, system_message, visible`
+	messageColumns = `message_id, ` + stateColumns
 	// Newest first is the table's clustering order; oldest first reverses it.
 	selectNewest       = `SELECT ` + messageColumns + ` FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? LIMIT ?`
 	selectNewestBefore = `SELECT ` + messageColumns + ` FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id < ? LIMIT ?`
@@ -23,7 +24,6 @@ const (
 	selectSegmentWithin = `SELECT ` + messageColumns + ` FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id >= ? AND message_id < ? LIMIT ?`
 	selectStreamAuthor  = `SELECT author FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id = ?`
 	selectBucketAuthors = `SELECT message_id, author FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`
-	hideInStream        = `UPDATE chat_room_messages SET visible = false WHERE room_name = ? AND time_bucket = ? AND message_id = ?`
 	deleteMessages      = `DELETE FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`
 	deleteMessage       = `DELETE FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id = ?`
 	deleteListing       = `DELETE FROM messages_bucket WHERE room_name = ?`
@@ -136,22 +136,50 @@ type rowReader func(iter *gocql.Iter) (m store.Message, ok, more bool)
 func roomRows(room string) rowReader {
 	return func(iter *gocql.Iter) (store.Message, bool, bool) {
 		var (
-			id      gocql.UUID
-			author  userUDT
-			visible *bool
-			m       = store.Message{Room: room}
+			id gocql.UUID
+			st messageState
 		)
-		if !iter.Scan(&id, &author, &m.Content, &m.System, &visible) {
+		if !iter.Scan(append([]any{&id}, st.dest()...)...) {
 			return store.Message{}, false, false
 		}
-		m.ID, m.Author, m.Hidden = store.MessageID(id), store.UserRef(author), hidden(visible)
-		return m, author.Login != "", true
+		m := store.Message{Room: room, ID: store.MessageID(id)}
+		return m, st.fill(&m), true
 	}
 }
 
-// hidden reads the visible column: null, as in the messages of schema
-// version 1, is visible.
-func hidden(visible *bool) bool { return visible != nil && !*visible }
+// stateColumns are the columns of every copy of a message after its key
+// (and, in the index, its room), as messageState scans them.
+const stateColumns = `author, content, system_message, visible, edited_at, deleted`
+
+// messageState is a message's stateColumns as scanned.
+type messageState struct {
+	author   userUDT
+	content  string
+	system   bool
+	visible  *bool // null, as in the messages of schema version 1: visible
+	editedAt time.Time
+	deleted  *bool
+}
+
+func (st *messageState) dest() []any {
+	return []any{&st.author, &st.content, &st.system, &st.visible, &st.editedAt, &st.deleted}
+}
+
+// fill sets m's state and reports whether the row is a message: a row
+// without an author is what a change racing a delete leaves (see
+// readLive).
+func (st *messageState) fill(m *store.Message) bool {
+	m.Author, m.Content, m.System = store.UserRef(st.author), st.content, st.system
+	m.Hidden = st.visible != nil && !*st.visible
+	m.Deleted = st.deleted != nil && *st.deleted
+	if !st.editedAt.IsZero() {
+		m.EditedAt = st.editedAt.UTC()
+	}
+	if m.Deleted { // a tombstone, whatever an edit racing the delete wrote
+		m.Content, m.EditedAt = "", time.Time{}
+	}
+	return st.author.Login != ""
+}
 
 // readLive reads up to limit messages of one partition, from cursor on in
 // the read's direction, with query(cursor, limit). A row without an author

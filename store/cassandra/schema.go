@@ -42,6 +42,11 @@ var schemaV5 string
 //go:embed schema_v6.cql
 var schemaV6 string
 
+// schemaV7 adds edited and deleted messages.
+//
+//go:embed schema_v7.cql
+var schemaV7 string
+
 // A migration is one schema version: CQL statements separated by ';', then
 // the conversion of the data, if any.
 type migration struct {
@@ -61,6 +66,7 @@ var migrations = []migration{
 	{version: 4, description: "room_events, inbox_events, inbox_buckets, chat_rooms.former_members", cql: schemaV4},
 	{version: 5, description: "conversations_by_user.read_upto, unread rows converted", cql: schemaV5, convert: convertUnreadRows},
 	{version: 6, description: "client_messages", cql: schemaV6},
+	{version: 7, description: "edited_at and deleted of messages, conversations_by_user.last_edit", cql: schemaV7},
 }
 
 // createMigrationsTable repeats schema.cql's statement: the table must exist

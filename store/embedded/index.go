@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/killrchat/chatql/store"
 )
@@ -85,21 +86,59 @@ func (db *DB) readIndexed(ctx context.Context, p key, lower, upper []byte, limit
 	return msgs, err
 }
 
-// HideMessage marks the message hidden in each of its rows: in its room's
-// stream, by id, by author, and as the last message of the inbox entries
-// that show it (both users' of a direct conversation, the participants' and
-// former members' of a group), and for a message of a room or group logs
-// MessageHidden in the room's log, all in one batch. It rewrites them from
-// the copy by id, the one read, so the caller's m only names the message.
-// Returns ErrNotFound if there is no such message. Hiding a hidden message
-// changes nothing and logs nothing (the zero Event).
+// HideMessage marks the message hidden (see changeMessage). Hiding a hidden
+// message changes nothing and logs nothing (the zero Event).
+func (db *DB) HideMessage(ctx context.Context, m store.Message, by store.UserRef) (store.Event, error) {
+	return db.changeMessage(ctx, m, by, store.MessageHidden, func(r *messageRow) (bool, error) {
+		changed := !r.Hidden
+		r.Hidden = true
+		return changed, nil
+	})
+}
+
+// EditMessage replaces the message's content (see changeMessage). An edit
+// older than the message's last changes nothing and logs nothing.
+func (db *DB) EditMessage(ctx context.Context, m store.Message, by store.UserRef, content string, at time.Time) (store.Event, error) {
+	at = at.UTC().Truncate(time.Millisecond)
+	return db.changeMessage(ctx, m, by, store.MessageEdited, func(r *messageRow) (bool, error) {
+		if r.Deleted {
+			return false, fmt.Errorf("message %v was deleted: %w", m.ID, store.ErrNotFound)
+		}
+		if !at.After(r.EditedAt) {
+			return false, nil
+		}
+		r.Content, r.EditedAt = content, at
+		return true, nil
+	})
+}
+
+// DeleteMessage erases the message's content (see changeMessage): the rows
+// are rewritten without it, which pebble's compactions then drop from disk.
+// Deleting a deleted message changes nothing and logs nothing.
+func (db *DB) DeleteMessage(ctx context.Context, m store.Message, by store.UserRef) (store.Event, error) {
+	return db.changeMessage(ctx, m, by, store.MessageDeleted, func(r *messageRow) (bool, error) {
+		changed := !r.Deleted
+		r.Content, r.EditedAt, r.Deleted = "", time.Time{}, true
+		return changed, nil
+	})
+}
+
+// changeMessage applies change to each of the message's rows: in its
+// room's stream, by id, by author, and as the last message of the inbox
+// entries that show it (both users' of a direct conversation, the
+// participants' and former members' of a group); and logs kind, with a
+// fresh id and User by, in the room's log, or for a direct message (but a
+// hide) in both users' inbox logs: all in one batch. It rewrites the rows
+// from the copy by id, the one read, so the caller's m only names the
+// message. Returns ErrNotFound if there is no such message, and the zero
+// Event, writing nothing, if change reports no change.
 //
-// It holds the lock of the message's room, as DeleteRoom does, so a hide
+// It holds the lock of the message's room, as DeleteRoom does, so a change
 // never writes back a message a delete has just removed, and the locks of
 // the inboxes, for their last message. Who the participants are is known
 // only from a read, so it locks as DeleteRoom does: read, lock, read again
 // and widen until the locks held cover what it read.
-func (db *DB) HideMessage(ctx context.Context, m store.Message, by store.UserRef) (store.Event, error) {
+func (db *DB) changeMessage(ctx context.Context, m store.Message, by store.UserRef, kind store.EventKind, change func(*messageRow) (bool, error)) (store.Event, error) {
 	end, err := db.begin(ctx)
 	if err != nil {
 		return store.Event{}, err
@@ -131,11 +170,10 @@ func (db *DB) HideMessage(ctx context.Context, m store.Message, by store.UserRef
 			db.locks.lock(held)
 			continue
 		}
-		if row.Hidden {
-			return store.Event{}, nil
+		if changed, err := change(&row.messageRow); err != nil || !changed {
+			return store.Event{}, err
 		}
 
-		row.Hidden = true
 		b := db.batch()
 		b.set(messageKey(row.Room, m.ID), row.messageRow)
 		b.set(messageByIDKey(m.ID), row)
@@ -148,21 +186,30 @@ func (db *DB) HideMessage(ctx context.Context, m store.Message, by store.UserRef
 				return store.Event{}, fmt.Errorf("reading the inbox of %q: %w", login, err)
 			}
 			if found && entry.Last != nil && entry.Last.ID == m.ID {
-				entry.Last.Hidden = true
+				entry.Last.messageRow = row.messageRow
 				b.set(k, entry)
 			}
 		}
-		var ev store.Event
-		if !store.IsDirectConversation(row.Room) {
-			hidden := row.message(row.Room, m.ID)
-			ev = store.Event{ID: store.NewMessageID(), Kind: store.MessageHidden, Room: row.Room, User: by, Message: &hidden}
-			if err := db.logRoomEvent(b, ev); err != nil {
-				b.Close()
-				return store.Event{}, err
+		changed := row.message(row.Room, m.ID)
+		ev := store.Event{ID: store.NewMessageID(), Kind: kind, Room: row.Room, User: by, Message: &changed}
+		switch {
+		case !store.IsDirectConversation(row.Room):
+			err = db.logRoomEvent(b, ev)
+		case kind != store.MessageHidden:
+			for _, login := range logins {
+				if err == nil {
+					err = db.logInboxEvent(b, login, ev)
+				}
 			}
+		default:
+			ev = store.Event{} // a direct message's hide is logged nowhere
+		}
+		if err != nil {
+			b.Close()
+			return store.Event{}, err
 		}
 		if err := b.commit(); err != nil {
-			return store.Event{}, fmt.Errorf("hiding message %v: %w", m.ID, err)
+			return store.Event{}, fmt.Errorf("changing message %v (%s): %w", m.ID, kind, err)
 		}
 		return ev, nil
 	}
