@@ -72,6 +72,8 @@ type ComplexityRoot struct {
 	Message struct {
 		Author   func(childComplexity int) int
 		Content  func(childComplexity int) int
+		Deleted  func(childComplexity int) int
+		EditedAt func(childComplexity int) int
 		Hidden   func(childComplexity int) int
 		ID       func(childComplexity int) int
 		PostedAt func(childComplexity int) int
@@ -93,7 +95,9 @@ type ComplexityRoot struct {
 		AddGroupMember    func(childComplexity int, group string, login string) int
 		ChangePassword    func(childComplexity int, oldPassword string, newPassword string) int
 		CreateRoom        func(childComplexity int, input model.CreateRoomInput) int
+		DeleteMessage     func(childComplexity int, id string) int
 		DeleteRoom        func(childComplexity int, room string) int
+		EditMessage       func(childComplexity int, id string, content string) int
 		HideMessage       func(childComplexity int, id string) int
 		JoinRoom          func(childComplexity int, room string) int
 		LeaveRoom         func(childComplexity int, room string) int
@@ -188,6 +192,8 @@ type InboxEventResolver interface {
 }
 type MessageResolver interface {
 	Content(ctx context.Context, obj *store.Message) (string, error)
+
+	EditedAt(ctx context.Context, obj *store.Message) (*time.Time, error)
 }
 type MutationResolver interface {
 	SendDirectMessage(ctx context.Context, to string, content string, clientMessageID *string) (*store.Message, error)
@@ -195,6 +201,8 @@ type MutationResolver interface {
 	AddGroupMember(ctx context.Context, group string, login string) (*store.Room, error)
 	HideMessage(ctx context.Context, id string) (*store.Message, error)
 	PostMessage(ctx context.Context, room string, content string, clientMessageID *string) (*store.Message, error)
+	EditMessage(ctx context.Context, id string, content string) (*store.Message, error)
+	DeleteMessage(ctx context.Context, id string) (*store.Message, error)
 	CreateRoom(ctx context.Context, input model.CreateRoomInput) (*store.Room, error)
 	JoinRoom(ctx context.Context, room string) (*store.Room, error)
 	LeaveRoom(ctx context.Context, room string) (*store.Room, error)
@@ -356,6 +364,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Message.Content(childComplexity), true
+	case "Message.deleted":
+		if e.ComplexityRoot.Message.Deleted == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.Deleted(childComplexity), true
+	case "Message.editedAt":
+		if e.ComplexityRoot.Message.EditedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.EditedAt(childComplexity), true
 	case "Message.hidden":
 		if e.ComplexityRoot.Message.Hidden == nil {
 			break
@@ -446,6 +466,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateRoom(childComplexity, args["input"].(model.CreateRoomInput)), true
+	case "Mutation.deleteMessage":
+		if e.ComplexityRoot.Mutation.DeleteMessage == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteMessage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteMessage(childComplexity, args["id"].(string)), true
 	case "Mutation.deleteRoom":
 		if e.ComplexityRoot.Mutation.DeleteRoom == nil {
 			break
@@ -457,6 +488,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteRoom(childComplexity, args["room"].(string)), true
+	case "Mutation.editMessage":
+		if e.ComplexityRoot.Mutation.EditMessage == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_editMessage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.EditMessage(childComplexity, args["id"].(string), args["content"].(string)), true
 	case "Mutation.hideMessage":
 		if e.ComplexityRoot.Mutation.HideMessage == nil {
 			break
@@ -989,6 +1031,10 @@ enum InboxEventKind {
   UNREAD_CHANGED
   """The caller was added to a private group."""
   ADDED_TO_GROUP
+  """A direct message was edited; ` + "`" + `message` + "`" + ` is the message as it is now."""
+  MESSAGE_EDITED
+  """A direct message was deleted; ` + "`" + `message` + "`" + ` is its tombstone."""
+  MESSAGE_DELETED
 }
 
 """A change in the caller's inbox."""
@@ -1062,6 +1108,10 @@ type Message {
   postedAt: Time!
   """Whether its author or the room's creator hid it. Hidden messages keep their place; their content is empty for everyone but the author."""
   hidden: Boolean!
+  """When its author last edited it; null if never."""
+  editedAt: Time
+  """Whether it was deleted: a tombstone that keeps its place, with its id, author and time, and empty content (erased from storage)."""
+  deleted: Boolean!
 }
 
 """A page of messages, newest first."""
@@ -1092,6 +1142,10 @@ enum RoomEventKind {
   ROOM_DELETED
   """A message was hidden; ` + "`" + `message` + "`" + ` is the hidden message."""
   MESSAGE_HIDDEN
+  """Its author edited a message; ` + "`" + `message` + "`" + ` is the message as it is now."""
+  MESSAGE_EDITED
+  """A message was deleted; ` + "`" + `message` + "`" + ` is its tombstone."""
+  MESSAGE_DELETED
 }
 
 """Something that happened in a room."""
@@ -1129,6 +1183,19 @@ extend type Mutation {
     """
     clientMessageId: String
   ): Message!
+  """
+  Replaces the content of one of the caller's own messages (1 to 4000 characters), in a room, a
+  group or a direct conversation. Readers see the new content and ` + "`" + `editedAt` + "`" + `; subscribers get
+  MESSAGE_EDITED. Someone else's message gives FORBIDDEN; a deleted one, NOT_FOUND.
+  """
+  editMessage(id: ID!, content: String!): Message!
+  """
+  Deletes a message: its author may, and in a room or group its creator. The content is erased
+  from storage and the message becomes a tombstone (` + "`" + `deleted: true` + "`" + `) that keeps its place;
+  subscribers get MESSAGE_DELETED. Deleting a deleted message returns the tombstone and changes
+  nothing. (` + "`" + `hideMessage` + "`" + ` is the softer tool: it keeps the content for its author.)
+  """
+  deleteMessage(id: ID!): Message!
 }
 
 extend type Subscription {
@@ -1427,6 +1494,10 @@ func (ec *executionContext) childFields_Message(ctx context.Context, field graph
 		return ec.fieldContext_Message_postedAt(ctx, field)
 	case "hidden":
 		return ec.fieldContext_Message_hidden(ctx, field)
+	case "editedAt":
+		return ec.fieldContext_Message_editedAt(ctx, field)
+	case "deleted":
+		return ec.fieldContext_Message_deleted(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Message", field.Name)
 }
@@ -1723,6 +1794,20 @@ func (ec *executionContext) field_Mutation_createRoom_args(ctx context.Context, 
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_deleteMessage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_deleteRoom_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -1734,6 +1819,28 @@ func (ec *executionContext) field_Mutation_deleteRoom_args(ctx context.Context, 
 		return nil, err
 	}
 	args["room"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_editMessage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "content",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["content"] = arg1
 	return args, nil
 }
 
@@ -2780,6 +2887,52 @@ func (ec *executionContext) fieldContext_Message_hidden(_ context.Context, field
 	return graphql.NewScalarFieldContext("Message", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
+func (ec *executionContext) _Message_editedAt(ctx context.Context, field graphql.CollectedField, obj *store.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_editedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Message().EditedAt(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Message_editedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Message", field, true, true, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _Message_deleted(ctx context.Context, field graphql.CollectedField, obj *store.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_deleted(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Deleted, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Message_deleted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Message", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
 func (ec *executionContext) _MessageConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.MessageConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3113,6 +3266,94 @@ func (ec *executionContext) fieldContext_Mutation_postMessage(ctx context.Contex
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_postMessage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_editMessage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_editMessage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().EditMessage(ctx, fc.Args["id"].(string), fc.Args["content"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Message) graphql.Marshaler {
+			return ec.marshalNMessage2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐMessage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_editMessage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Message(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_editMessage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteMessage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteMessage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteMessage(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Message) graphql.Marshaler {
+			return ec.marshalNMessage2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐMessage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteMessage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Message(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteMessage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -6330,6 +6571,49 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "editedAt":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Message_editedAt(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "deleted":
+			out.Values[i] = ec._Message_deleted(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -6488,6 +6772,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "postMessage":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_postMessage(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "editMessage":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_editMessage(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteMessage":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteMessage(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -8308,6 +8606,24 @@ func (ec *executionContext) marshalOString2ᚖstring(ctx context.Context, sel as
 	_ = sel
 	_ = ctx
 	res := graphql.MarshalString(*v)
+	return res
+}
+
+func (ec *executionContext) unmarshalOTime2ᚖtimeᚐTime(ctx context.Context, v any) (*time.Time, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalTime(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOTime2ᚖtimeᚐTime(ctx context.Context, sel ast.SelectionSet, v *time.Time) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalTime(*v)
 	return res
 }
 

@@ -57,13 +57,18 @@ type encoder struct {
 	encodes int // how many events it executed, for tests
 }
 
-// resultKey identifies what an encoded event shows.
+// resultKey identifies what an encoded event shows: the event (its id is
+// its cursor) and its message's state, which a replay joins as it is now,
+// so a replayed edit of a since-deleted message encodes anew.
 type resultKey struct {
+	event      store.MessageID
 	kind       store.EventKind
 	room, user string
 	message    store.MessageID
 	hidden     bool
-	showHidden bool // the viewer may read the hidden content
+	showHidden bool  // the viewer may read the hidden content
+	editedAt   int64 // Unix milliseconds; 0 if never edited
+	deleted    bool
 }
 
 // acquire returns the encoder of the operation's selection set, creating it
@@ -120,10 +125,13 @@ var errEncoderEnded = errors.New("live: the shared operation ended")
 // it, executing it only if no subscriber needed it recently. The bytes are
 // shared: never modify them.
 func (enc *encoder) encode(ev *store.Event, viewer store.UserRef) ([]byte, error) {
-	k := resultKey{kind: ev.Kind, room: ev.Room, user: ev.User.Login}
+	k := resultKey{event: ev.ID, kind: ev.Kind, room: ev.Room, user: ev.User.Login}
 	if m := ev.Message; m != nil {
-		k.message, k.hidden = m.ID, m.Hidden
+		k.message, k.hidden, k.deleted = m.ID, m.Hidden, m.Deleted
 		k.showHidden = m.Hidden && resolvers.SeesHiddenContent(m, viewer)
+		if !m.EditedAt.IsZero() {
+			k.editedAt = m.EditedAt.UnixMilli()
+		}
 	}
 	enc.mu.Lock()
 	defer enc.mu.Unlock()

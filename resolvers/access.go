@@ -158,3 +158,21 @@ func (r *Resolver) checkVisible(ctx context.Context, name string, kind store.Roo
 	}
 	return nil
 }
+
+// mayModerate checks that me may hide or delete msg (the verb says which,
+// for the error): its author may, and in a room or group its creator.
+func (r *Resolver) mayModerate(ctx context.Context, msg store.Message, me store.UserRef, verb string) error {
+	if msg.Author.Login == me.Login {
+		return nil
+	}
+	if !store.IsDirectConversation(msg.Room) {
+		room, err := r.Store.Room(ctx, msg.Room)
+		if err == nil && room.Creator.Login == me.Login {
+			return nil
+		}
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: only the author or the room's creator may %s a message", store.ErrForbidden, verb)
+}

@@ -7,7 +7,6 @@ package resolvers
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/killrchat/chatql/auth"
@@ -159,11 +158,8 @@ func (r *mutationResolver) HideMessage(ctx context.Context, id string) (*store.M
 	if err != nil {
 		return nil, err
 	}
-	if msg.Author.Login != me.Login {
-		room, err := r.Store.Room(ctx, msg.Room)
-		if err != nil || room.Creator.Login != me.Login {
-			return nil, fmt.Errorf("%w: only the author or the room's creator may hide a message", store.ErrForbidden)
-		}
+	if err := r.mayModerate(ctx, msg, me, "hide"); err != nil {
+		return nil, err
 	}
 	if msg.Hidden {
 		return &msg, nil // hidden already: nothing changes, nothing is logged

@@ -32,6 +32,33 @@ func (r *Resolver) publish(ctx context.Context, ev store.Event) {
 	}
 }
 
+// publishChange publishes the event of a change to a message: to the
+// room's subscribers, or to both users' inboxes for a direct message.
+func (r *Resolver) publishChange(ctx context.Context, ev store.Event) {
+	if ev.ID.IsZero() || !store.IsDirectConversation(ev.Room) {
+		r.publish(ctx, ev)
+		return
+	}
+	a, b, _ := strings.Cut(ev.Room, ":")
+	r.publishTo(ctx, broker.UserTopic(a), ev)
+	r.publishTo(ctx, broker.UserTopic(b), ev)
+}
+
+// changed publishes the event of a change to the message id and returns
+// the message as it now is: the event's, or, when the change logged
+// nothing (an edit older than the message's last), as stored.
+func (r *Resolver) changed(ctx context.Context, ev store.Event, id store.MessageID) (*store.Message, error) {
+	r.publishChange(ctx, ev)
+	if ev.Message != nil {
+		return ev.Message, nil
+	}
+	m, err := r.Store.Message(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
 // publishTo hands ev to the broker on any topic (a user's inbox topic). The
 // write it reports is already stored and logged, so a failed publish only
 // delays live delivery until subscribers catch up from the log; it is

@@ -7,6 +7,8 @@ package resolvers
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/broker"
@@ -25,6 +27,14 @@ func (r *messageResolver) Content(ctx context.Context, obj *store.Message) (stri
 		}
 	}
 	return obj.Content, nil
+}
+
+// EditedAt is the resolver for the editedAt field.
+func (r *messageResolver) EditedAt(ctx context.Context, obj *store.Message) (*time.Time, error) {
+	if obj.EditedAt.IsZero() {
+		return nil, nil
+	}
+	return &obj.EditedAt, nil
 }
 
 // PostMessage is the resolver for the postMessage field.
@@ -58,6 +68,57 @@ func (r *mutationResolver) PostMessage(ctx context.Context, room string, content
 		r.publish(ctx, store.PostedEvent(msg))
 		return nil
 	})
+}
+
+// EditMessage is the resolver for the editMessage field.
+func (r *mutationResolver) EditMessage(ctx context.Context, id string, content string) (*store.Message, error) {
+	me, err := r.limitedUser(ctx, ratelimit.Post)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.ValidateContent(content); err != nil {
+		return nil, err
+	}
+	msg, err := r.readableMessage(ctx, id, me)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case msg.Deleted:
+		return nil, fmt.Errorf("message %s was deleted: %w", id, store.ErrNotFound)
+	case msg.Author.Login != me.Login:
+		return nil, fmt.Errorf("%w: only its author may edit a message", store.ErrForbidden)
+	case msg.System:
+		return nil, fmt.Errorf("%w: the server's messages of joins and leaves cannot be edited", store.ErrForbidden)
+	}
+	ev, err := r.Store.EditMessage(ctx, msg, me, content, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	return r.changed(ctx, ev, msg.ID)
+}
+
+// DeleteMessage is the resolver for the deleteMessage field.
+func (r *mutationResolver) DeleteMessage(ctx context.Context, id string) (*store.Message, error) {
+	me, err := r.limitedUser(ctx, ratelimit.RoomChange)
+	if err != nil {
+		return nil, err
+	}
+	msg, err := r.readableMessage(ctx, id, me)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.mayModerate(ctx, msg, me, "delete"); err != nil {
+		return nil, err
+	}
+	if msg.Deleted {
+		return &msg, nil // deleted already: nothing changes, nothing is logged
+	}
+	ev, err := r.Store.DeleteMessage(ctx, msg, me)
+	if err != nil {
+		return nil, err
+	}
+	return r.changed(ctx, ev, msg.ID)
 }
 
 // Messages is the resolver for the messages field.

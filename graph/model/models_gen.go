@@ -206,17 +206,23 @@ const (
 	InboxEventKindUnreadChanged InboxEventKind = "UNREAD_CHANGED"
 	// The caller was added to a private group.
 	InboxEventKindAddedToGroup InboxEventKind = "ADDED_TO_GROUP"
+	// A direct message was edited; `message` is the message as it is now.
+	InboxEventKindMessageEdited InboxEventKind = "MESSAGE_EDITED"
+	// A direct message was deleted; `message` is its tombstone.
+	InboxEventKindMessageDeleted InboxEventKind = "MESSAGE_DELETED"
 )
 
 var AllInboxEventKind = []InboxEventKind{
 	InboxEventKindDirectMessage,
 	InboxEventKindUnreadChanged,
 	InboxEventKindAddedToGroup,
+	InboxEventKindMessageEdited,
+	InboxEventKindMessageDeleted,
 }
 
 func (e InboxEventKind) IsValid() bool {
 	switch e {
-	case InboxEventKindDirectMessage, InboxEventKindUnreadChanged, InboxEventKindAddedToGroup:
+	case InboxEventKindDirectMessage, InboxEventKindUnreadChanged, InboxEventKindAddedToGroup, InboxEventKindMessageEdited, InboxEventKindMessageDeleted:
 		return true
 	}
 	return false
@@ -271,6 +277,10 @@ const (
 	RoomEventKindRoomDeleted RoomEventKind = "ROOM_DELETED"
 	// A message was hidden; `message` is the hidden message.
 	RoomEventKindMessageHidden RoomEventKind = "MESSAGE_HIDDEN"
+	// Its author edited a message; `message` is the message as it is now.
+	RoomEventKindMessageEdited RoomEventKind = "MESSAGE_EDITED"
+	// A message was deleted; `message` is its tombstone.
+	RoomEventKindMessageDeleted RoomEventKind = "MESSAGE_DELETED"
 )
 
 var AllRoomEventKind = []RoomEventKind{
@@ -279,11 +289,13 @@ var AllRoomEventKind = []RoomEventKind{
 	RoomEventKindParticipantLeft,
 	RoomEventKindRoomDeleted,
 	RoomEventKindMessageHidden,
+	RoomEventKindMessageEdited,
+	RoomEventKindMessageDeleted,
 }
 
 func (e RoomEventKind) IsValid() bool {
 	switch e {
-	case RoomEventKindMessagePosted, RoomEventKindParticipantJoined, RoomEventKindParticipantLeft, RoomEventKindRoomDeleted, RoomEventKindMessageHidden:
+	case RoomEventKindMessagePosted, RoomEventKindParticipantJoined, RoomEventKindParticipantLeft, RoomEventKindRoomDeleted, RoomEventKindMessageHidden, RoomEventKindMessageEdited, RoomEventKindMessageDeleted:
 		return true
 	}
 	return false

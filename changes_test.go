@@ -1,0 +1,179 @@
+package main
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/killrchat/chatql/internal/chatclient"
+)
+
+const (
+	editQ       = `mutation($id: ID!, $c: String!) { editMessage(id: $id, content: $c) { id content editedAt deleted } }`
+	deleteQ     = `mutation($id: ID!) { deleteMessage(id: $id) { id content editedAt deleted } }`
+	changedSub  = `subscription($r: String!, $after: String) { roomEvents(room: $r, after: $after) { kind cursor user { login } message { id content editedAt deleted } } }`
+	changedInbx = `subscription { inboxEvents { kind conversationId message { id content editedAt deleted } } }`
+	messageByID = `query($id: ID!) { message(id: $id) { id content editedAt deleted } }`
+)
+
+// changedMessage is a message as the change tests read it.
+type changedMessage struct {
+	ID, Content string
+	EditedAt    *string
+	Deleted     bool
+}
+
+type changeEvent struct {
+	Kind, ConversationID string
+	Cursor               *string
+	User                 struct{ Login string }
+	Message              *changedMessage
+}
+
+// nextChange reads the next event of a subscription of changedSub or
+// changedInbx.
+func nextChange(t *testing.T, sub *chatclient.Subscription) changeEvent {
+	t.Helper()
+	resp, err := sub.Next(testContext(t))
+	if err != nil {
+		t.Fatalf("next event: %v", err)
+	}
+	if len(resp.Errors) > 0 {
+		t.Fatalf("next event: %v", resp.Errors)
+	}
+	var out struct{ RoomEvents, InboxEvents *changeEvent }
+	if err := json.Unmarshal(resp.Data, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.RoomEvents != nil {
+		return *out.RoomEvents
+	}
+	return *out.InboxEvents
+}
+
+func TestMessageChanges(t *testing.T) { forEachStore(t, testMessageChanges) }
+
+// testMessageChanges edits and deletes messages of a room and of a direct
+// conversation over HTTP, with subscribers live over websockets and a
+// subscriber replaying from a cursor, and every refusal's code.
+func testMessageChanges(t *testing.T, cfg Config) {
+	ts := startServer(t, cfg)
+	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
+	mustDo(t, alice, createRoom, map[string]any{"n": "tea-party"}, nil)
+	mustDo(t, bob, joinRoom, map[string]any{"r": "tea-party"}, nil)
+	var posted struct{ PostMessage struct{ ID string } }
+	mustDo(t, bob, postMessage, map[string]any{"r": "tea-party", "c": "Twinkle, twinkle, little bat"}, &posted)
+	id := posted.PostMessage.ID
+
+	started := ts.Streams().Started()
+	live, err := alice.Subscribe(testContext(t), chatclient.GraphQLTransportWS, changedSub, map[string]any{"r": "tea-party"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	waitFor(t, func() bool { return ts.Streams().Started() > started })
+
+	t.Run("Edit", func(t *testing.T) {
+		var out struct{ EditMessage changedMessage }
+		mustDo(t, bob, editQ, map[string]any{"id": id, "c": "Twinkle, twinkle, little star"}, &out)
+		if out.EditMessage.Content != "Twinkle, twinkle, little star" || out.EditMessage.EditedAt == nil || out.EditMessage.Deleted {
+			t.Fatalf("editMessage = %+v", out.EditMessage)
+		}
+		ev := nextChange(t, live)
+		if ev.Kind != "MESSAGE_EDITED" || ev.User.Login != "bob" || ev.Message == nil || ev.Message.Content != out.EditMessage.Content || ev.Message.EditedAt == nil || *ev.Message.EditedAt != *out.EditMessage.EditedAt {
+			t.Fatalf("live event = %+v, want MESSAGE_EDITED of %+v", ev, out.EditMessage)
+		}
+		var page messagePage
+		mustDo(t, alice, messagesQ, map[string]any{"r": "tea-party", "n": 1}, &page)
+		if len(page.Messages.Edges) != 1 || page.Messages.Edges[0].Node.Content != "Twinkle, twinkle, little star" {
+			t.Fatalf("history after the edit: %+v", page)
+		}
+		// A second edit is an event of its own, not the first's again.
+		mustDo(t, bob, editQ, map[string]any{"id": id, "c": "Up above the world you fly"}, &out)
+		if ev := nextChange(t, live); ev.Kind != "MESSAGE_EDITED" || ev.Message == nil || ev.Message.Content != "Up above the world you fly" {
+			t.Fatalf("live event of the second edit = %+v", ev)
+		}
+	})
+
+	t.Run("EditRefused", func(t *testing.T) {
+		wantCode(t, alice, "FORBIDDEN", editQ, map[string]any{"id": id, "c": "mine now"})
+		wantCode(t, carol, "NOT_FOUND", editQ, map[string]any{"id": id, "c": "mine now"})
+		wantCode(t, bob, "BAD_USER_INPUT", editQ, map[string]any{"id": id, "c": "  "})
+		wantCode(t, bob, "BAD_USER_INPUT", editQ, map[string]any{"id": "not-an-id", "c": "x"})
+		wantCode(t, bob, "NOT_FOUND", editQ, map[string]any{"id": "00000000-0000-1000-8000-000000000000", "c": "x"})
+		wantCode(t, carol, "NOT_FOUND", deleteQ, map[string]any{"id": id})
+	})
+
+	t.Run("DeleteByCreator", func(t *testing.T) {
+		var out struct{ DeleteMessage changedMessage }
+		mustDo(t, alice, deleteQ, map[string]any{"id": id}, &out)
+		tombstone := changedMessage{ID: id, Deleted: true}
+		if out.DeleteMessage != tombstone {
+			t.Fatalf("deleteMessage = %+v, want the tombstone", out.DeleteMessage)
+		}
+		if ev := nextChange(t, live); ev.Kind != "MESSAGE_DELETED" || ev.User.Login != "alice" || ev.Message == nil || *ev.Message != tombstone {
+			t.Fatalf("live event = %+v, want MESSAGE_DELETED of the tombstone", ev)
+		}
+		var again struct{ DeleteMessage changedMessage }
+		mustDo(t, bob, deleteQ, map[string]any{"id": id}, &again)
+		if again.DeleteMessage != tombstone {
+			t.Fatalf("deleteMessage again = %+v, want the tombstone", again.DeleteMessage)
+		}
+		wantCode(t, bob, "NOT_FOUND", editQ, map[string]any{"id": id, "c": "back"})
+		var byID struct{ Message changedMessage }
+		mustDo(t, bob, messageByID, map[string]any{"id": id}, &byID)
+		if byID.Message != tombstone {
+			t.Fatalf("message(id) = %+v, want the tombstone", byID.Message)
+		}
+	})
+
+	t.Run("Replay", func(t *testing.T) {
+		mustDo(t, carol, joinRoom, map[string]any{"r": "tea-party"}, nil)
+		replay, err := carol.Subscribe(testContext(t), chatclient.GraphQLTransportWS, changedSub, map[string]any{"r": "tea-party", "after": id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer replay.Close()
+		var kinds []string
+		for range 4 {
+			ev := nextChange(t, replay)
+			kinds = append(kinds, ev.Kind)
+			if ev.Kind != "PARTICIPANT_JOINED" && (ev.Message == nil || !ev.Message.Deleted) {
+				t.Errorf("replayed %s shows the message %+v, want its tombstone", ev.Kind, ev.Message)
+			}
+		}
+		if want := []string{"MESSAGE_EDITED", "MESSAGE_EDITED", "MESSAGE_DELETED", "PARTICIPANT_JOINED"}; !slices.Equal(kinds, want) {
+			t.Errorf("replayed kinds %v, want %v", kinds, want)
+		}
+	})
+
+	t.Run("Direct", func(t *testing.T) {
+		events, err := bob.Subscribe(testContext(t), chatclient.GraphQLTransportWS, changedInbx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer events.Close()
+		var sent struct{ SendDirectMessage struct{ ID string } }
+		mustDo(t, alice, sendDirect, map[string]any{"to": "bob", "c": "meet at 5"}, &sent)
+		if ev := nextChange(t, events); ev.Kind != "DIRECT_MESSAGE" {
+			t.Fatalf("inbox event = %+v, want DIRECT_MESSAGE", ev)
+		}
+		dm := sent.SendDirectMessage.ID
+		wantCode(t, bob, "FORBIDDEN", editQ, map[string]any{"id": dm, "c": "meet at 6"})
+		wantCode(t, bob, "FORBIDDEN", deleteQ, map[string]any{"id": dm})
+		mustDo(t, alice, editQ, map[string]any{"id": dm, "c": "meet at 6"}, nil)
+		if ev := nextChange(t, events); ev.Kind != "MESSAGE_EDITED" || ev.ConversationID != "alice:bob" || ev.Message == nil || ev.Message.Content != "meet at 6" || ev.Message.EditedAt == nil {
+			t.Fatalf("inbox event = %+v, want MESSAGE_EDITED", ev)
+		}
+		if e := inbox(t, bob)["alice:bob"]; e.LastMessage == nil || e.LastMessage.Content != "meet at 6" {
+			t.Fatalf("bob's inbox entry after the edit: %+v", e)
+		}
+		mustDo(t, alice, deleteQ, map[string]any{"id": dm}, nil)
+		if ev := nextChange(t, events); ev.Kind != "MESSAGE_DELETED" || ev.Message == nil || !ev.Message.Deleted || ev.Message.Content != "" {
+			t.Fatalf("inbox event = %+v, want MESSAGE_DELETED of the tombstone", ev)
+		}
+		if e := inbox(t, bob)["alice:bob"]; e.LastMessage == nil || e.LastMessage.ID != dm || e.LastMessage.Content != "" {
+			t.Fatalf("bob's inbox entry after the delete: %+v", e)
+		}
+	})
+}
