@@ -105,6 +105,7 @@ type Store interface {
 	Sessions
 	EventLog
 	ClientMessages
+	Reactions
 
 	// CreateUser stores a new account. Logins are unique: the write is a
 	// compare-and-set (INSERT ... IF NOT EXISTS), so of many concurrent signups

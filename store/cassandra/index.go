@@ -17,12 +17,12 @@ import (
 
 const (
 	insertByID = `INSERT INTO messages_by_id (message_id, room_name, author, content, system_message, visible)
-		VALUES (?, ?, ?, ?, ?, true)`
+		VALUES (?, ?, ?, ?, ?, true) USING TIMESTAMP ?`
 	selectByID = `SELECT room_name, ` + stateColumns + ` FROM messages_by_id WHERE message_id = ?`
 	deleteByID = `DELETE FROM messages_by_id WHERE message_id = ?`
 
 	insertByAuthor = `INSERT INTO messages_by_author (author_login, time_bucket, message_id, room_name, author, content, system_message, visible)
-		VALUES (?, ?, ?, ?, ?, ?, ?, true)`
+		VALUES (?, ?, ?, ?, ?, ?, ?, true) USING TIMESTAMP ?`
 	byAuthorColumns      = `message_id, room_name, ` + stateColumns
 	selectByAuthor       = `SELECT ` + byAuthorColumns + ` FROM messages_by_author WHERE author_login = ? AND time_bucket = ? LIMIT ?`
 	selectByAuthorBefore = `SELECT ` + byAuthorColumns + ` FROM messages_by_author WHERE author_login = ? AND time_bucket = ? AND message_id < ? LIMIT ?`
@@ -168,6 +168,9 @@ func (db *DB) HideMessage(ctx context.Context, m store.Message, by store.UserRef
 // TIMESTAMP the edit's time, so the latest edit wins everywhere, and the
 // entries' last_edit at the message's time (see schema_v7.cql).
 func (db *DB) EditMessage(ctx context.Context, m store.Message, by store.UserRef, content string, at time.Time) (store.Event, error) {
+	// The write time is the edit's to the microsecond, and after the
+	// message's own, which edited_at's millisecond may not be.
+	ts := max(at.UnixMicro(), writeTime(m.ID)+1)
 	at = at.UTC().Truncate(time.Millisecond)
 	return db.changeMessage(ctx, m, by, messageChange{
 		kind: store.MessageEdited,
@@ -177,7 +180,7 @@ func (db *DB) EditMessage(ctx context.Context, m store.Message, by store.UserRef
 			}
 			return true, nil
 		},
-		copy:  []statement{{`UPDATE %[1]s USING TIMESTAMP ? SET content = ?, edited_at = ? WHERE %[2]s`, []any{at.UnixMicro(), content, at}}},
+		copy:  []statement{{`UPDATE %[1]s USING TIMESTAMP ? SET content = ?, edited_at = ? WHERE %[2]s`, []any{ts, content, at}}},
 		entry: []statement{{setLastEdit, []any{writeTime(m.ID), gocql.UUID(m.ID), at, content}}},
 		apply: func(m *store.Message) { m.Content, m.EditedAt = content, at },
 	})
@@ -256,18 +259,11 @@ func (db *DB) changeMessage(ctx context.Context, m store.Message, by store.UserR
 			for _, st := range change.entry {
 				b.Query(st.cql+summaryRow, append(slices.Clone(st.args), login, stored.Room, sentinelID)...)
 			}
-			if store.IsDirectConversation(stored.Room) && logged {
-				inboxListing(b, login, ev.ID)
-			}
 			return db.session.ExecuteBatch(b)
 		})
-		if store.IsDirectConversation(stored.Room) && logged {
-			fo.Go(db.inboxEventWrite(ctx, login, ev))
-		}
 	}
-	if !store.IsDirectConversation(stored.Room) {
-		db.listDays(ctx, fo, listing{roomBuckets, stored.Room, store.BucketOf(ev.ID.Time())})
-		fo.Go(func() error { return db.query(ctx, insertRoomEvent, roomEventArgs(ev)...).Exec() })
+	if logged {
+		db.logMessageEvent(ctx, fo, ev)
 	}
 	if err := fo.Wait(); err != nil {
 		return fail(err)
@@ -276,6 +272,25 @@ func (db *DB) changeMessage(ctx context.Context, m store.Message, by store.UserR
 		return store.Event{}, nil
 	}
 	return ev, nil
+}
+
+// logMessageEvent logs ev, about a message, on fo: in the room's log,
+// listing its day, or in both users' inbox logs for a direct message.
+func (db *DB) logMessageEvent(ctx context.Context, fo *fanout, ev store.Event) {
+	if !store.IsDirectConversation(ev.Room) {
+		db.listDays(ctx, fo, listing{roomBuckets, ev.Room, store.BucketOf(ev.ID.Time())})
+		fo.Go(func() error { return db.query(ctx, insertRoomEvent, roomEventArgs(ev)...).Exec() })
+		return
+	}
+	a, b, _ := strings.Cut(ev.Room, ":")
+	for _, login := range []string{a, b} {
+		fo.Go(func() error {
+			b := db.inboxBatch(ctx)
+			inboxListing(b, login, ev.ID)
+			return db.session.ExecuteBatch(b)
+		})
+		fo.Go(db.inboxEventWrite(ctx, login, ev))
+	}
 }
 
 // inboxesOf returns the logins whose inbox has an entry for the

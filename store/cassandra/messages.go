@@ -10,8 +10,10 @@ import (
 )
 
 const (
+	// Every copy of a message is written at the message's time, so that an
+	// edit, written at its own, later time, wins even over a retried post.
 	insertMessage = `INSERT INTO chat_room_messages (room_name, time_bucket, message_id, author, content, system_message, visible)
-		VALUES (?, ?, ?, ?, ?, ?, true)`
+		VALUES (?, ?, ?, ?, ?, ?, true) USING TIMESTAMP ?`
 	messageColumns = `message_id, ` + stateColumns
 	// Newest first is the table's clustering order; oldest first reverses it.
 	selectNewest       = `SELECT ` + messageColumns + ` FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? LIMIT ?`
@@ -58,23 +60,23 @@ func (db *DB) PostMessage(ctx context.Context, m store.Message) error {
 // every write did.
 func (db *DB) writeMessage(ctx context.Context, m store.Message, kind store.EventKind, extra []func() error) error {
 	b := store.BucketOf(m.ID.Time())
-	id, author := gocql.UUID(m.ID), userUDT(m.Author)
+	id, author, ts := gocql.UUID(m.ID), userUDT(m.Author), writeTime(m.ID)
 	fo := newFanout(fanoutParallelism)
 	db.listBuckets(ctx, fo, m, b)
 	fo.Go(func() error {
 		if kind == "" {
-			return db.query(ctx, insertMessage, m.Room, int(b), id, author, m.Content, m.System).Exec()
+			return db.query(ctx, insertMessage, m.Room, int(b), id, author, m.Content, m.System, ts).Exec()
 		}
 		batch := db.session.NewBatch(gocql.UnloggedBatch).WithContext(ctx)
-		batch.Query(insertMessage, m.Room, int(b), id, author, m.Content, m.System)
+		batch.Query(insertMessage, m.Room, int(b), id, author, m.Content, m.System, ts)
 		batch.Query(insertRoomEvent, roomEventArgs(store.Event{ID: m.ID, Kind: kind, Room: m.Room, User: m.Author, Message: &m})...)
 		return db.session.ExecuteBatch(batch)
 	})
 	fo.Go(func() error {
-		return db.query(ctx, insertByID, id, m.Room, author, m.Content, m.System).Exec()
+		return db.query(ctx, insertByID, id, m.Room, author, m.Content, m.System, ts).Exec()
 	})
 	fo.Go(func() error {
-		return db.query(ctx, insertByAuthor, m.Author.Login, int(b), id, m.Room, author, m.Content, m.System).Exec()
+		return db.query(ctx, insertByAuthor, m.Author.Login, int(b), id, m.Room, author, m.Content, m.System, ts).Exec()
 	})
 	for _, w := range extra {
 		fo.Go(w)

@@ -47,6 +47,11 @@ var schemaV6 string
 //go:embed schema_v7.cql
 var schemaV7 string
 
+// schemaV8 adds reactions.
+//
+//go:embed schema_v8.cql
+var schemaV8 string
+
 // A migration is one schema version: CQL statements separated by ';', then
 // the conversion of the data, if any.
 type migration struct {
@@ -67,6 +72,7 @@ var migrations = []migration{
 	{version: 5, description: "conversations_by_user.read_upto, unread rows converted", cql: schemaV5, convert: convertUnreadRows},
 	{version: 6, description: "client_messages", cql: schemaV6},
 	{version: 7, description: "edited_at and deleted of messages, conversations_by_user.last_edit", cql: schemaV7},
+	{version: 8, description: "message_reactions", cql: schemaV8},
 }
 
 // createMigrationsTable repeats schema.cql's statement: the table must exist

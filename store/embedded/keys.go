@@ -35,6 +35,7 @@ const (
 	tableInboxEvents      = "inbox_events"
 	tableInboxBuckets     = "inbox_buckets"
 	tableClientMessages   = "client_messages"
+	tableReactions        = "message_reactions"
 
 	// tableRoomMembers is no Cassandra table but this store's index of
 	// chat_rooms' participants (see membersPartition), and tableMeta holds
@@ -249,6 +250,15 @@ func roomEventPartition(room string, b store.Bucket) key {
 
 // roomEvents prefixes every partition of the room's log.
 func roomEvents(room string) key { return tuple(tableRoomEvents).str(room) }
+
+// roomReactions is every reaction row of a room, for its delete.
+func roomReactions(room string) key { return tuple(tableReactions).str(room) }
+
+// messageReactions is the message's reaction rows: one per emoji and
+// login after this prefix, in the message's room and day.
+func messageReactions(room string, id store.MessageID) key {
+	return roomReactions(room).int(int64(store.BucketOf(id.Time()))).desc(id)
+}
 
 func roomEventKey(room string, id store.MessageID) key {
 	return roomEventPartition(room, store.BucketOf(id.Time())).asc(id)
