@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/killrchat/chatql/internal/chatclient"
@@ -176,4 +177,108 @@ func testMessageChanges(t *testing.T, cfg Config) {
 			t.Fatalf("bob's inbox entry after the delete: %+v", e)
 		}
 	})
+}
+
+const (
+	addReactionQ    = `mutation($id: ID!, $e: String!) { addReaction(messageId: $id, emoji: $e) { id reactions { emoji count reactedByMe } } }`
+	removeReactionQ = `mutation($id: ID!, $e: String!) { removeReaction(messageId: $id, emoji: $e) { id reactions { emoji count reactedByMe } } }`
+	reactionSub     = `subscription($r: String!) { roomEvents(room: $r) { kind user { login } message { id reactions { emoji count reactedByMe } } } }`
+	reactionsQ      = `query($r: String!) { messages(room: $r, first: 10) { edges { node { id reactions { emoji count reactedByMe } } } } }`
+)
+
+type reaction struct {
+	Emoji       string
+	Count       int
+	ReactedByMe *bool
+}
+
+func TestReactions(t *testing.T) { forEachStore(t, testReactions) }
+
+// testReactions adds and removes reactions over HTTP with a subscriber
+// live over websockets, reads them back in a page, and checks refusals.
+func testReactions(t *testing.T, cfg Config) {
+	ts := startServer(t, cfg)
+	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
+	mustDo(t, alice, createRoom, map[string]any{"n": "tea-party"}, nil)
+	mustDo(t, bob, joinRoom, map[string]any{"r": "tea-party"}, nil)
+	var posted struct{ PostMessage struct{ ID string } }
+	mustDo(t, alice, postMessage, map[string]any{"r": "tea-party", "c": "Off with their heads!"}, &posted)
+	id := posted.PostMessage.ID
+
+	started := ts.Streams().Started()
+	live, err := alice.Subscribe(testContext(t), chatclient.GraphQLTransportWS, reactionSub, map[string]any{"r": "tea-party"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	waitFor(t, func() bool { return ts.Streams().Started() > started })
+
+	var added struct {
+		AddReaction struct {
+			ID        string
+			Reactions []reaction
+		}
+	}
+	mustDo(t, bob, addReactionQ, map[string]any{"id": id, "e": "😱"}, &added)
+	if rs := added.AddReaction.Reactions; len(rs) != 1 || rs[0].Emoji != "😱" || rs[0].Count != 1 || rs[0].ReactedByMe == nil || !*rs[0].ReactedByMe {
+		t.Fatalf("addReaction = %+v, want 😱 once, by me", rs)
+	}
+	resp, err := live.Next(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev struct {
+		RoomEvents struct {
+			Kind    string
+			User    struct{ Login string }
+			Message struct{ Reactions []reaction }
+		}
+	}
+	if err := json.Unmarshal(resp.Data, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if e := ev.RoomEvents; e.Kind != "REACTION_CHANGED" || e.User.Login != "bob" || len(e.Message.Reactions) != 1 || e.Message.Reactions[0].Count != 1 || e.Message.Reactions[0].ReactedByMe != nil {
+		t.Fatalf("live event = %+v, want REACTION_CHANGED by bob, 😱 once, reactedByMe null", e)
+	}
+
+	mustDo(t, alice, addReactionQ, map[string]any{"id": id, "e": "😱"}, nil)
+	var page struct {
+		Messages struct {
+			Edges []struct {
+				Node struct {
+					ID        string
+					Reactions []reaction
+				}
+			}
+		}
+	}
+	mustDo(t, carol, joinRoom, map[string]any{"r": "tea-party"}, nil)
+	mustDo(t, carol, reactionsQ, map[string]any{"r": "tea-party"}, &page)
+	found := false
+	for _, e := range page.Messages.Edges {
+		if e.Node.ID == id {
+			found = true
+			if rs := e.Node.Reactions; len(rs) != 1 || rs[0].Count != 2 || rs[0].ReactedByMe == nil || *rs[0].ReactedByMe {
+				t.Errorf("carol's page shows %+v, want 😱 twice, not by her", rs)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("carol's page lacks the message: %+v", page)
+	}
+
+	var removed struct {
+		RemoveReaction struct{ Reactions []reaction }
+	}
+	mustDo(t, bob, removeReactionQ, map[string]any{"id": id, "e": "😱"}, &removed)
+	if rs := removed.RemoveReaction.Reactions; len(rs) != 1 || rs[0].Count != 1 || rs[0].ReactedByMe == nil || *rs[0].ReactedByMe {
+		t.Errorf("removeReaction = %+v, want 😱 once, not by me", rs)
+	}
+
+	dave := ts.user(t, "dave")
+	wantCode(t, dave, "NOT_FOUND", addReactionQ, map[string]any{"id": id, "e": "👀"})
+	for _, bad := range []string{"", "two words", strings.Repeat("x", 33), "\x07"} {
+		wantCode(t, bob, "BAD_USER_INPUT", addReactionQ, map[string]any{"id": id, "e": bad})
+	}
+	wantCode(t, bob, "BAD_USER_INPUT", addReactionQ, map[string]any{"id": "nope", "e": "👀"})
 }

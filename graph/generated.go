@@ -35,6 +35,7 @@ type ResolverRoot interface {
 	Message() MessageResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
+	Reaction() ReactionResolver
 	Room() RoomResolver
 	Subscription() SubscriptionResolver
 	User() UserResolver
@@ -70,15 +71,16 @@ type ComplexityRoot struct {
 	}
 
 	Message struct {
-		Author   func(childComplexity int) int
-		Content  func(childComplexity int) int
-		Deleted  func(childComplexity int) int
-		EditedAt func(childComplexity int) int
-		Hidden   func(childComplexity int) int
-		ID       func(childComplexity int) int
-		PostedAt func(childComplexity int) int
-		Room     func(childComplexity int) int
-		System   func(childComplexity int) int
+		Author    func(childComplexity int) int
+		Content   func(childComplexity int) int
+		Deleted   func(childComplexity int) int
+		EditedAt  func(childComplexity int) int
+		Hidden    func(childComplexity int) int
+		ID        func(childComplexity int) int
+		PostedAt  func(childComplexity int) int
+		Reactions func(childComplexity int) int
+		Room      func(childComplexity int) int
+		System    func(childComplexity int) int
 	}
 
 	MessageConnection struct {
@@ -93,6 +95,7 @@ type ComplexityRoot struct {
 
 	Mutation struct {
 		AddGroupMember    func(childComplexity int, group string, login string) int
+		AddReaction       func(childComplexity int, messageID string, emoji string) int
 		ChangePassword    func(childComplexity int, oldPassword string, newPassword string) int
 		CreateRoom        func(childComplexity int, input model.CreateRoomInput) int
 		DeleteMessage     func(childComplexity int, id string) int
@@ -106,6 +109,7 @@ type ComplexityRoot struct {
 		MarkRead          func(childComplexity int, conversation string, upTo string) int
 		PostMessage       func(childComplexity int, room string, content string, clientMessageID *string) int
 		RefreshToken      func(childComplexity int, token string) int
+		RemoveReaction    func(childComplexity int, messageID string, emoji string) int
 		SendDirectMessage func(childComplexity int, to string, content string, clientMessageID *string) int
 		Signup            func(childComplexity int, input model.SignupInput) int
 	}
@@ -126,6 +130,12 @@ type ComplexityRoot struct {
 		MyMessages     func(childComplexity int, first *int, after *string) int
 		Room           func(childComplexity int, name string) int
 		Rooms          func(childComplexity int, first *int, after *string) int
+	}
+
+	Reaction struct {
+		Count       func(childComplexity int) int
+		Emoji       func(childComplexity int) int
+		ReactedByMe func(childComplexity int) int
 	}
 
 	Room struct {
@@ -194,6 +204,8 @@ type MessageResolver interface {
 	Content(ctx context.Context, obj *store.Message) (string, error)
 
 	EditedAt(ctx context.Context, obj *store.Message) (*time.Time, error)
+
+	Reactions(ctx context.Context, obj *store.Message) ([]store.Reaction, error)
 }
 type MutationResolver interface {
 	SendDirectMessage(ctx context.Context, to string, content string, clientMessageID *string) (*store.Message, error)
@@ -203,6 +215,8 @@ type MutationResolver interface {
 	PostMessage(ctx context.Context, room string, content string, clientMessageID *string) (*store.Message, error)
 	EditMessage(ctx context.Context, id string, content string) (*store.Message, error)
 	DeleteMessage(ctx context.Context, id string) (*store.Message, error)
+	AddReaction(ctx context.Context, messageID string, emoji string) (*store.Message, error)
+	RemoveReaction(ctx context.Context, messageID string, emoji string) (*store.Message, error)
 	CreateRoom(ctx context.Context, input model.CreateRoomInput) (*store.Room, error)
 	JoinRoom(ctx context.Context, room string) (*store.Room, error)
 	LeaveRoom(ctx context.Context, room string) (*store.Room, error)
@@ -222,6 +236,9 @@ type QueryResolver interface {
 	Room(ctx context.Context, name string) (*store.Room, error)
 	Rooms(ctx context.Context, first *int, after *string) (*model.RoomConnection, error)
 	Me(ctx context.Context) (*store.User, error)
+}
+type ReactionResolver interface {
+	ReactedByMe(ctx context.Context, obj *store.Reaction) (*bool, error)
 }
 type RoomResolver interface {
 	Participants(ctx context.Context, obj *store.Room, first *int, after *string) ([]store.UserRef, error)
@@ -394,6 +411,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Message.PostedAt(childComplexity), true
+	case "Message.reactions":
+		if e.ComplexityRoot.Message.Reactions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.Reactions(childComplexity), true
 	case "Message.room":
 		if e.ComplexityRoot.Message.Room == nil {
 			break
@@ -444,6 +467,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.AddGroupMember(childComplexity, args["group"].(string), args["login"].(string)), true
+	case "Mutation.addReaction":
+		if e.ComplexityRoot.Mutation.AddReaction == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_addReaction_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AddReaction(childComplexity, args["messageId"].(string), args["emoji"].(string)), true
 	case "Mutation.changePassword":
 		if e.ComplexityRoot.Mutation.ChangePassword == nil {
 			break
@@ -582,6 +616,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RefreshToken(childComplexity, args["token"].(string)), true
+	case "Mutation.removeReaction":
+		if e.ComplexityRoot.Mutation.RemoveReaction == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_removeReaction_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RemoveReaction(childComplexity, args["messageId"].(string), args["emoji"].(string)), true
 	case "Mutation.sendDirectMessage":
 		if e.ComplexityRoot.Mutation.SendDirectMessage == nil {
 			break
@@ -709,6 +754,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Rooms(childComplexity, args["first"].(*int), args["after"].(*string)), true
+
+	case "Reaction.count":
+		if e.ComplexityRoot.Reaction.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Reaction.Count(childComplexity), true
+	case "Reaction.emoji":
+		if e.ComplexityRoot.Reaction.Emoji == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Reaction.Emoji(childComplexity), true
+	case "Reaction.reactedByMe":
+		if e.ComplexityRoot.Reaction.ReactedByMe == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Reaction.ReactedByMe(childComplexity), true
 
 	case "Room.banner":
 		if e.ComplexityRoot.Room.Banner == nil {
@@ -1035,6 +1099,8 @@ enum InboxEventKind {
   MESSAGE_EDITED
   """A direct message was deleted; ` + "`" + `message` + "`" + ` is its tombstone."""
   MESSAGE_DELETED
+  """` + "`" + `message` + "`" + `, a direct message, got or lost a reaction."""
+  REACTION_CHANGED
 }
 
 """A change in the caller's inbox."""
@@ -1112,6 +1178,24 @@ type Message {
   editedAt: Time
   """Whether it was deleted: a tombstone that keeps its place, with its id, author and time, and empty content (erased from storage)."""
   deleted: Boolean!
+  """
+  Its reactions, one per emoji, in the emoji's byte order; at most 20 kinds. A page of messages
+  reads its reactions with one store read per room and day, not one per message.
+  """
+  reactions: [Reaction!]!
+}
+
+"""One kind of reaction to a message."""
+type Reaction {
+  """The emoji (or :shortcode:), 1 to 32 bytes, no spaces."""
+  emoji: String!
+  """How many users reacted with it."""
+  count: Int!
+  """
+  Whether the caller reacted with it. Null in subscription events, which every subscriber
+  shares: compare a REACTION_CHANGED event's ` + "`" + `user` + "`" + ` with yourself.
+  """
+  reactedByMe: Boolean
 }
 
 """A page of messages, newest first."""
@@ -1146,6 +1230,8 @@ enum RoomEventKind {
   MESSAGE_EDITED
   """A message was deleted; ` + "`" + `message` + "`" + ` is its tombstone."""
   MESSAGE_DELETED
+  """` + "`" + `user` + "`" + ` added or removed a reaction to ` + "`" + `message` + "`" + `, whose ` + "`" + `reactions` + "`" + ` are as they are now."""
+  REACTION_CHANGED
 }
 
 """Something that happened in a room."""
@@ -1196,6 +1282,15 @@ extend type Mutation {
   nothing. (` + "`" + `hideMessage` + "`" + ` is the softer tool: it keeps the content for its author.)
   """
   deleteMessage(id: ID!): Message!
+  """
+  Adds the caller's reaction to a message they can read (any room, group or direct message):
+  an emoji or :shortcode: of 1 to 32 bytes without spaces. A message holds at most 20 kinds; a
+  21st gives BAD_USER_INPUT. Adding one the caller has changes nothing. Subscribers get
+  REACTION_CHANGED.
+  """
+  addReaction(messageId: ID!, emoji: String!): Message!
+  """Removes the caller's reaction; removing one the caller has not changes nothing."""
+  removeReaction(messageId: ID!, emoji: String!): Message!
 }
 
 extend type Subscription {
@@ -1498,6 +1593,8 @@ func (ec *executionContext) childFields_Message(ctx context.Context, field graph
 		return ec.fieldContext_Message_editedAt(ctx, field)
 	case "deleted":
 		return ec.fieldContext_Message_deleted(ctx, field)
+	case "reactions":
+		return ec.fieldContext_Message_reactions(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Message", field.Name)
 }
@@ -1534,6 +1631,18 @@ func (ec *executionContext) childFields_PageInfo(ctx context.Context, field grap
 		return ec.fieldContext_PageInfo_endCursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PageInfo", field.Name)
+}
+
+func (ec *executionContext) childFields_Reaction(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "emoji":
+		return ec.fieldContext_Reaction_emoji(ctx, field)
+	case "count":
+		return ec.fieldContext_Reaction_count(ctx, field)
+	case "reactedByMe":
+		return ec.fieldContext_Reaction_reactedByMe(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Reaction", field.Name)
 }
 
 func (ec *executionContext) childFields_Room(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1758,6 +1867,28 @@ func (ec *executionContext) field_Mutation_addGroupMember_args(ctx context.Conte
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_addReaction_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "messageId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["messageId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "emoji",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["emoji"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_changePassword_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -1971,6 +2102,28 @@ func (ec *executionContext) field_Mutation_refreshToken_args(ctx context.Context
 		return nil, err
 	}
 	args["token"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_removeReaction_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "messageId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["messageId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "emoji",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["emoji"] = arg1
 	return args, nil
 }
 
@@ -2933,6 +3086,38 @@ func (ec *executionContext) fieldContext_Message_deleted(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("Message", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
+func (ec *executionContext) _Message_reactions(ctx context.Context, field graphql.CollectedField, obj *store.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_reactions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Message().Reactions(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []store.Reaction) graphql.Marshaler {
+			return ec.marshalNReaction2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐReactionᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Message_reactions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Message",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Reaction(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _MessageConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.MessageConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3354,6 +3539,94 @@ func (ec *executionContext) fieldContext_Mutation_deleteMessage(ctx context.Cont
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_deleteMessage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_addReaction(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_addReaction(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().AddReaction(ctx, fc.Args["messageId"].(string), fc.Args["emoji"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Message) graphql.Marshaler {
+			return ec.marshalNMessage2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐMessage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_addReaction(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Message(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_addReaction_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_removeReaction(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_removeReaction(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RemoveReaction(ctx, fc.Args["messageId"].(string), fc.Args["emoji"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Message) graphql.Marshaler {
+			return ec.marshalNMessage2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐMessage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_removeReaction(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Message(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_removeReaction_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -4229,6 +4502,75 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Reaction_emoji(ctx context.Context, field graphql.CollectedField, obj *store.Reaction) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Reaction_emoji(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Emoji, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Reaction_emoji(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Reaction", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Reaction_count(ctx context.Context, field graphql.CollectedField, obj *store.Reaction) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Reaction_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Reaction_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Reaction", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Reaction_reactedByMe(ctx context.Context, field graphql.CollectedField, obj *store.Reaction) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Reaction_reactedByMe(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Reaction().ReactedByMe(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Reaction_reactedByMe(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Reaction", field, true, true, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _Room_name(ctx context.Context, field graphql.CollectedField, obj *store.Room) (ret graphql.Marshaler) {
@@ -6614,6 +6956,44 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "reactions":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Message_reactions(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -6786,6 +7166,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "deleteMessage":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_deleteMessage(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "addReaction":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_addReaction(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "removeReaction":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_removeReaction(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -7137,6 +7531,87 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var reactionImplementors = []string{"Reaction"}
+
+func (ec *executionContext) _Reaction(ctx context.Context, sel ast.SelectionSet, obj *store.Reaction) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, reactionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Reaction")
+		case "emoji":
+			out.Values[i] = ec._Reaction_emoji(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "count":
+			out.Values[i] = ec._Reaction_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "reactedByMe":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Reaction_reactedByMe(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -8170,6 +8645,26 @@ func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋkillrchatᚋchatq
 		return graphql.Null
 	}
 	return ec._PageInfo(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNReaction2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐReaction(ctx context.Context, sel ast.SelectionSet, v store.Reaction) graphql.Marshaler {
+	return ec._Reaction(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNReaction2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐReactionᚄ(ctx context.Context, sel ast.SelectionSet, v []store.Reaction) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNReaction2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐReaction(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNRoom2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐRoom(ctx context.Context, sel ast.SelectionSet, v *store.Room) graphql.Marshaler {

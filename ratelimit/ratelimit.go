@@ -15,8 +15,8 @@ type Action int
 
 // The limited actions.
 const (
-	Post          Action = iota // postMessage, per user
-	RoomChange                  // createRoom, joinRoom, leaveRoom, deleteRoom, addGroupMember, hideMessage, per user
+	Post          Action = iota // postMessage, editMessage, addReaction, removeReaction, per user
+	RoomChange                  // createRoom, joinRoom, leaveRoom, deleteRoom, addGroupMember, hideMessage, deleteMessage, per user
 	DirectMessage               // sendDirectMessage, per user
 	Signup                      // signup, per client address
 	Login                       // login attempts, per login tried

@@ -188,7 +188,7 @@ func (r *queryResolver) DirectMessages(ctx context.Context, with string, first *
 	if err != nil {
 		return nil, err
 	}
-	return r.messagePage(first, after, func(before store.MessageID, n int) ([]store.Message, error) {
+	return r.messagePage(ctx, first, after, func(before store.MessageID, n int) ([]store.Message, error) {
 		return r.Store.Messages(ctx, store.DirectConversationID(me.Login, with), before, n)
 	})
 }
@@ -208,7 +208,7 @@ func (r *queryResolver) MyMessages(ctx context.Context, first *int, after *strin
 	if err != nil {
 		return nil, err
 	}
-	return r.messagePage(first, after, func(before store.MessageID, n int) ([]store.Message, error) {
+	return r.messagePage(ctx, first, after, func(before store.MessageID, n int) ([]store.Message, error) {
 		return r.Store.MessagesByAuthor(ctx, me.Login, before, n)
 	})
 }

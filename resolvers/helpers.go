@@ -71,8 +71,9 @@ func (r *Resolver) publishTo(ctx context.Context, topic string, ev store.Event) 
 
 // messagePage reads a newest-first page of first messages after the
 // cursor with fetch, which returns up to n messages older than before, and
-// shapes it as a connection.
-func (r *Resolver) messagePage(first *int, after *string, fetch func(before store.MessageID, n int) ([]store.Message, error)) (*model.MessageConnection, error) {
+// shapes it as a connection, with the page's reactions prefetched if
+// selected.
+func (r *Resolver) messagePage(ctx context.Context, first *int, after *string, fetch func(before store.MessageID, n int) ([]store.Message, error)) (*model.MessageConnection, error) {
 	n, err := pageSize(first, defaultMessagePage)
 	if err != nil {
 		return nil, err
@@ -86,7 +87,11 @@ func (r *Resolver) messagePage(first *int, after *string, fetch func(before stor
 		return nil, err
 	}
 	conn := &model.MessageConnection{Edges: []model.MessageEdge{}, PageInfo: newPageInfo(after, len(msgs) > n)}
-	for i := range msgs[:min(n, len(msgs))] {
+	msgs = msgs[:min(n, len(msgs))]
+	if err := r.prefetchReactions(ctx, msgs); err != nil {
+		return nil, err
+	}
+	for i := range msgs {
 		cursor := msgs[i].ID.String()
 		conn.Edges = append(conn.Edges, model.MessageEdge{Cursor: cursor, Node: &msgs[i]})
 		addEdge(conn.PageInfo, &cursor)

@@ -37,6 +37,11 @@ func (r *messageResolver) EditedAt(ctx context.Context, obj *store.Message) (*ti
 	return &obj.EditedAt, nil
 }
 
+// Reactions is the resolver for the reactions field.
+func (r *messageResolver) Reactions(ctx context.Context, obj *store.Message) ([]store.Reaction, error) {
+	return r.reactionsOf(ctx, obj)
+}
+
 // PostMessage is the resolver for the postMessage field.
 func (r *mutationResolver) PostMessage(ctx context.Context, room string, content string, clientMessageID *string) (*store.Message, error) {
 	me, err := r.limitedUser(ctx, ratelimit.Post)
@@ -121,6 +126,16 @@ func (r *mutationResolver) DeleteMessage(ctx context.Context, id string) (*store
 	return r.changed(ctx, ev, msg.ID)
 }
 
+// AddReaction is the resolver for the addReaction field.
+func (r *mutationResolver) AddReaction(ctx context.Context, messageID string, emoji string) (*store.Message, error) {
+	return r.react(ctx, messageID, emoji, true)
+}
+
+// RemoveReaction is the resolver for the removeReaction field.
+func (r *mutationResolver) RemoveReaction(ctx context.Context, messageID string, emoji string) (*store.Message, error) {
+	return r.react(ctx, messageID, emoji, false)
+}
+
 // Messages is the resolver for the messages field.
 func (r *queryResolver) Messages(ctx context.Context, room string, first *int, after *string) (*model.MessageConnection, error) {
 	me, err := auth.UserFrom(ctx)
@@ -136,16 +151,24 @@ func (r *queryResolver) Messages(ctx context.Context, room string, first *int, a
 		if err != nil {
 			return nil, err
 		}
-		return r.messagePage(first, after, func(before store.MessageID, n int) ([]store.Message, error) {
+		return r.messagePage(ctx, first, after, func(before store.MessageID, n int) ([]store.Message, error) {
 			return r.Store.GroupMessages(ctx, room, windows, before, n)
 		})
 	}
 	if !rm.Participant {
 		return nil, stream.NotParticipant(room, me)
 	}
-	return r.messagePage(first, after, func(before store.MessageID, n int) ([]store.Message, error) {
+	return r.messagePage(ctx, first, after, func(before store.MessageID, n int) ([]store.Message, error) {
 		return r.Store.Messages(ctx, room, before, n)
 	})
+}
+
+// ReactedByMe is the resolver for the reactedByMe field.
+func (r *reactionResolver) ReactedByMe(ctx context.Context, obj *store.Reaction) (*bool, error) {
+	if viewerOf(ctx) == "" {
+		return nil, nil // a subscription event's encoding, shared by every subscriber
+	}
+	return &obj.Mine, nil
 }
 
 // RoomEvents is the resolver for the roomEvents field.
@@ -161,4 +184,10 @@ func (r *subscriptionResolver) RoomEvents(ctx context.Context, room string, afte
 // Message returns graph.MessageResolver implementation.
 func (r *Resolver) Message() graph.MessageResolver { return &messageResolver{r} }
 
-type messageResolver struct{ *Resolver }
+// Reaction returns graph.ReactionResolver implementation.
+func (r *Resolver) Reaction() graph.ReactionResolver { return &reactionResolver{r} }
+
+type (
+	messageResolver  struct{ *Resolver }
+	reactionResolver struct{ *Resolver }
+)

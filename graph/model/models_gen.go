@@ -210,6 +210,8 @@ const (
 	InboxEventKindMessageEdited InboxEventKind = "MESSAGE_EDITED"
 	// A direct message was deleted; `message` is its tombstone.
 	InboxEventKindMessageDeleted InboxEventKind = "MESSAGE_DELETED"
+	// `message`, a direct message, got or lost a reaction.
+	InboxEventKindReactionChanged InboxEventKind = "REACTION_CHANGED"
 )
 
 var AllInboxEventKind = []InboxEventKind{
@@ -218,11 +220,12 @@ var AllInboxEventKind = []InboxEventKind{
 	InboxEventKindAddedToGroup,
 	InboxEventKindMessageEdited,
 	InboxEventKindMessageDeleted,
+	InboxEventKindReactionChanged,
 }
 
 func (e InboxEventKind) IsValid() bool {
 	switch e {
-	case InboxEventKindDirectMessage, InboxEventKindUnreadChanged, InboxEventKindAddedToGroup, InboxEventKindMessageEdited, InboxEventKindMessageDeleted:
+	case InboxEventKindDirectMessage, InboxEventKindUnreadChanged, InboxEventKindAddedToGroup, InboxEventKindMessageEdited, InboxEventKindMessageDeleted, InboxEventKindReactionChanged:
 		return true
 	}
 	return false
@@ -281,6 +284,8 @@ const (
 	RoomEventKindMessageEdited RoomEventKind = "MESSAGE_EDITED"
 	// A message was deleted; `message` is its tombstone.
 	RoomEventKindMessageDeleted RoomEventKind = "MESSAGE_DELETED"
+	// `user` added or removed a reaction to `message`, whose `reactions` are as they are now.
+	RoomEventKindReactionChanged RoomEventKind = "REACTION_CHANGED"
 )
 
 var AllRoomEventKind = []RoomEventKind{
@@ -291,11 +296,12 @@ var AllRoomEventKind = []RoomEventKind{
 	RoomEventKindMessageHidden,
 	RoomEventKindMessageEdited,
 	RoomEventKindMessageDeleted,
+	RoomEventKindReactionChanged,
 }
 
 func (e RoomEventKind) IsValid() bool {
 	switch e {
-	case RoomEventKindMessagePosted, RoomEventKindParticipantJoined, RoomEventKindParticipantLeft, RoomEventKindRoomDeleted, RoomEventKindMessageHidden, RoomEventKindMessageEdited, RoomEventKindMessageDeleted:
+	case RoomEventKindMessagePosted, RoomEventKindParticipantJoined, RoomEventKindParticipantLeft, RoomEventKindRoomDeleted, RoomEventKindMessageHidden, RoomEventKindMessageEdited, RoomEventKindMessageDeleted, RoomEventKindReactionChanged:
 		return true
 	}
 	return false
