@@ -91,6 +91,9 @@ type Message struct {
 	// Deleted messages are tombstones: their content is erased from every
 	// copy (Content is empty); the id, author and time remain.
 	Deleted bool
+	// ReplyTo is the root of the thread the message replies in, a message
+	// of the same room; zero for a message that is no reply.
+	ReplyTo MessageID
 }
 
 // PostedAt is the time encoded in the message's timeuuid.
@@ -106,6 +109,7 @@ type Store interface {
 	EventLog
 	ClientMessages
 	Reactions
+	Threads
 
 	// CreateUser stores a new account. Logins are unique: the write is a
 	// compare-and-set (INSERT ... IF NOT EXISTS), so of many concurrent signups

@@ -136,8 +136,10 @@ func TestMigrateFromV3(t *testing.T) {
 	for _, q := range []*gocql.Query{
 		v3.Query(`INSERT INTO chat_rooms (room_name, creator, creator_login, creation_date, banner, participants, kind) VALUES (?, ?, ?, ?, ?, ?, 'private')`,
 			"legacy", userUDT(alice), alice.Login, created, "", []userUDT{userUDT(alice), userUDT(bob)}),
-		v3.Query(insertMessage, old.Room, b, gocql.UUID(old.ID), userUDT(alice), old.Content, false, writeTime(old.ID)),
-		v3.Query(insertByID, gocql.UUID(old.ID), old.Room, userUDT(alice), old.Content, false, writeTime(old.ID)),
+		v3.Query(`INSERT INTO chat_room_messages (room_name, time_bucket, message_id, author, content, system_message, visible) VALUES (?, ?, ?, ?, ?, false, true)`,
+			old.Room, b, gocql.UUID(old.ID), userUDT(alice), old.Content),
+		v3.Query(`INSERT INTO messages_by_id (message_id, room_name, author, content, system_message, visible) VALUES (?, ?, ?, ?, false, true)`,
+			gocql.UUID(old.ID), old.Room, userUDT(alice), old.Content),
 		v3.Query(familyQueries[roomBuckets].insert, old.Room, b),
 		v3.Query(openWindowStmt, []time.Time{created}, alice.Login, "legacy", sentinelID),
 		v3.Query(openWindowStmt, []time.Time{created}, bob.Login, "legacy", sentinelID),

@@ -16,13 +16,13 @@ import (
 // written with its stream copy by writeMessage.
 
 const (
-	insertByID = `INSERT INTO messages_by_id (message_id, room_name, author, content, system_message, visible)
-		VALUES (?, ?, ?, ?, ?, true) USING TIMESTAMP ?`
+	insertByID = `INSERT INTO messages_by_id (message_id, room_name, author, content, system_message, reply_to, visible)
+		VALUES (?, ?, ?, ?, ?, ?, true) USING TIMESTAMP ?`
 	selectByID = `SELECT room_name, ` + stateColumns + ` FROM messages_by_id WHERE message_id = ?`
 	deleteByID = `DELETE FROM messages_by_id WHERE message_id = ?`
 
-	insertByAuthor = `INSERT INTO messages_by_author (author_login, time_bucket, message_id, room_name, author, content, system_message, visible)
-		VALUES (?, ?, ?, ?, ?, ?, ?, true) USING TIMESTAMP ?`
+	insertByAuthor = `INSERT INTO messages_by_author (author_login, time_bucket, message_id, room_name, author, content, system_message, reply_to, visible)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, true) USING TIMESTAMP ?`
 	byAuthorColumns      = `message_id, room_name, ` + stateColumns
 	selectByAuthor       = `SELECT ` + byAuthorColumns + ` FROM messages_by_author WHERE author_login = ? AND time_bucket = ? LIMIT ?`
 	selectByAuthorBefore = `SELECT ` + byAuthorColumns + ` FROM messages_by_author WHERE author_login = ? AND time_bucket = ? AND message_id < ? LIMIT ?`

@@ -12,8 +12,9 @@ import (
 const (
 	// Every copy of a message is written at the message's time, so that an
 	// edit, written at its own, later time, wins even over a retried post.
-	insertMessage = `INSERT INTO chat_room_messages (room_name, time_bucket, message_id, author, content, system_message, visible)
-		VALUES (?, ?, ?, ?, ?, ?, true) USING TIMESTAMP ?`
+	insertMessage = `INSERT INTO chat_room_messages (room_name, time_bucket, message_id, author, content, system_message, reply_to, visible)
+		VALUES (?, ?, ?, ?, ?, ?, ?, true) USING TIMESTAMP ?`
+	insertReply    = `INSERT INTO message_replies (room_name, time_bucket, root_id, reply_id, author) VALUES (?, ?, ?, ?, ?) USING TIMESTAMP ?`
 	messageColumns = `message_id, ` + stateColumns
 	// Newest first is the table's clustering order; oldest first reverses it.
 	selectNewest       = `SELECT ` + messageColumns + ` FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? LIMIT ?`
@@ -61,23 +62,32 @@ func (db *DB) PostMessage(ctx context.Context, m store.Message) error {
 func (db *DB) writeMessage(ctx context.Context, m store.Message, kind store.EventKind, extra []func() error) error {
 	b := store.BucketOf(m.ID.Time())
 	id, author, ts := gocql.UUID(m.ID), userUDT(m.Author), writeTime(m.ID)
+	var replyTo *gocql.UUID // null for a message that is no reply
+	if !m.ReplyTo.IsZero() {
+		replyTo = (*gocql.UUID)(&m.ReplyTo)
+	}
 	fo := newFanout(fanoutParallelism)
 	db.listBuckets(ctx, fo, m, b)
 	fo.Go(func() error {
 		if kind == "" {
-			return db.query(ctx, insertMessage, m.Room, int(b), id, author, m.Content, m.System, ts).Exec()
+			return db.query(ctx, insertMessage, m.Room, int(b), id, author, m.Content, m.System, replyTo, ts).Exec()
 		}
 		batch := db.session.NewBatch(gocql.UnloggedBatch).WithContext(ctx)
-		batch.Query(insertMessage, m.Room, int(b), id, author, m.Content, m.System, ts)
+		batch.Query(insertMessage, m.Room, int(b), id, author, m.Content, m.System, replyTo, ts)
 		batch.Query(insertRoomEvent, roomEventArgs(store.Event{ID: m.ID, Kind: kind, Room: m.Room, User: m.Author, Message: &m})...)
 		return db.session.ExecuteBatch(batch)
 	})
 	fo.Go(func() error {
-		return db.query(ctx, insertByID, id, m.Room, author, m.Content, m.System, ts).Exec()
+		return db.query(ctx, insertByID, id, m.Room, author, m.Content, m.System, replyTo, ts).Exec()
 	})
 	fo.Go(func() error {
-		return db.query(ctx, insertByAuthor, m.Author.Login, int(b), id, m.Room, author, m.Content, m.System, ts).Exec()
+		return db.query(ctx, insertByAuthor, m.Author.Login, int(b), id, m.Room, author, m.Content, m.System, replyTo, ts).Exec()
 	})
+	if !m.ReplyTo.IsZero() {
+		fo.Go(func() error {
+			return db.query(ctx, insertReply, m.Room, int(store.BucketOf(m.ReplyTo.Time())), gocql.UUID(m.ReplyTo), id, author, ts).Exec()
+		})
+	}
 	for _, w := range extra {
 		fo.Go(w)
 	}
@@ -151,7 +161,7 @@ func roomRows(room string) rowReader {
 
 // stateColumns are the columns of every copy of a message after its key
 // (and, in the index, its room), as messageState scans them.
-const stateColumns = `author, content, system_message, visible, edited_at, deleted`
+const stateColumns = `author, content, system_message, visible, edited_at, deleted, reply_to`
 
 // messageState is a message's stateColumns as scanned.
 type messageState struct {
@@ -161,10 +171,11 @@ type messageState struct {
 	visible  *bool // null, as in the messages of schema version 1: visible
 	editedAt time.Time
 	deleted  *bool
+	replyTo  gocql.UUID
 }
 
 func (st *messageState) dest() []any {
-	return []any{&st.author, &st.content, &st.system, &st.visible, &st.editedAt, &st.deleted}
+	return []any{&st.author, &st.content, &st.system, &st.visible, &st.editedAt, &st.deleted, &st.replyTo}
 }
 
 // fill sets m's state and reports whether the row is a message: a row
@@ -174,6 +185,7 @@ func (st *messageState) fill(m *store.Message) bool {
 	m.Author, m.Content, m.System = store.UserRef(st.author), st.content, st.system
 	m.Hidden = st.visible != nil && !*st.visible
 	m.Deleted = st.deleted != nil && *st.deleted
+	m.ReplyTo = store.MessageID(st.replyTo)
 	if !st.editedAt.IsZero() {
 		m.EditedAt = st.editedAt.UTC()
 	}

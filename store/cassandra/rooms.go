@@ -618,6 +618,9 @@ func (db *DB) cleanUpRoom(ctx context.Context, r store.Room, former []string) er
 			if err := db.query(ctx, deleteReactionsOf, r.Name, int(b)).Exec(); err != nil {
 				return fmt.Errorf("delete the reactions of bucket %d: %w", b, err)
 			}
+			if err := db.query(ctx, deleteRepliesOf, r.Name, int(b)).Exec(); err != nil {
+				return fmt.Errorf("delete the threads of bucket %d: %w", b, err)
+			}
 			if err := db.unindexBucket(ctx, r.Name, b); err != nil {
 				return fmt.Errorf("delete the index of bucket %d: %w", b, err)
 			}

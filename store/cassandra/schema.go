@@ -52,6 +52,11 @@ var schemaV7 string
 //go:embed schema_v8.cql
 var schemaV8 string
 
+// schemaV9 adds replies.
+//
+//go:embed schema_v9.cql
+var schemaV9 string
+
 // A migration is one schema version: CQL statements separated by ';', then
 // the conversion of the data, if any.
 type migration struct {
@@ -73,6 +78,7 @@ var migrations = []migration{
 	{version: 6, description: "client_messages", cql: schemaV6},
 	{version: 7, description: "edited_at and deleted of messages, conversations_by_user.last_edit", cql: schemaV7},
 	{version: 8, description: "message_reactions", cql: schemaV8},
+	{version: 9, description: "reply_to of messages, message_replies", cql: schemaV9},
 }
 
 // createMigrationsTable repeats schema.cql's statement: the table must exist

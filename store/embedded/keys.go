@@ -36,6 +36,7 @@ const (
 	tableInboxBuckets     = "inbox_buckets"
 	tableClientMessages   = "client_messages"
 	tableReactions        = "message_reactions"
+	tableReplies          = "message_replies"
 
 	// tableRoomMembers is no Cassandra table but this store's index of
 	// chat_rooms' participants (see membersPartition), and tableMeta holds
@@ -250,6 +251,15 @@ func roomEventPartition(room string, b store.Bucket) key {
 
 // roomEvents prefixes every partition of the room's log.
 func roomEvents(room string) key { return tuple(tableRoomEvents).str(room) }
+
+// roomReplies is every thread row of a room, for its delete.
+func roomReplies(room string) key { return tuple(tableReplies).str(room) }
+
+// threadKey is the thread of root: one row per reply after this prefix,
+// newest first, in the partition of the root's room and day.
+func threadKey(room string, root store.MessageID) key {
+	return roomReplies(room).int(int64(store.BucketOf(root.Time()))).desc(root)
+}
 
 // roomReactions is every reaction row of a room, for its delete.
 func roomReactions(room string) key { return tuple(tableReactions).str(room) }

@@ -49,12 +49,13 @@ type roomRow struct {
 // messageRow is a row of chat_room_messages; the room and the id are in the
 // key.
 type messageRow struct {
-	Author   userRef   `json:"a"`
-	Content  string    `json:"c"`
-	System   bool      `json:"s,omitempty"`
-	Hidden   bool      `json:"h,omitempty"`
-	EditedAt time.Time `json:"e,omitzero"`
-	Deleted  bool      `json:"d,omitempty"`
+	Author   userRef         `json:"a"`
+	Content  string          `json:"c"`
+	System   bool            `json:"s,omitempty"`
+	Hidden   bool            `json:"h,omitempty"`
+	EditedAt time.Time       `json:"e,omitzero"`
+	Deleted  bool            `json:"d,omitempty"`
+	ReplyTo  store.MessageID `json:"t,omitzero"`
 }
 
 // Rows of messages_bucket have no columns besides the key: the value is
@@ -218,11 +219,11 @@ func (r roomRow) hasParticipant(login string) bool {
 }
 
 func newMessageRow(m store.Message) messageRow {
-	return messageRow{Author: refRow(m.Author), Content: m.Content, System: m.System, Hidden: m.Hidden, EditedAt: m.EditedAt, Deleted: m.Deleted}
+	return messageRow{Author: refRow(m.Author), Content: m.Content, System: m.System, Hidden: m.Hidden, EditedAt: m.EditedAt, Deleted: m.Deleted, ReplyTo: m.ReplyTo}
 }
 
 func (r messageRow) message(room string, id store.MessageID) store.Message {
-	return store.Message{Room: room, ID: id, Author: r.Author.ref(), Content: r.Content, System: r.System, Hidden: r.Hidden, EditedAt: r.EditedAt, Deleted: r.Deleted}
+	return store.Message{Room: room, ID: id, Author: r.Author.ref(), Content: r.Content, System: r.System, Hidden: r.Hidden, EditedAt: r.EditedAt, Deleted: r.Deleted, ReplyTo: r.ReplyTo}
 }
 
 // indexRow is a row of messages_by_id or messages_by_author: a message

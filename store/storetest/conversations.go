@@ -77,6 +77,8 @@ func conversationGroups() []group[ConversationStore] {
 			{"ReactCap", testReactCap},
 			{"ReactGone", testReactGone},
 			{"ReactionsPage", testReactionsPage},
+			{"Threads", testThreads},
+			{"ThreadsElsewhere", testThreadsElsewhere},
 			{"HideFormerMember", testIndexHideFormerMember},
 			{"DeleteRoom", testIndexDeleteRoom},
 		}},

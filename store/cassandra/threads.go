@@ -1,0 +1,105 @@
+package cassandra
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/gocql/gocql"
+	"github.com/killrchat/chatql/store"
+)
+
+const (
+	// selectThreads reads the replies to some roots of one room and day.
+	selectThreads       = `SELECT root_id, author FROM message_replies WHERE room_name = ? AND time_bucket = ? AND root_id IN ?`
+	selectReplies       = `SELECT reply_id FROM message_replies WHERE room_name = ? AND time_bucket = ? AND root_id = ? LIMIT ?`
+	selectRepliesBefore = `SELECT reply_id FROM message_replies WHERE room_name = ? AND time_bucket = ? AND root_id = ? AND reply_id < ? LIMIT ?`
+	deleteRepliesOf     = `DELETE FROM message_replies WHERE room_name = ? AND time_bucket = ?`
+)
+
+// ThreadSummaries reads the thread rows of roots with one query per room
+// and day (of up to maxInList roots), concurrently. Within a root the rows
+// come newest first, the clustering order.
+func (db *DB) ThreadSummaries(ctx context.Context, roots []store.Message) (map[store.MessageID]store.Thread, error) {
+	type partition struct {
+		room   string
+		bucket store.Bucket
+	}
+	wanted := map[partition][]gocql.UUID{}
+	for _, m := range roots {
+		p := partition{m.Room, store.BucketOf(m.ID.Time())}
+		wanted[p] = append(wanted[p], gocql.UUID(m.ID))
+	}
+	type reply struct {
+		root   store.MessageID
+		author store.UserRef
+	}
+	results := make(chan []reply, len(roots))
+	fo := newFanout(fanoutParallelism)
+	for p, ids := range wanted {
+		for chunk := range slices.Chunk(ids, maxInList) {
+			fo.Go(func() error {
+				iter := db.query(ctx, selectThreads, p.room, int(p.bucket), chunk).Iter()
+				var (
+					rows   []reply
+					root   gocql.UUID
+					author userUDT
+				)
+				for iter.Scan(&root, &author) {
+					rows = append(rows, reply{store.MessageID(root), store.UserRef(author)})
+				}
+				if err := iter.Close(); err != nil {
+					return fmt.Errorf("cassandra: threads in %q, day %d: %w", p.room, p.bucket, err)
+				}
+				results <- rows
+				return nil
+			})
+		}
+	}
+	if err := fo.Wait(); err != nil {
+		return nil, err
+	}
+	close(results)
+	out := make(map[store.MessageID]store.Thread)
+	for rows := range results {
+		for _, r := range rows {
+			t := out[r.root]
+			t.Replies++
+			if len(t.LatestRepliers) < store.MaxLatestRepliers && !slices.Contains(t.LatestRepliers, r.author) {
+				t.LatestRepliers = append(t.LatestRepliers, r.author)
+			}
+			out[r.root] = t
+		}
+	}
+	return out, nil
+}
+
+// ThreadReplies reads a page of the thread's rows, then the replies from
+// their streams as a log's events are joined (one read per partition).
+func (db *DB) ThreadReplies(ctx context.Context, root store.Message, before store.MessageID, limit int) ([]store.Message, error) {
+	b := int(store.BucketOf(root.ID.Time()))
+	q := db.query(ctx, selectReplies, root.Room, b, gocql.UUID(root.ID), limit)
+	if !before.IsZero() {
+		q = db.query(ctx, selectRepliesBefore, root.Room, b, gocql.UUID(root.ID), gocql.UUID(before), limit)
+	}
+	iter := q.Iter()
+	var (
+		rows []logRow
+		id   gocql.UUID
+	)
+	for iter.Scan(&id) {
+		rows = append(rows, logRow{id: store.MessageID(id), room: root.Room, message: store.MessageID(id)})
+	}
+	if err := iter.Close(); err != nil {
+		return nil, fmt.Errorf("cassandra: thread of %v: %w", root.ID, err)
+	}
+	joined, err := db.joinMessages(ctx, rows)
+	if err != nil {
+		return nil, fmt.Errorf("cassandra: thread of %v: %w", root.ID, err)
+	}
+	replies := make([]store.Message, 0, len(joined))
+	for _, ev := range joined {
+		replies = append(replies, *ev.Message)
+	}
+	return replies, nil
+}
