@@ -282,3 +282,109 @@ func testReactions(t *testing.T, cfg Config) {
 	}
 	wantCode(t, bob, "BAD_USER_INPUT", addReactionQ, map[string]any{"id": "nope", "e": "👀"})
 }
+
+const (
+	replyQ       = `mutation($r: String!, $c: String!, $to: ID) { postMessage(room: $r, content: $c, replyTo: $to) { id replyToId } }`
+	directReplyQ = `mutation($to: String!, $c: String!, $re: ID) { sendDirectMessage(to: $to, content: $c, replyTo: $re) { id replyToId } }`
+	threadQ      = `query($id: ID!, $n: Int, $after: String) { thread(messageId: $id, first: $n, after: $after) { edges { node { id content replyToId } } pageInfo { hasNextPage endCursor } } }`
+	rootsQ       = `query($r: String!) { messages(room: $r, first: 20) { edges { node { id replyToId replyCount latestRepliers { login } } } } }`
+)
+
+func TestReplies(t *testing.T) { forEachStore(t, testReplies) }
+
+// testReplies posts replies in a room and a direct conversation, reads the
+// thread summaries in a page and the thread itself, and checks refusals.
+func testReplies(t *testing.T, cfg Config) {
+	ts := startServer(t, cfg)
+	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
+	mustDo(t, alice, createRoom, map[string]any{"n": "tea-party"}, nil)
+	mustDo(t, alice, createRoom, map[string]any{"n": "croquet"}, nil)
+	for _, c := range []*chatclient.Client{bob, carol} {
+		mustDo(t, c, joinRoom, map[string]any{"r": "tea-party"}, nil)
+	}
+	type posted struct {
+		PostMessage struct {
+			ID        string
+			ReplyToID *string
+		}
+	}
+	var root, first, second, elsewhere posted
+	mustDo(t, alice, replyQ, map[string]any{"r": "tea-party", "c": "Why is a raven like a writing-desk?"}, &root)
+	rootID := root.PostMessage.ID
+	mustDo(t, bob, replyQ, map[string]any{"r": "tea-party", "c": "I give up", "to": rootID}, &first)
+	// A reply to a reply joins the root's thread.
+	mustDo(t, carol, replyQ, map[string]any{"r": "tea-party", "c": "So do I", "to": first.PostMessage.ID}, &second)
+	for _, p := range []posted{first, second} {
+		if p.PostMessage.ReplyToID == nil || *p.PostMessage.ReplyToID != rootID {
+			t.Fatalf("reply = %+v, want replyToId %s", p.PostMessage, rootID)
+		}
+	}
+
+	var page struct {
+		Messages struct {
+			Edges []struct {
+				Node struct {
+					ID             string
+					ReplyToID      *string
+					ReplyCount     int
+					LatestRepliers []struct{ Login string }
+				}
+			}
+		}
+	}
+	mustDo(t, alice, rootsQ, map[string]any{"r": "tea-party"}, &page)
+	found := 0
+	for _, e := range page.Messages.Edges {
+		switch e.Node.ID {
+		case rootID:
+			found++
+			if e.Node.ReplyCount != 2 || len(e.Node.LatestRepliers) != 2 || e.Node.LatestRepliers[0].Login != "carol" || e.Node.LatestRepliers[1].Login != "bob" {
+				t.Errorf("the root in the history: %+v, want 2 replies, carol then bob", e.Node)
+			}
+		case first.PostMessage.ID, second.PostMessage.ID:
+			found++ // replies are in the history too
+		}
+	}
+	if found != 3 {
+		t.Errorf("the history holds %d of the root and its 2 replies: %+v", found, page)
+	}
+
+	var thread struct {
+		Thread struct {
+			Edges []struct {
+				Node struct{ ID, Content string }
+			}
+			PageInfo struct {
+				HasNextPage bool
+				EndCursor   *string
+			}
+		}
+	}
+	mustDo(t, bob, threadQ, map[string]any{"id": rootID, "n": 1}, &thread)
+	if e := thread.Thread.Edges; len(e) != 1 || e[0].Node.ID != second.PostMessage.ID || !thread.Thread.PageInfo.HasNextPage {
+		t.Fatalf("thread's first page = %+v, want carol's reply and more", thread.Thread)
+	}
+	mustDo(t, bob, threadQ, map[string]any{"id": rootID, "n": 1, "after": *thread.Thread.PageInfo.EndCursor}, &thread)
+	if e := thread.Thread.Edges; len(e) != 1 || e[0].Node.ID != first.PostMessage.ID {
+		t.Fatalf("thread's second page = %+v, want bob's reply", thread.Thread)
+	}
+
+	mustDo(t, alice, replyQ, map[string]any{"r": "croquet", "c": "elsewhere"}, &elsewhere)
+	wantCode(t, bob, "BAD_USER_INPUT", replyQ, map[string]any{"r": "tea-party", "c": "x", "to": "not-an-id"})
+	wantCode(t, alice, "BAD_USER_INPUT", replyQ, map[string]any{"r": "tea-party", "c": "x", "to": elsewhere.PostMessage.ID})
+	wantCode(t, bob, "NOT_FOUND", replyQ, map[string]any{"r": "tea-party", "c": "x", "to": "00000000-0000-1000-8000-000000000000"})
+	wantCode(t, ts.user(t, "dave"), "NOT_FOUND", threadQ, map[string]any{"id": rootID})
+
+	var dm, dmReply struct {
+		SendDirectMessage struct {
+			ID        string
+			ReplyToID *string
+		}
+	}
+	mustDo(t, alice, directReplyQ, map[string]any{"to": "bob", "c": "tea?"}, &dm)
+	mustDo(t, bob, directReplyQ, map[string]any{"to": "alice", "c": "yes", "re": dm.SendDirectMessage.ID}, &dmReply)
+	if r := dmReply.SendDirectMessage.ReplyToID; r == nil || *r != dm.SendDirectMessage.ID {
+		t.Fatalf("direct reply = %+v, want replyToId %s", dmReply.SendDirectMessage, dm.SendDirectMessage.ID)
+	}
+	wantCode(t, carol, "NOT_FOUND", directReplyQ, map[string]any{"to": "alice", "c": "me too", "re": dm.SendDirectMessage.ID}) // she cannot read it
+}

@@ -294,7 +294,7 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 	})
 	gql.Use(extension.FixedComplexityLimit(s.cfg.MaxComplexity))
 	gql.AroundOperations(endSubscriptionsWith(streams))
-	gql.AroundOperations(resolvers.WithReactionLoader)
+	gql.AroundOperations(resolvers.WithPageLoader)
 	gql.SetErrorPresenter(res.ErrorPresenter)
 	gql.SetRecoverFunc(res.Recover)
 

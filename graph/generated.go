@@ -71,16 +71,19 @@ type ComplexityRoot struct {
 	}
 
 	Message struct {
-		Author    func(childComplexity int) int
-		Content   func(childComplexity int) int
-		Deleted   func(childComplexity int) int
-		EditedAt  func(childComplexity int) int
-		Hidden    func(childComplexity int) int
-		ID        func(childComplexity int) int
-		PostedAt  func(childComplexity int) int
-		Reactions func(childComplexity int) int
-		Room      func(childComplexity int) int
-		System    func(childComplexity int) int
+		Author         func(childComplexity int) int
+		Content        func(childComplexity int) int
+		Deleted        func(childComplexity int) int
+		EditedAt       func(childComplexity int) int
+		Hidden         func(childComplexity int) int
+		ID             func(childComplexity int) int
+		LatestRepliers func(childComplexity int) int
+		PostedAt       func(childComplexity int) int
+		Reactions      func(childComplexity int) int
+		ReplyCount     func(childComplexity int) int
+		ReplyToID      func(childComplexity int) int
+		Room           func(childComplexity int) int
+		System         func(childComplexity int) int
 	}
 
 	MessageConnection struct {
@@ -107,10 +110,10 @@ type ComplexityRoot struct {
 		Login             func(childComplexity int, login string, password string) int
 		Logout            func(childComplexity int) int
 		MarkRead          func(childComplexity int, conversation string, upTo string) int
-		PostMessage       func(childComplexity int, room string, content string, clientMessageID *string) int
+		PostMessage       func(childComplexity int, room string, content string, clientMessageID *string, replyTo *string) int
 		RefreshToken      func(childComplexity int, token string) int
 		RemoveReaction    func(childComplexity int, messageID string, emoji string) int
-		SendDirectMessage func(childComplexity int, to string, content string, clientMessageID *string) int
+		SendDirectMessage func(childComplexity int, to string, content string, clientMessageID *string, replyTo *string) int
 		Signup            func(childComplexity int, input model.SignupInput) int
 	}
 
@@ -130,6 +133,7 @@ type ComplexityRoot struct {
 		MyMessages     func(childComplexity int, first *int, after *string) int
 		Room           func(childComplexity int, name string) int
 		Rooms          func(childComplexity int, first *int, after *string) int
+		Thread         func(childComplexity int, messageID string, first *int, after *string) int
 	}
 
 	Reaction struct {
@@ -206,13 +210,16 @@ type MessageResolver interface {
 	EditedAt(ctx context.Context, obj *store.Message) (*time.Time, error)
 
 	Reactions(ctx context.Context, obj *store.Message) ([]store.Reaction, error)
+	ReplyToID(ctx context.Context, obj *store.Message) (*string, error)
+	ReplyCount(ctx context.Context, obj *store.Message) (int, error)
+	LatestRepliers(ctx context.Context, obj *store.Message) ([]store.UserRef, error)
 }
 type MutationResolver interface {
-	SendDirectMessage(ctx context.Context, to string, content string, clientMessageID *string) (*store.Message, error)
+	SendDirectMessage(ctx context.Context, to string, content string, clientMessageID *string, replyTo *string) (*store.Message, error)
 	MarkRead(ctx context.Context, conversation string, upTo string) (*store.Conversation, error)
 	AddGroupMember(ctx context.Context, group string, login string) (*store.Room, error)
 	HideMessage(ctx context.Context, id string) (*store.Message, error)
-	PostMessage(ctx context.Context, room string, content string, clientMessageID *string) (*store.Message, error)
+	PostMessage(ctx context.Context, room string, content string, clientMessageID *string, replyTo *string) (*store.Message, error)
 	EditMessage(ctx context.Context, id string, content string) (*store.Message, error)
 	DeleteMessage(ctx context.Context, id string) (*store.Message, error)
 	AddReaction(ctx context.Context, messageID string, emoji string) (*store.Message, error)
@@ -233,6 +240,7 @@ type QueryResolver interface {
 	Message(ctx context.Context, id string) (*store.Message, error)
 	MyMessages(ctx context.Context, first *int, after *string) (*model.MessageConnection, error)
 	Messages(ctx context.Context, room string, first *int, after *string) (*model.MessageConnection, error)
+	Thread(ctx context.Context, messageID string, first *int, after *string) (*model.MessageConnection, error)
 	Room(ctx context.Context, name string) (*store.Room, error)
 	Rooms(ctx context.Context, first *int, after *string) (*model.RoomConnection, error)
 	Me(ctx context.Context) (*store.User, error)
@@ -405,6 +413,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Message.ID(childComplexity), true
+	case "Message.latestRepliers":
+		if e.ComplexityRoot.Message.LatestRepliers == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.LatestRepliers(childComplexity), true
 	case "Message.postedAt":
 		if e.ComplexityRoot.Message.PostedAt == nil {
 			break
@@ -417,6 +431,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Message.Reactions(childComplexity), true
+	case "Message.replyCount":
+		if e.ComplexityRoot.Message.ReplyCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.ReplyCount(childComplexity), true
+	case "Message.replyToId":
+		if e.ComplexityRoot.Message.ReplyToID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.ReplyToID(childComplexity), true
 	case "Message.room":
 		if e.ComplexityRoot.Message.Room == nil {
 			break
@@ -604,7 +630,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.PostMessage(childComplexity, args["room"].(string), args["content"].(string), args["clientMessageId"].(*string)), true
+		return e.ComplexityRoot.Mutation.PostMessage(childComplexity, args["room"].(string), args["content"].(string), args["clientMessageId"].(*string), args["replyTo"].(*string)), true
 	case "Mutation.refreshToken":
 		if e.ComplexityRoot.Mutation.RefreshToken == nil {
 			break
@@ -637,7 +663,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.SendDirectMessage(childComplexity, args["to"].(string), args["content"].(string), args["clientMessageId"].(*string)), true
+		return e.ComplexityRoot.Mutation.SendDirectMessage(childComplexity, args["to"].(string), args["content"].(string), args["clientMessageId"].(*string), args["replyTo"].(*string)), true
 	case "Mutation.signup":
 		if e.ComplexityRoot.Mutation.Signup == nil {
 			break
@@ -754,6 +780,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Rooms(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "Query.thread":
+		if e.ComplexityRoot.Query.Thread == nil {
+			break
+		}
+
+		args, err := ec.field_Query_thread_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Thread(childComplexity, args["messageId"].(string), args["first"].(*int), args["after"].(*string)), true
 
 	case "Reaction.count":
 		if e.ComplexityRoot.Reaction.Count == nil {
@@ -1140,6 +1177,8 @@ extend type Mutation {
     name already used for another conversation gives BAD_USER_INPUT.
     """
     clientMessageId: String
+    """Sends the message as a reply in the thread of this message of the conversation."""
+    replyTo: ID
   ): Message!
   """Marks the conversation's messages read up to and including ` + "`" + `upTo` + "`" + `; a mark only moves forward, so an older ` + "`" + `upTo` + "`" + ` changes nothing. Returns the updated inbox entry."""
   markRead(conversation: ID!, upTo: ID!): Conversation!
@@ -1183,6 +1222,12 @@ type Message {
   reads its reactions with one store read per room and day, not one per message.
   """
   reactions: [Reaction!]!
+  """The root of the thread this message replies in; null for a message that is no reply."""
+  replyToId: ID
+  """How many replies its thread has (deleted ones included: they keep their place)."""
+  replyCount: Int!
+  """Who replied last, newest first, at most 3."""
+  latestRepliers: [UserSummary!]!
 }
 
 """One kind of reaction to a message."""
@@ -1254,6 +1299,8 @@ extend type Query {
   cursor from a previous page. Only participants may read.
   """
   messages(room: String!, first: Int = 50, after: String): MessageConnection!
+  """The replies in a message's thread, newest first; ` + "`" + `after` + "`" + ` is a cursor from a previous page."""
+  thread(messageId: ID!, first: Int = 50, after: String): MessageConnection!
 }
 
 extend type Mutation {
@@ -1268,6 +1315,12 @@ extend type Mutation {
     name already used for another conversation gives BAD_USER_INPUT.
     """
     clientMessageId: String
+    """
+    Posts the message as a reply in the thread of this message of the same room (a reply to a
+    reply joins its root's thread). Replies are messages of the room: they appear in its history
+    and its events like any post, with ` + "`" + `replyToId` + "`" + `; ` + "`" + `thread` + "`" + ` lists them apart.
+    """
+    replyTo: ID
   ): Message!
   """
   Replaces the content of one of the caller's own messages (1 to 4000 characters), in a room, a
@@ -1595,6 +1648,12 @@ func (ec *executionContext) childFields_Message(ctx context.Context, field graph
 		return ec.fieldContext_Message_deleted(ctx, field)
 	case "reactions":
 		return ec.fieldContext_Message_reactions(ctx, field)
+	case "replyToId":
+		return ec.fieldContext_Message_replyToId(ctx, field)
+	case "replyCount":
+		return ec.fieldContext_Message_replyCount(ctx, field)
+	case "latestRepliers":
+		return ec.fieldContext_Message_latestRepliers(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Message", field.Name)
 }
@@ -2088,6 +2147,14 @@ func (ec *executionContext) field_Mutation_postMessage_args(ctx context.Context,
 		return nil, err
 	}
 	args["clientMessageId"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "replyTo",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["replyTo"] = arg3
 	return args, nil
 }
 
@@ -2154,6 +2221,14 @@ func (ec *executionContext) field_Mutation_sendDirectMessage_args(ctx context.Co
 		return nil, err
 	}
 	args["clientMessageId"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "replyTo",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["replyTo"] = arg3
 	return args, nil
 }
 
@@ -2314,6 +2389,36 @@ func (ec *executionContext) field_Query_rooms_args(ctx context.Context, rawArgs 
 		return nil, err
 	}
 	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_thread_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "messageId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["messageId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
 	return args, nil
 }
 
@@ -3118,6 +3223,84 @@ func (ec *executionContext) fieldContext_Message_reactions(_ context.Context, fi
 	return fc, nil
 }
 
+func (ec *executionContext) _Message_replyToId(ctx context.Context, field graphql.CollectedField, obj *store.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_replyToId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Message().ReplyToID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Message_replyToId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Message", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Message_replyCount(ctx context.Context, field graphql.CollectedField, obj *store.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_replyCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Message().ReplyCount(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Message_replyCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Message", field, true, true, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Message_latestRepliers(ctx context.Context, field graphql.CollectedField, obj *store.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_latestRepliers(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Message().LatestRepliers(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []store.UserRef) graphql.Marshaler {
+			return ec.marshalNUserSummary2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUserRefᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Message_latestRepliers(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Message",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserSummary(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _MessageConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.MessageConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3247,7 +3430,7 @@ func (ec *executionContext) _Mutation_sendDirectMessage(ctx context.Context, fie
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().SendDirectMessage(ctx, fc.Args["to"].(string), fc.Args["content"].(string), fc.Args["clientMessageId"].(*string))
+			return ec.Resolvers.Mutation().SendDirectMessage(ctx, fc.Args["to"].(string), fc.Args["content"].(string), fc.Args["clientMessageId"].(*string), fc.Args["replyTo"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *store.Message) graphql.Marshaler {
@@ -3423,7 +3606,7 @@ func (ec *executionContext) _Mutation_postMessage(ctx context.Context, field gra
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().PostMessage(ctx, fc.Args["room"].(string), fc.Args["content"].(string), fc.Args["clientMessageId"].(*string))
+			return ec.Resolvers.Mutation().PostMessage(ctx, fc.Args["room"].(string), fc.Args["content"].(string), fc.Args["clientMessageId"].(*string), fc.Args["replyTo"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *store.Message) graphql.Marshaler {
@@ -4302,6 +4485,50 @@ func (ec *executionContext) fieldContext_Query_messages(ctx context.Context, fie
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_messages_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_thread(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_thread(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Thread(ctx, fc.Args["messageId"].(string), fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MessageConnection) graphql.Marshaler {
+			return ec.marshalNMessageConnection2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐMessageConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_thread(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MessageConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_thread_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -6994,6 +7221,120 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "replyToId":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Message_replyToId(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "replyCount":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Message_replyCount(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "latestRepliers":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Message_latestRepliers(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -7439,6 +7780,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_messages(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "thread":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_thread(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}

@@ -176,3 +176,25 @@ func (r *Resolver) mayModerate(ctx context.Context, msg store.Message, me store.
 	}
 	return fmt.Errorf("%w: only the author or the room's creator may %s a message", store.ErrForbidden, verb)
 }
+
+// replyRoot returns the root of the thread a reply in the conversation
+// joins: the message replyTo names, which me must be able to read, or that
+// message's own root. Nil replyTo: no thread, the zero id.
+func (r *Resolver) replyRoot(ctx context.Context, replyTo *string, conversation string, me store.UserRef) (store.MessageID, error) {
+	if replyTo == nil {
+		return store.MessageID{}, nil
+	}
+	parent, err := r.readableMessage(ctx, *replyTo, me)
+	if err != nil {
+		return store.MessageID{}, err
+	}
+	switch {
+	case parent.Room != conversation:
+		return store.MessageID{}, store.Invalidf("invalid replyTo: message %s is in another conversation", *replyTo)
+	case parent.Deleted:
+		return store.MessageID{}, fmt.Errorf("message %s was deleted: %w", *replyTo, store.ErrNotFound)
+	case !parent.ReplyTo.IsZero():
+		return parent.ReplyTo, nil
+	}
+	return parent.ID, nil
+}

@@ -64,7 +64,7 @@ func (r *inboxEventResolver) Conversation(ctx context.Context, obj *model.InboxE
 }
 
 // SendDirectMessage is the resolver for the sendDirectMessage field.
-func (r *mutationResolver) SendDirectMessage(ctx context.Context, to string, content string, clientMessageID *string) (*store.Message, error) {
+func (r *mutationResolver) SendDirectMessage(ctx context.Context, to string, content string, clientMessageID *string, replyTo *string) (*store.Message, error) {
 	me, err := r.limitedUser(ctx, ratelimit.DirectMessage)
 	if err != nil {
 		return nil, err
@@ -83,7 +83,11 @@ func (r *mutationResolver) SendDirectMessage(ctx context.Context, to string, con
 		return nil, err
 	}
 	conv := store.DirectConversationID(me.Login, to)
-	msg := store.Message{Room: conv, ID: store.NewMessageID(), Author: me, Content: content}
+	root, err := r.replyRoot(ctx, replyTo, conv, me)
+	if err != nil {
+		return nil, err
+	}
+	msg := store.Message{Room: conv, ID: store.NewMessageID(), Author: me, Content: content, ReplyTo: root}
 	return r.sendOnce(ctx, clientMessageID, msg, func(msg store.Message) error {
 		if err := r.Store.SendDirect(ctx, msg, peer.UserRef); err != nil {
 			return err

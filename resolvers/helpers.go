@@ -71,8 +71,8 @@ func (r *Resolver) publishTo(ctx context.Context, topic string, ev store.Event) 
 
 // messagePage reads a newest-first page of first messages after the
 // cursor with fetch, which returns up to n messages older than before, and
-// shapes it as a connection, with the page's reactions prefetched if
-// selected.
+// shapes it as a connection, with the page's reactions and threads
+// prefetched if selected.
 func (r *Resolver) messagePage(ctx context.Context, first *int, after *string, fetch func(before store.MessageID, n int) ([]store.Message, error)) (*model.MessageConnection, error) {
 	n, err := pageSize(first, defaultMessagePage)
 	if err != nil {
@@ -88,7 +88,7 @@ func (r *Resolver) messagePage(ctx context.Context, first *int, after *string, f
 	}
 	conn := &model.MessageConnection{Edges: []model.MessageEdge{}, PageInfo: newPageInfo(after, len(msgs) > n)}
 	msgs = msgs[:min(n, len(msgs))]
-	if err := r.prefetchReactions(ctx, msgs); err != nil {
+	if err := r.prefetch(ctx, msgs); err != nil {
 		return nil, err
 	}
 	for i := range msgs {

@@ -42,8 +42,29 @@ func (r *messageResolver) Reactions(ctx context.Context, obj *store.Message) ([]
 	return r.reactionsOf(ctx, obj)
 }
 
+// ReplyToID is the resolver for the replyToId field.
+func (r *messageResolver) ReplyToID(ctx context.Context, obj *store.Message) (*string, error) {
+	if obj.ReplyTo.IsZero() {
+		return nil, nil
+	}
+	id := obj.ReplyTo.String()
+	return &id, nil
+}
+
+// ReplyCount is the resolver for the replyCount field.
+func (r *messageResolver) ReplyCount(ctx context.Context, obj *store.Message) (int, error) {
+	t, err := r.threadOf(ctx, obj)
+	return t.Replies, err
+}
+
+// LatestRepliers is the resolver for the latestRepliers field.
+func (r *messageResolver) LatestRepliers(ctx context.Context, obj *store.Message) ([]store.UserRef, error) {
+	t, err := r.threadOf(ctx, obj)
+	return nonNil(t.LatestRepliers), err
+}
+
 // PostMessage is the resolver for the postMessage field.
-func (r *mutationResolver) PostMessage(ctx context.Context, room string, content string, clientMessageID *string) (*store.Message, error) {
+func (r *mutationResolver) PostMessage(ctx context.Context, room string, content string, clientMessageID *string, replyTo *string) (*store.Message, error) {
 	me, err := r.limitedUser(ctx, ratelimit.Post)
 	if err != nil {
 		return nil, err
@@ -55,7 +76,11 @@ func (r *mutationResolver) PostMessage(ctx context.Context, room string, content
 	if err != nil {
 		return nil, err
 	}
-	msg := store.Message{Room: room, ID: store.NewMessageID(), Author: me, Content: content}
+	root, err := r.replyRoot(ctx, replyTo, room, me)
+	if err != nil {
+		return nil, err
+	}
+	msg := store.Message{Room: room, ID: store.NewMessageID(), Author: me, Content: content, ReplyTo: root}
 	return r.sendOnce(ctx, clientMessageID, msg, func(msg store.Message) error {
 		if kind == store.PrivateGroup {
 			if err := r.Store.PostGroupMessage(ctx, msg, members); err != nil {
@@ -160,6 +185,21 @@ func (r *queryResolver) Messages(ctx context.Context, room string, first *int, a
 	}
 	return r.messagePage(ctx, first, after, func(before store.MessageID, n int) ([]store.Message, error) {
 		return r.Store.Messages(ctx, room, before, n)
+	})
+}
+
+// Thread is the resolver for the thread field.
+func (r *queryResolver) Thread(ctx context.Context, messageID string, first *int, after *string) (*model.MessageConnection, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	root, err := r.readableMessage(ctx, messageID, me)
+	if err != nil {
+		return nil, err
+	}
+	return r.messagePage(ctx, first, after, func(before store.MessageID, n int) ([]store.Message, error) {
+		return r.Store.ThreadReplies(ctx, root, before, n)
 	})
 }
 

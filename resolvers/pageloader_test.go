@@ -19,10 +19,10 @@ import (
 	"github.com/killrchat/chatql/store/embedded"
 )
 
-// countingStore counts the reads of reactions.
+// countingStore counts the reads of reactions and threads.
 type countingStore struct {
 	store.Store
-	reads atomic.Int64
+	reads, threadReads atomic.Int64
 }
 
 func (c *countingStore) Reactions(ctx context.Context, msgs []store.Message, viewer string) (map[store.MessageID][]store.Reaction, error) {
@@ -30,11 +30,16 @@ func (c *countingStore) Reactions(ctx context.Context, msgs []store.Message, vie
 	return c.Store.Reactions(ctx, msgs, viewer)
 }
 
-// TestPageReactionsReadOnce reads a page of 50 messages with their
-// reactions through the GraphQL executor over the embedded store: one read
-// of reactions for the page, with the loader; one per message without it,
-// which shows the count is the executor's.
-func TestPageReactionsReadOnce(t *testing.T) {
+func (c *countingStore) ThreadSummaries(ctx context.Context, roots []store.Message) (map[store.MessageID]store.Thread, error) {
+	c.threadReads.Add(1)
+	return c.Store.ThreadSummaries(ctx, roots)
+}
+
+// TestPagePrefetchReadsOnce reads a page of 50 messages with their
+// reactions and threads through the GraphQL executor over the embedded
+// store: one read of each for the page, with the loader; one per message
+// without it, which shows the count is the executor's.
+func TestPagePrefetchReadsOnce(t *testing.T) {
 	ctx := t.Context()
 	db, err := embedded.Open(t.TempDir())
 	if err != nil {
@@ -65,22 +70,29 @@ func TestPageReactionsReadOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		if i%3 == 0 {
+			reply := store.Message{Room: room.Name, ID: store.NewMessageID(), Author: bob, Content: "a reply", ReplyTo: m.ID}
+			if err := db.PostMessage(ctx, reply); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 
 	counting := &countingStore{Store: db}
-	query := `{"query": "{ messages(room: \"tea-party\", first: 50) { edges { node { content reactions { emoji count reactedByMe } } } } }"}`
+	query := `{"query": "{ messages(room: \"tea-party\", first: 50) { edges { node { content replyCount latestRepliers { login } reactions { emoji count reactedByMe } } } } }"}`
 	for _, tc := range []struct {
-		name   string
-		loader bool
-		reads  int64
-	}{{"loader", true, 1}, {"no loader", false, 50}} {
+		name               string
+		loader             bool
+		reads, threadReads int64
+	}{{"loader", true, 1, 1}, {"no loader", false, 50, 100}} { // replyCount and latestRepliers read apart
 		t.Run(tc.name, func(t *testing.T) {
 			srv := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: &Resolver{Store: counting}}))
 			srv.AddTransport(transport.POST{})
 			if tc.loader {
-				srv.AroundOperations(WithReactionLoader)
+				srv.AroundOperations(WithPageLoader)
 			}
 			counting.reads.Store(0)
+			counting.threadReads.Store(0)
 			req := httptest.NewRequest("POST", "/", strings.NewReader(query)).WithContext(auth.WithUser(ctx, alice))
 			req.Header.Set("Content-Type", "application/json")
 			rec := httptest.NewRecorder()
@@ -90,8 +102,10 @@ func TestPageReactionsReadOnce(t *testing.T) {
 					Messages struct {
 						Edges []struct {
 							Node struct {
-								Content   string
-								Reactions []struct {
+								Content        string
+								ReplyCount     int
+								LatestRepliers []struct{ Login string }
+								Reactions      []struct {
 									Emoji       string
 									Count       int
 									ReactedByMe *bool
@@ -105,16 +119,27 @@ func TestPageReactionsReadOnce(t *testing.T) {
 			if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || len(out.Errors) > 0 {
 				t.Fatalf("response %s: %v", rec.Body, err)
 			}
-			if got := counting.reads.Load(); got != tc.reads {
-				t.Errorf("%d reads of reactions for a page of 50, want %d", got, tc.reads)
+			if got, threads := counting.reads.Load(), counting.threadReads.Load(); got != tc.reads || threads != tc.threadReads {
+				t.Errorf("%d reads of reactions and %d of threads for a page of 50, want %d and %d", got, threads, tc.reads, tc.threadReads)
 			}
 			edges := out.Data.Messages.Edges
 			if len(edges) != 50 {
 				t.Fatalf("%d messages, want 50", len(edges))
 			}
 			for _, e := range edges {
+				if e.Node.Content == "a reply" {
+					if len(e.Node.Reactions) != 0 || e.Node.ReplyCount != 0 {
+						t.Fatalf("a reply shows %+v", e.Node)
+					}
+					continue
+				}
 				var i int
-				fmt.Sscan(strings.TrimPrefix(e.Node.Content, "message "), &i)
+				if _, err := fmt.Sscan(strings.TrimPrefix(e.Node.Content, "message "), &i); err != nil {
+					t.Fatal(err)
+				}
+				if wantReplies := map[bool]int{true: 1}[i%3 == 0]; e.Node.ReplyCount != wantReplies || len(e.Node.LatestRepliers) != wantReplies {
+					t.Fatalf("thread of %q: %d replies by %+v, want %d by bob", e.Node.Content, e.Node.ReplyCount, e.Node.LatestRepliers, wantReplies)
+				}
 				rs := e.Node.Reactions
 				wantCount, wantMine := 1, i%2 == 0
 				if wantMine {

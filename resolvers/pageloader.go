@@ -1,0 +1,141 @@
+package resolvers
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/99designs/gqlgen/graphql"
+
+	"github.com/killrchat/chatql/auth"
+	"github.com/killrchat/chatql/store"
+)
+
+// A pageLoader holds what an operation's pages of messages prefetched for
+// their nodes, so that Message.reactions and the thread fields read the
+// store once per page, not once per message. A message absent from a map
+// was not prefetched: its field reads it alone.
+type pageLoader struct {
+	mu        sync.Mutex
+	reactions map[store.MessageID][]store.Reaction // nil entries: none
+	threads   map[store.MessageID]store.Thread     // zero entries: none
+}
+
+type loaderKey struct{}
+
+// WithPageLoader gives each operation its pageLoader: install it with the
+// handler's AroundOperations.
+func WithPageLoader(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+	l := &pageLoader{reactions: map[store.MessageID][]store.Reaction{}, threads: map[store.MessageID]store.Thread{}}
+	return next(context.WithValue(ctx, loaderKey{}, l))
+}
+
+func loaderOf(ctx context.Context) *pageLoader {
+	l, _ := ctx.Value(loaderKey{}).(*pageLoader)
+	return l
+}
+
+// viewerOf is the caller's login, or "" without one (a subscription
+// event's shared encoding).
+func viewerOf(ctx context.Context) string {
+	if me, err := auth.UserFrom(ctx); err == nil {
+		return me.Login
+	}
+	return ""
+}
+
+// prefetch reads, for a page's messages, the reactions and the threads the
+// operation selects on the page's nodes: one store call each.
+func (r *Resolver) prefetch(ctx context.Context, msgs []store.Message) error {
+	l := loaderOf(ctx)
+	if l == nil || len(msgs) == 0 {
+		return nil
+	}
+	fields := nodeFields(ctx)
+	if slices.Contains(fields, "reactions") {
+		got, err := r.Store.Reactions(ctx, msgs, viewerOf(ctx))
+		if err != nil {
+			return err
+		}
+		l.mu.Lock()
+		for _, m := range msgs {
+			l.reactions[m.ID] = got[m.ID]
+		}
+		l.mu.Unlock()
+	}
+	if slices.Contains(fields, "replyCount") || slices.Contains(fields, "latestRepliers") {
+		got, err := r.Store.ThreadSummaries(ctx, msgs)
+		if err != nil {
+			return err
+		}
+		l.mu.Lock()
+		for _, m := range msgs {
+			l.threads[m.ID] = got[m.ID]
+		}
+		l.mu.Unlock()
+	}
+	return nil
+}
+
+// nodeFields returns the fields the connection being resolved selects in
+// edges { node { ... } }.
+func nodeFields(ctx context.Context) []string {
+	oc := graphql.GetOperationContext(ctx)
+	var names []string
+	for _, edges := range graphql.CollectFieldsCtx(ctx, nil) {
+		if edges.Name != "edges" {
+			continue
+		}
+		for _, node := range graphql.CollectFields(oc, edges.Selections, nil) {
+			if node.Name != "node" {
+				continue
+			}
+			for _, f := range graphql.CollectFields(oc, node.Selections, nil) {
+				names = append(names, f.Name)
+			}
+		}
+	}
+	return names
+}
+
+// reactionsOf returns m's reactions for the caller: prefetched with its
+// page, or read alone.
+func (r *Resolver) reactionsOf(ctx context.Context, m *store.Message) ([]store.Reaction, error) {
+	if l := loaderOf(ctx); l != nil {
+		l.mu.Lock()
+		reactions, ok := l.reactions[m.ID]
+		l.mu.Unlock()
+		if ok {
+			return nonNil(reactions), nil
+		}
+	}
+	got, err := r.Store.Reactions(ctx, []store.Message{*m}, viewerOf(ctx))
+	if err != nil {
+		return nil, err
+	}
+	return nonNil(got[m.ID]), nil
+}
+
+// threadOf returns m's thread: prefetched with its page, or read alone.
+func (r *Resolver) threadOf(ctx context.Context, m *store.Message) (store.Thread, error) {
+	if l := loaderOf(ctx); l != nil {
+		l.mu.Lock()
+		t, ok := l.threads[m.ID]
+		l.mu.Unlock()
+		if ok {
+			return t, nil
+		}
+	}
+	got, err := r.Store.ThreadSummaries(ctx, []store.Message{*m})
+	if err != nil {
+		return store.Thread{}, err
+	}
+	return got[m.ID], nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
