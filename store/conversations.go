@@ -26,6 +26,11 @@ type ConversationKind string
 const (
 	DirectConversation ConversationKind = "direct"
 	GroupConversation  ConversationKind = "group"
+	// RoomConversation is a public room its owner takes part in. Public
+	// rooms keep no inbox rows per post (that would be a write per
+	// participant): their entries are made when the inbox is read
+	// (RoomReads.RoomConversations).
+	RoomConversation ConversationKind = "room"
 )
 
 // DirectConversationID is the id of the one conversation between two users:

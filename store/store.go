@@ -110,6 +110,7 @@ type Store interface {
 	ClientMessages
 	Reactions
 	Threads
+	RoomReads
 
 	// CreateUser stores a new account. Logins are unique: the write is a
 	// compare-and-set (INSERT ... IF NOT EXISTS), so of many concurrent signups

@@ -633,6 +633,9 @@ func (db *DB) cleanUpRoom(ctx context.Context, r store.Room, former []string) er
 			return err
 		}
 	}
+	if err := db.query(ctx, deleteRoomReads, r.Name).Exec(); err != nil {
+		return fmt.Errorf("delete the read marks: %w", err)
+	}
 	// Every listing row: no process remembers a room's (see remembered),
 	// so a room created again under the name lists its days afresh.
 	if err := db.query(ctx, deleteListing, r.Name).Exec(); err != nil {

@@ -57,6 +57,11 @@ var schemaV8 string
 //go:embed schema_v9.cql
 var schemaV9 string
 
+// schemaV10 adds the read marks of public rooms.
+//
+//go:embed schema_v10.cql
+var schemaV10 string
+
 // A migration is one schema version: CQL statements separated by ';', then
 // the conversion of the data, if any.
 type migration struct {
@@ -79,6 +84,7 @@ var migrations = []migration{
 	{version: 7, description: "edited_at and deleted of messages, conversations_by_user.last_edit", cql: schemaV7},
 	{version: 8, description: "message_reactions", cql: schemaV8},
 	{version: 9, description: "reply_to of messages, message_replies", cql: schemaV9},
+	{version: 10, description: "room_reads", cql: schemaV10},
 }
 
 // createMigrationsTable repeats schema.cql's statement: the table must exist

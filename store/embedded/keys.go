@@ -37,6 +37,7 @@ const (
 	tableClientMessages   = "client_messages"
 	tableReactions        = "message_reactions"
 	tableReplies          = "message_replies"
+	tableRoomReads        = "room_reads"
 
 	// tableRoomMembers is no Cassandra table but this store's index of
 	// chat_rooms' participants (see membersPartition), and tableMeta holds
@@ -251,6 +252,9 @@ func roomEventPartition(room string, b store.Bucket) key {
 
 // roomEvents prefixes every partition of the room's log.
 func roomEvents(room string) key { return tuple(tableRoomEvents).str(room) }
+
+// roomReadsPartition is the room's read marks, one row per login.
+func roomReadsPartition(room string) key { return tuple(tableRoomReads).str(room) }
 
 // roomReplies is every thread row of a room, for its delete.
 func roomReplies(room string) key { return tuple(tableReplies).str(room) }

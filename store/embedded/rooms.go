@@ -326,6 +326,7 @@ func (db *DB) DeleteRoom(ctx context.Context, name string, by store.UserRef) (st
 		b.deleteRange(roomEvents(name))
 		b.deleteRange(roomReactions(name))
 		b.deleteRange(roomReplies(name))
+		b.deleteRange(roomReadsPartition(name))
 		if err := b.commit(); err != nil {
 			return store.Room{}, store.Event{}, fmt.Errorf("deleting room %q: %w", name, err)
 		}

@@ -46,6 +46,7 @@ func conversationGroups() []group[ConversationStore] {
 			{"Order", testInboxOrder},
 			{"ConversationErrNotFound", testConversationNotFound},
 			{"UnreadCap", testUnreadCap},
+			{"RoomReads", testRoomReads},
 		}},
 		{"MarkRead", []convTest{
 			{"UpTo", testMarkReadUpTo},
