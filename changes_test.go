@@ -388,3 +388,88 @@ func testReplies(t *testing.T, cfg Config) {
 	}
 	wantCode(t, carol, "NOT_FOUND", directReplyQ, map[string]any{"to": "alice", "c": "me too", "re": dm.SendDirectMessage.ID}) // she cannot read it
 }
+
+const (
+	roomReadQ  = `mutation($c: ID!, $up: ID!) { markRead(conversation: $c, upTo: $up) { id kind unread readUpTo } }`
+	readMarksQ = `query($r: String!, $n: Int) { room(name: $r) { readMarks(first: $n) { user { login } upTo } } }`
+	readSub    = `subscription($r: String!) { roomEvents(room: $r) { kind cursor user { login } message { id } } }`
+)
+
+func TestRoomReadReceipts(t *testing.T) { forEachStore(t, testRoomReadReceipts) }
+
+// testRoomReadReceipts: a public room is in its participants' inbox with
+// its unread count; markRead moves a participant's mark, which the room's
+// readMarks show and its subscribers get live as READ_UPTO.
+func testRoomReadReceipts(t *testing.T, cfg Config) {
+	ts := startServer(t, cfg)
+	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
+	mustDo(t, alice, createRoom, map[string]any{"n": "tea-party"}, nil)
+	mustDo(t, bob, joinRoom, map[string]any{"r": "tea-party"}, nil)
+	var ids []string
+	for _, c := range []string{"one", "two", "three"} {
+		var out struct{ PostMessage struct{ ID string } }
+		mustDo(t, alice, postMessage, map[string]any{"r": "tea-party", "c": c}, &out)
+		ids = append(ids, out.PostMessage.ID)
+	}
+	if e := inbox(t, bob)["tea-party"]; e.Kind != "ROOM" || e.Unread != 3 || e.LastMessage == nil || e.LastMessage.ID != ids[2] || e.ReadUpTo != nil {
+		t.Fatalf("bob's inbox entry of the room: %+v, want ROOM, 3 unread, the last message, nothing read", e)
+	}
+
+	started := ts.Streams().Started()
+	live, err := alice.Subscribe(testContext(t), chatclient.GraphQLTransportWS, readSub, map[string]any{"r": "tea-party"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	waitFor(t, func() bool { return ts.Streams().Started() > started })
+
+	var marked struct {
+		MarkRead struct {
+			ID, Kind string
+			Unread   int
+			ReadUpTo *string
+		}
+	}
+	mustDo(t, bob, roomReadQ, map[string]any{"c": "tea-party", "up": ids[1]}, &marked)
+	if m := marked.MarkRead; m.Kind != "ROOM" || m.Unread != 1 || m.ReadUpTo == nil || *m.ReadUpTo != ids[1] {
+		t.Fatalf("markRead of the room = %+v, want 1 unread, read up to %s", m, ids[1])
+	}
+	resp, err := live.Next(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev struct {
+		RoomEvents struct {
+			Kind    string
+			Cursor  *string
+			User    struct{ Login string }
+			Message *struct{ ID string }
+		}
+	}
+	if err := json.Unmarshal(resp.Data, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if e := ev.RoomEvents; e.Kind != "READ_UPTO" || e.Cursor != nil || e.User.Login != "bob" || e.Message == nil || e.Message.ID != ids[1] {
+		t.Fatalf("live event = %+v, want READ_UPTO by bob up to %s, no cursor", e, ids[1])
+	}
+
+	var marks struct {
+		Room struct {
+			ReadMarks []struct {
+				User struct{ Login string }
+				UpTo string
+			}
+		}
+	}
+	mustDo(t, alice, readMarksQ, map[string]any{"r": "tea-party"}, &marks)
+	if m := marks.Room.ReadMarks; len(m) != 1 || m[0].User.Login != "bob" || m[0].UpTo != ids[1] {
+		t.Fatalf("readMarks = %+v, want bob up to %s", m, ids[1])
+	}
+	mustDo(t, carol, readMarksQ, map[string]any{"r": "tea-party"}, &marks)
+	if len(marks.Room.ReadMarks) != 0 {
+		t.Errorf("readMarks for someone not in the room = %+v, want none", marks.Room.ReadMarks)
+	}
+	wantCode(t, carol, "NOT_FOUND", roomReadQ, map[string]any{"c": "tea-party", "up": ids[1]})
+	wantCode(t, alice, "BAD_USER_INPUT", readMarksQ, map[string]any{"r": "tea-party", "n": 0})
+	wantCode(t, alice, "BAD_USER_INPUT", readMarksQ, map[string]any{"r": "tea-party", "n": 1001})
+}

@@ -36,6 +36,7 @@ type ResolverRoot interface {
 	Mutation() MutationResolver
 	Query() QueryResolver
 	Reaction() ReactionResolver
+	ReadMark() ReadMarkResolver
 	Room() RoomResolver
 	Subscription() SubscriptionResolver
 	User() UserResolver
@@ -142,6 +143,11 @@ type ComplexityRoot struct {
 		ReactedByMe func(childComplexity int) int
 	}
 
+	ReadMark struct {
+		UpTo func(childComplexity int) int
+		User func(childComplexity int) int
+	}
+
 	Room struct {
 		Banner       func(childComplexity int) int
 		CreatedAt    func(childComplexity int) int
@@ -149,6 +155,7 @@ type ComplexityRoot struct {
 		Kind         func(childComplexity int) int
 		Name         func(childComplexity int) int
 		Participants func(childComplexity int, first *int, after *string) int
+		ReadMarks    func(childComplexity int, first *int) int
 	}
 
 	RoomConnection struct {
@@ -248,9 +255,14 @@ type QueryResolver interface {
 type ReactionResolver interface {
 	ReactedByMe(ctx context.Context, obj *store.Reaction) (*bool, error)
 }
+type ReadMarkResolver interface {
+	User(ctx context.Context, obj *store.ReadMark) (*store.UserRef, error)
+	UpTo(ctx context.Context, obj *store.ReadMark) (string, error)
+}
 type RoomResolver interface {
 	Participants(ctx context.Context, obj *store.Room, first *int, after *string) ([]store.UserRef, error)
 	Kind(ctx context.Context, obj *store.Room) (model.RoomKind, error)
+	ReadMarks(ctx context.Context, obj *store.Room, first *int) ([]store.ReadMark, error)
 }
 type SubscriptionResolver interface {
 	InboxEvents(ctx context.Context, after *string) (<-chan *model.InboxEvent, error)
@@ -811,6 +823,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Reaction.ReactedByMe(childComplexity), true
 
+	case "ReadMark.upTo":
+		if e.ComplexityRoot.ReadMark.UpTo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReadMark.UpTo(childComplexity), true
+	case "ReadMark.user":
+		if e.ComplexityRoot.ReadMark.User == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReadMark.User(childComplexity), true
+
 	case "Room.banner":
 		if e.ComplexityRoot.Room.Banner == nil {
 			break
@@ -852,6 +877,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Room.Participants(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "Room.readMarks":
+		if e.ComplexityRoot.Room.ReadMarks == nil {
+			break
+		}
+
+		args, err := ec.field_Room_readMarks_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Room.ReadMarks(childComplexity, args["first"].(*int)), true
 
 	case "RoomConnection.edges":
 		if e.ComplexityRoot.RoomConnection.Edges == nil {
@@ -1102,11 +1138,13 @@ enum ConversationKind {
   DIRECT
   """A private group."""
   GROUP
+  """A public room the caller takes part in."""
+  ROOM
 }
 
-"""One entry of the caller's inbox: a direct conversation or a private group."""
+"""One entry of the caller's inbox: a direct conversation, a private group or a public room the caller takes part in."""
 type Conversation {
-  """The group's name, or for a direct conversation the two logins in order joined by ':'."""
+  """The room's or group's name, or for a direct conversation the two logins in order joined by ':'."""
   id: ID!
   """Direct or group."""
   kind: ConversationKind!
@@ -1155,7 +1193,7 @@ type InboxEvent {
 }
 
 extend type Query {
-  """The caller's conversations, direct and group, newest message first, with unread counts."""
+  """The caller's conversations, direct, group and the public rooms they take part in, newest message first, with unread counts."""
   inbox: [Conversation!]!
   """The direct messages between the caller and another user, newest first; ` + "`" + `after` + "`" + ` is a cursor from a previous page."""
   directMessages(with: String!, first: Int = 50, after: String): MessageConnection!
@@ -1277,6 +1315,11 @@ enum RoomEventKind {
   MESSAGE_DELETED
   """` + "`" + `user` + "`" + ` added or removed a reaction to ` + "`" + `message` + "`" + `, whose ` + "`" + `reactions` + "`" + ` are as they are now."""
   REACTION_CHANGED
+  """
+  ` + "`" + `user` + "`" + ` marked the room read up to ` + "`" + `message` + "`" + `. Live only: it has no cursor and is not replayed
+  (read marks are state, kept in ` + "`" + `Room.readMarks` + "`" + `, not history).
+  """
+  READ_UPTO
 }
 
 """Something that happened in a room."""
@@ -1373,6 +1416,20 @@ type Room {
   participants(first: Int = 100, after: String): [UserSummary!]!
   """Public room or private group."""
   kind: RoomKind!
+  """
+  Who has read the public room how far (` + "`" + `markRead` + "`" + `), by login, at most ` + "`" + `first` + "`" + ` (1 to 1000) of
+  them: a large room's receipts stop there. Empty for a private group, and for a caller who does
+  not take part. Live changes arrive as READ_UPTO room events.
+  """
+  readMarks(first: Int = 100): [ReadMark!]!
+}
+
+"""How far a participant has read a room."""
+type ReadMark {
+  """Who."""
+  user: UserSummary!
+  """The newest message they have read, inclusive."""
+  upTo: ID!
 }
 
 """Who may see and join a room."""
@@ -1704,6 +1761,16 @@ func (ec *executionContext) childFields_Reaction(ctx context.Context, field grap
 	return nil, fmt.Errorf("no field named %q was found under type Reaction", field.Name)
 }
 
+func (ec *executionContext) childFields_ReadMark(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "user":
+		return ec.fieldContext_ReadMark_user(ctx, field)
+	case "upTo":
+		return ec.fieldContext_ReadMark_upTo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ReadMark", field.Name)
+}
+
 func (ec *executionContext) childFields_Room(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "name":
@@ -1718,6 +1785,8 @@ func (ec *executionContext) childFields_Room(ctx context.Context, field graphql.
 		return ec.fieldContext_Room_participants(ctx, field)
 	case "kind":
 		return ec.fieldContext_Room_kind(ctx, field)
+	case "readMarks":
+		return ec.fieldContext_Room_readMarks(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Room", field.Name)
 }
@@ -2441,6 +2510,20 @@ func (ec *executionContext) field_Room_participants_args(ctx context.Context, ra
 		return nil, err
 	}
 	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Room_readMarks_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
 	return args, nil
 }
 
@@ -4800,6 +4883,61 @@ func (ec *executionContext) fieldContext_Reaction_reactedByMe(_ context.Context,
 	return graphql.NewScalarFieldContext("Reaction", field, true, true, errors.New("field of type Boolean does not have child fields"))
 }
 
+func (ec *executionContext) _ReadMark_user(ctx context.Context, field graphql.CollectedField, obj *store.ReadMark) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReadMark_user(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ReadMark().User(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.UserRef) graphql.Marshaler {
+			return ec.marshalNUserSummary2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUserRef(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReadMark_user(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ReadMark",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserSummary(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ReadMark_upTo(ctx context.Context, field graphql.CollectedField, obj *store.ReadMark) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReadMark_upTo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ReadMark().UpTo(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReadMark_upTo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReadMark", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
 func (ec *executionContext) _Room_name(ctx context.Context, field graphql.CollectedField, obj *store.Room) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4966,6 +5104,50 @@ func (ec *executionContext) _Room_kind(ctx context.Context, field graphql.Collec
 }
 func (ec *executionContext) fieldContext_Room_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Room", field, true, true, errors.New("field of type RoomKind does not have child fields"))
+}
+
+func (ec *executionContext) _Room_readMarks(ctx context.Context, field graphql.CollectedField, obj *store.Room) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Room_readMarks(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Room().ReadMarks(ctx, obj, fc.Args["first"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []store.ReadMark) graphql.Marshaler {
+			return ec.marshalNReadMark2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐReadMarkᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Room_readMarks(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Room",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ReadMark(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Room_readMarks_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _RoomConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.RoomConnection) (ret graphql.Marshaler) {
@@ -7996,6 +8178,115 @@ func (ec *executionContext) _Reaction(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
+var readMarkImplementors = []string{"ReadMark"}
+
+func (ec *executionContext) _ReadMark(ctx context.Context, sel ast.SelectionSet, obj *store.ReadMark) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, readMarkImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ReadMark")
+		case "user":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._ReadMark_user(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "upTo":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._ReadMark_upTo(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var roomImplementors = []string{"Room"}
 
 func (ec *executionContext) _Room(ctx context.Context, sel ast.SelectionSet, obj *store.Room) graphql.Marshaler {
@@ -8076,6 +8367,44 @@ func (ec *executionContext) _Room(ctx context.Context, sel ast.SelectionSet, obj
 					}
 				}()
 				res = ec._Room_kind(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "readMarks":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Room_readMarks(ctx, field, obj)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -9019,6 +9348,26 @@ func (ec *executionContext) marshalNReaction2ᚕgithubᚗcomᚋkillrchatᚋchatq
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNReaction2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐReaction(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNReadMark2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐReadMark(ctx context.Context, sel ast.SelectionSet, v store.ReadMark) graphql.Marshaler {
+	return ec._ReadMark(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNReadMark2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐReadMarkᚄ(ctx context.Context, sel ast.SelectionSet, v []store.ReadMark) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNReadMark2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐReadMark(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {

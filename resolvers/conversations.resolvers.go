@@ -19,8 +19,11 @@ import (
 
 // Kind is the resolver for the kind field.
 func (r *conversationResolver) Kind(ctx context.Context, obj *store.Conversation) (model.ConversationKind, error) {
-	if obj.Kind == store.DirectConversation {
+	switch obj.Kind {
+	case store.DirectConversation:
 		return model.ConversationKindDirect, nil
+	case store.RoomConversation:
+		return model.ConversationKindRoom, nil
 	}
 	return model.ConversationKindGroup, nil
 }
@@ -109,6 +112,11 @@ func (r *mutationResolver) MarkRead(ctx context.Context, conversation string, up
 	if err != nil {
 		return nil, err
 	}
+	if !store.IsDirectConversation(conversation) {
+		if m, err := r.Store.Membership(ctx, conversation, me.Login); err == nil && m.Kind == store.PublicRoom {
+			return r.markRoomRead(ctx, conversation, m, id, me)
+		}
+	}
 	before, err := r.Store.Conversation(ctx, me.Login, conversation)
 	if err != nil {
 		return nil, err
@@ -183,7 +191,7 @@ func (r *queryResolver) Inbox(ctx context.Context) ([]store.Conversation, error)
 	if err != nil {
 		return nil, err
 	}
-	return r.Store.Inbox(ctx, me.Login)
+	return r.inbox(ctx, me)
 }
 
 // DirectMessages is the resolver for the directMessages field.

@@ -133,6 +133,16 @@ func (r *queryResolver) Rooms(ctx context.Context, first *int, after *string) (*
 	return conn, nil
 }
 
+// User is the resolver for the user field.
+func (r *readMarkResolver) User(ctx context.Context, obj *store.ReadMark) (*store.UserRef, error) {
+	return &obj.User, nil
+}
+
+// UpTo is the resolver for the upTo field.
+func (r *readMarkResolver) UpTo(ctx context.Context, obj *store.ReadMark) (string, error) {
+	return obj.UpTo.String(), nil
+}
+
 // Participants is the resolver for the participants field.
 func (r *roomResolver) Participants(ctx context.Context, obj *store.Room, first *int, after *string) ([]store.UserRef, error) {
 	return sortedPage(obj.Participants, func(u store.UserRef) string { return u.Login }, first, after)
@@ -146,7 +156,34 @@ func (r *roomResolver) Kind(ctx context.Context, obj *store.Room) (model.RoomKin
 	return model.RoomKindPublic, nil
 }
 
+// ReadMarks is the resolver for the readMarks field.
+func (r *roomResolver) ReadMarks(ctx context.Context, obj *store.Room, first *int) ([]store.ReadMark, error) {
+	n := defaultReadMarks
+	if first != nil {
+		if n = *first; n < 1 || n > maxReadMarks {
+			return nil, store.Invalidf("invalid first: it must be 1 to %d", maxReadMarks)
+		}
+	}
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if obj.Kind == store.PrivateGroup {
+		return []store.ReadMark{}, nil
+	}
+	if m, err := r.Store.Membership(ctx, obj.Name, me.Login); err != nil || !m.Participant {
+		return []store.ReadMark{}, nil
+	}
+	return r.Store.RoomReadMarks(ctx, obj.Name, n)
+}
+
+// ReadMark returns graph.ReadMarkResolver implementation.
+func (r *Resolver) ReadMark() graph.ReadMarkResolver { return &readMarkResolver{r} }
+
 // Room returns graph.RoomResolver implementation.
 func (r *Resolver) Room() graph.RoomResolver { return &roomResolver{r} }
 
-type roomResolver struct{ *Resolver }
+type (
+	readMarkResolver struct{ *Resolver }
+	roomResolver     struct{ *Resolver }
+)

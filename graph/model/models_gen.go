@@ -146,16 +146,19 @@ const (
 	ConversationKindDirect ConversationKind = "DIRECT"
 	// A private group.
 	ConversationKindGroup ConversationKind = "GROUP"
+	// A public room the caller takes part in.
+	ConversationKindRoom ConversationKind = "ROOM"
 )
 
 var AllConversationKind = []ConversationKind{
 	ConversationKindDirect,
 	ConversationKindGroup,
+	ConversationKindRoom,
 }
 
 func (e ConversationKind) IsValid() bool {
 	switch e {
-	case ConversationKindDirect, ConversationKindGroup:
+	case ConversationKindDirect, ConversationKindGroup, ConversationKindRoom:
 		return true
 	}
 	return false
@@ -286,6 +289,9 @@ const (
 	RoomEventKindMessageDeleted RoomEventKind = "MESSAGE_DELETED"
 	// `user` added or removed a reaction to `message`, whose `reactions` are as they are now.
 	RoomEventKindReactionChanged RoomEventKind = "REACTION_CHANGED"
+	// `user` marked the room read up to `message`. Live only: it has no cursor and is not replayed
+	// (read marks are state, kept in `Room.readMarks`, not history).
+	RoomEventKindReadUpto RoomEventKind = "READ_UPTO"
 )
 
 var AllRoomEventKind = []RoomEventKind{
@@ -297,11 +303,12 @@ var AllRoomEventKind = []RoomEventKind{
 	RoomEventKindMessageEdited,
 	RoomEventKindMessageDeleted,
 	RoomEventKindReactionChanged,
+	RoomEventKindReadUpto,
 }
 
 func (e RoomEventKind) IsValid() bool {
 	switch e {
-	case RoomEventKindMessagePosted, RoomEventKindParticipantJoined, RoomEventKindParticipantLeft, RoomEventKindRoomDeleted, RoomEventKindMessageHidden, RoomEventKindMessageEdited, RoomEventKindMessageDeleted, RoomEventKindReactionChanged:
+	case RoomEventKindMessagePosted, RoomEventKindParticipantJoined, RoomEventKindParticipantLeft, RoomEventKindRoomDeleted, RoomEventKindMessageHidden, RoomEventKindMessageEdited, RoomEventKindMessageDeleted, RoomEventKindReactionChanged, RoomEventKindReadUpto:
 		return true
 	}
 	return false

@@ -1,0 +1,92 @@
+package resolvers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/store"
+)
+
+// Room.readMarks: how many a page holds by default and at most.
+const (
+	defaultReadMarks = 100
+	maxReadMarks     = 1000
+)
+
+// markRoomRead moves the caller's mark of a public room they take part in,
+// up to the room's newest message at most, tells the room's subscribers
+// (READ_UPTO, live only), and returns the room's inbox entry.
+func (r *Resolver) markRoomRead(ctx context.Context, room string, m store.RoomMembership, upTo store.MessageID, me store.UserRef) (*store.Conversation, error) {
+	if !m.Participant {
+		return nil, fmt.Errorf("conversation %q: %w", room, store.ErrNotFound)
+	}
+	newest, err := r.Store.Messages(ctx, room, store.MessageID{}, 1)
+	if err != nil {
+		return nil, err
+	}
+	if len(newest) == 0 {
+		return nil, store.Invalidf("invalid upTo: room %q has no messages", room)
+	}
+	if upTo.Compare(newest[0].ID) > 0 {
+		upTo = newest[0].ID // "read up to the future" would pre-read messages not yet sent
+	}
+	if err := r.Store.MarkRoomRead(ctx, room, me, upTo); err != nil {
+		return nil, err
+	}
+	ev := store.Event{Kind: store.ReadUpTo, Room: room, User: me}
+	if msg, err := r.Store.Message(ctx, upTo); err == nil && msg.Room == room {
+		ev.Message = &msg
+	}
+	r.publishTo(ctx, broker.RoomTopic(room), ev) // no id: in no log
+	entries, err := r.Store.RoomConversations(ctx, me.Login, []string{room})
+	if err != nil {
+		return nil, err
+	}
+	if len(entries) == 0 {
+		return nil, fmt.Errorf("conversation %q: %w", room, store.ErrNotFound)
+	}
+	return &entries[0], nil
+}
+
+// inbox is the caller's conversations and the public rooms they take part
+// in, newest message first (entries without messages last, by id).
+func (r *Resolver) inbox(ctx context.Context, me store.UserRef) ([]store.Conversation, error) {
+	inbox, err := r.Store.Inbox(ctx, me.Login)
+	if err != nil {
+		return nil, err
+	}
+	user, err := r.Store.User(ctx, me.Login)
+	if err != nil {
+		return nil, err
+	}
+	var rooms []string
+	for _, name := range user.ChatRooms {
+		if !slices.ContainsFunc(inbox, func(c store.Conversation) bool { return c.ID == name }) {
+			rooms = append(rooms, name) // the groups have entries already
+		}
+	}
+	entries, err := r.Store.RoomConversations(ctx, me.Login, rooms)
+	if err != nil {
+		return nil, err
+	}
+	inbox = append(inbox, entries...)
+	slices.SortStableFunc(inbox, func(a, b store.Conversation) int {
+		az, bz := a.LastMessage.ID.IsZero(), b.LastMessage.ID.IsZero()
+		switch {
+		case az != bz:
+			if az {
+				return 1
+			}
+			return -1
+		case !az:
+			if c := b.LastMessage.ID.Compare(a.LastMessage.ID); c != 0 {
+				return c
+			}
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return inbox, nil
+}
