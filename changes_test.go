@@ -473,3 +473,81 @@ func testRoomReadReceipts(t *testing.T, cfg Config) {
 	wantCode(t, alice, "BAD_USER_INPUT", readMarksQ, map[string]any{"r": "tea-party", "n": 0})
 	wantCode(t, alice, "BAD_USER_INPUT", readMarksQ, map[string]any{"r": "tea-party", "n": 1001})
 }
+
+const mentionsSub = `subscription { inboxEvents { kind conversationId message { id mentions } } }`
+
+func TestMentions(t *testing.T) { forEachStore(t, testMentions) }
+
+// testMentions: a post mentioning a participant reaches their inbox live as
+// MENTIONED and counts in their entry; a mention of someone not in the
+// room is ignored.
+func testMentions(t *testing.T, cfg Config) {
+	ts := startServer(t, cfg)
+	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
+	mustDo(t, alice, createRoom, map[string]any{"n": "tea-party"}, nil)
+	mustDo(t, bob, joinRoom, map[string]any{"r": "tea-party"}, nil)
+	started := ts.Streams().Started()
+	events := map[string]*chatclient.Subscription{}
+	for name, c := range map[string]*chatclient.Client{"bob": bob, "carol": carol} {
+		sub, err := c.Subscribe(testContext(t), chatclient.GraphQLTransportWS, mentionsSub, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Close()
+		events[name] = sub
+	}
+	waitFor(t, func() bool { return ts.Streams().Started() >= started+2 })
+
+	var out struct {
+		PostMessage struct {
+			ID       string
+			Mentions []string
+		}
+	}
+	mustDo(t, alice, `mutation($r: String!, $c: String!) { postMessage(room: $r, content: $c) { id mentions } }`,
+		map[string]any{"r": "tea-party", "c": "@bob and @carol, the hatter is late"}, &out)
+	if !slices.Equal(out.PostMessage.Mentions, []string{"bob", "carol"}) {
+		t.Fatalf("mentions = %q, want bob and carol", out.PostMessage.Mentions)
+	}
+	resp, err := events["bob"].Next(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev struct {
+		InboxEvents struct {
+			Kind, ConversationID string
+			Message              struct{ ID string }
+		}
+	}
+	if err := json.Unmarshal(resp.Data, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if e := ev.InboxEvents; e.Kind != "MENTIONED" || e.ConversationID != "tea-party" || e.Message.ID != out.PostMessage.ID {
+		t.Fatalf("bob's inbox event = %+v, want MENTIONED of the post", e)
+	}
+	var entry struct {
+		Inbox []struct {
+			ID               string
+			Unread, Mentions int
+		}
+	}
+	mustDo(t, bob, `{ inbox { id unread mentions } }`, nil, &entry)
+	if len(entry.Inbox) != 1 || entry.Inbox[0].ID != "tea-party" || entry.Inbox[0].Unread != 1 || entry.Inbox[0].Mentions != 1 {
+		t.Fatalf("bob's inbox = %+v, want the room, 1 unread, 1 mention", entry.Inbox)
+	}
+	// carol is not in the room: her mention is ignored. A post of her own
+	// in a room she joins is the next event she gets, if any came before.
+	mustDo(t, carol, createRoom, map[string]any{"n": "croquet"}, nil)
+	mustDo(t, alice, joinRoom, map[string]any{"r": "croquet"}, nil)
+	mustDo(t, alice, postMessage, map[string]any{"r": "croquet", "c": "hi @carol"}, nil)
+	resp, err = events["carol"].Next(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(resp.Data, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if e := ev.InboxEvents; e.Kind != "MENTIONED" || e.ConversationID != "croquet" {
+		t.Fatalf("carol's first inbox event = %+v, want the mention in croquet, not the one in tea-party", e)
+	}
+}

@@ -58,6 +58,7 @@ type ComplexityRoot struct {
 		ID          func(childComplexity int) int
 		Kind        func(childComplexity int) int
 		LastMessage func(childComplexity int) int
+		Mentions    func(childComplexity int) int
 		Peer        func(childComplexity int) int
 		ReadUpTo    func(childComplexity int) int
 		Unread      func(childComplexity int) int
@@ -79,6 +80,7 @@ type ComplexityRoot struct {
 		Hidden         func(childComplexity int) int
 		ID             func(childComplexity int) int
 		LatestRepliers func(childComplexity int) int
+		Mentions       func(childComplexity int) int
 		PostedAt       func(childComplexity int) int
 		Reactions      func(childComplexity int) int
 		ReplyCount     func(childComplexity int) int
@@ -217,6 +219,7 @@ type MessageResolver interface {
 	EditedAt(ctx context.Context, obj *store.Message) (*time.Time, error)
 
 	Reactions(ctx context.Context, obj *store.Message) ([]store.Reaction, error)
+	Mentions(ctx context.Context, obj *store.Message) ([]string, error)
 	ReplyToID(ctx context.Context, obj *store.Message) (*string, error)
 	ReplyCount(ctx context.Context, obj *store.Message) (int, error)
 	LatestRepliers(ctx context.Context, obj *store.Message) ([]store.UserRef, error)
@@ -339,6 +342,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Conversation.LastMessage(childComplexity), true
+	case "Conversation.mentions":
+		if e.ComplexityRoot.Conversation.Mentions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Conversation.Mentions(childComplexity), true
 	case "Conversation.peer":
 		if e.ComplexityRoot.Conversation.Peer == nil {
 			break
@@ -431,6 +440,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Message.LatestRepliers(childComplexity), true
+	case "Message.mentions":
+		if e.ComplexityRoot.Message.Mentions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.Mentions(childComplexity), true
 	case "Message.postedAt":
 		if e.ComplexityRoot.Message.PostedAt == nil {
 			break
@@ -1160,6 +1175,8 @@ type Conversation {
   unread: Int!
   """The newest message the caller has marked read (markRead or a post of their own); null when none."""
   readUpTo: ID
+  """How many of the unread messages mention the caller as @login (counted among the same newest 100)."""
+  mentions: Int!
 }
 
 """What an inbox event is about."""
@@ -1176,6 +1193,8 @@ enum InboxEventKind {
   MESSAGE_DELETED
   """` + "`" + `message` + "`" + `, a direct message, got or lost a reaction."""
   REACTION_CHANGED
+  """` + "`" + `message` + "`" + `, in a room or group the caller takes part in, mentions them as @login."""
+  MENTIONED
 }
 
 """A change in the caller's inbox."""
@@ -1260,6 +1279,8 @@ type Message {
   reads its reactions with one store read per room and day, not one per message.
   """
   reactions: [Reaction!]!
+  """The logins its content mentions as @login, in order, at most 20 (whether or not they take part)."""
+  mentions: [String!]!
   """The root of the thread this message replies in; null for a message that is no reply."""
   replyToId: ID
   """How many replies its thread has (deleted ones included: they keep their place)."""
@@ -1663,6 +1684,8 @@ func (ec *executionContext) childFields_Conversation(ctx context.Context, field 
 		return ec.fieldContext_Conversation_unread(ctx, field)
 	case "readUpTo":
 		return ec.fieldContext_Conversation_readUpTo(ctx, field)
+	case "mentions":
+		return ec.fieldContext_Conversation_mentions(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Conversation", field.Name)
 }
@@ -1705,6 +1728,8 @@ func (ec *executionContext) childFields_Message(ctx context.Context, field graph
 		return ec.fieldContext_Message_deleted(ctx, field)
 	case "reactions":
 		return ec.fieldContext_Message_reactions(ctx, field)
+	case "mentions":
+		return ec.fieldContext_Message_mentions(ctx, field)
 	case "replyToId":
 		return ec.fieldContext_Message_replyToId(ctx, field)
 	case "replyCount":
@@ -2925,6 +2950,29 @@ func (ec *executionContext) fieldContext_Conversation_readUpTo(_ context.Context
 	return graphql.NewScalarFieldContext("Conversation", field, true, true, errors.New("field of type ID does not have child fields"))
 }
 
+func (ec *executionContext) _Conversation_mentions(ctx context.Context, field graphql.CollectedField, obj *store.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_mentions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Mentions, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_mentions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Conversation", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
 func (ec *executionContext) _InboxEvent_kind(ctx context.Context, field graphql.CollectedField, obj *model.InboxEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3304,6 +3352,29 @@ func (ec *executionContext) fieldContext_Message_reactions(_ context.Context, fi
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Message_mentions(ctx context.Context, field graphql.CollectedField, obj *store.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_mentions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Message().Mentions(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Message_mentions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Message", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Message_replyToId(ctx context.Context, field graphql.CollectedField, obj *store.Message) (ret graphql.Marshaler) {
@@ -7130,6 +7201,11 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "mentions":
+			out.Values[i] = ec._Conversation_mentions(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -7375,6 +7451,44 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 					}
 				}()
 				res = ec._Message_reactions(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "mentions":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Message_mentions(ctx, field, obj)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}

@@ -42,6 +42,11 @@ func (r *messageResolver) Reactions(ctx context.Context, obj *store.Message) ([]
 	return r.reactionsOf(ctx, obj)
 }
 
+// Mentions is the resolver for the mentions field.
+func (r *messageResolver) Mentions(ctx context.Context, obj *store.Message) ([]string, error) {
+	return nonNil(store.Mentions(obj.Content)), nil
+}
+
 // ReplyToID is the resolver for the replyToId field.
 func (r *messageResolver) ReplyToID(ctx context.Context, obj *store.Message) (*string, error) {
 	if obj.ReplyTo.IsZero() {
@@ -96,6 +101,7 @@ func (r *mutationResolver) PostMessage(ctx context.Context, room string, content
 			return err
 		}
 		r.publish(ctx, store.PostedEvent(msg))
+		r.notifyMentions(ctx, msg, kind, members)
 		return nil
 	})
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 )
@@ -70,6 +71,8 @@ type Conversation struct {
 	// Unread counts the messages of others after ReadUpTo (in the owner's
 	// windows, for a group), but system messages, at most UnreadCap.
 	Unread int
+	// Mentions counts those of the Unread that mention the owner (Mentions).
+	Mentions int
 	// Windows are the owner's membership intervals of a group, oldest first.
 	Windows []Window
 }
@@ -83,46 +86,48 @@ type Conversation struct {
 const UnreadCap = 100
 
 // CountUnread counts owner's unread messages of c: the messages of others
-// after c.ReadUpTo, within c's windows for a group, up to UnreadCap.
+// after c.ReadUpTo, within c's windows for a group, up to UnreadCap; and
+// those of them that mention owner.
 // System messages (joins, leaves, additions) are not counted. It reads
 // nothing when the last message is read, and otherwise pages of the stream
 // newest first from the last message back to the mark. A mark at most
 // unlistedDays before the last message skips the stream's listing: the days
 // between are read whether or not they hold messages.
-func CountUnread(ctx context.Context, owner string, c Conversation, stream Stream) (int, error) {
+func CountUnread(ctx context.Context, owner string, c Conversation, stream Stream) (unread, mentions int, err error) {
 	if c.LastMessage.ID.Compare(c.ReadUpTo) <= 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	windows := unreadWindows(c)
 	if len(windows) == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	listed := daysBetween(c.ReadUpTo.Time(), c.LastMessage.ID.Time())
 	if c.ReadUpTo.IsZero() || len(listed) > unlistedDays {
-		var err error
 		if listed, err = stream.Listed(ctx); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	n := 0
 	var before MessageID
 	for {
 		page, err := ScanSegments(ctx, PlanSegments(listed, windows, before), UnreadCap, stream.Read)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		for _, m := range page {
 			if m.ID.Compare(c.ReadUpTo) <= 0 {
-				return n, nil // newest first: the rest are read
+				return unread, mentions, nil // newest first: the rest are read
 			}
 			if !m.System && m.Author.Login != owner {
-				if n++; n == UnreadCap {
-					return n, nil
+				if slices.Contains(Mentions(m.Content), owner) {
+					mentions++
+				}
+				if unread++; unread == UnreadCap {
+					return unread, mentions, nil
 				}
 			}
 		}
 		if len(page) < UnreadCap {
-			return n, nil
+			return unread, mentions, nil
 		}
 		before = page[len(page)-1].ID
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -67,7 +68,7 @@ func TestCountUnread(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeStream{msgs: msgs}
 			c := Conversation{ID: "me:peer", Kind: DirectConversation, LastMessage: msgs[0], ReadUpTo: tc.mark}
-			got, err := CountUnread(t.Context(), me.Login, c, f.stream())
+			got, _, err := CountUnread(t.Context(), me.Login, c, f.stream())
 			if err != nil || got != tc.want || (f.listed > 0) != tc.listed {
 				t.Errorf("CountUnread = %d, %v, listing read %d times; want %d, listing read: %v", got, err, f.listed, tc.want, tc.listed)
 			}
@@ -80,14 +81,14 @@ func TestCountUnread(t *testing.T) {
 			f.msgs = append(f.msgs, at(time.Duration(i)*time.Second, peer, false))
 		}
 		c := Conversation{ID: "me:peer", Kind: DirectConversation, LastMessage: f.msgs[0], ReadUpTo: f.msgs[2*UnreadCap].ID}
-		if got, err := CountUnread(t.Context(), me.Login, c, f.stream()); err != nil || got != UnreadCap {
+		if got, _, err := CountUnread(t.Context(), me.Login, c, f.stream()); err != nil || got != UnreadCap {
 			t.Errorf("CountUnread of %d unread = %d, %v; want %d", 2*UnreadCap, got, err, UnreadCap)
 		}
 		// Own messages don't count: the others' reach the cap on the second page.
 		for i := 0; i < UnreadCap; i++ {
 			f.msgs[i].Author = me
 		}
-		if got, err := CountUnread(t.Context(), me.Login, c, f.stream()); err != nil || got != UnreadCap {
+		if got, _, err := CountUnread(t.Context(), me.Login, c, f.stream()); err != nil || got != UnreadCap {
 			t.Errorf("CountUnread of %d unread after %d own = %d, %v; want %d", UnreadCap, UnreadCap, got, err, UnreadCap)
 		}
 	})
@@ -108,5 +109,40 @@ func TestDaysBetween(t *testing.T) {
 		if got := daysBetween(tc.from, tc.to); !slices.Equal(got, tc.want) {
 			t.Errorf("daysBetween(%v, %v) = %v, want %v", tc.from, tc.to, got, tc.want)
 		}
+	}
+}
+
+func TestMentions(t *testing.T) {
+	for content, want := range map[string][]string{
+		"hi @alice and @bob_2, @alice again": {"alice", "bob_2"},
+		"ask @carol.":                        {"carol"},
+		"mail me at dan@example.com":         nil,
+		"@@eve @ab @UPPER":                   nil,
+		"(@frank) @gil-r: ok":                {"frank", "gil-r"},
+	} {
+		if got := Mentions(content); !slices.Equal(got, want) {
+			t.Errorf("Mentions(%q) = %q, want %q", content, got, want)
+		}
+	}
+	many := ""
+	for i := range MaxMentions + 5 {
+		many += fmt.Sprintf("@user%02d ", i)
+	}
+	if got := Mentions(many); len(got) != MaxMentions || got[0] != "user00" {
+		t.Errorf("Mentions of %d logins = %d of them, from %q; want the first %d", MaxMentions+5, len(got), got, MaxMentions)
+	}
+}
+
+func TestCountUnreadMentions(t *testing.T) {
+	me, peer := UserRef{Login: "me.1"}, UserRef{Login: "peer"}
+	f := &fakeStream{}
+	for i, content := range []string{"hey @me.1", "nothing", "@me.1 again", "@me.10 is another"} {
+		f.msgs = append(f.msgs, Message{Room: "r", ID: MessageIDAt(time.Now().Add(time.Duration(i) * time.Second)), Author: peer, Content: content})
+	}
+	f.msgs = append(f.msgs, Message{Room: "r", ID: MessageIDAt(time.Now().Add(time.Minute)), Author: me, Content: "talking to @me.1 myself"})
+	c := Conversation{ID: "r", Kind: RoomConversation, LastMessage: f.msgs[4], ReadUpTo: f.msgs[0].ID}
+	unread, mentions, err := CountUnread(t.Context(), me.Login, c, f.stream())
+	if err != nil || unread != 3 || mentions != 1 {
+		t.Errorf("CountUnread = %d unread, %d mentions, %v; want 3, 1", unread, mentions, err)
 	}
 }

@@ -111,6 +111,7 @@ type Store interface {
 	Reactions
 	Threads
 	RoomReads
+	Mentioner
 
 	// CreateUser stores a new account. Logins are unique: the write is a
 	// compare-and-set (INSERT ... IF NOT EXISTS), so of many concurrent signups

@@ -215,6 +215,8 @@ const (
 	InboxEventKindMessageDeleted InboxEventKind = "MESSAGE_DELETED"
 	// `message`, a direct message, got or lost a reaction.
 	InboxEventKindReactionChanged InboxEventKind = "REACTION_CHANGED"
+	// `message`, in a room or group the caller takes part in, mentions them as @login.
+	InboxEventKindMentioned InboxEventKind = "MENTIONED"
 )
 
 var AllInboxEventKind = []InboxEventKind{
@@ -224,11 +226,12 @@ var AllInboxEventKind = []InboxEventKind{
 	InboxEventKindMessageEdited,
 	InboxEventKindMessageDeleted,
 	InboxEventKindReactionChanged,
+	InboxEventKindMentioned,
 }
 
 func (e InboxEventKind) IsValid() bool {
 	switch e {
-	case InboxEventKindDirectMessage, InboxEventKindUnreadChanged, InboxEventKindAddedToGroup, InboxEventKindMessageEdited, InboxEventKindMessageDeleted, InboxEventKindReactionChanged:
+	case InboxEventKindDirectMessage, InboxEventKindUnreadChanged, InboxEventKindAddedToGroup, InboxEventKindMessageEdited, InboxEventKindMessageDeleted, InboxEventKindReactionChanged, InboxEventKindMentioned:
 		return true
 	}
 	return false

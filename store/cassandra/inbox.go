@@ -173,13 +173,13 @@ func (db *DB) Conversation(ctx context.Context, login, id string) (store.Convers
 	return c, nil
 }
 
-// countUnread sets c.Unread (see store.CountUnread).
+// countUnread sets c.Unread and c.Mentions (see store.CountUnread).
 func (db *DB) countUnread(ctx context.Context, login string, c *store.Conversation) error {
-	n, err := store.CountUnread(ctx, login, *c, db.stream(c.ID))
+	unread, mentions, err := store.CountUnread(ctx, login, *c, db.stream(c.ID))
 	if err != nil {
 		return fmt.Errorf("cassandra: unread messages of %q in %q: %w", login, c.ID, err)
 	}
-	c.Unread = n
+	c.Unread, c.Mentions = unread, mentions
 	return nil
 }
 

@@ -47,6 +47,7 @@ func conversationGroups() []group[ConversationStore] {
 			{"ConversationErrNotFound", testConversationNotFound},
 			{"UnreadCap", testUnreadCap},
 			{"RoomReads", testRoomReads},
+			{"Mentions", testMentions},
 		}},
 		{"MarkRead", []convTest{
 			{"UpTo", testMarkReadUpTo},

@@ -1,0 +1,42 @@
+package resolvers
+
+import (
+	"context"
+	"slices"
+
+	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/store"
+)
+
+// notifyMentions logs and publishes MENTIONED to the participants msg, a
+// post of a room or group, mentions (but its author): a group's members
+// are known, a public room's are checked one by one (at most
+// store.MaxMentions). The message is stored already, so a failure here is
+// logged, not returned: the mentions still count in the inbox, which
+// reads them from the stream.
+func (r *Resolver) notifyMentions(ctx context.Context, msg store.Message, kind store.RoomKind, members []store.UserRef) {
+	var logins []string
+	for _, login := range store.Mentions(msg.Content) {
+		if login == msg.Author.Login {
+			continue
+		}
+		if kind == store.PrivateGroup {
+			if slices.ContainsFunc(members, func(u store.UserRef) bool { return u.Login == login }) {
+				logins = append(logins, login)
+			}
+		} else if m, err := r.Store.Membership(ctx, msg.Room, login); err == nil && m.Participant {
+			logins = append(logins, login)
+		}
+	}
+	if len(logins) == 0 {
+		return
+	}
+	ev, err := r.Store.LogMention(ctx, msg, logins)
+	if err != nil {
+		r.Log.WarnContext(ctx, "logging mentions failed; the inbox still counts them", "message", msg.ID, "err", err)
+		return
+	}
+	for _, login := range logins {
+		r.publishTo(ctx, broker.UserTopic(login), ev)
+	}
+}
