@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -144,5 +145,22 @@ func TestCountUnreadMentions(t *testing.T) {
 	unread, mentions, err := CountUnread(t.Context(), me.Login, c, f.stream())
 	if err != nil || unread != 3 || mentions != 1 {
 		t.Errorf("CountUnread = %d unread, %d mentions, %v; want 3, 1", unread, mentions, err)
+	}
+}
+
+// BenchmarkMentions is what every post of a room or group now pays to find
+// its mentions: one scan of the content.
+func BenchmarkMentions(b *testing.B) {
+	for name, content := range map[string]string{
+		"none":  "The quick brown fox jumps over the lazy dog.",
+		"two":   "@alice, the quick brown fox jumps over @bob.smith's lazy dog.",
+		"4000B": strings.Repeat("nothing to see here, move along ", 125),
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				Mentions(content)
+			}
+		})
 	}
 }

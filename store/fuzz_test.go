@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -117,4 +118,26 @@ func shortMessage(t *testing.T, err error) {
 	if n := len(err.Error()); n > 500 {
 		t.Fatalf("error message of %d bytes: %.100s...", n, err)
 	}
+}
+
+// FuzzMentions: whatever the content, Mentions returns at most MaxMentions
+// distinct valid logins, each written as @login in the content.
+func FuzzMentions(f *testing.F) {
+	for _, seed := range []string{"", "@", "@@alice", "hi @alice.", "a@b.c @bob_2-x", "@ab @abc", "(@frank)", strings.Repeat("@user ", 30)} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, content string) {
+		logins := Mentions(content)
+		if len(logins) > MaxMentions {
+			t.Fatalf("Mentions(%q) = %d logins, more than %d", content, len(logins), MaxMentions)
+		}
+		for i, login := range logins {
+			if err := ValidateLogin(login); err != nil {
+				t.Fatalf("Mentions(%q) returned %q: %v", content, login, err)
+			}
+			if !strings.Contains(content, "@"+login) || slices.Contains(logins[:i], login) {
+				t.Fatalf("Mentions(%q) returned %q, not mentioned or twice", content, login)
+			}
+		}
+	})
 }
