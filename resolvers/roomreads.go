@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/store"
@@ -52,7 +51,7 @@ func (r *Resolver) markRoomRead(ctx context.Context, room string, m store.RoomMe
 }
 
 // inbox is the caller's conversations and the public rooms they take part
-// in, newest message first (entries without messages last, by id).
+// in, in the inbox's order (store.ByNewestMessage).
 func (r *Resolver) inbox(ctx context.Context, me store.UserRef) ([]store.Conversation, error) {
 	inbox, err := r.Store.Inbox(ctx, me.Login)
 	if err != nil {
@@ -73,20 +72,6 @@ func (r *Resolver) inbox(ctx context.Context, me store.UserRef) ([]store.Convers
 		return nil, err
 	}
 	inbox = append(inbox, entries...)
-	slices.SortStableFunc(inbox, func(a, b store.Conversation) int {
-		az, bz := a.LastMessage.ID.IsZero(), b.LastMessage.ID.IsZero()
-		switch {
-		case az != bz:
-			if az {
-				return 1
-			}
-			return -1
-		case !az:
-			if c := b.LastMessage.ID.Compare(a.LastMessage.ID); c != 0 {
-				return c
-			}
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
+	slices.SortFunc(inbox, store.ByNewestMessage)
 	return inbox, nil
 }

@@ -269,3 +269,34 @@ type MessageIndex interface {
 	// zero Event). Returns ErrNotFound if there is no such message.
 	DeleteMessage(ctx context.Context, m Message, by UserRef) (Event, error)
 }
+
+// ByNewestMessage is the inbox's order: by last message, newest first;
+// then the entries without one by their newest window, newest first; then
+// by id.
+func ByNewestMessage(a, b Conversation) int {
+	aNone, bNone := a.LastMessage.ID.IsZero(), b.LastMessage.ID.IsZero()
+	switch {
+	case aNone != bNone:
+		if aNone {
+			return 1
+		}
+		return -1
+	case !aNone:
+		if c := b.LastMessage.ID.Compare(a.LastMessage.ID); c != 0 {
+			return c
+		}
+	default:
+		if c := newestFrom(b).Compare(newestFrom(a)); c != 0 {
+			return c
+		}
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+// newestFrom is the start of the entry's newest window.
+func newestFrom(c Conversation) (t time.Time) {
+	if n := len(c.Windows); n > 0 {
+		t = c.Windows[n-1].From
+	}
+	return t
+}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/gocql/gocql"
 
 	"github.com/killrchat/chatql/store"
 )
@@ -197,4 +200,42 @@ func (f *fanout) Go(fn func() error) {
 func (f *fanout) Wait() error {
 	f.wg.Wait()
 	return errors.Join(f.errs...)
+}
+
+// readDays runs stmt, whose markers are a room, a day and a list of
+// message ids, once per room and day of msgs (at most maxInList ids at a
+// time), concurrently, and returns what scan made of each result, each
+// result's rows together and in their order: the reads of a page's
+// reactions and threads, one per partition rather than one per message.
+func readDays[R any](ctx context.Context, db *DB, msgs []store.Message, stmt string, scan func(*gocql.Iter) []R) ([]R, error) {
+	type partition struct {
+		room   string
+		bucket store.Bucket
+	}
+	wanted := map[partition][]gocql.UUID{}
+	for _, m := range msgs {
+		p := partition{m.Room, store.BucketOf(m.ID.Time())}
+		wanted[p] = append(wanted[p], gocql.UUID(m.ID))
+	}
+	var (
+		mu  sync.Mutex
+		out []R
+	)
+	fo := newFanout(fanoutParallelism)
+	for p, ids := range wanted {
+		for chunk := range slices.Chunk(ids, maxInList) {
+			fo.Go(func() error {
+				iter := db.query(ctx, stmt, p.room, int(p.bucket), chunk).Iter()
+				rows := scan(iter)
+				if err := iter.Close(); err != nil {
+					return fmt.Errorf("cassandra: %q, day %d: %w", p.room, p.bucket, err)
+				}
+				mu.Lock()
+				out = append(out, rows...)
+				mu.Unlock()
+				return nil
+			})
+		}
+	}
+	return out, fo.Wait()
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -139,21 +138,7 @@ func (db *DB) Inbox(ctx context.Context, login string) ([]store.Conversation, er
 	if err := fo.Wait(); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(inbox, func(a, b store.Conversation) int {
-		az, bz := a.LastMessage.ID.IsZero(), b.LastMessage.ID.IsZero()
-		switch {
-		case az != bz: // entries without a message last
-			if az {
-				return 1
-			}
-			return -1
-		case !az:
-			if c := b.LastMessage.ID.Compare(a.LastMessage.ID); c != 0 {
-				return c
-			}
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
+	slices.SortFunc(inbox, store.ByNewestMessage)
 	return inbox, nil
 }
 

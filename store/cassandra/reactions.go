@@ -56,61 +56,38 @@ func (db *DB) React(ctx context.Context, m store.Message, by store.UserRef, emoj
 	return ev, nil
 }
 
-// Reactions reads the rows of msgs with one query per room and day (of up
-// to maxInList messages), concurrently, and counts them.
+// Reactions reads the rows of msgs with one query per room and day
+// (readDays) and counts them.
 func (db *DB) Reactions(ctx context.Context, msgs []store.Message, viewer string) (map[store.MessageID][]store.Reaction, error) {
-	type partition struct {
-		room   string
-		bucket store.Bucket
-	}
-	wanted := map[partition][]gocql.UUID{}
-	for _, m := range msgs {
-		p := partition{m.Room, store.BucketOf(m.ID.Time())}
-		wanted[p] = append(wanted[p], gocql.UUID(m.ID))
-	}
 	type row struct {
 		id           store.MessageID
 		emoji, login string
 	}
-	results := make(chan []row, len(msgs))
-	fo := newFanout(fanoutParallelism)
-	for p, ids := range wanted {
-		for chunk := range slices.Chunk(ids, maxInList) {
-			fo.Go(func() error {
-				iter := db.query(ctx, selectReactions, p.room, int(p.bucket), chunk).Iter()
-				var (
-					rows []row
-					r    row
-					id   gocql.UUID
-				)
-				for iter.Scan(&id, &r.emoji, &r.login) {
-					r.id = store.MessageID(id)
-					rows = append(rows, r)
-				}
-				if err := iter.Close(); err != nil {
-					return fmt.Errorf("cassandra: reactions in %q, day %d: %w", p.room, p.bucket, err)
-				}
-				results <- rows
-				return nil
-			})
+	rows, err := readDays(ctx, db, msgs, selectReactions, func(iter *gocql.Iter) []row {
+		var (
+			rows []row
+			r    row
+			id   gocql.UUID
+		)
+		for iter.Scan(&id, &r.emoji, &r.login) {
+			r.id = store.MessageID(id)
+			rows = append(rows, r)
 		}
+		return rows
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cassandra: reactions: %w", err)
 	}
-	if err := fo.Wait(); err != nil {
-		return nil, err
-	}
-	close(results)
 	out := make(map[store.MessageID][]store.Reaction)
-	for rows := range results {
-		for _, r := range rows { // by message, then emoji: the clustering order
-			reactions := out[r.id]
-			if n := len(reactions); n == 0 || reactions[n-1].Emoji != r.emoji {
-				reactions = append(reactions, store.Reaction{Emoji: r.emoji})
-			}
-			last := &reactions[len(reactions)-1]
-			last.Count++
-			last.Mine = last.Mine || r.login == viewer
-			out[r.id] = reactions
+	for _, r := range rows { // by message, then emoji: the clustering order
+		reactions := out[r.id]
+		if n := len(reactions); n == 0 || reactions[n-1].Emoji != r.emoji {
+			reactions = append(reactions, store.Reaction{Emoji: r.emoji})
 		}
+		last := &reactions[len(reactions)-1]
+		last.Count++
+		last.Mine = last.Mine || r.login == viewer
+		out[r.id] = reactions
 	}
 	return out, nil
 }

@@ -18,58 +18,35 @@ const (
 )
 
 // ThreadSummaries reads the thread rows of roots with one query per room
-// and day (of up to maxInList roots), concurrently. Within a root the rows
-// come newest first, the clustering order.
+// and day (readDays). Within a root the rows come newest first, the
+// clustering order.
 func (db *DB) ThreadSummaries(ctx context.Context, roots []store.Message) (map[store.MessageID]store.Thread, error) {
-	type partition struct {
-		room   string
-		bucket store.Bucket
-	}
-	wanted := map[partition][]gocql.UUID{}
-	for _, m := range roots {
-		p := partition{m.Room, store.BucketOf(m.ID.Time())}
-		wanted[p] = append(wanted[p], gocql.UUID(m.ID))
-	}
 	type reply struct {
 		root   store.MessageID
 		author store.UserRef
 	}
-	results := make(chan []reply, len(roots))
-	fo := newFanout(fanoutParallelism)
-	for p, ids := range wanted {
-		for chunk := range slices.Chunk(ids, maxInList) {
-			fo.Go(func() error {
-				iter := db.query(ctx, selectThreads, p.room, int(p.bucket), chunk).Iter()
-				var (
-					rows   []reply
-					root   gocql.UUID
-					author userUDT
-				)
-				for iter.Scan(&root, &author) {
-					rows = append(rows, reply{store.MessageID(root), store.UserRef(author)})
-				}
-				if err := iter.Close(); err != nil {
-					return fmt.Errorf("cassandra: threads in %q, day %d: %w", p.room, p.bucket, err)
-				}
-				results <- rows
-				return nil
-			})
+	rows, err := readDays(ctx, db, roots, selectThreads, func(iter *gocql.Iter) []reply {
+		var (
+			rows   []reply
+			root   gocql.UUID
+			author userUDT
+		)
+		for iter.Scan(&root, &author) {
+			rows = append(rows, reply{store.MessageID(root), store.UserRef(author)})
 		}
+		return rows
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cassandra: threads: %w", err)
 	}
-	if err := fo.Wait(); err != nil {
-		return nil, err
-	}
-	close(results)
 	out := make(map[store.MessageID]store.Thread)
-	for rows := range results {
-		for _, r := range rows {
-			t := out[r.root]
-			t.Replies++
-			if len(t.LatestRepliers) < store.MaxLatestRepliers && !slices.Contains(t.LatestRepliers, r.author) {
-				t.LatestRepliers = append(t.LatestRepliers, r.author)
-			}
-			out[r.root] = t
+	for _, r := range rows {
+		t := out[r.root]
+		t.Replies++
+		if len(t.LatestRepliers) < store.MaxLatestRepliers && !slices.Contains(t.LatestRepliers, r.author) {
+			t.LatestRepliers = append(t.LatestRepliers, r.author)
 		}
+		out[r.root] = t
 	}
 	return out, nil
 }

@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
-	"time"
 
 	"github.com/killrchat/chatql/store"
 )
@@ -122,7 +120,7 @@ func (db *DB) Inbox(ctx context.Context, login string) ([]store.Conversation, er
 			return nil, err
 		}
 	}
-	slices.SortFunc(inbox, byNewestMessage)
+	slices.SortFunc(inbox, store.ByNewestMessage)
 	return inbox, nil
 }
 
@@ -134,36 +132,6 @@ func (db *DB) countUnread(ctx context.Context, login string, c *store.Conversati
 	}
 	c.Unread, c.Mentions = unread, mentions
 	return nil
-}
-
-// byNewestMessage orders inbox entries by last message, newest first, then
-// those without one by their newest window, newest first, then by id.
-func byNewestMessage(a, b store.Conversation) int {
-	aNone, bNone := a.LastMessage.ID.IsZero(), b.LastMessage.ID.IsZero()
-	switch {
-	case aNone != bNone:
-		if aNone {
-			return 1
-		}
-		return -1
-	case !aNone:
-		if c := b.LastMessage.ID.Compare(a.LastMessage.ID); c != 0 {
-			return c
-		}
-	default:
-		if c := lastFrom(b).Compare(lastFrom(a)); c != 0 {
-			return c
-		}
-	}
-	return strings.Compare(a.ID, b.ID)
-}
-
-// lastFrom is the start of the entry's newest window.
-func lastFrom(c store.Conversation) (t time.Time) {
-	if n := len(c.Windows); n > 0 {
-		t = c.Windows[n-1].From
-	}
-	return t
 }
 
 // Conversation reads one row of login's inbox and counts its unread
