@@ -35,6 +35,31 @@ type changeEvent struct {
 // changedInbx.
 func nextChange(t *testing.T, sub *chatclient.Subscription) changeEvent {
 	t.Helper()
+	var out struct{ RoomEvents, InboxEvents *changeEvent }
+	nextData(t, sub, &out)
+	if out.RoomEvents != nil {
+		return *out.RoomEvents
+	}
+	return *out.InboxEvents
+}
+
+// live opens a subscription of c over graphql-transport-ws, waits until
+// the server streams it, and closes it when the test ends.
+func (ts *testServer) live(t *testing.T, c *chatclient.Client, query string, vars map[string]any) *chatclient.Subscription {
+	t.Helper()
+	started := ts.Streams().Started()
+	sub, err := c.Subscribe(testContext(t), chatclient.GraphQLTransportWS, query, vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Close() })
+	waitFor(t, func() bool { return ts.Streams().Started() > started })
+	return sub
+}
+
+// nextData decodes the next event of sub into out.
+func nextData(t *testing.T, sub *chatclient.Subscription, out any) {
+	t.Helper()
 	resp, err := sub.Next(testContext(t))
 	if err != nil {
 		t.Fatalf("next event: %v", err)
@@ -42,14 +67,9 @@ func nextChange(t *testing.T, sub *chatclient.Subscription) changeEvent {
 	if len(resp.Errors) > 0 {
 		t.Fatalf("next event: %v", resp.Errors)
 	}
-	var out struct{ RoomEvents, InboxEvents *changeEvent }
-	if err := json.Unmarshal(resp.Data, &out); err != nil {
+	if err := json.Unmarshal(resp.Data, out); err != nil {
 		t.Fatal(err)
 	}
-	if out.RoomEvents != nil {
-		return *out.RoomEvents
-	}
-	return *out.InboxEvents
 }
 
 func TestMessageChanges(t *testing.T) { forEachStore(t, testMessageChanges) }
@@ -66,13 +86,7 @@ func testMessageChanges(t *testing.T, cfg Config) {
 	mustDo(t, bob, postMessage, map[string]any{"r": "tea-party", "c": "Twinkle, twinkle, little bat"}, &posted)
 	id := posted.PostMessage.ID
 
-	started := ts.Streams().Started()
-	live, err := alice.Subscribe(testContext(t), chatclient.GraphQLTransportWS, changedSub, map[string]any{"r": "tea-party"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer live.Close()
-	waitFor(t, func() bool { return ts.Streams().Started() > started })
+	live := ts.live(t, alice, changedSub, map[string]any{"r": "tea-party"})
 
 	t.Run("Edit", func(t *testing.T) {
 		var out struct{ EditMessage changedMessage }
@@ -130,11 +144,7 @@ func testMessageChanges(t *testing.T, cfg Config) {
 
 	t.Run("Replay", func(t *testing.T) {
 		mustDo(t, carol, joinRoom, map[string]any{"r": "tea-party"}, nil)
-		replay, err := carol.Subscribe(testContext(t), chatclient.GraphQLTransportWS, changedSub, map[string]any{"r": "tea-party", "after": id})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer replay.Close()
+		replay := ts.live(t, carol, changedSub, map[string]any{"r": "tea-party", "after": id})
 		var kinds []string
 		for range 4 {
 			ev := nextChange(t, replay)
@@ -149,11 +159,7 @@ func testMessageChanges(t *testing.T, cfg Config) {
 	})
 
 	t.Run("Direct", func(t *testing.T) {
-		events, err := bob.Subscribe(testContext(t), chatclient.GraphQLTransportWS, changedInbx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer events.Close()
+		events := ts.live(t, bob, changedInbx, nil)
 		var sent struct{ SendDirectMessage struct{ ID string } }
 		mustDo(t, alice, sendDirect, map[string]any{"to": "bob", "c": "meet at 5"}, &sent)
 		if ev := nextChange(t, events); ev.Kind != "DIRECT_MESSAGE" {
@@ -205,13 +211,7 @@ func testReactions(t *testing.T, cfg Config) {
 	mustDo(t, alice, postMessage, map[string]any{"r": "tea-party", "c": "Off with their heads!"}, &posted)
 	id := posted.PostMessage.ID
 
-	started := ts.Streams().Started()
-	live, err := alice.Subscribe(testContext(t), chatclient.GraphQLTransportWS, reactionSub, map[string]any{"r": "tea-party"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer live.Close()
-	waitFor(t, func() bool { return ts.Streams().Started() > started })
+	live := ts.live(t, alice, reactionSub, map[string]any{"r": "tea-party"})
 
 	var added struct {
 		AddReaction struct {
@@ -223,10 +223,6 @@ func testReactions(t *testing.T, cfg Config) {
 	if rs := added.AddReaction.Reactions; len(rs) != 1 || rs[0].Emoji != "😱" || rs[0].Count != 1 || rs[0].ReactedByMe == nil || !*rs[0].ReactedByMe {
 		t.Fatalf("addReaction = %+v, want 😱 once, by me", rs)
 	}
-	resp, err := live.Next(testContext(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var ev struct {
 		RoomEvents struct {
 			Kind    string
@@ -234,9 +230,7 @@ func testReactions(t *testing.T, cfg Config) {
 			Message struct{ Reactions []reaction }
 		}
 	}
-	if err := json.Unmarshal(resp.Data, &ev); err != nil {
-		t.Fatal(err)
-	}
+	nextData(t, live, &ev)
 	if e := ev.RoomEvents; e.Kind != "REACTION_CHANGED" || e.User.Login != "bob" || len(e.Message.Reactions) != 1 || e.Message.Reactions[0].Count != 1 || e.Message.Reactions[0].ReactedByMe != nil {
 		t.Fatalf("live event = %+v, want REACTION_CHANGED by bob, 😱 once, reactedByMe null", e)
 	}
@@ -415,13 +409,7 @@ func testRoomReadReceipts(t *testing.T, cfg Config) {
 		t.Fatalf("bob's inbox entry of the room: %+v, want ROOM, 3 unread, the last message, nothing read", e)
 	}
 
-	started := ts.Streams().Started()
-	live, err := alice.Subscribe(testContext(t), chatclient.GraphQLTransportWS, readSub, map[string]any{"r": "tea-party"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer live.Close()
-	waitFor(t, func() bool { return ts.Streams().Started() > started })
+	live := ts.live(t, alice, readSub, map[string]any{"r": "tea-party"})
 
 	var marked struct {
 		MarkRead struct {
@@ -434,10 +422,6 @@ func testRoomReadReceipts(t *testing.T, cfg Config) {
 	if m := marked.MarkRead; m.Kind != "ROOM" || m.Unread != 1 || m.ReadUpTo == nil || *m.ReadUpTo != ids[1] {
 		t.Fatalf("markRead of the room = %+v, want 1 unread, read up to %s", m, ids[1])
 	}
-	resp, err := live.Next(testContext(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var ev struct {
 		RoomEvents struct {
 			Kind    string
@@ -446,9 +430,7 @@ func testRoomReadReceipts(t *testing.T, cfg Config) {
 			Message *struct{ ID string }
 		}
 	}
-	if err := json.Unmarshal(resp.Data, &ev); err != nil {
-		t.Fatal(err)
-	}
+	nextData(t, live, &ev)
 	if e := ev.RoomEvents; e.Kind != "READ_UPTO" || e.Cursor != nil || e.User.Login != "bob" || e.Message == nil || e.Message.ID != ids[1] {
 		t.Fatalf("live event = %+v, want READ_UPTO by bob up to %s, no cursor", e, ids[1])
 	}
@@ -486,17 +468,7 @@ func testMentions(t *testing.T, cfg Config) {
 	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
 	mustDo(t, alice, createRoom, map[string]any{"n": "tea-party"}, nil)
 	mustDo(t, bob, joinRoom, map[string]any{"r": "tea-party"}, nil)
-	started := ts.Streams().Started()
-	events := map[string]*chatclient.Subscription{}
-	for name, c := range map[string]*chatclient.Client{"bob": bob, "carol": carol} {
-		sub, err := c.Subscribe(testContext(t), chatclient.GraphQLTransportWS, mentionsSub, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sub.Close()
-		events[name] = sub
-	}
-	waitFor(t, func() bool { return ts.Streams().Started() >= started+2 })
+	events := map[string]*chatclient.Subscription{"bob": ts.live(t, bob, mentionsSub, nil), "carol": ts.live(t, carol, mentionsSub, nil)}
 
 	var out struct {
 		PostMessage struct {
@@ -509,19 +481,13 @@ func testMentions(t *testing.T, cfg Config) {
 	if !slices.Equal(out.PostMessage.Mentions, []string{"bob", "carol"}) {
 		t.Fatalf("mentions = %q, want bob and carol", out.PostMessage.Mentions)
 	}
-	resp, err := events["bob"].Next(testContext(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var ev struct {
 		InboxEvents struct {
 			Kind, ConversationID string
 			Message              struct{ ID string }
 		}
 	}
-	if err := json.Unmarshal(resp.Data, &ev); err != nil {
-		t.Fatal(err)
-	}
+	nextData(t, events["bob"], &ev)
 	if e := ev.InboxEvents; e.Kind != "MENTIONED" || e.ConversationID != "tea-party" || e.Message.ID != out.PostMessage.ID {
 		t.Fatalf("bob's inbox event = %+v, want MENTIONED of the post", e)
 	}
@@ -540,13 +506,7 @@ func testMentions(t *testing.T, cfg Config) {
 	mustDo(t, carol, createRoom, map[string]any{"n": "croquet"}, nil)
 	mustDo(t, alice, joinRoom, map[string]any{"r": "croquet"}, nil)
 	mustDo(t, alice, postMessage, map[string]any{"r": "croquet", "c": "hi @carol"}, nil)
-	resp, err = events["carol"].Next(testContext(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(resp.Data, &ev); err != nil {
-		t.Fatal(err)
-	}
+	nextData(t, events["carol"], &ev)
 	if e := ev.InboxEvents; e.Kind != "MENTIONED" || e.ConversationID != "croquet" {
 		t.Fatalf("carol's first inbox event = %+v, want the mention in croquet, not the one in tea-party", e)
 	}
