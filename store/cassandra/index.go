@@ -245,13 +245,13 @@ func (db *DB) changeMessage(ctx context.Context, m store.Message, by store.UserR
 	fo := newFanout(fanoutParallelism)
 	for _, c := range copies {
 		for _, st := range change.copy {
-			fo.Go(func() error {
-				return db.query(ctx, fmt.Sprintf(st.cql, c.table, c.where), append(slices.Clone(st.args), c.key(stored)...)...).Exec()
-			})
+			cql, args := fmt.Sprintf(st.cql, c.table, c.where), append(slices.Clone(st.args), c.key(stored)...)
+			fo.Go(func() error { return db.query(ctx, cql, args...).Exec() })
 		}
 	}
-	change.apply(&stored)
-	ev := store.Event{ID: store.NewMessageID(), Kind: change.kind, Room: stored.Room, User: by, Message: &stored}
+	changed := stored
+	change.apply(&changed)
+	ev := store.Event{ID: store.NewMessageID(), Kind: change.kind, Room: stored.Room, User: by, Message: &changed}
 	logged := !store.IsDirectConversation(stored.Room) || change.kind != store.MessageHidden
 	for _, login := range inboxes {
 		fo.Go(func() error {
