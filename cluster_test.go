@@ -327,3 +327,55 @@ func (rs *privateRedis) stop(t testing.TB) {
 	_ = rs.cmd.Wait()
 	rs.cmd = nil
 }
+
+// A change made on one instance reaches a subscriber on another as it is:
+// an edit with its editedAt, a deletion as a tombstone, a reply with its
+// thread.
+func TestClusterMessageChanges(t *testing.T) {
+	cl := startCluster(t, 2, redisURL(t))
+	alice := cl.instances[0].user(t, "alice")
+	bob := cl.on(1, cl.instances[0].user(t, "bob"))
+	mustDo(t, alice, createRoom, map[string]any{"n": "across"}, nil)
+	mustDo(t, bob, joinRoom, map[string]any{"r": "across"}, nil)
+	const sub = `subscription($r: String!) { roomEvents(room: $r) { kind message { id content editedAt deleted replyToId } } }`
+	live := cl.instances[1].live(t, bob, sub, map[string]any{"r": "across"})
+	type message struct {
+		ID, Content string
+		EditedAt    *string
+		Deleted     bool
+		ReplyToID   *string
+	}
+	next := func() (string, message) {
+		t.Helper()
+		var out struct {
+			RoomEvents struct {
+				Kind    string
+				Message message
+			}
+		}
+		for out.RoomEvents.Kind == "" || out.RoomEvents.Kind == "PARTICIPANT_JOINED" { // bob's join may come late
+			nextData(t, live, &out)
+		}
+		return out.RoomEvents.Kind, out.RoomEvents.Message
+	}
+
+	var posted struct{ PostMessage struct{ ID string } }
+	mustDo(t, alice, postMessage, map[string]any{"r": "across", "c": "first draft"}, &posted)
+	id := posted.PostMessage.ID
+	if kind, m := next(); kind != "MESSAGE_POSTED" || m.ID != id {
+		t.Fatalf("post on instance B: %s %+v", kind, m)
+	}
+	var edited struct{ EditMessage changedMessage }
+	mustDo(t, alice, editQ, map[string]any{"id": id, "c": "second draft"}, &edited)
+	if kind, m := next(); kind != "MESSAGE_EDITED" || m.Content != "second draft" || m.EditedAt == nil || *m.EditedAt != *edited.EditMessage.EditedAt {
+		t.Fatalf("edit on instance B: %s %+v, want editedAt %v", kind, m, *edited.EditMessage.EditedAt)
+	}
+	mustDo(t, alice, replyQ, map[string]any{"r": "across", "c": "a reply", "to": id}, nil)
+	if kind, m := next(); kind != "MESSAGE_POSTED" || m.ReplyToID == nil || *m.ReplyToID != id {
+		t.Fatalf("reply on instance B: %s %+v, want replyToId %s", kind, m, id)
+	}
+	mustDo(t, alice, deleteQ, map[string]any{"id": id}, nil)
+	if kind, m := next(); kind != "MESSAGE_DELETED" || !m.Deleted || m.Content != "" || m.EditedAt != nil {
+		t.Fatalf("delete on instance B: %s %+v, want a tombstone", kind, m)
+	}
+}

@@ -3,6 +3,7 @@ package broker
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/killrchat/chatql/store"
 )
@@ -12,15 +13,22 @@ import (
 // Go field changes nothing on the wire and instances of two versions can
 // run side by side during a rolling deploy.
 //
-// Version 2 (this one):
+// Version 3 (this one):
 //
-//	{"v":2,"id":"<timeuuid>","kind":"MESSAGE_POSTED","room":"tea-party",
+//	{"v":3,"id":"<timeuuid>","kind":"MESSAGE_EDITED","room":"tea-party",
 //	 "user":{"login":"alice","first":"Alice","last":"Liddell"},
-//	 "msg":{"id":"<timeuuid>","author":{...},"content":"hi","system":true,"hidden":true}}
+//	 "msg":{"id":"<timeuuid>","author":{...},"content":"hi","system":true,"hidden":true,
+//	        "edited":1764000000123,"deleted":true,"reply":"<timeuuid>"}}
 //
-// id is absent for an event that no log holds (RESYNC, ROOM_DELETED of an
-// older sender); msg is absent for an event without a message; false and
-// empty fields are left out. The message's room is the event's.
+// id is absent for an event that no log holds (RESYNC, READ_UPTO, ROOM_DELETED
+// of an older sender); msg is absent for an event without a message; false,
+// zero and empty fields are left out. The message's room is the event's.
+// edited is when the message was last edited, in Unix milliseconds; reply is
+// the root of the thread it replies in.
+//
+// Version 2 is version 3 without the message's edited, deleted and reply:
+// an instance of version 2 shows an edited or deleted message of a newer
+// sender as unedited, and its reply as no reply, until it is upgraded.
 //
 // Version 1 (no "v") was the JSON encoding of the event's Go type, whose
 // message had no tags: {"id":..,"kind":..,"room":..,"user":{"Login":..,
@@ -30,7 +38,7 @@ import (
 // A newer version than wireVersion is decoded as far as its fields are
 // known (versions only ever add fields); an undecodable payload makes the
 // topic's subscribers resync from the log.
-const wireVersion = 2
+const wireVersion = 3
 
 type wireEvent struct {
 	V       int          `json:"v"`
@@ -60,6 +68,10 @@ type wireMessage struct {
 	Content string   `json:"content,omitempty"`
 	System  bool     `json:"system,omitempty"`
 	Hidden  bool     `json:"hidden,omitempty"`
+	// Version 3.
+	Edited  int64  `json:"edited,omitempty"`
+	Deleted bool   `json:"deleted,omitempty"`
+	ReplyTo string `json:"reply,omitempty"`
 }
 
 type v1Message struct {
@@ -86,7 +98,13 @@ func encodeEvent(ev Event) ([]byte, error) {
 		w.ID = ev.ID.String()
 	}
 	if m := ev.Message; m != nil {
-		w.Message = &wireMessage{ID: m.ID.String(), Author: toWireUser(m.Author), Content: m.Content, System: m.System, Hidden: m.Hidden}
+		w.Message = &wireMessage{ID: m.ID.String(), Author: toWireUser(m.Author), Content: m.Content, System: m.System, Hidden: m.Hidden, Deleted: m.Deleted}
+		if !m.EditedAt.IsZero() {
+			w.Message.Edited = m.EditedAt.UnixMilli()
+		}
+		if !m.ReplyTo.IsZero() {
+			w.Message.ReplyTo = m.ReplyTo.String()
+		}
 	}
 	b, err := json.Marshal(w)
 	if err != nil {
@@ -118,7 +136,16 @@ func decodeEvent(b []byte) (Event, error) {
 		if err != nil {
 			return Event{}, fmt.Errorf("decode event message id: %w", err)
 		}
-		ev.Message = &store.Message{Room: w.Room, ID: id, Author: m.Author.ref(), Content: m.Content, System: m.System, Hidden: m.Hidden}
+		msg := &store.Message{Room: w.Room, ID: id, Author: m.Author.ref(), Content: m.Content, System: m.System, Hidden: m.Hidden, Deleted: m.Deleted}
+		if m.Edited != 0 {
+			msg.EditedAt = time.UnixMilli(m.Edited).UTC()
+		}
+		if m.ReplyTo != "" {
+			if msg.ReplyTo, err = store.ParseMessageID(m.ReplyTo); err != nil {
+				return Event{}, fmt.Errorf("decode event message reply: %w", err)
+			}
+		}
+		ev.Message = msg
 	case w.V1Message != nil:
 		m := w.V1Message
 		ev.Message = &store.Message{Room: m.Room, ID: m.ID, Author: m.Author.ref(), Content: m.Content, System: m.System, Hidden: m.Hidden}

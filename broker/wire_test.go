@@ -3,6 +3,7 @@ package broker
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/killrchat/chatql/store"
 )
@@ -49,10 +50,28 @@ func TestWireDecodesVersion1(t *testing.T) {
 }
 
 // The version 2 payload is fixed: later versions must keep decoding it.
-func TestWireVersion2(t *testing.T) {
-	golden := `{"v":2,"id":"` + postID + `","kind":"MESSAGE_POSTED","room":"tea","user":{"login":"alice","first":"Alice","last":"Liddell"},` +
+func TestWireDecodesVersion2(t *testing.T) {
+	v2 := `{"v":2,"id":"` + postID + `","kind":"MESSAGE_POSTED","room":"tea","user":{"login":"alice","first":"Alice","last":"Liddell"},` +
 		`"msg":{"id":"` + postID + `","author":{"login":"alice","first":"Alice","last":"Liddell"},"content":"hi \"there\"","system":true}}`
-	b, err := encodeEvent(wantPosted(t))
+	got, err := decodeEvent([]byte(v2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameEvent(t, "version 2", got, wantPosted(t))
+}
+
+// The version 3 payload is fixed: later versions must keep decoding it. It
+// carries a message's edit, deletion and thread.
+func TestWireVersion3(t *testing.T) {
+	ev := wantPosted(t)
+	ev.Kind = store.MessageEdited
+	ev.Message.EditedAt = time.UnixMilli(1764000000123).UTC()
+	ev.Message.Deleted = true
+	ev.Message.ReplyTo, _ = store.ParseMessageID(hideID)
+	golden := `{"v":3,"id":"` + postID + `","kind":"MESSAGE_EDITED","room":"tea","user":{"login":"alice","first":"Alice","last":"Liddell"},` +
+		`"msg":{"id":"` + postID + `","author":{"login":"alice","first":"Alice","last":"Liddell"},"content":"hi \"there\"","system":true,` +
+		`"edited":1764000000123,"deleted":true,"reply":"` + hideID + `"}}`
+	b, err := encodeEvent(ev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +82,7 @@ func TestWireVersion2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameEvent(t, "version 2", got, wantPosted(t))
+	sameEvent(t, "version 3", got, ev)
 }
 
 // Every kind round-trips, with and without an id or a message; a newer
@@ -93,7 +112,7 @@ func TestWireRoundTrip(t *testing.T) {
 			t.Errorf("an event without a message encodes one: %s", b)
 		}
 	}
-	got, err := decodeEvent([]byte(`{"v":3,"kind":"MESSAGE_HIDDEN","room":"tea","user":{"login":"bob"},"reactions":{"x":1}}`))
+	got, err := decodeEvent([]byte(`{"v":4,"kind":"MESSAGE_HIDDEN","room":"tea","user":{"login":"bob"},"reactions":{"x":1}}`))
 	if err != nil || got.Kind != store.MessageHidden || got.User.Login != "bob" {
 		t.Fatalf("a newer version: %+v, %v", got, err)
 	}
@@ -101,7 +120,8 @@ func TestWireRoundTrip(t *testing.T) {
 
 func TestWireRefusesGarbage(t *testing.T) {
 	for _, b := range []string{``, `null`, `[]`, `{}`, `{"v":2,"kind":"MESSAGE_POSTED","id":"nope"}`,
-		`{"v":2,"kind":"MESSAGE_POSTED","msg":{"id":"00000000-0000-0000-0000-000000000000"}}`, `{"kind":"X","user":7}`} {
+		`{"v":2,"kind":"MESSAGE_POSTED","msg":{"id":"00000000-0000-0000-0000-000000000000"}}`, `{"kind":"X","user":7}`,
+		`{"v":3,"kind":"MESSAGE_POSTED","msg":{"id":"` + postID + `","reply":"nope"}}`} {
 		if ev, err := decodeEvent([]byte(b)); err == nil {
 			t.Errorf("decodeEvent(%q) = %+v, want an error", b, ev)
 		}
