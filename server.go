@@ -178,6 +178,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, st store.Store
 	s.passwords = passwords
 	s.streams = &stream.Source{Store: s.store, Broker: s.broker}
 	res := &resolvers.Resolver{Store: s.store, Broker: s.broker, Streams: s.streams, Tokens: tokens, Sessions: sessions, Passwords: passwords, Log: log, Limits: limits}
+	res.Typists = res.NewTyping()
 	s.http = &http.Server{
 		Handler:           s.routes(streams, res, sessions),
 		ReadHeaderTimeout: cfg.ReadTimeout,

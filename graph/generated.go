@@ -70,6 +70,7 @@ type ComplexityRoot struct {
 		Cursor         func(childComplexity int) int
 		Kind           func(childComplexity int) int
 		Message        func(childComplexity int) int
+		User           func(childComplexity int) int
 	}
 
 	Message struct {
@@ -118,6 +119,7 @@ type ComplexityRoot struct {
 		RemoveReaction    func(childComplexity int, messageID string, emoji string) int
 		SendDirectMessage func(childComplexity int, to string, content string, clientMessageID *string, replyTo *string) int
 		Signup            func(childComplexity int, input model.SignupInput) int
+		Typing            func(childComplexity int, conversation string, active *bool) int
 	}
 
 	PageInfo struct {
@@ -228,6 +230,7 @@ type MutationResolver interface {
 	SendDirectMessage(ctx context.Context, to string, content string, clientMessageID *string, replyTo *string) (*store.Message, error)
 	MarkRead(ctx context.Context, conversation string, upTo string) (*store.Conversation, error)
 	AddGroupMember(ctx context.Context, group string, login string) (*store.Room, error)
+	Typing(ctx context.Context, conversation string, active *bool) (bool, error)
 	HideMessage(ctx context.Context, id string) (*store.Message, error)
 	PostMessage(ctx context.Context, room string, content string, clientMessageID *string, replyTo *string) (*store.Message, error)
 	EditMessage(ctx context.Context, id string, content string) (*store.Message, error)
@@ -397,6 +400,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.InboxEvent.Message(childComplexity), true
+	case "InboxEvent.user":
+		if e.ComplexityRoot.InboxEvent.User == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboxEvent.User(childComplexity), true
 
 	case "Message.author":
 		if e.ComplexityRoot.Message.Author == nil {
@@ -702,6 +711,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.Signup(childComplexity, args["input"].(model.SignupInput)), true
+	case "Mutation.typing":
+		if e.ComplexityRoot.Mutation.Typing == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_typing_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.Typing(childComplexity, args["conversation"].(string), args["active"].(*bool)), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -1195,6 +1215,13 @@ enum InboxEventKind {
   REACTION_CHANGED
   """` + "`" + `message` + "`" + `, in a room or group the caller takes part in, mentions them as @login."""
   MENTIONED
+  """
+  ` + "`" + `user` + "`" + `, the other user of the direct conversation, is typing. Ephemeral: no cursor, never
+  replayed. It holds for 6 seconds unless renewed; TYPING_STOPPED follows.
+  """
+  TYPING_STARTED
+  """` + "`" + `user` + "`" + ` stopped typing in the direct conversation, sent their message, or let it lapse."""
+  TYPING_STOPPED
 }
 
 """A change in the caller's inbox."""
@@ -1207,8 +1234,10 @@ type InboxEvent {
   message: Message
   """The conversation as the caller's inbox now shows it (read when this field is asked for)."""
   conversation: Conversation
-  """Pass as ` + "`" + `inboxEvents(after:)` + "`" + ` to resume after this event."""
-  cursor: String!
+  """Who caused it: the sender, the marker, who added the caller, who typed."""
+  user: UserSummary!
+  """Pass as ` + "`" + `inboxEvents(after:)` + "`" + ` to resume after this event. Null for TYPING_STARTED and TYPING_STOPPED, which no log keeps."""
+  cursor: String
 }
 
 extend type Query {
@@ -1241,6 +1270,14 @@ extend type Mutation {
   markRead(conversation: ID!, upTo: ID!): Conversation!
   """Adds a user to a private group; only members may. Returns the group."""
   addGroupMember(group: String!, login: String!): Room!
+  """
+  Tells the conversation's other subscribers that the caller is typing (` + "`" + `active` + "`" + `, the default) or
+  stopped: a room or group the caller takes part in gets TYPING_STARTED / TYPING_STOPPED room
+  events, a direct conversation (its id, as ` + "`" + `alice:bob` + "`" + `) an inbox event for the other
+  user. Nothing is stored. Call it again every few seconds while the user types: a start holds for
+  6 seconds, renewals within 3 seconds tell nobody, and posting ends it. Returns ` + "`" + `active` + "`" + `.
+  """
+  typing(conversation: ID!, active: Boolean = true): Boolean!
   """Hides a message. Only its author, or the creator of its room, may. Subscribers get MESSAGE_HIDDEN."""
   hideMessage(id: ID!): Message!
 }
@@ -1341,6 +1378,14 @@ enum RoomEventKind {
   (read marks are state, kept in ` + "`" + `Room.readMarks` + "`" + `, not history).
   """
   READ_UPTO
+  """
+  ` + "`" + `user` + "`" + ` is typing (the ` + "`" + `typing` + "`" + ` mutation). Ephemeral: no cursor, never replayed. It holds for 6
+  seconds unless renewed; TYPING_STOPPED follows when ` + "`" + `user` + "`" + ` stops, posts, or lets it lapse. Apps
+  usually skip their own user's.
+  """
+  TYPING_STARTED
+  """` + "`" + `user` + "`" + ` stopped typing, posted, or let their TYPING_STARTED lapse. Ephemeral, like it."""
+  TYPING_STOPPED
 }
 
 """Something that happened in a room."""
@@ -1353,7 +1398,7 @@ type RoomEvent {
   message: Message
   """Who posted, joined, left or deleted the room."""
   user: UserSummary!
-  """Pass as ` + "`" + `roomEvents(after:)` + "`" + ` to resume after this event. Null for ROOM_DELETED."""
+  """Pass as ` + "`" + `roomEvents(after:)` + "`" + ` to resume after this event. Null for the events no log keeps: ROOM_DELETED, READ_UPTO, TYPING_STARTED, TYPING_STOPPED."""
   cursor: String
 }
 
@@ -1700,6 +1745,8 @@ func (ec *executionContext) childFields_InboxEvent(ctx context.Context, field gr
 		return ec.fieldContext_InboxEvent_message(ctx, field)
 	case "conversation":
 		return ec.fieldContext_InboxEvent_conversation(ctx, field)
+	case "user":
+		return ec.fieldContext_InboxEvent_user(ctx, field)
 	case "cursor":
 		return ec.fieldContext_InboxEvent_cursor(ctx, field)
 	}
@@ -2337,6 +2384,28 @@ func (ec *executionContext) field_Mutation_signup_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_typing_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversation",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversation"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "active",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["active"] = arg1
 	return args, nil
 }
 
@@ -3083,6 +3152,38 @@ func (ec *executionContext) fieldContext_InboxEvent_conversation(_ context.Conte
 	return fc, nil
 }
 
+func (ec *executionContext) _InboxEvent_user(ctx context.Context, field graphql.CollectedField, obj *model.InboxEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboxEvent_user(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.User, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.UserRef) graphql.Marshaler {
+			return ec.marshalNUserSummary2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUserRef(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InboxEvent_user(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "InboxEvent",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserSummary(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _InboxEvent_cursor(ctx context.Context, field graphql.CollectedField, obj *model.InboxEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3095,11 +3196,11 @@ func (ec *executionContext) _InboxEvent_cursor(ctx context.Context, field graphq
 			return obj.Cursor, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_InboxEvent_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -3700,6 +3801,50 @@ func (ec *executionContext) fieldContext_Mutation_addGroupMember(ctx context.Con
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_addGroupMember_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_typing(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_typing(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().Typing(ctx, fc.Args["conversation"].(string), fc.Args["active"].(*bool))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_typing(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_typing_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -7292,9 +7437,14 @@ func (ec *executionContext) _InboxEvent(ctx context.Context, sel ast.SelectionSe
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "user":
+			out.Values[i] = ec._InboxEvent_user(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "cursor":
 			out.Values[i] = ec._InboxEvent_cursor(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
@@ -7775,6 +7925,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "addGroupMember":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_addGroupMember(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "typing":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_typing(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++

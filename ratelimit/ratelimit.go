@@ -21,6 +21,7 @@ const (
 	Signup                      // signup, per client address
 	Login                       // login attempts, per login tried
 	LoginAddress                // login attempts, per client address
+	Typing                      // typing, per user
 	numActions
 )
 
@@ -31,6 +32,7 @@ var actionNames = [numActions]struct{ key, words string }{
 	Signup:        {"signup", "signups from this address"},
 	Login:         {"login", "login attempts for this login"},
 	LoginAddress:  {"login-addr", "login attempts from this address"},
+	Typing:        {"typing", "typing notices"},
 }
 
 func (a Action) key() string      { return actionNames[a].key }
@@ -48,6 +50,7 @@ var DefaultLimits = Limits{
 	Signup:        {Rate: 5, Period: time.Minute, Burst: 5},
 	Login:         {Rate: 10, Period: time.Minute, Burst: 10},
 	LoginAddress:  {Rate: 10, Period: time.Minute, Burst: 10},
+	Typing:        {Rate: 5, Period: time.Second, Burst: 10},
 }
 
 // Limiter limits how often each key may do one action.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/killrchat/chatql/store"
 	"github.com/killrchat/chatql/stream"
@@ -20,6 +19,7 @@ import (
 //   - a message is readable by the parties of its direct conversation, the
 //     participants of its public room, and whoever was a member of its
 //     group when it was posted: mayRead.
+//   - a direct conversation is its two parties': directPeer.
 //
 // Subscriptions apply the participant rule when they open and again when
 // they catch up (stream.Source.OpenRoom).
@@ -49,7 +49,7 @@ func (r *Resolver) readableMessage(ctx context.Context, id string, me store.User
 // was posted. Returns ErrForbidden otherwise.
 func (r *Resolver) mayRead(ctx context.Context, msg store.Message, me store.UserRef) error {
 	if store.IsDirectConversation(msg.Room) {
-		if a, b, _ := strings.Cut(msg.Room, ":"); a == me.Login || b == me.Login {
+		if a, b := store.DirectParties(msg.Room); a == me.Login || b == me.Login {
 			return nil
 		}
 		return store.ErrForbidden
@@ -89,6 +89,25 @@ func (r *Resolver) participant(ctx context.Context, name string, u store.UserRef
 		return store.RoomMembership{}, stream.NotParticipant(name, u)
 	}
 	return m, nil
+}
+
+// directPeer returns the other party of the direct conversation with this
+// id, if me is one of its parties and the other exists; otherwise
+// NOT_FOUND, so ids reveal nothing.
+func (r *Resolver) directPeer(ctx context.Context, conversation string, me store.UserRef) (store.User, error) {
+	a, b := store.DirectParties(conversation)
+	peer := a
+	switch me.Login {
+	case a:
+		peer = b
+	case b:
+	default:
+		return store.User{}, fmt.Errorf("conversation %q: %w", conversation, store.ErrNotFound)
+	}
+	if store.DirectConversationID(a, b) != conversation || peer == me.Login || store.ValidateLogin(peer) != nil {
+		return store.User{}, fmt.Errorf("conversation %q: %w", conversation, store.ErrNotFound)
+	}
+	return r.Store.User(ctx, peer)
 }
 
 // postAudience checks that u may post to the room, as participant does,

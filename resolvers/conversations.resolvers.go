@@ -95,6 +95,7 @@ func (r *mutationResolver) SendDirectMessage(ctx context.Context, to string, con
 		if err := r.Store.SendDirect(ctx, msg, peer.UserRef); err != nil {
 			return err
 		}
+		r.Typists.Stop(conv, me.Login)
 		ev := store.Event{ID: msg.ID, Kind: store.DirectMessage, Room: conv, Message: &msg, User: me}
 		r.publishTo(ctx, broker.UserTopic(to), ev)
 		r.publishTo(ctx, broker.UserTopic(me.Login), ev)
@@ -158,6 +159,11 @@ func (r *mutationResolver) AddGroupMember(ctx context.Context, group string, log
 		r.publishTo(ctx, broker.UserTopic(login), store.Event{ID: joined.ID, Kind: store.AddedToGroup, Room: group, User: me, Message: joined.Message})
 	}
 	return &room, nil
+}
+
+// Typing is the resolver for the typing field.
+func (r *mutationResolver) Typing(ctx context.Context, conversation string, active *bool) (bool, error) {
+	return r.typing(ctx, conversation, active == nil || *active)
 }
 
 // HideMessage is the resolver for the hideMessage field.

@@ -39,7 +39,7 @@ func (r *Resolver) publishChange(ctx context.Context, ev store.Event) {
 		r.publish(ctx, ev)
 		return
 	}
-	a, b, _ := strings.Cut(ev.Room, ":")
+	a, b := store.DirectParties(ev.Room)
 	r.publishTo(ctx, broker.UserTopic(a), ev)
 	r.publishTo(ctx, broker.UserTopic(b), ev)
 }

@@ -100,6 +100,7 @@ func (r *mutationResolver) PostMessage(ctx context.Context, room string, content
 		} else if err := r.Store.PostMessage(ctx, msg); err != nil {
 			return err
 		}
+		r.Typists.Stop(room, me.Login)
 		r.publish(ctx, store.PostedEvent(msg))
 		r.notifyMentions(ctx, msg, kind, members)
 		return nil

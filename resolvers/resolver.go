@@ -7,6 +7,7 @@ import (
 
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/presence"
 	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
 	"github.com/killrchat/chatql/stream"
@@ -37,4 +38,6 @@ type Resolver struct {
 	// Limits count writes per user and per client address; nil limits
 	// nothing.
 	Limits *ratelimit.Set
+	// Typists tracks who types where through this instance (NewTyping).
+	Typists *presence.Typing
 }

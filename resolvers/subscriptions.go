@@ -192,9 +192,15 @@ func RoomEventOf(ev *store.Event) *model.RoomEvent {
 	return out
 }
 
-// inboxEventOf shapes an inbox event as the API's InboxEvent.
+// inboxEventOf shapes an inbox event as the API's InboxEvent. A logged
+// event's id is its cursor; an ephemeral one (typing) has none.
 func inboxEventOf(ev *store.Event) *model.InboxEvent {
-	return &model.InboxEvent{Kind: model.InboxEventKind(ev.Kind), ConversationID: ev.Room, Message: ev.Message, Cursor: ev.ID.String()}
+	out := &model.InboxEvent{Kind: model.InboxEventKind(ev.Kind), ConversationID: ev.Room, Message: ev.Message, User: &ev.User}
+	if !ev.ID.IsZero() {
+		cursor := ev.ID.String()
+		out.Cursor = &cursor
+	}
+	return out
 }
 
 // channel runs a stream for gqlgen's subscription transports, which read

@@ -44,6 +44,13 @@ func DirectConversationID(a, b string) string {
 	return a + ":" + b
 }
 
+// DirectParties returns the logins of the two users of the direct
+// conversation with this id, in id order.
+func DirectParties(id string) (a, b string) {
+	a, b, _ = strings.Cut(id, ":")
+	return a, b
+}
+
 // IsDirectConversation reports whether id names a direct conversation.
 func IsDirectConversation(id string) bool { return strings.Contains(id, ":") }
 

@@ -49,6 +49,17 @@ const (
 	AddedToGroup EventKind = "ADDED_TO_GROUP"
 )
 
+// The kinds of ephemeral events: told live to a room's or a direct
+// conversation's subscribers, never logged, never replayed; their id is
+// zero. Room is the room, or the direct conversation's id.
+const (
+	// TypingStarted: User is typing; it lapses unless renewed (see
+	// presence.Typing).
+	TypingStarted EventKind = "TYPING_STARTED"
+	// TypingStopped: User stopped typing, or let it lapse.
+	TypingStopped EventKind = "TYPING_STOPPED"
+)
+
 // Event is one durable change, as its log keeps it. Its id is a timeuuid,
 // unique within its log and ordered by time: the cursor a subscriber resumes
 // after. An event about a message's arrival shares the message's id, so a

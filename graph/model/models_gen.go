@@ -48,8 +48,10 @@ type InboxEvent struct {
 	Message *store.Message `json:"message,omitempty"`
 	// The conversation as the caller's inbox now shows it (read when this field is asked for).
 	Conversation *store.Conversation `json:"conversation,omitempty"`
-	// Pass as `inboxEvents(after:)` to resume after this event.
-	Cursor string `json:"cursor"`
+	// Who caused it: the sender, the marker, who added the caller, who typed.
+	User *store.UserRef `json:"user"`
+	// Pass as `inboxEvents(after:)` to resume after this event. Null for TYPING_STARTED and TYPING_STOPPED, which no log keeps.
+	Cursor *string `json:"cursor,omitempty"`
 }
 
 // A page of messages, newest first.
@@ -114,7 +116,7 @@ type RoomEvent struct {
 	Message *store.Message `json:"message,omitempty"`
 	// Who posted, joined, left or deleted the room.
 	User *store.UserRef `json:"user"`
-	// Pass as `roomEvents(after:)` to resume after this event. Null for ROOM_DELETED.
+	// Pass as `roomEvents(after:)` to resume after this event. Null for the events no log keeps: ROOM_DELETED, READ_UPTO, TYPING_STARTED, TYPING_STOPPED.
 	Cursor *string `json:"cursor,omitempty"`
 }
 
@@ -217,6 +219,11 @@ const (
 	InboxEventKindReactionChanged InboxEventKind = "REACTION_CHANGED"
 	// `message`, in a room or group the caller takes part in, mentions them as @login.
 	InboxEventKindMentioned InboxEventKind = "MENTIONED"
+	// `user`, the other user of the direct conversation, is typing. Ephemeral: no cursor, never
+	// replayed. It holds for 6 seconds unless renewed; TYPING_STOPPED follows.
+	InboxEventKindTypingStarted InboxEventKind = "TYPING_STARTED"
+	// `user` stopped typing in the direct conversation, sent their message, or let it lapse.
+	InboxEventKindTypingStopped InboxEventKind = "TYPING_STOPPED"
 )
 
 var AllInboxEventKind = []InboxEventKind{
@@ -227,11 +234,13 @@ var AllInboxEventKind = []InboxEventKind{
 	InboxEventKindMessageDeleted,
 	InboxEventKindReactionChanged,
 	InboxEventKindMentioned,
+	InboxEventKindTypingStarted,
+	InboxEventKindTypingStopped,
 }
 
 func (e InboxEventKind) IsValid() bool {
 	switch e {
-	case InboxEventKindDirectMessage, InboxEventKindUnreadChanged, InboxEventKindAddedToGroup, InboxEventKindMessageEdited, InboxEventKindMessageDeleted, InboxEventKindReactionChanged, InboxEventKindMentioned:
+	case InboxEventKindDirectMessage, InboxEventKindUnreadChanged, InboxEventKindAddedToGroup, InboxEventKindMessageEdited, InboxEventKindMessageDeleted, InboxEventKindReactionChanged, InboxEventKindMentioned, InboxEventKindTypingStarted, InboxEventKindTypingStopped:
 		return true
 	}
 	return false
@@ -295,6 +304,12 @@ const (
 	// `user` marked the room read up to `message`. Live only: it has no cursor and is not replayed
 	// (read marks are state, kept in `Room.readMarks`, not history).
 	RoomEventKindReadUpto RoomEventKind = "READ_UPTO"
+	// `user` is typing (the `typing` mutation). Ephemeral: no cursor, never replayed. It holds for 6
+	// seconds unless renewed; TYPING_STOPPED follows when `user` stops, posts, or lets it lapse. Apps
+	// usually skip their own user's.
+	RoomEventKindTypingStarted RoomEventKind = "TYPING_STARTED"
+	// `user` stopped typing, posted, or let their TYPING_STARTED lapse. Ephemeral, like it.
+	RoomEventKindTypingStopped RoomEventKind = "TYPING_STOPPED"
 )
 
 var AllRoomEventKind = []RoomEventKind{
@@ -307,11 +322,13 @@ var AllRoomEventKind = []RoomEventKind{
 	RoomEventKindMessageDeleted,
 	RoomEventKindReactionChanged,
 	RoomEventKindReadUpto,
+	RoomEventKindTypingStarted,
+	RoomEventKindTypingStopped,
 }
 
 func (e RoomEventKind) IsValid() bool {
 	switch e {
-	case RoomEventKindMessagePosted, RoomEventKindParticipantJoined, RoomEventKindParticipantLeft, RoomEventKindRoomDeleted, RoomEventKindMessageHidden, RoomEventKindMessageEdited, RoomEventKindMessageDeleted, RoomEventKindReactionChanged, RoomEventKindReadUpto:
+	case RoomEventKindMessagePosted, RoomEventKindParticipantJoined, RoomEventKindParticipantLeft, RoomEventKindRoomDeleted, RoomEventKindMessageHidden, RoomEventKindMessageEdited, RoomEventKindMessageDeleted, RoomEventKindReactionChanged, RoomEventKindReadUpto, RoomEventKindTypingStarted, RoomEventKindTypingStopped:
 		return true
 	}
 	return false

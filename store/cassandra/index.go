@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -282,7 +281,7 @@ func (db *DB) logMessageEvent(ctx context.Context, fo *fanout, ev store.Event) {
 		fo.Go(func() error { return db.query(ctx, insertRoomEvent, roomEventArgs(ev)...).Exec() })
 		return
 	}
-	a, b, _ := strings.Cut(ev.Room, ":")
+	a, b := store.DirectParties(ev.Room)
 	for _, login := range []string{a, b} {
 		fo.Go(func() error {
 			b := db.inboxBatch(ctx)
@@ -300,7 +299,7 @@ func (db *DB) logMessageEvent(ctx context.Context, fo *fanout, ev store.Event) {
 // may show a hidden last message as visible.)
 func (db *DB) inboxesOf(ctx context.Context, conversation string) ([]string, error) {
 	if store.IsDirectConversation(conversation) {
-		a, b, _ := strings.Cut(conversation, ":")
+		a, b := store.DirectParties(conversation)
 		return []string{a, b}, nil
 	}
 	var (

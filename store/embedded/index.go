@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/killrchat/chatql/store"
@@ -221,7 +220,7 @@ func (db *DB) changeMessage(ctx context.Context, m store.Message, by store.UserR
 // that is gone.
 func (db *DB) inboxesOf(conversation string) ([]string, error) {
 	if store.IsDirectConversation(conversation) {
-		a, b, _ := strings.Cut(conversation, ":")
+		a, b := store.DirectParties(conversation)
 		return []string{a, b}, nil
 	}
 	room, found, err := getRow[roomRow](db, roomKey(conversation))

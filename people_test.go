@@ -1,0 +1,138 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/killrchat/chatql/internal/chatclient"
+)
+
+// The people features of issue 14, end to end: typing, presence.
+
+const (
+	typingQ     = `mutation($c: ID!, $on: Boolean) { typing(conversation: $c, active: $on) }`
+	typingRoom  = `subscription($r: String!, $after: String) { roomEvents(room: $r, after: $after) { kind cursor user { login } message { content } } }`
+	typingInbox = `subscription($after: String) { inboxEvents(after: $after) { kind conversationId cursor user { login } message { content } } }`
+)
+
+// peopleEvent is a room or inbox event as the people tests read it.
+type peopleEvent struct {
+	Kind, ConversationID string
+	Cursor               *string
+	User                 struct{ Login string }
+	Message              *struct{ Content string }
+}
+
+func nextPeopleEvent(t *testing.T, sub *chatclient.Subscription) peopleEvent {
+	t.Helper()
+	var out struct{ RoomEvents, InboxEvents *peopleEvent }
+	nextData(t, sub, &out)
+	if out.RoomEvents != nil {
+		return *out.RoomEvents
+	}
+	return *out.InboxEvents
+}
+
+func wantTyping(t *testing.T, sub *chatclient.Subscription, kind, login string) {
+	t.Helper()
+	ev := nextPeopleEvent(t, sub)
+	if ev.Kind != kind || ev.User.Login != login || ev.Cursor != nil || ev.Message != nil {
+		t.Fatalf("event = %+v, want %s by %s with no cursor and no message", ev, kind, login)
+	}
+}
+
+func TestTyping(t *testing.T) { forEachStore(t, testTyping) }
+
+// testTyping: a room's and a direct conversation's typing reach their
+// subscribers live, end on request or with a post, are never replayed, and
+// refuse who takes no part.
+func testTyping(t *testing.T, cfg Config) {
+	ts := startServer(t, cfg)
+	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
+	mustDo(t, alice, createRoom, map[string]any{"n": "tea-party"}, nil)
+	mustDo(t, bob, joinRoom, map[string]any{"r": "tea-party"}, nil)
+	var posted struct{ PostMessage struct{ ID string } }
+	mustDo(t, alice, postMessage, map[string]any{"r": "tea-party", "c": "Tea?"}, &posted)
+
+	t.Run("Room", func(t *testing.T) {
+		live := ts.live(t, alice, typingRoom, map[string]any{"r": "tea-party"})
+		var out struct{ Typing bool }
+		mustDo(t, bob, typingQ, map[string]any{"c": "tea-party"}, &out)
+		if !out.Typing {
+			t.Fatal("typing returned false for a start")
+		}
+		wantTyping(t, live, "TYPING_STARTED", "bob")
+		mustDo(t, bob, typingQ, map[string]any{"c": "tea-party"}, nil) // a renewal: nothing told
+		mustDo(t, bob, typingQ, map[string]any{"c": "tea-party", "on": false}, &out)
+		if out.Typing {
+			t.Fatal("typing returned true for a stop")
+		}
+		wantTyping(t, live, "TYPING_STOPPED", "bob")
+		// A post ends its author's typing.
+		mustDo(t, bob, typingQ, map[string]any{"c": "tea-party"}, nil)
+		wantTyping(t, live, "TYPING_STARTED", "bob")
+		mustDo(t, bob, postMessage, map[string]any{"r": "tea-party", "c": "Yes please"}, nil)
+		wantTyping(t, live, "TYPING_STOPPED", "bob")
+		if ev := nextPeopleEvent(t, live); ev.Kind != "MESSAGE_POSTED" || ev.Message == nil || ev.Message.Content != "Yes please" {
+			t.Fatalf("after the stop: %+v, want bob's post", ev)
+		}
+		// Replaying from before all that: the post, and no typing.
+		replay := ts.live(t, alice, typingRoom, map[string]any{"r": "tea-party", "after": posted.PostMessage.ID})
+		if ev := nextPeopleEvent(t, replay); ev.Kind != "MESSAGE_POSTED" || ev.Message.Content != "Yes please" {
+			t.Fatalf("replay: %+v, want bob's post and no typing", ev)
+		}
+	})
+
+	t.Run("Direct", func(t *testing.T) {
+		mustDo(t, alice, sendDirect, map[string]any{"to": "bob", "c": "psst"}, nil)
+		bobInbox := ts.live(t, bob, typingInbox, nil)
+		mustDo(t, alice, typingQ, map[string]any{"c": "alice:bob"}, nil)
+		ev := nextPeopleEvent(t, bobInbox)
+		if ev.Kind != "TYPING_STARTED" || ev.ConversationID != "alice:bob" || ev.User.Login != "alice" || ev.Cursor != nil {
+			t.Fatalf("bob's inbox: %+v, want alice typing in alice:bob, no cursor", ev)
+		}
+		mustDo(t, alice, sendDirect, map[string]any{"to": "bob", "c": "are you there?"}, nil)
+		wantTyping(t, bobInbox, "TYPING_STOPPED", "alice")
+		if ev := nextPeopleEvent(t, bobInbox); ev.Kind != "DIRECT_MESSAGE" || ev.Cursor == nil || ev.User.Login != "alice" {
+			t.Fatalf("bob's inbox after the stop: %+v, want the direct message with its cursor", ev)
+		}
+		// Typing to someone never written to is allowed: the conversation
+		// starts with its first message.
+		mustDo(t, carol, typingQ, map[string]any{"c": "alice:carol"}, nil)
+	})
+
+	t.Run("Refused", func(t *testing.T) {
+		wantCode(t, carol, "FORBIDDEN", typingQ, map[string]any{"c": "tea-party"})
+		wantCode(t, carol, "NOT_FOUND", typingQ, map[string]any{"c": "no-such-room"})
+		wantCode(t, carol, "NOT_FOUND", typingQ, map[string]any{"c": "alice:bob"})
+		wantCode(t, carol, "NOT_FOUND", typingQ, map[string]any{"c": "carol:nobody"})
+		wantCode(t, carol, "NOT_FOUND", typingQ, map[string]any{"c": "carol:carol"})
+		wantCode(t, carol, "NOT_FOUND", typingQ, map[string]any{"c": "bob:alice:carol"})
+		wantCode(t, ts.Client, "UNAUTHENTICATED", typingQ, map[string]any{"c": "tea-party"})
+	})
+}
+
+// Typing on one instance reaches the subscribers of another, in a room and
+// in a direct conversation.
+func TestClusterTyping(t *testing.T) {
+	cl := startCluster(t, 2, redisURL(t))
+	alice := cl.instances[0].user(t, "alice")
+	bob := cl.on(1, cl.instances[0].user(t, "bob"))
+	mustDo(t, alice, createRoom, map[string]any{"n": "across"}, nil)
+	mustDo(t, bob, joinRoom, map[string]any{"r": "across"}, nil)
+	room := cl.instances[1].live(t, bob, typingRoom, map[string]any{"r": "across"})
+	inbox := cl.instances[1].live(t, bob, typingInbox, nil)
+
+	mustDo(t, alice, typingQ, map[string]any{"c": "across"}, nil)
+	for ev := nextPeopleEvent(t, room); ev.Kind != "TYPING_STARTED"; ev = nextPeopleEvent(t, room) {
+		if ev.Kind != "PARTICIPANT_JOINED" { // bob's join may come late
+			t.Fatalf("room event on instance B: %+v, want alice typing", ev)
+		}
+	}
+	mustDo(t, alice, typingQ, map[string]any{"c": "across", "on": false}, nil)
+	wantTyping(t, room, "TYPING_STOPPED", "alice")
+
+	mustDo(t, alice, typingQ, map[string]any{"c": "alice:bob"}, nil)
+	wantTyping(t, inbox, "TYPING_STARTED", "alice")
+	mustDo(t, alice, typingQ, map[string]any{"c": "alice:bob", "on": false}, nil)
+	wantTyping(t, inbox, "TYPING_STOPPED", "alice")
+}
