@@ -1,0 +1,235 @@
+package presence
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/killrchat/chatql/store"
+)
+
+// Registry is where instances record who is online through them: this
+// process alone (Local), or every instance sharing a Redis (Redis).
+type Registry interface {
+	// Arrive records that login is online through this instance and
+	// reports whether it was offline everywhere before.
+	Arrive(ctx context.Context, login string) (wasOffline bool, err error)
+	// Depart records that login has no connection to this instance any
+	// more and reports whether it is now offline everywhere.
+	Depart(ctx context.Context, login string) (nowOffline bool, err error)
+	// Online reports which of logins are online through any instance.
+	Online(ctx context.Context, logins []string) ([]bool, error)
+	// Run keeps this instance's records alive and sweeps those of
+	// instances that died, handing each of their users who is now offline
+	// everywhere to gone, until ctx ends; then it removes this instance's
+	// records. local lists the users online through this instance, for
+	// when the records must be made again (Redis lost them, or a write of
+	// them failed).
+	Run(ctx context.Context, local func() []string, gone func(login string))
+}
+
+// DefaultGrace is how long a user whose last connection closed stays
+// online, so that a page reload or a reconnect to another instance is not
+// told as offline and online again.
+const DefaultGrace = 3 * time.Second
+
+// registryTimeout bounds each registry call of a connect or departure.
+const registryTimeout = 5 * time.Second
+
+// Tracker counts each user's open connections to this instance, keeps the
+// registry's record of them in line, and tells the people who share a room
+// or conversation with a user (through Tell) when they come online
+// anywhere and when they go offline everywhere.
+type Tracker struct {
+	Registry Registry
+	// Tell is told the user and their new state.
+	Tell func(ctx context.Context, u store.UserRef, online bool)
+	// Grace defaults to DefaultGrace.
+	Grace time.Duration
+	Log   *slog.Logger
+
+	mu    sync.Mutex
+	users map[string]*connected
+}
+
+// connected is one user's connections to this instance, and what the
+// registry holds of them.
+type connected struct {
+	user  store.UserRef
+	conns int
+	// leaving is the grace of a user whose last connection closed.
+	leaving *time.Timer
+	// registered: the registry has the user online through this instance
+	// (as far as the last call knew).
+	registered bool
+	// settling: a settle is bringing the registry in line.
+	settling bool
+}
+
+// online is whether the user counts as online through this instance.
+func (c *connected) online() bool { return c.conns > 0 || c.leaving != nil }
+
+// Connect records one open connection of u, until ctx ends. The registry
+// learns of it in the background.
+func (t *Tracker) Connect(ctx context.Context, u store.UserRef) {
+	t.mu.Lock()
+	if t.users == nil {
+		t.users = make(map[string]*connected)
+	}
+	c := t.users[u.Login]
+	if c == nil {
+		c = &connected{user: u}
+		t.users[u.Login] = c
+	}
+	c.conns++
+	if c.leaving != nil { // back within the grace: nothing happened
+		c.leaving.Stop()
+		c.leaving = nil
+	}
+	t.startSettle(c)
+	t.mu.Unlock()
+	context.AfterFunc(ctx, func() { t.disconnect(c) })
+}
+
+// Online reports which of logins are online anywhere.
+func (t *Tracker) Online(ctx context.Context, logins []string) ([]bool, error) {
+	return t.Registry.Online(ctx, logins)
+}
+
+// Local lists the users online through this instance.
+func (t *Tracker) Local() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]string, 0, len(t.users))
+	for login, c := range t.users {
+		if c.online() {
+			out = append(out, login)
+		}
+	}
+	return out
+}
+
+// Run runs the registry (see Registry.Run) until ctx ends: the users of
+// dead instances are told offline, with their names from names.
+func (t *Tracker) Run(ctx context.Context, names func(ctx context.Context, login string) store.UserRef) {
+	t.Registry.Run(ctx, t.Local, func(login string) {
+		ctx, cancel := context.WithTimeout(context.Background(), registryTimeout)
+		defer cancel()
+		t.Tell(ctx, names(ctx, login), false)
+	})
+}
+
+func (t *Tracker) grace() time.Duration { return cmpOr(t.Grace, DefaultGrace) }
+
+func (t *Tracker) disconnect(c *connected) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c.conns--; c.conns > 0 {
+		return
+	}
+	var grace *time.Timer
+	grace = time.AfterFunc(t.grace(), func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if c.leaving == grace {
+			c.leaving = nil
+			t.startSettle(c)
+		}
+	})
+	c.leaving = grace
+}
+
+// startSettle starts a settle of c unless one runs or nothing is to do.
+// t.mu is held.
+func (t *Tracker) startSettle(c *connected) {
+	if !c.settling && c.online() != c.registered {
+		c.settling = true
+		go t.settle(c)
+	}
+}
+
+// settle brings the registry in line with c, one call at a time, until it
+// agrees (the user may come and go while a call runs), telling each change
+// of the user's state everywhere.
+func (t *Tracker) settle(c *connected) {
+	for {
+		t.mu.Lock()
+		online := c.online()
+		if online == c.registered {
+			c.settling = false
+			if !online {
+				delete(t.users, c.user.Login)
+			}
+			t.mu.Unlock()
+			return
+		}
+		t.mu.Unlock()
+		t.record(c.user, online)
+		t.mu.Lock()
+		c.registered = online
+		t.mu.Unlock()
+	}
+}
+
+// record tells the registry that u is online through this instance or not
+// any more, and tells the people around u if that changed u's state
+// everywhere. A failed call is logged; the registry's Run makes its
+// records again from Local.
+func (t *Tracker) record(u store.UserRef, online bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), registryTimeout)
+	defer cancel()
+	var changed bool
+	var err error
+	if online {
+		changed, err = t.Registry.Arrive(ctx, u.Login)
+	} else {
+		changed, err = t.Registry.Depart(ctx, u.Login)
+	}
+	if err != nil {
+		t.Log.Warn("presence: could not record a user's presence; the next heartbeat will", "login", u.Login, "online", online, "err", err)
+		return
+	}
+	if changed {
+		t.Tell(ctx, u, online)
+	}
+}
+
+// Local is the registry of a single instance: a user is online while
+// connected to it.
+type Local struct {
+	mu     sync.Mutex
+	online map[string]bool
+}
+
+func (l *Local) Arrive(_ context.Context, login string) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.online == nil {
+		l.online = make(map[string]bool)
+	}
+	was := l.online[login]
+	l.online[login] = true
+	return !was, nil
+}
+
+func (l *Local) Depart(_ context.Context, login string) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	was := l.online[login]
+	delete(l.online, login)
+	return was, nil
+}
+
+func (l *Local) Online(_ context.Context, logins []string) ([]bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]bool, len(logins))
+	for i, login := range logins {
+		out[i] = l.online[login]
+	}
+	return out, nil
+}
+
+// Run waits for ctx: nobody else records anything.
+func (l *Local) Run(ctx context.Context, _ func() []string, _ func(string)) { <-ctx.Done() }
