@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/killrchat/chatql/auth"
+	"github.com/killrchat/chatql/presence"
 	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store/cassandra"
 )
@@ -50,6 +51,11 @@ type Config struct {
 	MaxConnsPerClient int
 	SubscriberQueue   int
 	KeepAlive         time.Duration
+	// PresenceTTL is how long an instance's presence records outlive its
+	// last heartbeat (every third of it) in Redis: a dead instance's users
+	// go offline within PresenceTTL and a heartbeat. PresenceGrace is how
+	// long a user stays online after their last connection closed.
+	PresenceTTL, PresenceGrace time.Duration
 	AllowedOrigins    []string
 	ShutdownTimeout   time.Duration
 	LogLevel          slog.Level
@@ -96,6 +102,8 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", env.duration("CHAT_IDLE_TIMEOUT", 2*time.Minute), "how long an idle keep-alive connection stays open (CHAT_IDLE_TIMEOUT)")
 	fs.IntVar(&c.MaxConnsPerClient, "max-conns-per-client", env.int("CHAT_MAX_CONNS_PER_CLIENT", 256), "connections open at once from one client IP; 0 for no cap, e.g. behind a proxy (CHAT_MAX_CONNS_PER_CLIENT)")
 	fs.IntVar(&c.SubscriberQueue, "subscriber-queue", env.int("CHAT_SUBSCRIBER_QUEUE", 256), "events a subscriber may fall behind before it is cut off (CHAT_SUBSCRIBER_QUEUE)")
+	fs.DurationVar(&c.PresenceTTL, "presence-ttl", env.duration("CHAT_PRESENCE_TTL", presence.DefaultTTL), "how long a dead instance's users stay online in Redis; instances heartbeat every third of it (CHAT_PRESENCE_TTL)")
+	fs.DurationVar(&c.PresenceGrace, "presence-grace", env.duration("CHAT_PRESENCE_GRACE", presence.DefaultGrace), "how long a user stays online after their last connection closed (CHAT_PRESENCE_GRACE)")
 	fs.DurationVar(&c.KeepAlive, "keepalive", env.duration("CHAT_KEEPALIVE", 15*time.Second), "websocket keepalive interval (CHAT_KEEPALIVE)")
 	fs.IntVar(&c.MaxUnauthenticatedWebsockets, "max-unauthenticated-websockets", env.int("CHAT_MAX_UNAUTHENTICATED_WEBSOCKETS", 1000), "websockets open without a user (before connection_init, or anonymous) before upgrades are refused with 503 (CHAT_MAX_UNAUTHENTICATED_WEBSOCKETS)")
 	origins := fs.String("allowed-origins", env.str("CHAT_ALLOWED_ORIGINS", "*"), "comma-separated browser origins allowed to call the API, * for any (CHAT_ALLOWED_ORIGINS)")
@@ -143,6 +151,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	cass.Hosts = splitList(*hosts)
 	if c.MaxUnauthenticatedWebsockets < 1 {
 		return c, fmt.Errorf("max unauthenticated websockets %d: must be at least 1", c.MaxUnauthenticatedWebsockets)
+	}
+	if c.PresenceTTL < 300*time.Millisecond || c.PresenceGrace < 0 {
+		return c, fmt.Errorf("presence TTL %v, grace %v: the TTL must be at least 300ms and the grace not negative", c.PresenceTTL, c.PresenceGrace)
 	}
 	switch c.Store {
 	case "embedded", "cassandra":

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/killrchat/chatql/internal/chatclient"
 )
@@ -135,4 +137,180 @@ func TestClusterTyping(t *testing.T) {
 	wantTyping(t, inbox, "TYPING_STARTED", "alice")
 	mustDo(t, alice, typingQ, map[string]any{"c": "alice:bob", "on": false}, nil)
 	wantTyping(t, inbox, "TYPING_STOPPED", "alice")
+}
+
+const (
+	presenceQ    = `query($l: [String!]!) { presence(logins: $l) { login online } }`
+	roomOnlineQ  = `query($r: String!) { room(name: $r) { online { login } } }`
+	peerOnlineQ  = `query { inbox { id peerOnline } }`
+	presenceRoom = `subscription($r: String!) { roomEvents(room: $r, presence: true) { kind cursor online user { login } } }`
+	presenceInbx = `subscription { inboxEvents(presence: true) { kind conversationId cursor online user { login } } }`
+)
+
+type presenceEvent struct {
+	Kind, ConversationID string
+	Cursor               *string
+	Online               *bool
+	User                 struct{ Login string }
+}
+
+// nextPresence reads sub's events up to the next PRESENCE_CHANGED of login.
+func nextPresence(t *testing.T, sub *chatclient.Subscription, login string) presenceEvent {
+	t.Helper()
+	for {
+		var out struct{ RoomEvents, InboxEvents *presenceEvent }
+		nextData(t, sub, &out)
+		ev := out.RoomEvents
+		if ev == nil {
+			ev = out.InboxEvents
+		}
+		if ev.Kind == "PRESENCE_CHANGED" && ev.User.Login == login {
+			if ev.Cursor != nil || ev.Online == nil {
+				t.Fatalf("presence event %+v: want no cursor and a state", ev)
+			}
+			return *ev
+		}
+	}
+}
+
+// presenceOf asks c about logins and returns each state: "online",
+// "offline" or "hidden".
+func presenceOf(t *testing.T, c *chatclient.Client, logins ...string) map[string]string {
+	t.Helper()
+	var out struct {
+		Presence []struct {
+			Login  string
+			Online *bool
+		}
+	}
+	mustDo(t, c, presenceQ, map[string]any{"l": logins}, &out)
+	got := map[string]string{}
+	for _, p := range out.Presence {
+		switch {
+		case p.Online == nil:
+			got[p.Login] = "hidden"
+		case *p.Online:
+			got[p.Login] = "online"
+		default:
+			got[p.Login] = "offline"
+		}
+	}
+	return got
+}
+
+func onlineIn(t *testing.T, c *chatclient.Client, room string) []string {
+	t.Helper()
+	var out struct {
+		Room struct{ Online *[]struct{ Login string } }
+	}
+	mustDo(t, c, roomOnlineQ, map[string]any{"r": room}, &out)
+	if out.Room.Online == nil {
+		return nil
+	}
+	logins := []string{}
+	for _, u := range *out.Room.Online {
+		logins = append(logins, u.Login)
+	}
+	return logins
+}
+
+func TestPresence(t *testing.T) { forEachStore(t, testPresence) }
+
+// testPresence: a user is online while a websocket of theirs is open (and
+// the grace after), as the people who share a room or a conversation with
+// them see it, live and when they ask; strangers see nothing.
+func testPresence(t *testing.T, cfg Config) {
+	cfg.PresenceGrace = 50 * time.Millisecond
+	ts := startServer(t, cfg)
+	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
+	mustDo(t, alice, createRoom, map[string]any{"n": "tea-party"}, nil)
+	mustDo(t, bob, joinRoom, map[string]any{"r": "tea-party"}, nil)
+	mustDo(t, alice, sendDirect, map[string]any{"to": "bob", "c": "hello"}, nil)
+
+	if got := presenceOf(t, bob, "alice", "carol", "nobody"); got["alice"] != "offline" || got["carol"] != "hidden" || got["nobody"] != "hidden" {
+		t.Fatalf("bob asks before anyone connects: %v", got)
+	}
+	bobRoom := ts.live(t, bob, presenceRoom, map[string]any{"r": "tea-party"})
+	bobInbox := ts.live(t, bob, presenceInbx, nil)
+	bobPlain := ts.live(t, bob, typingRoom, map[string]any{"r": "tea-party"}) // no presence asked
+	waitFor(t, func() bool { return presenceOf(t, bob, "bob")["bob"] == "online" })
+
+	aliceSocket := ts.live(t, alice, typingInbox, nil)
+	if ev := nextPresence(t, bobRoom, "alice"); !*ev.Online {
+		t.Fatalf("bob's room: %+v, want alice online", ev)
+	}
+	if ev := nextPresence(t, bobInbox, "alice"); !*ev.Online || ev.ConversationID != "alice:bob" {
+		t.Fatalf("bob's inbox: %+v, want alice online in alice:bob", ev)
+	}
+	mustDo(t, alice, postMessage, map[string]any{"r": "tea-party", "c": "I'm here"}, nil)
+	if ev := nextPeopleEvent(t, bobPlain); ev.Kind != "MESSAGE_POSTED" {
+		t.Fatalf("a subscription without presence: %+v, want alice's post and no presence", ev)
+	}
+	if got := presenceOf(t, bob, "alice", "bob", "carol"); got["alice"] != "online" || got["bob"] != "online" || got["carol"] != "hidden" {
+		t.Fatalf("bob asks while alice is connected: %v", got)
+	}
+	if got := presenceOf(t, carol, "alice", "carol"); got["alice"] != "hidden" || got["carol"] != "offline" {
+		t.Fatalf("carol, a stranger, asks: %v", got)
+	}
+	if got := onlineIn(t, bob, "tea-party"); strings.Join(got, ",") != "alice,bob" {
+		t.Fatalf("tea-party online, as bob sees it: %v", got)
+	}
+	if got := onlineIn(t, carol, "tea-party"); got != nil {
+		t.Fatalf("tea-party online, as carol (not in it) sees it: %v, want null", got)
+	}
+	var inbox struct {
+		Inbox []struct {
+			ID         string
+			PeerOnline *bool
+		}
+	}
+	mustDo(t, bob, peerOnlineQ, nil, &inbox)
+	for _, c := range inbox.Inbox {
+		if online := c.PeerOnline != nil && *c.PeerOnline; (c.ID == "alice:bob") != online || c.ID != "alice:bob" && c.PeerOnline != nil {
+			t.Fatalf("bob's inbox entry %s: peerOnline %v", c.ID, c.PeerOnline)
+		}
+	}
+
+	// Alice's last connection closes: offline after the grace.
+	aliceSocket.Close()
+	if ev := nextPresence(t, bobRoom, "alice"); *ev.Online {
+		t.Fatalf("bob's room: %+v, want alice offline", ev)
+	}
+	if ev := nextPresence(t, bobInbox, "alice"); *ev.Online {
+		t.Fatalf("bob's inbox: %+v, want alice offline", ev)
+	}
+	if got := presenceOf(t, bob, "alice"); got["alice"] != "offline" {
+		t.Fatalf("bob asks after alice left: %v", got)
+	}
+	wantCode(t, bob, "BAD_USER_INPUT", presenceQ, map[string]any{"l": []string{}})
+	wantCode(t, ts.Client, "UNAUTHENTICATED", presenceQ, map[string]any{"l": []string{"alice"}})
+}
+
+// Presence across two instances on one Redis: alice connects to one, bob
+// follows from the other.
+func TestClusterPresence(t *testing.T) {
+	cl := startClusterWith(t, 2, redisURL(t), func(c *Config) { c.PresenceGrace = 50 * time.Millisecond })
+	alice := cl.instances[0].user(t, "alice")
+	bob := cl.on(1, cl.instances[0].user(t, "bob"))
+	mustDo(t, alice, createRoom, map[string]any{"n": "across"}, nil)
+	mustDo(t, bob, joinRoom, map[string]any{"r": "across"}, nil)
+	room := cl.instances[1].live(t, bob, presenceRoom, map[string]any{"r": "across"})
+
+	aliceSocket := cl.instances[0].live(t, alice, typingInbox, nil)
+	if ev := nextPresence(t, room, "alice"); !*ev.Online {
+		t.Fatalf("on instance B: %+v, want alice online", ev)
+	}
+	if got := presenceOf(t, bob, "alice"); got["alice"] != "online" {
+		t.Fatalf("bob asks instance B: %v", got)
+	}
+	if got := onlineIn(t, bob, "across"); strings.Join(got, ",") != "alice,bob" {
+		t.Fatalf("across online on instance B: %v", got)
+	}
+	aliceSocket.Close()
+	if ev := nextPresence(t, room, "alice"); *ev.Online {
+		t.Fatalf("on instance B: %+v, want alice offline", ev)
+	}
+	if got := presenceOf(t, bob, "alice"); got["alice"] != "offline" {
+		t.Fatalf("bob asks instance B after alice left: %v", got)
+	}
 }

@@ -39,6 +39,7 @@ import (
 	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/httpapi"
 	"github.com/killrchat/chatql/live"
+	"github.com/killrchat/chatql/presence"
 	"github.com/killrchat/chatql/querylimit"
 	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/resolvers"
@@ -102,6 +103,11 @@ type Server struct {
 	ownsStore   bool
 	// limitsRedis is the Redis client of the rate limits, nil without one.
 	limitsRedis *redis.Client
+	// presence tracks who is online; presenceRedis is its Redis client (nil
+	// without Redis); stopPresence ends its heartbeats and waits.
+	presence      *presence.Tracker
+	presenceRedis *redis.Client
+	stopPresence  func()
 	passwords   *auth.Passwords
 	streams     *stream.Source
 	live        *live.Transport
@@ -179,6 +185,11 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, st store.Store
 	s.streams = &stream.Source{Store: s.store, Broker: s.broker}
 	res := &resolvers.Resolver{Store: s.store, Broker: s.broker, Streams: s.streams, Tokens: tokens, Sessions: sessions, Passwords: passwords, Log: log, Limits: limits}
 	res.Typists = res.NewTyping()
+	if err := s.startPresence(res); err != nil {
+		endStreams()
+		_ = s.broker.Close()
+		return nil, err
+	}
 	s.http = &http.Server{
 		Handler:           s.routes(streams, res, sessions),
 		ReadHeaderTimeout: cfg.ReadTimeout,
@@ -188,6 +199,40 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, st store.Store
 	}
 	s.http.RegisterOnShutdown(endStreams)
 	return s, nil
+}
+
+// startPresence starts tracking who is online: through Redis when the
+// server has one, so that every instance sees every user, in process
+// otherwise.
+func (s *Server) startPresence(res *resolvers.Resolver) error {
+	var registry presence.Registry = &presence.Local{}
+	if s.cfg.RedisURL != "" {
+		opts, err := broker.RedisOptions(s.cfg.RedisURL)
+		if err != nil {
+			return fmt.Errorf("presence: %w", err)
+		}
+		s.presenceRedis = ratelimit.NewRedisClient(opts)
+		registry = presence.NewRedis(s.presenceRedis, s.cfg.RedisChannelPrefix, s.cfg.PresenceTTL, s.log)
+	}
+	s.presence = res.NewPresence(registry)
+	s.presence.Grace = s.cfg.PresenceGrace
+	res.Presence = s.presence
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.presence.Run(ctx, res.UserName)
+	}()
+	s.stopPresence = func() { stop(); <-done }
+	return nil
+}
+
+// connected counts a websocket or an event stream of a user as a
+// connection, for presence, until ctx ends.
+func (s *Server) connected(ctx context.Context) {
+	if u, err := auth.UserFrom(ctx); err == nil {
+		s.presence.Connect(ctx, u)
+	}
 }
 
 func openStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, error) {
@@ -261,6 +306,7 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 		FeedSchema:     res.FeedSchema,
 		Authenticate:   websocketAuth(sessions),
 		SessionEnd:     sessions.Watch,
+		Connected:      s.connected,
 		ErrorPresenter: res.ErrorPresenter,
 		Accept: websocket.AcceptOptions{
 			OriginPatterns:     s.websocketOrigins(),
@@ -274,7 +320,7 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 		Log:                s.log,
 	})
 	gql.AddTransport(s.live)
-	gql.AddTransport(httpapi.SSE{})
+	gql.AddTransport(httpapi.SSE{Connected: s.connected})
 	gql.AddTransport(transport.Options{})
 	gql.AddTransport(httpapi.GET{})
 	gql.AddTransport(httpapi.POST{})
@@ -415,6 +461,11 @@ func (s *Server) Close(ctx context.Context) error {
 	s.closing.Store(true)
 	err := s.http.Shutdown(ctx) // ends the streams first: see RegisterOnShutdown in newServer
 	s.endRequests()
+	err = errors.Join(err, s.presence.Close(ctx))
+	s.stopPresence()
+	if s.presenceRedis != nil {
+		err = errors.Join(err, s.presenceRedis.Close())
+	}
 	err = errors.Join(err, s.broker.Close())
 	if s.limitsRedis != nil {
 		err = errors.Join(err, s.limitsRedis.Close())

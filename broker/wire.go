@@ -18,15 +18,18 @@ import (
 //	{"v":3,"id":"<timeuuid>","kind":"MESSAGE_EDITED","room":"tea-party",
 //	 "user":{"login":"alice","first":"Alice","last":"Liddell"},
 //	 "msg":{"id":"<timeuuid>","author":{...},"content":"hi","system":true,"hidden":true,
-//	        "edited":1764000000123,"deleted":true,"reply":"<timeuuid>"}}
+//	        "edited":1764000000123,"deleted":true,"reply":"<timeuuid>"},
+//	 "online":true}
 //
 // id is absent for an event that no log holds (RESYNC, READ_UPTO, ROOM_DELETED
 // of an older sender); msg is absent for an event without a message; false,
 // zero and empty fields are left out. The message's room is the event's.
 // edited is when the message was last edited, in Unix milliseconds; reply is
-// the root of the thread it replies in.
+// the root of the thread it replies in. online is a PRESENCE_CHANGED's
+// state.
 //
-// Version 2 is version 3 without the message's edited, deleted and reply:
+// Version 2 is version 3 without the message's edited, deleted and reply,
+// and without online:
 // an instance of version 2 shows an edited or deleted message of a newer
 // sender as unedited, and its reply as no reply, until it is upgraded.
 //
@@ -47,6 +50,7 @@ type wireEvent struct {
 	Room    string       `json:"room"`
 	User    wireUser     `json:"user"`
 	Message *wireMessage `json:"msg,omitempty"`
+	Online  bool         `json:"online,omitempty"`
 
 	// Version 1's message (its user is read from the same "user" key).
 	V1Message *v1Message `json:"message,omitempty"`
@@ -93,7 +97,7 @@ func (u wireUser) ref() store.UserRef {
 
 // encodeEvent encodes ev in the current wire format.
 func encodeEvent(ev Event) ([]byte, error) {
-	w := wireEvent{V: wireVersion, Kind: string(ev.Kind), Room: ev.Room, User: toWireUser(ev.User)}
+	w := wireEvent{V: wireVersion, Kind: string(ev.Kind), Room: ev.Room, User: toWireUser(ev.User), Online: ev.Online}
 	if !ev.ID.IsZero() {
 		w.ID = ev.ID.String()
 	}
@@ -122,7 +126,7 @@ func decodeEvent(b []byte) (Event, error) {
 	if w.Kind == "" {
 		return Event{}, fmt.Errorf("decode event: no kind in %.100q", b)
 	}
-	ev := Event{Kind: store.EventKind(w.Kind), Room: w.Room, User: w.User.ref()}
+	ev := Event{Kind: store.EventKind(w.Kind), Room: w.Room, User: w.User.ref(), Online: w.Online}
 	if w.ID != "" {
 		id, err := store.ParseMessageID(w.ID)
 		if err != nil {

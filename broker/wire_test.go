@@ -26,7 +26,7 @@ func wantPosted(t *testing.T) Event {
 
 func sameEvent(t *testing.T, what string, got, want Event) {
 	t.Helper()
-	if got.ID != want.ID || got.Kind != want.Kind || got.Room != want.Room || got.User != want.User ||
+	if got.ID != want.ID || got.Kind != want.Kind || got.Room != want.Room || got.User != want.User || got.Online != want.Online ||
 		(got.Message == nil) != (want.Message == nil) || got.Message != nil && *got.Message != *want.Message {
 		t.Fatalf("%s:\n got %+v %+v\nwant %+v %+v", what, got, got.Message, want, want.Message)
 	}
@@ -96,6 +96,8 @@ func TestWireRoundTrip(t *testing.T) {
 		posted,
 		{ID: hid, Kind: store.MessageHidden, Room: "tea", User: store.UserRef{Login: "bob"}, Message: &hidden},
 		{Kind: store.RoomDeleted, Room: "tea", User: store.UserRef{Login: "alice"}},
+		{Kind: store.PresenceChanged, Room: "tea", User: store.UserRef{Login: "alice"}, Online: true},
+		{Kind: store.PresenceChanged, Room: "tea", User: store.UserRef{Login: "alice"}},
 		{ID: hid, Kind: store.UnreadChanged, Room: "alice:bob", User: store.UserRef{Login: "bob"}},
 		resyncEvent("room:tea"),
 	} {

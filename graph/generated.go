@@ -60,6 +60,7 @@ type ComplexityRoot struct {
 		LastMessage func(childComplexity int) int
 		Mentions    func(childComplexity int) int
 		Peer        func(childComplexity int) int
+		PeerOnline  func(childComplexity int) int
 		ReadUpTo    func(childComplexity int) int
 		Unread      func(childComplexity int) int
 	}
@@ -70,6 +71,7 @@ type ComplexityRoot struct {
 		Cursor         func(childComplexity int) int
 		Kind           func(childComplexity int) int
 		Message        func(childComplexity int) int
+		Online         func(childComplexity int) int
 		User           func(childComplexity int) int
 	}
 
@@ -136,6 +138,7 @@ type ComplexityRoot struct {
 		Message        func(childComplexity int, id string) int
 		Messages       func(childComplexity int, room string, first *int, after *string) int
 		MyMessages     func(childComplexity int, first *int, after *string) int
+		Presence       func(childComplexity int, logins []string) int
 		Room           func(childComplexity int, name string) int
 		Rooms          func(childComplexity int, first *int, after *string) int
 		Thread         func(childComplexity int, messageID string, first *int, after *string) int
@@ -158,6 +161,7 @@ type ComplexityRoot struct {
 		Creator      func(childComplexity int) int
 		Kind         func(childComplexity int) int
 		Name         func(childComplexity int) int
+		Online       func(childComplexity int, first *int) int
 		Participants func(childComplexity int, first *int, after *string) int
 		ReadMarks    func(childComplexity int, first *int) int
 	}
@@ -176,13 +180,14 @@ type ComplexityRoot struct {
 		Cursor  func(childComplexity int) int
 		Kind    func(childComplexity int) int
 		Message func(childComplexity int) int
+		Online  func(childComplexity int) int
 		Room    func(childComplexity int) int
 		User    func(childComplexity int) int
 	}
 
 	Subscription struct {
-		InboxEvents func(childComplexity int, after *string) int
-		RoomEvents  func(childComplexity int, room string, after *string) int
+		InboxEvents func(childComplexity int, after *string, presence *bool) int
+		RoomEvents  func(childComplexity int, room string, after *string, presence *bool) int
 	}
 
 	User struct {
@@ -192,6 +197,11 @@ type ComplexityRoot struct {
 		Lastname  func(childComplexity int) int
 		Login     func(childComplexity int) int
 		Rooms     func(childComplexity int, first *int, after *string) int
+	}
+
+	UserPresence struct {
+		Login  func(childComplexity int) int
+		Online func(childComplexity int) int
 	}
 
 	UserSummary struct {
@@ -208,6 +218,7 @@ type ComplexityRoot struct {
 type ConversationResolver interface {
 	Kind(ctx context.Context, obj *store.Conversation) (model.ConversationKind, error)
 	Peer(ctx context.Context, obj *store.Conversation) (*store.UserRef, error)
+	PeerOnline(ctx context.Context, obj *store.Conversation) (*bool, error)
 	LastMessage(ctx context.Context, obj *store.Conversation) (*store.Message, error)
 
 	ReadUpTo(ctx context.Context, obj *store.Conversation) (*string, error)
@@ -251,6 +262,7 @@ type QueryResolver interface {
 	Inbox(ctx context.Context) ([]store.Conversation, error)
 	DirectMessages(ctx context.Context, with string, first *int, after *string) (*model.MessageConnection, error)
 	Message(ctx context.Context, id string) (*store.Message, error)
+	Presence(ctx context.Context, logins []string) ([]model.UserPresence, error)
 	MyMessages(ctx context.Context, first *int, after *string) (*model.MessageConnection, error)
 	Messages(ctx context.Context, room string, first *int, after *string) (*model.MessageConnection, error)
 	Thread(ctx context.Context, messageID string, first *int, after *string) (*model.MessageConnection, error)
@@ -269,10 +281,11 @@ type RoomResolver interface {
 	Participants(ctx context.Context, obj *store.Room, first *int, after *string) ([]store.UserRef, error)
 	Kind(ctx context.Context, obj *store.Room) (model.RoomKind, error)
 	ReadMarks(ctx context.Context, obj *store.Room, first *int) ([]store.ReadMark, error)
+	Online(ctx context.Context, obj *store.Room, first *int) ([]store.UserRef, error)
 }
 type SubscriptionResolver interface {
-	InboxEvents(ctx context.Context, after *string) (<-chan *model.InboxEvent, error)
-	RoomEvents(ctx context.Context, room string, after *string) (<-chan *model.RoomEvent, error)
+	InboxEvents(ctx context.Context, after *string, presence *bool) (<-chan *model.InboxEvent, error)
+	RoomEvents(ctx context.Context, room string, after *string, presence *bool) (<-chan *model.RoomEvent, error)
 }
 type UserResolver interface {
 	Rooms(ctx context.Context, obj *store.User, first *int, after *string) ([]string, error)
@@ -357,6 +370,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Conversation.Peer(childComplexity), true
+	case "Conversation.peerOnline":
+		if e.ComplexityRoot.Conversation.PeerOnline == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Conversation.PeerOnline(childComplexity), true
 	case "Conversation.readUpTo":
 		if e.ComplexityRoot.Conversation.ReadUpTo == nil {
 			break
@@ -400,6 +419,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.InboxEvent.Message(childComplexity), true
+	case "InboxEvent.online":
+		if e.ComplexityRoot.InboxEvent.Online == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboxEvent.Online(childComplexity), true
 	case "InboxEvent.user":
 		if e.ComplexityRoot.InboxEvent.User == nil {
 			break
@@ -805,6 +830,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.MyMessages(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "Query.presence":
+		if e.ComplexityRoot.Query.Presence == nil {
+			break
+		}
+
+		args, err := ec.field_Query_presence_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Presence(childComplexity, args["logins"].([]string)), true
 	case "Query.room":
 		if e.ComplexityRoot.Query.Room == nil {
 			break
@@ -901,6 +937,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Room.Name(childComplexity), true
+	case "Room.online":
+		if e.ComplexityRoot.Room.Online == nil {
+			break
+		}
+
+		args, err := ec.field_Room_online_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Room.Online(childComplexity, args["first"].(*int)), true
 	case "Room.participants":
 		if e.ComplexityRoot.Room.Participants == nil {
 			break
@@ -968,6 +1015,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RoomEvent.Message(childComplexity), true
+	case "RoomEvent.online":
+		if e.ComplexityRoot.RoomEvent.Online == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RoomEvent.Online(childComplexity), true
 	case "RoomEvent.room":
 		if e.ComplexityRoot.RoomEvent.Room == nil {
 			break
@@ -991,7 +1044,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Subscription.InboxEvents(childComplexity, args["after"].(*string)), true
+		return e.ComplexityRoot.Subscription.InboxEvents(childComplexity, args["after"].(*string), args["presence"].(*bool)), true
 	case "Subscription.roomEvents":
 		if e.ComplexityRoot.Subscription.RoomEvents == nil {
 			break
@@ -1002,7 +1055,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Subscription.RoomEvents(childComplexity, args["room"].(string), args["after"].(*string)), true
+		return e.ComplexityRoot.Subscription.RoomEvents(childComplexity, args["room"].(string), args["after"].(*string), args["presence"].(*bool)), true
 
 	case "User.bio":
 		if e.ComplexityRoot.User.Bio == nil {
@@ -1045,6 +1098,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.User.Rooms(childComplexity, args["first"].(*int), args["after"].(*string)), true
+
+	case "UserPresence.login":
+		if e.ComplexityRoot.UserPresence.Login == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserPresence.Login(childComplexity), true
+	case "UserPresence.online":
+		if e.ComplexityRoot.UserPresence.Online == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserPresence.Online(childComplexity), true
 
 	case "UserSummary.firstname":
 		if e.ComplexityRoot.UserSummary.Firstname == nil {
@@ -1185,6 +1251,8 @@ type Conversation {
   kind: ConversationKind!
   """The other user of a direct conversation; null for a group."""
   peer: UserSummary
+  """Whether the other user of a direct conversation is online now; null for a room or group (see ` + "`" + `Room.online` + "`" + `)."""
+  peerOnline: Boolean
   """The newest message; null when there is none yet."""
   lastMessage: Message
   """
@@ -1197,6 +1265,14 @@ type Conversation {
   readUpTo: ID
   """How many of the unread messages mention the caller as @login (counted among the same newest 100)."""
   mentions: Int!
+}
+
+"""Whether a user is online."""
+type UserPresence {
+  """Who."""
+  login: String!
+  """Whether they have an open connection to any instance now; null if the caller may not know."""
+  online: Boolean
 }
 
 """What an inbox event is about."""
@@ -1222,6 +1298,8 @@ enum InboxEventKind {
   TYPING_STARTED
   """` + "`" + `user` + "`" + ` stopped typing in the direct conversation, sent their message, or let it lapse."""
   TYPING_STOPPED
+  """` + "`" + `user` + "`" + `, the other user of a direct conversation, came online or went offline: see ` + "`" + `online` + "`" + `. Ephemeral, like typing; only with ` + "`" + `inboxEvents(presence: true)` + "`" + `."""
+  PRESENCE_CHANGED
 }
 
 """A change in the caller's inbox."""
@@ -1236,7 +1314,9 @@ type InboxEvent {
   conversation: Conversation
   """Who caused it: the sender, the marker, who added the caller, who typed."""
   user: UserSummary!
-  """Pass as ` + "`" + `inboxEvents(after:)` + "`" + ` to resume after this event. Null for TYPING_STARTED and TYPING_STOPPED, which no log keeps."""
+  """For PRESENCE_CHANGED: whether ` + "`" + `user` + "`" + ` is online now. Null for other kinds."""
+  online: Boolean
+  """Pass as ` + "`" + `inboxEvents(after:)` + "`" + ` to resume after this event. Null for TYPING_STARTED, TYPING_STOPPED and PRESENCE_CHANGED, which no log keeps."""
   cursor: String
 }
 
@@ -1247,6 +1327,12 @@ extend type Query {
   directMessages(with: String!, first: Int = 50, after: String): MessageConnection!
   """A message by id, if the caller may read it; null if there is none or the caller may not read it. A malformed id gives BAD_USER_INPUT."""
   message(id: ID!): Message
+  """
+  Whether each of these users (1 to 100 logins) is online now, in the order asked. ` + "`" + `online` + "`" + ` is null
+  for a user the caller shares no room, group or direct conversation with, and for one who does
+  not exist: presence is not shown to strangers.
+  """
+  presence(logins: [String!]!): [UserPresence!]!
   """The caller's own messages across all conversations, newest first."""
   myMessages(first: Int = 50, after: String): MessageConnection!
 }
@@ -1288,7 +1374,11 @@ extend type Subscription {
   With ` + "`" + `after` + "`" + ` (an event's ` + "`" + `cursor` + "`" + `), the events logged since are replayed
   first, then live ones follow, with no gap and no duplicate.
   """
-  inboxEvents(after: String): InboxEvent!
+  inboxEvents(
+    after: String
+    """Also deliver PRESENCE_CHANGED events of the caller's direct conversations' other users (off by default)."""
+    presence: Boolean = false
+  ): InboxEvent!
 }
 `, BuiltIn: false},
 	{Name: "../schema/messages.graphqls", Input: `"""A message in a room."""
@@ -1386,6 +1476,12 @@ enum RoomEventKind {
   TYPING_STARTED
   """` + "`" + `user` + "`" + ` stopped typing, posted, or let their TYPING_STARTED lapse. Ephemeral, like it."""
   TYPING_STOPPED
+  """
+  ` + "`" + `user` + "`" + `, a participant, came online (their first connection to any instance) or went offline
+  (their last closed, 3 seconds ago): see ` + "`" + `online` + "`" + `. Ephemeral: no cursor, never replayed. Only with
+  ` + "`" + `roomEvents(presence: true)` + "`" + `.
+  """
+  PRESENCE_CHANGED
 }
 
 """Something that happened in a room."""
@@ -1398,7 +1494,9 @@ type RoomEvent {
   message: Message
   """Who posted, joined, left or deleted the room."""
   user: UserSummary!
-  """Pass as ` + "`" + `roomEvents(after:)` + "`" + ` to resume after this event. Null for the events no log keeps: ROOM_DELETED, READ_UPTO, TYPING_STARTED, TYPING_STOPPED."""
+  """For PRESENCE_CHANGED: whether ` + "`" + `user` + "`" + ` is online now. Null for other kinds."""
+  online: Boolean
+  """Pass as ` + "`" + `roomEvents(after:)` + "`" + ` to resume after this event. Null for the events no log keeps: ROOM_DELETED, READ_UPTO, TYPING_STARTED, TYPING_STOPPED, PRESENCE_CHANGED."""
   cursor: String
 }
 
@@ -1461,7 +1559,12 @@ extend type Subscription {
   seen), first replays everything stored since, then goes live with no gap and
   no duplicate. Only participants may subscribe.
   """
-  roomEvents(room: String!, after: String): RoomEvent!
+  roomEvents(
+    room: String!
+    after: String
+    """Also deliver PRESENCE_CHANGED events of the room's participants (off by default: they are frequent in a busy room)."""
+    presence: Boolean = false
+  ): RoomEvent!
 }
 `, BuiltIn: false},
 	{Name: "../schema/rooms.graphqls", Input: `"""A chat room: its creator and participants are read with it in one go."""
@@ -1488,6 +1591,12 @@ type Room {
   not take part. Live changes arrive as READ_UPTO room events.
   """
   readMarks(first: Int = 100): [ReadMark!]!
+  """
+  The participants online now (with at least one open connection to any instance), sorted by login,
+  at most ` + "`" + `first` + "`" + ` (1 to 1000). Null for a caller who does not take part: presence is shown only
+  to people who share a room or conversation. Changes arrive as PRESENCE_CHANGED room events.
+  """
+  online(first: Int = 100): [UserSummary!]
 }
 
 """How far a participant has read a room."""
@@ -1723,6 +1832,8 @@ func (ec *executionContext) childFields_Conversation(ctx context.Context, field 
 		return ec.fieldContext_Conversation_kind(ctx, field)
 	case "peer":
 		return ec.fieldContext_Conversation_peer(ctx, field)
+	case "peerOnline":
+		return ec.fieldContext_Conversation_peerOnline(ctx, field)
 	case "lastMessage":
 		return ec.fieldContext_Conversation_lastMessage(ctx, field)
 	case "unread":
@@ -1747,6 +1858,8 @@ func (ec *executionContext) childFields_InboxEvent(ctx context.Context, field gr
 		return ec.fieldContext_InboxEvent_conversation(ctx, field)
 	case "user":
 		return ec.fieldContext_InboxEvent_user(ctx, field)
+	case "online":
+		return ec.fieldContext_InboxEvent_online(ctx, field)
 	case "cursor":
 		return ec.fieldContext_InboxEvent_cursor(ctx, field)
 	}
@@ -1859,6 +1972,8 @@ func (ec *executionContext) childFields_Room(ctx context.Context, field graphql.
 		return ec.fieldContext_Room_kind(ctx, field)
 	case "readMarks":
 		return ec.fieldContext_Room_readMarks(ctx, field)
+	case "online":
+		return ec.fieldContext_Room_online(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Room", field.Name)
 }
@@ -1893,6 +2008,8 @@ func (ec *executionContext) childFields_RoomEvent(ctx context.Context, field gra
 		return ec.fieldContext_RoomEvent_message(ctx, field)
 	case "user":
 		return ec.fieldContext_RoomEvent_user(ctx, field)
+	case "online":
+		return ec.fieldContext_RoomEvent_online(ctx, field)
 	case "cursor":
 		return ec.fieldContext_RoomEvent_cursor(ctx, field)
 	}
@@ -1915,6 +2032,16 @@ func (ec *executionContext) childFields_User(ctx context.Context, field graphql.
 		return ec.fieldContext_User_rooms(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type User", field.Name)
+}
+
+func (ec *executionContext) childFields_UserPresence(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "login":
+		return ec.fieldContext_UserPresence_login(ctx, field)
+	case "online":
+		return ec.fieldContext_UserPresence_online(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type UserPresence", field.Name)
 }
 
 func (ec *executionContext) childFields_UserSummary(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2519,6 +2646,20 @@ func (ec *executionContext) field_Query_myMessages_args(ctx context.Context, raw
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_presence_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "logins",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["logins"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_room_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2585,6 +2726,20 @@ func (ec *executionContext) field_Query_thread_args(ctx context.Context, rawArgs
 	return args, nil
 }
 
+func (ec *executionContext) field_Room_online_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Room_participants_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2632,6 +2787,14 @@ func (ec *executionContext) field_Subscription_inboxEvents_args(ctx context.Cont
 		return nil, err
 	}
 	args["after"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "presence",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["presence"] = arg1
 	return args, nil
 }
 
@@ -2654,6 +2817,14 @@ func (ec *executionContext) field_Subscription_roomEvents_args(ctx context.Conte
 		return nil, err
 	}
 	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "presence",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["presence"] = arg2
 	return args, nil
 }
 
@@ -2941,6 +3112,29 @@ func (ec *executionContext) fieldContext_Conversation_peer(_ context.Context, fi
 	return fc, nil
 }
 
+func (ec *executionContext) _Conversation_peerOnline(ctx context.Context, field graphql.CollectedField, obj *store.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_peerOnline(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Conversation().PeerOnline(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_peerOnline(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Conversation", field, true, true, errors.New("field of type Boolean does not have child fields"))
+}
+
 func (ec *executionContext) _Conversation_lastMessage(ctx context.Context, field graphql.CollectedField, obj *store.Conversation) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3182,6 +3376,29 @@ func (ec *executionContext) fieldContext_InboxEvent_user(_ context.Context, fiel
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _InboxEvent_online(ctx context.Context, field graphql.CollectedField, obj *model.InboxEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboxEvent_online(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Online, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_InboxEvent_online(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InboxEvent", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _InboxEvent_cursor(ctx context.Context, field graphql.CollectedField, obj *model.InboxEvent) (ret graphql.Marshaler) {
@@ -4702,6 +4919,50 @@ func (ec *executionContext) fieldContext_Query_message(ctx context.Context, fiel
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_presence(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_presence(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Presence(ctx, fc.Args["logins"].([]string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.UserPresence) graphql.Marshaler {
+			return ec.marshalNUserPresence2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserPresenceᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_presence(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserPresence(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_presence_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_myMessages(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5366,6 +5627,50 @@ func (ec *executionContext) fieldContext_Room_readMarks(ctx context.Context, fie
 	return fc, nil
 }
 
+func (ec *executionContext) _Room_online(ctx context.Context, field graphql.CollectedField, obj *store.Room) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Room_online(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Room().Online(ctx, obj, fc.Args["first"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []store.UserRef) graphql.Marshaler {
+			return ec.marshalOUserSummary2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUserRefᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Room_online(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Room",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserSummary(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Room_online_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _RoomConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.RoomConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5595,6 +5900,29 @@ func (ec *executionContext) fieldContext_RoomEvent_user(_ context.Context, field
 	return fc, nil
 }
 
+func (ec *executionContext) _RoomEvent_online(ctx context.Context, field graphql.CollectedField, obj *model.RoomEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RoomEvent_online(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Online, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RoomEvent_online(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RoomEvent", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
 func (ec *executionContext) _RoomEvent_cursor(ctx context.Context, field graphql.CollectedField, obj *model.RoomEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5628,7 +5956,7 @@ func (ec *executionContext) _Subscription_inboxEvents(ctx context.Context, field
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Subscription().InboxEvents(ctx, fc.Args["after"].(*string))
+			return ec.Resolvers.Subscription().InboxEvents(ctx, fc.Args["after"].(*string), fc.Args["presence"].(*bool))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.InboxEvent) graphql.Marshaler {
@@ -5672,7 +6000,7 @@ func (ec *executionContext) _Subscription_roomEvents(ctx context.Context, field 
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Subscription().RoomEvents(ctx, fc.Args["room"].(string), fc.Args["after"].(*string))
+			return ec.Resolvers.Subscription().RoomEvents(ctx, fc.Args["room"].(string), fc.Args["after"].(*string), fc.Args["presence"].(*bool))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.RoomEvent) graphql.Marshaler {
@@ -5863,6 +6191,52 @@ func (ec *executionContext) fieldContext_User_rooms(ctx context.Context, field g
 		return fc, err
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _UserPresence_login(ctx context.Context, field graphql.CollectedField, obj *model.UserPresence) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserPresence_login(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Login, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserPresence_login(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserPresence", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _UserPresence_online(ctx context.Context, field graphql.CollectedField, obj *model.UserPresence) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserPresence_online(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Online, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UserPresence_online(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserPresence", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _UserSummary_login(ctx context.Context, field graphql.CollectedField, obj *store.UserRef) (ret graphql.Marshaler) {
@@ -7265,6 +7639,44 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "peerOnline":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Conversation_peerOnline(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "lastMessage":
 			field := field
 
@@ -7440,6 +7852,11 @@ func (ec *executionContext) _InboxEvent(ctx context.Context, sel ast.SelectionSe
 		case "user":
 			out.Values[i] = ec._InboxEvent_user(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "online":
+			out.Values[i] = ec._InboxEvent_online(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "cursor":
@@ -8201,6 +8618,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "presence":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_presence(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "myMessages":
 			field := field
 
@@ -8704,6 +9143,44 @@ func (ec *executionContext) _Room(ctx context.Context, sel ast.SelectionSet, obj
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "online":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Room_online(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -8843,6 +9320,11 @@ func (ec *executionContext) _RoomEvent(ctx context.Context, sel ast.SelectionSet
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "online":
+			out.Values[i] = ec._RoomEvent_online(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "cursor":
 			out.Values[i] = ec._RoomEvent_cursor(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -8966,6 +9448,49 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var userPresenceImplementors = []string{"UserPresence"}
+
+func (ec *executionContext) _UserPresence(ctx context.Context, sel ast.SelectionSet, obj *model.UserPresence) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, userPresenceImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UserPresence")
+		case "login":
+			out.Values[i] = ec._UserPresence_login(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "online":
+			out.Values[i] = ec._UserPresence_online(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -9796,6 +10321,26 @@ func (ec *executionContext) marshalNUser2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋ
 	return ec._User(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNUserPresence2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserPresence(ctx context.Context, sel ast.SelectionSet, v model.UserPresence) graphql.Marshaler {
+	return ec._UserPresence(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNUserPresence2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserPresenceᚄ(ctx context.Context, sel ast.SelectionSet, v []model.UserPresence) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNUserPresence2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserPresence(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNUserSummary2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUserRef(ctx context.Context, sel ast.SelectionSet, v store.UserRef) graphql.Marshaler {
 	return ec._UserSummary(ctx, sel, &v)
 }
@@ -10103,6 +10648,25 @@ func (ec *executionContext) marshalOTime2ᚖtimeᚐTime(ctx context.Context, sel
 	_ = ctx
 	res := graphql.MarshalTime(*v)
 	return res
+}
+
+func (ec *executionContext) marshalOUserSummary2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUserRefᚄ(ctx context.Context, sel ast.SelectionSet, v []store.UserRef) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNUserSummary2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUserRef(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalOUserSummary2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUserRef(ctx context.Context, sel ast.SelectionSet, v *store.UserRef) graphql.Marshaler {

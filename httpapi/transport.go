@@ -15,6 +15,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -104,7 +105,13 @@ func (GET) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor
 // SSE is gqlgen's server-sent events transport with the body read, limited
 // and checked first, so that a malformed or oversized body is answered
 // with a coded error (gqlgen's would echo the body, and log it).
-type SSE struct{ transport.SSE }
+//
+// Connected, if set, is told of each event stream's request, whose context
+// ends with the stream: presence counts it as a connection.
+type SSE struct {
+	transport.SSE
+	Connected func(ctx context.Context)
+}
 
 // Do implements graphql.Transport.
 func (t SSE) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
@@ -117,6 +124,9 @@ func (t SSE) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecut
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	if t.Connected != nil {
+		t.Connected(r.Context())
+	}
 	t.SSE.Do(w, r, exec)
 }
 

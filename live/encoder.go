@@ -69,6 +69,7 @@ type resultKey struct {
 	showHidden bool  // the viewer may read the hidden content
 	editedAt   int64 // Unix milliseconds; 0 if never edited
 	deleted    bool
+	online     bool // a PRESENCE_CHANGED's state
 }
 
 // acquire returns the encoder of the operation's selection set, creating it
@@ -125,7 +126,7 @@ var errEncoderEnded = errors.New("live: the shared operation ended")
 // it, executing it only if no subscriber needed it recently. The bytes are
 // shared: never modify them.
 func (enc *encoder) encode(ev *store.Event, viewer store.UserRef) ([]byte, error) {
-	k := resultKey{event: ev.ID, kind: ev.Kind, room: ev.Room, user: ev.User.Login}
+	k := resultKey{event: ev.ID, kind: ev.Kind, room: ev.Room, user: ev.User.Login, online: ev.Online}
 	if m := ev.Message; m != nil {
 		k.message, k.hidden, k.deleted = m.ID, m.Hidden, m.Deleted
 		k.showHidden = m.Hidden && resolvers.SeesHiddenContent(m, viewer)

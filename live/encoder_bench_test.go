@@ -26,7 +26,7 @@ func BenchmarkRoomEventEncode(b *testing.B) {
 	if errs != nil {
 		b.Fatal(errs)
 	}
-	field, _, _, ok := roomEventsField(rc)
+	field, _, ok := roomEventsField(rc)
 	if !ok {
 		b.Fatal("not a roomEvents subscription")
 	}

@@ -19,7 +19,7 @@ import (
 
 // RoomStreams opens room event streams (the resolvers: who the caller is, which cursor).
 type RoomStreams interface {
-	OpenRoomEvents(ctx context.Context, room string, after *string) (*stream.Room, error)
+	OpenRoomEvents(ctx context.Context, room string, after *string, presence bool) (*stream.Room, error)
 }
 
 // operation is one subscribe (graphql-ws: start) of a connection. It runs
@@ -91,12 +91,12 @@ func (op *operation) start(kind string, payload json.RawMessage) {
 		return
 	}
 	ctx = graphql.WithOperationContext(ctx, rc)
-	field, room, after, ok := roomEventsField(rc)
+	field, args, ok := roomEventsField(rc)
 	if !ok {
 		op.execute(ctx, rc)
 		return
 	}
-	stream, ok := op.openRoom(ctx, field, room, after)
+	stream, ok := op.openRoom(ctx, field, args)
 	if !ok {
 		return
 	}
@@ -151,36 +151,50 @@ func (op *operation) setOnStop(f func()) {
 // over reports whether the client no longer waits for the operation.
 func (op *operation) over() bool { return op.stopped.Load() || op.ctx.Err() != nil }
 
+// roomArgs are the arguments of a roomEvents subscription.
+type roomArgs struct {
+	room     string
+	after    *string
+	presence bool
+}
+
 // roomEventsField recognizes a roomEvents subscription and reads its
 // arguments; anything else (or arguments gqlgen would have to coerce) runs
 // through gqlgen's executor.
-func roomEventsField(rc *graphql.OperationContext) (f graphql.CollectedField, room string, after *string, ok bool) {
+func roomEventsField(rc *graphql.OperationContext) (f graphql.CollectedField, args roomArgs, ok bool) {
 	if rc.Operation == nil || rc.Operation.Operation != ast.Subscription {
-		return f, "", nil, false
+		return f, args, false
 	}
 	fields := graphql.CollectFields(rc, rc.Operation.SelectionSet, []string{"Subscription"})
 	if len(fields) != 1 || fields[0].Name != "roomEvents" {
-		return f, "", nil, false
+		return f, args, false
 	}
-	args := fields[0].ArgumentMap(rc.Variables)
-	if room, ok = args["room"].(string); !ok {
-		return f, "", nil, false
+	given := fields[0].ArgumentMap(rc.Variables)
+	if args.room, ok = given["room"].(string); !ok {
+		return f, args, false
 	}
-	switch a := args["after"].(type) {
+	switch a := given["after"].(type) {
 	case nil:
 	case string:
-		after = &a
+		args.after = &a
 	default:
-		return f, "", nil, false
+		return f, args, false
 	}
-	return fields[0], room, after, true
+	switch p := given["presence"].(type) {
+	case nil:
+	case bool:
+		args.presence = p
+	default:
+		return f, args, false
+	}
+	return fields[0], args, true
 }
 
 // openRoom opens the room stream; a refusal (no such room, not a
 // participant, a bad cursor) fails the operation with an error message, as
 // for any subscription that cannot start (see execute).
-func (op *operation) openRoom(ctx context.Context, field graphql.CollectedField, room string, after *string) (*stream.Room, bool) {
-	stream, err := op.c.t.cfg.Rooms.OpenRoomEvents(ctx, room, after)
+func (op *operation) openRoom(ctx context.Context, field graphql.CollectedField, args roomArgs) (*stream.Room, bool) {
+	stream, err := op.c.t.cfg.Rooms.OpenRoomEvents(ctx, args.room, args.after, args.presence)
 	if err == nil {
 		return stream, true
 	}

@@ -50,6 +50,10 @@ type Config struct {
 	// connection is then closed with 4401 and the context's cause as
 	// reason.
 	SessionEnd func(ctx context.Context) context.Context
+	// Connected, if set, is told of each connection that a user
+	// authenticated, with the context Authenticate returned, which ends
+	// with the connection: presence counts it.
+	Connected func(ctx context.Context)
 	// Accept holds the origin rules of the websocket handshake.
 	Accept websocket.AcceptOptions
 	// InitTimeout is how long a client has to send connection_init.
@@ -389,6 +393,9 @@ func (c *conn) init(payload json.RawMessage) bool {
 	}
 	if user {
 		c.authenticated()
+		if c.t.cfg.Connected != nil {
+			c.t.cfg.Connected(ctx)
+		}
 	}
 	if c.t.cfg.SessionEnd != nil {
 		if ended := c.t.cfg.SessionEnd(ctx); ended != nil {

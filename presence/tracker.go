@@ -2,6 +2,7 @@ package presence
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -49,8 +50,9 @@ type Tracker struct {
 	Grace time.Duration
 	Log   *slog.Logger
 
-	mu    sync.Mutex
-	users map[string]*connected
+	mu     sync.Mutex
+	users  map[string]*connected
+	closed bool
 }
 
 // connected is one user's connections to this instance, and what the
@@ -74,6 +76,10 @@ func (c *connected) online() bool { return c.conns > 0 || c.leaving != nil }
 // learns of it in the background.
 func (t *Tracker) Connect(ctx context.Context, u store.UserRef) {
 	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return
+	}
 	if t.users == nil {
 		t.users = make(map[string]*connected)
 	}
@@ -120,11 +126,45 @@ func (t *Tracker) Run(ctx context.Context, names func(ctx context.Context, login
 	})
 }
 
+// Close lets every user go at once, without a grace: the instance is
+// shutting down and its connections with it. Those who have no other
+// instance are told offline. It waits for the registry's records, until
+// ctx ends; connections made afterwards are not counted.
+func (t *Tracker) Close(ctx context.Context) error {
+	t.mu.Lock()
+	t.closed = true
+	for _, c := range t.users {
+		c.conns = 0
+		if c.leaving != nil {
+			c.leaving.Stop()
+			c.leaving = nil
+		}
+		t.startSettle(c)
+	}
+	t.mu.Unlock()
+	for {
+		t.mu.Lock()
+		left := len(t.users)
+		t.mu.Unlock()
+		if left == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("presence: %d users' departures unrecorded at shutdown: %w", left, ctx.Err())
+		case <-time.After(10 * time.Millisecond): // polls the settles
+		}
+	}
+}
+
 func (t *Tracker) grace() time.Duration { return cmpOr(t.Grace, DefaultGrace) }
 
 func (t *Tracker) disconnect(c *connected) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.closed {
+		return // Close let every connection go
+	}
 	if c.conns--; c.conns > 0 {
 		return
 	}

@@ -36,6 +36,11 @@ func (r *conversationResolver) Peer(ctx context.Context, obj *store.Conversation
 	return &obj.Peer, nil
 }
 
+// PeerOnline is the resolver for the peerOnline field.
+func (r *conversationResolver) PeerOnline(ctx context.Context, obj *store.Conversation) (*bool, error) {
+	return r.peerOnline(ctx, obj)
+}
+
 // LastMessage is the resolver for the lastMessage field.
 func (r *conversationResolver) LastMessage(ctx context.Context, obj *store.Conversation) (*store.Message, error) {
 	if obj.LastMessage.ID.IsZero() {
@@ -220,6 +225,11 @@ func (r *queryResolver) Message(ctx context.Context, id string) (*store.Message,
 	return nullIfMissing(r.readableMessage(ctx, id, me))
 }
 
+// Presence is the resolver for the presence field.
+func (r *queryResolver) Presence(ctx context.Context, logins []string) ([]model.UserPresence, error) {
+	return r.presenceOf(ctx, logins)
+}
+
 // MyMessages is the resolver for the myMessages field.
 func (r *queryResolver) MyMessages(ctx context.Context, first *int, after *string) (*model.MessageConnection, error) {
 	me, err := auth.UserFrom(ctx)
@@ -232,7 +242,7 @@ func (r *queryResolver) MyMessages(ctx context.Context, first *int, after *strin
 }
 
 // InboxEvents is the resolver for the inboxEvents field.
-func (r *subscriptionResolver) InboxEvents(ctx context.Context, after *string) (<-chan *model.InboxEvent, error) {
+func (r *subscriptionResolver) InboxEvents(ctx context.Context, after *string, presence *bool) (<-chan *model.InboxEvent, error) {
 	me, from, err := subscriber(ctx, after)
 	if err != nil {
 		return nil, err
@@ -241,6 +251,9 @@ func (r *subscriptionResolver) InboxEvents(ctx context.Context, after *string) (
 	s, err := r.Streams.OpenInbox(watched, me, from)
 	if err != nil {
 		return nil, err
+	}
+	if presence != nil && *presence {
+		s.FollowPresence()
 	}
 	return channel(r.Resolver, ctx, watched, s.Run, inboxEventOf), nil
 }

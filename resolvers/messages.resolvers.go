@@ -219,9 +219,9 @@ func (r *reactionResolver) ReactedByMe(ctx context.Context, obj *store.Reaction)
 }
 
 // RoomEvents is the resolver for the roomEvents field.
-func (r *subscriptionResolver) RoomEvents(ctx context.Context, room string, after *string) (<-chan *model.RoomEvent, error) {
+func (r *subscriptionResolver) RoomEvents(ctx context.Context, room string, after *string, presence *bool) (<-chan *model.RoomEvent, error) {
 	watched := r.watchSession(ctx)
-	s, err := r.OpenRoomEvents(watched, room, after)
+	s, err := r.OpenRoomEvents(watched, room, after, presence != nil && *presence)
 	if err != nil {
 		return nil, err
 	}

@@ -40,4 +40,6 @@ type Resolver struct {
 	Limits *ratelimit.Set
 	// Typists tracks who types where through this instance (NewTyping).
 	Typists *presence.Typing
+	// Presence tracks who is online (NewPresence).
+	Presence *presence.Tracker
 }

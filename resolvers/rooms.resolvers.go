@@ -177,6 +177,11 @@ func (r *roomResolver) ReadMarks(ctx context.Context, obj *store.Room, first *in
 	return r.Store.RoomReadMarks(ctx, obj.Name, n)
 }
 
+// Online is the resolver for the online field.
+func (r *roomResolver) Online(ctx context.Context, obj *store.Room, first *int) ([]store.UserRef, error) {
+	return r.roomOnline(ctx, obj, first)
+}
+
 // ReadMark returns graph.ReadMarkResolver implementation.
 func (r *Resolver) ReadMark() graph.ReadMarkResolver { return &readMarkResolver{r} }
 

@@ -145,11 +145,11 @@ func (f feedRoot) Subscription() graph.SubscriptionResolver { return feedSubscri
 
 type feedSubscription struct{ feedRoot }
 
-func (f feedSubscription) RoomEvents(context.Context, string, *string) (<-chan *model.RoomEvent, error) {
+func (f feedSubscription) RoomEvents(context.Context, string, *string, *bool) (<-chan *model.RoomEvent, error) {
 	return f.feed, nil
 }
 
-func (f feedSubscription) InboxEvents(context.Context, *string) (<-chan *model.InboxEvent, error) {
+func (f feedSubscription) InboxEvents(context.Context, *string, *bool) (<-chan *model.InboxEvent, error) {
 	return nil, errors.New("resolvers: a feed schema serves roomEvents only")
 }
 
@@ -160,14 +160,22 @@ func SeesHiddenContent(m *store.Message, viewer store.UserRef) bool {
 }
 
 // OpenRoomEvents opens the caller's stream of a room's events after the
-// optional cursor (see stream.Source.OpenRoom): the roomEvents
-// subscription, for the transports that drive streams themselves.
-func (r *Resolver) OpenRoomEvents(ctx context.Context, room string, after *string) (*stream.Room, error) {
+// optional cursor (see stream.Source.OpenRoom), with its participants'
+// presence if asked: the roomEvents subscription, for the transports that
+// drive streams themselves.
+func (r *Resolver) OpenRoomEvents(ctx context.Context, room string, after *string, presence bool) (*stream.Room, error) {
 	me, from, err := subscriber(ctx, after)
 	if err != nil {
 		return nil, err
 	}
-	return r.Streams.OpenRoom(ctx, room, me, from)
+	s, err := r.Streams.OpenRoom(ctx, room, me, from)
+	if err != nil {
+		return nil, err
+	}
+	if presence {
+		s.FollowPresence()
+	}
+	return s, nil
 }
 
 // subscriber returns who subscribes, and after which cursor.
@@ -184,7 +192,7 @@ func subscriber(ctx context.Context, after *string) (store.UserRef, store.Messag
 // id is its cursor; ROOM_DELETED has none, since the room's log went with
 // it.
 func RoomEventOf(ev *store.Event) *model.RoomEvent {
-	out := &model.RoomEvent{Kind: model.RoomEventKind(ev.Kind), Room: ev.Room, Message: ev.Message, User: &ev.User}
+	out := &model.RoomEvent{Kind: model.RoomEventKind(ev.Kind), Room: ev.Room, Message: ev.Message, User: &ev.User, Online: presenceOf(ev)}
 	if !ev.ID.IsZero() && ev.Kind != store.RoomDeleted {
 		cursor := ev.ID.String()
 		out.Cursor = &cursor
@@ -192,10 +200,19 @@ func RoomEventOf(ev *store.Event) *model.RoomEvent {
 	return out
 }
 
+// presenceOf is a PRESENCE_CHANGED's state, nil for other kinds.
+func presenceOf(ev *store.Event) *bool {
+	if ev.Kind != store.PresenceChanged {
+		return nil
+	}
+	online := ev.Online
+	return &online
+}
+
 // inboxEventOf shapes an inbox event as the API's InboxEvent. A logged
 // event's id is its cursor; an ephemeral one (typing) has none.
 func inboxEventOf(ev *store.Event) *model.InboxEvent {
-	out := &model.InboxEvent{Kind: model.InboxEventKind(ev.Kind), ConversationID: ev.Room, Message: ev.Message, User: &ev.User}
+	out := &model.InboxEvent{Kind: model.InboxEventKind(ev.Kind), ConversationID: ev.Room, Message: ev.Message, User: &ev.User, Online: presenceOf(ev)}
 	if !ev.ID.IsZero() {
 		cursor := ev.ID.String()
 		out.Cursor = &cursor

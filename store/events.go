@@ -58,6 +58,10 @@ const (
 	TypingStarted EventKind = "TYPING_STARTED"
 	// TypingStopped: User stopped typing, or let it lapse.
 	TypingStopped EventKind = "TYPING_STOPPED"
+	// PresenceChanged: User came online (Online) or went offline, told to
+	// each room and group they take part in and to the other user of each
+	// of their direct conversations (see presence.Tracker).
+	PresenceChanged EventKind = "PRESENCE_CHANGED"
 )
 
 // Event is one durable change, as its log keeps it. Its id is a timeuuid,
@@ -83,6 +87,8 @@ type Event struct {
 	// Message is the message the event is about; nil when there is none
 	// (RoomDeleted, a mark-read's UnreadChanged).
 	Message *Message
+	// Online is, for PresenceChanged, whether User is online now.
+	Online bool
 }
 
 // PostedEvent is the MessagePosted event of m.

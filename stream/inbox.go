@@ -19,6 +19,21 @@ type Inbox struct {
 	floor  store.MessageID
 	seen   seen
 	closed atomic.Bool
+	// presence: the subscriber follows their peers' presence.
+	presence bool
+}
+
+// FollowPresence has the stream deliver PresenceChanged events too, which
+// it leaves out by default. Call it before Run.
+func (in *Inbox) FollowPresence() { in.presence = true }
+
+// deliver emits ev unless it was delivered before or is presence the
+// subscriber does not follow; false means the subscriber is gone.
+func (in *Inbox) deliver(ev *store.Event, emit func(*store.Event) bool) bool {
+	if !in.seen.first(ev.ID) || ev.Kind == store.PresenceChanged && !in.presence {
+		return true
+	}
+	return emit(ev)
 }
 
 // OpenInbox subscribes to viewer's inbox events, then (in Run) replays
@@ -60,7 +75,7 @@ func (in *Inbox) Run(ctx context.Context, emit func(*store.Event) bool) error {
 			}
 			continue
 		}
-		if in.seen.first(ev.ID) && !emit(ev) {
+		if !in.deliver(ev, emit) {
 			return nil
 		}
 	}
@@ -86,7 +101,7 @@ func (in *Inbox) catchUp(ctx context.Context, after store.MessageID, emit func(*
 			return false, err
 		}
 		for i := range events {
-			if in.seen.first(events[i].ID) && !emit(&events[i]) {
+			if !in.deliver(&events[i], emit) {
 				return false, nil
 			}
 		}

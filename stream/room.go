@@ -28,7 +28,13 @@ type Room struct {
 
 	replayed bool // the first Pump has replayed after the cursor
 	closed   atomic.Bool
+	// presence: the subscriber follows the participants' presence.
+	presence bool
 }
+
+// FollowPresence has the stream deliver PresenceChanged events too, which
+// it leaves out by default. Call it before the first Pump or Run.
+func (r *Room) FollowPresence() { r.presence = true }
 
 // OpenRoom checks that viewer may follow the room (a participant), then
 // subscribes to its live events before anything is read from the log, so
@@ -203,7 +209,7 @@ func (r *Room) stillFollowing(ctx context.Context, emit func(*store.Event) bool)
 // deliver emits ev unless it was already delivered; false means the
 // subscriber is gone.
 func (r *Room) deliver(ev *store.Event, emit func(*store.Event) bool) bool {
-	if !r.seen.first(ev.ID) {
+	if !r.seen.first(ev.ID) || ev.Kind == store.PresenceChanged && !r.presence {
 		return true
 	}
 	return emit(ev)

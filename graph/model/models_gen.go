@@ -50,7 +50,9 @@ type InboxEvent struct {
 	Conversation *store.Conversation `json:"conversation,omitempty"`
 	// Who caused it: the sender, the marker, who added the caller, who typed.
 	User *store.UserRef `json:"user"`
-	// Pass as `inboxEvents(after:)` to resume after this event. Null for TYPING_STARTED and TYPING_STOPPED, which no log keeps.
+	// For PRESENCE_CHANGED: whether `user` is online now. Null for other kinds.
+	Online *bool `json:"online,omitempty"`
+	// Pass as `inboxEvents(after:)` to resume after this event. Null for TYPING_STARTED, TYPING_STOPPED and PRESENCE_CHANGED, which no log keeps.
 	Cursor *string `json:"cursor,omitempty"`
 }
 
@@ -116,7 +118,9 @@ type RoomEvent struct {
 	Message *store.Message `json:"message,omitempty"`
 	// Who posted, joined, left or deleted the room.
 	User *store.UserRef `json:"user"`
-	// Pass as `roomEvents(after:)` to resume after this event. Null for the events no log keeps: ROOM_DELETED, READ_UPTO, TYPING_STARTED, TYPING_STOPPED.
+	// For PRESENCE_CHANGED: whether `user` is online now. Null for other kinds.
+	Online *bool `json:"online,omitempty"`
+	// Pass as `roomEvents(after:)` to resume after this event. Null for the events no log keeps: ROOM_DELETED, READ_UPTO, TYPING_STARTED, TYPING_STOPPED, PRESENCE_CHANGED.
 	Cursor *string `json:"cursor,omitempty"`
 }
 
@@ -138,6 +142,14 @@ type SignupInput struct {
 
 // Live events, over websockets (graphql-transport-ws or graphql-ws) or server-sent events.
 type Subscription struct {
+}
+
+// Whether a user is online.
+type UserPresence struct {
+	// Who.
+	Login string `json:"login"`
+	// Whether they have an open connection to any instance now; null if the caller may not know.
+	Online *bool `json:"online,omitempty"`
 }
 
 // What an inbox entry is about.
@@ -224,6 +236,8 @@ const (
 	InboxEventKindTypingStarted InboxEventKind = "TYPING_STARTED"
 	// `user` stopped typing in the direct conversation, sent their message, or let it lapse.
 	InboxEventKindTypingStopped InboxEventKind = "TYPING_STOPPED"
+	// `user`, the other user of a direct conversation, came online or went offline: see `online`. Ephemeral, like typing; only with `inboxEvents(presence: true)`.
+	InboxEventKindPresenceChanged InboxEventKind = "PRESENCE_CHANGED"
 )
 
 var AllInboxEventKind = []InboxEventKind{
@@ -236,11 +250,12 @@ var AllInboxEventKind = []InboxEventKind{
 	InboxEventKindMentioned,
 	InboxEventKindTypingStarted,
 	InboxEventKindTypingStopped,
+	InboxEventKindPresenceChanged,
 }
 
 func (e InboxEventKind) IsValid() bool {
 	switch e {
-	case InboxEventKindDirectMessage, InboxEventKindUnreadChanged, InboxEventKindAddedToGroup, InboxEventKindMessageEdited, InboxEventKindMessageDeleted, InboxEventKindReactionChanged, InboxEventKindMentioned, InboxEventKindTypingStarted, InboxEventKindTypingStopped:
+	case InboxEventKindDirectMessage, InboxEventKindUnreadChanged, InboxEventKindAddedToGroup, InboxEventKindMessageEdited, InboxEventKindMessageDeleted, InboxEventKindReactionChanged, InboxEventKindMentioned, InboxEventKindTypingStarted, InboxEventKindTypingStopped, InboxEventKindPresenceChanged:
 		return true
 	}
 	return false
@@ -310,6 +325,10 @@ const (
 	RoomEventKindTypingStarted RoomEventKind = "TYPING_STARTED"
 	// `user` stopped typing, posted, or let their TYPING_STARTED lapse. Ephemeral, like it.
 	RoomEventKindTypingStopped RoomEventKind = "TYPING_STOPPED"
+	// `user`, a participant, came online (their first connection to any instance) or went offline
+	// (their last closed, 3 seconds ago): see `online`. Ephemeral: no cursor, never replayed. Only with
+	// `roomEvents(presence: true)`.
+	RoomEventKindPresenceChanged RoomEventKind = "PRESENCE_CHANGED"
 )
 
 var AllRoomEventKind = []RoomEventKind{
@@ -324,11 +343,12 @@ var AllRoomEventKind = []RoomEventKind{
 	RoomEventKindReadUpto,
 	RoomEventKindTypingStarted,
 	RoomEventKindTypingStopped,
+	RoomEventKindPresenceChanged,
 }
 
 func (e RoomEventKind) IsValid() bool {
 	switch e {
-	case RoomEventKindMessagePosted, RoomEventKindParticipantJoined, RoomEventKindParticipantLeft, RoomEventKindRoomDeleted, RoomEventKindMessageHidden, RoomEventKindMessageEdited, RoomEventKindMessageDeleted, RoomEventKindReactionChanged, RoomEventKindReadUpto, RoomEventKindTypingStarted, RoomEventKindTypingStopped:
+	case RoomEventKindMessagePosted, RoomEventKindParticipantJoined, RoomEventKindParticipantLeft, RoomEventKindRoomDeleted, RoomEventKindMessageHidden, RoomEventKindMessageEdited, RoomEventKindMessageDeleted, RoomEventKindReactionChanged, RoomEventKindReadUpto, RoomEventKindTypingStarted, RoomEventKindTypingStopped, RoomEventKindPresenceChanged:
 		return true
 	}
 	return false

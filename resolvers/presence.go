@@ -1,0 +1,176 @@
+package resolvers
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/killrchat/chatql/auth"
+	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/graph/model"
+	"github.com/killrchat/chatql/presence"
+	"github.com/killrchat/chatql/store"
+)
+
+// Presence limits: how many users one presence query asks about, and how
+// many of a room's online participants Room.online lists.
+const (
+	maxPresenceLogins = 100
+	defaultOnline     = 100
+	maxOnline         = 1000
+)
+
+// NewPresence returns the presence tracker of r's instance on registry: it
+// tells each change of a user's state (PRESENCE_CHANGED) to the rooms and
+// groups they take part in and to the other user of each of their direct
+// conversations: the people who may see it.
+func (r *Resolver) NewPresence(registry presence.Registry) *presence.Tracker {
+	return &presence.Tracker{Registry: registry, Log: r.Log, Tell: r.tellPresence}
+}
+
+func (r *Resolver) tellPresence(ctx context.Context, u store.UserRef, online bool) {
+	ev := store.Event{Kind: store.PresenceChanged, User: u, Online: online}
+	user, err := r.Store.User(ctx, u.Login)
+	if err != nil {
+		r.Log.WarnContext(ctx, "presence: could not read the user's rooms to tell them", "login", u.Login, "err", err)
+		return
+	}
+	for _, room := range user.ChatRooms {
+		ev.Room = room
+		r.publishTo(ctx, broker.RoomTopic(room), ev)
+	}
+	inbox, err := r.Store.Inbox(ctx, u.Login)
+	if err != nil {
+		r.Log.WarnContext(ctx, "presence: could not read the user's conversations to tell them", "login", u.Login, "err", err)
+		return
+	}
+	for _, c := range inbox {
+		if c.Kind == store.DirectConversation {
+			ev.Room = c.ID
+			r.publishTo(ctx, broker.UserTopic(c.Peer.Login), ev)
+		}
+	}
+}
+
+// UserName returns login's names for an event about them, or the bare
+// login if they cannot be read.
+func (r *Resolver) UserName(ctx context.Context, login string) store.UserRef {
+	if u, err := r.Store.User(ctx, login); err == nil {
+		return u.UserRef
+	}
+	return store.UserRef{Login: login}
+}
+
+// roomOnline lists the room's participants who are online, for a caller
+// who takes part in it (nil otherwise).
+func (r *Resolver) roomOnline(ctx context.Context, room *store.Room, first *int) ([]store.UserRef, error) {
+	n := defaultOnline
+	if first != nil {
+		if n = *first; n < 1 || n > maxOnline {
+			return nil, store.Invalidf("invalid first: it must be 1 to %d", maxOnline)
+		}
+	}
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !room.HasParticipant(me.Login) {
+		return nil, nil
+	}
+	logins := make([]string, len(room.Participants))
+	for i, p := range room.Participants {
+		logins[i] = p.Login
+	}
+	flags, err := r.Presence.Online(ctx, logins)
+	if err != nil {
+		return nil, err
+	}
+	out := []store.UserRef{}
+	for i, p := range room.Participants {
+		if flags[i] && len(out) < n {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// peerOnline is whether the other user of a direct conversation is online.
+func (r *Resolver) peerOnline(ctx context.Context, c *store.Conversation) (*bool, error) {
+	if c.Kind != store.DirectConversation {
+		return nil, nil
+	}
+	flags, err := r.Presence.Online(ctx, []string{c.Peer.Login})
+	if err != nil {
+		return nil, err
+	}
+	return &flags[0], nil
+}
+
+// presenceOf answers the presence query: each login's state, for those
+// the caller shares a room, group or direct conversation with.
+func (r *Resolver) presenceOf(ctx context.Context, logins []string) ([]model.UserPresence, error) {
+	if len(logins) == 0 || len(logins) > maxPresenceLogins {
+		return nil, store.Invalidf("invalid logins: ask about 1 to %d users", maxPresenceLogins)
+	}
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	mine, err := r.Store.User(ctx, me.Login)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]model.UserPresence, len(logins))
+	var visible []string
+	for i, login := range logins {
+		out[i].Login = login
+		ok, err := r.sharesWith(ctx, mine, login)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			visible = append(visible, login)
+		}
+	}
+	if len(visible) == 0 {
+		return out, nil
+	}
+	flags, err := r.Presence.Online(ctx, visible)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if j := slices.Index(visible, out[i].Login); j >= 0 {
+			out[i].Online = &flags[j]
+		}
+	}
+	return out, nil
+}
+
+// sharesWith reports whether me shares a room, a group or a direct
+// conversation with login (or is login), who may then see me's presence.
+func (r *Resolver) sharesWith(ctx context.Context, me store.User, login string) (bool, error) {
+	if login == me.Login {
+		return true, nil
+	}
+	if store.ValidateLogin(login) != nil {
+		return false, nil
+	}
+	other, err := r.Store.User(ctx, login)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, room := range other.ChatRooms {
+		if _, ok := slices.BinarySearch(me.ChatRooms, room); ok {
+			return true, nil
+		}
+	}
+	_, err = r.Store.Conversation(ctx, me.Login, store.DirectConversationID(me.Login, login))
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
