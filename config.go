@@ -56,9 +56,9 @@ type Config struct {
 	// go offline within PresenceTTL and a heartbeat. PresenceGrace is how
 	// long a user stays online after their last connection closed.
 	PresenceTTL, PresenceGrace time.Duration
-	AllowedOrigins    []string
-	ShutdownTimeout   time.Duration
-	LogLevel          slog.Level
+	AllowedOrigins             []string
+	ShutdownTimeout            time.Duration
+	LogLevel                   slog.Level
 
 	// RateLimits limit writes per user and per client address; a limit
 	// that is off (zero) allows everything.

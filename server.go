@@ -108,9 +108,9 @@ type Server struct {
 	presence      *presence.Tracker
 	presenceRedis *redis.Client
 	stopPresence  func()
-	passwords   *auth.Passwords
-	streams     *stream.Source
-	live        *live.Transport
+	passwords     *auth.Passwords
+	streams       *stream.Source
+	live          *live.Transport
 }
 
 // Streams is the source of this server's subscription streams, which
