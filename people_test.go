@@ -282,6 +282,16 @@ func testPresence(t *testing.T, cfg Config) {
 	if got := presenceOf(t, bob, "alice"); got["alice"] != "offline" {
 		t.Fatalf("bob asks after alice left: %v", got)
 	}
+	// An event stream counts as a connection too.
+	sse := ts.openSSE(t, alice.Token, `subscription { inboxEvents { kind } }`)
+	if ev := nextPresence(t, bobRoom, "alice"); !*ev.Online {
+		t.Fatalf("bob's room: %+v, want alice online through her event stream", ev)
+	}
+	sse.Body.Close()
+	if ev := nextPresence(t, bobRoom, "alice"); *ev.Online {
+		t.Fatalf("bob's room: %+v, want alice offline once her event stream closed", ev)
+	}
+
 	wantCode(t, bob, "BAD_USER_INPUT", presenceQ, map[string]any{"l": []string{}})
 	wantCode(t, ts.Client, "UNAUTHENTICATED", presenceQ, map[string]any{"l": []string{"alice"}})
 }
