@@ -324,3 +324,58 @@ func TestClusterPresence(t *testing.T) {
 		t.Fatalf("bob asks instance B after alice left: %v", got)
 	}
 }
+
+// An instance killed with SIGKILL tells nobody: another instance sweeps its
+// users offline, no sooner than CHAT_PRESENCE_TTL after its last heartbeat
+// and no later than the TTL plus a heartbeat (with a margin for a loaded
+// machine). Two real server processes share Cassandra and Redis.
+func TestKilledInstanceUsersGoOffline(t *testing.T) {
+	url := redisURL(t)
+	cfg := cassandraConfig(t)
+	cfg.RedisURL = url
+	cfg.RedisChannelPrefix = "test-" + randomHex(4) + ":"
+	cfg.PresenceTTL = 2 * time.Second
+	cfg.PresenceGrace = 50 * time.Millisecond
+	bin := buildChatql(t)
+	killed, survivor := startChatql(t, bin, cfg), startChatql(t, bin, cfg)
+	onKilled := &testServer{Client: chatclient.New(killed.URL)}
+	alice := onKilled.user(t, "alice")
+	bob := onKilled.user(t, "bob")
+	bob.URL = survivor.URL
+	mustDo(t, alice, createRoom, map[string]any{"n": "doomed"}, nil)
+	mustDo(t, bob, joinRoom, map[string]any{"r": "doomed"}, nil)
+
+	bobRoom, err := bob.Subscribe(testContext(t), chatclient.GraphQLTransportWS, presenceRoom, map[string]any{"r": "doomed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bobRoom.Close() })
+	aliceSocket, err := alice.Subscribe(testContext(t), chatclient.GraphQLTransportWS, typingInbox, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { aliceSocket.Close() })
+	if ev := nextPresence(t, bobRoom, "alice"); !*ev.Online {
+		t.Fatalf("on the survivor: %+v, want alice online", ev)
+	}
+	// Alice's instance heartbeats at least every TTL/3: from here on, its
+	// last heartbeat is at most TTL/3 old.
+	if err := killed.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killedAt := time.Now()
+	<-killed.exited
+	if ev := nextPresence(t, bobRoom, "alice"); *ev.Online {
+		t.Fatalf("on the survivor: %+v, want alice offline", ev)
+	}
+	took := time.Since(killedAt)
+	if took < cfg.PresenceTTL-cfg.PresenceTTL/3 {
+		t.Fatalf("alice told offline %v after her instance died: before its records could expire (TTL %v)", took, cfg.PresenceTTL)
+	}
+	if bound := cfg.PresenceTTL + cfg.PresenceTTL/3 + 3*time.Second; took > bound {
+		t.Errorf("alice told offline %v after her instance died, later than the TTL plus a heartbeat and a margin: %v", took, bound)
+	}
+	if got := presenceOf(t, bob, "alice"); got["alice"] != "offline" {
+		t.Fatalf("bob asks the survivor: %v", got)
+	}
+}

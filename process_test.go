@@ -93,6 +93,10 @@ func chatqlEnv(cfg Config) []string {
 		"CHAT_MAX_CONNS_PER_CLIENT="+strconv.Itoa(cfg.MaxConnsPerClient),
 		"CHAT_CASSANDRA_HOSTS="+strings.Join(cfg.Cassandra.Hosts, ","),
 		"CHAT_CASSANDRA_KEYSPACE="+cfg.Cassandra.Keyspace,
+		"CHAT_REDIS_URL="+cfg.RedisURL,
+		"CHAT_REDIS_CHANNEL_PREFIX="+cfg.RedisChannelPrefix,
+		"CHAT_PRESENCE_TTL="+cfg.PresenceTTL.String(),
+		"CHAT_PRESENCE_GRACE="+cfg.PresenceGrace.String(),
 	)
 }
 
