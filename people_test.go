@@ -345,11 +345,25 @@ func TestKilledInstanceUsersGoOffline(t *testing.T) {
 	mustDo(t, alice, createRoom, map[string]any{"n": "doomed"}, nil)
 	mustDo(t, bob, joinRoom, map[string]any{"r": "doomed"}, nil)
 
-	bobRoom, err := bob.Subscribe(testContext(t), chatclient.GraphQLTransportWS, presenceRoom, map[string]any{"r": "doomed"})
+	// Presence is not replayed: bob's stream must be live before alice
+	// connects. A stream subscribes before it replays, so the first event
+	// it delivers, replayed or live, shows it is.
+	var first struct{ PostMessage struct{ ID string } }
+	mustDo(t, alice, postMessage, map[string]any{"r": "doomed", "c": "hello?"}, &first)
+	const resumed = `subscription($r: String!, $after: String) { roomEvents(room: $r, after: $after, presence: true) { kind cursor online user { login } } }`
+	bobRoom, err := bob.Subscribe(testContext(t), chatclient.GraphQLTransportWS, resumed, map[string]any{"r": "doomed", "after": first.PostMessage.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bobRoom.Close() })
+	mustDo(t, alice, postMessage, map[string]any{"r": "doomed", "c": "anyone?"}, nil)
+	for {
+		var out struct{ RoomEvents presenceEvent }
+		nextData(t, bobRoom, &out)
+		if out.RoomEvents.Kind == "MESSAGE_POSTED" {
+			break
+		}
+	}
 	aliceSocket, err := alice.Subscribe(testContext(t), chatclient.GraphQLTransportWS, typingInbox, nil)
 	if err != nil {
 		t.Fatal(err)
