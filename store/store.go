@@ -112,6 +112,8 @@ type Store interface {
 	Threads
 	RoomReads
 	Mentioner
+	Blocks
+	Mutes
 
 	// CreateUser stores a new account. Logins are unique: the write is a
 	// compare-and-set (INSERT ... IF NOT EXISTS), so of many concurrent signups

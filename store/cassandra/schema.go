@@ -62,6 +62,11 @@ var schemaV9 string
 //go:embed schema_v10.cql
 var schemaV10 string
 
+// schemaV11 adds blocked users and muted conversations.
+//
+//go:embed schema_v11.cql
+var schemaV11 string
+
 // A migration is one schema version: CQL statements separated by ';', then
 // the conversion of the data, if any.
 type migration struct {
@@ -85,6 +90,7 @@ var migrations = []migration{
 	{version: 8, description: "message_reactions", cql: schemaV8},
 	{version: 9, description: "reply_to of messages, message_replies", cql: schemaV9},
 	{version: 10, description: "room_reads", cql: schemaV10},
+	{version: 11, description: "user_blocks, user_mutes", cql: schemaV11},
 }
 
 // createMigrationsTable repeats schema.cql's statement: the table must exist

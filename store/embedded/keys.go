@@ -38,6 +38,8 @@ const (
 	tableReactions        = "message_reactions"
 	tableReplies          = "message_replies"
 	tableRoomReads        = "room_reads"
+	tableBlocks           = "user_blocks"
+	tableMutes            = "user_mutes"
 
 	// tableRoomMembers is no Cassandra table but this store's index of
 	// chat_rooms' participants (see membersPartition), and tableMeta holds
@@ -255,6 +257,11 @@ func roomEvents(room string) key { return tuple(tableRoomEvents).str(room) }
 
 // roomReadsPartition is the room's read marks, one row per login.
 func roomReadsPartition(room string) key { return tuple(tableRoomReads).str(room) }
+
+// blocksPartition holds whom login blocked, by login; mutesPartition the
+// conversations login muted.
+func blocksPartition(login string) key { return tuple(tableBlocks).str(login) }
+func mutesPartition(login string) key  { return tuple(tableMutes).str(login) }
 
 // roomReplies is every thread row of a room, for its delete.
 func roomReplies(room string) key { return tuple(tableReplies).str(room) }

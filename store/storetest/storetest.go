@@ -57,6 +57,11 @@ func groups() []group[store.Store] {
 		{"Account", []storeTest{
 			{"ErrNotFound", testAccountNotFound},
 		}},
+		{"Blocks", []storeTest{
+			{"OK", testBlocks},
+			{"Cap", testBlocksCap},
+			{"Mutes", testMutes},
+		}},
 		{"CreateRoom", []storeTest{
 			{"OK", testCreateRoomOK},
 			{"ErrConflict", testCreateRoomConflict},

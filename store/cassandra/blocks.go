@@ -1,0 +1,101 @@
+package cassandra
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/killrchat/chatql/store"
+)
+
+const (
+	insertBlock  = `INSERT INTO user_blocks (login, blocked_login, blocked, blocked_at) VALUES (?, ?, ?, ?)`
+	deleteBlock  = `DELETE FROM user_blocks WHERE login = ? AND blocked_login = ?`
+	selectBlocks = `SELECT blocked FROM user_blocks WHERE login = ?`
+	selectBlock  = `SELECT blocked_login FROM user_blocks WHERE login = ? AND blocked_login = ?`
+	countBlocks  = `SELECT COUNT(*) FROM user_blocks WHERE login = ?`
+	insertMute   = `INSERT INTO user_mutes (login, conversation, muted_at) VALUES (?, ?, ?)`
+	deleteMute   = `DELETE FROM user_mutes WHERE login = ? AND conversation = ?`
+	selectMutes  = `SELECT conversation FROM user_mutes WHERE login = ?`
+)
+
+// Block counts the partition, then writes the row: two users blocking at
+// once may pass MaxBlocks by a few, a bound, not an invariant.
+func (db *DB) Block(ctx context.Context, login string, u store.UserRef) error {
+	already, err := db.Blocks(ctx, login, u.Login)
+	if err != nil || already {
+		return err
+	}
+	var n int
+	if err := db.query(ctx, countBlocks, login).Scan(&n); err != nil {
+		return fmt.Errorf("cassandra: count the blocks of %q: %w", login, err)
+	}
+	if n >= store.MaxBlocks {
+		return store.Invalidf("invalid block: %s blocks %d users already, the most one may", login, n)
+	}
+	if err := db.query(ctx, insertBlock, login, u.Login, userUDT(u), time.Now()).Exec(); err != nil {
+		return fmt.Errorf("cassandra: %q blocks %q: %w", login, u.Login, err)
+	}
+	return nil
+}
+
+func (db *DB) Unblock(ctx context.Context, login, other string) error {
+	if err := db.query(ctx, deleteBlock, login, other).Exec(); err != nil {
+		return fmt.Errorf("cassandra: %q unblocks %q: %w", login, other, err)
+	}
+	return nil
+}
+
+func (db *DB) BlockedUsers(ctx context.Context, login string) ([]store.UserRef, error) {
+	iter := db.query(ctx, selectBlocks, login).Iter()
+	out := []store.UserRef{}
+	var u userUDT
+	for iter.Scan(&u) {
+		out = append(out, store.UserRef(u))
+	}
+	if err := iter.Close(); err != nil {
+		return nil, fmt.Errorf("cassandra: the users %q blocked: %w", login, err)
+	}
+	return out, nil
+}
+
+func (db *DB) Blocks(ctx context.Context, login, other string) (bool, error) {
+	var found string
+	switch err := db.query(ctx, selectBlock, login, other).Scan(&found); err {
+	case nil:
+		return true, nil
+	case gocql.ErrNotFound:
+		return false, nil
+	default:
+		return false, fmt.Errorf("cassandra: whether %q blocked %q: %w", login, other, err)
+	}
+}
+
+func (db *DB) Mute(ctx context.Context, login, conversation string) error {
+	if err := db.query(ctx, insertMute, login, conversation, time.Now()).Exec(); err != nil {
+		return fmt.Errorf("cassandra: %q mutes %q: %w", login, conversation, err)
+	}
+	return nil
+}
+
+func (db *DB) Unmute(ctx context.Context, login, conversation string) error {
+	if err := db.query(ctx, deleteMute, login, conversation).Exec(); err != nil {
+		return fmt.Errorf("cassandra: %q unmutes %q: %w", login, conversation, err)
+	}
+	return nil
+}
+
+func (db *DB) Muted(ctx context.Context, login string) ([]string, error) {
+	iter := db.query(ctx, selectMutes, login).Iter()
+	out := []string{}
+	var conversation string
+	for iter.Scan(&conversation) {
+		out = append(out, conversation)
+	}
+	if err := iter.Close(); err != nil {
+		return nil, fmt.Errorf("cassandra: the conversations %q muted: %w", login, err)
+	}
+	return out, nil
+}
