@@ -170,7 +170,7 @@ var rateFlags = []struct {
 	usage     string
 }{
 	{ratelimit.Post, "rate-posts", "CHAT_RATE_POSTS", "postMessage per user"},
-	{ratelimit.RoomChange, "rate-room-changes", "CHAT_RATE_ROOM_CHANGES", "createRoom, joinRoom, leaveRoom, deleteRoom, addGroupMember and hideMessage per user"},
+	{ratelimit.RoomChange, "rate-room-changes", "CHAT_RATE_ROOM_CHANGES", "createRoom, joinRoom, leaveRoom, deleteRoom, addGroupMember, hideMessage, deleteMessage, blockUser, unblockUser and muteConversation per user"},
 	{ratelimit.DirectMessage, "rate-direct-messages", "CHAT_RATE_DIRECT_MESSAGES", "sendDirectMessage per user"},
 	{ratelimit.Typing, "rate-typing", "CHAT_RATE_TYPING", "typing per user"},
 	{ratelimit.Signup, "rate-signups-per-address", "CHAT_RATE_SIGNUPS_PER_ADDRESS", "signups per client address"},

@@ -393,3 +393,147 @@ func TestKilledInstanceUsersGoOffline(t *testing.T) {
 		t.Fatalf("bob asks the survivor: %v", got)
 	}
 }
+
+const (
+	blockQ        = `mutation($l: String!) { blockUser(login: $l) { login } }`
+	unblockQ      = `mutation($l: String!) { unblockUser(login: $l) { login } }`
+	blockedQ      = `{ blockedUsers { login } }`
+	muteQ         = `mutation($c: ID!, $m: Boolean) { muteConversation(conversation: $c, muted: $m) }`
+	mutedInboxQ   = `{ inbox { id unread mentions muted } }`
+	blockedPageQ  = `query($r: String!) { messages(room: $r, first: 10) { edges { node { content authorBlocked author { login } } } } }`
+	mentionsInbox = `subscription { inboxEvents { kind conversationId message { content } } }`
+)
+
+func logins(t *testing.T, c *chatclient.Client, query string, vars map[string]any) string {
+	t.Helper()
+	var out map[string][]struct{ Login string }
+	mustDo(t, c, query, vars, &out)
+	for _, users := range out {
+		var names []string
+		for _, u := range users {
+			names = append(names, u.Login)
+		}
+		return strings.Join(names, ",")
+	}
+	return ""
+}
+
+type mutedEntry struct {
+	ID               string
+	Unread, Mentions int
+	Muted            bool
+}
+
+func mutedInbox(t *testing.T, c *chatclient.Client) map[string]mutedEntry {
+	t.Helper()
+	var out struct{ Inbox []mutedEntry }
+	mustDo(t, c, mutedInboxQ, nil, &out)
+	entries := map[string]mutedEntry{}
+	for _, e := range out.Inbox {
+		entries[e.ID] = e
+	}
+	return entries
+}
+
+func TestBlocksAndMutes(t *testing.T) { forEachStore(t, testBlocksAndMutes) }
+
+// testBlocksAndMutes: a block stops direct messages and typing both ways,
+// silences the blocked user's mentions and flags their messages for the
+// blocker; a mute zeroes a conversation's counts and silences its
+// mentions; both come undone.
+func testBlocksAndMutes(t *testing.T, cfg Config) {
+	ts := startServer(t, cfg)
+	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
+	mustDo(t, alice, sendDirect, map[string]any{"to": "bob", "c": "hi bob"}, nil)
+	mustDo(t, alice, createRoom, map[string]any{"n": "tea-party"}, nil)
+	mustDo(t, bob, joinRoom, map[string]any{"r": "tea-party"}, nil)
+	mustDo(t, carol, joinRoom, map[string]any{"r": "tea-party"}, nil)
+	bobInbox := ts.live(t, bob, mentionsInbox, nil)
+
+	if got := logins(t, bob, blockQ, map[string]any{"l": "alice"}); got != "alice" {
+		t.Fatalf("blockUser(alice) = %q", got)
+	}
+	if got := logins(t, bob, blockQ, map[string]any{"l": "alice"}); got != "alice" {
+		t.Fatalf("blockUser(alice) again = %q", got)
+	}
+	if got := logins(t, bob, blockedQ, nil); got != "alice" {
+		t.Fatalf("blockedUsers = %q", got)
+	}
+	wantCode(t, alice, "FORBIDDEN", sendDirect, map[string]any{"to": "bob", "c": "hello?"})
+	wantCode(t, bob, "FORBIDDEN", sendDirect, map[string]any{"to": "alice", "c": "go away"})
+	wantCode(t, alice, "FORBIDDEN", typingQ, map[string]any{"c": "alice:bob"})
+	wantCode(t, bob, "BAD_USER_INPUT", blockQ, map[string]any{"l": "bob"})
+	wantCode(t, bob, "NOT_FOUND", blockQ, map[string]any{"l": "nobody"})
+	wantCode(t, bob, "BAD_USER_INPUT", blockQ, map[string]any{"l": "No Such Login!"})
+	wantCode(t, ts.Client, "UNAUTHENTICATED", blockQ, map[string]any{"l": "alice"})
+
+	// Alice's mention of bob is silent; carol's is not.
+	mustDo(t, alice, postMessage, map[string]any{"r": "tea-party", "c": "@bob, tea?"}, nil)
+	mustDo(t, carol, postMessage, map[string]any{"r": "tea-party", "c": "@bob, milk?"}, nil)
+	if ev := nextPeopleEvent(t, bobInbox); ev.Kind != "MENTIONED" || ev.Message == nil || ev.Message.Content != "@bob, milk?" {
+		t.Fatalf("bob's inbox: %+v, want carol's mention only", ev)
+	}
+	var page struct {
+		Messages struct {
+			Edges []struct {
+				Node struct {
+					Content       string
+					AuthorBlocked *bool
+					Author        struct{ Login string }
+				}
+			}
+		}
+	}
+	flags := func(c *chatclient.Client) map[string]bool {
+		t.Helper()
+		mustDo(t, c, blockedPageQ, map[string]any{"r": "tea-party"}, &page)
+		got := map[string]bool{}
+		for _, e := range page.Messages.Edges {
+			if e.Node.AuthorBlocked == nil {
+				t.Fatalf("authorBlocked is null in a query: %+v", e.Node)
+			}
+			got[e.Node.Content] = *e.Node.AuthorBlocked
+		}
+		return got
+	}
+	if got := flags(bob); !got["@bob, tea?"] || got["@bob, milk?"] {
+		t.Fatalf("bob's page: authorBlocked %v, want alice's message only", got)
+	}
+	if got := flags(carol); got["@bob, tea?"] || got["@bob, milk?"] {
+		t.Fatalf("carol's page: authorBlocked %v, want none", got)
+	}
+
+	if got := logins(t, bob, unblockQ, map[string]any{"l": "alice"}); got != "" {
+		t.Fatalf("unblockUser(alice) = %q, want nobody blocked", got)
+	}
+	mustDo(t, alice, sendDirect, map[string]any{"to": "bob", "c": "friends again?"}, nil)
+	if ev := nextPeopleEvent(t, bobInbox); ev.Kind != "DIRECT_MESSAGE" || ev.Message.Content != "friends again?" {
+		t.Fatalf("bob's inbox after the unblock: %+v", ev)
+	}
+
+	// Bob mutes the room: no counts, no mention notices; unmuted, they are back.
+	var muted struct{ MuteConversation bool }
+	mustDo(t, bob, muteQ, map[string]any{"c": "tea-party"}, &muted)
+	if !muted.MuteConversation {
+		t.Fatal("muteConversation returned false")
+	}
+	mustDo(t, carol, postMessage, map[string]any{"r": "tea-party", "c": "@bob, sugar?"}, nil)
+	mustDo(t, carol, sendDirect, map[string]any{"to": "bob", "c": "psst"}, nil)
+	if ev := nextPeopleEvent(t, bobInbox); ev.Kind != "DIRECT_MESSAGE" || ev.Message.Content != "psst" {
+		t.Fatalf("bob's inbox with the room muted: %+v, want carol's direct message and no mention", ev)
+	}
+	if e := mutedInbox(t, bob)["tea-party"]; !e.Muted || e.Unread != 0 || e.Mentions != 0 {
+		t.Fatalf("bob's muted room entry: %+v", e)
+	}
+	if e := mutedInbox(t, bob)["bob:carol"]; e.Muted || e.Unread != 1 {
+		t.Fatalf("bob's entry with carol: %+v, want unmuted, 1 unread", e)
+	}
+	mustDo(t, bob, muteQ, map[string]any{"c": "tea-party", "m": false}, nil)
+	if e := mutedInbox(t, bob)["tea-party"]; e.Muted || e.Unread != 3 || e.Mentions != 3 {
+		t.Fatalf("bob's room entry unmuted: %+v, want 3 unread, 3 mentions", e)
+	}
+	wantCode(t, carol, "NOT_FOUND", muteQ, map[string]any{"c": "alice:bob"})
+	wantCode(t, carol, "NOT_FOUND", muteQ, map[string]any{"c": "no-such-room"})
+	mustDo(t, alice, createRoom, map[string]any{"n": "alices-room"}, nil)
+	wantCode(t, carol, "FORBIDDEN", muteQ, map[string]any{"c": "alices-room"})
+}

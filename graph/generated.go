@@ -59,6 +59,7 @@ type ComplexityRoot struct {
 		Kind        func(childComplexity int) int
 		LastMessage func(childComplexity int) int
 		Mentions    func(childComplexity int) int
+		Muted       func(childComplexity int) int
 		Peer        func(childComplexity int) int
 		PeerOnline  func(childComplexity int) int
 		ReadUpTo    func(childComplexity int) int
@@ -77,6 +78,7 @@ type ComplexityRoot struct {
 
 	Message struct {
 		Author         func(childComplexity int) int
+		AuthorBlocked  func(childComplexity int) int
 		Content        func(childComplexity int) int
 		Deleted        func(childComplexity int) int
 		EditedAt       func(childComplexity int) int
@@ -105,6 +107,7 @@ type ComplexityRoot struct {
 	Mutation struct {
 		AddGroupMember    func(childComplexity int, group string, login string) int
 		AddReaction       func(childComplexity int, messageID string, emoji string) int
+		BlockUser         func(childComplexity int, login string) int
 		ChangePassword    func(childComplexity int, oldPassword string, newPassword string) int
 		CreateRoom        func(childComplexity int, input model.CreateRoomInput) int
 		DeleteMessage     func(childComplexity int, id string) int
@@ -116,12 +119,14 @@ type ComplexityRoot struct {
 		Login             func(childComplexity int, login string, password string) int
 		Logout            func(childComplexity int) int
 		MarkRead          func(childComplexity int, conversation string, upTo string) int
+		MuteConversation  func(childComplexity int, conversation string, muted *bool) int
 		PostMessage       func(childComplexity int, room string, content string, clientMessageID *string, replyTo *string) int
 		RefreshToken      func(childComplexity int, token string) int
 		RemoveReaction    func(childComplexity int, messageID string, emoji string) int
 		SendDirectMessage func(childComplexity int, to string, content string, clientMessageID *string, replyTo *string) int
 		Signup            func(childComplexity int, input model.SignupInput) int
 		Typing            func(childComplexity int, conversation string, active *bool) int
+		UnblockUser       func(childComplexity int, login string) int
 	}
 
 	PageInfo struct {
@@ -132,6 +137,7 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
+		BlockedUsers   func(childComplexity int) int
 		DirectMessages func(childComplexity int, with string, first *int, after *string) int
 		Inbox          func(childComplexity int) int
 		Me             func(childComplexity int) int
@@ -220,8 +226,10 @@ type ConversationResolver interface {
 	Peer(ctx context.Context, obj *store.Conversation) (*store.UserRef, error)
 	PeerOnline(ctx context.Context, obj *store.Conversation) (*bool, error)
 	LastMessage(ctx context.Context, obj *store.Conversation) (*store.Message, error)
-
+	Unread(ctx context.Context, obj *store.Conversation) (int, error)
 	ReadUpTo(ctx context.Context, obj *store.Conversation) (*string, error)
+	Mentions(ctx context.Context, obj *store.Conversation) (int, error)
+	Muted(ctx context.Context, obj *store.Conversation) (bool, error)
 }
 type InboxEventResolver interface {
 	Conversation(ctx context.Context, obj *model.InboxEvent) (*store.Conversation, error)
@@ -233,6 +241,7 @@ type MessageResolver interface {
 
 	Reactions(ctx context.Context, obj *store.Message) ([]store.Reaction, error)
 	Mentions(ctx context.Context, obj *store.Message) ([]string, error)
+	AuthorBlocked(ctx context.Context, obj *store.Message) (*bool, error)
 	ReplyToID(ctx context.Context, obj *store.Message) (*string, error)
 	ReplyCount(ctx context.Context, obj *store.Message) (int, error)
 	LatestRepliers(ctx context.Context, obj *store.Message) ([]store.UserRef, error)
@@ -241,6 +250,7 @@ type MutationResolver interface {
 	SendDirectMessage(ctx context.Context, to string, content string, clientMessageID *string, replyTo *string) (*store.Message, error)
 	MarkRead(ctx context.Context, conversation string, upTo string) (*store.Conversation, error)
 	AddGroupMember(ctx context.Context, group string, login string) (*store.Room, error)
+	MuteConversation(ctx context.Context, conversation string, muted *bool) (bool, error)
 	Typing(ctx context.Context, conversation string, active *bool) (bool, error)
 	HideMessage(ctx context.Context, id string) (*store.Message, error)
 	PostMessage(ctx context.Context, room string, content string, clientMessageID *string, replyTo *string) (*store.Message, error)
@@ -252,6 +262,8 @@ type MutationResolver interface {
 	JoinRoom(ctx context.Context, room string) (*store.Room, error)
 	LeaveRoom(ctx context.Context, room string) (*store.Room, error)
 	DeleteRoom(ctx context.Context, room string) (*store.Room, error)
+	BlockUser(ctx context.Context, login string) ([]store.UserRef, error)
+	UnblockUser(ctx context.Context, login string) ([]store.UserRef, error)
 	Signup(ctx context.Context, input model.SignupInput) (*store.User, error)
 	Login(ctx context.Context, login string, password string) (*model.AuthPayload, error)
 	RefreshToken(ctx context.Context, token string) (*model.AuthPayload, error)
@@ -268,6 +280,7 @@ type QueryResolver interface {
 	Thread(ctx context.Context, messageID string, first *int, after *string) (*model.MessageConnection, error)
 	Room(ctx context.Context, name string) (*store.Room, error)
 	Rooms(ctx context.Context, first *int, after *string) (*model.RoomConnection, error)
+	BlockedUsers(ctx context.Context) ([]store.UserRef, error)
 	Me(ctx context.Context) (*store.User, error)
 }
 type ReactionResolver interface {
@@ -364,6 +377,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Conversation.Mentions(childComplexity), true
+	case "Conversation.muted":
+		if e.ComplexityRoot.Conversation.Muted == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Conversation.Muted(childComplexity), true
 	case "Conversation.peer":
 		if e.ComplexityRoot.Conversation.Peer == nil {
 			break
@@ -438,6 +457,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Message.Author(childComplexity), true
+	case "Message.authorBlocked":
+		if e.ComplexityRoot.Message.AuthorBlocked == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.AuthorBlocked(childComplexity), true
 	case "Message.content":
 		if e.ComplexityRoot.Message.Content == nil {
 			break
@@ -565,6 +590,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.AddReaction(childComplexity, args["messageId"].(string), args["emoji"].(string)), true
+	case "Mutation.blockUser":
+		if e.ComplexityRoot.Mutation.BlockUser == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_blockUser_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.BlockUser(childComplexity, args["login"].(string)), true
 	case "Mutation.changePassword":
 		if e.ComplexityRoot.Mutation.ChangePassword == nil {
 			break
@@ -681,6 +717,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.MarkRead(childComplexity, args["conversation"].(string), args["upTo"].(string)), true
+	case "Mutation.muteConversation":
+		if e.ComplexityRoot.Mutation.MuteConversation == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_muteConversation_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.MuteConversation(childComplexity, args["conversation"].(string), args["muted"].(*bool)), true
 	case "Mutation.postMessage":
 		if e.ComplexityRoot.Mutation.PostMessage == nil {
 			break
@@ -747,6 +794,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.Typing(childComplexity, args["conversation"].(string), args["active"].(*bool)), true
+	case "Mutation.unblockUser":
+		if e.ComplexityRoot.Mutation.UnblockUser == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_unblockUser_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UnblockUser(childComplexity, args["login"].(string)), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -773,6 +831,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PageInfo.StartCursor(childComplexity), true
 
+	case "Query.blockedUsers":
+		if e.ComplexityRoot.Query.BlockedUsers == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.BlockedUsers(childComplexity), true
 	case "Query.directMessages":
 		if e.ComplexityRoot.Query.DirectMessages == nil {
 			break
@@ -1265,6 +1329,8 @@ type Conversation {
   readUpTo: ID
   """How many of the unread messages mention the caller as @login (counted among the same newest 100)."""
   mentions: Int!
+  """The caller muted the conversation (muteConversation): ` + "`" + `unread` + "`" + ` and ` + "`" + `mentions` + "`" + ` are 0 and @mentions do not notify."""
+  muted: Boolean!
 }
 
 """Whether a user is online."""
@@ -1357,6 +1423,12 @@ extend type Mutation {
   """Adds a user to a private group; only members may. Returns the group."""
   addGroupMember(group: String!, login: String!): Room!
   """
+  Mutes a conversation the caller takes part in (a room, a group, or a direct conversation's id),
+  or unmutes it with ` + "`" + `muted: false` + "`" + `: a muted conversation's inbox entry shows no unread count and
+  no mentions, and its @mentions send no MENTIONED event. Its messages still arrive. Returns ` + "`" + `muted` + "`" + `.
+  """
+  muteConversation(conversation: ID!, muted: Boolean = true): Boolean!
+  """
   Tells the conversation's other subscribers that the caller is typing (` + "`" + `active` + "`" + `, the default) or
   stopped: a room or group the caller takes part in gets TYPING_STARTED / TYPING_STOPPED room
   events, a direct conversation (its id, as ` + "`" + `alice:bob` + "`" + `) an inbox event for the other
@@ -1408,6 +1480,11 @@ type Message {
   reactions: [Reaction!]!
   """The logins its content mentions as @login, in order, at most 20 (whether or not they take part)."""
   mentions: [String!]!
+  """
+  Whether the caller blocked the author (blockUser), for apps to collapse the message. Null in
+  roomEvents, whose events every subscriber shares: compare ` + "`" + `author.login` + "`" + ` with ` + "`" + `blockedUsers` + "`" + `.
+  """
+  authorBlocked: Boolean
   """The root of the thread this message replies in; null for a message that is no reply."""
   replyToId: ID
   """How many replies its thread has (deleted ones included: they keep their place)."""
@@ -1773,11 +1850,22 @@ type AuthPayload {
 }
 
 extend type Query {
+  """The users the caller blocked, by login."""
+  blockedUsers: [UserSummary!]!
   """The logged-in user's profile and rooms. Needs a token."""
   me: User!
 }
 
 extend type Mutation {
+  """
+  Blocks a user: neither of the two can send the other direct messages or typing notices (FORBIDDEN)
+  until the caller unblocks them, their @mentions no longer notify the caller, and their messages
+  carry ` + "`" + `authorBlocked: true` + "`" + ` for the caller, so apps can collapse them. At most 1000 users; blocking
+  again changes nothing. Returns the caller's blocked users.
+  """
+  blockUser(login: String!): [UserSummary!]!
+  """Unblocks a user; unblocking one not blocked changes nothing. Returns the caller's blocked users."""
+  unblockUser(login: String!): [UserSummary!]!
   """Creates an account. A taken login gives CONFLICT and leaves the existing account untouched."""
   signup(input: SignupInput!): User!
   """
@@ -1842,6 +1930,8 @@ func (ec *executionContext) childFields_Conversation(ctx context.Context, field 
 		return ec.fieldContext_Conversation_readUpTo(ctx, field)
 	case "mentions":
 		return ec.fieldContext_Conversation_mentions(ctx, field)
+	case "muted":
+		return ec.fieldContext_Conversation_muted(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Conversation", field.Name)
 }
@@ -1890,6 +1980,8 @@ func (ec *executionContext) childFields_Message(ctx context.Context, field graph
 		return ec.fieldContext_Message_reactions(ctx, field)
 	case "mentions":
 		return ec.fieldContext_Message_mentions(ctx, field)
+	case "authorBlocked":
+		return ec.fieldContext_Message_authorBlocked(ctx, field)
 	case "replyToId":
 		return ec.fieldContext_Message_replyToId(ctx, field)
 	case "replyCount":
@@ -2216,6 +2308,20 @@ func (ec *executionContext) field_Mutation_addReaction_args(ctx context.Context,
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_blockUser_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "login",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["login"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_changePassword_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2388,6 +2494,28 @@ func (ec *executionContext) field_Mutation_markRead_args(ctx context.Context, ra
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_muteConversation_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversation",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversation"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "muted",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["muted"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_postMessage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2533,6 +2661,20 @@ func (ec *executionContext) field_Mutation_typing_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["active"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_unblockUser_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "login",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["login"] = arg0
 	return args, nil
 }
 
@@ -3176,7 +3318,7 @@ func (ec *executionContext) _Conversation_unread(ctx context.Context, field grap
 			return ec.fieldContext_Conversation_unread(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Unread, nil
+			return ec.Resolvers.Conversation().Unread(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
@@ -3187,7 +3329,7 @@ func (ec *executionContext) _Conversation_unread(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_Conversation_unread(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Conversation", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("Conversation", field, true, true, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _Conversation_readUpTo(ctx context.Context, field graphql.CollectedField, obj *store.Conversation) (ret graphql.Marshaler) {
@@ -3222,7 +3364,7 @@ func (ec *executionContext) _Conversation_mentions(ctx context.Context, field gr
 			return ec.fieldContext_Conversation_mentions(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Mentions, nil
+			return ec.Resolvers.Conversation().Mentions(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
@@ -3233,7 +3375,30 @@ func (ec *executionContext) _Conversation_mentions(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_Conversation_mentions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Conversation", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("Conversation", field, true, true, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Conversation_muted(ctx context.Context, field graphql.CollectedField, obj *store.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_muted(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Conversation().Muted(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_muted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Conversation", field, true, true, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _InboxEvent_kind(ctx context.Context, field graphql.CollectedField, obj *model.InboxEvent) (ret graphql.Marshaler) {
@@ -3695,6 +3860,29 @@ func (ec *executionContext) fieldContext_Message_mentions(_ context.Context, fie
 	return graphql.NewScalarFieldContext("Message", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _Message_authorBlocked(ctx context.Context, field graphql.CollectedField, obj *store.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_authorBlocked(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Message().AuthorBlocked(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Message_authorBlocked(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Message", field, true, true, errors.New("field of type Boolean does not have child fields"))
+}
+
 func (ec *executionContext) _Message_replyToId(ctx context.Context, field graphql.CollectedField, obj *store.Message) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4018,6 +4206,50 @@ func (ec *executionContext) fieldContext_Mutation_addGroupMember(ctx context.Con
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_addGroupMember_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_muteConversation(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_muteConversation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().MuteConversation(ctx, fc.Args["conversation"].(string), fc.Args["muted"].(*bool))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_muteConversation(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_muteConversation_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -4502,6 +4734,94 @@ func (ec *executionContext) fieldContext_Mutation_deleteRoom(ctx context.Context
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_deleteRoom_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_blockUser(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_blockUser(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().BlockUser(ctx, fc.Args["login"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []store.UserRef) graphql.Marshaler {
+			return ec.marshalNUserSummary2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUserRefᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_blockUser(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserSummary(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_blockUser_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_unblockUser(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_unblockUser(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UnblockUser(ctx, fc.Args["login"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []store.UserRef) graphql.Marshaler {
+			return ec.marshalNUserSummary2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUserRefᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_unblockUser(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserSummary(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_unblockUser_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -5179,6 +5499,38 @@ func (ec *executionContext) fieldContext_Query_rooms(ctx context.Context, field 
 	if fc.Args, err = ec.field_Query_rooms_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_blockedUsers(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_blockedUsers(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().BlockedUsers(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []store.UserRef) graphql.Marshaler {
+			return ec.marshalNUserSummary2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUserRefᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_blockedUsers(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserSummary(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -7716,10 +8068,43 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "unread":
-			out.Values[i] = ec._Conversation_unread(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Conversation_unread(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "readUpTo":
 			field := field
 
@@ -7759,10 +8144,81 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "mentions":
-			out.Values[i] = ec._Conversation_mentions(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Conversation_mentions(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "muted":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Conversation_muted(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -8084,6 +8540,44 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "authorBlocked":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Message_authorBlocked(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "replyToId":
 			field := field
 
@@ -8346,6 +8840,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "muteConversation":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_muteConversation(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "typing":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_typing(ctx, field)
@@ -8419,6 +8920,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "deleteRoom":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_deleteRoom(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "blockUser":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_blockUser(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "unblockUser":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_unblockUser(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -8738,6 +9253,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_rooms(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "blockedUsers":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_blockedUsers(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}

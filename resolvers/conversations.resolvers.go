@@ -49,6 +49,14 @@ func (r *conversationResolver) LastMessage(ctx context.Context, obj *store.Conve
 	return &obj.LastMessage, nil
 }
 
+// Unread is the resolver for the unread field.
+func (r *conversationResolver) Unread(ctx context.Context, obj *store.Conversation) (int, error) {
+	if muted, err := r.isMuted(ctx, obj.ID); err != nil || muted {
+		return 0, err
+	}
+	return obj.Unread, nil
+}
+
 // ReadUpTo is the resolver for the readUpTo field.
 func (r *conversationResolver) ReadUpTo(ctx context.Context, obj *store.Conversation) (*string, error) {
 	if obj.ReadUpTo.IsZero() {
@@ -56,6 +64,19 @@ func (r *conversationResolver) ReadUpTo(ctx context.Context, obj *store.Conversa
 	}
 	id := obj.ReadUpTo.String()
 	return &id, nil
+}
+
+// Mentions is the resolver for the mentions field.
+func (r *conversationResolver) Mentions(ctx context.Context, obj *store.Conversation) (int, error) {
+	if muted, err := r.isMuted(ctx, obj.ID); err != nil || muted {
+		return 0, err
+	}
+	return obj.Mentions, nil
+}
+
+// Muted is the resolver for the muted field.
+func (r *conversationResolver) Muted(ctx context.Context, obj *store.Conversation) (bool, error) {
+	return r.isMuted(ctx, obj.ID)
 }
 
 // Conversation is the resolver for the conversation field.
@@ -88,6 +109,9 @@ func (r *mutationResolver) SendDirectMessage(ctx context.Context, to string, con
 	}
 	peer, err := r.Store.User(ctx, to)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.mayWriteTo(ctx, me, to); err != nil {
 		return nil, err
 	}
 	conv := store.DirectConversationID(me.Login, to)
@@ -164,6 +188,11 @@ func (r *mutationResolver) AddGroupMember(ctx context.Context, group string, log
 		r.publishTo(ctx, broker.UserTopic(login), store.Event{ID: joined.ID, Kind: store.AddedToGroup, Room: group, User: me, Message: joined.Message})
 	}
 	return &room, nil
+}
+
+// MuteConversation is the resolver for the muteConversation field.
+func (r *mutationResolver) MuteConversation(ctx context.Context, conversation string, muted *bool) (bool, error) {
+	return r.muteConversation(ctx, conversation, muted == nil || *muted)
 }
 
 // Typing is the resolver for the typing field.

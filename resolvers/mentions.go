@@ -9,11 +9,11 @@ import (
 )
 
 // notifyMentions logs and publishes MENTIONED to the participants msg, a
-// post of a room or group, mentions (but its author): a group's members
-// are known, a public room's are checked one by one (at most
-// store.MaxMentions). The message is stored already, so a failure here is
-// logged, not returned: the mentions still count in the inbox, which
-// reads them from the stream.
+// post of a room or group, mentions (but its author, and those who blocked
+// the author or muted the conversation): a group's members are known, a
+// public room's are checked one by one (at most store.MaxMentions). The
+// message is stored already, so a failure here is logged, not returned:
+// the mentions still count in the inbox, which reads them from the stream.
 func (r *Resolver) notifyMentions(ctx context.Context, msg store.Message, kind store.RoomKind, members []store.UserRef) {
 	var logins []string
 	for _, login := range store.Mentions(msg.Content) {
@@ -28,6 +28,7 @@ func (r *Resolver) notifyMentions(ctx context.Context, msg store.Message, kind s
 			logins = append(logins, login)
 		}
 	}
+	logins = slices.DeleteFunc(logins, func(login string) bool { return !r.wantsMentions(ctx, login, msg) })
 	if len(logins) == 0 {
 		return
 	}
@@ -39,4 +40,15 @@ func (r *Resolver) notifyMentions(ctx context.Context, msg store.Message, kind s
 	for _, login := range logins {
 		r.publishTo(ctx, broker.UserTopic(login), ev)
 	}
+}
+
+// wantsMentions reports whether login is notified of msg's mention of
+// them: not if they blocked its author or muted its conversation. When
+// that cannot be read, they are (a notice too many beats one lost).
+func (r *Resolver) wantsMentions(ctx context.Context, login string, msg store.Message) bool {
+	if blocked, err := r.Store.Blocks(ctx, login, msg.Author.Login); err == nil && blocked {
+		return false
+	}
+	muted, err := r.Store.Muted(ctx, login)
+	return err != nil || !slices.Contains(muted, msg.Room)
 }

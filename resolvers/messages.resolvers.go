@@ -47,6 +47,11 @@ func (r *messageResolver) Mentions(ctx context.Context, obj *store.Message) ([]s
 	return nonNil(store.Mentions(obj.Content)), nil
 }
 
+// AuthorBlocked is the resolver for the authorBlocked field.
+func (r *messageResolver) AuthorBlocked(ctx context.Context, obj *store.Message) (*bool, error) {
+	return r.authorBlocked(ctx, obj)
+}
+
 // ReplyToID is the resolver for the replyToId field.
 func (r *messageResolver) ReplyToID(ctx context.Context, obj *store.Message) (*string, error) {
 	if obj.ReplyTo.IsZero() {

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/store"
@@ -19,6 +20,14 @@ type pageLoader struct {
 	mu        sync.Mutex
 	reactions map[store.MessageID][]store.Reaction // nil entries: none
 	threads   map[store.MessageID]store.Thread     // zero entries: none
+
+	// The caller's muted conversations and blocked users, read once per
+	// query or mutation when first needed (nil until then). A
+	// subscription lives long: it reads them anew each time (lasting
+	// false).
+	lasting bool
+	muted   map[string]bool
+	blocked map[string]bool
 }
 
 type loaderKey struct{}
@@ -27,6 +36,9 @@ type loaderKey struct{}
 // handler's AroundOperations.
 func WithPageLoader(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 	l := &pageLoader{reactions: map[store.MessageID][]store.Reaction{}, threads: map[store.MessageID]store.Thread{}}
+	if op := graphql.GetOperationContext(ctx).Operation; op != nil && op.Operation != ast.Subscription {
+		l.lasting = true
+	}
 	return next(context.WithValue(ctx, loaderKey{}, l))
 }
 
@@ -138,4 +150,32 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// loadSet returns the set read, the operation's copy if it has one
+// (field), else read anew and kept for the operation if it lasts.
+func loadSet(ctx context.Context, field func(*pageLoader) *map[string]bool, read func() ([]string, error)) (map[string]bool, error) {
+	l := loaderOf(ctx)
+	if l != nil && l.lasting {
+		l.mu.Lock()
+		set := *field(l)
+		l.mu.Unlock()
+		if set != nil {
+			return set, nil
+		}
+	}
+	list, err := read()
+	if err != nil {
+		return nil, err
+	}
+	set := make(map[string]bool, len(list))
+	for _, item := range list {
+		set[item] = true
+	}
+	if l != nil && l.lasting {
+		l.mu.Lock()
+		*field(l) = set
+		l.mu.Unlock()
+	}
+	return set, nil
 }

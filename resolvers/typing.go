@@ -39,7 +39,10 @@ func (r *Resolver) typing(ctx context.Context, conversation string, active bool)
 		return false, nil
 	}
 	if store.IsDirectConversation(conversation) {
-		_, err = r.directPeer(ctx, conversation, me)
+		var peer store.User
+		if peer, err = r.directPeer(ctx, conversation, me); err == nil {
+			err = r.mayWriteTo(ctx, me, peer.Login)
+		}
 	} else {
 		_, err = r.participant(ctx, conversation, me)
 	}

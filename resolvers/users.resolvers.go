@@ -18,6 +18,16 @@ import (
 	"github.com/killrchat/chatql/store"
 )
 
+// BlockUser is the resolver for the blockUser field.
+func (r *mutationResolver) BlockUser(ctx context.Context, login string) ([]store.UserRef, error) {
+	return r.setBlock(ctx, login, true)
+}
+
+// UnblockUser is the resolver for the unblockUser field.
+func (r *mutationResolver) UnblockUser(ctx context.Context, login string) ([]store.UserRef, error) {
+	return r.setBlock(ctx, login, false)
+}
+
 // Signup is the resolver for the signup field.
 func (r *mutationResolver) Signup(ctx context.Context, input model.SignupInput) (*store.User, error) {
 	if err := r.Limits.Allow(ctx, ratelimit.Signup, ratelimit.AddressFrom(ctx)); err != nil {
@@ -130,6 +140,15 @@ func (r *mutationResolver) ChangePassword(ctx context.Context, oldPassword strin
 		return false, err
 	}
 	return true, nil
+}
+
+// BlockedUsers is the resolver for the blockedUsers field.
+func (r *queryResolver) BlockedUsers(ctx context.Context) ([]store.UserRef, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Store.BlockedUsers(ctx, me.Login)
 }
 
 // Me is the resolver for the me field.

@@ -1,0 +1,121 @@
+package resolvers
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/killrchat/chatql/auth"
+	"github.com/killrchat/chatql/ratelimit"
+	"github.com/killrchat/chatql/store"
+)
+
+// mutedBy is the set of conversations login muted.
+func (r *Resolver) mutedBy(ctx context.Context, login string) (map[string]bool, error) {
+	return loadSet(ctx, func(l *pageLoader) *map[string]bool { return &l.muted }, func() ([]string, error) {
+		return r.Store.Muted(ctx, login)
+	})
+}
+
+// blockedBy is the set of logins login blocked.
+func (r *Resolver) blockedBy(ctx context.Context, login string) (map[string]bool, error) {
+	return loadSet(ctx, func(l *pageLoader) *map[string]bool { return &l.blocked }, func() ([]string, error) {
+		users, err := r.Store.BlockedUsers(ctx, login)
+		logins := make([]string, len(users))
+		for i, u := range users {
+			logins[i] = u.Login
+		}
+		return logins, err
+	})
+}
+
+// isMuted reports whether the caller muted the conversation.
+func (r *Resolver) isMuted(ctx context.Context, conversation string) (bool, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return false, err
+	}
+	muted, err := r.mutedBy(ctx, me.Login)
+	return muted[conversation], err
+}
+
+// authorBlocked reports whether the caller blocked m's author; nil in a
+// shared subscription encoding, which has no caller.
+func (r *Resolver) authorBlocked(ctx context.Context, m *store.Message) (*bool, error) {
+	viewer := viewerOf(ctx)
+	if viewer == "" {
+		return nil, nil
+	}
+	blocked, err := r.blockedBy(ctx, viewer)
+	if err != nil {
+		return nil, err
+	}
+	b := blocked[m.Author.Login]
+	return &b, nil
+}
+
+// setBlock blocks or unblocks login for the caller and returns whom the
+// caller blocks now.
+func (r *Resolver) setBlock(ctx context.Context, login string, block bool) ([]store.UserRef, error) {
+	me, err := r.limitedUser(ctx, ratelimit.RoomChange)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.ValidateLogin(login); err != nil {
+		return nil, err
+	}
+	if login == me.Login {
+		return nil, store.Invalidf("invalid login: you cannot block yourself")
+	}
+	if block {
+		u, err := r.Store.User(ctx, login)
+		if err != nil {
+			return nil, err
+		}
+		err = r.Store.Block(ctx, me.Login, u.UserRef)
+	} else {
+		err = r.Store.Unblock(ctx, me.Login, login)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r.Store.BlockedUsers(ctx, me.Login)
+}
+
+// mayWriteTo checks that neither me nor peer blocked the other: a block
+// stops direct messages and typing both ways.
+func (r *Resolver) mayWriteTo(ctx context.Context, me store.UserRef, peer string) error {
+	if blocked, err := r.Store.Blocks(ctx, peer, me.Login); err != nil || blocked {
+		if err == nil {
+			err = fmt.Errorf("%w: %s does not accept direct messages from you", store.ErrForbidden, peer)
+		}
+		return err
+	}
+	if blocked, err := r.Store.Blocks(ctx, me.Login, peer); err != nil || blocked {
+		if err == nil {
+			err = fmt.Errorf("%w: you blocked %s; unblock them to write to them", store.ErrForbidden, peer)
+		}
+		return err
+	}
+	return nil
+}
+
+// muteConversation mutes or unmutes a conversation the caller takes part
+// in (unmuting needs no part: a conversation left stays unmutable).
+func (r *Resolver) muteConversation(ctx context.Context, conversation string, muted bool) (bool, error) {
+	me, err := r.limitedUser(ctx, ratelimit.RoomChange)
+	if err != nil {
+		return false, err
+	}
+	if !muted {
+		return false, r.Store.Unmute(ctx, me.Login, conversation)
+	}
+	if store.IsDirectConversation(conversation) {
+		_, err = r.directPeer(ctx, conversation, me)
+	} else {
+		_, err = r.participant(ctx, conversation, me)
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, r.Store.Mute(ctx, me.Login, conversation)
+}
