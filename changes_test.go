@@ -31,16 +31,26 @@ type changeEvent struct {
 	Message              *changedMessage
 }
 
+// nextOf decodes the next event of a roomEvents or inboxEvents
+// subscription as T.
+func nextOf[T any](t *testing.T, sub *chatclient.Subscription) T {
+	t.Helper()
+	var out struct{ RoomEvents, InboxEvents *T }
+	nextData(t, sub, &out)
+	switch {
+	case out.RoomEvents != nil:
+		return *out.RoomEvents
+	case out.InboxEvents == nil:
+		t.Fatal("an event of neither roomEvents nor inboxEvents")
+	}
+	return *out.InboxEvents
+}
+
 // nextChange reads the next event of a subscription of changedSub or
 // changedInbx.
 func nextChange(t *testing.T, sub *chatclient.Subscription) changeEvent {
 	t.Helper()
-	var out struct{ RoomEvents, InboxEvents *changeEvent }
-	nextData(t, sub, &out)
-	if out.RoomEvents != nil {
-		return *out.RoomEvents
-	}
-	return *out.InboxEvents
+	return nextOf[changeEvent](t, sub)
 }
 
 // live opens a subscription of c over graphql-transport-ws, waits until

@@ -26,12 +26,7 @@ type peopleEvent struct {
 
 func nextPeopleEvent(t *testing.T, sub *chatclient.Subscription) peopleEvent {
 	t.Helper()
-	var out struct{ RoomEvents, InboxEvents *peopleEvent }
-	nextData(t, sub, &out)
-	if out.RoomEvents != nil {
-		return *out.RoomEvents
-	}
-	return *out.InboxEvents
+	return nextOf[peopleEvent](t, sub)
 }
 
 func wantTyping(t *testing.T, sub *chatclient.Subscription, kind, login string) {
@@ -158,17 +153,12 @@ type presenceEvent struct {
 func nextPresence(t *testing.T, sub *chatclient.Subscription, login string) presenceEvent {
 	t.Helper()
 	for {
-		var out struct{ RoomEvents, InboxEvents *presenceEvent }
-		nextData(t, sub, &out)
-		ev := out.RoomEvents
-		if ev == nil {
-			ev = out.InboxEvents
-		}
+		ev := nextOf[presenceEvent](t, sub)
 		if ev.Kind == "PRESENCE_CHANGED" && ev.User.Login == login {
 			if ev.Cursor != nil || ev.Online == nil {
 				t.Fatalf("presence event %+v: want no cursor and a state", ev)
 			}
-			return *ev
+			return ev
 		}
 	}
 }

@@ -117,12 +117,16 @@ func addEdge(info *model.PageInfo, cursor *string) {
 }
 
 // pageSize validates a connection's `first` argument.
-func pageSize(first *int, def int) (int, error) {
+func pageSize(first *int, def int) (int, error) { return boundedFirst(first, def, MaxPageSize) }
+
+// boundedFirst is a list's `first` argument: def when absent, else 1 to
+// most.
+func boundedFirst(first *int, def, most int) (int, error) {
 	if first == nil {
 		return def, nil
 	}
-	if *first < 1 || *first > MaxPageSize {
-		return 0, store.Invalidf("invalid first: %d; it must be between 1 and %d", *first, MaxPageSize)
+	if *first < 1 || *first > most {
+		return 0, store.Invalidf("invalid first: %d; it must be between 1 and %d", *first, most)
 	}
 	return *first, nil
 }

@@ -64,11 +64,9 @@ func (r *Resolver) UserName(ctx context.Context, login string) store.UserRef {
 // roomOnline lists the room's participants who are online, for a caller
 // who takes part in it (nil otherwise).
 func (r *Resolver) roomOnline(ctx context.Context, room *store.Room, first *int) ([]store.UserRef, error) {
-	n := defaultOnline
-	if first != nil {
-		if n = *first; n < 1 || n > maxOnline {
-			return nil, store.Invalidf("invalid first: it must be 1 to %d", maxOnline)
-		}
+	n, err := boundedFirst(first, defaultOnline, maxOnline)
+	if err != nil {
+		return nil, err
 	}
 	me, err := auth.UserFrom(ctx)
 	if err != nil {

@@ -158,11 +158,9 @@ func (r *roomResolver) Kind(ctx context.Context, obj *store.Room) (model.RoomKin
 
 // ReadMarks is the resolver for the readMarks field.
 func (r *roomResolver) ReadMarks(ctx context.Context, obj *store.Room, first *int) ([]store.ReadMark, error) {
-	n := defaultReadMarks
-	if first != nil {
-		if n = *first; n < 1 || n > maxReadMarks {
-			return nil, store.Invalidf("invalid first: it must be 1 to %d", maxReadMarks)
-		}
+	n, err := boundedFirst(first, defaultReadMarks, maxReadMarks)
+	if err != nil {
+		return nil, err
 	}
 	me, err := auth.UserFrom(ctx)
 	if err != nil {
