@@ -31,6 +31,17 @@ type changeEvent struct {
 	Message              *changedMessage
 }
 
+// teaParty serves cfg to alice, bob and carol, alice's room tea-party
+// having bob in it.
+func teaParty(t *testing.T, cfg Config) (ts *testServer, alice, bob, carol *chatclient.Client) {
+	t.Helper()
+	ts = startServer(t, cfg)
+	alice, bob, carol = ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
+	mustDo(t, alice, createRoom, map[string]any{"n": "tea-party"}, nil)
+	mustDo(t, bob, joinRoom, map[string]any{"r": "tea-party"}, nil)
+	return ts, alice, bob, carol
+}
+
 // nextOf decodes the next event of a roomEvents or inboxEvents
 // subscription as T.
 func nextOf[T any](t *testing.T, sub *chatclient.Subscription) T {
@@ -88,10 +99,7 @@ func TestMessageChanges(t *testing.T) { forEachStore(t, testMessageChanges) }
 // conversation over HTTP, with subscribers live over websockets and a
 // subscriber replaying from a cursor, and every refusal's code.
 func testMessageChanges(t *testing.T, cfg Config) {
-	ts := startServer(t, cfg)
-	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
-	mustDo(t, alice, createRoom, map[string]any{"n": "tea-party"}, nil)
-	mustDo(t, bob, joinRoom, map[string]any{"r": "tea-party"}, nil)
+	ts, alice, bob, carol := teaParty(t, cfg)
 	var posted struct{ PostMessage struct{ ID string } }
 	mustDo(t, bob, postMessage, map[string]any{"r": "tea-party", "c": "Twinkle, twinkle, little bat"}, &posted)
 	id := posted.PostMessage.ID
@@ -213,10 +221,7 @@ func TestReactions(t *testing.T) { forEachStore(t, testReactions) }
 // testReactions adds and removes reactions over HTTP with a subscriber
 // live over websockets, reads them back in a page, and checks refusals.
 func testReactions(t *testing.T, cfg Config) {
-	ts := startServer(t, cfg)
-	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
-	mustDo(t, alice, createRoom, map[string]any{"n": "tea-party"}, nil)
-	mustDo(t, bob, joinRoom, map[string]any{"r": "tea-party"}, nil)
+	ts, alice, bob, carol := teaParty(t, cfg)
 	var posted struct{ PostMessage struct{ ID string } }
 	mustDo(t, alice, postMessage, map[string]any{"r": "tea-party", "c": "Off with their heads!"}, &posted)
 	id := posted.PostMessage.ID
@@ -405,10 +410,7 @@ func TestRoomReadReceipts(t *testing.T) { forEachStore(t, testRoomReadReceipts) 
 // its unread count; markRead moves a participant's mark, which the room's
 // readMarks show and its subscribers get live as READ_UPTO.
 func testRoomReadReceipts(t *testing.T, cfg Config) {
-	ts := startServer(t, cfg)
-	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
-	mustDo(t, alice, createRoom, map[string]any{"n": "tea-party"}, nil)
-	mustDo(t, bob, joinRoom, map[string]any{"r": "tea-party"}, nil)
+	ts, alice, bob, carol := teaParty(t, cfg)
 	var ids []string
 	for _, c := range []string{"one", "two", "three"} {
 		var out struct{ PostMessage struct{ ID string } }
@@ -474,10 +476,7 @@ func TestMentions(t *testing.T) { forEachStore(t, testMentions) }
 // MENTIONED and counts in their entry; a mention of someone not in the
 // room is ignored.
 func testMentions(t *testing.T, cfg Config) {
-	ts := startServer(t, cfg)
-	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
-	mustDo(t, alice, createRoom, map[string]any{"n": "tea-party"}, nil)
-	mustDo(t, bob, joinRoom, map[string]any{"r": "tea-party"}, nil)
+	ts, alice, bob, carol := teaParty(t, cfg)
 	events := map[string]*chatclient.Subscription{"bob": ts.live(t, bob, mentionsSub, nil), "carol": ts.live(t, carol, mentionsSub, nil)}
 
 	var out struct {

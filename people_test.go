@@ -43,10 +43,7 @@ func TestTyping(t *testing.T) { forEachStore(t, testTyping) }
 // subscribers live, end on request or with a post, are never replayed, and
 // refuse who takes no part.
 func testTyping(t *testing.T, cfg Config) {
-	ts := startServer(t, cfg)
-	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
-	mustDo(t, alice, createRoom, map[string]any{"n": "tea-party"}, nil)
-	mustDo(t, bob, joinRoom, map[string]any{"r": "tea-party"}, nil)
+	ts, alice, bob, carol := teaParty(t, cfg)
 	var posted struct{ PostMessage struct{ ID string } }
 	mustDo(t, alice, postMessage, map[string]any{"r": "tea-party", "c": "Tea?"}, &posted)
 
@@ -211,10 +208,7 @@ func TestPresence(t *testing.T) { forEachStore(t, testPresence) }
 // them see it, live and when they ask; strangers see nothing.
 func testPresence(t *testing.T, cfg Config) {
 	cfg.PresenceGrace = 50 * time.Millisecond
-	ts := startServer(t, cfg)
-	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
-	mustDo(t, alice, createRoom, map[string]any{"n": "tea-party"}, nil)
-	mustDo(t, bob, joinRoom, map[string]any{"r": "tea-party"}, nil)
+	ts, alice, bob, carol := teaParty(t, cfg)
 	mustDo(t, alice, sendDirect, map[string]any{"to": "bob", "c": "hello"}, nil)
 
 	if got := presenceOf(t, bob, "alice", "carol", "nobody"); got["alice"] != "offline" || got["carol"] != "hidden" || got["nobody"] != "hidden" {
