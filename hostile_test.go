@@ -132,6 +132,12 @@ func TestHostileRequests(t *testing.T) {
 		thirtyThreePages += fmt.Sprintf(` p%d: messages(room: "hall", first: 100) { edges { cursor } }`, i)
 	}
 	thirtyThreePages += " }"
+	// Three presence queries of 100 users each: up to 600 store reads.
+	hundred := make([]string, 100)
+	for i := range hundred {
+		hundred[i] = fmt.Sprintf("user%d", i)
+	}
+	threePresences := "query($l: [String!]!) { a: presence(logins: $l) { online } b: presence(logins: $l) { online } c: presence(logins: $l) { online } }"
 	longNameAliases := "query($n: String!) {"
 	for i := range 20 {
 		longNameAliases += fmt.Sprintf(" r%d: messages(room: $n, first: 1) { edges { cursor } }", i)
@@ -171,6 +177,8 @@ func TestHostileRequests(t *testing.T) {
 		{name: "NestedVariables100k", req: rawRequest{body: `{"query":"query($n: String!) { room(name: $n) { name } }","variables":{"n":` + attack.NestedLists(100_000) + `}}`, accept: graphqlResponse},
 			status: 400, code: "BAD_REQUEST", maxBytes: 1 << 10, errors: 1},
 		{name: "ComplexityCountsPages", req: rawRequest{body: gqlBody(thirtyThreePages, nil), accept: graphqlResponse, token: token},
+			status: 400, code: "COMPLEXITY_LIMIT_EXCEEDED", maxBytes: 1 << 10, errors: 1},
+		{name: "ComplexityCountsPresenceLogins", req: rawRequest{body: gqlBody(threePresences, map[string]any{"l": hundred}), accept: graphqlResponse, token: token},
 			status: 400, code: "COMPLEXITY_LIMIT_EXCEEDED", maxBytes: 1 << 10, errors: 1},
 		{name: "ErrorsCappedValidation", req: rawRequest{body: gqlBody("{"+unknownFields.String()+" }", nil), accept: graphqlResponse},
 			status: 400, code: "GRAPHQL_VALIDATION_FAILED", maxBytes: 8 << 10, errors: 21},

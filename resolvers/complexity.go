@@ -15,8 +15,16 @@ func Complexity() graph.ComplexityRoot {
 	c.Query.DirectMessages = func(child int, _ string, first *int, _ *string) int { return paged(child, first, defaultMessagePage) }
 	c.Query.MyMessages = func(child int, first *int, _ *string) int { return paged(child, first, defaultMessagePage) }
 	c.Query.Rooms = func(child int, first *int, _ *string) int { return paged(child, first, defaultRoomPage) }
+	c.Query.Thread = func(child int, _ string, first *int, _ *string) int { return paged(child, first, defaultMessagePage) }
+	// Each user asked about costs up to two store reads (whether the
+	// caller shares a room or a conversation with them): ten fields' worth.
+	c.Query.Presence = func(child int, logins []string) int { return 1 + len(logins)*(child+presenceReadCost) }
 	return c
 }
+
+// presenceReadCost is what one user of a presence query costs beyond its
+// fields.
+const presenceReadCost = 10
 
 // paged is the cost of a page of up to first items (def when absent). An
 // out-of-range first is counted as the nearest valid one: the resolver
