@@ -128,7 +128,8 @@ func TestTrackerConcurrent(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	// Every settle ends by forgetting its user: wait for that.
+	// Every settle ends by forgetting its user, and every teller by leaving:
+	// wait for that.
 	deadline := time.Now().Add(20 * time.Second)
 	for tracked(tr) > 0 {
 		if time.Now().After(deadline) {
@@ -157,12 +158,15 @@ func TestTrackerConcurrent(t *testing.T) {
 	}
 }
 
-// tracked is how many users t keeps: those online through it, and those
-// whose departure is still being recorded.
+// tracked is how many users t keeps: those online through it, those whose
+// departure is still being recorded, and the tellers still telling.
 func tracked(t *Tracker) int {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.users)
+	users := len(t.users)
+	t.mu.Unlock()
+	t.queue.mu.Lock()
+	defer t.queue.mu.Unlock()
+	return users + t.queue.running
 }
 
 // redisRegistry is a registry on the Redis that CHAT_REDIS_URL names,
@@ -295,5 +299,37 @@ func TestRedisRegistryRewritesLostRecords(t *testing.T) {
 	<-done
 	if online(t, r, "alice")[0] {
 		t.Fatal("alice online after her only instance left")
+	}
+}
+
+// Changes queued while the tellers are busy are told in order, the latest
+// per user, and only if it differs from what was told last: a user who
+// came and went while queued is not told again.
+func TestTellingCoalesces(t *testing.T) {
+	c := newChanges()
+	release := make(chan struct{})
+	tr := &Tracker{Registry: &Local{}, Tellers: 1, Log: quiet, Tell: func(ctx context.Context, u store.UserRef, online bool) {
+		if u.Login == "alice" && online {
+			<-release // the one teller is busy telling alice's arrival
+		}
+		c.tell(ctx, u, online)
+	}}
+	alice, bob, carol := store.UserRef{Login: "alice"}, store.UserRef{Login: "bob"}, store.UserRef{Login: "carol"}
+	tr.tell(alice, true)
+	tr.tell(bob, true)
+	tr.tell(alice, false)
+	tr.tell(alice, true) // alice is back before her departure was told
+	tr.tell(carol, true)
+	tr.tell(carol, false) // carol came and went while queued
+	close(release)
+	deadline := time.Now().Add(20 * time.Second)
+	for tracked(tr) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the tellers did not finish")
+		}
+		time.Sleep(time.Millisecond) // polls the tellers
+	}
+	if got := c.told(); !slices.Equal(got, []string{"+alice", "+bob"}) {
+		t.Fatalf("told %v, want alice and bob online, in that order, once each", got)
 	}
 }

@@ -1,6 +1,7 @@
 package presence
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -44,8 +45,10 @@ const registryTimeout = 5 * time.Second
 // anywhere and when they go offline everywhere.
 type Tracker struct {
 	Registry Registry
-	// Tell is told the user and their new state.
-	Tell func(ctx context.Context, u store.UserRef, online bool)
+	// Tell is told the user and their new state, by at most Tellers
+	// goroutines at once (DefaultTellers if 0).
+	Tell    func(ctx context.Context, u store.UserRef, online bool)
+	Tellers int
 	// Grace defaults to DefaultGrace.
 	Grace time.Duration
 	Log   *slog.Logger
@@ -53,6 +56,31 @@ type Tracker struct {
 	mu     sync.Mutex
 	users  map[string]*connected
 	closed bool
+
+	queue telling
+}
+
+// DefaultTellers bounds the goroutines telling changes at once: a storm of
+// connections (every client of a restarted instance reconnecting) queues
+// its changes instead of reading the store for all of them at once.
+const DefaultTellers = 4
+
+// telling is the queue of changes to tell: the latest state per user, in
+// the order the users changed, each told only if it differs from the last
+// told, so a user who came and went while queued is told once, or not at
+// all, and what subscribers see alternates.
+type telling struct {
+	mu      sync.Mutex
+	pending map[string]change
+	order   []string
+	told    map[string]bool // logins last told online
+	busy    map[string]bool // logins a teller is telling now
+	running int
+}
+
+type change struct {
+	user   store.UserRef
+	online bool
 }
 
 // connected is one user's connections to this instance, and what the
@@ -122,7 +150,7 @@ func (t *Tracker) Run(ctx context.Context, names func(ctx context.Context, login
 	t.Registry.Run(ctx, t.Local, func(login string) {
 		ctx, cancel := context.WithTimeout(context.Background(), registryTimeout)
 		defer cancel()
-		t.Tell(ctx, names(ctx, login), false)
+		t.tell(names(ctx, login), false)
 	})
 }
 
@@ -231,8 +259,63 @@ func (t *Tracker) record(u store.UserRef, online bool) {
 		return
 	}
 	if changed {
-		t.Tell(ctx, u, online)
+		t.tell(u, online)
 	}
+}
+
+// tell queues the change of u's state to be told.
+func (t *Tracker) tell(u store.UserRef, online bool) {
+	q := &t.queue
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.pending == nil {
+		q.pending, q.told, q.busy = make(map[string]change), make(map[string]bool), make(map[string]bool)
+	}
+	_, queued := q.pending[u.Login]
+	q.pending[u.Login] = change{u, online}
+	if queued || q.busy[u.Login] {
+		return // told in its turn, or next by the teller telling u now
+	}
+	q.order = append(q.order, u.Login)
+	if q.running < cmp.Or(t.Tellers, DefaultTellers) {
+		q.running++
+		go t.tellQueued()
+	}
+}
+
+// tellQueued tells the queued changes until none is left, one user's
+// changes by one teller at a time, in order.
+func (t *Tracker) tellQueued() {
+	q := &t.queue
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.order) > 0 {
+		login := q.order[0]
+		q.order = q.order[1:]
+		q.busy[login] = true
+		for {
+			c, ok := q.pending[login]
+			if !ok {
+				break
+			}
+			delete(q.pending, login)
+			if q.told[login] == c.online {
+				continue
+			}
+			if c.online {
+				q.told[login] = true
+			} else {
+				delete(q.told, login)
+			}
+			q.mu.Unlock()
+			ctx, cancel := context.WithTimeout(context.Background(), registryTimeout)
+			t.Tell(ctx, c.user, c.online)
+			cancel()
+			q.mu.Lock()
+		}
+		delete(q.busy, login)
+	}
+	q.running--
 }
 
 // Local is the registry of a single instance: a user is online while
