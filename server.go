@@ -29,7 +29,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
-	"github.com/99designs/gqlgen/graphql/playground"
 	"github.com/coder/websocket"
 	"github.com/redis/go-redis/v9"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -39,6 +38,7 @@ import (
 	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/httpapi"
 	"github.com/killrchat/chatql/live"
+	"github.com/killrchat/chatql/playground"
 	"github.com/killrchat/chatql/presence"
 	"github.com/killrchat/chatql/querylimit"
 	"github.com/killrchat/chatql/ratelimit"
@@ -346,7 +346,8 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 	gql.SetRecoverFunc(res.Recover)
 
 	mux := http.NewServeMux()
-	mux.Handle("/", playground.Handler("chatql", "/query"))
+	mux.Handle("/", playground.Page("chatql", "/query"))
+	mux.Handle(playground.Prefix, playground.Assets())
 	addresses := ratelimit.NewAddresses(s.cfg.TrustedProxies)
 	limits := httpapi.Limits{MaxBody: s.cfg.MaxBodyBytes, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout}
 	mux.Handle("/query", s.cors(limits.Handler(sessions.Middleware(addresses.Middleware(gql)))))
