@@ -1,11 +1,12 @@
 # Everyday commands. `make test` needs Go alone; `make test-integration`
-# starts a real Cassandra node and a real Redis (scripts/) and runs every
+# starts a real Cassandra node and a real Redis (scripts/), installs chromium
+# for the browser test, and runs every
 # test against them.
 GO              ?= go
 CASSANDRA_HOSTS ?= 127.0.0.1
 REDIS_URL       ?= redis://127.0.0.1:6379/0
 
-.PHONY: run test test-integration bench fuzz generate check-generated lint services services-stop
+.PHONY: run test test-integration bench fuzz generate check-generated lint services services-stop browser
 
 run:
 	$(GO) run .
@@ -37,9 +38,13 @@ services-stop:
 	-scripts/cassandra.sh stop
 
 # Every test, with the backends required: a missing service is a failure.
-test-integration: services
+test-integration: services browser
 	CHAT_REQUIRE_BACKENDS=1 CHAT_CASSANDRA_HOSTS=$(CASSANDRA_HOSTS) CHAT_REDIS_URL=$(REDIS_URL) \
 		$(GO) test -race -count=1 -timeout 20m ./...
+
+# Debian's chromium, for the browser tests (installed when missing; needs root).
+browser:
+	scripts/chromium.sh
 
 # The performance profile, under 3 minutes on 2 cores (BENCHMARKS.md): Go
 # benchmarks of the store and broker hot paths, then cmd/chatload against the
