@@ -1,7 +1,6 @@
 # Everyday commands. `make test` needs Go alone; `make test-integration`
 # starts a real Cassandra node and a real Redis (scripts/), installs chromium
-# for the browser test, and runs every
-# test against them.
+# for the browser test, and runs every test against them.
 GO              ?= go
 CASSANDRA_HOSTS ?= 127.0.0.1
 REDIS_URL       ?= redis://127.0.0.1:6379/0
