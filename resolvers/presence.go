@@ -39,7 +39,7 @@ func (r *Resolver) tellPresence(ctx context.Context, u store.UserRef, online boo
 		ev.Room = room
 		r.publishTo(ctx, broker.RoomTopic(room), ev)
 	}
-	inbox, err := r.Store.Inbox(ctx, u.Login)
+	inbox, err := r.Store.InboxEntries(ctx, u.Login)
 	if err != nil {
 		r.Log.WarnContext(ctx, "presence: could not read the user's conversations to tell them", "login", u.Login, "err", err)
 		return

@@ -197,6 +197,12 @@ type Conversations interface {
 	// (CountUnread) of each conversation with messages after its mark.
 	Inbox(ctx context.Context, login string) ([]Conversation, error)
 
+	// InboxEntries returns the conversations of login as Inbox does but
+	// without their unread counts (Unread and Mentions are 0), in no
+	// particular order: the one partition read, for who only needs to know
+	// the conversations (their peers, their members' presence).
+	InboxEntries(ctx context.Context, login string) ([]Conversation, error)
+
 	// Conversation returns one inbox entry of login.
 	// Returns ErrNotFound if login has no such conversation.
 	Conversation(ctx context.Context, login, id string) (Conversation, error)

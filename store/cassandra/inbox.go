@@ -117,6 +117,23 @@ func (db *DB) SendDirect(ctx context.Context, m store.Message, to store.UserRef)
 // partition, then the unread counts of the entries with messages after
 // their mark, countParallelism at a time.
 func (db *DB) Inbox(ctx context.Context, login string) ([]store.Conversation, error) {
+	inbox, err := db.InboxEntries(ctx, login)
+	if err != nil {
+		return nil, err
+	}
+	fo := newFanout(countParallelism)
+	for i := range inbox {
+		fo.Go(func() error { return db.countUnread(ctx, login, &inbox[i]) })
+	}
+	if err := fo.Wait(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(inbox, store.ByNewestMessage)
+	return inbox, nil
+}
+
+// InboxEntries reads login's partition of conversations_by_user.
+func (db *DB) InboxEntries(ctx context.Context, login string) ([]store.Conversation, error) {
 	iter := db.query(ctx, selectInbox, login).Iter()
 	var inbox []store.Conversation
 	for {
@@ -131,14 +148,6 @@ func (db *DB) Inbox(ctx context.Context, login string) ([]store.Conversation, er
 	if err := iter.Close(); err != nil {
 		return nil, fmt.Errorf("cassandra: inbox of %q: %w", login, err)
 	}
-	fo := newFanout(countParallelism)
-	for i := range inbox {
-		fo.Go(func() error { return db.countUnread(ctx, login, &inbox[i]) })
-	}
-	if err := fo.Wait(); err != nil {
-		return nil, err
-	}
-	slices.SortFunc(inbox, store.ByNewestMessage)
 	return inbox, nil
 }
 

@@ -92,6 +92,26 @@ func (db *DB) record(b *batch, login string, m store.Message, kind store.Convers
 // newest message first; those with no message yet come last, the newest
 // window first.
 func (db *DB) Inbox(ctx context.Context, login string) ([]store.Conversation, error) {
+	inbox, err := db.InboxEntries(ctx, login)
+	if err != nil {
+		return nil, err
+	}
+	end, err := db.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	for i := range inbox {
+		if err := db.countUnread(ctx, login, &inbox[i]); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(inbox, store.ByNewestMessage)
+	return inbox, nil
+}
+
+// InboxEntries scans login's partition of conversations_by_user.
+func (db *DB) InboxEntries(ctx context.Context, login string) ([]store.Conversation, error) {
 	end, err := db.begin(ctx)
 	if err != nil {
 		return nil, err
@@ -115,12 +135,6 @@ func (db *DB) Inbox(ctx context.Context, login string) ([]store.Conversation, er
 	if err != nil {
 		return nil, fmt.Errorf("reading the inbox of %q: %w", login, err)
 	}
-	for i := range inbox {
-		if err := db.countUnread(ctx, login, &inbox[i]); err != nil {
-			return nil, err
-		}
-	}
-	slices.SortFunc(inbox, store.ByNewestMessage)
 	return inbox, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -294,6 +295,26 @@ func testInboxOrder(t *testing.T, s ConversationStore) {
 		}
 		if (c.ID == busy.Name || c.ID == silent.Name) && c.Kind != store.GroupConversation {
 			t.Errorf("Inbox(%q) entry %s, want a group", me.Login, fmtConversation(c))
+		}
+	}
+
+	// InboxEntries: the same entries, uncounted, in any order.
+	entries, err := s.InboxEntries(ctx, me.Login)
+	if err != nil {
+		t.Fatalf("InboxEntries = %v", err)
+	}
+	slices.SortFunc(entries, store.ByNewestMessage)
+	if len(entries) != len(inbox) {
+		t.Fatalf("InboxEntries(%q) = %d entries, Inbox %d", me.Login, len(entries), len(inbox))
+	}
+	for i, c := range entries {
+		counted := inbox[i]
+		if counted.Unread == 0 && counted.ID == want[0] {
+			t.Errorf("Inbox(%q) entry %s: want unread messages from %s", me.Login, fmtConversation(counted), peers[1].Login)
+		}
+		counted.Unread, counted.Mentions = 0, 0
+		if c.ID != counted.ID || c.Kind != counted.Kind || c.Peer != counted.Peer || c.LastMessage != counted.LastMessage || c.Unread != 0 || c.Mentions != 0 {
+			t.Errorf("InboxEntries(%q) entry %s, want %s uncounted", me.Login, fmtConversation(c), fmtConversation(counted))
 		}
 	}
 }
