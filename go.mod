@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/99designs/gqlgen v0.17.95
+	github.com/DataDog/zstd v1.5.7
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/coder/websocket v1.8.15
 	github.com/go-redis/redis_rate/v10 v10.0.1
@@ -17,7 +18,6 @@ require (
 )
 
 require (
-	github.com/DataDog/zstd v1.5.7 // indirect
 	github.com/RaduBerinde/axisds v0.1.0 // indirect
 	github.com/RaduBerinde/btreemap v0.0.0-20250419174037-3d62b7205d54 // indirect
 	github.com/agnivade/levenshtein v1.2.1 // indirect
@@ -62,3 +62,8 @@ require (
 )
 
 tool github.com/99designs/gqlgen
+
+// Pebble compresses with DataDog/zstd through cgo whenever cgo is on, and
+// building its C library takes minutes on a small machine: this pure-Go
+// stand-in (third_party/purezstd) keeps the first `go run .` quick.
+replace github.com/DataDog/zstd => ./third_party/purezstd
