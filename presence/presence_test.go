@@ -333,3 +333,32 @@ func TestTellingCoalesces(t *testing.T) {
 		t.Fatalf("told %v, want alice and bob online, in that order, once each", got)
 	}
 }
+
+// Close lets every user go at once, without the grace, and returns once
+// their departures are recorded and told; later connections are ignored.
+func TestTrackerClose(t *testing.T) {
+	c := newChanges()
+	reg := &Local{}
+	tr := &Tracker{Registry: reg, Tell: c.tell, Grace: time.Hour, Log: quiet}
+	ctx := context.Background()
+	tr.Connect(ctx, store.UserRef{Login: "alice"})
+	tr.Connect(ctx, store.UserRef{Login: "bob"})
+	c.wait(t, 2)
+	closing, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := tr.Close(closing); err != nil {
+		t.Fatal(err)
+	}
+	got := c.told()
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"+alice", "+bob", "-alice", "-bob"}) {
+		t.Fatalf("told %v, want both online, then both offline at Close", got)
+	}
+	if flags := online(t, reg, "alice", "bob"); flags[0] || flags[1] {
+		t.Fatalf("online after Close: %v", flags)
+	}
+	tr.Connect(ctx, store.UserRef{Login: "carol"})
+	if len(tr.Local()) != 0 {
+		t.Fatal("a connection after Close was counted")
+	}
+}

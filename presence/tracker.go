@@ -156,8 +156,8 @@ func (t *Tracker) Run(ctx context.Context, names func(ctx context.Context, login
 
 // Close lets every user go at once, without a grace: the instance is
 // shutting down and its connections with it. Those who have no other
-// instance are told offline. It waits for the registry's records, until
-// ctx ends; connections made afterwards are not counted.
+// instance are told offline. It waits for the registry's records and the
+// tellers, until ctx ends; connections made afterwards are not counted.
 func (t *Tracker) Close(ctx context.Context) error {
 	t.mu.Lock()
 	t.closed = true
@@ -174,12 +174,15 @@ func (t *Tracker) Close(ctx context.Context) error {
 		t.mu.Lock()
 		left := len(t.users)
 		t.mu.Unlock()
-		if left == 0 {
+		t.queue.mu.Lock()
+		telling, untold := t.queue.running, len(t.queue.pending)
+		t.queue.mu.Unlock()
+		if left == 0 && telling == 0 {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("presence: %d users' departures unrecorded at shutdown: %w", left, ctx.Err())
+			return fmt.Errorf("presence: %d users' departures unrecorded or untold at shutdown: %w", left+untold, ctx.Err())
 		case <-time.After(10 * time.Millisecond): // polls the settles
 		}
 	}
