@@ -315,12 +315,12 @@ func TestTellingCoalesces(t *testing.T) {
 		c.tell(ctx, u, online)
 	}}
 	alice, bob, carol := store.UserRef{Login: "alice"}, store.UserRef{Login: "bob"}, store.UserRef{Login: "carol"}
-	tr.tell(alice, true)
-	tr.tell(bob, true)
-	tr.tell(alice, false)
-	tr.tell(alice, true) // alice is back before her departure was told
-	tr.tell(carol, true)
-	tr.tell(carol, false) // carol came and went while queued
+	tr.queueTell(change{user: alice, online: true})
+	tr.queueTell(change{user: bob, online: true})
+	tr.queueTell(change{user: alice})
+	tr.queueTell(change{user: alice, online: true}) // alice is back before her departure was told
+	tr.queueTell(change{user: carol, online: true})
+	tr.queueTell(change{user: carol}) // carol came and went while queued
 	close(release)
 	deadline := time.Now().Add(20 * time.Second)
 	for tracked(tr) > 0 {
@@ -332,6 +332,32 @@ func TestTellingCoalesces(t *testing.T) {
 	if got := c.told(); !slices.Equal(got, []string{"+alice", "+bob"}) {
 		t.Fatalf("told %v, want alice and bob online, in that order, once each", got)
 	}
+}
+
+// A dead instance's user, swept by this one, is told offline though this
+// instance never told them online (the dead one did).
+func TestTrackerTellsSweptUsers(t *testing.T) {
+	c := newChanges()
+	tr := &Tracker{Registry: sweeping{"dave"}, Tell: c.tell, Log: quiet}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go tr.Run(ctx, func(_ context.Context, login string) store.UserRef { return store.UserRef{Login: login} })
+	if got := c.wait(t, 1); !slices.Equal(got, []string{"-dave"}) {
+		t.Fatalf("told %v, want dave offline", got)
+	}
+}
+
+// sweeping is a registry whose Run finds its users' instance dead.
+type sweeping []string
+
+func (sweeping) Arrive(context.Context, string) (bool, error)     { return true, nil }
+func (sweeping) Depart(context.Context, string) (bool, error)     { return true, nil }
+func (sweeping) Online(context.Context, []string) ([]bool, error) { return nil, nil }
+func (s sweeping) Run(ctx context.Context, _ func() []string, gone func(string)) {
+	for _, login := range s {
+		gone(login)
+	}
+	<-ctx.Done()
 }
 
 // Close lets every user go at once, without the grace, and returns once

@@ -81,6 +81,9 @@ type telling struct {
 type change struct {
 	user   store.UserRef
 	online bool
+	// swept: a dead instance's user, whose arrival another instance told,
+	// so it is told whatever this instance told last.
+	swept bool
 }
 
 // connected is one user's connections to this instance, and what the
@@ -150,7 +153,7 @@ func (t *Tracker) Run(ctx context.Context, names func(ctx context.Context, login
 	t.Registry.Run(ctx, t.Local, func(login string) {
 		ctx, cancel := context.WithTimeout(context.Background(), registryTimeout)
 		defer cancel()
-		t.tell(names(ctx, login), false)
+		t.queueTell(change{user: names(ctx, login), swept: true})
 	})
 }
 
@@ -262,12 +265,13 @@ func (t *Tracker) record(u store.UserRef, online bool) {
 		return
 	}
 	if changed {
-		t.tell(u, online)
+		t.queueTell(change{user: u, online: online})
 	}
 }
 
-// tell queues the change of u's state to be told.
-func (t *Tracker) tell(u store.UserRef, online bool) {
+// queueTell queues a change of a user's state to be told.
+func (t *Tracker) queueTell(c change) {
+	u := c.user
 	q := &t.queue
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -275,7 +279,7 @@ func (t *Tracker) tell(u store.UserRef, online bool) {
 		q.pending, q.told, q.busy = make(map[string]change), make(map[string]bool), make(map[string]bool)
 	}
 	_, queued := q.pending[u.Login]
-	q.pending[u.Login] = change{u, online}
+	q.pending[u.Login] = c
 	if queued || q.busy[u.Login] {
 		return // told in its turn, or next by the teller telling u now
 	}
@@ -302,7 +306,7 @@ func (t *Tracker) tellQueued() {
 				break
 			}
 			delete(q.pending, login)
-			if q.told[login] == c.online {
+			if q.told[login] == c.online && !c.swept {
 				continue
 			}
 			if c.online {
