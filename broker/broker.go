@@ -29,6 +29,13 @@ func RoomTopic(room string) string { return "room:" + room }
 // UserTopic is the topic of a user's inbox events.
 func UserTopic(login string) string { return "user:" + login }
 
+// RoomPresenceTopic and UserPresenceTopic carry the presence changes of a
+// room's participants and of a user's direct-conversation peers, apart from
+// the room's and the inbox's events: only the subscribers who follow
+// presence subscribe to them, so the others are never woken by it.
+func RoomPresenceTopic(room string) string  { return "presence:room:" + room }
+func UserPresenceTopic(login string) string { return "presence:user:" + login }
+
 // Errors that end a subscription.
 var (
 	// ErrSlowSubscriber: the subscriber did not keep up and was cut off so

@@ -282,7 +282,10 @@ func (r *subscriptionResolver) InboxEvents(ctx context.Context, after *string, p
 		return nil, err
 	}
 	if presence != nil && *presence {
-		s.FollowPresence()
+		if err := s.FollowPresence(watched); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	return channel(r.Resolver, ctx, watched, s.Run, inboxEventOf), nil
 }

@@ -37,7 +37,7 @@ func (r *Resolver) tellPresence(ctx context.Context, u store.UserRef, online boo
 	}
 	for _, room := range user.ChatRooms {
 		ev.Room = room
-		r.publishTo(ctx, broker.RoomTopic(room), ev)
+		r.publishTo(ctx, broker.RoomPresenceTopic(room), ev)
 	}
 	inbox, err := r.Store.InboxEntries(ctx, u.Login)
 	if err != nil {
@@ -47,7 +47,7 @@ func (r *Resolver) tellPresence(ctx context.Context, u store.UserRef, online boo
 	for _, c := range inbox {
 		if c.Kind == store.DirectConversation {
 			ev.Room = c.ID
-			r.publishTo(ctx, broker.UserTopic(c.Peer.Login), ev)
+			r.publishTo(ctx, broker.UserPresenceTopic(c.Peer.Login), ev)
 		}
 	}
 }

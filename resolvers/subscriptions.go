@@ -173,7 +173,10 @@ func (r *Resolver) OpenRoomEvents(ctx context.Context, room string, after *strin
 		return nil, err
 	}
 	if presence {
-		s.FollowPresence()
+		if err := s.FollowPresence(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	return s, nil
 }

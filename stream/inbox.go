@@ -19,21 +19,27 @@ type Inbox struct {
 	floor  store.MessageID
 	seen   seen
 	closed atomic.Bool
-	// presence: the subscriber follows their peers' presence.
-	presence bool
+	// presence is the subscription to the presence changes of the
+	// viewer's direct-conversation peers (FollowPresence); nil if the
+	// subscriber does not follow them.
+	presence *broker.Subscription
 }
 
-// FollowPresence has the stream deliver PresenceChanged events too, which
-// it leaves out by default. Call it before Run.
-func (in *Inbox) FollowPresence() { in.presence = true }
-
-// deliver emits ev unless it was delivered before or is presence the
-// subscriber does not follow; false means the subscriber is gone.
-func (in *Inbox) deliver(ev *store.Event, emit func(*store.Event) bool) bool {
-	if !in.seen.first(ev.ID) || ev.Kind == store.PresenceChanged && !in.presence {
-		return true
+// FollowPresence has the stream deliver the viewer's peers' PresenceChanged
+// events too, from their own topic. Call it before Run.
+func (in *Inbox) FollowPresence(ctx context.Context) error {
+	sub, err := in.src.Broker.Subscribe(ctx, broker.UserPresenceTopic(in.viewer.Login))
+	if err != nil {
+		return err
 	}
-	return emit(ev)
+	in.presence = sub
+	return nil
+}
+
+// deliver emits ev unless it was delivered before; false means the
+// subscriber is gone.
+func (in *Inbox) deliver(ev *store.Event, emit func(*store.Event) bool) bool {
+	return !in.seen.first(ev.ID) || emit(ev)
 }
 
 // OpenInbox subscribes to viewer's inbox events, then (in Run) replays
@@ -61,21 +67,46 @@ func (in *Inbox) Run(ctx context.Context, emit func(*store.Event) bool) error {
 			return err
 		}
 	}
+	wait := in.sub.Wait
+	if in.presence != nil {
+		// Two subscriptions: wait for either through Notify.
+		wake := make(chan struct{}, 1)
+		ready := func() {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+		in.sub.Notify(ready)
+		in.presence.Notify(ready)
+		wait = func(ctx context.Context) bool {
+			select {
+			case <-wake:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+	}
 	for {
-		ev, ok := in.sub.Next(ctx)
-		if !ok {
-			if ctx.Err() != nil {
+		if in.presence != nil {
+			if ended, err := pumpPresence(in.presence, emit); ended {
+				return err
+			}
+		}
+		ev, ended := in.sub.Poll()
+		switch {
+		case ev == nil && ended:
+			return in.sub.Err()
+		case ev == nil:
+			if !wait(ctx) {
 				return nil
 			}
-			return in.sub.Err()
-		}
-		if ev.Kind == broker.Resync {
+		case ev.Kind == broker.Resync:
 			if ok, err := in.catchUp(ctx, in.seen.resumeFrom(in.floor), emit); !ok {
 				return err
 			}
-			continue
-		}
-		if !in.deliver(ev, emit) {
+		case !in.deliver(ev, emit):
 			return nil
 		}
 	}
@@ -85,6 +116,9 @@ func (in *Inbox) Run(ctx context.Context, emit func(*store.Event) bool) error {
 func (in *Inbox) Close() {
 	if in.closed.CompareAndSwap(false, true) {
 		in.sub.Close()
+		if in.presence != nil {
+			in.presence.Close()
+		}
 		in.src.open.Add(-1)
 	}
 }

@@ -28,13 +28,22 @@ type Room struct {
 
 	replayed bool // the first Pump has replayed after the cursor
 	closed   atomic.Bool
-	// presence: the subscriber follows the participants' presence.
-	presence bool
+	// presence is the subscription to the participants' presence changes
+	// (FollowPresence); nil if the subscriber does not follow them.
+	presence *broker.Subscription
 }
 
-// FollowPresence has the stream deliver PresenceChanged events too, which
-// it leaves out by default. Call it before the first Pump or Run.
-func (r *Room) FollowPresence() { r.presence = true }
+// FollowPresence has the stream deliver the participants' PresenceChanged
+// events too, from their own topic. Call it before the first Pump, Run or
+// Notify.
+func (r *Room) FollowPresence(ctx context.Context) error {
+	sub, err := r.src.Broker.Subscribe(ctx, broker.RoomPresenceTopic(r.room))
+	if err != nil {
+		return err
+	}
+	r.presence = sub
+	return nil
+}
 
 // OpenRoom checks that viewer may follow the room (a participant), then
 // subscribes to its live events before anything is read from the log, so
@@ -84,11 +93,29 @@ func (r *Room) Viewer() store.UserRef { return r.viewer }
 // calling goroutine; transports that would rather not park a goroutine per
 // subscriber drive the stream with Notify and Pump instead.
 func (r *Room) Run(ctx context.Context, emit func(*store.Event) bool) error {
+	if r.presence == nil {
+		for {
+			if done, err := r.Pump(ctx, emit); done {
+				return err
+			}
+			r.sub.Wait(ctx)
+		}
+	}
+	wake := make(chan struct{}, 1)
+	r.Notify(func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	})
 	for {
 		if done, err := r.Pump(ctx, emit); done {
 			return err
 		}
-		r.sub.Wait(ctx)
+		select {
+		case <-wake:
+		case <-ctx.Done():
+		}
 	}
 }
 
@@ -97,7 +124,12 @@ func (r *Room) Run(ctx context.Context, emit func(*store.Event) bool) error {
 // schedule a Pump (see broker.Subscription.Notify). The first Pump, which
 // replays what came after the cursor, is the caller's to schedule, and so
 // is one when the context it passes to Pump ends.
-func (r *Room) Notify(ready func()) { r.sub.Notify(ready) }
+func (r *Room) Notify(ready func()) {
+	r.sub.Notify(ready)
+	if r.presence != nil {
+		r.presence.Notify(ready)
+	}
+}
 
 // Pump delivers what is ready, as Run does, without waiting for more: the
 // replay after the cursor on the first call, then the events queued. done
@@ -118,6 +150,11 @@ func (r *Room) Pump(ctx context.Context, emit func(*store.Event) bool) (done boo
 		}
 	}
 	for ctx.Err() == nil {
+		if r.presence != nil {
+			if ended, err := pumpPresence(r.presence, emit); ended {
+				return true, err
+			}
+		}
 		ev, ended := r.sub.Poll()
 		if ev == nil {
 			if ended {
@@ -141,9 +178,27 @@ func (r *Room) Pump(ctx context.Context, emit func(*store.Event) bool) (done boo
 	return true, nil
 }
 
-// Ready reports whether Pump has work from the subscription: a queued
-// event, or its end.
-func (r *Room) Ready() bool { return r.sub.Pending() }
+// pumpPresence delivers the presence changes queued on sub (a Resync there
+// asks for nothing: presence is not replayed). ended reports that the
+// stream must end: sub did (with its error), or the subscriber is gone
+// (nil).
+func pumpPresence(sub *broker.Subscription, emit func(*store.Event) bool) (ended bool, err error) {
+	for {
+		ev, done := sub.Poll()
+		switch {
+		case ev == nil:
+			return done, sub.Err()
+		case ev.Kind == store.PresenceChanged && !emit(ev):
+			return true, nil
+		}
+	}
+}
+
+// Ready reports whether Pump has work from the subscriptions: a queued
+// event, or an end.
+func (r *Room) Ready() bool {
+	return r.sub.Pending() || r.presence != nil && r.presence.Pending()
+}
 
 // Close releases the stream's subscription; Pump and Run do when the
 // stream ends. It is safe to call more than once.
@@ -152,6 +207,9 @@ func (r *Room) Close() {
 		return
 	}
 	r.sub.Close()
+	if r.presence != nil {
+		r.presence.Close()
+	}
 	r.src.open.Add(-1)
 }
 
@@ -209,7 +267,7 @@ func (r *Room) stillFollowing(ctx context.Context, emit func(*store.Event) bool)
 // deliver emits ev unless it was already delivered; false means the
 // subscriber is gone.
 func (r *Room) deliver(ev *store.Event, emit func(*store.Event) bool) bool {
-	if !r.seen.first(ev.ID) || ev.Kind == store.PresenceChanged && !r.presence {
+	if !r.seen.first(ev.ID) {
 		return true
 	}
 	return emit(ev)

@@ -265,3 +265,99 @@ func TestInboxReplayAndResync(t *testing.T) {
 		t.Fatalf("Run = %v", err)
 	}
 }
+
+// Presence changes come from their own topic, to the streams that follow
+// them only: the others are not even woken.
+func TestRoomPresenceOnlyWhenFollowed(t *testing.T) {
+	f := newFixture(t)
+	alice, bob := f.user("alice"), f.user("bob")
+	f.room("tea", alice, bob)
+	plain, err := f.src.OpenRoom(f.ctx, "tea", bob, store.MessageID{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	following, err := f.src.OpenRoom(f.ctx, "tea", bob, store.MessageID{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer following.Close()
+	if err := following.FollowPresence(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	collect(t, plain)
+	collect(t, following)
+	online := store.Event{Kind: store.PresenceChanged, Room: "tea", User: alice, Online: true}
+	if err := f.br.Publish(f.ctx, broker.RoomPresenceTopic("tea"), online); err != nil {
+		t.Fatal(err)
+	}
+	if plain.Ready() {
+		t.Fatal("a stream that does not follow presence has work from a presence change")
+	}
+	if !following.Ready() {
+		t.Fatal("a stream that follows presence has no work from a presence change")
+	}
+	got, _ := collect(t, following)
+	want(t, got, "PRESENCE_CHANGED alice")
+	f.publish(f.post("tea", alice, "hi"))
+	got, _ = collect(t, following)
+	want(t, got, "MESSAGE_POSTED alice hi")
+	got, _ = collect(t, plain)
+	want(t, got, "MESSAGE_POSTED alice hi")
+}
+
+// Run waits on both subscriptions of a stream that follows presence.
+func TestRunFollowsPresence(t *testing.T) {
+	f := newFixture(t)
+	alice, bob := f.user("alice"), f.user("bob")
+	f.room("tea", alice, bob)
+	room, err := f.src.OpenRoom(f.ctx, "tea", bob, store.MessageID{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inbox, err := f.src.OpenInbox(f.ctx, bob, store.MessageID{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, follow := range []func(context.Context) error{room.FollowPresence, inbox.FollowPresence} {
+		if err := follow(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	got := make(chan string, 16)
+	emit := func(ev *store.Event) bool {
+		got <- fmt.Sprintf("%s %s %s", ev.Kind, ev.Room, ev.User.Login)
+		return true
+	}
+	ran := make(chan error, 2)
+	go func() { ran <- room.Run(ctx, emit) }()
+	go func() { ran <- inbox.Run(ctx, emit) }()
+	next := func() string {
+		select {
+		case d := <-got:
+			return d
+		case <-time.After(10 * time.Second):
+			t.Fatal("no event")
+			return ""
+		}
+	}
+	direct := store.DirectConversationID("alice", "bob")
+	for _, p := range []struct{ topic, room string }{
+		{broker.RoomPresenceTopic("tea"), "tea"},
+		{broker.UserPresenceTopic("bob"), direct},
+	} {
+		if err := f.br.Publish(f.ctx, p.topic, store.Event{Kind: store.PresenceChanged, Room: p.room, User: alice, Online: true}); err != nil {
+			t.Fatal(err)
+		}
+		want(t, []string{next()}, "PRESENCE_CHANGED "+p.room+" alice")
+	}
+	f.publish(f.post("tea", alice, "hi"))
+	want(t, []string{next()}, "MESSAGE_POSTED tea alice")
+	cancel()
+	for range 2 {
+		if err := <-ran; err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+	}
+}
