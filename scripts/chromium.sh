@@ -12,9 +12,9 @@ command -v apt-get >/dev/null 2>&1 || die "chromium is not installed and apt-get
 log "installing Debian's chromium package ..."
 export DEBIAN_FRONTEND=noninteractive
 # Try without refreshing the package lists first; refresh only if that fails.
-if ! apt-get install -y -q --no-install-recommends chromium >/dev/null; then
+if ! apt-get install -y -q chromium >/dev/null; then
   log "apt-get install failed; running apt-get update and retrying"
   apt-get update -q >/dev/null
-  apt-get install -y -q --no-install-recommends chromium >/dev/null || die "apt-get install chromium failed"
+  apt-get install -y -q chromium >/dev/null || die "apt-get install chromium failed"
 fi
 log "installed $(chromium --version)"
