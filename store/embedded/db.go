@@ -50,6 +50,9 @@ type DB struct {
 	// instead of touching a closed pebble.
 	closing sync.RWMutex
 	closed  bool
+	// releaseDir gives back the data directory (lockDir); nil for a store
+	// on a memory file system.
+	releaseDir func() error
 }
 
 var _ store.Store = (*DB)(nil)
@@ -61,9 +64,19 @@ var errClosed = errors.New("embedded store is closed")
 // active rooms and the rows of their users.
 const cacheSize = 64 << 20
 
-// Open opens the store in dir, creating it if needed.
+// Open opens the store in dir, creating it if needed. A directory another
+// process has open is refused, naming that process.
 func Open(dir string) (*DB, error) {
-	return openFS(dir, vfs.Default)
+	release, err := lockDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("opening embedded store: %w", err)
+	}
+	db, err := openFS(dir, vfs.Default)
+	if err != nil {
+		return nil, errors.Join(err, release())
+	}
+	db.releaseDir = release
+	return db, nil
 }
 
 // openFS opens the store in dir on the file system fs: the disk, or in
@@ -108,7 +121,11 @@ func (db *DB) Close() error {
 	db.closed = true
 	// Writing the memtable out is not needed for durability (the WAL has
 	// every write) but makes the next Open quick: nothing to replay.
-	return errors.Join(db.pdb.Flush(), db.pdb.Close())
+	err := errors.Join(db.pdb.Flush(), db.pdb.Close())
+	if db.releaseDir != nil {
+		err = errors.Join(err, db.releaseDir())
+	}
+	return err
 }
 
 // begin starts an operation: it fails if ctx is done or the store closed,

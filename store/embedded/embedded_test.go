@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -416,5 +418,29 @@ func TestUnreadBurst(t *testing.T) {
 	}
 	if rows != 1 {
 		t.Errorf("the inbox partition of %q holds %d rows after the burst, want 1", victim, rows)
+	}
+}
+
+// A second store on a directory in use is refused with the process using
+// it; once the first closes, the directory opens again.
+func TestDataDirectoryInUse(t *testing.T) {
+	dir := t.TempDir()
+	first, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(dir)
+	if want := fmt.Sprintf("in use by process %d", os.Getpid()); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("a second Open = %v, want an error saying %q", err, want)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Open(dir)
+	if err != nil {
+		t.Fatalf("Open after the first closed = %v", err)
+	}
+	if err := again.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
