@@ -88,6 +88,19 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
+// acrossCluster starts two instances on the Redis of the tests (with
+// configure applied, when not nil) and returns them with alice on the
+// first and bob on the second, both in alice's room "across".
+func acrossCluster(t *testing.T, configure func(*Config)) (cl *cluster, alice, bob *chatclient.Client) {
+	t.Helper()
+	cl = startClusterWith(t, 2, redisURL(t), configure)
+	alice = cl.instances[0].user(t, "alice")
+	bob = cl.on(1, cl.instances[0].user(t, "bob"))
+	mustDo(t, alice, createRoom, map[string]any{"n": "across"}, nil)
+	mustDo(t, bob, joinRoom, map[string]any{"r": "across"}, nil)
+	return cl, alice, bob
+}
+
 // on returns client c talking to instance i instead.
 func (c *cluster) on(i int, client *chatclient.Client) *chatclient.Client {
 	cp := *client
@@ -96,12 +109,7 @@ func (c *cluster) on(i int, client *chatclient.Client) *chatclient.Client {
 }
 
 func TestClusterDeliversAcrossInstances(t *testing.T) {
-	cl := startCluster(t, 2, redisURL(t))
-	a := cl.instances[0]
-	alice := a.user(t, "alice")
-	bob := cl.on(1, a.user(t, "bob"))
-	mustDo(t, alice, createRoom, map[string]any{"n": "across"}, nil)
-	mustDo(t, bob, joinRoom, map[string]any{"r": "across"}, nil)
+	cl, alice, bob := acrossCluster(t, nil)
 
 	sub := cl.instances[1].subscribe(t, bob, chatclient.GraphQLTransportWS, "across", nil)
 	mustDo(t, alice, postMessage, map[string]any{"r": "across", "c": "from A"}, nil)
@@ -332,11 +340,7 @@ func (rs *privateRedis) stop(t testing.TB) {
 // an edit with its editedAt, a deletion as a tombstone, a reply with its
 // thread.
 func TestClusterMessageChanges(t *testing.T) {
-	cl := startCluster(t, 2, redisURL(t))
-	alice := cl.instances[0].user(t, "alice")
-	bob := cl.on(1, cl.instances[0].user(t, "bob"))
-	mustDo(t, alice, createRoom, map[string]any{"n": "across"}, nil)
-	mustDo(t, bob, joinRoom, map[string]any{"r": "across"}, nil)
+	cl, alice, bob := acrossCluster(t, nil)
 	const sub = `subscription($r: String!) { roomEvents(room: $r) { kind message { id content editedAt deleted replyToId } } }`
 	live := cl.instances[1].live(t, bob, sub, map[string]any{"r": "across"})
 	type message struct {

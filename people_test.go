@@ -108,11 +108,7 @@ func testTyping(t *testing.T, cfg Config) {
 // Typing on one instance reaches the subscribers of another, in a room and
 // in a direct conversation.
 func TestClusterTyping(t *testing.T) {
-	cl := startCluster(t, 2, redisURL(t))
-	alice := cl.instances[0].user(t, "alice")
-	bob := cl.on(1, cl.instances[0].user(t, "bob"))
-	mustDo(t, alice, createRoom, map[string]any{"n": "across"}, nil)
-	mustDo(t, bob, joinRoom, map[string]any{"r": "across"}, nil)
+	cl, alice, bob := acrossCluster(t, nil)
 	room := cl.instances[1].live(t, bob, typingRoom, map[string]any{"r": "across"})
 	inbox := cl.instances[1].live(t, bob, typingInbox, nil)
 
@@ -283,11 +279,7 @@ func testPresence(t *testing.T, cfg Config) {
 // Presence across two instances on one Redis: alice connects to one, bob
 // follows from the other.
 func TestClusterPresence(t *testing.T) {
-	cl := startClusterWith(t, 2, redisURL(t), func(c *Config) { c.PresenceGrace = 50 * time.Millisecond })
-	alice := cl.instances[0].user(t, "alice")
-	bob := cl.on(1, cl.instances[0].user(t, "bob"))
-	mustDo(t, alice, createRoom, map[string]any{"n": "across"}, nil)
-	mustDo(t, bob, joinRoom, map[string]any{"r": "across"}, nil)
+	cl, alice, bob := acrossCluster(t, func(c *Config) { c.PresenceGrace = 50 * time.Millisecond })
 	room := cl.instances[1].live(t, bob, presenceRoom, map[string]any{"r": "across"})
 
 	aliceSocket := cl.instances[0].live(t, alice, typingInbox, nil)
