@@ -37,9 +37,12 @@ services-stop:
 	-scripts/cassandra.sh stop
 
 # Every test, with the backends required: a missing service is a failure.
+# The services stay up for the next run; the last line says how to stop them.
 test-integration: services browser
-	CHAT_REQUIRE_BACKENDS=1 CHAT_CASSANDRA_HOSTS=$(CASSANDRA_HOSTS) CHAT_REDIS_URL=$(REDIS_URL) \
-		$(GO) test -race -count=1 -timeout 20m ./...
+	@status=0; CHAT_REQUIRE_BACKENDS=1 CHAT_CASSANDRA_HOSTS=$(CASSANDRA_HOSTS) CHAT_REDIS_URL=$(REDIS_URL) \
+		$(GO) test -race -count=1 -timeout 20m ./... || status=$$?; \
+	echo "Cassandra and Redis keep running for the next run: 'make services-stop' stops them."; \
+	exit $$status
 
 # Debian's chromium, for the browser tests (installed when missing; needs root).
 browser:
