@@ -9,48 +9,49 @@ import (
 	"github.com/killrchat/chatql/store"
 )
 
-// mutedBy is the set of conversations login muted.
-func (r *Resolver) mutedBy(ctx context.Context, login string) (map[string]bool, error) {
-	return loadSet(ctx, func(l *pageLoader) *map[string]bool { return &l.muted }, func() ([]string, error) {
-		return r.Store.Muted(ctx, login)
-	})
-}
-
-// blockedBy is the set of logins login blocked.
-func (r *Resolver) blockedBy(ctx context.Context, login string) (map[string]bool, error) {
-	return loadSet(ctx, func(l *pageLoader) *map[string]bool { return &l.blocked }, func() ([]string, error) {
-		users, err := r.Store.BlockedUsers(ctx, login)
-		logins := make([]string, len(users))
-		for i, u := range users {
-			logins[i] = u.Login
-		}
-		return logins, err
-	})
-}
-
-// isMuted reports whether the caller muted the conversation.
+// isMuted reports whether the caller muted the conversation: from the
+// operation's set of them (one read per query), or in a subscription, one
+// row's read.
 func (r *Resolver) isMuted(ctx context.Context, conversation string) (bool, error) {
 	me, err := auth.UserFrom(ctx)
 	if err != nil {
 		return false, err
 	}
-	muted, err := r.mutedBy(ctx, me.Login)
-	return muted[conversation], err
+	if l := loaderOf(ctx); l != nil && l.muted != nil {
+		muted, err := l.muted.get(func() ([]string, error) { return r.Store.Muted(ctx, me.Login) })
+		return muted[conversation], err
+	}
+	return r.Store.Mutes(ctx, me.Login, conversation)
 }
 
-// authorBlocked reports whether the caller blocked m's author; nil in a
-// shared subscription encoding, which has no caller.
+// authorBlocked reports whether the caller blocked m's author, as isMuted
+// reads mutes; nil in a shared subscription encoding, which has no caller.
 func (r *Resolver) authorBlocked(ctx context.Context, m *store.Message) (*bool, error) {
 	viewer := viewerOf(ctx)
 	if viewer == "" {
 		return nil, nil
 	}
-	blocked, err := r.blockedBy(ctx, viewer)
-	if err != nil {
-		return nil, err
+	var blocked bool
+	if l := loaderOf(ctx); l != nil && l.blocked != nil {
+		set, err := l.blocked.get(func() ([]string, error) {
+			users, err := r.Store.BlockedUsers(ctx, viewer)
+			logins := make([]string, len(users))
+			for i, u := range users {
+				logins[i] = u.Login
+			}
+			return logins, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		blocked = set[m.Author.Login]
+	} else {
+		var err error
+		if blocked, err = r.Store.Blocks(ctx, viewer, m.Author.Login); err != nil {
+			return nil, err
+		}
 	}
-	b := blocked[m.Author.Login]
-	return &b, nil
+	return &blocked, nil
 }
 
 // setBlock blocks or unblocks login for the caller and returns whom the

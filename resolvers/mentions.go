@@ -49,6 +49,6 @@ func (r *Resolver) wantsMentions(ctx context.Context, login string, msg store.Me
 	if blocked, err := r.Store.Blocks(ctx, login, msg.Author.Login); err == nil && blocked {
 		return false
 	}
-	muted, err := r.Store.Muted(ctx, login)
-	return err != nil || !slices.Contains(muted, msg.Room)
+	muted, err := r.Store.Mutes(ctx, login, msg.Room)
+	return err != nil || !muted
 }

@@ -22,12 +22,31 @@ type pageLoader struct {
 	threads   map[store.MessageID]store.Thread     // zero entries: none
 
 	// The caller's muted conversations and blocked users, read once per
-	// query or mutation when first needed (nil until then). A
-	// subscription lives long: it reads them anew each time (lasting
-	// false).
-	lasting bool
-	muted   map[string]bool
-	blocked map[string]bool
+	// query or mutation when first needed, however many resolvers ask at
+	// once; nil for a subscription, which lives long and reads what it
+	// needs row by row, each time.
+	muted, blocked *onceSet
+}
+
+// onceSet is a set read once, when first needed.
+type onceSet struct {
+	once sync.Once
+	set  map[string]bool
+	err  error
+}
+
+// get returns the set, reading it with read the first time.
+func (o *onceSet) get(read func() ([]string, error)) (map[string]bool, error) {
+	o.once.Do(func() {
+		var list []string
+		if list, o.err = read(); o.err == nil {
+			o.set = make(map[string]bool, len(list))
+			for _, item := range list {
+				o.set[item] = true
+			}
+		}
+	})
+	return o.set, o.err
 }
 
 type loaderKey struct{}
@@ -37,7 +56,7 @@ type loaderKey struct{}
 func WithPageLoader(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 	l := &pageLoader{reactions: map[store.MessageID][]store.Reaction{}, threads: map[store.MessageID]store.Thread{}}
 	if op := graphql.GetOperationContext(ctx).Operation; op != nil && op.Operation != ast.Subscription {
-		l.lasting = true
+		l.muted, l.blocked = &onceSet{}, &onceSet{}
 	}
 	return next(context.WithValue(ctx, loaderKey{}, l))
 }
@@ -150,32 +169,4 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
-}
-
-// loadSet returns the set read, the operation's copy if it has one
-// (field), else read anew and kept for the operation if it lasts.
-func loadSet(ctx context.Context, field func(*pageLoader) *map[string]bool, read func() ([]string, error)) (map[string]bool, error) {
-	l := loaderOf(ctx)
-	if l != nil && l.lasting {
-		l.mu.Lock()
-		set := *field(l)
-		l.mu.Unlock()
-		if set != nil {
-			return set, nil
-		}
-	}
-	list, err := read()
-	if err != nil {
-		return nil, err
-	}
-	set := make(map[string]bool, len(list))
-	for _, item := range list {
-		set[item] = true
-	}
-	if l != nil && l.lasting {
-		l.mu.Lock()
-		*field(l) = set
-		l.mu.Unlock()
-	}
-	return set, nil
 }

@@ -19,10 +19,20 @@ import (
 	"github.com/killrchat/chatql/store/embedded"
 )
 
-// countingStore counts the reads of reactions and threads.
+// countingStore counts the reads of reactions, threads and blocks.
 type countingStore struct {
 	store.Store
-	reads, threadReads atomic.Int64
+	reads, threadReads, blockReads atomic.Int64
+}
+
+func (c *countingStore) BlockedUsers(ctx context.Context, login string) ([]store.UserRef, error) {
+	c.blockReads.Add(1)
+	return c.Store.BlockedUsers(ctx, login)
+}
+
+func (c *countingStore) Blocks(ctx context.Context, login, other string) (bool, error) {
+	c.blockReads.Add(1)
+	return c.Store.Blocks(ctx, login, other)
 }
 
 func (c *countingStore) Reactions(ctx context.Context, msgs []store.Message, viewer string) (map[store.MessageID][]store.Reaction, error) {
@@ -36,8 +46,9 @@ func (c *countingStore) ThreadSummaries(ctx context.Context, roots []store.Messa
 }
 
 // TestPagePrefetchReadsOnce reads a page of 50 messages with their
-// reactions and threads through the GraphQL executor over the embedded
-// store: one read of each for the page, with the loader; one per message
+// reactions, threads and authorBlocked through the GraphQL executor over
+// the embedded store: one read of each for the page, with the loader, even
+// as the executor resolves the 50 authorBlocked at once; one per message
 // without it, which shows the count is the executor's.
 func TestPagePrefetchReadsOnce(t *testing.T) {
 	ctx := t.Context()
@@ -79,12 +90,12 @@ func TestPagePrefetchReadsOnce(t *testing.T) {
 	}
 
 	counting := &countingStore{Store: db}
-	query := `{"query": "{ messages(room: \"tea-party\", first: 50) { edges { node { content replyCount latestRepliers { login } reactions { emoji count reactedByMe } } } } }"}`
+	query := `{"query": "{ messages(room: \"tea-party\", first: 50) { edges { node { content replyCount latestRepliers { login } reactions { emoji count reactedByMe } authorBlocked } } } }"}`
 	for _, tc := range []struct {
-		name               string
-		loader             bool
-		reads, threadReads int64
-	}{{"loader", true, 1, 1}, {"no loader", false, 50, 100}} { // replyCount and latestRepliers read apart
+		name                           string
+		loader                         bool
+		reads, threadReads, blockReads int64
+	}{{"loader", true, 1, 1, 1}, {"no loader", false, 50, 100, 50}} { // replyCount and latestRepliers read apart
 		t.Run(tc.name, func(t *testing.T) {
 			srv := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: &Resolver{Store: counting}}))
 			srv.AddTransport(transport.POST{})
@@ -93,6 +104,7 @@ func TestPagePrefetchReadsOnce(t *testing.T) {
 			}
 			counting.reads.Store(0)
 			counting.threadReads.Store(0)
+			counting.blockReads.Store(0)
 			req := httptest.NewRequest("POST", "/", strings.NewReader(query)).WithContext(auth.WithUser(ctx, alice))
 			req.Header.Set("Content-Type", "application/json")
 			rec := httptest.NewRecorder()
@@ -121,6 +133,9 @@ func TestPagePrefetchReadsOnce(t *testing.T) {
 			}
 			if got, threads := counting.reads.Load(), counting.threadReads.Load(); got != tc.reads || threads != tc.threadReads {
 				t.Errorf("%d reads of reactions and %d of threads for a page of 50, want %d and %d", got, threads, tc.reads, tc.threadReads)
+			}
+			if got := counting.blockReads.Load(); got != tc.blockReads {
+				t.Errorf("%d reads of blocks for a page of 50, want %d", got, tc.blockReads)
 			}
 			edges := out.Data.Messages.Edges
 			if len(edges) != 50 {

@@ -35,4 +35,7 @@ type Mutes interface {
 
 	// Muted returns the ids of the conversations login muted, sorted.
 	Muted(ctx context.Context, login string) ([]string, error)
+
+	// Mutes reports whether login muted the conversation: one row's read.
+	Mutes(ctx context.Context, login, conversation string) (bool, error)
 }

@@ -19,6 +19,7 @@ const (
 	insertMute   = `INSERT INTO user_mutes (login, conversation, muted_at) VALUES (?, ?, ?)`
 	deleteMute   = `DELETE FROM user_mutes WHERE login = ? AND conversation = ?`
 	selectMutes  = `SELECT conversation FROM user_mutes WHERE login = ?`
+	selectMute   = `SELECT conversation FROM user_mutes WHERE login = ? AND conversation = ?`
 )
 
 // Block counts the partition, then writes the row: two users blocking at
@@ -62,14 +63,32 @@ func (db *DB) BlockedUsers(ctx context.Context, login string) ([]store.UserRef, 
 }
 
 func (db *DB) Blocks(ctx context.Context, login, other string) (bool, error) {
+	found, err := db.rowExists(ctx, selectBlock, login, other)
+	if err != nil {
+		return false, fmt.Errorf("cassandra: whether %q blocked %q: %w", login, other, err)
+	}
+	return found, nil
+}
+
+func (db *DB) Mutes(ctx context.Context, login, conversation string) (bool, error) {
+	found, err := db.rowExists(ctx, selectMute, login, conversation)
+	if err != nil {
+		return false, fmt.Errorf("cassandra: whether %q muted %q: %w", login, conversation, err)
+	}
+	return found, nil
+}
+
+// rowExists runs a select of one text column by its full primary key and
+// reports whether the row is there.
+func (db *DB) rowExists(ctx context.Context, stmt string, args ...any) (bool, error) {
 	var found string
-	switch err := db.query(ctx, selectBlock, login, other).Scan(&found); err {
+	switch err := db.query(ctx, stmt, args...).Scan(&found); err {
 	case nil:
 		return true, nil
 	case gocql.ErrNotFound:
 		return false, nil
 	default:
-		return false, fmt.Errorf("cassandra: whether %q blocked %q: %w", login, other, err)
+		return false, err
 	}
 }
 

@@ -83,6 +83,15 @@ func (db *DB) Blocks(ctx context.Context, login, other string) (bool, error) {
 	return db.has(blocksPartition(login).str(other))
 }
 
+func (db *DB) Mutes(ctx context.Context, login, conversation string) (bool, error) {
+	end, err := db.begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer end()
+	return db.has(mutesPartition(login).str(conversation))
+}
+
 func (db *DB) Mute(ctx context.Context, login, conversation string) error {
 	end, err := db.begin(ctx)
 	if err != nil {

@@ -98,4 +98,12 @@ func testMutes(t *testing.T, s store.Store) {
 	if got, err := s.Muted(ctx, alice); err != nil || !slices.Equal(got, []string{direct}) {
 		t.Errorf("Muted after an unmute = %q, %v; want %q", got, err, direct)
 	}
+	for _, c := range []struct {
+		login, conversation string
+		want                bool
+	}{{alice, direct, true}, {alice, room, false}, {bob, direct, false}} {
+		if got, err := s.Mutes(ctx, c.login, c.conversation); err != nil || got != c.want {
+			t.Errorf("Mutes(%s, %s) = %v, %v; want %v", c.login, c.conversation, got, err, c.want)
+		}
+	}
 }
