@@ -1670,7 +1670,7 @@ type Room {
   readMarks(first: Int = 100): [ReadMark!]!
   """
   The participants online now (with at least one open connection to any instance), sorted by login,
-  at most ` + "`" + `first` + "`" + ` (1 to 1000). Null for a caller who does not take part: presence is shown only
+  at most ` + "`" + `first` + "`" + ` (1 to 1000), among the room's first 10,000 participants by login. Null for a caller who does not take part: presence is shown only
   to people who share a room or conversation. Changes arrive as PRESENCE_CHANGED room events.
   """
   online(first: Int = 100): [UserSummary!]

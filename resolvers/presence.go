@@ -18,6 +18,11 @@ const (
 	maxPresenceLogins = 100
 	defaultOnline     = 100
 	maxOnline         = 1000
+	// Room.online looks at most maxOnlineScanned participants, by login,
+	// asking the registry about onlineChunk at a time (one Redis script
+	// each, short enough never to hold Redis up).
+	maxOnlineScanned = 10000
+	onlineChunk      = 500
 )
 
 // NewPresence returns the presence tracker of r's instance on registry: it
@@ -75,18 +80,25 @@ func (r *Resolver) roomOnline(ctx context.Context, room *store.Room, first *int)
 	if !room.HasParticipant(me.Login) {
 		return nil, nil
 	}
-	logins := make([]string, len(room.Participants))
-	for i, p := range room.Participants {
-		logins[i] = p.Login
-	}
-	flags, err := r.Presence.Online(ctx, logins)
-	if err != nil {
-		return nil, err
-	}
+	// A request's cost is bounded whatever the room's size: at most
+	// maxOnlineScanned participants, onlineChunk per registry call.
+	scan := room.Participants[:min(len(room.Participants), maxOnlineScanned)]
 	out := []store.UserRef{}
-	for i, p := range room.Participants {
-		if flags[i] && len(out) < n {
-			out = append(out, p)
+	for len(scan) > 0 && len(out) < n {
+		chunk := scan[:min(len(scan), onlineChunk)]
+		scan = scan[len(chunk):]
+		logins := make([]string, len(chunk))
+		for i, p := range chunk {
+			logins[i] = p.Login
+		}
+		flags, err := r.Presence.Online(ctx, logins)
+		if err != nil {
+			return nil, err
+		}
+		for i, p := range chunk {
+			if flags[i] && len(out) < n {
+				out = append(out, p)
+			}
 		}
 	}
 	return out, nil
