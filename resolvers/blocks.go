@@ -85,17 +85,14 @@ func (r *Resolver) setBlock(ctx context.Context, login string, block bool) ([]st
 // mayWriteTo checks that neither me nor peer blocked the other: a block
 // stops direct messages and typing both ways.
 func (r *Resolver) mayWriteTo(ctx context.Context, me store.UserRef, peer string) error {
-	if blocked, err := r.Store.Blocks(ctx, peer, me.Login); err != nil || blocked {
-		if err == nil {
-			err = fmt.Errorf("%w: %s does not accept direct messages from you", store.ErrForbidden, peer)
-		}
+	iBlock, peerBlocks, err := r.Store.BlocksBetween(ctx, me.Login, peer)
+	switch {
+	case err != nil:
 		return err
-	}
-	if blocked, err := r.Store.Blocks(ctx, me.Login, peer); err != nil || blocked {
-		if err == nil {
-			err = fmt.Errorf("%w: you blocked %s; unblock them to write to them", store.ErrForbidden, peer)
-		}
-		return err
+	case peerBlocks:
+		return fmt.Errorf("%w: %s does not accept direct messages from you", store.ErrForbidden, peer)
+	case iBlock:
+		return fmt.Errorf("%w: you blocked %s; unblock them to write to them", store.ErrForbidden, peer)
 	}
 	return nil
 }

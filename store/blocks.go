@@ -21,6 +21,10 @@ type Blocks interface {
 
 	// Blocks reports whether login blocked other: one row's read.
 	Blocks(ctx context.Context, login, other string) (bool, error)
+
+	// BlocksBetween reports whether a blocked b and whether b blocked a,
+	// in one round trip: the check of every direct message.
+	BlocksBetween(ctx context.Context, a, b string) (aBlocksB, bBlocksA bool, err error)
 }
 
 // Mutes keeps the conversations (rooms, groups, direct conversations) each

@@ -11,15 +11,16 @@ import (
 )
 
 const (
-	insertBlock  = `INSERT INTO user_blocks (login, blocked_login, blocked, blocked_at) VALUES (?, ?, ?, ?)`
-	deleteBlock  = `DELETE FROM user_blocks WHERE login = ? AND blocked_login = ?`
-	selectBlocks = `SELECT blocked FROM user_blocks WHERE login = ?`
-	selectBlock  = `SELECT blocked_login FROM user_blocks WHERE login = ? AND blocked_login = ?`
-	countBlocks  = `SELECT COUNT(*) FROM user_blocks WHERE login = ?`
-	insertMute   = `INSERT INTO user_mutes (login, conversation, muted_at) VALUES (?, ?, ?)`
-	deleteMute   = `DELETE FROM user_mutes WHERE login = ? AND conversation = ?`
-	selectMutes  = `SELECT conversation FROM user_mutes WHERE login = ?`
-	selectMute   = `SELECT conversation FROM user_mutes WHERE login = ? AND conversation = ?`
+	insertBlock         = `INSERT INTO user_blocks (login, blocked_login, blocked, blocked_at) VALUES (?, ?, ?, ?)`
+	deleteBlock         = `DELETE FROM user_blocks WHERE login = ? AND blocked_login = ?`
+	selectBlocks        = `SELECT blocked FROM user_blocks WHERE login = ?`
+	selectBlocksBetween = `SELECT login FROM user_blocks WHERE login IN (?, ?) AND blocked_login IN (?, ?)`
+	selectBlock         = `SELECT blocked_login FROM user_blocks WHERE login = ? AND blocked_login = ?`
+	countBlocks         = `SELECT COUNT(*) FROM user_blocks WHERE login = ?`
+	insertMute          = `INSERT INTO user_mutes (login, conversation, muted_at) VALUES (?, ?, ?)`
+	deleteMute          = `DELETE FROM user_mutes WHERE login = ? AND conversation = ?`
+	selectMutes         = `SELECT conversation FROM user_mutes WHERE login = ?`
+	selectMute          = `SELECT conversation FROM user_mutes WHERE login = ? AND conversation = ?`
 )
 
 // Block counts the partition, then writes the row: two users blocking at
@@ -68,6 +69,21 @@ func (db *DB) Blocks(ctx context.Context, login, other string) (bool, error) {
 		return false, fmt.Errorf("cassandra: whether %q blocked %q: %w", login, other, err)
 	}
 	return found, nil
+}
+
+// BlocksBetween reads both rows with one query; (a, a) and (b, b) cannot
+// be there, since nobody blocks themselves.
+func (db *DB) BlocksBetween(ctx context.Context, a, b string) (aBlocksB, bBlocksA bool, err error) {
+	iter := db.query(ctx, selectBlocksBetween, a, b, b, a).Iter()
+	var login string
+	for iter.Scan(&login) {
+		aBlocksB = aBlocksB || login == a
+		bBlocksA = bBlocksA || login == b
+	}
+	if err := iter.Close(); err != nil {
+		return false, false, fmt.Errorf("cassandra: blocks between %q and %q: %w", a, b, err)
+	}
+	return aBlocksB, bBlocksA, nil
 }
 
 func (db *DB) Mutes(ctx context.Context, login, conversation string) (bool, error) {

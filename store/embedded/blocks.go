@@ -83,6 +83,19 @@ func (db *DB) Blocks(ctx context.Context, login, other string) (bool, error) {
 	return db.has(blocksPartition(login).str(other))
 }
 
+func (db *DB) BlocksBetween(ctx context.Context, a, b string) (aBlocksB, bBlocksA bool, err error) {
+	end, err := db.begin(ctx)
+	if err != nil {
+		return false, false, err
+	}
+	defer end()
+	if aBlocksB, err = db.has(blocksPartition(a).str(b)); err != nil {
+		return false, false, err
+	}
+	bBlocksA, err = db.has(blocksPartition(b).str(a))
+	return aBlocksB, bBlocksA, err
+}
+
 func (db *DB) Mutes(ctx context.Context, login, conversation string) (bool, error) {
 	end, err := db.begin(ctx)
 	if err != nil {

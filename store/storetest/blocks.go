@@ -39,6 +39,21 @@ func testBlocks(t *testing.T, s store.Store) {
 	blocks(alice.Login, bob.Login, true)
 	blocks(alice.Login, carol.Login, true)
 	blocks(bob.Login, alice.Login, false) // a block goes one way
+	between := func(a, b string, wantAB, wantBA bool) {
+		t.Helper()
+		if ab, ba, err := s.BlocksBetween(ctx, a, b); err != nil || ab != wantAB || ba != wantBA {
+			t.Errorf("BlocksBetween(%s, %s) = %v, %v, %v; want %v, %v", a, b, ab, ba, err, wantAB, wantBA)
+		}
+	}
+	between(alice.Login, bob.Login, true, false)
+	between(bob.Login, alice.Login, false, true)
+	if err := s.Block(ctx, bob.Login, alice); err != nil {
+		t.Fatal(err)
+	}
+	between(alice.Login, bob.Login, true, true)
+	if err := s.Unblock(ctx, bob.Login, alice.Login); err != nil {
+		t.Fatal(err)
+	}
 	byLogin := []store.UserRef{bob, carol}
 	slices.SortFunc(byLogin, func(a, b store.UserRef) int { return strings.Compare(a.Login, b.Login) })
 	blocked(alice.Login, byLogin...)
