@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -386,5 +387,44 @@ func TestTrackerClose(t *testing.T) {
 	tr.Connect(ctx, store.UserRef{Login: "carol"})
 	if len(tr.Local()) != 0 {
 		t.Fatal("a connection after Close was counted")
+	}
+}
+
+// A dead instance with more users than one drain takes is swept whole, each
+// user told once, and nothing of it is left in Redis.
+func TestRedisRegistrySweepsBigDeadInstance(t *testing.T) {
+	const ttl = time.Second
+	prefix := testPrefix()
+	dead := redisRegistry(t, prefix, ttl)
+	ctx := context.Background()
+	users := 2*drainBatch + 7
+	for i := range users {
+		if _, err := dead.Arrive(ctx, fmt.Sprintf("user%04d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live := redisRegistry(t, prefix, ttl)
+	told := map[string]int{}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(told) < users {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d users told offline", len(told), users)
+		}
+		if err := live.sweep(ctx, func(login string) { told[login]++ }); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond) // polls until the TTL has passed
+	}
+	for login, n := range told {
+		if n != 1 {
+			t.Fatalf("%s told %d times", login, n)
+		}
+	}
+	left, err := live.rdb.Exists(ctx, dead.instanceKey(dead.id), live.tag+":draining").Result()
+	if err != nil || left != 0 {
+		t.Fatalf("the dead instance's records are still there: %d keys, %v", left, err)
+	}
+	if flags := online(t, live, "user0000", fmt.Sprintf("user%04d", users-1)); flags[0] || flags[1] {
+		t.Fatalf("swept users online: %v", flags)
 	}
 }

@@ -26,13 +26,15 @@ const DefaultTTL = 15 * time.Second
 //	{p presence}:instances      sorted set: instance id → its last heartbeat (Unix ms, Redis's clock)
 //	{p presence}:user:<login>   set of the instances the user is online through
 //	{p presence}:inst:<id>      set of the logins online through the instance
+//	{p presence}:draining       set of the dead instances whose records are being taken apart
 //
 // A user is online while one of their instances is alive: its heartbeat is
 // younger than TTL. Every script runs atomically, so of two instances
 // recording the same user at once, exactly one tells each change. Each
 // instance heartbeats every TTL/3 and sweeps the instances whose heartbeat
-// is older than TTL: the first to sweep one removes its records and tells
-// its users who are offline everywhere now.
+// is older than TTL: the first to sweep one claims it, and sweepers take its
+// records apart a batch at a time (each user once), telling its users who
+// are offline everywhere now.
 type Redis struct {
 	rdb *redis.Client
 	id  string
@@ -121,24 +123,37 @@ redis.call('ZADD', KEYS[1], now_ms(), ARGV[1])
 return redis.call('EXISTS', KEYS[2])
 `)
 
-// sweep: KEYS instances; ARGV ttl, tag. Removes every instance whose
-// heartbeat is older than ttl, with its records, and returns its users who
-// are offline everywhere now.
-var sweepScript = redis.NewScript(aliveOthers + `
-local ttl = tonumber(ARGV[1])
-local gone = {}
-for _, dead in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. (now_ms() - ttl))) do
+// claimDead: KEYS instances, draining; ARGV ttl. Moves every instance
+// whose heartbeat is older than ttl from instances to draining, where
+// drainScript takes its records apart, a batch at a time, so that no
+// script holds Redis up for long however many users a dead instance had,
+// and an instance dying while it drains leaves the rest to the next sweep.
+var claimDead = redis.NewScript(aliveOthers + `
+for _, dead in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. (now_ms() - tonumber(ARGV[1])))) do
   redis.call('ZREM', KEYS[1], dead)
-  local inst = ARGV[2] .. ':inst:' .. dead
-  for _, login in ipairs(redis.call('SMEMBERS', inst)) do
-    local user = ARGV[2] .. ':user:' .. login
-    redis.call('SREM', user, dead)
-    if not alive_others(KEYS[1], user, '', ttl) then gone[#gone + 1] = login end
-  end
-  redis.call('DEL', inst)
+  redis.call('SADD', KEYS[2], dead)
 end
-return gone
+return 0
 `)
+
+// drainScript: KEYS instances, draining, the dead instance's set; ARGV its
+// id, ttl, tag, batch. Removes up to batch of its users' records and
+// returns {users left, users of the batch who are offline everywhere now};
+// once none is left, the instance leaves draining.
+var drainScript = redis.NewScript(aliveOthers + `
+local gone = {}
+for _, login in ipairs(redis.call('SPOP', KEYS[3], tonumber(ARGV[4]))) do
+  local user = ARGV[3] .. ':user:' .. login
+  redis.call('SREM', user, ARGV[1])
+  if not alive_others(KEYS[1], user, '', tonumber(ARGV[2])) then gone[#gone + 1] = login end
+end
+local left = redis.call('SCARD', KEYS[3])
+if left == 0 then redis.call('SREM', KEYS[2], ARGV[1]) end
+return {left, gone}
+`)
+
+// drainBatch is how many of a dead instance's users one drainScript takes.
+const drainBatch = 500
 
 func (r *Redis) Arrive(ctx context.Context, login string) (bool, error) {
 	n, err := arriveScript.Run(ctx, r.rdb, []string{r.instancesKey(), r.userKey(login), r.instanceKey(r.id)}, r.id, r.ttlMillis(), login).Int()
@@ -212,14 +227,42 @@ func (r *Redis) heartbeat(ctx context.Context, local func() []string, gone func(
 			r.log.Warn("presence: rewriting this instance's records failed", "err", err)
 		}
 	}
-	logins, err := sweepScript.Run(ctx, r.rdb, []string{r.instancesKey()}, r.ttlMillis(), r.tag).StringSlice()
+	if err := r.sweep(ctx, gone); err != nil {
+		r.log.Warn("presence: sweeping dead instances failed; the next heartbeat goes on", "err", err)
+	}
+}
+
+// sweep claims the dead instances and drains every claimed one (those
+// another sweeper left half done included), handing their users who are
+// offline everywhere now to gone.
+func (r *Redis) sweep(ctx context.Context, gone func(string)) error {
+	draining := r.tag + ":draining"
+	if err := claimDead.Run(ctx, r.rdb, []string{r.instancesKey(), draining}, r.ttlMillis()).Err(); err != nil {
+		return err
+	}
+	dead, err := r.rdb.SMembers(ctx, draining).Result()
 	if err != nil {
-		r.log.Warn("presence: sweeping dead instances failed", "err", err)
-		return
+		return err
 	}
-	for _, login := range logins {
-		gone(login)
+	for _, id := range dead {
+		for left := int64(1); left > 0; {
+			res, err := drainScript.Run(ctx, r.rdb, []string{r.instancesKey(), draining, r.instanceKey(id)}, id, r.ttlMillis(), r.tag, drainBatch).Slice()
+			if err != nil {
+				return err
+			}
+			if len(res) != 2 {
+				return fmt.Errorf("presence: drain returned %v", res)
+			}
+			left, _ = res[0].(int64)
+			logins, _ := res[1].([]any)
+			for _, login := range logins {
+				if s, ok := login.(string); ok {
+					gone(s)
+				}
+			}
+		}
 	}
+	return nil
 }
 
 // rewrite makes this instance's records hold exactly logins.
