@@ -47,6 +47,9 @@ type Room struct {
 	Banner    string
 	// Participants are sorted by login.
 	Participants []UserRef
+	// Moderators are the participants the creator appointed to moderate
+	// (see Moderation), sorted by login.
+	Moderators []UserRef
 }
 
 // HasParticipant reports whether login is among the room's participants.
@@ -73,6 +76,16 @@ type RoomMembership struct {
 	// Participant reports whether Login is a current participant (a member,
 	// for a private group).
 	Participant bool
+	// Moderator reports whether Login is one of the room's moderators.
+	Moderator bool
+	// Banned reports whether Login is banned from the room.
+	Banned bool
+}
+
+// Moderates reports whether Login may remove, ban and unban in the room,
+// and delete and hide others' messages: its creator and its moderators.
+func (m RoomMembership) Moderates() bool {
+	return m.Moderator || m.Creator.Login == m.Login
 }
 
 // Message is one message of a room. System messages record joins and leaves.
@@ -114,6 +127,7 @@ type Store interface {
 	Mentioner
 	Blocks
 	Mutes
+	Moderation
 
 	// CreateUser stores a new account. Logins are unique: the write is a
 	// compare-and-set (INSERT ... IF NOT EXISTS), so of many concurrent signups

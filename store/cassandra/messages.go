@@ -60,6 +60,16 @@ func (db *DB) PostMessage(ctx context.Context, m store.Message) error {
 // Cassandra applies the two rows as one mutation). It succeeds only if
 // every write did.
 func (db *DB) writeMessage(ctx context.Context, m store.Message, kind store.EventKind, extra []func() error) error {
+	var ev *store.Event
+	if kind != "" {
+		ev = &store.Event{ID: m.ID, Kind: kind, Room: m.Room, User: m.Author, Message: &m}
+	}
+	return db.writeLogged(ctx, m, ev, extra)
+}
+
+// writeLogged is writeMessage with the event given whole (nil: none), for
+// an event about someone else than the message's author.
+func (db *DB) writeLogged(ctx context.Context, m store.Message, ev *store.Event, extra []func() error) error {
 	b := store.BucketOf(m.ID.Time())
 	id, author, ts := gocql.UUID(m.ID), userUDT(m.Author), writeTime(m.ID)
 	var replyTo *gocql.UUID // null for a message that is no reply
@@ -69,12 +79,12 @@ func (db *DB) writeMessage(ctx context.Context, m store.Message, kind store.Even
 	fo := newFanout(fanoutParallelism)
 	db.listBuckets(ctx, fo, m, b)
 	fo.Go(func() error {
-		if kind == "" {
+		if ev == nil {
 			return db.query(ctx, insertMessage, m.Room, int(b), id, author, m.Content, m.System, replyTo, ts).Exec()
 		}
 		batch := db.session.NewBatch(gocql.UnloggedBatch).WithContext(ctx)
 		batch.Query(insertMessage, m.Room, int(b), id, author, m.Content, m.System, replyTo, ts)
-		batch.Query(insertRoomEvent, roomEventArgs(store.Event{ID: m.ID, Kind: kind, Room: m.Room, User: m.Author, Message: &m})...)
+		batch.Query(insertRoomEvent, roomEventArgs(*ev)...)
 		return db.session.ExecuteBatch(batch)
 	})
 	fo.Go(func() error {

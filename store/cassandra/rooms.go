@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -12,7 +13,7 @@ import (
 )
 
 const (
-	roomColumns = `room_name, creator, creation_date, banner, participants, kind`
+	roomColumns = `room_name, creator, creation_date, banner, participants, kind, moderators`
 	insertRoom  = `INSERT INTO chat_rooms (room_name, creator, creator_login, creation_date, banner, participants, kind)
 		VALUES (?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
 	selectRoom       = `SELECT ` + roomColumns + ` FROM chat_rooms WHERE room_name = ?`
@@ -22,10 +23,12 @@ const (
 	// just before, as a delete is: of concurrent joins (or leaves) of one
 	// user exactly one applies, and it alone logs the event. creator_login
 	// in the condition keeps the update off a deleted room: on a missing
-	// row participants = {} holds, and the update would write a row.
-	joinRoom     = `UPDATE chat_rooms SET participants = participants + ? WHERE room_name = ? IF creator_login = ? AND participants = ?`
-	leaveRoom    = `UPDATE chat_rooms SET participants = participants - ? WHERE room_name = ? IF creator_login = ? AND participants = ?`
-	leaveGroup   = `UPDATE chat_rooms SET participants = participants - ?, former_members = former_members + ? WHERE room_name = ? IF creator_login = ? AND participants = ?`
+	// row participants = {} holds, and the update would write a row. A
+	// join also requires that the login is not banned; a leave ends a
+	// moderator's role.
+	joinRoom     = `UPDATE chat_rooms SET participants = participants + ? WHERE room_name = ? IF banned[?] = null AND creator_login = ? AND participants = ?`
+	leaveRoom    = `UPDATE chat_rooms SET participants = participants - ?, moderators = moderators - ? WHERE room_name = ? IF creator_login = ? AND participants = ?`
+	leaveGroup   = `UPDATE chat_rooms SET participants = participants - ?, moderators = moderators - ?, former_members = former_members + ? WHERE room_name = ? IF creator_login = ? AND participants = ?`
 	deleteRoom   = `DELETE FROM chat_rooms WHERE room_name = ? IF creator_login = ? AND participants = ? AND former_members = ?`
 	selectDoomed = `SELECT ` + roomColumns + `, former_members FROM chat_rooms WHERE room_name = ?`
 	// selectMembership reads of the room's row the creator, the kind, and
@@ -37,10 +40,12 @@ const (
 	// no NUL). On a non-frozen set, Cassandra 4.0 and later (CASSANDRA-7396)
 	// build the read's column filter from the slice, so replicas return
 	// only those cells, and the driver decodes no more.
-	selectMembership = `SELECT creator, kind, participants[{login: ?}..{login: ?}] FROM chat_rooms WHERE room_name = ?`
-	// selectRoomCondition reads what the conditions of joinRoom, leaveRoom
-	// and leaveGroup compare; selectDeleteCondition what deleteRoom's does.
-	selectRoomCondition   = `SELECT creator_login, participants FROM chat_rooms WHERE room_name = ?`
+	// The login's moderator role and ban are two elements of maps.
+	selectMembership = `SELECT creator, kind, participants[{login: ?}..{login: ?}], moderators[?], banned[?] FROM chat_rooms WHERE room_name = ?`
+	// selectRoomCondition reads what the conditions of joinRoom, leaveRoom,
+	// leaveGroup and a moderation action compare; selectDeleteCondition
+	// what deleteRoom's does.
+	selectRoomCondition   = `SELECT creator_login, participants, moderators, banned FROM chat_rooms WHERE room_name = ?`
 	selectDeleteCondition = `SELECT creator_login, participants, former_members FROM chat_rooms WHERE room_name = ?`
 )
 
@@ -117,11 +122,13 @@ func (db *DB) Room(ctx context.Context, name string) (store.Room, error) {
 // cost a longer answer, never a wrong one.
 func (db *DB) Membership(ctx context.Context, room, login string) (store.RoomMembership, error) {
 	var (
-		creator userUDT
-		kind    string
-		slice   []userUDT
+		creator   userUDT
+		kind      string
+		slice     []userUDT
+		moderator *userUDT
+		banned    *time.Time
 	)
-	err := db.query(ctx, selectMembership, login, login+"\x00", room).Scan(&creator, &kind, &slice)
+	err := db.query(ctx, selectMembership, login, login+"\x00", login, login, room).Scan(&creator, &kind, &slice, &moderator, &banned)
 	if err == nil && creator.Login == "" {
 		err = gocql.ErrNotFound // see readRoom
 	}
@@ -131,7 +138,8 @@ func (db *DB) Membership(ctx context.Context, room, login string) (store.RoomMem
 	if err != nil {
 		return store.RoomMembership{}, fmt.Errorf("cassandra: read the membership of %q in room %q: %w", login, room, err)
 	}
-	m := store.RoomMembership{Room: room, Kind: store.RoomKind(kind), Creator: store.UserRef(creator), Login: login}
+	m := store.RoomMembership{Room: room, Kind: store.RoomKind(kind), Creator: store.UserRef(creator), Login: login,
+		Moderator: moderator != nil, Banned: banned != nil}
 	for _, p := range slice {
 		m.Participant = m.Participant || p.Login == login
 	}
@@ -157,7 +165,8 @@ func (db *DB) readRoom(q *gocql.Query) (store.Room, error) {
 	var r store.Room
 	var creator userUDT
 	var participants []userUDT
-	if err := q.Scan(&r.Name, &creator, &r.CreatedAt, &r.Banner, &participants, &r.Kind); err != nil {
+	var moderators map[string]userUDT
+	if err := q.Scan(&r.Name, &creator, &r.CreatedAt, &r.Banner, &participants, &r.Kind, &moderators); err != nil {
 		return store.Room{}, err
 	}
 	if creator.Login == "" {
@@ -165,6 +174,7 @@ func (db *DB) readRoom(q *gocql.Query) (store.Room, error) {
 	}
 	r.Creator = store.UserRef(creator)
 	r.Participants = fromUDTs(participants)
+	r.Moderators = moderatorsOf(moderators)
 	return r, nil
 }
 
@@ -183,13 +193,15 @@ func (db *DB) Rooms(ctx context.Context, after string, limit int) ([]store.Room,
 	var r store.Room
 	var creator userUDT
 	var participants []userUDT
-	for iter.Scan(&r.Name, &creator, &r.CreatedAt, &r.Banner, &participants, &r.Kind) {
+	var moderators map[string]userUDT
+	for iter.Scan(&r.Name, &creator, &r.CreatedAt, &r.Banner, &participants, &r.Kind, &moderators) {
 		if creator.Login != "" { // see readRoom
 			r.Creator = store.UserRef(creator)
 			r.Participants = fromUDTs(participants)
+			r.Moderators = moderatorsOf(moderators)
 			rooms = append(rooms, r)
 		}
-		r, creator, participants = store.Room{}, userUDT{}, nil
+		r, creator, participants, moderators = store.Room{}, userUDT{}, nil, nil
 	}
 	if err := iter.Close(); err != nil {
 		return nil, fmt.Errorf("cassandra: list rooms after %q: %w", after, err)
@@ -197,16 +209,44 @@ func (db *DB) Rooms(ctx context.Context, after string, limit int) ([]store.Room,
 	return rooms, nil
 }
 
-// roomState is what the condition of a join, a leave or a delete compares:
-// the creator's login ("" when the room is gone) and the participant set,
-// as stored (frozen users, names and all).
+// roomState is what the condition of a join, a leave, a delete or a
+// moderation action compares: the creator's login ("" when the room is
+// gone) and the participant set, as stored (frozen users, names and all),
+// and, as far as the statement's condition or read named them, the
+// moderators and the bans.
 type roomState struct {
 	creator      string
 	participants []userUDT
+	moderators   map[string]userUDT
+	banned       map[string]time.Time
 }
 
 func stateOf(r store.Room) roomState {
-	return roomState{creator: r.Creator.Login, participants: toUDTs(r.Participants)}
+	s := roomState{creator: r.Creator.Login, participants: toUDTs(r.Participants)}
+	for _, m := range r.Moderators {
+		if s.moderators == nil {
+			s.moderators = map[string]userUDT{}
+		}
+		s.moderators[m.Login] = userUDT(m)
+	}
+	return s
+}
+
+// moderatorsOf returns the moderators of a chat_rooms row sorted by login,
+// as store.Room has them.
+func moderatorsOf(m map[string]userUDT) []store.UserRef {
+	out := make([]store.UserRef, 0, len(m))
+	for _, u := range m {
+		out = append(out, store.UserRef(u))
+	}
+	slices.SortFunc(out, func(a, b store.UserRef) int { return strings.Compare(a.Login, b.Login) })
+	return out
+}
+
+// isBanned reports whether login is banned in s, as far as s knows.
+func isBanned(s roomState, login string) bool {
+	_, banned := s.banned[login]
+	return banned
 }
 
 func hasLogin(us []userUDT, login string) bool {
@@ -231,12 +271,19 @@ func elementsOf(us []userUDT, login string) []userUDT {
 // missing row reads as gone). An unknown outcome is settled by a serial
 // read of the state, which decide judges.
 func (db *DB) casParticipants(ctx context.Context, room, stmt string, args []any, s roomState, decide func(roomState) casOutcome) (bool, roomState, error) {
-	var cur roomState
-	current := map[string]any{"creator_login": &cur.creator, "participants": &cur.participants}
 	q := db.query(ctx, stmt, append(args, s.creator, s.participants)...)
+	return db.casRoom(ctx, room, q, decide)
+}
+
+// casRoom runs q, a conditional update of chat_rooms whose condition names
+// some of the columns of roomState, as casParticipants does.
+func (db *DB) casRoom(ctx context.Context, room string, q *gocql.Query, decide func(roomState) casOutcome) (bool, roomState, error) {
+	var cur roomState
+	current := map[string]any{"creator_login": &cur.creator, "participants": &cur.participants,
+		"moderators": &cur.moderators, "banned": &cur.banned}
 	applied, err := lwt(ctx, q, current, func(ctx context.Context) (casOutcome, error) {
 		cur = roomState{}
-		err := db.serialRead(ctx, selectRoomCondition, room).Scan(&cur.creator, &cur.participants)
+		err := db.serialRead(ctx, selectRoomCondition, room).Scan(&cur.creator, &cur.participants, &cur.moderators, &cur.banned)
 		if err != nil && !errors.Is(err, gocql.ErrNotFound) {
 			return 0, err
 		}
@@ -263,9 +310,12 @@ const (
 // call and whether this call added u. check, when set, vets each fresh set
 // (the adder of a group must still be a member).
 //
-// A timeout is settled by a serial read: the room gone is rejected, u
-// listed is applied. The second may be a concurrent join of u that won,
-// not this one; then both log a join, the one way a join is logged twice.
+// A banned u is not added: ErrForbidden.
+//
+// A timeout is settled by a serial read: the room gone or u banned is
+// rejected, u listed is applied. The second may be a concurrent join of u
+// that won, not this one; then both log a join, the one way a join is
+// logged twice.
 func (db *DB) addParticipant(ctx context.Context, r store.Room, u store.UserRef, check func(roomState) error) (store.Room, membershipChange, error) {
 	s := stateOf(r)
 	decide := func(cur roomState) casOutcome {
@@ -274,6 +324,8 @@ func (db *DB) addParticipant(ctx context.Context, r store.Room, u store.UserRef,
 			return casRejected
 		case hasLogin(cur.participants, u.Login):
 			return casApplied
+		case isBanned(cur, u.Login):
+			return casRejected
 		}
 		return casNotApplied
 	}
@@ -281,7 +333,7 @@ func (db *DB) addParticipant(ctx context.Context, r store.Room, u store.UserRef,
 		if attempt > maxCASAttempts {
 			return store.Room{}, 0, fmt.Errorf("participants kept changing, gave up after %d attempts", maxCASAttempts)
 		}
-		applied, cur, err := db.casParticipants(ctx, r.Name, joinRoom, []any{[]userUDT{userUDT(u)}, r.Name}, s, decide)
+		applied, cur, err := db.casParticipants(ctx, r.Name, joinRoom, []any{[]userUDT{userUDT(u)}, r.Name, u.Login}, s, decide)
 		if err != nil {
 			return store.Room{}, 0, err
 		}
@@ -295,6 +347,9 @@ func (db *DB) addParticipant(ctx context.Context, r store.Room, u store.UserRef,
 		}
 		if cur.creator == "" {
 			return store.Room{}, roomGone, nil
+		}
+		if isBanned(cur, u.Login) {
+			return store.Room{}, 0, fmt.Errorf("%w: %s is banned from room %q", store.ErrForbidden, store.Quote(u.Login), r.Name)
 		}
 		if hasLogin(cur.participants, u.Login) {
 			r.Participants = fromUDTs(cur.participants)
@@ -339,9 +394,9 @@ func (db *DB) removeParticipant(ctx context.Context, r store.Room, u store.UserR
 		if len(gone) == 0 {
 			return unchanged, nil
 		}
-		stmt, args := leaveRoom, []any{gone, r.Name}
+		stmt, args := leaveRoom, []any{gone, []string{u.Login}, r.Name}
 		if former {
-			stmt, args = leaveGroup, []any{gone, []string{u.Login}, r.Name}
+			stmt, args = leaveGroup, []any{gone, []string{u.Login}, []string{u.Login}, r.Name}
 		}
 		applied, cur, err := db.casParticipants(ctx, r.Name, stmt, args, s, decide)
 		switch {
@@ -511,7 +566,8 @@ func (db *DB) DeleteRoom(ctx context.Context, name string, by store.UserRef) (st
 		ps      []userUDT
 		former  []string
 	)
-	err := db.serialRead(ctx, selectDoomed, name).Scan(&r.Name, &creator, &r.CreatedAt, &r.Banner, &ps, &r.Kind, &former)
+	var moderators map[string]userUDT
+	err := db.serialRead(ctx, selectDoomed, name).Scan(&r.Name, &creator, &r.CreatedAt, &r.Banner, &ps, &r.Kind, &moderators, &former)
 	if err == nil && creator.Login == "" {
 		err = gocql.ErrNotFound // see readRoom
 	}
@@ -521,7 +577,7 @@ func (db *DB) DeleteRoom(ctx context.Context, name string, by store.UserRef) (st
 	if err != nil {
 		return store.Room{}, store.Event{}, fmt.Errorf("cassandra: read room %q: %w", name, err)
 	}
-	r.Creator, r.Participants = store.UserRef(creator), fromUDTs(ps)
+	r.Creator, r.Participants, r.Moderators = store.UserRef(creator), fromUDTs(ps), moderatorsOf(moderators)
 	for attempt := 1; ; attempt++ {
 		if r.Creator.Login != by.Login {
 			return store.Room{}, store.Event{}, fmt.Errorf("room %q: only its creator may delete it: %w", name, store.ErrForbidden)

@@ -89,6 +89,9 @@ func (db *DB) AddGroupMember(ctx context.Context, group string, by store.UserRef
 	if room.hasParticipant(u.Login) {
 		return room.room(), store.Event{}, nil
 	}
+	if err := db.notBanned(group, u.Login); err != nil {
+		return store.Room{}, store.Event{}, err
+	}
 	user, err := db.user(u.Login)
 	if err != nil {
 		return store.Room{}, store.Event{}, err

