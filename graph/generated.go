@@ -107,11 +107,14 @@ type ComplexityRoot struct {
 	Mutation struct {
 		AddGroupMember    func(childComplexity int, group string, login string) int
 		AddReaction       func(childComplexity int, messageID string, emoji string) int
+		AppointModerator  func(childComplexity int, room string, login string) int
+		BanUser           func(childComplexity int, room string, login string) int
 		BlockUser         func(childComplexity int, login string) int
 		ChangePassword    func(childComplexity int, oldPassword string, newPassword string) int
 		CreateRoom        func(childComplexity int, input model.CreateRoomInput) int
 		DeleteMessage     func(childComplexity int, id string) int
 		DeleteRoom        func(childComplexity int, room string) int
+		DismissModerator  func(childComplexity int, room string, login string) int
 		EditMessage       func(childComplexity int, id string, content string) int
 		HideMessage       func(childComplexity int, id string) int
 		JoinRoom          func(childComplexity int, room string) int
@@ -122,10 +125,12 @@ type ComplexityRoot struct {
 		MuteConversation  func(childComplexity int, conversation string, muted *bool) int
 		PostMessage       func(childComplexity int, room string, content string, clientMessageID *string, replyTo *string) int
 		RefreshToken      func(childComplexity int, token string) int
+		RemoveParticipant func(childComplexity int, room string, login string) int
 		RemoveReaction    func(childComplexity int, messageID string, emoji string) int
 		SendDirectMessage func(childComplexity int, to string, content string, clientMessageID *string, replyTo *string) int
 		Signup            func(childComplexity int, input model.SignupInput) int
 		Typing            func(childComplexity int, conversation string, active *bool) int
+		UnbanUser         func(childComplexity int, room string, login string) int
 		UnblockUser       func(childComplexity int, login string) int
 	}
 
@@ -162,10 +167,12 @@ type ComplexityRoot struct {
 	}
 
 	Room struct {
+		Banned       func(childComplexity int) int
 		Banner       func(childComplexity int) int
 		CreatedAt    func(childComplexity int) int
 		Creator      func(childComplexity int) int
 		Kind         func(childComplexity int) int
+		Moderators   func(childComplexity int) int
 		Name         func(childComplexity int) int
 		Online       func(childComplexity int, first *int) int
 		Participants func(childComplexity int, first *int, after *string) int
@@ -183,6 +190,7 @@ type ComplexityRoot struct {
 	}
 
 	RoomEvent struct {
+		By      func(childComplexity int) int
 		Cursor  func(childComplexity int) int
 		Kind    func(childComplexity int) int
 		Message func(childComplexity int) int
@@ -262,6 +270,11 @@ type MutationResolver interface {
 	JoinRoom(ctx context.Context, room string) (*store.Room, error)
 	LeaveRoom(ctx context.Context, room string) (*store.Room, error)
 	DeleteRoom(ctx context.Context, room string) (*store.Room, error)
+	AppointModerator(ctx context.Context, room string, login string) (*store.Room, error)
+	DismissModerator(ctx context.Context, room string, login string) (*store.Room, error)
+	RemoveParticipant(ctx context.Context, room string, login string) (*store.Room, error)
+	BanUser(ctx context.Context, room string, login string) (*store.Room, error)
+	UnbanUser(ctx context.Context, room string, login string) (*store.Room, error)
 	BlockUser(ctx context.Context, login string) ([]store.UserRef, error)
 	UnblockUser(ctx context.Context, login string) ([]store.UserRef, error)
 	Signup(ctx context.Context, input model.SignupInput) (*store.User, error)
@@ -295,6 +308,8 @@ type RoomResolver interface {
 	Kind(ctx context.Context, obj *store.Room) (model.RoomKind, error)
 	ReadMarks(ctx context.Context, obj *store.Room, first *int) ([]store.ReadMark, error)
 	Online(ctx context.Context, obj *store.Room, first *int) ([]store.UserRef, error)
+
+	Banned(ctx context.Context, obj *store.Room) ([]string, error)
 }
 type SubscriptionResolver interface {
 	InboxEvents(ctx context.Context, after *string, presence *bool) (<-chan *model.InboxEvent, error)
@@ -590,6 +605,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.AddReaction(childComplexity, args["messageId"].(string), args["emoji"].(string)), true
+	case "Mutation.appointModerator":
+		if e.ComplexityRoot.Mutation.AppointModerator == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_appointModerator_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AppointModerator(childComplexity, args["room"].(string), args["login"].(string)), true
+	case "Mutation.banUser":
+		if e.ComplexityRoot.Mutation.BanUser == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_banUser_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.BanUser(childComplexity, args["room"].(string), args["login"].(string)), true
 	case "Mutation.blockUser":
 		if e.ComplexityRoot.Mutation.BlockUser == nil {
 			break
@@ -645,6 +682,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteRoom(childComplexity, args["room"].(string)), true
+	case "Mutation.dismissModerator":
+		if e.ComplexityRoot.Mutation.DismissModerator == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_dismissModerator_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DismissModerator(childComplexity, args["room"].(string), args["login"].(string)), true
 	case "Mutation.editMessage":
 		if e.ComplexityRoot.Mutation.EditMessage == nil {
 			break
@@ -750,6 +798,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RefreshToken(childComplexity, args["token"].(string)), true
+	case "Mutation.removeParticipant":
+		if e.ComplexityRoot.Mutation.RemoveParticipant == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_removeParticipant_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RemoveParticipant(childComplexity, args["room"].(string), args["login"].(string)), true
 	case "Mutation.removeReaction":
 		if e.ComplexityRoot.Mutation.RemoveReaction == nil {
 			break
@@ -794,6 +853,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.Typing(childComplexity, args["conversation"].(string), args["active"].(*bool)), true
+	case "Mutation.unbanUser":
+		if e.ComplexityRoot.Mutation.UnbanUser == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_unbanUser_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UnbanUser(childComplexity, args["room"].(string), args["login"].(string)), true
 	case "Mutation.unblockUser":
 		if e.ComplexityRoot.Mutation.UnblockUser == nil {
 			break
@@ -971,6 +1041,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ReadMark.User(childComplexity), true
 
+	case "Room.banned":
+		if e.ComplexityRoot.Room.Banned == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Room.Banned(childComplexity), true
 	case "Room.banner":
 		if e.ComplexityRoot.Room.Banner == nil {
 			break
@@ -995,6 +1071,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Room.Kind(childComplexity), true
+	case "Room.moderators":
+		if e.ComplexityRoot.Room.Moderators == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Room.Moderators(childComplexity), true
 	case "Room.name":
 		if e.ComplexityRoot.Room.Name == nil {
 			break
@@ -1061,6 +1143,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.RoomEdge.Node(childComplexity), true
 
+	case "RoomEvent.by":
+		if e.ComplexityRoot.RoomEvent.By == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RoomEvent.By(childComplexity), true
 	case "RoomEvent.cursor":
 		if e.ComplexityRoot.RoomEvent.Cursor == nil {
 			break
@@ -1436,7 +1524,7 @@ extend type Mutation {
   6 seconds, renewals within 3 seconds tell nobody, and posting ends it. Returns ` + "`" + `active` + "`" + `.
   """
   typing(conversation: ID!, active: Boolean = true): Boolean!
-  """Hides a message. Only its author, or the creator of its room, may. Subscribers get MESSAGE_HIDDEN."""
+  """Hides a message. Only its author, or the creator or a moderator of its room, may. Subscribers get MESSAGE_HIDDEN."""
   hideMessage(id: ID!): Message!
 }
 
@@ -1559,6 +1647,16 @@ enum RoomEventKind {
   ` + "`" + `roomEvents(presence: true)` + "`" + `.
   """
   PRESENCE_CHANGED
+  """` + "`" + `by` + "`" + `, the creator, made ` + "`" + `user` + "`" + ` a moderator. ` + "`" + `message` + "`" + ` is the system message that records it, as for every moderation event."""
+  MODERATOR_APPOINTED
+  """` + "`" + `by` + "`" + `, the creator, dismissed ` + "`" + `user` + "`" + ` as a moderator."""
+  MODERATOR_DISMISSED
+  """` + "`" + `by` + "`" + ` removed ` + "`" + `user` + "`" + ` from the room (` + "`" + `removeParticipant` + "`" + `). A subscription of ` + "`" + `user` + "`" + `'s ends after it."""
+  PARTICIPANT_REMOVED
+  """` + "`" + `by` + "`" + ` banned ` + "`" + `user` + "`" + ` from the room, removing them if they took part. A subscription of ` + "`" + `user` + "`" + `'s ends after it."""
+  PARTICIPANT_BANNED
+  """` + "`" + `by` + "`" + ` lifted the ban of ` + "`" + `user` + "`" + `."""
+  PARTICIPANT_UNBANNED
 }
 
 """Something that happened in a room."""
@@ -1569,8 +1667,10 @@ type RoomEvent {
   room: String!
   """The posted message, or the system message recording a join or leave. Null for ROOM_DELETED."""
   message: Message
-  """Who posted, joined, left or deleted the room."""
+  """Who posted, joined, left or deleted the room; for the moderation kinds, who was acted on."""
   user: UserSummary!
+  """For the moderation kinds (MODERATOR_APPOINTED ... PARTICIPANT_UNBANNED), who acted: the creator or a moderator. Null for other kinds."""
+  by: UserSummary
   """For PRESENCE_CHANGED: whether ` + "`" + `user` + "`" + ` is online now. Null for other kinds."""
   online: Boolean
   """Pass as ` + "`" + `roomEvents(after:)` + "`" + ` to resume after this event. Null for the events no log keeps: ROOM_DELETED, READ_UPTO, TYPING_STARTED, TYPING_STOPPED, PRESENCE_CHANGED."""
@@ -1613,7 +1713,7 @@ extend type Mutation {
   """
   editMessage(id: ID!, content: String!): Message!
   """
-  Deletes a message: its author may, and in a room or group its creator. The content is erased
+  Deletes a message: its author may, and in a room or group its creator and moderators. The content is erased
   from storage and the message becomes a tombstone (` + "`" + `deleted: true` + "`" + `) that keeps its place;
   subscribers get MESSAGE_DELETED. Deleting a deleted message returns the tombstone and changes
   nothing. (` + "`" + `hideMessage` + "`" + ` is the softer tool: it keeps the content for its author.)
@@ -1650,7 +1750,7 @@ type Room {
   name: String!
   """A line shown under the name; empty when not given."""
   banner: String!
-  """Who created the room; only they may delete it."""
+  """Who created the room: only they may delete it, and appoint and dismiss its moderators."""
   creator: UserSummary!
   """When the room was created."""
   createdAt: Time!
@@ -1674,6 +1774,17 @@ type Room {
   to people who share a room or conversation. Changes arrive as PRESENCE_CHANGED room events.
   """
   online(first: Int = 100): [UserSummary!]
+  """
+  The participants the creator appointed to moderate (` + "`" + `appointModerator` + "`" + `), sorted by login; at
+  most 100. The creator and the moderators remove and ban participants and delete or hide others'
+  messages.
+  """
+  moderators: [UserSummary!]!
+  """
+  The logins banned from the room (` + "`" + `banUser` + "`" + `), sorted. Null unless the caller is its creator or
+  one of its moderators.
+  """
+  banned: [String!]
 }
 
 """How far a participant has read a room."""
@@ -1737,6 +1848,35 @@ extend type Mutation {
   Only the creator may (others get FORBIDDEN). Returns the room as it was.
   """
   deleteRoom(room: String!): Room!
+  """
+  Makes ` + "`" + `login` + "`" + `, a participant, a moderator of the room. Only its creator may (FORBIDDEN); a
+  non-participant gives NOT_FOUND; at most 100 moderators (BAD_USER_INPUT). Appointing a moderator
+  again changes nothing. Subscribers get MODERATOR_APPOINTED. Returns the room.
+  """
+  appointModerator(room: String!, login: String!): Room!
+  """
+  Makes a moderator a plain participant again. Only the creator may. Dismissing one who is no
+  moderator changes nothing. Subscribers get MODERATOR_DISMISSED. Returns the room.
+  """
+  dismissModerator(room: String!, login: String!): Room!
+  """
+  Removes a participant from a room, or a member from a private group (ending their membership
+  window: they keep reading what was posted while they were a member). The creator may remove
+  anyone else, a moderator any participant who is neither the creator nor a moderator
+  (FORBIDDEN otherwise). A non-participant gives NOT_FOUND. Subscribers get PARTICIPANT_REMOVED;
+  the removed user's own subscriptions of the room get it and then end. They may join again
+  (unless banned). Returns the room.
+  """
+  removeParticipant(room: String!, login: String!): Room!
+  """
+  Bans a login from a room or group, with the same rights as ` + "`" + `removeParticipant` + "`" + `: a participant is
+  removed, and the login cannot join, be added, read or subscribe until unbanned (FORBIDDEN). A
+  login that takes no part may be banned too. Banning a banned login changes nothing.
+  Subscribers get PARTICIPANT_BANNED; the banned user's subscriptions end with it. Returns the room.
+  """
+  banUser(room: String!, login: String!): Room!
+  """Lifts a ban (creator or moderators). Lifting one there is not changes nothing. Subscribers get PARTICIPANT_UNBANNED. Returns the room."""
+  unbanUser(room: String!, login: String!): Room!
 }
 `, BuiltIn: false},
 	{Name: "../schema/schema.graphqls", Input: `"""
@@ -2066,6 +2206,10 @@ func (ec *executionContext) childFields_Room(ctx context.Context, field graphql.
 		return ec.fieldContext_Room_readMarks(ctx, field)
 	case "online":
 		return ec.fieldContext_Room_online(ctx, field)
+	case "moderators":
+		return ec.fieldContext_Room_moderators(ctx, field)
+	case "banned":
+		return ec.fieldContext_Room_banned(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Room", field.Name)
 }
@@ -2100,6 +2244,8 @@ func (ec *executionContext) childFields_RoomEvent(ctx context.Context, field gra
 		return ec.fieldContext_RoomEvent_message(ctx, field)
 	case "user":
 		return ec.fieldContext_RoomEvent_user(ctx, field)
+	case "by":
+		return ec.fieldContext_RoomEvent_by(ctx, field)
 	case "online":
 		return ec.fieldContext_RoomEvent_online(ctx, field)
 	case "cursor":
@@ -2308,6 +2454,50 @@ func (ec *executionContext) field_Mutation_addReaction_args(ctx context.Context,
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_appointModerator_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "room",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["room"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "login",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["login"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_banUser_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "room",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["room"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "login",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["login"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_blockUser_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2383,6 +2573,28 @@ func (ec *executionContext) field_Mutation_deleteRoom_args(ctx context.Context, 
 		return nil, err
 	}
 	args["room"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_dismissModerator_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "room",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["room"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "login",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["login"] = arg1
 	return args, nil
 }
 
@@ -2568,6 +2780,28 @@ func (ec *executionContext) field_Mutation_refreshToken_args(ctx context.Context
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_removeParticipant_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "room",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["room"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "login",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["login"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_removeReaction_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2661,6 +2895,28 @@ func (ec *executionContext) field_Mutation_typing_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["active"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_unbanUser_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "room",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["room"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "login",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["login"] = arg1
 	return args, nil
 }
 
@@ -4740,6 +4996,226 @@ func (ec *executionContext) fieldContext_Mutation_deleteRoom(ctx context.Context
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_appointModerator(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_appointModerator(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().AppointModerator(ctx, fc.Args["room"].(string), fc.Args["login"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Room) graphql.Marshaler {
+			return ec.marshalNRoom2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐRoom(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_appointModerator(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Room(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_appointModerator_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_dismissModerator(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_dismissModerator(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DismissModerator(ctx, fc.Args["room"].(string), fc.Args["login"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Room) graphql.Marshaler {
+			return ec.marshalNRoom2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐRoom(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_dismissModerator(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Room(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_dismissModerator_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_removeParticipant(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_removeParticipant(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RemoveParticipant(ctx, fc.Args["room"].(string), fc.Args["login"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Room) graphql.Marshaler {
+			return ec.marshalNRoom2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐRoom(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_removeParticipant(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Room(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_removeParticipant_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_banUser(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_banUser(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().BanUser(ctx, fc.Args["room"].(string), fc.Args["login"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Room) graphql.Marshaler {
+			return ec.marshalNRoom2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐRoom(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_banUser(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Room(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_banUser_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_unbanUser(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_unbanUser(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UnbanUser(ctx, fc.Args["room"].(string), fc.Args["login"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Room) graphql.Marshaler {
+			return ec.marshalNRoom2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐRoom(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_unbanUser(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Room(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_unbanUser_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_blockUser(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6023,6 +6499,61 @@ func (ec *executionContext) fieldContext_Room_online(ctx context.Context, field 
 	return fc, nil
 }
 
+func (ec *executionContext) _Room_moderators(ctx context.Context, field graphql.CollectedField, obj *store.Room) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Room_moderators(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Moderators, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []store.UserRef) graphql.Marshaler {
+			return ec.marshalNUserSummary2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUserRefᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Room_moderators(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Room",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserSummary(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Room_banned(ctx context.Context, field graphql.CollectedField, obj *store.Room) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Room_banned(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Room().Banned(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Room_banned(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Room", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _RoomConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.RoomConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6240,6 +6771,38 @@ func (ec *executionContext) _RoomEvent_user(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_RoomEvent_user(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RoomEvent",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserSummary(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RoomEvent_by(ctx context.Context, field graphql.CollectedField, obj *model.RoomEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RoomEvent_by(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.By, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.UserRef) graphql.Marshaler {
+			return ec.marshalOUserSummary2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUserRef(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RoomEvent_by(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "RoomEvent",
 		Field:      field,
@@ -8924,6 +9487,41 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "appointModerator":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_appointModerator(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "dismissModerator":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_dismissModerator(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "removeParticipant":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_removeParticipant(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "banUser":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_banUser(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "unbanUser":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_unbanUser(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "blockUser":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_blockUser(ctx, field)
@@ -9718,6 +10316,49 @@ func (ec *executionContext) _Room(ctx context.Context, sel ast.SelectionSet, obj
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "moderators":
+			out.Values[i] = ec._Room_moderators(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "banned":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Room_banned(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -9855,6 +10496,11 @@ func (ec *executionContext) _RoomEvent(ctx context.Context, sel ast.SelectionSet
 		case "user":
 			out.Values[i] = ec._RoomEvent_user(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "by":
+			out.Values[i] = ec._RoomEvent_by(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "online":
@@ -11149,6 +11795,41 @@ func (ec *executionContext) marshalORoomKind2ᚖgithubᚗcomᚋkillrchatᚋchatq
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNString2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOString2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNString2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalOString2ᚖstring(ctx context.Context, v any) (*string, error) {

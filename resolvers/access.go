@@ -18,7 +18,10 @@ import (
 //     the room: participant; the post's audience: postAudience.
 //   - a message is readable by the parties of its direct conversation, the
 //     participants of its public room, and whoever was a member of its
-//     group when it was posted: mayRead.
+//     group when it was posted and is not banned from it: mayRead.
+//   - a room's creator and moderators remove and ban participants
+//     (store.ModerationAction.Check) and hide and delete others' messages:
+//     mayModerate.
 //   - a direct conversation is its two parties': directPeer.
 //
 // Subscriptions apply the participant rule when they open and again when
@@ -62,6 +65,9 @@ func (r *Resolver) mayRead(ctx context.Context, msg store.Message, me store.User
 		if m.Participant {
 			return nil
 		}
+		return store.ErrForbidden
+	}
+	if m.Banned {
 		return store.ErrForbidden
 	}
 	windows, err := r.groupWindows(ctx, msg.Room, me)
@@ -179,21 +185,22 @@ func (r *Resolver) checkVisible(ctx context.Context, name string, kind store.Roo
 }
 
 // mayModerate checks that me may hide or delete msg (the verb says which,
-// for the error): its author may, and in a room or group its creator.
+// for the error): its author may, and in a room or group its creator and
+// its moderators.
 func (r *Resolver) mayModerate(ctx context.Context, msg store.Message, me store.UserRef, verb string) error {
 	if msg.Author.Login == me.Login {
 		return nil
 	}
 	if !store.IsDirectConversation(msg.Room) {
-		room, err := r.Store.Room(ctx, msg.Room)
-		if err == nil && room.Creator.Login == me.Login {
+		m, err := r.Store.Membership(ctx, msg.Room, me.Login)
+		if err == nil && m.Moderates() {
 			return nil
 		}
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
 	}
-	return fmt.Errorf("%w: only the author or the room's creator may %s a message", store.ErrForbidden, verb)
+	return fmt.Errorf("%w: only the author, or the room's creator or a moderator, may %s a message", store.ErrForbidden, verb)
 }
 
 // replyRoot returns the root of the thread a reply in the conversation

@@ -184,6 +184,9 @@ func (r *queryResolver) Messages(ctx context.Context, room string, first *int, a
 		return nil, err
 	}
 	if rm.Kind == store.PrivateGroup {
+		if rm.Banned {
+			return nil, fmt.Errorf("%w: %s is banned from group %q", store.ErrForbidden, me.Login, room)
+		}
 		windows, err := r.groupWindows(ctx, room, me)
 		if err != nil {
 			return nil, err

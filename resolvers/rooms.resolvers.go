@@ -102,6 +102,31 @@ func (r *mutationResolver) DeleteRoom(ctx context.Context, room string) (*store.
 	return &deleted, nil
 }
 
+// AppointModerator is the resolver for the appointModerator field.
+func (r *mutationResolver) AppointModerator(ctx context.Context, room string, login string) (*store.Room, error) {
+	return r.moderate(ctx, room, login, store.ModeratorAppointed)
+}
+
+// DismissModerator is the resolver for the dismissModerator field.
+func (r *mutationResolver) DismissModerator(ctx context.Context, room string, login string) (*store.Room, error) {
+	return r.moderate(ctx, room, login, store.ModeratorDismissed)
+}
+
+// RemoveParticipant is the resolver for the removeParticipant field.
+func (r *mutationResolver) RemoveParticipant(ctx context.Context, room string, login string) (*store.Room, error) {
+	return r.moderate(ctx, room, login, store.ParticipantRemoved)
+}
+
+// BanUser is the resolver for the banUser field.
+func (r *mutationResolver) BanUser(ctx context.Context, room string, login string) (*store.Room, error) {
+	return r.moderate(ctx, room, login, store.ParticipantBanned)
+}
+
+// UnbanUser is the resolver for the unbanUser field.
+func (r *mutationResolver) UnbanUser(ctx context.Context, room string, login string) (*store.Room, error) {
+	return r.moderate(ctx, room, login, store.ParticipantUnbanned)
+}
+
 // Room is the resolver for the room field.
 func (r *queryResolver) Room(ctx context.Context, name string) (*store.Room, error) {
 	me, err := auth.UserFrom(ctx)
@@ -178,6 +203,11 @@ func (r *roomResolver) ReadMarks(ctx context.Context, obj *store.Room, first *in
 // Online is the resolver for the online field.
 func (r *roomResolver) Online(ctx context.Context, obj *store.Room, first *int) ([]store.UserRef, error) {
 	return r.roomOnline(ctx, obj, first)
+}
+
+// Banned is the resolver for the banned field.
+func (r *roomResolver) Banned(ctx context.Context, obj *store.Room) ([]string, error) {
+	return r.roomBans(ctx, obj)
 }
 
 // ReadMark returns graph.ReadMarkResolver implementation.

@@ -195,7 +195,7 @@ func subscriber(ctx context.Context, after *string) (store.UserRef, store.Messag
 // id is its cursor; ROOM_DELETED has none, since the room's log went with
 // it.
 func RoomEventOf(ev *store.Event) *model.RoomEvent {
-	out := &model.RoomEvent{Kind: model.RoomEventKind(ev.Kind), Room: ev.Room, Message: ev.Message, User: &ev.User, Online: presenceOf(ev)}
+	out := &model.RoomEvent{Kind: model.RoomEventKind(ev.Kind), Room: ev.Room, Message: ev.Message, User: &ev.User, By: actorOf(ev), Online: presenceOf(ev)}
 	if !ev.ID.IsZero() && ev.Kind != store.RoomDeleted {
 		cursor := ev.ID.String()
 		out.Cursor = &cursor

@@ -153,7 +153,7 @@ func (a ModerationAction) Event(id MessageID) Event {
 // EndsMembership reports whether ev takes login out of its room: their own
 // leave, or a moderator removing or banning them. A stream of theirs ends
 // with it.
-func EndsMembership(ev Event, login string) bool {
+func EndsMembership(ev *Event, login string) bool {
 	switch ev.Kind {
 	case ParticipantLeft, ParticipantRemoved, ParticipantBanned:
 		return ev.User.Login == login

@@ -215,7 +215,7 @@ func (r *Room) Close() {
 
 // ends reports whether ev is the last event the subscriber may see.
 func (r *Room) ends(ev *store.Event) bool {
-	return ev.Kind == store.RoomDeleted || ev.Kind == store.ParticipantLeft && ev.User.Login == r.viewer.Login
+	return ev.Kind == store.RoomDeleted || store.EndsMembership(ev, r.viewer.Login)
 }
 
 // catchUp delivers the logged events after the cursor, oldest first. It

@@ -116,8 +116,10 @@ type RoomEvent struct {
 	Room string `json:"room"`
 	// The posted message, or the system message recording a join or leave. Null for ROOM_DELETED.
 	Message *store.Message `json:"message,omitempty"`
-	// Who posted, joined, left or deleted the room.
+	// Who posted, joined, left or deleted the room; for the moderation kinds, who was acted on.
 	User *store.UserRef `json:"user"`
+	// For the moderation kinds (MODERATOR_APPOINTED ... PARTICIPANT_UNBANNED), who acted: the creator or a moderator. Null for other kinds.
+	By *store.UserRef `json:"by,omitempty"`
 	// For PRESENCE_CHANGED: whether `user` is online now. Null for other kinds.
 	Online *bool `json:"online,omitempty"`
 	// Pass as `roomEvents(after:)` to resume after this event. Null for the events no log keeps: ROOM_DELETED, READ_UPTO, TYPING_STARTED, TYPING_STOPPED, PRESENCE_CHANGED.
@@ -329,6 +331,16 @@ const (
 	// (their last closed, 3 seconds ago): see `online`. Ephemeral: no cursor, never replayed. Only with
 	// `roomEvents(presence: true)`.
 	RoomEventKindPresenceChanged RoomEventKind = "PRESENCE_CHANGED"
+	// `by`, the creator, made `user` a moderator. `message` is the system message that records it, as for every moderation event.
+	RoomEventKindModeratorAppointed RoomEventKind = "MODERATOR_APPOINTED"
+	// `by`, the creator, dismissed `user` as a moderator.
+	RoomEventKindModeratorDismissed RoomEventKind = "MODERATOR_DISMISSED"
+	// `by` removed `user` from the room (`removeParticipant`). A subscription of `user`'s ends after it.
+	RoomEventKindParticipantRemoved RoomEventKind = "PARTICIPANT_REMOVED"
+	// `by` banned `user` from the room, removing them if they took part. A subscription of `user`'s ends after it.
+	RoomEventKindParticipantBanned RoomEventKind = "PARTICIPANT_BANNED"
+	// `by` lifted the ban of `user`.
+	RoomEventKindParticipantUnbanned RoomEventKind = "PARTICIPANT_UNBANNED"
 )
 
 var AllRoomEventKind = []RoomEventKind{
@@ -344,11 +356,16 @@ var AllRoomEventKind = []RoomEventKind{
 	RoomEventKindTypingStarted,
 	RoomEventKindTypingStopped,
 	RoomEventKindPresenceChanged,
+	RoomEventKindModeratorAppointed,
+	RoomEventKindModeratorDismissed,
+	RoomEventKindParticipantRemoved,
+	RoomEventKindParticipantBanned,
+	RoomEventKindParticipantUnbanned,
 }
 
 func (e RoomEventKind) IsValid() bool {
 	switch e {
-	case RoomEventKindMessagePosted, RoomEventKindParticipantJoined, RoomEventKindParticipantLeft, RoomEventKindRoomDeleted, RoomEventKindMessageHidden, RoomEventKindMessageEdited, RoomEventKindMessageDeleted, RoomEventKindReactionChanged, RoomEventKindReadUpto, RoomEventKindTypingStarted, RoomEventKindTypingStopped, RoomEventKindPresenceChanged:
+	case RoomEventKindMessagePosted, RoomEventKindParticipantJoined, RoomEventKindParticipantLeft, RoomEventKindRoomDeleted, RoomEventKindMessageHidden, RoomEventKindMessageEdited, RoomEventKindMessageDeleted, RoomEventKindReactionChanged, RoomEventKindReadUpto, RoomEventKindTypingStarted, RoomEventKindTypingStopped, RoomEventKindPresenceChanged, RoomEventKindModeratorAppointed, RoomEventKindModeratorDismissed, RoomEventKindParticipantRemoved, RoomEventKindParticipantBanned, RoomEventKindParticipantUnbanned:
 		return true
 	}
 	return false

@@ -46,11 +46,14 @@ func TestMembershipSlice(t *testing.T) {
 	}
 	for _, login := range logins {
 		var (
-			c     userUDT
-			kind  string
-			slice []userUDT
+			c         userUDT
+			kind      string
+			slice     []userUDT
+			moderator *userUDT
+			banned    *time.Time
 		)
-		if err := db.query(ctx, selectMembership, login, login+"\x00", room.Name).Scan(&c, &kind, &slice); err != nil {
+		err := db.query(ctx, selectMembership, login, login+"\x00", login, login, room.Name).Scan(&c, &kind, &slice, &moderator, &banned)
+		if err != nil {
 			t.Fatalf("selectMembership(%q) = %v", login, err)
 		}
 		var want []userUDT
