@@ -89,7 +89,9 @@ func testModeration(t *testing.T, cfg Config) {
 	})
 
 	watch := ts.live(t, alice, moderation, map[string]any{"r": "tea-party"})
-	var appointed struct{ AppointModerator struct{ Moderators []struct{ Login string } } }
+	var appointed struct {
+		AppointModerator struct{ Moderators []struct{ Login string } }
+	}
 	mustDo(t, alice, appointQ, room("bob"), &appointed)
 	if m := appointed.AppointModerator.Moderators; len(m) != 1 || m[0].Login != "bob" {
 		t.Fatalf("appointModerator(bob).moderators = %+v, want bob", m)
@@ -192,7 +194,9 @@ func testModerationGroup(t *testing.T, cfg Config) {
 	mustDo(t, alice, removeQ, g("bob"), nil)
 	mustDo(t, alice, postMessage, map[string]any{"r": "secret", "c": "after bob"}, nil)
 	var page struct {
-		Messages struct{ Edges []struct{ Node struct{ Content string } } }
+		Messages struct {
+			Edges []struct{ Node struct{ Content string } }
+		}
 	}
 	mustDo(t, bob, messagesQ, map[string]any{"r": "secret"}, &page)
 	var contents []string
