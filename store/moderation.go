@@ -144,8 +144,16 @@ func (a ModerationAction) Note() string {
 	return by + " lifted the ban of " + target
 }
 
-// Event is the event the action logs, with its system message, at id.
-func (a ModerationAction) Event(id MessageID) Event {
+// NewEvent is the event the action logs, with its system message, under a
+// fresh id no earlier than At. A backend makes it after reading the state
+// the action is checked against, so that the log orders the action after
+// every change that state holds (the join of a participant it removes).
+func (a ModerationAction) NewEvent() Event {
+	at := time.Now()
+	if a.At.After(at) {
+		at = a.At
+	}
+	id := MessageIDAt(at)
 	m := Message{Room: a.Room, ID: id, Author: a.By, Content: a.Note(), System: true}
 	return Event{ID: id, Kind: a.Kind, Room: a.Room, User: a.Target, Message: &m}
 }

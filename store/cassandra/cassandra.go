@@ -69,8 +69,22 @@ func (db *DB) Close() error {
 
 // query returns q bound to ctx.
 func (db *DB) query(ctx context.Context, stmt string, args ...any) *gocql.Query {
-	return db.session.Query(stmt, args...).WithContext(ctx)
+	q := db.session.Query(stmt, args...).WithContext(ctx)
+	if strings.HasPrefix(stmt, "SELECT ") {
+		q = q.Idempotent(true).RetryPolicy(readRetry)
+	}
+	return q
 }
+
+// readRetry tries a failed read again on the next replica, twice at most:
+// a node that dies (kill -9, a lost host) fails the requests it was
+// coordinating, and a read changes nothing, so trying it elsewhere is
+// always safe. Writes are not retried: one retried after it applied could
+// land after a later write and undo it (a set's element added back after
+// its removal). A lightweight transaction settles its unknown outcome
+// instead (lwt.go), and a failed write is the client's to retry (posts
+// under their client message id).
+var readRetry = &gocql.SimpleRetryPolicy{NumRetries: 2}
 
 // serialRead returns a read of stmt at serial consistency, which sees every
 // committed LWT and completes any in flight.

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -81,9 +84,14 @@ func outcomeUnknown(err error) bool {
 		readTimeout  *gocql.RequestErrReadTimeout
 		casUnknown   *gocql.RequestErrCASWriteUnknown
 	)
+	// A connection that broke (the coordinator died: connection reset,
+	// EOF) may have broken after the request went out.
+	var netErr net.Error
 	return errors.As(err, &writeTimeout) || errors.As(err, &readTimeout) || errors.As(err, &casUnknown) ||
 		errors.Is(err, gocql.ErrTimeoutNoResponse) || errors.Is(err, gocql.ErrConnectionClosed) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET)
 }
 
 // execCAS executes a conditional statement and reads its result row:

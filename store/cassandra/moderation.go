@@ -85,14 +85,9 @@ func (db *DB) Moderate(ctx context.Context, a store.ModerationAction) (store.Eve
 		if err != nil || !change {
 			return store.Event{}, err
 		}
-		if attempt > 1 {
-			// The event's id comes after the read of the state it is
-			// conditioned on, as a join's does: the log then orders it
-			// after every change that state holds (a join of the target
-			// it undoes, say).
-			a.At = time.Now()
-		}
-		ev, at = a.Event(store.MessageIDAt(a.At)), a.At.Truncate(time.Millisecond)
+		// A fresh event each attempt, made after the read of the state
+		// it is conditioned on (see store.ModerationAction.NewEvent).
+		ev, at = a.NewEvent(), a.At.Truncate(time.Millisecond)
 		removes := a.Removes(hasLogin(s.participants, a.Target.Login))
 		var extra []func() error
 		if removes && group {

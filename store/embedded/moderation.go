@@ -45,7 +45,7 @@ func (db *DB) Moderate(ctx context.Context, a store.ModerationAction) (store.Eve
 		return store.Event{}, err
 	}
 
-	ev := a.Event(store.MessageIDAt(a.At))
+	ev := a.NewEvent()
 	b := db.batch()
 	switch a.Kind {
 	case store.ModeratorAppointed, store.ModeratorDismissed:
