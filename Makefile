@@ -5,7 +5,7 @@ GO              ?= go
 CASSANDRA_HOSTS ?= 127.0.0.1
 REDIS_URL       ?= redis://127.0.0.1:6379/0
 
-.PHONY: run test test-integration bench fuzz generate check-generated lint services services-stop browser
+.PHONY: run test test-integration test-cluster bench fuzz generate check-generated lint services services-stop browser
 
 run:
 	$(GO) run .
@@ -43,6 +43,18 @@ test-integration: services browser
 		$(GO) test -race -count=1 -timeout 20m ./... || status=$$?; \
 	echo "Cassandra and Redis keep running for the next run: 'make services-stop' stops them."; \
 	exit $$status
+
+# The failure tests (failover_test.go) on a three-node Cassandra cluster that
+# scripts/cassandra-cluster.sh starts on 127.0.0.1-3 (after stopping the single
+# node, which uses 127.0.0.1) and stops afterwards: nodes killed and paused for
+# real under load, on two chatql instances sharing Redis.
+test-cluster:
+	-scripts/cassandra.sh stop
+	scripts/redis.sh start
+	scripts/cassandra-cluster.sh start
+	@status=0; CHAT_CASSANDRA_CLUSTER=$$(scripts/cassandra-cluster.sh hosts) CHAT_REDIS_URL=$(REDIS_URL) \
+		$(GO) test -count=1 -timeout 20m -v -run 'TestFailover' . || status=$$?; \
+	scripts/cassandra-cluster.sh stop; exit $$status
 
 # Debian's chromium, for the browser tests (installed when missing; needs root).
 browser:

@@ -16,6 +16,12 @@
 #   CASSANDRA_START_TIMEOUT   seconds to wait for CQL  (default: 180)
 #   CASSANDRA_STOP_TIMEOUT    seconds before SIGKILL   (default: 60)
 #   CASSANDRA_JVM_EXTRA_OPTS  extra JVM flags (word-split)
+#   CASSANDRA_LISTEN          address of the node      (default: 127.0.0.1)
+#   CASSANDRA_SEEDS           seed list, host:port,... (default: this node)
+#   CASSANDRA_INITIAL_TOKEN   the node's token         (default: 0)
+#   CASSANDRA_LIB_DIR         where the jars are       (default: $CASSANDRA_HOME/lib)
+#   CASSANDRA_HINTED_HANDOFF  true to keep hints for a node that is down (default: false)
+# scripts/cassandra-cluster.sh sets the last five to run several nodes.
 #   CASSANDRA_MVN_ARGS        extra Maven flags for install (word-split)
 #   JAVA_HOME                 JDK to use ($JAVA_HOME/bin/java, else `java` on PATH); JDK 17+
 #
@@ -36,7 +42,10 @@ CASSANDRA_JMX_PORT="${CASSANDRA_JMX_PORT:-}"
 CASSANDRA_HEAP="${CASSANDRA_HEAP:-1G}"
 CASSANDRA_START_TIMEOUT="${CASSANDRA_START_TIMEOUT:-180}"
 CASSANDRA_STOP_TIMEOUT="${CASSANDRA_STOP_TIMEOUT:-60}"
-CASSANDRA_LISTEN="127.0.0.1"
+CASSANDRA_LISTEN="${CASSANDRA_LISTEN:-127.0.0.1}"
+CASSANDRA_SEEDS="${CASSANDRA_SEEDS:-$CASSANDRA_LISTEN:$CASSANDRA_STORAGE_PORT}"
+CASSANDRA_INITIAL_TOKEN="${CASSANDRA_INITIAL_TOKEN:-0}"
+CASSANDRA_HINTED_HANDOFF="${CASSANDRA_HINTED_HANDOFF:-false}"
 
 if [[ -n "${JAVA_HOME:-}" ]]; then
   JAVA="$JAVA_HOME/bin/java"
@@ -44,7 +53,7 @@ else
   JAVA="java"
 fi
 
-LIB_DIR="$CASSANDRA_HOME/lib"
+LIB_DIR="${CASSANDRA_LIB_DIR:-$CASSANDRA_HOME/lib}"
 CONF_DIR="$CASSANDRA_HOME/conf"
 DATA_DIR="$CASSANDRA_HOME/data"
 LOG_DIR="$CASSANDRA_HOME/logs"
@@ -277,7 +286,7 @@ commitlog_total_space: 256MiB
 seed_provider:
   - class_name: org.apache.cassandra.locator.SimpleSeedProvider
     parameters:
-      - seeds: "$CASSANDRA_LISTEN:$CASSANDRA_STORAGE_PORT"
+      - seeds: "$CASSANDRA_SEEDS"
 
 listen_address: $CASSANDRA_LISTEN
 rpc_address: $CASSANDRA_LISTEN
@@ -304,10 +313,10 @@ concurrent_materialized_view_writes: 8
 concurrent_compactors: 1
 compaction_throughput: 0MiB/s
 
-# Test friendliness: no snapshots on TRUNCATE/DROP, no hints for a single node.
+# Test friendliness: no snapshots on TRUNCATE/DROP; hints only for a cluster.
 auto_snapshot: false
 snapshot_before_compaction: false
-hinted_handoff_enabled: false
+hinted_handoff_enabled: $CASSANDRA_HINTED_HANDOFF
 EOF
 
   cat >"$CONF_DIR/logback.xml" <<EOF
@@ -416,7 +425,7 @@ build_jvm_opts() {
     -Dchronicle.announcer.disable=true
 
     # --- fast single-node start for tests ---
-    -Dcassandra.initial_token=0
+    "-Dcassandra.initial_token=$CASSANDRA_INITIAL_TOKEN"
     -Dcassandra.skip_wait_for_gossip_to_settle=0
     -Dcassandra.ring_delay_ms=1000
     -Dcassandra.superuser_setup_delay_ms=0
