@@ -86,6 +86,11 @@ type Transport struct {
 	// unauthenticated counts the connections that hold a place under
 	// cfg.MaxUnauthenticated.
 	unauthenticated atomic.Int64
+	// counts are the connections, subscriptions and deliveries of each
+	// subprotocol, by protocol index; writeTimeouts the connections the
+	// watchdog closed (see Stats).
+	counts        [len(protocols)]protocolCounts
+	writeTimeouts atomic.Uint64
 
 	mu     sync.Mutex
 	conns  map[*conn]struct{} // open connections, for the write watchdog and shutdown
@@ -168,6 +173,7 @@ func (t *Transport) watch() {
 			}
 			t.mu.Unlock()
 			for _, c := range stalled {
+				t.writeTimeouts.Add(1)
 				t.cfg.Log.Debug("live: a write waited too long; closing the connection", "timeout", t.cfg.WriteTimeout)
 				c.abort()
 			}
@@ -214,7 +220,7 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 	// connection keeps its values (an Authorization header's caller) and
 	// ends with the server.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	c := &conn{t: t, ws: ws, proto: p, exec: exec, ctx: ctx, cancel: cancel, ops: make(map[string]*operation)}
+	c := &conn{t: t, ws: ws, proto: p, counts: &t.counts[p.index], exec: exec, ctx: ctx, cancel: cancel, ops: make(map[string]*operation)}
 	c.unauthenticated.Store(true)
 	t.mu.Lock()
 	closed := t.closed
@@ -227,6 +233,8 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 		_ = ws.Close(closeGoingAway, "server shutting down")
 		return
 	}
+	c.counts.connections.Add(1)
+	c.counts.connectionsOpen.Add(1)
 	go c.serve()
 }
 
@@ -236,6 +244,8 @@ type conn struct {
 	ws    *websocket.Conn
 	proto *protocol
 	exec  graphql.GraphExecutor
+	// counts are the counters of the connection's subprotocol.
+	counts *protocolCounts
 
 	// ctx is the connection's: authenticated once connection_init is
 	// accepted; cancel ends it and every operation on it.
@@ -330,6 +340,7 @@ func (c *conn) end() {
 	c.t.mu.Lock()
 	delete(c.t.conns, c)
 	c.t.mu.Unlock()
+	c.counts.connectionsOpen.Add(-1)
 	c.authenticated()
 	c.cancel()
 	c.stopKeepAlive()
