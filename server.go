@@ -77,7 +77,7 @@ func run(cfg Config, log *slog.Logger) error {
 	}
 	log.Info("chatql serving", "playground", "http://"+displayAddr(ln.Addr())+"/", "store", cfg.Store, "broker", srv.brokerName())
 	if cfg.MetricsAddr != "" {
-		stopMetrics, err := srv.serveMetrics(cfg.MetricsAddr)
+		stopMetrics, _, err := srv.serveMetrics(cfg.MetricsAddr)
 		if err != nil {
 			_ = ln.Close()
 			_ = srv.Close(context.Background())
@@ -467,11 +467,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveMetrics serves /metrics alone on addr (CHAT_METRICS_ADDR), apart
-// from the API, until stop.
-func (s *Server) serveMetrics(addr string) (stop func(), err error) {
+// from the API, until stop; bound is the address it listens on.
+func (s *Server) serveMetrics(addr string) (stop func(), bound string, err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("metrics listener: %w", err)
+		return nil, "", fmt.Errorf("metrics listener: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", s.metrics.Handler())
@@ -488,7 +488,7 @@ func (s *Server) serveMetrics(addr string) (stop func(), err error) {
 		}
 	}()
 	s.log.Info("metrics served apart", "url", "http://"+displayAddr(ln.Addr())+"/metrics")
-	return func() { _ = hs.Close() }, nil
+	return func() { _ = hs.Close() }, ln.Addr().String(), nil
 }
 
 // Handler returns the HTTP handler, for tests that serve it themselves.
