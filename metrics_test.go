@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -60,6 +61,12 @@ func testMetrics(t *testing.T, cfg Config) {
 	if got := live.value("chatql_connections_open", "transport", ws); got != 1 {
 		t.Errorf("connections_open{%s} = %v, want 1", ws, got)
 	}
+	// And the same room over server-sent events.
+	sse := ts.openSSE(t, alice.Token, fmt.Sprintf(`subscription { roomEvents(room: \"%s\") { kind message { id } } }`, room))
+	sseEvents := bufio.NewScanner(sse.Body)
+	if got := scrape(t, ts).value("chatql_subscriptions_open", "transport", "sse"); got != 1 {
+		t.Errorf("subscriptions_open{sse} = %v, want 1", got)
+	}
 
 	var posted struct{ PostMessage struct{ ID string } }
 	mustDo(t, alice, postMessage, map[string]any{"r": room, "c": "counted"}, &posted)
@@ -75,6 +82,11 @@ func testMetrics(t *testing.T, cfg Config) {
 	}
 	if err := json.Unmarshal(ev.Data, &got); err != nil || got.RoomEvents.Message.ID != posted.PostMessage.ID {
 		t.Fatalf("event %s (%v), want the message %s", ev.Data, err, posted.PostMessage.ID)
+	}
+	for sseEvents.Scan() && !strings.Contains(sseEvents.Text(), posted.PostMessage.ID) {
+	}
+	if err := sseEvents.Err(); err != nil {
+		t.Fatalf("SSE stream: %v", err)
 	}
 	wantCode(t, alice, "RATE_LIMITED", postMessage, map[string]any{"r": room, "c": "over the limit"})
 	wantCode(t, alice, "GRAPHQL_PARSE_FAILED", `{ me `, nil)
@@ -97,7 +109,11 @@ func testMetrics(t *testing.T, cfg Config) {
 	moved("chatql_connections_total", 1, "transport", ws)
 	moved("chatql_subscriptions_total", 1, "transport", ws)
 	grew("chatql_events_delivered_total", "transport", ws)
-	moved("chatql_graphql_operations_total", 1, "type", "subscription", "operation", "roomEvents")
+	moved("chatql_connections_total", 1, "transport", "sse")
+	moved("chatql_subscriptions_total", 1, "transport", "sse")
+	grew("chatql_events_delivered_total", "transport", "sse")
+	moved("chatql_graphql_operations_total", 2, "type", "subscription", "operation", "roomEvents")
+	moved("chatql_graphql_operation_duration_seconds", 2, "type", "subscription", "operation", "roomEvents")
 	moved("chatql_graphql_operations_total", 2, "type", "mutation", "operation", "postMessage")
 	moved("chatql_graphql_operation_duration_seconds", 2, "type", "mutation", "operation", "postMessage")
 	moved("chatql_graphql_errors_total", 1, "operation", "postMessage", "code", "RATE_LIMITED")
@@ -129,8 +145,10 @@ func testMetrics(t *testing.T, cfg Config) {
 	if err := sub.Close(); err != nil {
 		t.Fatal(err)
 	}
+	sse.Body.Close()
 	waitScrape(t, ts, func(m metricSet) bool {
-		return m.value("chatql_connections_open", "transport", ws) == 0 && m.value("chatql_subscriptions_open", "transport", ws) == 0
+		return m.value("chatql_connections_open", "transport", ws) == 0 && m.value("chatql_subscriptions_open", "transport", ws) == 0 &&
+			m.value("chatql_connections_open", "transport", "sse") == 0 && m.value("chatql_subscriptions_open", "transport", "sse") == 0
 	})
 }
 
