@@ -35,7 +35,7 @@ func main() {
 
 func generateStoreDecorator() ([]byte, error) {
 	iface := reflect.TypeFor[store.Store]()
-	imports := map[string]bool{"time": true, "github.com/killrchat/chatql/store": true}
+	imports := map[string]bool{"github.com/killrchat/chatql/store": true}
 	var collect func(t reflect.Type)
 	collect = func(t reflect.Type) {
 		if t.PkgPath() != "" {
@@ -123,7 +123,7 @@ func generateStoreDecorator() ([]byte, error) {
 			outs = append(outs, name)
 		}
 		fmt.Fprintf(&b, "\nfunc (s *timedStore) %s(%s) (%s) {\n", m.Name, strings.Join(params, ", "), strings.Join(results, ", "))
-		b.WriteString("\tstart := time.Now()\n")
+		b.WriteString("\tstart := now()\n")
 		if len(outs) > 0 {
 			fmt.Fprintf(&b, "\t%s := s.Store.%s(%s)\n", strings.Join(outs, ", "), m.Name, strings.Join(args, ", "))
 		} else {
