@@ -90,6 +90,10 @@ func testMetrics(t *testing.T, cfg Config) {
 	}
 	wantCode(t, alice, "RATE_LIMITED", postMessage, map[string]any{"r": room, "c": "over the limit"})
 	wantCode(t, alice, "GRAPHQL_PARSE_FAILED", `{ me `, nil)
+	// An error is labeled by its root field's name, through aliases and
+	// fragments: never by what the client wrote.
+	wantCode(t, alice, "NOT_FOUND", `mutation Chosen { anything: joinRoom(room: "no-such-room") { name } }`, nil)
+	wantCode(t, alice, "NOT_FOUND", `mutation { ...J } fragment J on Mutation { j: joinRoom(room: "no-such-room") { name } }`, nil)
 
 	after := waitScrape(t, ts, func(m metricSet) bool {
 		return m.value("chatql_events_delivered_total", "transport", ws) > before.value("chatql_events_delivered_total", "transport", ws)
@@ -118,6 +122,8 @@ func testMetrics(t *testing.T, cfg Config) {
 	moved("chatql_graphql_operation_duration_seconds", 2, "type", "mutation", "operation", "postMessage")
 	moved("chatql_graphql_errors_total", 1, "operation", "postMessage", "code", "RATE_LIMITED")
 	moved("chatql_graphql_errors_total", 1, "operation", "none", "code", "GRAPHQL_PARSE_FAILED")
+	moved("chatql_graphql_errors_total", 2, "operation", "joinRoom", "code", "NOT_FOUND")
+	moved("chatql_graphql_operations_total", 2, "type", "mutation", "operation", "joinRoom")
 	moved("chatql_ratelimit_rejections_total", 1, "action", "post")
 	moved("chatql_store_call_duration_seconds", 1, "method", "PostMessage")
 	grew("chatql_store_call_duration_seconds", "method", "Membership")
@@ -135,7 +141,7 @@ func testMetrics(t *testing.T, cfg Config) {
 	for name, f := range after {
 		for _, m := range f.Metric {
 			for _, l := range m.Label {
-				if v := l.GetValue(); strings.Contains(v, room) || strings.Contains(v, login) {
+				if v := l.GetValue(); strings.Contains(v, room) || strings.Contains(v, login) || v == "Chosen" || v == "anything" || v == "j" || strings.Contains(v, "no-such-room") {
 					t.Errorf("%s has the label %s=%q: a user's name", name, l.GetName(), v)
 				}
 			}
