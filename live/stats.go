@@ -12,6 +12,9 @@ type Stats struct {
 	// WriteTimeouts counts the connections closed because one write waited
 	// longer than the write timeout: the client stopped reading.
 	WriteTimeouts uint64
+	// Refused counts the upgrades refused with 503 (TOO_MANY_CONNECTIONS)
+	// because too many connections had no user.
+	Refused uint64
 }
 
 // ProtocolStats are the counts of the connections of one subprotocol.
@@ -48,7 +51,7 @@ func (c *protocolCounts) unsubscribed() { c.subscriptionsOpen.Add(-1) }
 
 // Stats returns the transport's counts now.
 func (t *Transport) Stats() Stats {
-	s := Stats{Protocols: make([]ProtocolStats, len(protocols)), WriteTimeouts: t.writeTimeouts.Load()}
+	s := Stats{Protocols: make([]ProtocolStats, len(protocols)), WriteTimeouts: t.writeTimeouts.Load(), Refused: t.refused.Load()}
 	for i, p := range protocols {
 		c := &t.counts[i]
 		s.Protocols[i] = ProtocolStats{

@@ -91,6 +91,7 @@ type Transport struct {
 	// watchdog closed (see Stats).
 	counts        [len(protocols)]protocolCounts
 	writeTimeouts atomic.Uint64
+	refused       atomic.Uint64 // upgrades refused over MaxUnauthenticated
 
 	mu     sync.Mutex
 	conns  map[*conn]struct{} // open connections, for the write watchdog and shutdown
@@ -173,7 +174,9 @@ func (t *Transport) watch() {
 			}
 			t.mu.Unlock()
 			for _, c := range stalled {
-				t.writeTimeouts.Add(1)
+				if c.timedOut.CompareAndSwap(false, true) { // once, however long the abort takes
+					t.writeTimeouts.Add(1)
+				}
 				t.cfg.Log.Debug("live: a write waited too long; closing the connection", "timeout", t.cfg.WriteTimeout)
 				c.abort()
 			}
@@ -198,6 +201,7 @@ var tooManyConnections = []byte(`{"errors":[{"message":"too many websocket conne
 func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
 	if t.unauthenticated.Add(1) > int64(t.cfg.MaxUnauthenticated) {
 		t.unauthenticated.Add(-1)
+		t.refused.Add(1)
 		t.cfg.Log.Warn("live: refused a websocket: too many unauthenticated connections", "max", t.cfg.MaxUnauthenticated)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Retry-After", "1")
@@ -252,8 +256,9 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	wmu     sync.Mutex   // serializes writes
-	writing atomic.Int64 // when the write under way started (Unix ns), 0 if none
+	wmu      sync.Mutex   // serializes writes
+	writing  atomic.Int64 // when the write under way started (Unix ns), 0 if none
+	timedOut atomic.Bool  // the watchdog aborted a write: counted once
 
 	mu        sync.Mutex
 	inited    bool // connection_init received

@@ -30,6 +30,7 @@ type sourceCollector struct {
 	src Sources
 
 	connections, connectionsOpen     *prometheus.Desc
+	refused                          *prometheus.Desc
 	subscriptions, subscriptionsOpen *prometheus.Desc
 	delivered, dropped, slowConsumer *prometheus.Desc
 	publishes, resyncs               *prometheus.Desc
@@ -46,6 +47,7 @@ func newSourceCollector(src Sources) *sourceCollector {
 		src:               src,
 		connections:       desc("connections_total", "Live connections accepted, by transport: the websocket subprotocol (graphql-transport-ws, graphql-ws) or sse (an event stream).", "transport"),
 		connectionsOpen:   desc("connections_open", "Live connections open now, by transport.", "transport"),
+		refused:           desc("websocket_upgrades_refused_total", "Websocket upgrades refused with 503 (TOO_MANY_CONNECTIONS): too many websockets had no user (CHAT_MAX_UNAUTHENTICATED_WEBSOCKETS)."),
 		subscriptions:     desc("subscriptions_total", "Subscriptions started, by transport.", "transport"),
 		subscriptionsOpen: desc("subscriptions_open", "Subscriptions running now, by transport.", "transport"),
 		delivered:         desc("events_delivered_total", "Subscription events written to clients, by transport.", "transport"),
@@ -65,7 +67,7 @@ func newSourceCollector(src Sources) *sourceCollector {
 
 func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
-		c.connections, c.connectionsOpen, c.subscriptions, c.subscriptionsOpen, c.delivered,
+		c.connections, c.connectionsOpen, c.refused, c.subscriptions, c.subscriptionsOpen, c.delivered,
 		c.dropped, c.slowConsumer, c.publishes, c.resyncs, c.topics, c.subscribers,
 		c.channels, c.outbox, c.redisUp, c.rejections, c.fallbacks,
 	} {
@@ -91,6 +93,7 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	if t := c.src.Websockets; t != nil {
 		s := t.Stats()
 		writeTimeouts = s.WriteTimeouts
+		counter(c.refused, s.Refused)
 		for _, p := range s.Protocols {
 			counter(c.connections, p.Connections, p.Protocol)
 			gauge(c.connectionsOpen, float64(p.ConnectionsOpen), p.Protocol)
