@@ -18,11 +18,14 @@ import (
 // Config is the server's configuration. Every field has a flag and a CHAT_*
 // environment variable; a flag given on the command line wins.
 type Config struct {
-	Addr      string
-	Store     string // "embedded" or "cassandra"
-	DataDir   string
-	JWTSecret string
-	TokenTTL  time.Duration
+	Addr string
+	// MetricsAddr, if set, serves /metrics on a listener of its own, and
+	// not on Addr; otherwise /metrics is on Addr with the API.
+	MetricsAddr string
+	Store       string // "embedded" or "cassandra"
+	DataDir     string
+	JWTSecret   string
+	TokenTTL    time.Duration
 	// RefreshTTL is the lifetime of a refresh token; each refresh issues a
 	// new one.
 	RefreshTTL time.Duration
@@ -85,6 +88,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	env := envDefaults{getenv: getenv}
 
 	fs.StringVar(&c.Addr, "addr", env.str("CHAT_ADDR", ":8080"), "listen address (CHAT_ADDR)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", env.str("CHAT_METRICS_ADDR", ""), "serve /metrics on this address alone, not on the API's; empty: on the API's listener (CHAT_METRICS_ADDR)")
 	fs.StringVar(&c.Store, "store", env.str("CHAT_STORE", "embedded"), "store backend: embedded or cassandra (CHAT_STORE)")
 	fs.StringVar(&c.DataDir, "data-dir", env.str("CHAT_DATA_DIR", "data"), "embedded store and generated secret directory (CHAT_DATA_DIR)")
 	fs.StringVar(&c.JWTSecret, "jwt-secret", env.str("CHAT_JWT_SECRET", ""), "HS256 secret, at least 32 bytes; generated into the data dir when empty with the embedded store (CHAT_JWT_SECRET)")

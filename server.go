@@ -38,6 +38,7 @@ import (
 	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/httpapi"
 	"github.com/killrchat/chatql/live"
+	"github.com/killrchat/chatql/metrics"
 	"github.com/killrchat/chatql/playground"
 	"github.com/killrchat/chatql/presence"
 	"github.com/killrchat/chatql/querylimit"
@@ -75,6 +76,15 @@ func run(cfg Config, log *slog.Logger) error {
 		return err
 	}
 	log.Info("chatql serving", "playground", "http://"+displayAddr(ln.Addr())+"/", "store", cfg.Store, "broker", srv.brokerName())
+	if cfg.MetricsAddr != "" {
+		stopMetrics, _, err := srv.serveMetrics(cfg.MetricsAddr)
+		if err != nil {
+			_ = ln.Close()
+			_ = srv.Close(context.Background())
+			return err
+		}
+		defer stopMetrics()
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -111,7 +121,14 @@ type Server struct {
 	passwords     *auth.Passwords
 	streams       *stream.Source
 	live          *live.Transport
+	// metrics is the server's Prometheus registry and instruments, served
+	// at /metrics (see metricsHandler).
+	metrics *metrics.Metrics
+	sse     httpapi.StreamStats
 }
+
+// Metrics returns the server's instrumentation.
+func (s *Server) Metrics() *metrics.Metrics { return s.metrics }
 
 // Streams is the source of this server's subscription streams, which
 // counts those open.
@@ -142,7 +159,8 @@ func NewServer(ctx context.Context, cfg Config, log *slog.Logger) (*Server, erro
 // newServer builds an instance on an open store, which it does not close:
 // tests run several instances on one store, as a cluster would.
 func newServer(ctx context.Context, cfg Config, log *slog.Logger, st store.Store) (*Server, error) {
-	s := &Server{cfg: cfg, log: log, store: st}
+	m := metrics.New()
+	s := &Server{cfg: cfg, log: log, store: m.Store(st), metrics: m}
 	var err error
 	if s.broker, err = openBroker(ctx, cfg, log); err != nil {
 		return nil, err
@@ -198,6 +216,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, st store.Store
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	s.http.RegisterOnShutdown(endStreams)
+	s.metrics.Watch(metrics.Sources{Websockets: s.live, SSE: &s.sse, Broker: s.broker, RateLimits: limits})
 	return s, nil
 }
 
@@ -302,7 +321,7 @@ const (
 func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessions *auth.Sessions) http.Handler {
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: res, Complexity: resolvers.Complexity()}))
 	s.live = live.New(live.Config{
-		Rooms:          res,
+		Rooms:          s.metrics.GraphQL.Rooms(res),
 		FeedSchema:     res.FeedSchema,
 		Authenticate:   websocketAuth(sessions),
 		SessionEnd:     sessions.Watch,
@@ -320,7 +339,7 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 		Log:                s.log,
 	})
 	gql.AddTransport(s.live)
-	gql.AddTransport(httpapi.SSE{Connected: s.connected})
+	gql.AddTransport(httpapi.SSE{Connected: s.connected, Stats: &s.sse})
 	gql.AddTransport(transport.Options{})
 	gql.AddTransport(httpapi.GET{})
 	gql.AddTransport(httpapi.POST{})
@@ -328,6 +347,7 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 	validated := lru.New[*ast.QueryDocument](1000)
 	gql.SetQueryCache(validated)
 	gql.SetParserTokenLimit(s.cfg.MaxQueryTokens)
+	gql.Use(s.metrics.GraphQL)
 	gql.Use(extension.Introspection{})
 	gql.Use(resolvers.StreamErrors{Resolver: res})
 	gql.Use(httpapi.PersistedQueries{AutomaticPersistedQuery: extension.AutomaticPersistedQuery{Cache: lru.New[string](100)}})
@@ -353,6 +373,9 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 	mux.Handle("/query", s.cors(limits.Handler(sessions.Middleware(addresses.Middleware(gql)))))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", s.readyz)
+	if s.cfg.MetricsAddr == "" {
+		mux.Handle("/metrics", s.metrics.Handler())
+	}
 	return mux
 }
 
@@ -441,6 +464,31 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fmt.Fprintln(w, "ready")
+}
+
+// serveMetrics serves /metrics alone on addr (CHAT_METRICS_ADDR), apart
+// from the API, until stop; bound is the address it listens on.
+func (s *Server) serveMetrics(addr string) (stop func(), bound string, err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("metrics listener: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", s.metrics.Handler())
+	hs := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: s.cfg.ReadTimeout,
+		WriteTimeout:      s.cfg.WriteTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	go func() {
+		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("metrics listener stopped", "err", err)
+		}
+	}()
+	s.log.Info("metrics served apart", "url", "http://"+displayAddr(ln.Addr())+"/metrics")
+	return func() { _ = hs.Close() }, ln.Addr().String(), nil
 }
 
 // Handler returns the HTTP handler, for tests that serve it themselves.

@@ -43,6 +43,14 @@ const (
 	TooManyConnections     = "TOO_MANY_CONNECTIONS"
 )
 
+// Codes are every code above: the values the server's error metrics label
+// errors with (any other code counts as OTHER). A new code goes here too.
+var Codes = []string{
+	Unauthenticated, Forbidden, NotFound, Conflict, BadUserInput, Internal, RateLimited,
+	ParseFailed, ValidationFailed, ComplexityExceeded, BadRequest, PayloadTooLarge,
+	PersistedQueryNotFound, TooManyConnections,
+}
+
 // busyRetryAfter is the retryAfter hint, in seconds, of a refusal because
 // too many passwords are being hashed.
 const busyRetryAfter = 1

@@ -59,3 +59,36 @@ type Broker interface {
 	// Close ends every subscription with ErrClosed and releases resources.
 	Close() error
 }
+
+// Stats are a broker's counts, for monitoring (the server's /metrics reads
+// them at each scrape). Counters count from the broker's start.
+type Stats struct {
+	// Published counts the events handed to Publish.
+	Published uint64
+	// SlowSubscribers counts the local subscribers cut off because their
+	// queue was full (each missed the event that did not fit).
+	SlowSubscribers uint64
+	// Topics and Subscribers are the local topics with subscribers, and
+	// their subscribers, now.
+	Topics, Subscribers int
+
+	// Redis reports a Redis broker; the fields below are its own.
+	Redis bool
+	// DroppedOutboxFull and DroppedPublishFailed count the events that
+	// never reached Redis: the outbox was full, or Redis refused or failed
+	// the write. Their topics were resynced.
+	DroppedOutboxFull, DroppedPublishFailed uint64
+	// ResyncsPublished counts the Resyncs this instance published for
+	// topics whose events it lost; ResyncsReceived the Resyncs that reached
+	// it from Redis (its own included); ResyncsReconnect those it gave its
+	// subscribers when a subscription came back after the pub/sub
+	// connection dropped; ResyncsUndecodable those that replaced an event
+	// it could not decode.
+	ResyncsPublished, ResyncsReceived, ResyncsReconnect, ResyncsUndecodable uint64
+	// PubSubUp: the pub/sub connection works (its last read did not fail).
+	// PublishUp: the last write of events to Redis succeeded.
+	PubSubUp, PublishUp bool
+	// Channels is the Redis channels subscribed or being subscribed; Outbox
+	// the events waiting to be written to Redis.
+	Channels, Outbox int
+}

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // DefaultBufferSize is how many events a subscriber may fall behind by
@@ -187,6 +188,23 @@ type Hub struct {
 	mu     sync.RWMutex
 	topics map[string]map[*Subscription]struct{}
 	closed bool
+
+	// slow counts the subscribers cut off because their queue was full.
+	slow atomic.Uint64
+}
+
+// Slow counts the subscribers cut off with ErrSlowSubscriber so far.
+func (h *Hub) Slow() uint64 { return h.slow.Load() }
+
+// Counts returns how many topics have local subscribers, and how many
+// subscribers they have.
+func (h *Hub) Counts() (topics, subscribers int) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, subs := range h.topics {
+		subscribers += len(subs)
+	}
+	return len(h.topics), subscribers
 }
 
 // NewHub returns a hub with per-subscriber buffers of bufferSize events
@@ -252,6 +270,7 @@ func (h *Hub) Deliver(topic string, ev Event) {
 			// Cut off now, under the lock, rather than after it: a later
 			// delivery must not slip into a queue the reader has just
 			// drained, or the subscriber would resume after a lost event.
+			h.slow.Add(1)
 			idle = h.endLocked(s, ErrSlowSubscriber) || idle
 		} else if notify != nil {
 			notify()

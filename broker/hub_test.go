@@ -218,6 +218,10 @@ func TestLocalCutsOffSlowSubscriberOnly(t *testing.T) {
 	if fast.Err() != nil {
 		t.Fatalf("fast subscriber ended: %v", fast.Err())
 	}
+	// The counts of /metrics: every publish, one cut-off, one subscriber left.
+	if st := b.Stats(); st.Published != n || st.SlowSubscribers != 1 || st.Topics != 1 || st.Subscribers != 1 {
+		t.Fatalf("Stats() = %+v, want %d published, 1 slow subscriber, 1 topic with 1 subscriber", st, n)
+	}
 }
 
 // A subscriber that is cut off must have received a gap-free prefix of the

@@ -1,10 +1,16 @@
 package broker
 
-import "context"
+import (
+	"context"
+	"sync/atomic"
+)
 
 // Local is the in-process broker of a single server instance: Publish
 // delivers straight to the local subscribers.
-type Local struct{ hub *Hub }
+type Local struct {
+	hub       *Hub
+	published atomic.Uint64
+}
 
 var _ Broker = (*Local)(nil)
 
@@ -17,8 +23,15 @@ func (b *Local) Publish(ctx context.Context, topic string, ev Event) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	b.published.Add(1)
 	b.hub.Deliver(topic, ev)
 	return nil
+}
+
+// Stats returns the broker's counts now.
+func (b *Local) Stats() Stats {
+	topics, subscribers := b.hub.Counts()
+	return Stats{Published: b.published.Load(), SlowSubscribers: b.hub.Slow(), Topics: topics, Subscribers: subscribers}
 }
 
 // Subscribe returns a live subscription to topic.

@@ -129,6 +129,40 @@ type Redis struct {
 	pubMu       sync.Mutex
 	unannounced map[string]struct{}
 	failing     bool
+
+	// Counts for Stats.
+	published, droppedFull, droppedFailed               atomic.Uint64
+	resyncsPublished, resyncsReceived, resyncsReconnect atomic.Uint64
+	resyncsUndecodable                                  atomic.Uint64
+	pubsubDown                                          atomic.Bool
+}
+
+// Stats returns the broker's counts now.
+func (r *Redis) Stats() Stats {
+	topics, subscribers := r.hub.Counts()
+	r.mu.Lock()
+	channels := len(r.channels)
+	r.mu.Unlock()
+	r.pubMu.Lock()
+	failing := r.failing
+	r.pubMu.Unlock()
+	return Stats{
+		Published:            r.published.Load(),
+		SlowSubscribers:      r.hub.Slow(),
+		Topics:               topics,
+		Subscribers:          subscribers,
+		Redis:                true,
+		DroppedOutboxFull:    r.droppedFull.Load(),
+		DroppedPublishFailed: r.droppedFailed.Load(),
+		ResyncsPublished:     r.resyncsPublished.Load(),
+		ResyncsReceived:      r.resyncsReceived.Load(),
+		ResyncsReconnect:     r.resyncsReconnect.Load(),
+		ResyncsUndecodable:   r.resyncsUndecodable.Load(),
+		PubSubUp:             !r.pubsubDown.Load(),
+		PublishUp:            !failing,
+		Channels:             channels,
+		Outbox:               len(r.outbox),
+	}
 }
 
 // outgoing is an event on its way to Redis, encoded.
@@ -260,9 +294,11 @@ func (r *Redis) Publish(ctx context.Context, topic string, ev Event) error {
 	if err != nil {
 		return fmt.Errorf("redis broker: %w", err)
 	}
+	r.published.Add(1)
 	select {
 	case r.outbox <- outgoing{topic: topic, payload: payload}:
 	default:
+		r.droppedFull.Add(1)
 		r.dropped(topic, errors.New("the outbox is full: Redis takes events slower than they are published"))
 	}
 	return nil
@@ -317,6 +353,7 @@ func (r *Redis) write(batch []outgoing) {
 	ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
 	defer cancel()
 	pipe := r.client.Pipeline()
+	resyncs := uint64(len(owed))
 	for _, o := range batch {
 		if _, ok := owed[o.topic]; ok {
 			delete(owed, o.topic)
@@ -328,6 +365,7 @@ func (r *Redis) write(batch []outgoing) {
 		r.queueResync(ctx, pipe, topic)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
+		r.droppedFailed.Add(uint64(len(batch)))
 		for _, o := range batch {
 			r.dropped(o.topic, err)
 		}
@@ -336,6 +374,7 @@ func (r *Redis) write(batch []outgoing) {
 		}
 		return
 	}
+	r.resyncsPublished.Add(resyncs)
 	r.recovered()
 }
 
@@ -544,6 +583,7 @@ func (r *Redis) receive() {
 		}
 		if err != nil && !isIdleTimeout(err) {
 			failures++
+			r.pubsubDown.Store(true)
 			if failures == 1 && r.log != nil {
 				r.log.Warn("redis broker: pub/sub connection lost; reconnecting", "err", err)
 			}
@@ -557,6 +597,7 @@ func (r *Redis) receive() {
 		}
 		// A message or a quiet connection: either way it is up.
 		if failures > 0 {
+			r.pubsubDown.Store(false)
 			if r.log != nil {
 				r.log.Info("redis broker: pub/sub connection restored", "failures", failures)
 			}
@@ -619,6 +660,9 @@ func (r *Redis) message(m *redis.Message) {
 			r.log.Error("redis broker: undecodable event; resyncing subscribers", "channel", m.Channel, "err", err)
 		}
 		ev = resyncEvent(topic)
+		r.resyncsUndecodable.Add(1)
+	} else if ev.Kind == Resync {
+		r.resyncsReceived.Add(1)
 	}
 	r.hub.Deliver(topic, ev)
 }
@@ -668,6 +712,7 @@ func (r *Redis) reply(m *redis.Subscription) {
 	// Outside mu: delivering may cut off a slow subscriber, whose onIdle
 	// takes mu.
 	if resync != "" {
+		r.resyncsReconnect.Add(1)
 		r.hub.Deliver(resync, resyncEvent(resync))
 	}
 }

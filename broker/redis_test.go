@@ -384,6 +384,10 @@ func TestRedisCutsOffSlowSubscriber(t *testing.T) {
 	if got := numSub(t, admin, prefix+topic); got != 1 {
 		t.Fatalf("PUBSUB NUMSUB = %d, want 1", got)
 	}
+	st := r.Stats()
+	if st.Published != 4*bufferSize || st.SlowSubscribers != 1 || !st.Redis || !st.PubSubUp || !st.PublishUp || st.Channels != 1 || st.Subscribers != 1 {
+		t.Fatalf("Stats() = %+v, want %d published, 1 slow subscriber, Redis up, 1 channel with 1 subscriber", st, 4*bufferSize)
+	}
 }
 
 // freeAddr returns a loopback address nothing listens on (at the moment).
@@ -486,6 +490,11 @@ func TestRedisRestartResyncsAndResubscribes(t *testing.T) {
 	}
 	if sub.Err() != nil {
 		t.Fatalf("subscription ended: %v", sub.Err())
+	}
+	// The counts of /metrics: the subscriber's instance resynced on its
+	// reconnect (or on a Resync the publisher sent, had it lost the event).
+	if st := r.Stats(); st.ResyncsReconnect+st.ResyncsReceived == 0 || !st.PubSubUp {
+		t.Errorf("subscriber's Stats() = %+v, want a resync counted and the pub/sub connection up", st)
 	}
 	// The Resync comes once the channel is resubscribed, so what is
 	// published now arrives.

@@ -25,6 +25,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
@@ -107,10 +108,50 @@ func (GET) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor
 // with a coded error (gqlgen's would echo the body, and log it).
 //
 // Connected, if set, is told of each event stream's request, whose context
-// ends with the stream: presence counts it as a connection.
+// ends with the stream: presence counts it as a connection. Stats, if set,
+// counts the streams and the events they deliver.
 type SSE struct {
 	transport.SSE
 	Connected func(ctx context.Context)
+	Stats     *StreamStats
+}
+
+// StreamStats count what an SSE transport has served, for monitoring: an
+// event stream is one request, which carries one operation.
+type StreamStats struct {
+	// Streams counts the event streams opened; StreamsOpen those open now.
+	Streams     atomic.Uint64
+	StreamsOpen atomic.Int64
+	// Subscriptions counts the streams that ran a subscription;
+	// SubscriptionsOpen those running now.
+	Subscriptions     atomic.Uint64
+	SubscriptionsOpen atomic.Int64
+	// Delivered counts the subscription events handed to the streams.
+	Delivered atomic.Uint64
+}
+
+// countingExecutor counts a stream's subscription and its events.
+type countingExecutor struct {
+	graphql.GraphExecutor
+	stats      *StreamStats
+	subscribed *bool
+}
+
+func (e countingExecutor) DispatchOperation(ctx context.Context, rc *graphql.OperationContext) (graphql.ResponseHandler, context.Context) {
+	responses, ctx := e.GraphExecutor.DispatchOperation(ctx, rc)
+	if rc.Operation == nil || rc.Operation.Operation != ast.Subscription {
+		return responses, ctx
+	}
+	*e.subscribed = true
+	e.stats.Subscriptions.Add(1)
+	e.stats.SubscriptionsOpen.Add(1)
+	return func(ctx context.Context) *graphql.Response {
+		resp := responses(ctx)
+		if resp != nil {
+			e.stats.Delivered.Add(1)
+		}
+		return resp
+	}, ctx
 }
 
 // Do implements graphql.Transport.
@@ -126,6 +167,18 @@ func (t SSE) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecut
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if t.Connected != nil {
 		t.Connected(r.Context())
+	}
+	if t.Stats != nil {
+		var subscribed bool
+		t.Stats.Streams.Add(1)
+		t.Stats.StreamsOpen.Add(1)
+		defer func() {
+			t.Stats.StreamsOpen.Add(-1)
+			if subscribed {
+				t.Stats.SubscriptionsOpen.Add(-1)
+			}
+		}()
+		exec = countingExecutor{GraphExecutor: exec, stats: t.Stats, subscribed: &subscribed}
 	}
 	t.SSE.Do(w, r, exec)
 }

@@ -224,6 +224,7 @@ type roomSubscription struct {
 
 // start replays what came after the cursor and follows the room.
 func (r *roomSubscription) start() {
+	r.op.c.counts.subscribed()
 	r.stream.Notify(r.wake)
 	r.op.setOnStop(r.wake)
 	r.wake()
@@ -269,6 +270,7 @@ func (r *roomSubscription) deliver() (done bool, err error) {
 		return true, nil
 	}
 	var encodeErr error
+	var written uint64 // counted once per Pump, not per event
 	done, err = r.stream.Pump(r.op.ctx, func(ev *store.Event) bool {
 		if r.op.stopped.Load() {
 			return false
@@ -278,8 +280,15 @@ func (r *roomSubscription) deliver() (done bool, err error) {
 			encodeErr = err
 			return false
 		}
-		return r.op.writeResult(r.prefix, payload)
+		if !r.op.writeResult(r.prefix, payload) {
+			return false
+		}
+		written++
+		return true
 	})
+	if written > 0 {
+		r.op.c.counts.delivered.Add(written)
+	}
 	if encodeErr != nil {
 		err = encodeErr
 	}
@@ -289,6 +298,7 @@ func (r *roomSubscription) deliver() (done bool, err error) {
 // release lets go of the encoder and the operation; p is a panic that
 // failed it.
 func (r *roomSubscription) release(p any) {
+	r.op.c.counts.unsubscribed()
 	r.op.c.t.encoders.release(r.enc)
 	r.op.finish(p)
 }
@@ -306,6 +316,10 @@ func (op *operation) execute(ctx context.Context, rc *graphql.OperationContext) 
 	responses, ctx := op.c.exec.DispatchOperation(ctx, rc)
 	prefix := framePrefix(op.c.proto, op.id)
 	subscription := rc.Operation.Operation == ast.Subscription
+	if subscription {
+		op.c.counts.subscribed()
+		defer op.c.counts.unsubscribed()
+	}
 	for first := true; ; first = false {
 		resp := responses(ctx)
 		if resp == nil {
@@ -325,6 +339,9 @@ func (op *operation) execute(ctx context.Context, rc *graphql.OperationContext) 
 		}
 		if !op.writeResult(prefix, b) {
 			return
+		}
+		if subscription {
+			op.c.counts.delivered.Add(1)
 		}
 	}
 	op.end(streamErr(), nil)

@@ -12,6 +12,8 @@ import (
 // the connection alive.
 type protocol struct {
 	name string
+	// index is the protocol's place in Transport.counts.
+	index int
 	// client to server
 	subscribe, stop, terminate string
 	// server to client
@@ -34,6 +36,7 @@ var (
 	// GraphiQL, Apollo Client's GraphQLWsLink).
 	graphqlTransportWS = &protocol{
 		name:      "graphql-transport-ws",
+		index:     0,
 		subscribe: "subscribe", stop: "complete",
 		next:   "next",
 		strict: true,
@@ -42,12 +45,16 @@ var (
 	// spoken by older clients; it is also assumed when none is named.
 	graphqlWS = &protocol{
 		name:      "graphql-ws",
+		index:     1,
 		subscribe: "start", stop: "stop", terminate: "connection_terminate",
 		next:            "data",
 		keepAlive:       "ka",
 		connectionError: "connection_error",
 	}
 )
+
+// protocols are the subprotocols by index.
+var protocols = [...]*protocol{graphqlTransportWS, graphqlWS}
 
 // Message types shared by both protocols.
 const (

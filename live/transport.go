@@ -86,6 +86,12 @@ type Transport struct {
 	// unauthenticated counts the connections that hold a place under
 	// cfg.MaxUnauthenticated.
 	unauthenticated atomic.Int64
+	// counts are the connections, subscriptions and deliveries of each
+	// subprotocol, by protocol index; writeTimeouts the connections the
+	// watchdog closed (see Stats).
+	counts        [len(protocols)]protocolCounts
+	writeTimeouts atomic.Uint64
+	refused       atomic.Uint64 // upgrades refused over MaxUnauthenticated
 
 	mu     sync.Mutex
 	conns  map[*conn]struct{} // open connections, for the write watchdog and shutdown
@@ -168,6 +174,9 @@ func (t *Transport) watch() {
 			}
 			t.mu.Unlock()
 			for _, c := range stalled {
+				if c.timedOut.CompareAndSwap(false, true) { // once, however long the abort takes
+					t.writeTimeouts.Add(1)
+				}
 				t.cfg.Log.Debug("live: a write waited too long; closing the connection", "timeout", t.cfg.WriteTimeout)
 				c.abort()
 			}
@@ -192,6 +201,7 @@ var tooManyConnections = []byte(`{"errors":[{"message":"too many websocket conne
 func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
 	if t.unauthenticated.Add(1) > int64(t.cfg.MaxUnauthenticated) {
 		t.unauthenticated.Add(-1)
+		t.refused.Add(1)
 		t.cfg.Log.Warn("live: refused a websocket: too many unauthenticated connections", "max", t.cfg.MaxUnauthenticated)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Retry-After", "1")
@@ -214,7 +224,7 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 	// connection keeps its values (an Authorization header's caller) and
 	// ends with the server.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	c := &conn{t: t, ws: ws, proto: p, exec: exec, ctx: ctx, cancel: cancel, ops: make(map[string]*operation)}
+	c := &conn{t: t, ws: ws, proto: p, counts: &t.counts[p.index], exec: exec, ctx: ctx, cancel: cancel, ops: make(map[string]*operation)}
 	c.unauthenticated.Store(true)
 	t.mu.Lock()
 	closed := t.closed
@@ -227,6 +237,8 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 		_ = ws.Close(closeGoingAway, "server shutting down")
 		return
 	}
+	c.counts.connections.Add(1)
+	c.counts.connectionsOpen.Add(1)
 	go c.serve()
 }
 
@@ -236,14 +248,17 @@ type conn struct {
 	ws    *websocket.Conn
 	proto *protocol
 	exec  graphql.GraphExecutor
+	// counts are the counters of the connection's subprotocol.
+	counts *protocolCounts
 
 	// ctx is the connection's: authenticated once connection_init is
 	// accepted; cancel ends it and every operation on it.
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	wmu     sync.Mutex   // serializes writes
-	writing atomic.Int64 // when the write under way started (Unix ns), 0 if none
+	wmu      sync.Mutex   // serializes writes
+	writing  atomic.Int64 // when the write under way started (Unix ns), 0 if none
+	timedOut atomic.Bool  // the watchdog aborted a write: counted once
 
 	mu        sync.Mutex
 	inited    bool // connection_init received
@@ -330,6 +345,7 @@ func (c *conn) end() {
 	c.t.mu.Lock()
 	delete(c.t.conns, c)
 	c.t.mu.Unlock()
+	c.counts.connectionsOpen.Add(-1)
 	c.authenticated()
 	c.cancel()
 	c.stopKeepAlive()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,14 +26,27 @@ const (
 	numActions
 )
 
-var actionNames = [numActions]struct{ key, words string }{
-	Post:          {"post", "posts"},
-	RoomChange:    {"room", "room changes"},
-	DirectMessage: {"dm", "direct messages"},
-	Signup:        {"signup", "signups from this address"},
-	Login:         {"login", "login attempts for this login"},
-	LoginAddress:  {"login-addr", "login attempts from this address"},
-	Typing:        {"typing", "typing notices"},
+var actionNames = [numActions]struct{ key, words, name string }{
+	Post:          {"post", "posts", "post"},
+	RoomChange:    {"room", "room changes", "room_change"},
+	DirectMessage: {"dm", "direct messages", "direct_message"},
+	Signup:        {"signup", "signups from this address", "signup"},
+	Login:         {"login", "login attempts for this login", "login"},
+	LoginAddress:  {"login-addr", "login attempts from this address", "login_address"},
+	Typing:        {"typing", "typing notices", "typing"},
+}
+
+// Name is the action's name in metrics: post, room_change,
+// direct_message, signup, login, login_address, typing.
+func (a Action) Name() string { return actionNames[a].name }
+
+// Actions are every limited action.
+func Actions() []Action {
+	out := make([]Action, numActions)
+	for i := range out {
+		out[i] = Action(i)
+	}
+	return out
 }
 
 func (a Action) key() string      { return actionNames[a].key }
@@ -80,6 +94,35 @@ type Options struct {
 // that is off, allows everything.
 type Set struct {
 	limiters [numActions]Limiter
+	rejected [numActions]atomic.Uint64
+	// health is the state of Redis, nil without it.
+	health *redisHealth
+}
+
+// Stats are a Set's counts since it was built, for monitoring.
+type Stats struct {
+	// Rejected counts the actions refused over their limit, by Action.
+	Rejected []uint64
+	// Redis reports limits shared through Redis; RedisDown that its last
+	// call failed, so that actions are counted on this instance alone, and
+	// Fallbacks counts the actions so counted.
+	Redis, RedisDown bool
+	Fallbacks        uint64
+}
+
+// Stats returns the Set's counts now. A nil Set has counted nothing.
+func (s *Set) Stats() Stats {
+	st := Stats{Rejected: make([]uint64, numActions)}
+	if s == nil {
+		return st
+	}
+	for a := range st.Rejected {
+		st.Rejected[a] = s.rejected[a].Load()
+	}
+	if s.health != nil {
+		st.Redis, st.RedisDown, st.Fallbacks = true, s.health.down.Load(), s.health.fallbacks.Load()
+	}
+	return st
 }
 
 // New builds the limiters of limits: shared through o.Redis when it is set,
@@ -91,6 +134,9 @@ func New(limits Limits, o Options) *Set {
 	}
 	s := &Set{}
 	health := &redisHealth{log: o.Log}
+	if o.Redis != nil {
+		s.health = health
+	}
 	for a, l := range limits {
 		if l.Off() {
 			continue
@@ -114,6 +160,7 @@ func (s *Set) Allow(ctx context.Context, a Action, key string) error {
 	}
 	err := s.limiters[a].Allow(ctx, key)
 	if ex, ok := errors.AsType[*Exceeded](err); ok {
+		s.rejected[a].Add(1)
 		noteRetryAfter(ctx, ex)
 	}
 	return err

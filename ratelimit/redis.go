@@ -68,6 +68,7 @@ func (r *Redis) Allow(ctx context.Context, key string) error {
 		if ctx.Err() == nil { // not the caller giving up
 			r.health.failed(ctx, err)
 		}
+		r.health.fallbacks.Add(1)
 		return r.fallback.Allow(ctx, key)
 	}
 	r.health.answered(ctx)
@@ -80,8 +81,9 @@ func (r *Redis) Allow(ctx context.Context, key string) error {
 // redisHealth logs when the limits lose Redis and when they get it back,
 // once each, however many actions fail in between.
 type redisHealth struct {
-	log  *slog.Logger
-	down atomic.Bool
+	log       *slog.Logger
+	down      atomic.Bool
+	fallbacks atomic.Uint64 // actions counted in process because Redis failed
 }
 
 func (h *redisHealth) failed(ctx context.Context, err error) {

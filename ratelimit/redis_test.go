@@ -107,6 +107,9 @@ func TestRedisFailureFallsBackToThisInstancesLimit(t *testing.T) {
 	if n := strings.Count(logs.String(), "level=WARN"); n != 1 {
 		t.Fatalf("%d warnings for three failed Redis calls, want 1:\n%s", n, logs.String())
 	}
+	if st := limits.Stats(); !st.Redis || !st.RedisDown || st.Fallbacks != 3 || st.Rejected[Login] != 1 || st.Rejected[Post] != 0 {
+		t.Fatalf("Stats() = %+v, want Redis down, 3 fallbacks, 1 login rejected", st)
+	}
 }
 
 func TestRedisHealthLogsChangesOnly(t *testing.T) {
