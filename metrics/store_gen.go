@@ -19,6 +19,7 @@ type timedStore struct {
 type storeCalls struct {
 	Account            storeCall
 	AddGroupMember     storeCall
+	Bans               storeCall
 	Block              storeCall
 	BlockedUsers       storeCall
 	Blocks             storeCall
@@ -49,6 +50,7 @@ type storeCalls struct {
 	Message            storeCall
 	Messages           storeCall
 	MessagesByAuthor   storeCall
+	Moderate           storeCall
 	Mute               storeCall
 	Muted              storeCall
 	Mutes              storeCall
@@ -75,6 +77,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 	return &storeCalls{
 		Account:            m.call("Account"),
 		AddGroupMember:     m.call("AddGroupMember"),
+		Bans:               m.call("Bans"),
 		Block:              m.call("Block"),
 		BlockedUsers:       m.call("BlockedUsers"),
 		Blocks:             m.call("Blocks"),
@@ -105,6 +108,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		Message:            m.call("Message"),
 		Messages:           m.call("Messages"),
 		MessagesByAuthor:   m.call("MessagesByAuthor"),
+		Moderate:           m.call("Moderate"),
 		Mute:               m.call("Mute"),
 		Muted:              m.call("Muted"),
 		Mutes:              m.call("Mutes"),
@@ -140,6 +144,13 @@ func (s *timedStore) AddGroupMember(ctx context.Context, a1 string, a2 store.Use
 	r0, r1, err := s.Store.AddGroupMember(ctx, a1, a2, a3, a4)
 	s.calls.AddGroupMember.done(start, err)
 	return r0, r1, err
+}
+
+func (s *timedStore) Bans(ctx context.Context, a1 string) ([]string, error) {
+	start := now()
+	r0, err := s.Store.Bans(ctx, a1)
+	s.calls.Bans.done(start, err)
+	return r0, err
 }
 
 func (s *timedStore) Block(ctx context.Context, a1 string, a2 store.UserRef) error {
@@ -349,6 +360,13 @@ func (s *timedStore) MessagesByAuthor(ctx context.Context, a1 string, a2 store.M
 	start := now()
 	r0, err := s.Store.MessagesByAuthor(ctx, a1, a2, a3)
 	s.calls.MessagesByAuthor.done(start, err)
+	return r0, err
+}
+
+func (s *timedStore) Moderate(ctx context.Context, a1 store.ModerationAction) (store.Event, error) {
+	start := now()
+	r0, err := s.Store.Moderate(ctx, a1)
+	s.calls.Moderate.done(start, err)
 	return r0, err
 }
 
