@@ -46,6 +46,7 @@ import (
 	"github.com/killrchat/chatql/store"
 	"github.com/killrchat/chatql/store/embedded"
 	"github.com/killrchat/chatql/stream"
+	"github.com/killrchat/chatql/webapp"
 )
 
 func main() {
@@ -74,7 +75,8 @@ func run(cfg Config, log *slog.Logger) error {
 		_ = srv.Close(context.Background())
 		return err
 	}
-	log.Info("chatql serving", "playground", "http://"+displayAddr(ln.Addr())+"/", "store", cfg.Store, "broker", srv.brokerName())
+	base := "http://" + displayAddr(ln.Addr())
+	log.Info("chatql serving", "app", base+"/", "playground", base+playground.Path, "store", cfg.Store, "broker", srv.brokerName())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -346,7 +348,8 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 	gql.SetRecoverFunc(res.Recover)
 
 	mux := http.NewServeMux()
-	mux.Handle("/", playground.Page("chatql", "/query"))
+	mux.Handle("/", webapp.Handler())
+	mux.Handle(playground.Path, playground.Page("chatql", "/query"))
 	mux.Handle(playground.Prefix, playground.Assets())
 	addresses := ratelimit.NewAddresses(s.cfg.TrustedProxies)
 	limits := httpapi.Limits{MaxBody: s.cfg.MaxBodyBytes, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout}

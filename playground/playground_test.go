@@ -16,12 +16,12 @@ import (
 // the digest of what the server serves there: nothing from the internet.
 func TestPageLoadsOnlyEmbeddedAssets(t *testing.T) {
 	mux := http.NewServeMux()
-	mux.Handle("/", Page("chatql", "/query"))
+	mux.Handle(Path, Page("chatql", "/query"))
 	mux.Handle(Prefix, Assets())
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
-	page := get(t, srv.URL+"/", "text/html")
+	page := get(t, srv.URL+Path, "text/html")
 	if regexp.MustCompile(`(src|href)="https?://`).MatchString(page) {
 		t.Fatalf("the page loads something from elsewhere:\n%s", page)
 	}
