@@ -167,6 +167,7 @@ const scenarios = {
 
     await bob.goto(`${cfg.url}/#room/tea-party`);
     await message(bob, "There isn't any.").waitFor();
+    await bob.locator("#conversation-info", { hasText: "online: alice, bob" }).waitFor();
     await shot(bob, "webapp-live");
     return "alice and bob chatted live: room, typing, reaction, reply, edit, direct message, unread";
   },

@@ -9,7 +9,7 @@ const pageSize = 30;
 const quickReactions = ["👍", "🎉", "❤️"];
 
 // The fields the app shows of a message, asked for everywhere a message is read.
-const messageFields = `id room content system postedAt hidden editedAt deleted replyToId replyCount
+const messageFields = `id room content system postedAt hidden editedAt deleted replyToId replyCount mentions
   author { login firstname lastname } reactions { emoji count reactedByMe }`;
 
 const queries = {
@@ -25,7 +25,7 @@ const queries = {
     edges { cursor node { ${messageFields} } } pageInfo { hasNextPage endCursor } } }`,
   presence: `query Presence($logins: [String!]!) { presence(logins: $logins) { login online } }`,
   roomEvents: `subscription RoomEvents($room: String!, $after: String) { roomEvents(room: $room, after: $after, presence: true) {
-    kind cursor online user { login firstname } message { ${messageFields} } } }`,
+    kind cursor online user { login firstname } by { login } message { ${messageFields} } } }`,
   inboxEvents: `subscription InboxEvents($after: String) { inboxEvents(after: $after, presence: true) {
     kind cursor conversationId online user { login } message { ${messageFields} } } }`,
   post: `mutation Post($room: String!, $content: String!, $id: String, $replyTo: ID) {
@@ -40,6 +40,7 @@ const queries = {
   typing: `mutation Typing($c: ID!, $active: Boolean) { typing(conversation: $c, active: $active) }`,
   createRoom: `mutation Create($input: CreateRoomInput!) { createRoom(input: $input) { name } }`,
   joinRoom: `mutation Join($room: String!) { joinRoom(room: $room) { name } }`,
+  addMember: `mutation Add($g: String!, $l: String!) { addGroupMember(group: $g, login: $l) { name } }`,
   leaveRoom: `mutation Leave($room: String!) { leaveRoom(room: $room) { name } }`,
 };
 
@@ -123,8 +124,10 @@ function loadInboxSoon() {
 }
 
 async function loadInbox() {
+  if (!navigator.onLine) return;
   try {
     conversations = (await api.gql(queries.inbox)).inbox;
+    showSideError(null);
     renderInbox();
   } catch (err) {
     showSideError(err);
@@ -249,6 +252,8 @@ function closeConversation() {
   $("typing").textContent = "";
   $("composer").hidden = true;
   $("join").hidden = true;
+  $("leave").hidden = true;
+  $("member-form").hidden = true;
   $("conversation-title").textContent = "Pick a conversation";
   $("conversation-info").textContent = "";
 }
@@ -263,6 +268,7 @@ async function openConversation(conv) {
   const page = await loadPage();
   if (open !== conv || !page) return;
   $("composer").hidden = false;
+  $("leave").hidden = conv.kind !== "room";
   // Live events from the newest message on: the server replays anything
   // posted since the page was read, then goes live. A direct conversation's
   // events arrive in the inbox subscription.
@@ -273,6 +279,9 @@ async function openConversation(conv) {
   refreshPresence();
   markReadSoon();
   $("composer-input").focus();
+  // A first page too short to scroll: read older ones until it scrolls.
+  const list = $("messages");
+  while (open === conv && list.scrollHeight <= list.clientHeight && (await loadOlder()));
 }
 
 function showConversationError(err) {
@@ -301,7 +310,6 @@ async function loadPage() {
     list.prepend(...items);
     if (atStart) list.scrollTop = list.scrollHeight;
     else list.scrollTop += list.scrollHeight - before; // keep what the user was reading in place
-    if (!hasOlder && !atStart) list.setAttribute("aria-busy", "false");
     return data;
   } catch (err) {
     if (err.code === "FORBIDDEN" && conv.kind === "room") {
@@ -314,8 +322,10 @@ async function loadPage() {
   }
 }
 
+// loadOlder reads the next older page, unless one is being read; it
+// reports whether it read one.
 async function loadOlder() {
-  if (loadingOlder || !hasOlder || !open) return;
+  if (loadingOlder || !hasOlder || !open) return false;
   loadingOlder = true;
   const list = $("messages");
   list.setAttribute("aria-busy", "true");
@@ -325,6 +335,7 @@ async function loadOlder() {
     loadingOlder = false;
     list.setAttribute("aria-busy", "false");
   }
+  return true;
 }
 
 $("messages").addEventListener("scroll", () => {
@@ -333,6 +344,27 @@ $("messages").addEventListener("scroll", () => {
 // Keyboard: Home in the history loads older pages too.
 $("messages").addEventListener("keydown", (e) => {
   if (e.key === "Home" || e.key === "PageUp") loadOlder();
+});
+
+$("leave").addEventListener("click", async () => {
+  try {
+    await api.gql(queries.leaveRoom, { room: open.name });
+    loadInbox();
+    location.hash = "";
+  } catch (err) {
+    showConversationError(err);
+  }
+});
+
+$("member-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  try {
+    await api.gql(queries.addMember, { g: open.name, l: $("member-login").value.trim() });
+    e.target.reset();
+    refreshPresence();
+  } catch (err) {
+    showConversationError(err);
+  }
 });
 
 $("join").addEventListener("click", async () => {
@@ -364,8 +396,21 @@ function onRoomEvent(e) {
       loadInboxSoon();
       loadRooms();
       return;
-    case "PARTICIPANT_JOINED":
     case "PARTICIPANT_LEFT":
+    case "PARTICIPANT_REMOVED":
+    case "PARTICIPANT_BANNED":
+      if (e.message) show(e.message, true);
+      if (e.user.login === api.currentUser().login) {
+        // The server ends our subscription after this event.
+        $("conversation-info").textContent = e.kind === "PARTICIPANT_LEFT" ? "You left this room." : `You were ${e.kind === "PARTICIPANT_BANNED" ? "banned" : "removed"} by ${e.by?.login ?? "a moderator"}.`;
+        $("composer").hidden = true;
+        $("leave").hidden = true;
+        loadInboxSoon();
+        return;
+      }
+      refreshPresence();
+      return;
+    case "PARTICIPANT_JOINED":
       if (e.message) show(e.message, true);
       refreshPresence();
       return;
@@ -433,6 +478,7 @@ document.addEventListener("visibilitychange", markReadSoon);
 // ---- Rendering a message ----
 
 const timeFormat = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
+const dayFormat = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
 
 function render(message, previous) {
   // Subscription events carry reactedByMe null (every subscriber shares
@@ -442,7 +488,8 @@ function render(message, previous) {
   }
   const mine = message.author.login === api.currentUser().login;
   const li = document.createElement("li");
-  li.className = `message${mine ? " own" : ""}${message.system ? " system" : ""}${message.deleted ? " deleted" : ""}`;
+  const me = api.currentUser().login;
+  li.className = `message${mine && !message.system ? " own" : ""}${message.system ? " system" : ""}${message.deleted ? " deleted" : ""}${message.mentions.includes(me) ? " mention" : ""}`;
   li.id = `m-${message.id}`;
   li.dataset.id = message.id;
 
@@ -452,7 +499,8 @@ function render(message, previous) {
   author.textContent = message.author.login;
   const time = document.createElement("time");
   time.dateTime = message.postedAt;
-  time.textContent = timeFormat.format(new Date(message.postedAt));
+  const posted = new Date(message.postedAt);
+  time.textContent = (posted.toDateString() === new Date().toDateString() ? timeFormat : dayFormat).format(posted);
   meta.append(author, " ", time);
   if (message.editedAt) meta.append(" ", tag("(edited)"));
   if (message.replyToId) {
@@ -554,6 +602,7 @@ async function refreshPresence() {
       conv.participants = room.participants.map((u) => u.login);
       conv.banner = room.banner;
       conv.group = room.kind === "PRIVATE_GROUP";
+      $("member-form").hidden = !conv.group;
     } else {
       const { presence } = await api.gql(queries.presence, { logins: [conv.peer] });
       if (open !== conv) return;
