@@ -76,7 +76,9 @@ func run(cfg Config, log *slog.Logger) error {
 		return err
 	}
 	base := "http://" + displayAddr(ln.Addr())
-	log.Info("chatql serving", "app", base+"/", "playground", base+playground.Path, "store", cfg.Store, "broker", srv.brokerName())
+	// "playground" stays the first attribute: tests and scripts/bench.sh
+	// read the address from it.
+	log.Info("chatql serving", "playground", base+playground.Path, "app", base+"/", "store", cfg.Store, "broker", srv.brokerName())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
