@@ -63,3 +63,18 @@ func get(t *testing.T, url, wantType string) string {
 	}
 	return string(body)
 }
+
+// The assets' directory is no listing: it sends the browser to the page.
+func TestPrefixRedirectsToPage(t *testing.T) {
+	srv := httptest.NewServer(Assets())
+	defer srv.Close()
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Get(srv.URL + Prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != Path {
+		t.Fatalf("GET %s: %s to %q, want 301 to %s", Prefix, resp.Status, resp.Header.Get("Location"), Path)
+	}
+}

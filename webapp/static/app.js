@@ -81,8 +81,15 @@ api.onSession((user) => {
 api.connectionState((state) => {
   $("connection").textContent = state === "live" ? "online" : state;
   $("connection").dataset.state = state;
-  // Presence is not replayed: after a reconnect, read it again.
-  if (state === "live" && open) refreshPresence();
+  if (state !== "live" || !started) return;
+  // Presence is not replayed: after a (re)connect, read it again. So is
+  // the newest page: the subscriptions replay from their cursors, but one
+  // started before any event (an empty room, the inbox) has none.
+  loadInboxSoon();
+  if (open) {
+    refreshPresence();
+    refreshNewest();
+  }
 });
 
 // ---- The inbox and the rooms ----
@@ -324,6 +331,22 @@ async function loadPage() {
 
 // loadOlder reads the next older page, unless one is being read; it
 // reports whether it read one.
+// refreshNewest shows the messages of the newest page not shown yet.
+async function refreshNewest() {
+  const conv = open;
+  try {
+    const data =
+      conv.kind === "room"
+        ? (await api.gql(queries.messages, { room: conv.name, first: pageSize })).messages
+        : (await api.gql(queries.directMessages, { with: conv.peer, first: pageSize })).directMessages;
+    if (open !== conv || shown.size === 0) return; // not read yet: loadPage shows them
+    // The history shows the newest page already: what it lacks is newer.
+    for (const { node } of data.edges.slice().reverse()) if (!shown.has(node.id)) show(node, true);
+  } catch {
+    /* the subscription replays what it can */
+  }
+}
+
 async function loadOlder() {
   if (loadingOlder || !hasOlder || !open) return false;
   loadingOlder = true;
