@@ -271,6 +271,9 @@ const scenarios = {
       await page.keyboard.press("Control+A");
       await page.keyboard.press("Delete");
       await page.keyboard.insertText(query);
+      // GraphiQL tells a subscription by parsing the editor's text a moment
+      // after it changes: run it once it has.
+      await page.waitForTimeout(1000);
       await page.locator(".graphiql-execute-button").click();
     };
     const result = page.locator(".result-window");
@@ -279,9 +282,13 @@ const scenarios = {
     await result.filter({ hasText: '"garden"' }).waitFor();
 
     await run('subscription { roomEvents(room: "garden") { kind message { content } } }');
-    await page.waitForTimeout(1000); // the subscription starts
-    await post(frank, "garden", "Painting the roses red");
-    await result.filter({ hasText: "Painting the roses red" }).waitFor();
+    // Post until the subscription, once started, shows a post.
+    const shown = result.filter({ hasText: "Painting the roses red" });
+    for (let i = 0; i < 20 && !(await shown.count()); i++) {
+      await post(frank, "garden", "Painting the roses red");
+      await page.waitForTimeout(500);
+    }
+    await shown.waitFor();
     await result.filter({ hasText: "MESSAGE_POSTED" }).waitFor();
     await shot(page, "playground-subscription");
     return "the playground ran a query and a live subscription";
