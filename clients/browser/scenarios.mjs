@@ -249,7 +249,11 @@ const scenarios = {
     await message(page, "Tick tock").waitFor();
     await send(page, "It's always six o'clock now.");
     check((await page.locator("#auth").isHidden()) && (await messages(page).count()) === 2, "hal was logged out or lost a message");
-    return `the app refreshed its ${cfg.tokenTTL}s token and stayed live past its expiry`;
+    // A reload keeps the session (sessionStorage) and the conversation (the URL's hash).
+    await page.reload();
+    await message(page, "Tick tock").waitFor();
+    await live(page);
+    return `the app refreshed its ${cfg.tokenTTL}s token and stayed live past its expiry, and a reload kept the session`;
   },
 
   // The playground at /playground runs a query, and a subscription that

@@ -36,16 +36,19 @@ export function onSession(fn) {
 
 function setSession(payload) {
   session = payload;
-  clearTimeout(refreshTimer);
-  if (payload) {
-    sessionStorage.setItem(stored, JSON.stringify(payload));
-    const left = Date.parse(payload.expiresAt) - Date.now();
-    refreshTimer = setTimeout(() => refresh().catch(() => {}), Math.max(1000, Math.min(left - 60_000, left / 2)));
-  } else {
-    sessionStorage.removeItem(stored);
-  }
+  if (payload) sessionStorage.setItem(stored, JSON.stringify(payload));
+  else sessionStorage.removeItem(stored);
+  scheduleRefresh();
   for (const fn of sessionListeners) fn(currentUser());
 }
+
+function scheduleRefresh() {
+  clearTimeout(refreshTimer);
+  if (!session) return;
+  const left = Date.parse(session.expiresAt) - Date.now();
+  refreshTimer = setTimeout(() => refresh().catch(() => {}), Math.max(1000, Math.min(left - 60_000, left / 2)));
+}
+scheduleRefresh(); // a session kept across a reload
 
 /** Exchanges the refresh token for a new pair; ends the session if it fails. */
 export function refresh() {
