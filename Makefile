@@ -1,6 +1,6 @@
 # Everyday commands. `make test` needs Go alone; `make test-integration`
 # starts a real Cassandra node and a real Redis (scripts/), installs chromium
-# for the browser test, and runs every test against them.
+# for the browser tests, and runs every test against them.
 GO              ?= go
 CASSANDRA_HOSTS ?= 127.0.0.1
 REDIS_URL       ?= redis://127.0.0.1:6379/0
@@ -56,7 +56,9 @@ test-cluster:
 		$(GO) test -count=1 -timeout 20m -v -run 'TestFailover' . || status=$$?; \
 	scripts/cassandra-cluster.sh stop; exit $$status
 
-# Debian's chromium, for the browser tests (installed when missing; needs root).
+# Debian's chromium and an emoji font, for the browser tests (installed when
+# missing; needs root). The tests' driver, playwright-core, is an npm package:
+# `npm ci --prefix clients/browser` (.ci/run does).
 browser:
 	scripts/chromium.sh
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/killrchat/chatql/internal/testenv"
+	"github.com/killrchat/chatql/playground"
 )
 
 // The playground renders in a real browser (headless chromium) with no
@@ -18,7 +19,7 @@ func TestPlaygroundRendersInBrowser(t *testing.T) {
 		testenv.Missing(t, "chromium is not installed (scripts/chromium.sh installs it)", "the browser tests")
 	}
 	ts := startServer(t, testConfig(t))
-	page := strings.TrimSuffix(ts.URL, "query")
+	page := strings.TrimSuffix(ts.URL, "/query") + playground.Path
 	ctx, cancel := context.WithTimeout(testContext(t), 2*time.Minute)
 	defer cancel()
 	// --virtual-time-budget lets the page's scripts run to quiet before

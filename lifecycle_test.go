@@ -249,7 +249,7 @@ func TestRequestLimits(t *testing.T) {
 	})
 	t.Run("HealthAndPlayground", func(t *testing.T) {
 		base := strings.TrimSuffix(ts.URL, "/query")
-		for path, want := range map[string]string{"/healthz": "ok", "/readyz": "ready", "/": "graphiql"} {
+		for path, want := range map[string]string{"/healthz": "ok", "/readyz": "ready", "/": "<title>chatql</title>", "/playground": "graphiql"} {
 			resp, err := http.Get(base + path)
 			if err != nil {
 				t.Fatal(err)

@@ -47,6 +47,7 @@ import (
 	"github.com/killrchat/chatql/store"
 	"github.com/killrchat/chatql/store/embedded"
 	"github.com/killrchat/chatql/stream"
+	"github.com/killrchat/chatql/webapp"
 )
 
 func main() {
@@ -75,7 +76,10 @@ func run(cfg Config, log *slog.Logger) error {
 		_ = srv.Close(context.Background())
 		return err
 	}
-	log.Info("chatql serving", "playground", "http://"+displayAddr(ln.Addr())+"/", "store", cfg.Store, "broker", srv.brokerName())
+	base := "http://" + displayAddr(ln.Addr())
+	// "playground" stays the first attribute: tests and scripts/bench.sh
+	// read the address from it.
+	log.Info("chatql serving", "playground", base+playground.Path, "app", base+"/", "store", cfg.Store, "broker", srv.brokerName())
 	if cfg.MetricsAddr != "" {
 		stopMetrics, _, err := srv.serveMetrics(cfg.MetricsAddr)
 		if err != nil {
@@ -366,7 +370,8 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 	gql.SetRecoverFunc(res.Recover)
 
 	mux := http.NewServeMux()
-	mux.Handle("/", playground.Page("chatql", "/query"))
+	mux.Handle("/", webapp.Handler())
+	mux.Handle(playground.Path, playground.Page("chatql", "/query"))
 	mux.Handle(playground.Prefix, playground.Assets())
 	addresses := ratelimit.NewAddresses(s.cfg.TrustedProxies)
 	limits := httpapi.Limits{MaxBody: s.cfg.MaxBodyBytes, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout}

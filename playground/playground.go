@@ -18,8 +18,12 @@ import (
 //go:embed assets
 var assets embed.FS
 
-// Prefix is the path the assets are served under.
-const Prefix = "/playground/"
+// Path is where the playground's page is served; Prefix is the path its
+// assets are served under.
+const (
+	Path   = "/playground"
+	Prefix = "/playground/"
+)
 
 // Assets serves the embedded files under Prefix. They never change within
 // one binary, so browsers may keep them a day.
@@ -27,6 +31,10 @@ func Assets() http.Handler {
 	files, _ := fs.Sub(assets, "assets") // cannot fail: the directory is embedded
 	serve := http.StripPrefix(Prefix, http.FileServerFS(files))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == Prefix { // not a listing of the assets: the page
+			http.Redirect(w, r, Path, http.StatusMovedPermanently)
+			return
+		}
 		w.Header().Set("Cache-Control", "public, max-age=86400")
 		serve.ServeHTTP(w, r)
 	})

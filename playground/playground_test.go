@@ -16,12 +16,12 @@ import (
 // the digest of what the server serves there: nothing from the internet.
 func TestPageLoadsOnlyEmbeddedAssets(t *testing.T) {
 	mux := http.NewServeMux()
-	mux.Handle("/", Page("chatql", "/query"))
+	mux.Handle(Path, Page("chatql", "/query"))
 	mux.Handle(Prefix, Assets())
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
-	page := get(t, srv.URL+"/", "text/html")
+	page := get(t, srv.URL+Path, "text/html")
 	if regexp.MustCompile(`(src|href)="https?://`).MatchString(page) {
 		t.Fatalf("the page loads something from elsewhere:\n%s", page)
 	}
@@ -62,4 +62,19 @@ func get(t *testing.T, url, wantType string) string {
 		t.Fatalf("GET %s: %s %q, want 200 %s", url, resp.Status, resp.Header.Get("Content-Type"), wantType)
 	}
 	return string(body)
+}
+
+// The assets' directory is no listing: it sends the browser to the page.
+func TestPrefixRedirectsToPage(t *testing.T) {
+	srv := httptest.NewServer(Assets())
+	defer srv.Close()
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Get(srv.URL + Prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != Path {
+		t.Fatalf("GET %s: %s to %q, want 301 to %s", Prefix, resp.Status, resp.Header.Get("Location"), Path)
+	}
 }

@@ -1,0 +1,321 @@
+// Browser tests of the web app and the playground: Debian's chromium, driven
+// by playwright-core, against a running chatql. webapp_browser_test.go starts
+// the server and runs this with one JSON argument:
+//   {"url": "http://127.0.0.1:port", "chromium": "/usr/bin/chromium", "screenshots": "dir"}
+// Each scenario throws on failure; the script prints what passed and exits 1
+// at the first failure, with a screenshot of every page open at the time.
+import { chromium } from "playwright-core";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+
+const cfg = JSON.parse(process.argv[2]);
+mkdirSync(cfg.screenshots, { recursive: true });
+const timeout = 15_000;
+
+// ---- The API from Node, to set the scene ----
+
+async function gql(query, variables = {}, token) {
+  const headers = { "Content-Type": "application/json" };
+  if (token) headers.Authorization = `Bearer ${token}`;
+  const resp = await fetch(`${cfg.url}/query`, { method: "POST", headers, body: JSON.stringify({ query, variables }) });
+  const body = await resp.json();
+  if (body.errors) throw new Error(`${query.slice(0, 40)}: ${JSON.stringify(body.errors)}`);
+  return body.data;
+}
+
+const password = "wonderland";
+
+async function user(login) {
+  await gql("mutation($i: SignupInput!) { signup(input: $i) { login } }", {
+    i: { login, password, firstname: login[0].toUpperCase() + login.slice(1), lastname: "Tester" },
+  });
+  return token(login);
+}
+
+async function token(login) {
+  return (await gql("mutation($l: String!, $p: String!) { login(login: $l, password: $p) { token } }", { l: login, p: password })).login.token;
+}
+
+const post = (token, room, content) =>
+  gql("mutation($r: String!, $c: String!) { postMessage(room: $r, content: $c) { id } }", { r: room, c: content }, token);
+const createRoom = (token, name) => gql("mutation($n: String!) { createRoom(input: {name: $n}) { name } }", { n: name }, token);
+const joinRoom = (token, name) => gql("mutation($n: String!) { joinRoom(room: $n) { name } }", { n: name }, token);
+
+// ---- The browser ----
+
+const browser = await chromium.launch({
+  executablePath: cfg.chromium,
+  headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+});
+const pages = new Map(); // name -> page, for screenshots on failure
+const external = []; // what a page asked of another server: must stay empty
+
+async function open(name, hash = "") {
+  const context = await browser.newContext({ viewport: { width: 1100, height: 700 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(timeout);
+  // The page must load nothing but what the server serves.
+  page.on("request", (req) => {
+    const u = req.url();
+    if (!u.startsWith(cfg.url) && !u.startsWith(cfg.url.replace(/^http/, "ws")) && !u.startsWith("data:")) {
+      external.push(`${name}'s page requested ${u}`);
+    }
+  });
+  page.on("pageerror", (err) => console.error(`[${name}] page error: ${err.message}`));
+  page.on("console", (msg) => {
+    if (msg.type() === "error") console.error(`[${name}] console: ${msg.text()}`);
+  });
+  pages.set(name, page);
+  await page.goto(`${cfg.url}/${hash}`);
+  return page;
+}
+
+async function loginUI(page, login) {
+  await page.getByLabel("Login", { exact: true }).first().fill(login);
+  await page.locator("#login-password").fill(password);
+  await page.getByRole("button", { name: "Log in" }).click();
+  await page.locator("#chat").waitFor();
+}
+
+const messages = (page) => page.locator("#messages li.message:not(.system) .content");
+const exactly = (text) => new RegExp(`^${text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`);
+const message = (page, text) => page.locator("#messages li.message .content").filter({ hasText: exactly(text) });
+const item = (page, text) => page.locator("#messages li.message").filter({ has: page.locator(".content").filter({ hasText: exactly(text) }) });
+
+async function send(page, text) {
+  const box = page.getByLabel("Message", { exact: true });
+  await box.fill(text);
+  await box.press("Enter"); // Enter sends
+  await message(page, text).waitFor();
+}
+
+async function live(page) {
+  await page.locator('#connection[data-state="live"]').waitFor();
+}
+
+function check(cond, what) {
+  if (!cond) throw new Error(what);
+}
+
+async function shot(page, name) {
+  await page.screenshot({ path: join(cfg.screenshots, `${name}.png`) });
+}
+
+// ---- Scenarios ----
+
+const scenarios = {
+  // Two users in two browser contexts sign up through the forms and chat
+  // live: a room made in the app, joined by the other, messages both ways,
+  // typing, a reaction, a reply, an edit, and a direct message with the
+  // inbox's unread count.
+  async liveChat() {
+    const alice = await open("alice");
+    await alice.locator("#signup-login").fill("alice");
+    await alice.locator("#signup-password").fill(password);
+    await alice.getByLabel("First name").fill("Alice");
+    await alice.getByLabel("Last name").fill("Liddell");
+    await alice.getByRole("button", { name: "Sign up" }).click();
+    await alice.locator("#chat").waitFor();
+    await alice.getByLabel("New room").fill("tea-party");
+    await alice.getByRole("button", { name: "Create" }).click();
+    await alice.locator("#conversation-title", { hasText: "tea-party" }).waitFor();
+    await live(alice);
+
+    await user("bob");
+    const bob = await open("bob", "#room/tea-party");
+    await loginUI(bob, "bob");
+    await bob.getByRole("button", { name: "Join" }).click();
+    await live(bob);
+    await bob.getByLabel("Message", { exact: true }).waitFor();
+
+    await send(alice, "Have some wine.");
+    await message(bob, "Have some wine.").waitFor();
+    // Typing: bob types, alice is told.
+    await bob.getByLabel("Message", { exact: true }).pressSequentially("I don't see", { delay: 20 });
+    await alice.locator("#typing", { hasText: "bob is typing" }).waitFor();
+    await bob.getByLabel("Message", { exact: true }).fill("");
+    await send(bob, "I don't see any wine.");
+    await message(alice, "I don't see any wine.").waitFor();
+    check((await alice.locator("#typing").textContent()) === "", "alice still sees bob typing after his post");
+
+    // A reaction and a reply, seen live by the other.
+    const bobsMessage = item(alice, "I don't see any wine.");
+    await bobsMessage.getByRole("button", { name: "React 👍" }).click();
+    await item(bob, "I don't see any wine.").getByRole("button", { name: "React 👍, 1" }).waitFor();
+    await bobsMessage.getByRole("button", { name: "Reply" }).click();
+    await send(alice, "There isn't any.");
+    await item(bob, "There isn't any.").locator(".reply-to", { hasText: "bob: I don't see any wine." }).waitFor();
+    // Bob edits his message with the keyboard: Up in the empty box.
+    const box = bob.getByLabel("Message", { exact: true });
+    await box.press("ArrowUp");
+    await box.fill("I don't see any wine at all.");
+    await box.press("Enter");
+    await item(alice, "I don't see any wine at all.").getByText("(edited)").waitFor();
+
+    // A direct message: bob's inbox shows it unread until he opens it.
+    await alice.goto(`${cfg.url}/#dm/bob`);
+    await live(alice);
+    await send(alice, "Why is a raven like a writing-desk?");
+    const entry = bob.locator("#inbox a", { hasText: "@alice" });
+    await entry.locator(".badge", { hasText: "1" }).waitFor();
+    await entry.click();
+    await message(bob, "Why is a raven like a writing-desk?").waitFor();
+    await entry.locator(".badge").waitFor({ state: "detached" });
+    await send(bob, "I haven't the slightest idea.");
+    await message(alice, "I haven't the slightest idea.").waitFor();
+
+    await bob.goto(`${cfg.url}/#room/tea-party`);
+    await message(bob, "There isn't any.").waitFor();
+    await bob.locator("#conversation-info", { hasText: "online: alice, bob" }).waitFor();
+    await shot(bob, "webapp-live");
+    return "alice and bob chatted live: room, typing, reaction, reply, edit, direct message, unread";
+  },
+
+  // History pages on scroll: 100 messages, 30 a page; scrolling to the top
+  // loads older pages until the first, each message once and in order.
+  async historyPaging() {
+    const carol = await user("carol");
+    await createRoom(carol, "archive");
+    for (let i = 1; i <= 100; i++) await post(carol, "archive", `history ${i}`);
+    const page = await open("carol", "#room/archive");
+    await loginUI(page, "carol");
+    await message(page, "history 100").waitFor();
+    const first = await messages(page).count();
+    check(first < 100, `the first page shows ${first} messages, want fewer than 100`);
+    for (let i = 0; i < 20 && !(await message(page, "history 1").count()); i++) {
+      await page.locator("#messages").evaluate((el) => (el.scrollTop = 0));
+      await page.waitForTimeout(300);
+    }
+    await message(page, "history 1").waitFor();
+    const texts = await messages(page).allTextContents();
+    const want = Array.from({ length: 100 }, (_, i) => `history ${i + 1}`);
+    check(JSON.stringify(texts) === JSON.stringify(want), `after scrolling the history shows ${texts.length} messages: ${texts.slice(0, 5)}...`);
+    await shot(page, "webapp-history");
+    return `history paged on scroll: ${first} first, then all 100 in order`;
+  },
+
+  // Offline and back: what was posted while the browser was offline appears
+  // once, after the app resubscribes from its last cursor.
+  async offlineResume() {
+    const dave = await user("dave");
+    const erin = await user("erin");
+    await createRoom(dave, "resume");
+    await joinRoom(erin, "resume");
+    await post(dave, "resume", "before 1");
+    const page = await open("erin", "#room/resume");
+    await loginUI(page, "erin");
+    await message(page, "before 1").waitFor();
+    await live(page);
+    await post(dave, "resume", "before 2");
+    await message(page, "before 2").waitFor();
+
+    await page.context().setOffline(true);
+    await page.locator('#connection[data-state="offline"]').waitFor();
+    for (let i = 1; i <= 5; i++) await post(dave, "resume", `while offline ${i}`);
+    await page.waitForTimeout(500);
+    check((await message(page, "while offline 1").count()) === 0, "a message posted while offline arrived while offline");
+    await shot(page, "webapp-offline");
+
+    await page.context().setOffline(false);
+    await live(page);
+    await message(page, "while offline 5").waitFor();
+    await post(dave, "resume", "after");
+    await message(page, "after").waitFor();
+    const texts = await messages(page).allTextContents();
+    const want = ["before 1", "before 2", "while offline 1", "while offline 2", "while offline 3", "while offline 4", "while offline 5", "after"];
+    check(JSON.stringify(texts) === JSON.stringify(want), `after going offline and back erin sees ${JSON.stringify(texts)}, want ${JSON.stringify(want)}`);
+    return "offline and back: 5 messages posted while offline appeared once, in order";
+  },
+
+  // The access token is short-lived (cfg.tokenTTL seconds): the app
+  // refreshes it before it expires, and when the server closes the
+  // websocket of the expired one (4401) the app reconnects with the new
+  // token and resumes, so the room stays live past the old token's expiry.
+  async tokenRefresh() {
+    const gina = await user("gina");
+    const hal = await user("hal");
+    await createRoom(gina, "clock");
+    await joinRoom(hal, "clock");
+    const page = await open("hal", "#room/clock");
+    await loginUI(page, "hal");
+    await live(page);
+    const session = () => page.evaluate(() => JSON.parse(sessionStorage.getItem("chatql.session")));
+    const before = await session();
+    await page.waitForTimeout((cfg.tokenTTL + 3) * 1000); // past the first token's expiry
+    const after = await session();
+    check(after.token !== before.token && Date.parse(after.expiresAt) > Date.parse(before.expiresAt), "the app did not refresh its token");
+    await post(await token("gina"), "clock", "Tick tock"); // gina's first token has expired too
+    await message(page, "Tick tock").waitFor();
+    await send(page, "It's always six o'clock now.");
+    check((await page.locator("#auth").isHidden()) && (await messages(page).count()) === 2, "hal was logged out or lost a message");
+    // A reload keeps the session (sessionStorage) and the conversation (the URL's hash).
+    await page.reload();
+    await message(page, "Tick tock").waitFor();
+    await live(page);
+    return `the app refreshed its ${cfg.tokenTTL}s token and stayed live past its expiry, and a reload kept the session`;
+  },
+
+  // The playground at /playground runs a query, and a subscription that
+  // shows a message posted meanwhile.
+  async playground() {
+    const frank = await user("frank");
+    await createRoom(frank, "garden");
+    const page = await open("playground");
+    await page.addInitScript(
+      ([headers]) => {
+        if (!localStorage.getItem("graphiql:headers")) localStorage.setItem("graphiql:headers", headers);
+      },
+      [JSON.stringify({ Authorization: `Bearer ${frank}` })],
+    );
+    await page.goto(`${cfg.url}/playground`);
+    const run = async (query) => {
+      const editor = page.locator(".graphiql-query-editor .CodeMirror").first();
+      await editor.click();
+      await page.keyboard.press("Control+A");
+      await page.keyboard.press("Delete");
+      await page.keyboard.insertText(query);
+      // GraphiQL tells a subscription by parsing the editor's text a moment
+      // after it changes: run it once it has.
+      await page.waitForTimeout(1000);
+      await page.locator(".graphiql-execute-button").click();
+    };
+    const result = page.locator(".result-window");
+    await run('{ me { login rooms } room(name: "garden") { creator { login } } }');
+    await result.filter({ hasText: '"login": "frank"' }).waitFor();
+    await result.filter({ hasText: '"garden"' }).waitFor();
+
+    await run('subscription { roomEvents(room: "garden") { kind message { content } } }');
+    // Post until the subscription, once started, shows a post.
+    const shown = result.filter({ hasText: "Painting the roses red" });
+    for (let i = 0; i < 20 && !(await shown.count()); i++) {
+      await post(frank, "garden", "Painting the roses red");
+      await page.waitForTimeout(500);
+    }
+    await shown.waitFor();
+    await result.filter({ hasText: "MESSAGE_POSTED" }).waitFor();
+    await shot(page, "playground-subscription");
+    return "the playground ran a query and a live subscription";
+  },
+};
+
+const only = cfg.only ? new Set(cfg.only) : null;
+let failed = false;
+for (const [name, run] of Object.entries(scenarios)) {
+  if (only && !only.has(name)) continue;
+  try {
+    const said = await run();
+    check(external.length === 0, external.join("; "));
+    console.log(`${name}: ${said}`);
+  } catch (err) {
+    failed = true;
+    console.error(`${name} FAILED: ${err.stack || err}`);
+    for (const [p, page] of pages) await shot(page, `failed-${name}-${p}`).catch(() => {});
+    break;
+  } finally {
+    for (const page of pages.values()) await page.context().close().catch(() => {});
+    pages.clear();
+  }
+}
+await browser.close();
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,274 @@
+// The app's whole use of the API: GraphQL over HTTP with the access token,
+// the session (login, refresh before expiry, logout), and live subscriptions
+// over one websocket with the official graphql-ws client, resumed from the
+// last cursor after any disconnect.
+
+const endpoint = "/query";
+const stored = "chatql.session"; // sessionStorage: one session per tab
+
+/** An error the API answered with; code is its extensions.code. */
+export class APIError extends Error {
+  constructor(errors) {
+    super(errors.map((e) => e.message).join("; "));
+    this.code = errors[0]?.extensions?.code;
+    this.errors = errors;
+  }
+}
+
+const authFields = "token expiresAt refreshToken refreshExpiresAt user { login firstname lastname }";
+
+// The session: the tokens from login or refreshToken, kept in sessionStorage
+// so a reload keeps the user logged in, and refreshed a minute before the
+// access token expires (or halfway, for short-lived tokens).
+let session = JSON.parse(sessionStorage.getItem(stored) || "null");
+let refreshing = null;
+let refreshTimer = 0;
+const sessionListeners = new Set();
+
+export function currentUser() {
+  return session?.user ?? null;
+}
+
+/** Calls fn(user) when the user logs in or out (user null). */
+export function onSession(fn) {
+  sessionListeners.add(fn);
+}
+
+function setSession(payload) {
+  session = payload;
+  if (payload) sessionStorage.setItem(stored, JSON.stringify(payload));
+  else sessionStorage.removeItem(stored);
+  scheduleRefresh();
+  for (const fn of sessionListeners) fn(currentUser());
+}
+
+function scheduleRefresh() {
+  clearTimeout(refreshTimer);
+  if (!session) return;
+  const left = Date.parse(session.expiresAt) - Date.now();
+  refreshTimer = setTimeout(() => refresh().catch(() => {}), Math.max(1000, Math.min(left - 60_000, left / 2)));
+}
+scheduleRefresh(); // a session kept across a reload
+
+/** Exchanges the refresh token for a new pair; ends the session if it fails. */
+export function refresh() {
+  if (!session) return Promise.reject(new Error("not logged in"));
+  // One refresh at a time: a refresh token works once.
+  refreshing ??= post(`mutation Refresh($t: String!) { refreshToken(token: $t) { ${authFields} } }`, { t: session.refreshToken }, null)
+    .then((d) => setSession(d.refreshToken))
+    .catch((err) => {
+      if (err instanceof APIError) setSession(null); // used up or expired: log in again
+      throw err;
+    })
+    .finally(() => (refreshing = null));
+  return refreshing;
+}
+
+/** The access token, refreshed first if it expires within 5 seconds. */
+export async function token() {
+  if (!session) return null;
+  if (Date.parse(session.expiresAt) - Date.now() < 5000) await refresh();
+  return session?.token ?? null;
+}
+
+async function post(query, variables, bearer) {
+  const headers = { "Content-Type": "application/json" };
+  if (bearer) headers.Authorization = `Bearer ${bearer}`;
+  const resp = await fetch(endpoint, { method: "POST", headers, body: JSON.stringify({ query, variables }) });
+  const body = await resp.json().catch(() => ({ errors: [{ message: `HTTP ${resp.status}` }] }));
+  if (body.errors?.length) throw new APIError(body.errors);
+  return body.data;
+}
+
+/** Runs a query or mutation as the logged-in user; retries once after a refresh if the token was refused. */
+export async function gql(query, variables = {}) {
+  try {
+    return await post(query, variables, await token());
+  } catch (err) {
+    if (err.code !== "UNAUTHENTICATED" || !session) throw err;
+    await refresh();
+    return post(query, variables, session.token);
+  }
+}
+
+export async function signup(input) {
+  await post("mutation Signup($i: SignupInput!) { signup(input: $i) { login } }", { i: input }, null);
+  return login(input.login, input.password);
+}
+
+export async function login(login, password) {
+  const d = await post(`mutation Login($l: String!, $p: String!) { login(login: $l, password: $p) { ${authFields} } }`, { l: login, p: password }, null);
+  setSession(d.login);
+  return d.login.user;
+}
+
+export async function logout() {
+  try {
+    await gql("mutation { logout }");
+  } finally {
+    connection.close();
+    setSession(null);
+  }
+}
+
+// Live subscriptions. All share one websocket (graphql-transport-ws). The
+// client itself does not retry: when the socket closes for any reason (the
+// network went, the server restarted, the access token expired: 4401), every
+// subscription is started again on a new socket, with a fresh token, and with
+// `after` set to the cursor of the last event it saw, so the server replays
+// what was missed: nothing lost, nothing twice.
+class Connection {
+  constructor() {
+    this.client = null;
+    this.subs = new Set();
+    this.retryTimer = 0;
+    this.delay = 0;
+    this.listeners = new Set();
+    this.state = "idle";
+    addEventListener("offline", () => this.drop());
+    addEventListener("online", () => this.restart());
+  }
+
+  /** Calls fn(state) when the connection's state changes: "connecting", "live", "offline". */
+  onState(fn) {
+    this.listeners.add(fn);
+  }
+
+  setState(state) {
+    if (state === this.state) return;
+    this.state = state;
+    for (const fn of this.listeners) fn(state);
+  }
+
+  ensureClient() {
+    if (this.client) return this.client;
+    const { createClient } = window.graphqlWs;
+    const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+    this.setState("connecting");
+    const client = createClient({
+      url: `${scheme}//${location.host}${endpoint}`,
+      lazy: true,
+      retryAttempts: 0, // we resubscribe ourselves, from the last cursors
+      keepAlive: 10_000, // pings show a dead network sooner
+      connectionParams: async () => ({ token: await token() }),
+      on: {
+        connected: () => {
+          this.delay = 0;
+          this.setState("live");
+        },
+        closed: (event) => {
+          if (this.client === client) this.drop(event);
+        },
+      },
+    });
+    this.client = client;
+    return client;
+  }
+
+  /**
+   * Ends the socket; its subscriptions wait to be started again. A close
+   * with 4401 means the access token expired or was refused: refresh it
+   * first (a failed refresh ends the session).
+   */
+  drop(event) {
+    const client = this.client;
+    this.client = null;
+    for (const sub of this.subs) sub.stop();
+    client?.terminate();
+    this.setState(navigator.onLine ? "connecting" : "offline");
+    if (event?.code === 4401 && session) {
+      refresh().then(() => this.schedule(), () => {});
+    } else {
+      this.schedule();
+    }
+  }
+
+  schedule() {
+    clearTimeout(this.retryTimer);
+    if (!navigator.onLine || !session || this.subs.size === 0) return;
+    this.retryTimer = setTimeout(() => this.restart(), this.delay);
+    this.delay = Math.min(10_000, this.delay * 2 || 500);
+  }
+
+  restart() {
+    clearTimeout(this.retryTimer);
+    if (!navigator.onLine || !session) return;
+    for (const sub of this.subs) if (!sub.running) sub.start();
+  }
+
+  close() {
+    for (const sub of [...this.subs]) sub.cancel();
+    this.client?.dispose();
+    this.client = null;
+    this.setState("idle");
+  }
+}
+
+const connection = new Connection();
+export const connectionState = (fn) => connection.onState(fn);
+
+/**
+ * Subscribes to query (roomEvents or inboxEvents) and keeps it running.
+ * variables(cursor) gives the variables for a start after cursor (null at
+ * first); onEvent gets each event; onError gets a GraphQL error the server
+ * refused the subscription with (it is not started again). Returns a
+ * handle whose cancel() ends it.
+ */
+export function subscribe(query, variables, field, onEvent, onError, cursor = null) {
+  const sub = {
+    running: false,
+    dispose: null,
+    start() {
+      this.running = true;
+      const client = connection.ensureClient();
+      const run = {}; // this start; callbacks of an earlier one are ignored
+      this.run = run;
+      this.dispose = client.subscribe(
+        { query, variables: variables(cursor) },
+        {
+          next: (result) => {
+            if (this.run !== run || result.errors?.length) return;
+            const event = result.data[field];
+            if (event.cursor) cursor = event.cursor;
+            onEvent(event);
+          },
+          error: (err) => {
+            if (this.run !== run) return;
+            this.running = false;
+            if (Array.isArray(err)) {
+              // Refused by the server (not a participant, no such room...).
+              connection.subs.delete(this);
+              onError?.(new APIError(err));
+            } else if (connection.client === client) {
+              connection.drop(err); // the socket closed: start again from the cursor
+            }
+          },
+          complete: () => {
+            if (this.run !== run) return;
+            // The server ended the stream (the room was deleted, or we left).
+            this.running = false;
+            connection.subs.delete(this);
+          },
+        },
+      );
+    },
+    stop() {
+      this.running = false;
+      this.run = null;
+      const d = this.dispose;
+      this.dispose = null;
+      try {
+        d?.();
+      } catch {
+        /* the socket is gone already */
+      }
+    },
+    cancel() {
+      connection.subs.delete(this);
+      this.stop();
+    },
+  };
+  connection.subs.add(sub);
+  if (navigator.onLine) sub.start();
+  return sub;
+}

@@ -1,0 +1,739 @@
+// The chat app: the inbox with unread counts, rooms, and one open
+// conversation (a room, a private group or a direct conversation) with its
+// history paged on scroll and its live events. Every call to the server is
+// in api.js; this file is the page.
+import * as api from "./api.js";
+
+const $ = (id) => document.getElementById(id);
+const pageSize = 30;
+const quickReactions = ["👍", "🎉", "❤️"];
+
+// The fields the app shows of a message, asked for everywhere a message is read.
+const messageFields = `id room content system postedAt hidden editedAt deleted replyToId replyCount mentions
+  author { login firstname lastname } reactions { emoji count reactedByMe }`;
+
+const queries = {
+  inbox: `query Inbox { inbox { id kind unread mentions muted peerOnline peer { login firstname lastname }
+    lastMessage { content deleted author { login } } } }`,
+  rooms: `query Rooms($after: String) { rooms(first: 20, after: $after) {
+    edges { node { name banner kind } } pageInfo { hasNextPage endCursor } } }`,
+  room: `query Room($name: String!) { room(name: $name) { name banner kind creator { login }
+    participants(first: 100) { login } online(first: 100) { login } } }`,
+  messages: `query Messages($room: String!, $first: Int, $after: String) { messages(room: $room, first: $first, after: $after) {
+    edges { cursor node { ${messageFields} } } pageInfo { hasNextPage endCursor } } }`,
+  directMessages: `query Direct($with: String!, $first: Int, $after: String) { directMessages(with: $with, first: $first, after: $after) {
+    edges { cursor node { ${messageFields} } } pageInfo { hasNextPage endCursor } } }`,
+  presence: `query Presence($logins: [String!]!) { presence(logins: $logins) { login online } }`,
+  roomEvents: `subscription RoomEvents($room: String!, $after: String) { roomEvents(room: $room, after: $after, presence: true) {
+    kind cursor online user { login firstname } by { login } message { ${messageFields} } } }`,
+  inboxEvents: `subscription InboxEvents($after: String) { inboxEvents(after: $after, presence: true) {
+    kind cursor conversationId online user { login } message { ${messageFields} } } }`,
+  post: `mutation Post($room: String!, $content: String!, $id: String, $replyTo: ID) {
+    postMessage(room: $room, content: $content, clientMessageId: $id, replyTo: $replyTo) { ${messageFields} } }`,
+  sendDirect: `mutation Send($to: String!, $content: String!, $id: String, $replyTo: ID) {
+    sendDirectMessage(to: $to, content: $content, clientMessageId: $id, replyTo: $replyTo) { ${messageFields} } }`,
+  edit: `mutation Edit($id: ID!, $content: String!) { editMessage(id: $id, content: $content) { ${messageFields} } }`,
+  delete: `mutation Delete($id: ID!) { deleteMessage(id: $id) { ${messageFields} } }`,
+  addReaction: `mutation React($id: ID!, $emoji: String!) { addReaction(messageId: $id, emoji: $emoji) { ${messageFields} } }`,
+  removeReaction: `mutation Unreact($id: ID!, $emoji: String!) { removeReaction(messageId: $id, emoji: $emoji) { ${messageFields} } }`,
+  markRead: `mutation Read($c: ID!, $upTo: ID!) { markRead(conversation: $c, upTo: $upTo) { id unread } }`,
+  typing: `mutation Typing($c: ID!, $active: Boolean) { typing(conversation: $c, active: $active) }`,
+  createRoom: `mutation Create($input: CreateRoomInput!) { createRoom(input: $input) { name } }`,
+  joinRoom: `mutation Join($room: String!) { joinRoom(room: $room) { name } }`,
+  addMember: `mutation Add($g: String!, $l: String!) { addGroupMember(group: $g, login: $l) { name } }`,
+  leaveRoom: `mutation Leave($room: String!) { leaveRoom(room: $room) { name } }`,
+};
+
+// ---- Signing in and out ----
+
+function showSignedIn(user) {
+  $("auth").hidden = !!user;
+  $("chat").hidden = !user;
+  if (user) {
+    $("me").textContent = `${user.firstname} ${user.lastname} (@${user.login})`;
+    startChat();
+  } else {
+    stopChat();
+    $("login-login").focus();
+  }
+}
+
+function authForm(form, action) {
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    $("auth-error").textContent = "";
+    const data = Object.fromEntries(new FormData(form));
+    try {
+      await action(data);
+      form.reset();
+    } catch (err) {
+      $("auth-error").textContent = err.message;
+    }
+  });
+}
+authForm($("login-form"), (d) => api.login(d.login, d.password));
+authForm($("signup-form"), (d) => api.signup(d));
+$("logout").addEventListener("click", () => api.logout());
+api.onSession((user) => {
+  if (!!user !== started) showSignedIn(user);
+});
+
+api.connectionState((state) => {
+  $("connection").textContent = state === "live" ? "online" : state;
+  $("connection").dataset.state = state;
+  if (state !== "live" || !started) return;
+  // Presence is not replayed: after a (re)connect, read it again. So is
+  // the newest page: the subscriptions replay from their cursors, but one
+  // started before any event (an empty room, the inbox) has none.
+  loadInboxSoon();
+  if (open) {
+    refreshPresence();
+    refreshNewest();
+  }
+});
+
+// ---- The inbox and the rooms ----
+
+let started = false;
+let inboxSub = null;
+let inboxTimer = 0;
+let inboxPoll = 0;
+let conversations = [];
+
+function startChat() {
+  if (started) return;
+  started = true;
+  loadInbox();
+  loadRooms();
+  inboxSub = api.subscribe(queries.inboxEvents, (after) => ({ after }), "inboxEvents", onInboxEvent, showSideError);
+  // Public rooms' posts send no inbox event: their unread counts are read with the inbox.
+  inboxPoll = setInterval(loadInbox, 20_000);
+  openFromHash();
+}
+
+function stopChat() {
+  started = false;
+  inboxSub?.cancel();
+  clearInterval(inboxPoll);
+  closeConversation();
+  $("inbox").replaceChildren();
+  $("rooms").replaceChildren();
+}
+
+function showSideError(err) {
+  $("side-error").textContent = err ? err.message : "";
+}
+
+// loadInbox reads the inbox soon, once however many events ask for it.
+function loadInboxSoon() {
+  clearTimeout(inboxTimer);
+  inboxTimer = setTimeout(loadInbox, 200);
+}
+
+async function loadInbox() {
+  if (!navigator.onLine) return;
+  try {
+    conversations = (await api.gql(queries.inbox)).inbox;
+    showSideError(null);
+    renderInbox();
+  } catch (err) {
+    showSideError(err);
+  }
+}
+
+function renderInbox() {
+  const items = conversations.map((c) => {
+    const li = document.createElement("li");
+    const a = document.createElement("a");
+    const direct = c.kind === "DIRECT";
+    a.href = direct ? `#dm/${c.peer.login}` : `#room/${c.id}`;
+    a.className = "conversation-link";
+    if (open && open.id === c.id) a.setAttribute("aria-current", "page");
+    const name = document.createElement("span");
+    name.textContent = direct ? `@${c.peer.login}` : c.kind === "GROUP" ? `🔒 ${c.id}` : `# ${c.id}`;
+    a.append(name);
+    if (direct) {
+      const dot = document.createElement("span");
+      dot.className = c.peerOnline ? "dot online" : "dot";
+      dot.title = c.peerOnline ? "online" : "offline";
+      a.append(dot);
+    }
+    if (c.unread > 0) {
+      const badge = document.createElement("span");
+      badge.className = c.mentions > 0 ? "badge mention" : "badge";
+      badge.textContent = c.unread >= 100 ? "99+" : String(c.unread);
+      a.append(badge);
+      a.setAttribute("aria-label", `${name.textContent}, ${badge.textContent} unread${c.mentions ? `, ${c.mentions} mentioning you` : ""}`);
+    }
+    li.append(a);
+    return li;
+  });
+  $("inbox").replaceChildren(...items);
+}
+
+let roomsAfter = null;
+async function loadRooms(more = false) {
+  try {
+    const { rooms } = await api.gql(queries.rooms, { after: more ? roomsAfter : null });
+    const items = rooms.edges.map(({ node }) => {
+      const li = document.createElement("li");
+      const a = document.createElement("a");
+      a.href = `#room/${node.name}`;
+      a.className = "conversation-link";
+      a.textContent = `${node.kind === "PRIVATE_GROUP" ? "🔒" : "#"} ${node.name}`;
+      if (node.banner) a.title = node.banner;
+      li.append(a);
+      return li;
+    });
+    if (more) $("rooms").append(...items);
+    else $("rooms").replaceChildren(...items);
+    roomsAfter = rooms.pageInfo.endCursor;
+    $("rooms-more").hidden = !rooms.pageInfo.hasNextPage;
+  } catch (err) {
+    showSideError(err);
+  }
+}
+$("rooms-more").addEventListener("click", () => loadRooms(true));
+
+$("room-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const name = $("room-name").value.trim();
+  const kind = $("room-private").checked ? "PRIVATE_GROUP" : "PUBLIC";
+  try {
+    await api.gql(queries.createRoom, { input: { name, kind } });
+    e.target.reset();
+    showSideError(null);
+    loadRooms();
+    loadInbox();
+    location.hash = `#room/${name}`;
+  } catch (err) {
+    showSideError(err);
+  }
+});
+
+$("dm-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const login = $("dm-login").value.trim();
+  e.target.reset();
+  location.hash = `#dm/${login}`;
+});
+
+// ---- The open conversation ----
+
+// open is the conversation shown: { kind: "room" | "dm", id, name, peer }.
+let open = null;
+let roomSub = null;
+let olderCursor = null; // messages(after:) for the next older page
+let hasOlder = false;
+let loadingOlder = false;
+const shown = new Map(); // message id -> { message, li }
+const typists = new Map(); // login -> timer
+let replyTo = null; // the message the composer replies to
+let editing = null; // the message the composer edits
+
+addEventListener("hashchange", openFromHash);
+
+function openFromHash() {
+  if (!started) return;
+  const [, kind, id] = location.hash.match(/^#(room|dm)\/(.+)$/) || [];
+  if (!kind) {
+    closeConversation();
+    return;
+  }
+  const name = decodeURIComponent(id);
+  if (kind === "room") openConversation({ kind, id: name, name });
+  else openConversation({ kind, id: [api.currentUser().login, name].sort().join(":"), name, peer: name });
+}
+
+function closeConversation() {
+  roomSub?.cancel();
+  roomSub = null;
+  open = null;
+  olderCursor = null;
+  hasOlder = false;
+  readUpTo = null;
+  shown.clear();
+  for (const t of typists.values()) clearTimeout(t);
+  typists.clear();
+  $("messages").replaceChildren();
+  $("typing").textContent = "";
+  $("composer").hidden = true;
+  $("join").hidden = true;
+  $("leave").hidden = true;
+  $("member-form").hidden = true;
+  $("conversation-title").textContent = "Pick a conversation";
+  $("conversation-info").textContent = "";
+}
+
+async function openConversation(conv) {
+  closeConversation();
+  open = conv;
+  renderInbox();
+  $("conversation-title").textContent = conv.kind === "dm" ? `@${conv.peer}` : `# ${conv.name}`;
+  $("conversation-error").textContent = "";
+  setComposerMode(null);
+  const page = await loadPage();
+  if (open !== conv || !page) return;
+  $("composer").hidden = false;
+  $("leave").hidden = conv.kind !== "room";
+  // Live events from the newest message on: the server replays anything
+  // posted since the page was read, then goes live. A direct conversation's
+  // events arrive in the inbox subscription.
+  if (conv.kind === "room") {
+    const newest = page.edges[0]?.cursor ?? null;
+    roomSub = api.subscribe(queries.roomEvents, (after) => ({ room: conv.name, after }), "roomEvents", onRoomEvent, showConversationError, newest);
+  }
+  refreshPresence();
+  markReadSoon();
+  $("composer-input").focus();
+  // A first page too short to scroll: read older ones until it scrolls.
+  const list = $("messages");
+  while (open === conv && list.scrollHeight <= list.clientHeight && (await loadOlder()));
+}
+
+function showConversationError(err) {
+  $("conversation-error").textContent = err ? err.message : "";
+}
+
+// loadPage reads the next older page of the open conversation's history.
+async function loadPage() {
+  const conv = open;
+  try {
+    const data =
+      conv.kind === "room"
+        ? (await api.gql(queries.messages, { room: conv.name, first: pageSize, after: olderCursor })).messages
+        : (await api.gql(queries.directMessages, { with: conv.peer, first: pageSize, after: olderCursor })).directMessages;
+    if (open !== conv) return null;
+    olderCursor = data.pageInfo.endCursor;
+    hasOlder = data.pageInfo.hasNextPage;
+    const list = $("messages");
+    const atStart = list.childElementCount === 0;
+    const before = list.scrollHeight;
+    // The page is newest first; the history shows oldest at the top.
+    const items = [];
+    for (const { node } of data.edges.slice().reverse()) {
+      if (!shown.has(node.id)) items.push(render(node));
+    }
+    list.prepend(...items);
+    if (atStart) list.scrollTop = list.scrollHeight;
+    else list.scrollTop += list.scrollHeight - before; // keep what the user was reading in place
+    return data;
+  } catch (err) {
+    if (err.code === "FORBIDDEN" && conv.kind === "room") {
+      $("join").hidden = false; // a public room the user has not joined
+      $("conversation-info").textContent = "Join the room to read and post.";
+      return null;
+    }
+    showConversationError(err);
+    return null;
+  }
+}
+
+// loadOlder reads the next older page, unless one is being read; it
+// reports whether it read one.
+// refreshNewest shows the messages of the newest page not shown yet.
+async function refreshNewest() {
+  const conv = open;
+  try {
+    const data =
+      conv.kind === "room"
+        ? (await api.gql(queries.messages, { room: conv.name, first: pageSize })).messages
+        : (await api.gql(queries.directMessages, { with: conv.peer, first: pageSize })).directMessages;
+    if (open !== conv || shown.size === 0) return; // not read yet: loadPage shows them
+    // The history shows the newest page already: what it lacks is newer.
+    for (const { node } of data.edges.slice().reverse()) if (!shown.has(node.id)) show(node, true);
+  } catch {
+    /* the subscription replays what it can */
+  }
+}
+
+async function loadOlder() {
+  if (loadingOlder || !hasOlder || !open) return false;
+  loadingOlder = true;
+  const list = $("messages");
+  list.setAttribute("aria-busy", "true");
+  try {
+    await loadPage();
+  } finally {
+    loadingOlder = false;
+    list.setAttribute("aria-busy", "false");
+  }
+  return true;
+}
+
+$("messages").addEventListener("scroll", () => {
+  if ($("messages").scrollTop < 80) loadOlder();
+});
+// Keyboard: Home in the history loads older pages too.
+$("messages").addEventListener("keydown", (e) => {
+  if (e.key === "Home" || e.key === "PageUp") loadOlder();
+});
+
+$("leave").addEventListener("click", async () => {
+  try {
+    await api.gql(queries.leaveRoom, { room: open.name });
+    loadInbox();
+    location.hash = "";
+  } catch (err) {
+    showConversationError(err);
+  }
+});
+
+$("member-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  try {
+    await api.gql(queries.addMember, { g: open.name, l: $("member-login").value.trim() });
+    e.target.reset();
+    refreshPresence();
+  } catch (err) {
+    showConversationError(err);
+  }
+});
+
+$("join").addEventListener("click", async () => {
+  try {
+    await api.gql(queries.joinRoom, { room: open.name });
+    loadInbox();
+    openConversation(open);
+  } catch (err) {
+    showConversationError(err);
+  }
+});
+
+// ---- Live events ----
+
+function onRoomEvent(e) {
+  switch (e.kind) {
+    case "TYPING_STARTED":
+    case "TYPING_STOPPED":
+      setTyping(e.user.login, e.kind === "TYPING_STARTED");
+      return;
+    case "PRESENCE_CHANGED":
+      setOnline(e.user.login, e.online);
+      return;
+    case "READ_UPTO":
+      return;
+    case "ROOM_DELETED":
+      $("conversation-info").textContent = "This room was deleted.";
+      $("composer").hidden = true;
+      loadInboxSoon();
+      loadRooms();
+      return;
+    case "PARTICIPANT_LEFT":
+    case "PARTICIPANT_REMOVED":
+    case "PARTICIPANT_BANNED":
+      if (e.message) show(e.message, true);
+      if (e.user.login === api.currentUser().login) {
+        // The server ends our subscription after this event.
+        $("conversation-info").textContent = e.kind === "PARTICIPANT_LEFT" ? "You left this room." : `You were ${e.kind === "PARTICIPANT_BANNED" ? "banned" : "removed"} by ${e.by?.login ?? "a moderator"}.`;
+        $("composer").hidden = true;
+        $("leave").hidden = true;
+        loadInboxSoon();
+        return;
+      }
+      refreshPresence();
+      return;
+    case "PARTICIPANT_JOINED":
+      if (e.message) show(e.message, true);
+      refreshPresence();
+      return;
+  }
+  if (e.kind === "MESSAGE_POSTED") setTyping(e.user.login, false);
+  if (e.message) show(e.message, e.kind === "MESSAGE_POSTED");
+}
+
+function onInboxEvent(e) {
+  const here = open?.kind === "dm" && e.conversationId === open.id;
+  switch (e.kind) {
+    case "TYPING_STARTED":
+    case "TYPING_STOPPED":
+      if (here) setTyping(e.user.login, e.kind === "TYPING_STARTED");
+      return;
+    case "PRESENCE_CHANGED":
+      for (const c of conversations) if (c.peer?.login === e.user.login) c.peerOnline = e.online;
+      renderInbox();
+      if (here) setOnline(e.user.login, e.online);
+      return;
+  }
+  if (here && e.message) {
+    if (e.kind === "DIRECT_MESSAGE") setTyping(e.user.login, false);
+    show(e.message, e.kind === "DIRECT_MESSAGE");
+  }
+  loadInboxSoon();
+}
+
+// show adds a message to the history, or updates it where it is shown.
+function show(message, posted) {
+  const known = shown.get(message.id);
+  if (known) {
+    known.li.replaceWith(render(message, known.message));
+    return;
+  }
+  if (!posted) return; // an edit or reaction of a message older than the pages read
+  const list = $("messages");
+  const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 60;
+  list.append(render(message));
+  if (atBottom || message.author.login === api.currentUser().login) list.scrollTop = list.scrollHeight;
+  if (message.author.login !== api.currentUser().login && !message.system) {
+    $("announce").textContent = `${message.author.login}: ${message.content}`;
+  }
+  markReadSoon();
+}
+
+let readTimer = 0;
+let readUpTo = null;
+function markReadSoon() {
+  clearTimeout(readTimer);
+  readTimer = setTimeout(async () => {
+    const last = $("messages").lastElementChild;
+    if (!open || !last || document.hidden || last.dataset.id === readUpTo) return;
+    try {
+      readUpTo = last.dataset.id;
+      await api.gql(queries.markRead, { c: open.id, upTo: readUpTo });
+      loadInboxSoon();
+    } catch {
+      /* not fatal: the count stays */
+    }
+  }, 500);
+}
+document.addEventListener("visibilitychange", markReadSoon);
+
+// ---- Rendering a message ----
+
+const timeFormat = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
+const dayFormat = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
+
+function render(message, previous) {
+  // Subscription events carry reactedByMe null (every subscriber shares
+  // them): keep what we knew.
+  for (const r of message.reactions) {
+    if (r.reactedByMe == null) r.reactedByMe = previous?.reactions.find((p) => p.emoji === r.emoji)?.reactedByMe ?? false;
+  }
+  const mine = message.author.login === api.currentUser().login;
+  const li = document.createElement("li");
+  const me = api.currentUser().login;
+  li.className = `message${mine && !message.system ? " own" : ""}${message.system ? " system" : ""}${message.deleted ? " deleted" : ""}${message.mentions.includes(me) ? " mention" : ""}`;
+  li.id = `m-${message.id}`;
+  li.dataset.id = message.id;
+
+  const meta = document.createElement("div");
+  meta.className = "meta";
+  const author = document.createElement("strong");
+  author.textContent = message.author.login;
+  const time = document.createElement("time");
+  time.dateTime = message.postedAt;
+  const posted = new Date(message.postedAt);
+  time.textContent = (posted.toDateString() === new Date().toDateString() ? timeFormat : dayFormat).format(posted);
+  meta.append(author, " ", time);
+  if (message.editedAt) meta.append(" ", tag("(edited)"));
+  if (message.replyToId) {
+    const root = shown.get(message.replyToId)?.message;
+    const link = document.createElement("a");
+    link.href = `#m-${message.replyToId}`;
+    link.className = "reply-to";
+    link.textContent = root ? `↪ ${root.author.login}: ${root.content.slice(0, 40)}` : "↪ in a thread";
+    link.addEventListener("click", (e) => {
+      e.preventDefault(); // the hash is the open conversation's
+      $(`m-${message.replyToId}`)?.scrollIntoView({ block: "center" });
+    });
+    meta.append(" ", link);
+  }
+  const content = document.createElement("p");
+  content.className = "content";
+  content.textContent = message.deleted ? "This message was deleted." : message.hidden && !message.content ? "This message was hidden." : message.content;
+  li.append(meta, content);
+
+  if (!message.system && !message.deleted) {
+    const reactions = document.createElement("div");
+    reactions.className = "reactions";
+    const emojis = [...new Set([...message.reactions.map((r) => r.emoji), ...quickReactions])];
+    for (const emoji of emojis) {
+      const r = message.reactions.find((x) => x.emoji === emoji);
+      const b = button(r ? `${emoji} ${r.count}` : emoji, () => react(message, emoji, !r?.reactedByMe));
+      b.setAttribute("aria-pressed", r?.reactedByMe ? "true" : "false");
+      b.setAttribute("aria-label", `React ${emoji}${r ? `, ${r.count}` : ""}`);
+      if (!r) b.classList.add("quiet");
+      reactions.append(b);
+    }
+    const actions = document.createElement("div");
+    actions.className = "actions";
+    actions.append(button("Reply", () => setComposerMode({ replyTo: message })));
+    if (message.replyCount > 0) actions.append(tag(`${message.replyCount} ${message.replyCount === 1 ? "reply" : "replies"}`));
+    if (mine) {
+      actions.append(button("Edit", () => setComposerMode({ edit: message })));
+      actions.append(button("Delete", () => remove(message)));
+    }
+    li.append(reactions, actions);
+  }
+  shown.set(message.id, { message, li });
+  return li;
+}
+
+function tag(text) {
+  const s = document.createElement("span");
+  s.className = "tag";
+  s.textContent = text;
+  return s;
+}
+
+function button(text, onClick) {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.textContent = text;
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+async function react(message, emoji, add) {
+  try {
+    const d = await api.gql(add ? queries.addReaction : queries.removeReaction, { id: message.id, emoji });
+    show(add ? d.addReaction : d.removeReaction, false);
+  } catch (err) {
+    showConversationError(err);
+  }
+}
+
+async function remove(message) {
+  if (!confirm("Delete this message for everyone?")) return;
+  try {
+    show((await api.gql(queries.delete, { id: message.id })).deleteMessage, false);
+  } catch (err) {
+    showConversationError(err);
+  }
+}
+
+// ---- Typing and presence ----
+
+function setTyping(login, active) {
+  if (login === api.currentUser().login) return;
+  clearTimeout(typists.get(login));
+  typists.delete(login);
+  // The server sends TYPING_STOPPED; time out too, in case its sender died.
+  if (active) typists.set(login, setTimeout(() => setTyping(login, false), 7000));
+  const names = [...typists.keys()];
+  $("typing").textContent = names.length === 0 ? "" : `${names.join(", ")} ${names.length === 1 ? "is" : "are"} typing…`;
+}
+
+let online = new Set();
+async function refreshPresence() {
+  const conv = open;
+  try {
+    if (conv.kind === "room") {
+      const { room } = await api.gql(queries.room, { name: conv.name });
+      if (open !== conv || !room) return;
+      online = new Set((room.online ?? []).map((u) => u.login));
+      conv.participants = room.participants.map((u) => u.login);
+      conv.banner = room.banner;
+      conv.group = room.kind === "PRIVATE_GROUP";
+      $("member-form").hidden = !conv.group;
+    } else {
+      const { presence } = await api.gql(queries.presence, { logins: [conv.peer] });
+      if (open !== conv) return;
+      online = new Set(presence.filter((p) => p.online).map((p) => p.login));
+    }
+    renderInfo();
+  } catch {
+    /* presence is a nicety */
+  }
+}
+
+function setOnline(login, isOnline) {
+  if (isOnline) online.add(login);
+  else online.delete(login);
+  renderInfo();
+}
+
+function renderInfo() {
+  if (!open) return;
+  const who = [...online].sort();
+  if (open.kind === "dm") {
+    $("conversation-info").textContent = online.has(open.peer) ? "online" : "offline";
+    return;
+  }
+  const parts = [];
+  if (open.banner) parts.push(open.banner);
+  if (open.participants) parts.push(`${open.participants.length} participant${open.participants.length === 1 ? "" : "s"}`);
+  parts.push(`online: ${who.length ? who.join(", ") : "nobody"}`);
+  $("conversation-info").textContent = parts.join(" · ");
+}
+
+// ---- The composer ----
+
+const input = $("composer-input");
+
+function setComposerMode(mode) {
+  replyTo = mode?.replyTo ?? null;
+  editing = mode?.edit ?? null;
+  const bar = $("composer-mode");
+  bar.hidden = !mode;
+  if (replyTo) bar.firstElementChild.textContent = `Replying to ${replyTo.author.login}: ${replyTo.content.slice(0, 60)}`;
+  if (editing) {
+    bar.firstElementChild.textContent = "Editing your message";
+    input.value = editing.content;
+  }
+  if (mode) input.focus();
+}
+$("composer-cancel").addEventListener("click", () => {
+  if (editing) input.value = "";
+  setComposerMode(null);
+});
+
+input.addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+    e.preventDefault();
+    $("composer").requestSubmit();
+  } else if (e.key === "Escape" && (editing || replyTo)) {
+    if (editing) input.value = "";
+    setComposerMode(null);
+  } else if (e.key === "ArrowUp" && input.value === "") {
+    // Up in an empty box edits your last message.
+    const own = [...shown.values()].filter((s) => s.message.author.login === api.currentUser().login && !s.message.system && !s.message.deleted);
+    if (own.length) {
+      e.preventDefault();
+      setComposerMode({ edit: own[own.length - 1].message });
+    }
+  }
+});
+
+let typingSent = 0;
+input.addEventListener("input", () => {
+  if (!open || editing) return;
+  const now = Date.now();
+  if (input.value === "") {
+    if (typingSent) api.gql(queries.typing, { c: open.id, active: false }).catch(() => {});
+    typingSent = 0;
+  } else if (now - typingSent > 3000) {
+    typingSent = now; // renew every 3 seconds while typing
+    api.gql(queries.typing, { c: open.id }).catch(() => {});
+  }
+});
+
+$("composer").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const content = input.value.trim();
+  if (!content || !open) return;
+  showConversationError(null);
+  try {
+    if (editing) {
+      show((await api.gql(queries.edit, { id: editing.id, content })).editMessage, false);
+    } else {
+      // A name of our own makes the send safe to retry.
+      const vars = { content, id: crypto.randomUUID(), replyTo: replyTo?.id ?? null };
+      const sent =
+        open.kind === "room"
+          ? (await api.gql(queries.post, { room: open.name, ...vars })).postMessage
+          : (await api.gql(queries.sendDirect, { to: open.peer, ...vars })).sendDirectMessage;
+      show(sent, true);
+      if (open.kind === "dm") loadInboxSoon();
+    }
+    typingSent = 0;
+    input.value = "";
+    setComposerMode(null);
+  } catch (err) {
+    showConversationError(err);
+  }
+});
+
+// ---- Start ----
+
+showSignedIn(api.currentUser());

@@ -1,0 +1,36 @@
+// Package webapp serves the reference chat web app: plain HTML, ES modules
+// and CSS in static/, embedded in the binary, with no build step. Its one
+// third-party file, the official graphql-ws client's browser build, is in
+// static/vendor/ (fetched from the npm registry at a pinned version by
+// scripts/webapp-assets.sh and committed), so the app loads nothing from
+// elsewhere and works with no internet.
+package webapp
+
+import (
+	"embed"
+	"io/fs"
+	"net/http"
+)
+
+//go:embed static
+var static embed.FS
+
+// policy lets the page load only what this server serves and talk only to
+// it (its API over HTTP and websockets).
+const policy = "default-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// Handler serves the app's files from the root of the site: the page at
+// "/" and its modules beside it. Browsers revalidate them on each load
+// (they are small), so a new binary's app is picked up at once.
+func Handler() http.Handler {
+	files, _ := fs.Sub(static, "static") // cannot fail: the directory is embedded
+	serve := http.FileServerFS(files)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Cache-Control", "no-cache")
+		h.Set("Content-Security-Policy", policy)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		serve.ServeHTTP(w, r)
+	})
+}
