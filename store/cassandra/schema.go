@@ -67,6 +67,11 @@ var schemaV10 string
 //go:embed schema_v11.cql
 var schemaV11 string
 
+// schemaV12 adds deleted accounts.
+//
+//go:embed schema_v12.cql
+var schemaV12 string
+
 // A migration is one schema version: CQL statements separated by ';', then
 // the conversion of the data, if any.
 type migration struct {
@@ -91,6 +96,7 @@ var migrations = []migration{
 	{version: 9, description: "reply_to of messages, message_replies", cql: schemaV9},
 	{version: 10, description: "room_reads", cql: schemaV10},
 	{version: 11, description: "user_blocks, user_mutes", cql: schemaV11},
+	{version: 12, description: "users.deleted", cql: schemaV12},
 }
 
 // createMigrationsTable repeats schema.cql's statement: the table must exist
