@@ -60,10 +60,10 @@ type Config struct {
 	// ProfileTTL is how long an instance shows the names it read of a user
 	// at most: changes are announced to every instance at once, and this
 	// bounds what a lost announcement costs.
-	ProfileTTL time.Duration
-	AllowedOrigins             []string
-	ShutdownTimeout            time.Duration
-	LogLevel                   slog.Level
+	ProfileTTL      time.Duration
+	AllowedOrigins  []string
+	ShutdownTimeout time.Duration
+	LogLevel        slog.Level
 
 	// RateLimits limit writes per user and per client address; a limit
 	// that is off (zero) allows everything.

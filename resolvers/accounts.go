@@ -8,26 +8,21 @@ import (
 	"github.com/killrchat/chatql/store"
 )
 
-// deleteAccount deletes the account whose password the caller proved, in
-// an order that a failure at any step leaves retryable or harmless:
+// deleteAccount deletes the account whose password the caller proved:
 //
-//  1. The user leaves each of their rooms and groups, with the usual
-//     PARTICIPANT_LEFT (their login only: the system message carries no
-//     names). A failure here leaves the account standing, so the user may
-//     try again.
-//  2. The account becomes a tombstone (store.DeleteAccount, conditional on
-//     the password hash checked) and its sessions go.
-//  3. This instance refuses the user's tokens at once and forgets their
+//  1. The account becomes a tombstone (store.DeleteAccount, conditional on
+//     the password hash checked), and its sessions go.
+//  2. This instance refuses the user's tokens at once and forgets their
 //     profile; the announcement tells every other instance to do the same.
-//  4. The user leaves any room they joined between 1 and 2 (the tombstone
-//     lists them).
+//  3. The user leaves each room and group the tombstone lists, with the
+//     usual PARTICIPANT_LEFT, which shows them deleted: the account is gone
+//     before anyone sees it leave.
+//
+// Leaving comes last so that the login stops working first. If a leave
+// fails (or the server dies midway), the room lists the deleted user as a
+// participant, shown deleted, and the tombstone still lists the room.
 func (r *Resolver) deleteAccount(ctx context.Context, acct store.Account) error {
 	login := acct.Login
-	for _, room := range acct.ChatRooms {
-		if err := r.leaveAsDeleted(ctx, room, login); err != nil {
-			return err
-		}
-	}
 	rooms, err := r.Store.DeleteAccount(ctx, login, acct.PassHash)
 	if err != nil {
 		return err
@@ -41,8 +36,6 @@ func (r *Resolver) deleteAccount(ctx context.Context, acct store.Account) error 
 		errs = append(errs, r.leaveAsDeleted(ctx, room, login))
 	}
 	if err := errors.Join(errs...); err != nil {
-		// The account is gone; a room still listing the user shows them
-		// as a deleted participant.
 		r.Log.WarnContext(ctx, "a deleted user could not leave every room", "login", login, "err", err)
 	}
 	return nil

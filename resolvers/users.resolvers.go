@@ -186,7 +186,10 @@ func (r *mutationResolver) DeleteAccount(ctx context.Context, password string) (
 		}
 		return false, err
 	}
-	return true, r.deleteAccount(ctx, acct)
+	if err := r.deleteAccount(ctx, acct); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 func (r *queryResolver) BlockedUsers(ctx context.Context) ([]store.UserRef, error) {
 	me, err := auth.UserFrom(ctx)
