@@ -191,6 +191,8 @@ func (r *mutationResolver) DeleteAccount(ctx context.Context, password string) (
 	}
 	return true, nil
 }
+
+// BlockedUsers is the resolver for the blockedUsers field.
 func (r *queryResolver) BlockedUsers(ctx context.Context) ([]store.UserRef, error) {
 	me, err := auth.UserFrom(ctx)
 	if err != nil {
