@@ -8,6 +8,9 @@ import (
 	"github.com/killrchat/chatql/store"
 )
 
+// leaveTimeout bounds the leaves of a deleted account's rooms.
+const leaveTimeout = time.Minute
+
 // deleteAccount deletes the account whose password the caller proved:
 //
 //  1. The account becomes a tombstone (store.DeleteAccount, conditional on
@@ -31,6 +34,10 @@ func (r *Resolver) deleteAccount(ctx context.Context, acct store.Account) error 
 		r.Sessions.EndUser(login)
 	}
 	r.announce(ctx, store.AccountDeleted, login)
+	// The account is gone whatever the client does now: the leaves run on
+	// if it hangs up.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveTimeout)
+	defer cancel()
 	var errs []error
 	for _, room := range rooms {
 		errs = append(errs, r.leaveAsDeleted(ctx, room, login))
