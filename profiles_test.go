@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -373,4 +374,45 @@ func TestClusterProfiles(t *testing.T) {
 		a := viewProfiles(t, bob, "across").authorOf(t, "hi")
 		return a == summary{Login: "alice", Deleted: true}, a
 	})
+}
+
+// TestMessagePageReadsAuthorsOnce: a page of messages by many authors reads
+// their names in one store read, none when they are cached, and none when
+// the page shows no names.
+func TestMessagePageReadsAuthorsOnce(t *testing.T) {
+	ts := startServer(t, testConfig(t))
+	owner := ts.user(t, "owner")
+	mustDo(t, owner, createRoom, map[string]any{"n": "crowd"}, nil)
+	for i := range 30 {
+		u := ts.user(t, fmt.Sprintf("author%02d", i))
+		mustDo(t, u, joinRoom, map[string]any{"r": "crowd"}, nil)
+		mustDo(t, u, postMessage, map[string]any{"r": "crowd", "c": fmt.Sprintf("m%02d", i)}, nil)
+	}
+	const named = `query($r: String!) { messages(room: $r, first: 100) { edges { node { content author { login firstname lastname deleted } } } } }`
+	reads := func(query string) int {
+		t.Helper()
+		before := ts.profiles.Reads()
+		var page profilesView
+		mustDo(t, owner, query, map[string]any{"r": "crowd"}, &page)
+		if n := len(page.Messages.Edges); n != 60 {
+			t.Fatalf("page of %d messages, want 60 (30 joins, 30 posts)", n)
+		}
+		for _, e := range page.Messages.Edges {
+			if query == named && (e.Node.Author.Firstname == "" || e.Node.Author.Deleted) {
+				t.Fatalf("author %+v", e.Node.Author)
+			}
+		}
+		return ts.profiles.Reads() - before
+	}
+	ts.profiles.Purge()
+	if n := reads(named); n != 1 {
+		t.Errorf("a page by 30 uncached authors made %d store reads of names, want 1", n)
+	}
+	if n := reads(named); n != 0 {
+		t.Errorf("a page by cached authors made %d store reads of names, want 0", n)
+	}
+	ts.profiles.Purge()
+	if n := reads(`query($r: String!) { messages(room: $r, first: 100) { edges { node { content author { login } } } } }`); n != 0 {
+		t.Errorf("a page showing no names made %d store reads of names, want 0", n)
+	}
 }

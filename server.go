@@ -109,6 +109,7 @@ type Server struct {
 	presenceRedis *redis.Client
 	stopPresence  func()
 	passwords     *auth.Passwords
+	profiles      *resolvers.Profiles
 	streams       *stream.Source
 	live          *live.Transport
 }
@@ -186,6 +187,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, st store.Store
 	res := &resolvers.Resolver{Store: s.store, Broker: s.broker, Streams: s.streams, Tokens: tokens, Sessions: sessions, Passwords: passwords, Log: log, Limits: limits}
 	res.Typists = res.NewTyping()
 	res.Profiles = resolvers.NewProfiles(s.store, log, 0, cfg.ProfileTTL)
+	s.profiles = res.Profiles
 	if err := res.Profiles.Follow(streams, s.broker, sessions.EndUser); err != nil {
 		endStreams()
 		_ = s.broker.Close()
