@@ -54,6 +54,7 @@ type Profiles struct {
 	lru      *simplelru.LRU[string, cachedProfile]
 	epoch    uint64    // counts the drops; a read started in an older epoch is not cached
 	next     *profRead // the read the next misses join; nil if none waits
+	current  *profRead // the read in flight; nil if none
 	inFlight bool
 	reads    int // store reads made, for tests
 }
@@ -66,9 +67,13 @@ type cachedProfile struct {
 // profRead is one batched read of names.
 type profRead struct {
 	logins []string
-	done   chan struct{}
-	names  map[string]store.UserRef
-	err    error
+	// epoch is the cache's when the read started, and has the logins it
+	// reads: a miss of one of them in the same epoch waits for it.
+	epoch uint64
+	has   map[string]bool
+	done  chan struct{}
+	names map[string]store.UserRef
+	err   error
 }
 
 // NewProfiles returns a cache of up to size users' profiles (0 for the
@@ -167,11 +172,16 @@ func (p *Profiles) Warm(ctx context.Context, logins []string) {
 	}
 }
 
-// join adds logins to the read the next misses wait for, starting it if no
-// read is in flight, and returns it.
+// join returns a read of logins: the one in flight if it reads them all and
+// nothing was dropped since it started (a UserSummary's three fields miss
+// at once), else the read the next misses wait for, with logins added,
+// starting it if no read is in flight.
 func (p *Profiles) join(logins []string) *profRead {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if c := p.current; c != nil && c.epoch == p.epoch && !slices.ContainsFunc(logins, func(l string) bool { return !c.has[l] }) {
+		return c
+	}
 	if p.next == nil {
 		p.next = &profRead{done: make(chan struct{})}
 	}
@@ -192,10 +202,15 @@ func (p *Profiles) run(r *profRead) {
 		p.mu.Lock()
 		epoch := p.epoch
 		p.reads++
-		p.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), profileReadTimeout)
 		slices.Sort(r.logins)
 		r.logins = slices.Compact(r.logins)
+		r.epoch, r.has = epoch, make(map[string]bool, len(r.logins))
+		for _, l := range r.logins {
+			r.has[l] = true
+		}
+		p.current = r
+		p.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), profileReadTimeout)
 		r.names, r.err = p.store.Names(ctx, r.logins)
 		cancel()
 		if r.err != nil {
@@ -209,6 +224,7 @@ func (p *Profiles) run(r *profRead) {
 			}
 		}
 		close(r.done)
+		p.current = nil
 		r, p.next = p.next, nil
 		if r == nil {
 			p.inFlight = false

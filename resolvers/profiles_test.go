@@ -247,3 +247,33 @@ func TestProfilesFollow(t *testing.T) {
 	announce(broker.Resync, "")
 	waitUntil(t, func() bool { return !cached("alice") && !cached("bob") })
 }
+
+// TestProfilesJoinReadInFlight: a miss of a login the read in flight reads
+// waits for that read (a UserSummary's three fields miss at once), unless
+// a profile was dropped since it started.
+func TestProfilesJoinReadInFlight(t *testing.T) {
+	release := make(chan struct{})
+	s := &namesStore{names: map[string]store.UserRef{"alice": user("alice", "Alice")}, started: make(chan struct{}, 10), release: release}
+	p := newTestProfiles(s)
+	ctx := t.Context()
+	done := make(chan struct{})
+	go func() { p.Get(ctx, user("alice", "")); close(done) }()
+	<-s.started
+	inFlight := func() *profRead {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.current
+	}()
+	if r := p.join([]string{"alice"}); r != inFlight {
+		t.Error("a miss of the login in flight did not wait for its read")
+	}
+	if r := p.join([]string{"alice", "bob"}); r == inFlight {
+		t.Error("a miss of a login not in flight waits for the read in flight")
+	}
+	p.Forget("carol")
+	if r := p.join([]string{"alice"}); r == inFlight {
+		t.Error("a miss after a drop waits for a read that began before it")
+	}
+	close(release)
+	<-done
+}
