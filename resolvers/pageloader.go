@@ -153,10 +153,8 @@ func authorNamesSelected(ctx context.Context) bool {
 				if f.Name != "author" {
 					continue
 				}
-				for _, name := range graphql.CollectFields(oc, f.Selections, nil) {
-					if name.Name != "login" && name.Name != "__typename" {
-						return true
-					}
+				if namesSelected(graphql.CollectFields(oc, f.Selections, nil)) {
+					return true
 				}
 			}
 		}
