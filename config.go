@@ -12,6 +12,7 @@ import (
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/presence"
 	"github.com/killrchat/chatql/ratelimit"
+	"github.com/killrchat/chatql/resolvers"
 	"github.com/killrchat/chatql/store/cassandra"
 )
 
@@ -59,9 +60,13 @@ type Config struct {
 	// go offline within PresenceTTL and a heartbeat. PresenceGrace is how
 	// long a user stays online after their last connection closed.
 	PresenceTTL, PresenceGrace time.Duration
-	AllowedOrigins             []string
-	ShutdownTimeout            time.Duration
-	LogLevel                   slog.Level
+	// ProfileTTL is how long an instance shows the names it read of a user
+	// at most: changes are announced to every instance at once, and this
+	// bounds what a lost announcement costs.
+	ProfileTTL      time.Duration
+	AllowedOrigins  []string
+	ShutdownTimeout time.Duration
+	LogLevel        slog.Level
 
 	// RateLimits limit writes per user and per client address; a limit
 	// that is off (zero) allows everything.
@@ -107,6 +112,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.IntVar(&c.MaxConnsPerClient, "max-conns-per-client", env.int("CHAT_MAX_CONNS_PER_CLIENT", 256), "connections open at once from one client IP; 0 for no cap, e.g. behind a proxy (CHAT_MAX_CONNS_PER_CLIENT)")
 	fs.IntVar(&c.SubscriberQueue, "subscriber-queue", env.int("CHAT_SUBSCRIBER_QUEUE", 256), "events a subscriber may fall behind before it is cut off (CHAT_SUBSCRIBER_QUEUE)")
 	fs.DurationVar(&c.PresenceTTL, "presence-ttl", env.duration("CHAT_PRESENCE_TTL", presence.DefaultTTL), "how long a dead instance's users stay online in Redis; instances heartbeat every third of it (CHAT_PRESENCE_TTL)")
+	fs.DurationVar(&c.ProfileTTL, "profile-ttl", env.duration("CHAT_PROFILE_TTL", resolvers.DefaultProfileTTL), "how long an instance shows the names it read of a user at most, should the announcement of a change be lost (CHAT_PROFILE_TTL)")
 	fs.DurationVar(&c.PresenceGrace, "presence-grace", env.duration("CHAT_PRESENCE_GRACE", presence.DefaultGrace), "how long a user stays online after their last connection closed (CHAT_PRESENCE_GRACE)")
 	fs.DurationVar(&c.KeepAlive, "keepalive", env.duration("CHAT_KEEPALIVE", 15*time.Second), "websocket keepalive interval (CHAT_KEEPALIVE)")
 	fs.IntVar(&c.MaxUnauthenticatedWebsockets, "max-unauthenticated-websockets", env.int("CHAT_MAX_UNAUTHENTICATED_WEBSOCKETS", 1000), "websockets open without a user (before connection_init, or anonymous) before upgrades are refused with 503 (CHAT_MAX_UNAUTHENTICATED_WEBSOCKETS)")
@@ -155,6 +161,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	cass.Hosts = splitList(*hosts)
 	if c.MaxUnauthenticatedWebsockets < 1 {
 		return c, fmt.Errorf("max unauthenticated websockets %d: must be at least 1", c.MaxUnauthenticatedWebsockets)
+	}
+	if c.ProfileTTL <= 0 {
+		return c, fmt.Errorf("profile TTL %v: must be positive", c.ProfileTTL)
 	}
 	if c.PresenceTTL < 300*time.Millisecond || c.PresenceGrace < 0 {
 		return c, fmt.Errorf("presence TTL %v, grace %v: the TTL must be at least 300ms and the grace not negative", c.PresenceTTL, c.PresenceGrace)

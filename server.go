@@ -123,6 +123,7 @@ type Server struct {
 	presenceRedis *redis.Client
 	stopPresence  func()
 	passwords     *auth.Passwords
+	profiles      *resolvers.Profiles
 	streams       *stream.Source
 	live          *live.Transport
 	// metrics is the server's Prometheus registry and instruments, served
@@ -207,6 +208,13 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, st store.Store
 	s.streams = &stream.Source{Store: s.store, Broker: s.broker}
 	res := &resolvers.Resolver{Store: s.store, Broker: s.broker, Streams: s.streams, Tokens: tokens, Sessions: sessions, Passwords: passwords, Log: log, Limits: limits}
 	res.Typists = res.NewTyping()
+	res.Profiles = resolvers.NewProfiles(s.store, log, 0, cfg.ProfileTTL)
+	s.profiles = res.Profiles
+	if err := res.Profiles.Follow(streams, s.broker, sessions.EndUser); err != nil {
+		endStreams()
+		_ = s.broker.Close()
+		return nil, fmt.Errorf("following profile changes: %w", err)
+	}
 	if err := s.startPresence(res); err != nil {
 		endStreams()
 		_ = s.broker.Close()
@@ -327,6 +335,7 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 	s.live = live.New(live.Config{
 		Rooms:          s.metrics.GraphQL.Rooms(res),
 		FeedSchema:     res.FeedSchema,
+		ProfileEpoch:   res.Profiles.Epoch,
 		Authenticate:   websocketAuth(sessions),
 		SessionEnd:     sessions.Watch,
 		Connected:      s.connected,

@@ -37,6 +37,10 @@ type Sessions struct {
 
 	mu       sync.Mutex
 	watchers map[sessionKey]map[*watcher]struct{}
+	// endedUsers are the logins whose every session ended (a deleted
+	// account) with when this instance may stop remembering it: by then no
+	// session of theirs read before the end is still cached.
+	endedUsers map[string]time.Time
 }
 
 // SessionConfig configures Sessions.
@@ -101,6 +105,7 @@ func NewSessions(ctx context.Context, cfg SessionConfig) (*Sessions, error) {
 		now:        time.Now,
 		cache:      sessionCache{limit: cfg.CacheSize, entries: map[sessionKey]cacheEntry{}},
 		watchers:   map[sessionKey]map[*watcher]struct{}{},
+		endedUsers: map[string]time.Time{},
 	}
 	go s.watch(ctx)
 	return s, nil
@@ -197,6 +202,34 @@ func (s *Sessions) EndOthers(ctx context.Context, login, keep string) error {
 	return nil
 }
 
+// EndUser records that every session of login has ended, the store's
+// sessions being gone already (the account was deleted, on this instance or
+// on another, which announced it): the user's tokens stop working on this
+// instance at once, even those whose session it had read and trusted, and
+// their streams end.
+func (s *Sessions) EndUser(login string) {
+	now := s.now()
+	s.mu.Lock()
+	for l, until := range s.endedUsers {
+		if !now.Before(until) {
+			delete(s.endedUsers, l)
+		}
+	}
+	// A read of a session that began before the end may finish after it and
+	// trust the session for one interval: remember the end for two.
+	s.endedUsers[login] = now.Add(2 * s.interval)
+	s.mu.Unlock()
+	s.ended(func(k sessionKey) bool { return k.login == login })
+}
+
+// userEnded reports whether EndUser ended login's sessions lately.
+func (s *Sessions) userEnded(login string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	until, ok := s.endedUsers[login]
+	return ok && s.now().Before(until)
+}
+
 // ended records locally that the sessions matching match have ended, and
 // ends their streams.
 func (s *Sessions) ended(match func(sessionKey) bool) {
@@ -251,6 +284,9 @@ func (s *Sessions) Middleware(next http.Handler) http.Handler {
 
 // check answers from the cache, or reads the session.
 func (s *Sessions) check(ctx context.Context, k sessionKey) error {
+	if s.userEnded(k.login) {
+		return errSessionEnded
+	}
 	if err, ok := s.cache.get(k, s.now()); ok {
 		return err
 	}

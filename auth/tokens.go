@@ -45,9 +45,11 @@ func NewTokens(secret []byte, ttl time.Duration) (*Tokens, error) {
 	return &Tokens{secret: secret, ttl: ttl, now: time.Now}, nil
 }
 
-// claims carry the user's immutable names beside the login, so a post can
-// denormalize its author without reading the users table, and the id of
-// the session the token belongs to.
+// claims carry the user's names beside the login, as they were when the
+// token was issued (a refresh reads them again), so a post can denormalize
+// its author without reading the users table; the API shows every user's
+// current names whatever a copy holds. And the id of the session the token
+// belongs to.
 type claims struct {
 	jwt.RegisteredClaims
 	Firstname string `json:"given_name"`

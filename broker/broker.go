@@ -36,6 +36,11 @@ func UserTopic(login string) string { return "user:" + login }
 func RoomPresenceTopic(room string) string  { return "presence:room:" + room }
 func UserPresenceTopic(login string) string { return "presence:user:" + login }
 
+// ProfilesTopic carries the instances' announcements of profile changes
+// and account deletions (store.ProfileChanged, store.AccountDeleted), which
+// every instance follows to drop what it cached of the user.
+const ProfilesTopic = "profiles"
+
 // Errors that end a subscription.
 var (
 	// ErrSlowSubscriber: the subscriber did not keep up and was cut off so

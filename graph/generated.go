@@ -40,6 +40,7 @@ type ResolverRoot interface {
 	Room() RoomResolver
 	Subscription() SubscriptionResolver
 	User() UserResolver
+	UserSummary() UserSummaryResolver
 }
 
 type DirectiveRoot struct {
@@ -112,6 +113,7 @@ type ComplexityRoot struct {
 		BlockUser         func(childComplexity int, login string) int
 		ChangePassword    func(childComplexity int, oldPassword string, newPassword string) int
 		CreateRoom        func(childComplexity int, input model.CreateRoomInput) int
+		DeleteAccount     func(childComplexity int, password string) int
 		DeleteMessage     func(childComplexity int, id string) int
 		DeleteRoom        func(childComplexity int, room string) int
 		DismissModerator  func(childComplexity int, room string, login string) int
@@ -132,6 +134,7 @@ type ComplexityRoot struct {
 		Typing            func(childComplexity int, conversation string, active *bool) int
 		UnbanUser         func(childComplexity int, room string, login string) int
 		UnblockUser       func(childComplexity int, login string) int
+		UpdateProfile     func(childComplexity int, input model.ProfileInput) int
 	}
 
 	PageInfo struct {
@@ -219,6 +222,7 @@ type ComplexityRoot struct {
 	}
 
 	UserSummary struct {
+		Deleted   func(childComplexity int) int
 		Firstname func(childComplexity int) int
 		Lastname  func(childComplexity int) int
 		Login     func(childComplexity int) int
@@ -282,6 +286,8 @@ type MutationResolver interface {
 	RefreshToken(ctx context.Context, token string) (*model.AuthPayload, error)
 	Logout(ctx context.Context) (bool, error)
 	ChangePassword(ctx context.Context, oldPassword string, newPassword string) (bool, error)
+	UpdateProfile(ctx context.Context, input model.ProfileInput) (*store.User, error)
+	DeleteAccount(ctx context.Context, password string) (bool, error)
 }
 type QueryResolver interface {
 	Inbox(ctx context.Context) ([]store.Conversation, error)
@@ -317,6 +323,11 @@ type SubscriptionResolver interface {
 }
 type UserResolver interface {
 	Rooms(ctx context.Context, obj *store.User, first *int, after *string) ([]string, error)
+}
+type UserSummaryResolver interface {
+	Firstname(ctx context.Context, obj *store.UserRef) (string, error)
+	Lastname(ctx context.Context, obj *store.UserRef) (string, error)
+	Deleted(ctx context.Context, obj *store.UserRef) (bool, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -660,6 +671,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateRoom(childComplexity, args["input"].(model.CreateRoomInput)), true
+	case "Mutation.deleteAccount":
+		if e.ComplexityRoot.Mutation.DeleteAccount == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteAccount_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteAccount(childComplexity, args["password"].(string)), true
 	case "Mutation.deleteMessage":
 		if e.ComplexityRoot.Mutation.DeleteMessage == nil {
 			break
@@ -875,6 +897,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UnblockUser(childComplexity, args["login"].(string)), true
+	case "Mutation.updateProfile":
+		if e.ComplexityRoot.Mutation.UpdateProfile == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateProfile_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateProfile(childComplexity, args["input"].(model.ProfileInput)), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -1264,6 +1297,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.UserPresence.Online(childComplexity), true
 
+	case "UserSummary.deleted":
+		if e.ComplexityRoot.UserSummary.Deleted == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserSummary.Deleted(childComplexity), true
 	case "UserSummary.firstname":
 		if e.ComplexityRoot.UserSummary.Firstname == nil {
 			break
@@ -1292,6 +1331,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	ec := newExecutionContext(opCtx, e, make(chan graphql.DeferredResult))
 	inputUnmarshalMap := graphql.BuildUnmarshalerMap(
 		ec.unmarshalInputCreateRoomInput,
+		ec.unmarshalInputProfileInput,
 		ec.unmarshalInputSignupInput,
 	)
 	first := true
@@ -1921,16 +1961,24 @@ type PageInfo {
 }
 `, BuiltIn: false},
 	{Name: "../schema/users.graphqls", Input: `"""
-The public face of a user, as rooms and messages carry it. Names are fixed at
-signup, so this copy never goes stale.
+The public face of a user, wherever the API shows one: a message's author, a
+room's creator and participants, an event's user, a conversation's peer. It
+shows the user's profile as it is now (after ` + "`" + `updateProfile` + "`" + `), whatever the
+room or message stored when it was written: each server instance reads the
+names at most once per user and keeps them until a change is announced, on
+every instance, or for a few seconds (CHAT_PROFILE_TTL) should the
+announcement be lost. A deleted account shows ` + "`" + `deleted: true` + "`" + ` and empty
+names; its login stays, and is never given to anyone else.
 """
 type UserSummary {
-  """The unique login."""
+  """The unique login; kept for a deleted account."""
   login: String!
-  """First name."""
+  """First name; empty for a deleted account."""
   firstname: String!
-  """Last name."""
+  """Last name; empty for a deleted account."""
   lastname: String!
+  """Whether the account was deleted (` + "`" + `deleteAccount` + "`" + `): its messages remain, from a deleted user."""
+  deleted: Boolean!
 }
 
 """A user's own profile, as ` + "`" + `me` + "`" + ` returns it."""
@@ -1966,6 +2014,16 @@ input SignupInput {
   """Optional."""
   email: String
   """Optional, at most 500 characters."""
+  bio: String
+}
+
+"""A change to the caller's profile: fields left out (or null) are kept."""
+input ProfileInput {
+  """Required if given, at most 64 characters."""
+  firstname: String
+  """Required if given, at most 64 characters."""
+  lastname: String
+  """At most 500 characters; an empty string clears it."""
   bio: String
 }
 
@@ -2027,6 +2085,27 @@ extend type Mutation {
   UNAUTHENTICATED. Needs a token.
   """
   changePassword(oldPassword: String!, newPassword: String!): Boolean!
+  """
+  Changes the caller's first name, last name or bio, by signup's rules
+  (BAD_USER_INPUT otherwise), and returns the profile as it now is. Every
+  UserSummary of the caller shows the new names at once on this instance
+  and within moments on the others: message authors, participants, events,
+  old messages included. Needs a token.
+  """
+  updateProfile(input: ProfileInput!): User!
+  """
+  Deletes the caller's account, given its current password (UNAUTHENTICATED
+  if wrong). The login stops working: every access and refresh token of the
+  user is refused at once (open websockets close with 4401), and login
+  answers UNAUTHENTICATED. The profile is erased (names, email, bio,
+  password). The user leaves every room and private group they take part in
+  (the others see PARTICIPANT_LEFT); rooms they created stay, with a deleted
+  creator, and nobody may delete them any more. Their messages and direct
+  conversations remain, authored by a deleted user (` + "`" + `deleted: true` + "`" + `, empty
+  names). The login is never available again: a signup of it gives
+  CONFLICT. Needs a token.
+  """
+  deleteAccount(password: String!): Boolean!
 }
 `, BuiltIn: false},
 }
@@ -2290,6 +2369,8 @@ func (ec *executionContext) childFields_UserSummary(ctx context.Context, field g
 		return ec.fieldContext_UserSummary_firstname(ctx, field)
 	case "lastname":
 		return ec.fieldContext_UserSummary_lastname(ctx, field)
+	case "deleted":
+		return ec.fieldContext_UserSummary_deleted(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type UserSummary", field.Name)
 }
@@ -2545,6 +2626,20 @@ func (ec *executionContext) field_Mutation_createRoom_args(ctx context.Context, 
 		return nil, err
 	}
 	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deleteAccount_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "password",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["password"] = arg0
 	return args, nil
 }
 
@@ -2931,6 +3026,20 @@ func (ec *executionContext) field_Mutation_unblockUser_args(ctx context.Context,
 		return nil, err
 	}
 	args["login"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_updateProfile_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.ProfileInput, error) {
+			return ec.unmarshalNProfileInput2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐProfileInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
 	return args, nil
 }
 
@@ -5503,6 +5612,94 @@ func (ec *executionContext) fieldContext_Mutation_changePassword(ctx context.Con
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_updateProfile(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updateProfile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdateProfile(ctx, fc.Args["input"].(model.ProfileInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updateProfile(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updateProfile_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteAccount(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteAccount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteAccount(ctx, fc.Args["password"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteAccount(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteAccount_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7186,7 +7383,7 @@ func (ec *executionContext) _UserSummary_firstname(ctx context.Context, field gr
 			return ec.fieldContext_UserSummary_firstname(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Firstname, nil
+			return ec.Resolvers.UserSummary().Firstname(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
@@ -7197,7 +7394,7 @@ func (ec *executionContext) _UserSummary_firstname(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_UserSummary_firstname(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("UserSummary", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("UserSummary", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _UserSummary_lastname(ctx context.Context, field graphql.CollectedField, obj *store.UserRef) (ret graphql.Marshaler) {
@@ -7209,7 +7406,7 @@ func (ec *executionContext) _UserSummary_lastname(ctx context.Context, field gra
 			return ec.fieldContext_UserSummary_lastname(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Lastname, nil
+			return ec.Resolvers.UserSummary().Lastname(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
@@ -7220,7 +7417,30 @@ func (ec *executionContext) _UserSummary_lastname(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_UserSummary_lastname(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("UserSummary", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("UserSummary", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _UserSummary_deleted(ctx context.Context, field graphql.CollectedField, obj *store.UserRef) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserSummary_deleted(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.UserSummary().Deleted(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserSummary_deleted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserSummary", field, true, true, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) ___Directive_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -8325,6 +8545,50 @@ func (ec *executionContext) unmarshalInputCreateRoomInput(ctx context.Context, o
 				return it, err
 			}
 			it.Kind = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputProfileInput(ctx context.Context, obj any) (model.ProfileInput, error) {
+	var it model.ProfileInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"firstname", "lastname", "bio"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "firstname":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("firstname"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Firstname = data
+		case "lastname":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastname"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Lastname = data
+		case "bio":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("bio"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Bio = data
 		}
 	}
 	return it, nil
@@ -9571,6 +9835,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "updateProfile":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updateProfile(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteAccount":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteAccount(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10710,18 +10988,122 @@ func (ec *executionContext) _UserSummary(ctx context.Context, sel ast.SelectionS
 		case "login":
 			out.Values[i] = ec._UserSummary_login(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "firstname":
-			out.Values[i] = ec._UserSummary_firstname(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._UserSummary_firstname(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "lastname":
-			out.Values[i] = ec._UserSummary_lastname(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._UserSummary_lastname(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "deleted":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._UserSummary_deleted(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11316,6 +11698,11 @@ func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋkillrchatᚋchatq
 		return graphql.Null
 	}
 	return ec._PageInfo(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNProfileInput2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐProfileInput(ctx context.Context, v any) (model.ProfileInput, error) {
+	res, err := ec.unmarshalInputProfileInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNReaction2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐReaction(ctx context.Context, sel ast.SelectionSet, v store.Reaction) graphql.Marshaler {

@@ -28,6 +28,8 @@ type encoders struct {
 	// schema is the schema in which roomEvents serves the feed it is given.
 	schema func(feed <-chan *model.RoomEvent) graphql.ExecutableSchema
 	errors graphql.ErrorPresenterFunc
+	// epoch is the epoch of the users' names (nil: they never change).
+	epoch func() uint64
 
 	mu    sync.Mutex
 	byKey map[string]*encoder
@@ -55,6 +57,7 @@ type encoder struct {
 	order   [recentResults]resultKey
 	oldest  int
 	encodes int // how many events it executed, for tests
+	epoch   func() uint64
 }
 
 // resultKey identifies what an encoded event shows: the event (its id is
@@ -70,6 +73,9 @@ type resultKey struct {
 	editedAt   int64 // Unix milliseconds; 0 if never edited
 	deleted    bool
 	online     bool // a PRESENCE_CHANGED's state
+	// profiles is the epoch of the users' names the encoding shows: a
+	// profile change or an account deletion since makes it stale.
+	profiles uint64
 }
 
 // acquire returns the encoder of the operation's selection set, creating it
@@ -117,6 +123,7 @@ func (e *encoders) newEncoder(rc *graphql.OperationContext, key string) *encoder
 	return &encoder{
 		key: key, feed: feed, next: next, ctx: ctx, cancel: cancel,
 		results: make(map[resultKey][]byte, recentResults),
+		epoch:   e.epoch,
 	}
 }
 
@@ -127,6 +134,11 @@ var errEncoderEnded = errors.New("live: the shared operation ended")
 // shared: never modify them.
 func (enc *encoder) encode(ev *store.Event, viewer store.UserRef) ([]byte, error) {
 	k := resultKey{event: ev.ID, kind: ev.Kind, room: ev.Room, user: ev.User.Login, online: ev.Online}
+	if enc.epoch != nil {
+		// Read before the execution: a change during it makes the next
+		// encoding of the event run again.
+		k.profiles = enc.epoch()
+	}
 	if m := ev.Message; m != nil {
 		k.message, k.hidden, k.deleted = m.ID, m.Hidden, m.Deleted
 		k.showHidden = m.Hidden && resolvers.SeesHiddenContent(m, viewer)

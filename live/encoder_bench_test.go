@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/executor"
@@ -19,7 +20,10 @@ import (
 // selection), and finding an event already encoded (every other
 // subscriber of it).
 func BenchmarkRoomEventEncode(b *testing.B) {
-	res := &resolvers.Resolver{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// Every UserSummary shows the author's current names, from the cache
+	// (filled by the first event).
+	res := &resolvers.Resolver{Log: log, Profiles: resolvers.NewProfiles(namesStore{}, log, 0, time.Hour)}
 	exec := executor.New(graph.NewExecutableSchema(graph.Config{Resolvers: res}))
 	query := `subscription($r: String!) { roomEvents(room: $r) { kind room cursor message { id content system postedAt author { login firstname lastname } } user { login } } }`
 	rc, errs := exec.CreateOperationContext(graphql.StartOperationTrace(context.Background()), &graphql.RawParams{Query: query, Variables: map[string]any{"r": "hall"}})
@@ -30,7 +34,7 @@ func BenchmarkRoomEventEncode(b *testing.B) {
 	if !ok {
 		b.Fatal("not a roomEvents subscription")
 	}
-	encs := encoders{schema: res.FeedSchema, errors: graphql.DefaultErrorPresenter}
+	encs := encoders{schema: res.FeedSchema, errors: graphql.DefaultErrorPresenter, epoch: res.Profiles.Epoch}
 	enc := encs.acquire(rc, field)
 	defer encs.release(enc)
 	author := store.UserRef{Login: "alice", Firstname: "Alice", Lastname: "Liddell"}
@@ -58,4 +62,15 @@ func BenchmarkRoomEventEncode(b *testing.B) {
 			}
 		}
 	})
+}
+
+// namesStore knows every user as Alice Liddell.
+type namesStore struct{ store.Store }
+
+func (namesStore) Names(_ context.Context, logins []string) (map[string]store.UserRef, error) {
+	out := make(map[string]store.UserRef, len(logins))
+	for _, l := range logins {
+		out[l] = store.UserRef{Login: l, Firstname: "Alice", Lastname: "Liddell"}
+	}
+	return out, nil
 }

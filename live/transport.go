@@ -38,6 +38,10 @@ type Config struct {
 	// serving feed instead of a room (see resolvers.FeedSchema): a room
 	// event is executed in it once per selection set, for every subscriber.
 	FeedSchema func(feed <-chan *model.RoomEvent) graphql.ExecutableSchema
+	// ProfileEpoch changes whenever the users' names an event shows may
+	// have changed (resolvers.Profiles.Epoch): an event encoded in an older
+	// epoch is encoded again. Nil if names never change.
+	ProfileEpoch func() uint64
 	// Authenticate reads the token of a connection_init payload and returns
 	// the context operations run in, and whether it names a user (a
 	// connection without a token is anonymous). An error, presented by
@@ -125,7 +129,7 @@ func New(cfg Config) *Transport {
 		cfg.ErrorPresenter = graphql.DefaultErrorPresenter
 	}
 	cfg.Accept.Subprotocols = []string{graphqlTransportWS.name, graphqlWS.name}
-	t := &Transport{cfg: cfg, conns: make(map[*conn]struct{}), encoders: encoders{schema: cfg.FeedSchema, errors: cfg.ErrorPresenter}}
+	t := &Transport{cfg: cfg, conns: make(map[*conn]struct{}), encoders: encoders{schema: cfg.FeedSchema, errors: cfg.ErrorPresenter, epoch: cfg.ProfileEpoch}}
 	go t.watch()
 	return t
 }

@@ -30,6 +30,7 @@ type storeCalls struct {
 	CreateRoom         storeCall
 	CreateSession      storeCall
 	CreateUser         storeCall
+	DeleteAccount      storeCall
 	DeleteMessage      storeCall
 	DeleteRoom         storeCall
 	DeleteSession      storeCall
@@ -54,6 +55,7 @@ type storeCalls struct {
 	Mute               storeCall
 	Muted              storeCall
 	Mutes              storeCall
+	Names              storeCall
 	PostGroupMessage   storeCall
 	PostMessage        storeCall
 	React              storeCall
@@ -70,6 +72,7 @@ type storeCalls struct {
 	ThreadSummaries    storeCall
 	Unblock            storeCall
 	Unmute             storeCall
+	UpdateProfile      storeCall
 	User               storeCall
 }
 
@@ -88,6 +91,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		CreateRoom:         m.call("CreateRoom"),
 		CreateSession:      m.call("CreateSession"),
 		CreateUser:         m.call("CreateUser"),
+		DeleteAccount:      m.call("DeleteAccount"),
 		DeleteMessage:      m.call("DeleteMessage"),
 		DeleteRoom:         m.call("DeleteRoom"),
 		DeleteSession:      m.call("DeleteSession"),
@@ -112,6 +116,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		Mute:               m.call("Mute"),
 		Muted:              m.call("Muted"),
 		Mutes:              m.call("Mutes"),
+		Names:              m.call("Names"),
 		PostGroupMessage:   m.call("PostGroupMessage"),
 		PostMessage:        m.call("PostMessage"),
 		React:              m.call("React"),
@@ -128,6 +133,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		ThreadSummaries:    m.call("ThreadSummaries"),
 		Unblock:            m.call("Unblock"),
 		Unmute:             m.call("Unmute"),
+		UpdateProfile:      m.call("UpdateProfile"),
 		User:               m.call("User"),
 	}
 }
@@ -221,6 +227,13 @@ func (s *timedStore) CreateUser(ctx context.Context, a1 store.Account) error {
 	err := s.Store.CreateUser(ctx, a1)
 	s.calls.CreateUser.done(start, err)
 	return err
+}
+
+func (s *timedStore) DeleteAccount(ctx context.Context, a1 string, a2 []uint8) ([]string, error) {
+	start := now()
+	r0, err := s.Store.DeleteAccount(ctx, a1, a2)
+	s.calls.DeleteAccount.done(start, err)
+	return r0, err
 }
 
 func (s *timedStore) DeleteMessage(ctx context.Context, a1 store.Message, a2 store.UserRef) (store.Event, error) {
@@ -391,6 +404,13 @@ func (s *timedStore) Mutes(ctx context.Context, a1 string, a2 string) (bool, err
 	return r0, err
 }
 
+func (s *timedStore) Names(ctx context.Context, a1 []string) (map[string]store.UserRef, error) {
+	start := now()
+	r0, err := s.Store.Names(ctx, a1)
+	s.calls.Names.done(start, err)
+	return r0, err
+}
+
 func (s *timedStore) PostGroupMessage(ctx context.Context, a1 store.Message, a2 []store.UserRef) error {
 	start := now()
 	err := s.Store.PostGroupMessage(ctx, a1, a2)
@@ -501,6 +521,13 @@ func (s *timedStore) Unmute(ctx context.Context, a1 string, a2 string) error {
 	err := s.Store.Unmute(ctx, a1, a2)
 	s.calls.Unmute.done(start, err)
 	return err
+}
+
+func (s *timedStore) UpdateProfile(ctx context.Context, a1 string, a2 store.ProfileUpdate) (store.User, error) {
+	start := now()
+	r0, err := s.Store.UpdateProfile(ctx, a1, a2)
+	s.calls.UpdateProfile.done(start, err)
+	return r0, err
 }
 
 func (s *timedStore) User(ctx context.Context, a1 string) (store.User, error) {

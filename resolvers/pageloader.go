@@ -83,6 +83,13 @@ func (r *Resolver) prefetch(ctx context.Context, msgs []store.Message) error {
 		return nil
 	}
 	fields := nodeFields(ctx)
+	if r.Profiles != nil && authorNamesSelected(ctx) {
+		logins := make([]string, 0, len(msgs))
+		for _, m := range msgs {
+			logins = append(logins, m.Author.Login)
+		}
+		r.Profiles.Warm(ctx, logins)
+	}
 	if slices.Contains(fields, "reactions") {
 		got, err := r.Store.Reactions(ctx, msgs, viewerOf(ctx))
 		if err != nil {
@@ -127,6 +134,32 @@ func nodeFields(ctx context.Context) []string {
 		}
 	}
 	return names
+}
+
+// authorNamesSelected reports whether the connection being resolved
+// selects a profile field (firstname, lastname, deleted) of its nodes'
+// authors: then their profiles are read for the page at once.
+func authorNamesSelected(ctx context.Context) bool {
+	oc := graphql.GetOperationContext(ctx)
+	for _, edges := range graphql.CollectFieldsCtx(ctx, nil) {
+		if edges.Name != "edges" {
+			continue
+		}
+		for _, node := range graphql.CollectFields(oc, edges.Selections, nil) {
+			if node.Name != "node" {
+				continue
+			}
+			for _, f := range graphql.CollectFields(oc, node.Selections, nil) {
+				if f.Name != "author" {
+					continue
+				}
+				if namesSelected(graphql.CollectFields(oc, f.Selections, nil)) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // reactionsOf returns m's reactions for the caller: prefetched with its

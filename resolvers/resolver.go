@@ -42,4 +42,8 @@ type Resolver struct {
 	Typists *presence.Typing
 	// Presence tracks who is online (NewPresence).
 	Presence *presence.Tracker
+	// Profiles caches the users' current names, which every UserSummary
+	// shows (NewProfiles). Nil in tests of other layers: a UserSummary then
+	// shows the names as stored.
+	Profiles *Profiles
 }

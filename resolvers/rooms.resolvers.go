@@ -170,7 +170,11 @@ func (r *readMarkResolver) UpTo(ctx context.Context, obj *store.ReadMark) (strin
 
 // Participants is the resolver for the participants field.
 func (r *roomResolver) Participants(ctx context.Context, obj *store.Room, first *int, after *string) ([]store.UserRef, error) {
-	return sortedPage(obj.Participants, func(u store.UserRef) string { return u.Login }, first, after)
+	page, err := sortedPage(obj.Participants, func(u store.UserRef) string { return u.Login }, first, after)
+	if err == nil {
+		r.warmSummaries(ctx, page)
+	}
+	return page, err
 }
 
 // Kind is the resolver for the kind field.

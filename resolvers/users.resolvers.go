@@ -76,8 +76,9 @@ func (r *mutationResolver) Login(ctx context.Context, login string, password str
 	// A password change that ran since the check above may have ended the
 	// user's sessions before this one was stored: read the hash again, and
 	// if it changed, the old password no longer logs in.
+	// Likewise an account deletion.
 	again, err := r.Store.Account(ctx, login)
-	if err == nil && !bytes.Equal(again.PassHash, acct.PassHash) {
+	if errors.Is(err, store.ErrNotFound) || err == nil && !bytes.Equal(again.PassHash, acct.PassHash) {
 		err = fmt.Errorf("%w: wrong login or password", auth.ErrUnauthenticated)
 	}
 	if err != nil {
@@ -142,6 +143,55 @@ func (r *mutationResolver) ChangePassword(ctx context.Context, oldPassword strin
 	return true, nil
 }
 
+// UpdateProfile is the resolver for the updateProfile field.
+func (r *mutationResolver) UpdateProfile(ctx context.Context, input model.ProfileInput) (*store.User, error) {
+	me, err := r.limitedUser(ctx, ratelimit.RoomChange)
+	if err != nil {
+		return nil, err
+	}
+	p := store.ProfileUpdate{Firstname: input.Firstname, Lastname: input.Lastname, Bio: input.Bio}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	u, err := r.Store.UpdateProfile(ctx, me.Login, p)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("%w: the token's user no longer exists", auth.ErrUnauthenticated)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.announce(ctx, store.ProfileChanged, me.Login)
+	return &u, nil
+}
+
+// DeleteAccount is the resolver for the deleteAccount field.
+func (r *mutationResolver) DeleteAccount(ctx context.Context, password string) (bool, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return false, err
+	}
+	if err := r.limitLogin(ctx, me.Login); err != nil {
+		return false, err
+	}
+	acct, err := r.Store.Account(ctx, me.Login)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, fmt.Errorf("%w: the token's user no longer exists", auth.ErrUnauthenticated)
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := r.Passwords.Check(ctx, acct.PassHash, password); err != nil {
+		if errors.Is(err, auth.ErrUnauthenticated) {
+			err = fmt.Errorf("%w: the password is wrong", auth.ErrUnauthenticated)
+		}
+		return false, err
+	}
+	if err := r.deleteAccount(ctx, acct); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
 // BlockedUsers is the resolver for the blockedUsers field.
 func (r *queryResolver) BlockedUsers(ctx context.Context) ([]store.UserRef, error) {
 	me, err := auth.UserFrom(ctx)
@@ -172,7 +222,28 @@ func (r *userResolver) Rooms(ctx context.Context, obj *store.User, first *int, a
 	return sortedPage(obj.ChatRooms, func(name string) string { return name }, first, after)
 }
 
+// Firstname is the resolver for the firstname field.
+func (r *userSummaryResolver) Firstname(ctx context.Context, obj *store.UserRef) (string, error) {
+	return r.profile(ctx, obj).Firstname, nil
+}
+
+// Lastname is the resolver for the lastname field.
+func (r *userSummaryResolver) Lastname(ctx context.Context, obj *store.UserRef) (string, error) {
+	return r.profile(ctx, obj).Lastname, nil
+}
+
+// Deleted is the resolver for the deleted field.
+func (r *userSummaryResolver) Deleted(ctx context.Context, obj *store.UserRef) (bool, error) {
+	return r.profile(ctx, obj).Deleted, nil
+}
+
 // User returns graph.UserResolver implementation.
 func (r *Resolver) User() graph.UserResolver { return &userResolver{r} }
 
-type userResolver struct{ *Resolver }
+// UserSummary returns graph.UserSummaryResolver implementation.
+func (r *Resolver) UserSummary() graph.UserSummaryResolver { return &userSummaryResolver{r} }
+
+type (
+	userResolver        struct{ *Resolver }
+	userSummaryResolver struct{ *Resolver }
+)

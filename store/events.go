@@ -64,6 +64,17 @@ const (
 	PresenceChanged EventKind = "PRESENCE_CHANGED"
 )
 
+// The kinds of the announcements server instances make to each other on the
+// broker's profiles topic, so that each forgets what it cached of a user:
+// never logged, never shown to a subscriber. User.Login is the user.
+const (
+	// ProfileChanged: the user changed their names or bio.
+	ProfileChanged EventKind = "PROFILE_CHANGED"
+	// AccountDeleted: the user deleted their account; their sessions are
+	// gone too.
+	AccountDeleted EventKind = "ACCOUNT_DELETED"
+)
+
 // Event is one durable change, as its log keeps it. Its id is a timeuuid,
 // unique within its log and ordered by time: the cursor a subscriber resumes
 // after. An event about a message's arrival shares the message's id, so a

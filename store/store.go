@@ -15,7 +15,10 @@ import (
 
 // UserRef is the denormalized slice of a user that rooms and messages carry:
 // the Cassandra user-defined type `user (login, firstname, lastname)`.
-// Names are immutable after signup, so copies never go stale.
+// The copies hold the names as they were when written (a user may change
+// them with UpdateProfile, and a deleted account has none): the login is
+// what identifies the user, and the API shows the current names, read
+// with Profiles.Names, not the copy's.
 type UserRef struct {
 	Login     string
 	Firstname string
@@ -128,6 +131,7 @@ type Store interface {
 	Blocks
 	Mutes
 	Moderation
+	Profiles
 
 	// CreateUser stores a new account. Logins are unique: the write is a
 	// compare-and-set (INSERT ... IF NOT EXISTS), so of many concurrent signups

@@ -88,6 +88,16 @@ type PageInfo struct {
 	EndCursor *string `json:"endCursor,omitempty"`
 }
 
+// A change to the caller's profile: fields left out (or null) are kept.
+type ProfileInput struct {
+	// Required if given, at most 64 characters.
+	Firstname *string `json:"firstname,omitempty"`
+	// Required if given, at most 64 characters.
+	Lastname *string `json:"lastname,omitempty"`
+	// At most 500 characters; an empty string clears it.
+	Bio *string `json:"bio,omitempty"`
+}
+
 // Reads. Each area of the API extends this type.
 type Query struct {
 }

@@ -72,6 +72,11 @@ var schemaV11 string
 //go:embed schema_v12.cql
 var schemaV12 string
 
+// schemaV13 adds deleted accounts.
+//
+//go:embed schema_v13.cql
+var schemaV13 string
+
 // A migration is one schema version: CQL statements separated by ';', then
 // the conversion of the data, if any.
 type migration struct {
@@ -97,6 +102,7 @@ var migrations = []migration{
 	{version: 10, description: "room_reads", cql: schemaV10},
 	{version: 11, description: "user_blocks, user_mutes", cql: schemaV11},
 	{version: 12, description: "chat_rooms.moderators, chat_rooms.banned", cql: schemaV12},
+	{version: 13, description: "users.deleted", cql: schemaV13},
 }
 
 // createMigrationsTable repeats schema.cql's statement: the table must exist

@@ -157,7 +157,7 @@ func (db *DB) ChangePassword(ctx context.Context, login string, oldHash, newHash
 	applied, err := lwt(ctx, q, map[string]any{"pass_hash": &current}, func(ctx context.Context) (casOutcome, error) {
 		got, err := db.readAccount(db.serialRead(ctx, selectUser, login))
 		switch {
-		case errors.Is(err, gocql.ErrNotFound):
+		case errors.Is(err, gocql.ErrNotFound), errors.Is(err, errDeletedAccount):
 			return casRejected, nil
 		case err != nil:
 			return 0, err

@@ -14,7 +14,7 @@ import (
 const (
 	insertUser = `INSERT INTO users (login, pass_hash, firstname, lastname, email, bio)
 		VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS`
-	selectUser = `SELECT login, pass_hash, firstname, lastname, email, bio, chat_rooms
+	selectUser = `SELECT login, pass_hash, firstname, lastname, email, bio, chat_rooms, deleted
 		FROM users WHERE login = ?`
 	addUserRoom    = `UPDATE users SET chat_rooms = chat_rooms + ? WHERE login = ?`
 	removeUserRoom = `UPDATE users SET chat_rooms = chat_rooms - ? WHERE login = ?`
@@ -27,6 +27,8 @@ func (db *DB) CreateUser(ctx context.Context, a store.Account) error {
 	applied, err := lwt(ctx, q, nil, func(ctx context.Context) (casOutcome, error) {
 		got, err := db.readAccount(db.serialRead(ctx, selectUser, a.Login))
 		switch {
+		case errors.Is(err, errDeletedAccount):
+			return casRejected, nil // the login of a deleted account stays taken
 		case errors.Is(err, gocql.ErrNotFound):
 			return casNotApplied, nil
 		case err != nil:
@@ -49,7 +51,7 @@ func (db *DB) CreateUser(ctx context.Context, a store.Account) error {
 // Account returns the account of login, password hash included.
 func (db *DB) Account(ctx context.Context, login string) (store.Account, error) {
 	a, err := db.readAccount(db.query(ctx, selectUser, login))
-	if errors.Is(err, gocql.ErrNotFound) {
+	if errors.Is(err, gocql.ErrNotFound) || errors.Is(err, errDeletedAccount) {
 		return store.Account{}, fmt.Errorf("user %q: %w", login, store.ErrNotFound)
 	}
 	if err != nil {
@@ -64,14 +66,23 @@ func (db *DB) User(ctx context.Context, login string) (store.User, error) {
 	return a.User, err
 }
 
+// errDeletedAccount is what readAccount returns for the tombstone of a
+// deleted account.
+var errDeletedAccount = errors.New("account deleted")
+
 // readAccount runs selectUser. It returns gocql.ErrNotFound for no row, and
 // for a row holding chat_rooms alone, which a join by a login that never
 // signed up leaves behind: the INSERT of a signup always writes firstname,
-// an empty string included, so only such a row has it null.
+// an empty string included, so only such a row has it null. It returns
+// errDeletedAccount for a deleted account's tombstone.
 func (db *DB) readAccount(q *gocql.Query) (store.Account, error) {
 	var a store.Account
 	var firstname *string
-	err := q.Scan(&a.Login, &a.PassHash, &firstname, &a.Lastname, &a.Email, &a.Bio, &a.ChatRooms)
+	var deleted bool
+	err := q.Scan(&a.Login, &a.PassHash, &firstname, &a.Lastname, &a.Email, &a.Bio, &a.ChatRooms, &deleted)
+	if err == nil && deleted {
+		err = errDeletedAccount
+	}
 	if err == nil && firstname == nil {
 		err = gocql.ErrNotFound
 	}

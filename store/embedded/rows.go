@@ -31,6 +31,9 @@ type userRow struct {
 	Email     string   `json:"email,omitempty"`
 	Bio       string   `json:"bio,omitempty"`
 	ChatRooms []string `json:"chat_rooms,omitempty"` // sorted, no duplicates
+	// Deleted marks the tombstone of a deleted account: the login stays
+	// taken, everything else is erased.
+	Deleted bool `json:"deleted,omitempty"`
 }
 
 // roomRow is a row of chat_rooms. The creator's login is Creator.Login.

@@ -52,13 +52,14 @@ func (db *DB) User(ctx context.Context, login string) (store.User, error) {
 	return a.User, err
 }
 
-// user reads the row of login, or fails with ErrNotFound.
+// user reads the row of login, or fails with ErrNotFound: also for the
+// tombstone of a deleted account.
 func (db *DB) user(login string) (userRow, error) {
 	row, found, err := getRow[userRow](db, userKey(login))
 	if err != nil {
 		return row, fmt.Errorf("reading user %q: %w", login, err)
 	}
-	if !found {
+	if !found || row.Deleted {
 		return row, fmt.Errorf("user %q: %w", login, store.ErrNotFound)
 	}
 	return row, nil

@@ -57,6 +57,13 @@ func groups() []group[store.Store] {
 		{"Account", []storeTest{
 			{"ErrNotFound", testAccountNotFound},
 		}},
+		{"Profiles", []storeTest{
+			{"Update", testUpdateProfile},
+			{"UpdateConcurrent", testUpdateProfileConcurrent},
+			{"Names", testNames},
+			{"DeleteAccount", testDeleteAccount},
+			{"DeleteRacingUpdate", testDeleteAccountRacingUpdate},
+		}},
 		{"Blocks", []storeTest{
 			{"OK", testBlocks},
 			{"Cap", testBlocksCap},

@@ -1,0 +1,337 @@
+package resolvers
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/store"
+)
+
+// Defaults of the profile cache.
+const (
+	// DefaultProfileTTL bounds how long an instance shows names it read,
+	// should the announcement of their change be lost (a broker outage).
+	DefaultProfileTTL = 10 * time.Second
+	// DefaultProfileCacheSize caps the users an instance remembers.
+	DefaultProfileCacheSize = 100_000
+	// profileReadTimeout bounds a batch's store read, which runs for
+	// several requests at once, detached from each.
+	profileReadTimeout = 10 * time.Second
+)
+
+// A Profile is what the API shows of a user in a UserSummary: their names as
+// they are now, or that the account was deleted.
+type Profile struct {
+	store.UserRef
+	Deleted bool
+}
+
+// Profiles is an instance's cache of its users' current names, which every
+// UserSummary shows instead of the copy a room, message or event stored
+// when it was written (see the schema's UserSummary).
+//
+// A miss is read from the store in a batch: misses that come while a read
+// is in flight wait together for the next one, so a page of 50 messages by
+// 50 uncached authors costs one or two store reads, and a page whose
+// authors are cached, none. Entries live for TTL at most, and are dropped
+// at once when a profile changes or an account is deleted: on this
+// instance by Forget, on the others by the announcement Follow receives on
+// the broker's profiles topic. A read that was in flight when an entry was
+// dropped is not cached (its result may predate the change).
+type Profiles struct {
+	store store.Store
+	log   *slog.Logger
+	ttl   time.Duration
+	now   func() time.Time
+
+	mu       sync.Mutex
+	lru      *simplelru.LRU[string, cachedProfile]
+	epoch    uint64    // counts the drops; a read started in an older epoch is not cached
+	next     *profRead // the read the next misses join; nil if none waits
+	current  *profRead // the read in flight; nil if none
+	inFlight bool
+	reads    int // store reads made, for tests
+}
+
+type cachedProfile struct {
+	Profile
+	expires time.Time
+}
+
+// profRead is one batched read of names.
+type profRead struct {
+	logins []string
+	// epoch is the cache's when the read started, and has the logins it
+	// reads: a miss of one of them in the same epoch waits for it.
+	epoch uint64
+	has   map[string]bool
+	done  chan struct{}
+	names map[string]store.UserRef
+	err   error
+}
+
+// NewProfiles returns a cache of up to size users' profiles (0 for the
+// default), each kept for at most ttl (0 for the default).
+func NewProfiles(st store.Store, log *slog.Logger, size int, ttl time.Duration) *Profiles {
+	if size <= 0 {
+		size = DefaultProfileCacheSize
+	}
+	if ttl <= 0 {
+		ttl = DefaultProfileTTL
+	}
+	lru, err := simplelru.NewLRU[string, cachedProfile](size, nil)
+	if err != nil {
+		panic(err) // only for a size that is not positive
+	}
+	return &Profiles{store: st, log: log, ttl: ttl, now: time.Now, lru: lru}
+}
+
+// cached returns login's profile if it is cached and fresh.
+func (p *Profiles) cached(login string) (Profile, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, ok := p.lru.Get(login)
+	if !ok || !p.now().Before(c.expires) {
+		return Profile{}, false
+	}
+	return c.Profile, true
+}
+
+// Epoch changes whenever cached profiles are dropped: what was encoded
+// with the names of an older epoch may show stale names.
+func (p *Profiles) Epoch() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.epoch
+}
+
+// Reads is how many store reads the cache made.
+func (p *Profiles) Reads() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.reads
+}
+
+// Forget drops login's cached profile.
+func (p *Profiles) Forget(login string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.epoch++
+	p.lru.Remove(login)
+}
+
+// Purge drops every cached profile (announcements may have been lost).
+func (p *Profiles) Purge() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.epoch++
+	p.lru.Purge()
+}
+
+// Get returns u's current profile. If it cannot be read (the store fails,
+// or ctx ends first), it returns the names u carries, as stored with it:
+// better stale names than a failed message page.
+func (p *Profiles) Get(ctx context.Context, u store.UserRef) Profile {
+	if got, ok := p.cached(u.Login); ok {
+		return got
+	}
+	r := p.join([]string{u.Login})
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return Profile{UserRef: u}
+	}
+	if r.err != nil {
+		return Profile{UserRef: u}
+	}
+	return profileOf(u.Login, r.names)
+}
+
+// Warm reads, in one batch, the profiles of the logins not cached, so that
+// the resolvers of a page find them all. Errors are left for Get.
+func (p *Profiles) Warm(ctx context.Context, logins []string) {
+	var missing []string
+	for _, login := range logins {
+		if _, ok := p.cached(login); !ok && !slices.Contains(missing, login) {
+			missing = append(missing, login)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	r := p.join(missing)
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+	}
+}
+
+// join returns a read of logins: the one in flight if it reads them all and
+// nothing was dropped since it started (a UserSummary's three fields miss
+// at once), else the read the next misses wait for, with logins added,
+// starting it if no read is in flight.
+func (p *Profiles) join(logins []string) *profRead {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c := p.current; c != nil && c.epoch == p.epoch && !slices.ContainsFunc(logins, func(l string) bool { return !c.has[l] }) {
+		return c
+	}
+	if p.next == nil {
+		p.next = &profRead{done: make(chan struct{})}
+	}
+	r := p.next
+	r.logins = append(r.logins, logins...)
+	if !p.inFlight {
+		p.inFlight = true
+		p.next = nil
+		go p.run(r)
+	}
+	return r
+}
+
+// run makes the read r, then each read that gathered meanwhile, until none
+// waits.
+func (p *Profiles) run(r *profRead) {
+	for r != nil {
+		p.mu.Lock()
+		epoch := p.epoch
+		p.reads++
+		slices.Sort(r.logins)
+		r.logins = slices.Compact(r.logins)
+		r.epoch, r.has = epoch, make(map[string]bool, len(r.logins))
+		for _, l := range r.logins {
+			r.has[l] = true
+		}
+		p.current = r
+		p.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), profileReadTimeout)
+		r.names, r.err = p.store.Names(ctx, r.logins)
+		cancel()
+		if r.err != nil {
+			p.log.Warn("reading profiles failed; showing names as stored", "users", len(r.logins), "err", r.err)
+		}
+		p.mu.Lock()
+		if r.err == nil && epoch == p.epoch {
+			expires := p.now().Add(p.ttl)
+			for _, login := range r.logins {
+				p.lru.Add(login, cachedProfile{Profile: profileOf(login, r.names), expires: expires})
+			}
+		}
+		close(r.done)
+		p.current = nil
+		r, p.next = p.next, nil
+		if r == nil {
+			p.inFlight = false
+		}
+		p.mu.Unlock()
+	}
+}
+
+// profileOf is login's profile in what a read found: a login it did not
+// find is a deleted account's (or no account's).
+func profileOf(login string, names map[string]store.UserRef) Profile {
+	if u, ok := names[login]; ok {
+		return Profile{UserRef: u}
+	}
+	return Profile{UserRef: store.UserRef{Login: login}, Deleted: true}
+}
+
+// Announce tells every instance (this one included) to drop login's
+// profile: kind is store.ProfileChanged or store.AccountDeleted. This
+// instance drops it at once, whatever the broker does.
+func (p *Profiles) Announce(ctx context.Context, b broker.Broker, kind store.EventKind, login string) {
+	p.Forget(login)
+	if err := b.Publish(ctx, broker.ProfilesTopic, store.Event{Kind: kind, User: store.UserRef{Login: login}}); err != nil {
+		p.log.WarnContext(ctx, "announcing a profile change failed; other instances show the old profile until their cache entry expires", "kind", kind, "err", err)
+	}
+}
+
+// Follow subscribes to the announcements of the other instances and, until
+// ctx ends, drops the profiles they name; deleted is called with the login
+// of each deleted account. It returns once the subscription is live. After
+// a gap (the broker lost announcements, or cut the subscription off) it
+// drops every cached profile.
+func (p *Profiles) Follow(ctx context.Context, b broker.Broker, deleted func(login string)) error {
+	sub, err := b.Subscribe(ctx, broker.ProfilesTopic)
+	if err != nil {
+		return err
+	}
+	go func() {
+		for {
+			for {
+				ev, ok := sub.Next(ctx)
+				if !ok {
+					break
+				}
+				switch ev.Kind {
+				case store.ProfileChanged:
+					p.Forget(ev.User.Login)
+				case store.AccountDeleted:
+					p.Forget(ev.User.Login)
+					if deleted != nil {
+						deleted(ev.User.Login)
+					}
+				case broker.Resync:
+					p.Purge()
+				}
+			}
+			sub.Close()
+			p.Purge()
+			for ctx.Err() == nil {
+				if sub, err = b.Subscribe(ctx, broker.ProfilesTopic); err == nil {
+					break
+				}
+				p.log.Warn("following profile announcements failed; retrying", "err", err)
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+			}
+			if ctx.Err() != nil {
+				return
+			}
+		}
+	}()
+	return nil
+}
+
+// profile is what a UserSummary shows of u: its current profile, or u as
+// stored when the resolver has no cache (tests of other layers).
+func (r *Resolver) profile(ctx context.Context, u *store.UserRef) Profile {
+	if r.Profiles == nil {
+		return Profile{UserRef: *u}
+	}
+	return r.Profiles.Get(ctx, *u)
+}
+
+// warmSummaries reads the profiles of a list of UserSummary in one batch,
+// if the list's selection shows more than logins: the resolver of a list
+// field calls it with the list it returns.
+func (r *Resolver) warmSummaries(ctx context.Context, users []store.UserRef) {
+	if r.Profiles == nil || len(users) == 0 || !namesSelected(graphql.CollectFieldsCtx(ctx, nil)) {
+		return
+	}
+	logins := make([]string, len(users))
+	for i, u := range users {
+		logins[i] = u.Login
+	}
+	r.Profiles.Warm(ctx, logins)
+}
+
+// namesSelected reports whether a UserSummary's selection has a field of
+// its profile (firstname, lastname, deleted).
+func namesSelected(fields []graphql.CollectedField) bool {
+	for _, f := range fields {
+		if f.Name != "login" && f.Name != "__typename" {
+			return true
+		}
+	}
+	return false
+}

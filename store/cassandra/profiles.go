@@ -1,0 +1,167 @@
+package cassandra
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gocql/gocql"
+	"github.com/killrchat/chatql/store"
+)
+
+const (
+	// A row whose firstname is null holds chat_rooms alone (see
+	// readAccount): no user.
+	selectNames = `SELECT login, firstname, lastname, deleted FROM users WHERE login IN ?`
+	// deleteAccount erases everything but the login and the rooms, on the
+	// condition that the password is the one the caller checked; the
+	// tombstone's firstname is '' rather than null, so that the row still
+	// reads as an account's (readAccount), a deleted one.
+	deleteAccount = `UPDATE users SET deleted = true, firstname = '', lastname = null, email = null, bio = null, pass_hash = null
+		WHERE login = ? IF pass_hash = ?`
+	selectUserRooms = `SELECT chat_rooms FROM users WHERE login = ?`
+	deleteBlocksOf  = `DELETE FROM user_blocks WHERE login = ?`
+	deleteMutesOf   = `DELETE FROM user_mutes WHERE login = ?`
+)
+
+// namesPerQuery bounds the logins of one IN query: its coordinator reads
+// that many partitions.
+const namesPerQuery = 100
+
+// UpdateProfile writes the fields given with UPDATE ... IF pass_hash = ?,
+// the hash just read: an account deleted meanwhile has none, so the update
+// cannot write names back into its tombstone. Only the fields given are
+// set, so two updates of different fields both stand. A password change
+// between the read and the write makes it read and try again.
+func (db *DB) UpdateProfile(ctx context.Context, login string, p store.ProfileUpdate) (store.User, error) {
+	var sets []string
+	var args []any
+	for _, f := range []struct {
+		col string
+		v   *string
+	}{{"firstname", p.Firstname}, {"lastname", p.Lastname}, {"bio", p.Bio}} {
+		if f.v != nil {
+			sets = append(sets, f.col+" = ?")
+			args = append(args, *f.v)
+		}
+	}
+	for range maxCASAttempts {
+		a, err := db.Account(ctx, login)
+		if err != nil {
+			return store.User{}, err
+		}
+		want := p.Apply(a.User)
+		if len(sets) == 0 {
+			return want, nil
+		}
+		stmt := `UPDATE users SET ` + strings.Join(sets, ", ") + ` WHERE login = ? IF pass_hash = ?`
+		var current []byte
+		q := db.query(ctx, stmt, append(args, login, a.PassHash)...)
+		applied, err := lwt(ctx, q, map[string]any{"pass_hash": &current}, func(ctx context.Context) (casOutcome, error) {
+			got, err := db.readAccount(db.serialRead(ctx, selectUser, login))
+			switch {
+			case errors.Is(err, gocql.ErrNotFound), errors.Is(err, errDeletedAccount):
+				return casRejected, nil
+			case err != nil:
+				return 0, err
+			case !bytes.Equal(got.PassHash, a.PassHash):
+				current = got.PassHash
+				return casRejected, nil
+			case p.Apply(got.User).UserRef == got.UserRef && p.Apply(got.User).Bio == got.Bio:
+				return casApplied, nil // ours, or the same values: either way, they stand
+			}
+			return casNotApplied, nil
+		})
+		switch {
+		case err != nil:
+			return store.User{}, fmt.Errorf("cassandra: update profile of %q: %w", login, err)
+		case applied:
+			return want, nil
+		case current == nil:
+			return store.User{}, fmt.Errorf("user %q: %w", login, store.ErrNotFound)
+		}
+		// The password changed since the read: read again.
+	}
+	return store.User{}, fmt.Errorf("cassandra: update profile of %q: the password kept changing, gave up after %d attempts", login, maxCASAttempts)
+}
+
+// Names reads the users' rows, namesPerQuery logins per query.
+func (db *DB) Names(ctx context.Context, logins []string) (map[string]store.UserRef, error) {
+	out := make(map[string]store.UserRef, len(logins))
+	for len(logins) > 0 {
+		chunk := logins[:min(len(logins), namesPerQuery)]
+		logins = logins[len(chunk):]
+		iter := db.query(ctx, selectNames, chunk).Iter()
+		var login, lastname string
+		var firstname *string
+		var deleted bool
+		for iter.Scan(&login, &firstname, &lastname, &deleted) {
+			if firstname != nil && !deleted {
+				out[login] = store.UserRef{Login: login, Firstname: *firstname, Lastname: lastname}
+			}
+			firstname, deleted, lastname = nil, false, ""
+		}
+		if err := iter.Close(); err != nil {
+			return nil, fmt.Errorf("cassandra: read names: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// DeleteAccount turns the row into a tombstone with UPDATE ... IF pass_hash
+// = ?, then deletes the user's sessions, blocks and mutes. A failure after
+// the tombstone leaves some of those behind: the sessions are unusable
+// (Refresh reads the user), the blocks and mutes invisible (only their owner
+// reads them).
+func (db *DB) DeleteAccount(ctx context.Context, login string, passHash []byte) ([]string, error) {
+	a, err := db.readAccount(db.serialRead(ctx, selectUser, login))
+	switch {
+	case errors.Is(err, gocql.ErrNotFound), errors.Is(err, errDeletedAccount):
+		return nil, fmt.Errorf("user %q: %w", login, store.ErrNotFound)
+	case err != nil:
+		return nil, fmt.Errorf("cassandra: read user %q: %w", login, err)
+	}
+	var current []byte
+	q := db.query(ctx, deleteAccount, login, passHash)
+	applied, err := lwt(ctx, q, map[string]any{"pass_hash": &current}, func(ctx context.Context) (casOutcome, error) {
+		got, err := db.readAccount(db.serialRead(ctx, selectUser, login))
+		switch {
+		case errors.Is(err, errDeletedAccount):
+			return casApplied, nil
+		case errors.Is(err, gocql.ErrNotFound):
+			return casRejected, nil
+		case err != nil:
+			return 0, err
+		case bytes.Equal(got.PassHash, passHash):
+			return casNotApplied, nil
+		}
+		current = got.PassHash
+		return casRejected, nil
+	})
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("cassandra: delete user %q: %w", login, err)
+	case !applied && current == nil:
+		return nil, fmt.Errorf("user %q: %w", login, store.ErrNotFound)
+	case !applied:
+		return nil, fmt.Errorf("password of %q changed meanwhile: %w", login, store.ErrConflict)
+	}
+	if err := db.DeleteSessions(ctx, login, ""); err != nil {
+		return nil, err
+	}
+	for _, stmt := range []string{deleteBlocksOf, deleteMutesOf} {
+		if err := db.query(ctx, stmt, login).Exec(); err != nil {
+			return nil, fmt.Errorf("cassandra: delete user %q: %w", login, err)
+		}
+	}
+	// The rooms as the tombstone lists them: a join that ran since the read
+	// above is in it too.
+	rooms := a.ChatRooms
+	var after []string
+	if err := db.serialRead(ctx, selectUserRooms, login).Scan(&after); err == nil {
+		rooms = after
+	}
+	return rooms, nil
+}

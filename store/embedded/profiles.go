@@ -1,0 +1,81 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/killrchat/chatql/store"
+)
+
+// UpdateProfile applies p to the user's row under its lock.
+func (db *DB) UpdateProfile(ctx context.Context, login string, p store.ProfileUpdate) (store.User, error) {
+	k := userKey(login)
+	end, err := db.beginLocked(ctx, k)
+	if err != nil {
+		return store.User{}, err
+	}
+	defer end()
+	row, err := db.user(login)
+	if err != nil {
+		return store.User{}, err
+	}
+	a := row.account()
+	a.User = p.Apply(a.User)
+	row.Firstname, row.Lastname, row.Bio = a.Firstname, a.Lastname, a.Bio
+	b := db.batch()
+	b.set(k, row)
+	if err := b.commit(); err != nil {
+		return store.User{}, fmt.Errorf("writing user %q: %w", login, err)
+	}
+	return a.User, nil
+}
+
+// Names reads the users' rows one key each: a point read in pebble costs
+// about what a row of a range scan does.
+func (db *DB) Names(ctx context.Context, logins []string) (map[string]store.UserRef, error) {
+	end, err := db.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	out := make(map[string]store.UserRef, len(logins))
+	for _, login := range logins {
+		row, found, err := getRow[userRow](db, userKey(login))
+		if err != nil {
+			return nil, fmt.Errorf("reading user %q: %w", login, err)
+		}
+		if found && !row.Deleted {
+			out[login] = store.UserRef{Login: row.Login, Firstname: row.Firstname, Lastname: row.Lastname}
+		}
+	}
+	return out, nil
+}
+
+// DeleteAccount replaces the user's row by its tombstone and deletes the
+// user's sessions, blocks and mutes, in one batch.
+func (db *DB) DeleteAccount(ctx context.Context, login string, passHash []byte) ([]string, error) {
+	k := userKey(login)
+	end, err := db.beginLocked(ctx, k, sessionPartition(login))
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	row, err := db.user(login)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(row.PassHash, passHash) {
+		return nil, fmt.Errorf("password of %q changed meanwhile: %w", login, store.ErrConflict)
+	}
+	tomb := userRow{Login: login, ChatRooms: row.ChatRooms, Deleted: true}
+	b := db.batch()
+	b.set(k, tomb)
+	b.deleteRange(sessionPartition(login))
+	b.deleteRange(blocksPartition(login))
+	b.deleteRange(mutesPartition(login))
+	if err := b.commit(); err != nil {
+		return nil, fmt.Errorf("deleting user %q: %w", login, err)
+	}
+	return append([]string{}, row.ChatRooms...), nil
+}

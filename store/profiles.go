@@ -1,0 +1,74 @@
+package store
+
+import "context"
+
+// ProfileUpdate is a change to a user's profile: each field given (non-nil)
+// replaces the stored one, the others are kept.
+type ProfileUpdate struct {
+	Firstname, Lastname, Bio *string
+}
+
+// Apply returns u with the update's fields replaced.
+func (p ProfileUpdate) Apply(u User) User {
+	if p.Firstname != nil {
+		u.Firstname = *p.Firstname
+	}
+	if p.Lastname != nil {
+		u.Lastname = *p.Lastname
+	}
+	if p.Bio != nil {
+		u.Bio = *p.Bio
+	}
+	return u
+}
+
+// Validate checks the fields given by signup's rules: names required, at
+// most MaxNameLength characters; a bio of at most MaxBioLength.
+func (p ProfileUpdate) Validate() error {
+	if p.Firstname != nil {
+		if err := validateText("firstname", *p.Firstname, 1, MaxNameLength); err != nil {
+			return err
+		}
+	}
+	if p.Lastname != nil {
+		if err := validateText("lastname", *p.Lastname, 1, MaxNameLength); err != nil {
+			return err
+		}
+	}
+	if p.Bio != nil {
+		return validateText("bio", *p.Bio, 0, MaxBioLength)
+	}
+	return nil
+}
+
+// Profiles keeps the users' profiles current: profile changes, batched reads
+// of the public names for the API (which shows every user as their profile
+// is now, not as the copies rooms and messages carry), and account deletion.
+//
+// A deleted account leaves a tombstone in the users table: its login stays
+// taken (CreateUser gives ErrConflict) so that nobody can sign up as the
+// author of a deleted user's messages, while every other read of it (User,
+// Account, Names, ChangePassword, UpdateProfile, joins) answers ErrNotFound
+// or leaves it out, and its names, email, bio and password hash are erased.
+type Profiles interface {
+	// UpdateProfile applies p to login's profile and returns the profile
+	// as it now is. The write is conditional on the account standing (on
+	// Cassandra, UPDATE ... IF pass_hash = <the hash read>), so an update
+	// racing the account's deletion never brings the names back. Returns
+	// ErrNotFound if there is no such user or it was deleted.
+	UpdateProfile(ctx context.Context, login string, p ProfileUpdate) (User, error)
+
+	// Names returns the current names of the users among logins who exist,
+	// keyed by login, in one round trip per 100 logins (Cassandra: login IN
+	// (...)). Deleted and unknown logins are absent from the map.
+	Names(ctx context.Context, logins []string) (map[string]UserRef, error)
+
+	// DeleteAccount erases login's profile if its password hash is still
+	// passHash (a compare-and-set, as ChangePassword): names, email, bio and
+	// the hash go, the row stays as a tombstone holding the login and the
+	// rooms it still lists, which it returns (the caller leaves them). It
+	// also deletes the user's sessions, blocks and mutes. Returns
+	// ErrNotFound if there is no such user (or it is already deleted),
+	// ErrConflict if the password changed meanwhile.
+	DeleteAccount(ctx context.Context, login string, passHash []byte) (rooms []string, err error)
+}
