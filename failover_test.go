@@ -265,32 +265,70 @@ func TestFailoverNodeKilled(t *testing.T) {
 	}
 	watcher := b.user(t, "watcher")
 	mustDo(t, watcher, joinRoom, map[string]any{"r": "failover"}, nil)
-	sub := b.live(t, watcher, `subscription { roomEvents(room: "failover") { kind cursor message { id } } }`, nil)
-	var delivered []string
-	var deliveredMu sync.Mutex
+	// The watcher follows the room on the other instance, as an app does:
+	// cut off (a slow consumer, an instance in trouble), it subscribes again
+	// after the last cursor it saw.
+	const follow = `subscription($after: String) { roomEvents(room: "failover", after: $after) { kind cursor message { id } } }`
+	var (
+		deliveredMu sync.Mutex
+		delivered   []string
+		resumes     int
+	)
+	quit := make(chan struct{})
 	subDone := make(chan struct{})
+	defer func() { close(quit); <-subDone }()
 	go func() {
 		defer close(subDone)
+		var after any
 		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-			resp, err := sub.Next(ctx)
-			cancel()
-			if err != nil {
-				return
-			}
-			var ev struct {
-				RoomEvents struct {
-					Kind    string
-					Message *struct{ ID string }
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() {
+				select {
+				case <-quit:
+				case <-ctx.Done():
+				}
+				cancel()
+			}()
+			sub, err := watcher.Subscribe(ctx, chatclient.GraphQLTransportWS, follow, map[string]any{"after": after})
+			for err == nil {
+				var resp chatclient.Response
+				if resp, err = sub.Next(ctx); err != nil {
+					break
+				}
+				var ev struct {
+					RoomEvents struct {
+						Kind    string
+						Cursor  *string
+						Message *struct{ ID string }
+					}
+				}
+				if json.Unmarshal(resp.Data, &ev) != nil {
+					continue
+				}
+				if ev.RoomEvents.Cursor != nil {
+					after = *ev.RoomEvents.Cursor
+				}
+				if ev.RoomEvents.Kind == "MESSAGE_POSTED" {
+					deliveredMu.Lock()
+					delivered = append(delivered, ev.RoomEvents.Message.ID)
+					deliveredMu.Unlock()
 				}
 			}
-			if json.Unmarshal(resp.Data, &ev) == nil && ev.RoomEvents.Kind == "MESSAGE_POSTED" {
-				deliveredMu.Lock()
-				delivered = append(delivered, ev.RoomEvents.Message.ID)
-				deliveredMu.Unlock()
+			if sub != nil {
+				sub.Close()
 			}
+			cancel()
+			select {
+			case <-quit:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			deliveredMu.Lock()
+			resumes++
+			deliveredMu.Unlock()
 		}
 	}()
+	waitFor(t, func() bool { return b.Streams().Started() > 0 })
 
 	load := startLoad(t, servers, posters, readers)
 	time.Sleep(3 * time.Second)
@@ -328,6 +366,7 @@ func TestFailoverNodeKilled(t *testing.T) {
 	for _, id := range delivered {
 		got[id]++
 	}
+	t.Logf("the watcher resumed %d times", resumes)
 	deliveredMu.Unlock()
 	for id := range acked {
 		if got[id] != 1 {
