@@ -117,17 +117,8 @@ func (r *mutationResolver) ChangePassword(ctx context.Context, oldPassword strin
 	if err := store.ValidatePassword(newPassword); err != nil {
 		return false, err
 	}
-	acct, err := r.Store.Account(ctx, me.Login)
-	if errors.Is(err, store.ErrNotFound) {
-		return false, fmt.Errorf("%w: the token's user no longer exists", auth.ErrUnauthenticated)
-	}
+	acct, err := r.accountWithPassword(ctx, me.Login, oldPassword, "the old password")
 	if err != nil {
-		return false, err
-	}
-	if err := r.Passwords.Check(ctx, acct.PassHash, oldPassword); err != nil {
-		if errors.Is(err, auth.ErrUnauthenticated) {
-			err = fmt.Errorf("%w: the old password is wrong", auth.ErrUnauthenticated)
-		}
 		return false, err
 	}
 	hash, err := r.Passwords.Hash(ctx, newPassword)
@@ -173,17 +164,8 @@ func (r *mutationResolver) DeleteAccount(ctx context.Context, password string) (
 	if err := r.limitLogin(ctx, me.Login); err != nil {
 		return false, err
 	}
-	acct, err := r.Store.Account(ctx, me.Login)
-	if errors.Is(err, store.ErrNotFound) {
-		return false, fmt.Errorf("%w: the token's user no longer exists", auth.ErrUnauthenticated)
-	}
+	acct, err := r.accountWithPassword(ctx, me.Login, password, "the password")
 	if err != nil {
-		return false, err
-	}
-	if err := r.Passwords.Check(ctx, acct.PassHash, password); err != nil {
-		if errors.Is(err, auth.ErrUnauthenticated) {
-			err = fmt.Errorf("%w: the password is wrong", auth.ErrUnauthenticated)
-		}
 		return false, err
 	}
 	if err := r.deleteAccount(ctx, acct); err != nil {
