@@ -84,22 +84,29 @@ func replicatedServers(t *testing.T, hosts []string, n int) (Config, []*testServ
 	return cfg, servers
 }
 
-// tally counts what the load's clients saw, per operation.
+// tally counts what the load's clients saw, per operation: successes,
+// refusals that are the answer of a race (CONFLICT: another signup won;
+// NOT_FOUND: the room was deleted first), and errors.
 type tally struct {
-	mu     sync.Mutex
-	ok     map[string]int
-	errors map[string]map[string]int // operation -> error -> count
+	mu      sync.Mutex
+	ok      map[string]int
+	refused map[string]int
+	errors  map[string]map[string]int // operation -> error -> count
 }
 
 func newTally() *tally {
-	return &tally{ok: map[string]int{}, errors: map[string]map[string]int{}}
+	return &tally{ok: map[string]int{}, refused: map[string]int{}, errors: map[string]map[string]int{}}
 }
 
 func (tl *tally) record(op string, err error) {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
-	if err == nil {
+	switch {
+	case err == nil:
 		tl.ok[op]++
+		return
+	case isCode(err, "CONFLICT") || isCode(err, "NOT_FOUND"):
+		tl.refused[op]++
 		return
 	}
 	if tl.errors[op] == nil {
@@ -117,12 +124,14 @@ func (tl *tally) report(t *testing.T) int {
 	for op := range tl.ok {
 		ops = append(ops, op)
 	}
+	for op := range tl.refused {
+		ops = append(ops, op)
+	}
 	for op := range tl.errors {
-		if _, ok := tl.ok[op]; !ok {
-			ops = append(ops, op)
-		}
+		ops = append(ops, op)
 	}
 	sort.Strings(ops)
+	ops = slices.Compact(ops)
 	total := 0
 	for _, op := range ops {
 		n := 0
@@ -130,7 +139,7 @@ func (tl *tally) report(t *testing.T) int {
 			n += c
 		}
 		total += n
-		t.Logf("%-12s %6d ok %4d errors", op, tl.ok[op], n)
+		t.Logf("%-12s %6d ok %4d refused by a race %4d errors", op, tl.ok[op], tl.refused[op], n)
 		for msg, c := range tl.errors[op] {
 			t.Logf("    %4d x %s", c, msg)
 		}
@@ -508,6 +517,8 @@ func TestFailoverNodePaused(t *testing.T) {
 				wg.Go(func() { _ = load.attempt("joinRace", j, joinRoom, map[string]any{"r": room}, nil) })
 			}
 			wg.Go(func() {
+				// Staggered, so that in some rounds joins come first.
+				time.Sleep(time.Duration(k%4) * 15 * time.Millisecond)
 				if load.attempt("deleteRace", alice, deleteRoom, map[string]any{"r": room}, nil) == nil {
 					signupsMu.Lock()
 					deleted = append(deleted, room)
