@@ -27,10 +27,16 @@ func openCassandra(ctx context.Context, cfg cassandra.Config, log *slog.Logger) 
 // instances; local subscribers share one Redis subscription per room.
 func openRedis(ctx context.Context, cfg Config, log *slog.Logger) (broker.Broker, error) {
 	redis.SetLogger(redisLogger{log})
-	b, err := broker.NewRedis(ctx, cfg.RedisURL,
+	opts := []broker.RedisOption{
 		broker.WithBufferSize(cfg.SubscriberQueue),
 		broker.WithChannelPrefix(cfg.RedisChannelPrefix),
-		broker.WithLogger(log))
+		broker.WithLogger(log),
+	}
+	if cfg.RedisCluster {
+		opts = append(opts, broker.WithCluster())
+	}
+	opts = append(opts, broker.WithSharded(cfg.RedisPubSub == "sharded"))
+	b, err := broker.NewRedis(ctx, cfg.RedisURL, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect the redis broker: %w", err)
 	}
@@ -40,14 +46,14 @@ func openRedis(ctx context.Context, cfg Config, log *slog.Logger) (broker.Broker
 // openRateLimits builds the limits of writes: shared by every instance
 // through Redis when the server has one (with a client of its own), in
 // process otherwise. The client is nil without Redis.
-func openRateLimits(cfg Config, log *slog.Logger) (*ratelimit.Set, *redis.Client, error) {
+func openRateLimits(cfg Config, log *slog.Logger) (*ratelimit.Set, redis.UniversalClient, error) {
 	o := ratelimit.Options{Prefix: cfg.RedisChannelPrefix, Log: log, Now: cfg.rateClock}
 	if cfg.RedisURL != "" && cfg.RateLimits != (ratelimit.Limits{}) {
-		opts, err := broker.RedisOptions(cfg.RedisURL)
+		client, err := broker.NewRedisClient(cfg.RedisURL, cfg.RedisCluster, true)
 		if err != nil {
 			return nil, nil, fmt.Errorf("rate limits: %w", err)
 		}
-		o.Redis = ratelimit.NewRedisClient(opts)
+		o.Redis = client
 	}
 	return ratelimit.New(cfg.RateLimits, o), o.Redis, nil
 }

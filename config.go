@@ -35,6 +35,12 @@ type Config struct {
 	SessionCheck time.Duration
 	BcryptCost   int
 	RedisURL     string
+	// RedisCluster: RedisURL names seed nodes of a Redis Cluster.
+	// RedisPubSub is "broadcast" (PUBLISH, SUBSCRIBE) or "sharded"
+	// (SPUBLISH, SSUBSCRIBE: a room's traffic stays on one shard), which a
+	// cluster needs.
+	RedisCluster bool
+	RedisPubSub  string
 	// RedisChannelPrefix namespaces the Redis channels, so several
 	// deployments can share one Redis.
 	RedisChannelPrefix string
@@ -102,6 +108,8 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.DurationVar(&c.SessionCheck, "session-check", env.duration("CHAT_SESSION_CHECK", auth.DefaultCheckInterval), "how long an instance trusts a session it read: revocations take effect everywhere within it (CHAT_SESSION_CHECK)")
 	fs.IntVar(&c.BcryptCost, "bcrypt-cost", env.int("CHAT_BCRYPT_COST", 10), "bcrypt cost of password hashes (CHAT_BCRYPT_COST)")
 	fs.StringVar(&c.RedisURL, "redis-url", env.str("CHAT_REDIS_URL", ""), "Redis URL for pub/sub across instances; in-process broker when empty (CHAT_REDIS_URL)")
+	fs.BoolVar(&c.RedisCluster, "redis-cluster", env.bool("CHAT_REDIS_CLUSTER", false), "the Redis URL names seed nodes of a Redis Cluster: redis://host:port?addr=host2:port2&addr=host3:port3 (CHAT_REDIS_CLUSTER)")
+	fs.StringVar(&c.RedisPubSub, "redis-pubsub", env.str("CHAT_REDIS_PUBSUB", ""), "broadcast (PUBLISH) or sharded (SPUBLISH, Redis 7: a room's traffic stays on one shard); a cluster needs sharded, the default there; broadcast otherwise; every instance must use the same (CHAT_REDIS_PUBSUB)")
 	fs.StringVar(&c.RedisChannelPrefix, "redis-channel-prefix", env.str("CHAT_REDIS_CHANNEL_PREFIX", "chat:"), "prefix of the Redis channels of this deployment (CHAT_REDIS_CHANNEL_PREFIX)")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", int64(env.int("CHAT_MAX_BODY_BYTES", 1<<20)), "largest accepted request body (CHAT_MAX_BODY_BYTES)")
 	fs.IntVar(&c.MaxComplexity, "max-complexity", env.int("CHAT_MAX_COMPLEXITY", 2000), "largest accepted query complexity; a page counts its selection once per item (CHAT_MAX_COMPLEXITY)")
@@ -167,6 +175,19 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	}
 	if c.PresenceTTL < 300*time.Millisecond || c.PresenceGrace < 0 {
 		return c, fmt.Errorf("presence TTL %v, grace %v: the TTL must be at least 300ms and the grace not negative", c.PresenceTTL, c.PresenceGrace)
+	}
+	switch c.RedisPubSub {
+	case "":
+		c.RedisPubSub = "broadcast"
+		if c.RedisCluster {
+			c.RedisPubSub = "sharded"
+		}
+	case "broadcast", "sharded":
+		if c.RedisCluster && c.RedisPubSub == "broadcast" {
+			return c, fmt.Errorf("Redis pub/sub mode broadcast on a Redis Cluster: a room's events published through different nodes could arrive out of order; use sharded")
+		}
+	default:
+		return c, fmt.Errorf("unknown Redis pub/sub mode %q: want broadcast or sharded", c.RedisPubSub)
 	}
 	switch c.Store {
 	case "embedded", "cassandra":

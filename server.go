@@ -116,11 +116,11 @@ type Server struct {
 	closing     atomic.Bool
 	ownsStore   bool
 	// limitsRedis is the Redis client of the rate limits, nil without one.
-	limitsRedis *redis.Client
+	limitsRedis redis.UniversalClient
 	// presence tracks who is online; presenceRedis is its Redis client (nil
 	// without Redis); stopPresence ends its heartbeats and waits.
 	presence      *presence.Tracker
-	presenceRedis *redis.Client
+	presenceRedis redis.UniversalClient
 	stopPresence  func()
 	passwords     *auth.Passwords
 	profiles      *resolvers.Profiles
@@ -238,11 +238,11 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, st store.Store
 func (s *Server) startPresence(res *resolvers.Resolver) error {
 	var registry presence.Registry = &presence.Local{}
 	if s.cfg.RedisURL != "" {
-		opts, err := broker.RedisOptions(s.cfg.RedisURL)
+		client, err := broker.NewRedisClient(s.cfg.RedisURL, s.cfg.RedisCluster, true)
 		if err != nil {
 			return fmt.Errorf("presence: %w", err)
 		}
-		s.presenceRedis = ratelimit.NewRedisClient(opts)
+		s.presenceRedis = client
 		registry = presence.NewRedis(s.presenceRedis, s.cfg.RedisChannelPrefix, s.cfg.PresenceTTL, s.log)
 	}
 	s.presence = res.NewPresence(registry)

@@ -90,6 +90,9 @@ type Stats struct {
 	// connection dropped; ResyncsUndecodable those that replaced an event
 	// it could not decode.
 	ResyncsPublished, ResyncsReceived, ResyncsReconnect, ResyncsUndecodable uint64
+	// Renewals counts the sharded pub/sub connections replaced because
+	// their node stopped serving their slot (a failover, a resharding).
+	Renewals uint64
 	// PubSubUp: the pub/sub connection works (its last read did not fail).
 	// PublishUp: the last write of events to Redis succeeded.
 	PubSubUp, PublishUp bool

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
-	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,6 +44,7 @@ type redisConfig struct {
 	outbox           int
 	subscribeTimeout time.Duration
 	log              *slog.Logger
+	cluster, sharded bool
 	sweepInterval    time.Duration // for tests
 	stuckAfter       time.Duration // for tests
 }
@@ -76,6 +78,25 @@ func WithSubscribeTimeout(d time.Duration) RedisOption {
 	return func(c *redisConfig) { c.subscribeTimeout = d }
 }
 
+// WithCluster makes the broker read its URL as the seed nodes of a Redis
+// Cluster (see NewRedisClient), and publish in sharded mode, the only one
+// that keeps a topic's events in order on a cluster: a PUBLISH goes to any
+// node, which forwards it to every other, so two events of a topic sent
+// through different nodes may arrive in either order.
+func WithCluster() RedisOption {
+	return func(c *redisConfig) { c.cluster, c.sharded = true, true }
+}
+
+// WithSharded chooses sharded pub/sub (SPUBLISH and SSUBSCRIBE, Redis 7) on
+// a single Redis server: each topic's channel lies in one of ShardGroups
+// hash slots, and the instance holds one pub/sub connection per group, as
+// on a cluster. Without it, the broker publishes with PUBLISH and holds one
+// pub/sub connection. Every instance of a deployment must use the same
+// mode. On a cluster, sharded mode is required.
+func WithSharded(sharded bool) RedisOption {
+	return func(c *redisConfig) { c.sharded = sharded }
+}
+
 // WithLogger makes the broker report losing and regaining its Redis
 // connection. Without it the broker logs nothing.
 func WithLogger(l *slog.Logger) RedisOption {
@@ -83,18 +104,21 @@ func WithLogger(l *slog.Logger) RedisOption {
 }
 
 // Redis is the broker of a fleet of server instances that share one Redis
-// server: Publish sends an event to the topic's Redis channel, and every
-// instance delivers what arrives on its channels to its local subscribers.
+// server or Redis Cluster: Publish sends an event to the topic's Redis
+// channel, and every instance delivers what arrives on its channels to its
+// local subscribers.
 //
-// An instance holds a single Redis pub/sub connection and subscribes it to a
-// topic's channel only while the topic has local subscribers, however many:
-// the local fan-out is the Hub's. When the connection drops, go-redis
-// reconnects and resubscribes on its own; since whatever was published in
-// between is lost, the broker then sends every affected subscriber a Resync
-// event so it catches up from the store.
+// An instance holds one Redis pub/sub connection (a link; one per shard
+// group in sharded mode) and subscribes it to a topic's channel only while
+// the topic has local subscribers, however many: the local fan-out is the
+// Hub's. When the connection drops, go-redis reconnects and resubscribes on
+// its own; since whatever was published in between is lost, the broker then
+// sends every affected subscriber a Resync event so it catches up from the
+// store.
 type Redis struct {
-	client           *redis.Client
-	ps               *redis.PubSub
+	client           redis.UniversalClient
+	links            []*link // one, or ShardGroups in sharded mode
+	sharded          bool
 	hub              *Hub
 	prefix           string
 	subscribeTimeout time.Duration
@@ -107,15 +131,6 @@ type Redis struct {
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
-
-	// mu guards the upstream state below, and is held while (un)subscribe
-	// commands are written, so that commands reach the connection in the
-	// order in which they were decided here. The receive loop takes it to
-	// process replies; nothing that holds mu calls into the hub in a way
-	// that can call back (onIdle) into the broker.
-	mu       sync.Mutex
-	channels map[string]*upstream // by Redis channel name
-	lastErr  error                // the last error of the pub/sub connection, for diagnostics
 
 	// outbox holds the events Publish handed over, in order, for the
 	// sender to write to Redis.
@@ -133,16 +148,19 @@ type Redis struct {
 	// Counts for Stats.
 	published, droppedFull, droppedFailed               atomic.Uint64
 	resyncsPublished, resyncsReceived, resyncsReconnect atomic.Uint64
-	resyncsUndecodable                                  atomic.Uint64
-	pubsubDown                                          atomic.Bool
+	resyncsUndecodable, renewals                        atomic.Uint64
 }
 
 // Stats returns the broker's counts now.
 func (r *Redis) Stats() Stats {
 	topics, subscribers := r.hub.Counts()
-	r.mu.Lock()
-	channels := len(r.channels)
-	r.mu.Unlock()
+	channels, up := 0, true
+	for _, l := range r.links {
+		l.mu.Lock()
+		channels += len(l.channels)
+		l.mu.Unlock()
+		up = up && !l.down.Load()
+	}
 	r.pubMu.Lock()
 	failing := r.failing
 	r.pubMu.Unlock()
@@ -158,7 +176,8 @@ func (r *Redis) Stats() Stats {
 		ResyncsReceived:      r.resyncsReceived.Load(),
 		ResyncsReconnect:     r.resyncsReconnect.Load(),
 		ResyncsUndecodable:   r.resyncsUndecodable.Load(),
-		PubSubUp:             !r.pubsubDown.Load(),
+		Renewals:             r.renewals.Load(),
+		PubSubUp:             up,
 		PublishUp:            !failing,
 		Channels:             channels,
 		Outbox:               len(r.outbox),
@@ -171,41 +190,12 @@ type outgoing struct {
 	payload []byte
 }
 
-// upstream is the state of one Redis channel subscription. One SUBSCRIBE or
-// UNSUBSCRIBE of a channel at a time awaits its reply (busy): the next
-// command is decided only when the reply comes, by reconciling with the hub
-// (subscribed iff the topic has local subscribers). Since Redis answers
-// commands in order, a reply that answers a superseded command (after a
-// reconnect or a sweep sent one again) is recognised by the last command
-// sent, and a subscription counts as live only once its own confirmation
-// has come.
-type upstream struct {
-	topic string
-	// subscribed: the last command sent was SUBSCRIBE. It mirrors whether
-	// the channel is in go-redis's own set of channels, which is what a
-	// reconnect resubscribes.
-	subscribed bool
-	// busy: the reply to the last command has not arrived yet.
-	busy bool
-	// since is when the reply started being awaited, to tell a stuck
-	// command from a slow one.
-	since time.Time
-	// live: Redis confirmed the subscription and nothing was sent since, so
-	// a message published now reaches this instance.
-	live bool
-	// ready is closed when the subscription goes live; nil when nobody waits.
-	ready chan struct{}
-	// resync: the subscription was live when the connection dropped, so its
-	// subscribers may have missed events and get a Resync once it is live
-	// again.
-	resync bool
-}
-
 var _ Broker = (*Redis)(nil)
 
 // NewRedis connects to the Redis server at url (redis://[user:password@]
-// host:port/db or rediss:// for TLS, as go-redis's ParseURL reads it) and
-// starts receiving. It pings the server first, so that a wrong URL or an
+// host:port/db or rediss:// for TLS, as go-redis's ParseURL reads it), or
+// with WithCluster to the Redis Cluster whose seed nodes it names, and
+// starts receiving. It pings Redis first, so that a wrong URL or an
 // unreachable server fails here, with a clear error, rather than at the
 // first subscription.
 func NewRedis(ctx context.Context, url string, opts ...RedisOption) (*Redis, error) {
@@ -224,46 +214,89 @@ func NewRedis(ctx context.Context, url string, opts ...RedisOption) (*Redis, err
 	if cfg.outbox <= 0 {
 		cfg.outbox = DefaultOutbox
 	}
-	o, err := RedisOptions(url)
+	if cfg.cluster && !cfg.sharded {
+		return nil, errors.New("redis broker: a Redis Cluster needs sharded pub/sub: a topic's events published through different nodes could arrive out of order")
+	}
+	if cfg.sharded && strings.ContainsAny(cfg.prefix, "{}") {
+		return nil, fmt.Errorf("redis broker: the channel prefix %q has braces, which would name the hash slot of every channel in sharded mode", cfg.prefix)
+	}
+	client, err := NewRedisClient(url, cfg.cluster, false)
 	if err != nil {
 		return nil, fmt.Errorf("redis broker: %w", err)
 	}
-	client := redis.NewClient(o)
 	if err := client.Ping(ctx).Err(); err != nil {
 		_ = client.Close()
-		return nil, fmt.Errorf("redis broker: cannot reach Redis at %s (db %d): %w", o.Addr, o.DB, err)
+		return nil, fmt.Errorf("redis broker: cannot reach Redis at %s: %w", RedisAddress(client), err)
 	}
 	r := &Redis{
 		client:           client,
+		sharded:          cfg.sharded,
 		prefix:           cfg.prefix,
 		subscribeTimeout: cfg.subscribeTimeout,
 		log:              cfg.log,
 		sweepInterval:    cfg.sweepInterval,
 		stuckAfter:       cfg.stuckAfter,
 		done:             make(chan struct{}),
-		channels:         make(map[string]*upstream),
 		unannounced:      make(map[string]struct{}),
 		outbox:           make(chan outgoing, cfg.outbox),
 	}
 	r.hub = NewHub(cfg.bufferSize, r.idle)
-	// No channels yet: the connection is made on first use and subscribed
-	// channel by channel as local interest comes and goes.
-	r.ps = client.Subscribe(context.Background())
-	r.wg.Add(2)
-	go r.receive()
+	if cfg.sharded {
+		for _, tag := range shardTags {
+			r.links = append(r.links, r.newLink(r.prefix+"{"+tag+"}"))
+		}
+	} else {
+		// No channels yet: the connection is made on first use and
+		// subscribed channel by channel as local interest comes and goes.
+		r.links = []*link{r.newLink("")}
+	}
+	r.wg.Add(1 + len(r.links))
+	for _, l := range r.links {
+		go l.receive()
+	}
 	go r.send()
 	return r, nil
 }
 
-// RedisOptions reads a Redis URL (redis://[user:password@]host:port/db,
-// rediss:// for TLS) as go-redis's ParseURL does, for any client of the
-// server's Redis. Its error leaves out the URL, which may carry a password.
-func RedisOptions(url string) (*redis.Options, error) {
+// NewRedisClient returns a client of the Redis at url: one server (url as
+// go-redis's ParseURL reads it), or with cluster a Redis Cluster, whose
+// seed nodes url names as go-redis's ParseClusterURL reads it
+// (redis://host:port?addr=host2:port2&addr=host3:port3; any node will do,
+// the client learns the others from it). With failFast, a call ends at its
+// context's deadline and neither a dial nor a call is retried more than
+// once, so that an outage delays its caller by little. Its error leaves out
+// the URL, which may carry a password.
+func NewRedisClient(url string, cluster, failFast bool) (redis.UniversalClient, error) {
+	if cluster {
+		o, err := redis.ParseClusterURL(url)
+		if err != nil {
+			return nil, fmt.Errorf("invalid Redis Cluster URL (CHAT_REDIS_URL): %w", withoutURL(err))
+		}
+		if failFast {
+			o.ContextTimeoutEnabled, o.DialerRetries, o.MaxRetries = true, 1, 1
+		}
+		return redis.NewClusterClient(o), nil
+	}
 	o, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("invalid Redis URL (CHAT_REDIS_URL): %w", withoutURL(err))
 	}
-	return o, nil
+	if failFast {
+		o.ContextTimeoutEnabled, o.DialerRetries, o.MaxRetries = true, 1, 1
+	}
+	return redis.NewClient(o), nil
+}
+
+// RedisAddress names what client connects to, for messages: the server's
+// address and database, or a cluster's seed nodes.
+func RedisAddress(client redis.UniversalClient) string {
+	switch c := client.(type) {
+	case *redis.Client:
+		return fmt.Sprintf("%s (db %d)", c.Options().Addr, c.Options().DB)
+	case *redis.ClusterClient:
+		return "the Redis Cluster of " + strings.Join(c.Options().Addrs, ", ")
+	}
+	return "?"
 }
 
 // withoutURL strips the URL from a url.Parse error, because the URL may
@@ -359,7 +392,7 @@ func (r *Redis) write(batch []outgoing) {
 			delete(owed, o.topic)
 			r.queueResync(ctx, pipe, o.topic)
 		}
-		pipe.Publish(ctx, r.prefix+o.topic, o.payload)
+		r.queuePublish(ctx, pipe, o.topic, o.payload)
 	}
 	for topic := range owed {
 		r.queueResync(ctx, pipe, topic)
@@ -380,7 +413,15 @@ func (r *Redis) write(batch []outgoing) {
 
 func (r *Redis) queueResync(ctx context.Context, pipe redis.Pipeliner, topic string) {
 	resync, _ := encodeEvent(resyncEvent(topic)) // cannot fail: plain strings
-	pipe.Publish(ctx, r.prefix+topic, resync)
+	r.queuePublish(ctx, pipe, topic, resync)
+}
+
+func (r *Redis) queuePublish(ctx context.Context, pipe redis.Pipeliner, topic string, payload []byte) {
+	if r.sharded {
+		pipe.SPublish(ctx, r.channel(topic), payload)
+	} else {
+		pipe.Publish(ctx, r.channel(topic), payload)
+	}
 }
 
 // dropped records that an event of topic did not reach Redis, and logs
@@ -432,29 +473,29 @@ func (r *Redis) Subscribe(ctx context.Context, topic string) (*Subscription, err
 	if err != nil {
 		return nil, err
 	}
-	ch := r.prefix + topic
+	ch, l := r.channel(topic), r.linkOf(topic)
 
-	r.mu.Lock()
+	l.mu.Lock()
 	if r.closing.Load() {
-		r.mu.Unlock()
+		l.mu.Unlock()
 		sub.Close()
 		return nil, ErrClosed
 	}
-	u := r.channels[ch]
+	u := l.channels[ch]
 	if u == nil {
 		u = &upstream{topic: topic}
-		r.channels[ch] = u
+		l.channels[ch] = u
 	}
-	r.reconcileLocked(ch, u)
+	l.reconcileLocked(ch, u)
 	if u.live {
-		r.mu.Unlock()
+		l.mu.Unlock()
 		return sub, nil
 	}
 	if u.ready == nil {
 		u.ready = make(chan struct{})
 	}
 	ready := u.ready
-	r.mu.Unlock()
+	l.mu.Unlock()
 
 	timer := time.NewTimer(r.subscribeTimeout)
 	defer timer.Stop()
@@ -467,7 +508,7 @@ func (r *Redis) Subscribe(ctx context.Context, topic string) (*Subscription, err
 	case <-timer.C:
 		sub.Close()
 		err := fmt.Errorf("redis broker: Redis did not confirm the subscription to %s within %v", topic, r.subscribeTimeout)
-		if last := r.lastError(); last != nil {
+		if last := l.lastError(); last != nil {
 			err = fmt.Errorf("%w (last connection error: %v)", err, last)
 		}
 		return nil, err
@@ -478,14 +519,19 @@ func (r *Redis) Subscribe(ctx context.Context, topic string) (*Subscription, err
 }
 
 // Close stops receiving, closes the Redis connections and ends every
-// subscription with ErrClosed. It waits for the receive loop to exit.
+// subscription with ErrClosed. It waits for the receive loops to exit.
 func (r *Redis) Close() error {
 	r.closeOnce.Do(func() {
 		r.closing.Store(true)
 		close(r.done)
-		// Closing the pub/sub connection makes the receive loop's blocked
-		// read return, and any later one fail at once.
-		psErr := r.ps.Close()
+		// Closing the pub/sub connections makes the receive loops' blocked
+		// reads return, and any later one fail at once.
+		var psErr error
+		for _, l := range r.links {
+			l.mu.Lock()
+			psErr = errors.Join(psErr, l.ps.Close())
+			l.mu.Unlock()
+		}
 		r.wg.Wait()
 		r.hub.Close()
 		r.closeErr = errors.Join(psErr, r.client.Close())
@@ -493,161 +539,20 @@ func (r *Redis) Close() error {
 	return r.closeErr
 }
 
-func (r *Redis) lastError() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.lastErr
-}
-
 // idle is the hub's onIdle: the last local subscriber of topic left, though
 // a new one may have arrived since; reconciling decides.
 func (r *Redis) idle(topic string) {
-	ch := r.prefix + topic
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if u := r.channels[ch]; u != nil {
-		r.reconcileLocked(ch, u)
-	}
-}
-
-// reconcileLocked brings the channel's Redis subscription in line with the
-// hub: subscribed iff the topic has local subscribers. While a command's
-// reply is awaited it does nothing; the reply's arrival reconciles again.
-// Every change of the hub's state (Subscribe's Add, onIdle) and every reply
-// reconciles, so the final state always matches the hub.
-func (r *Redis) reconcileLocked(ch string, u *upstream) {
-	for !u.busy && !r.closing.Load() {
-		want := r.hub.Active(u.topic)
-		switch {
-		case want && !u.subscribed:
-			u.subscribed, u.busy, u.live, u.since = true, true, false, time.Now()
-			// On error the reply comes after go-redis reconnects and
-			// resubscribes its channel set, which now includes ch; until
-			// then the subscription stays busy.
-			_ = r.sendLocked(true, ch)
-		case !want && u.subscribed:
-			u.subscribed, u.busy, u.live, u.since = false, true, false, time.Now()
-			if err := r.sendLocked(false, ch); err != nil {
-				// The write failed, so the connection is being replaced
-				// and the new one is built from go-redis's channel set,
-				// from which Unsubscribe already removed ch: done.
-				u.busy = false
-			}
-		default:
-			if !want && !u.subscribed {
-				delete(r.channels, ch)
-			}
-			return
-		}
-	}
-}
-
-// sendLocked writes SUBSCRIBE or UNSUBSCRIBE for channels on the pub/sub
-// connection. The caller holds mu.
-func (r *Redis) sendLocked(subscribe bool, channels ...string) error {
-	ctx := context.Background() // bounded by the client's dial and write timeouts
-	if !subscribe {
-		err := r.ps.Unsubscribe(ctx, channels...)
-		if err != nil {
-			r.lastErr = err
-		}
-		return err
-	}
-	err := r.ps.Subscribe(ctx, channels...)
-	if err != nil {
-		r.lastErr = err
-		// go-redis adds the channels to its set only after the write: if
-		// the write failed and it reconnected during this call, the new
-		// connection was subscribed without them. Once more, now that they
-		// are in the set: either the write reaches the live connection or
-		// every later reconnect includes them.
-		err = r.ps.Subscribe(ctx, channels...)
-	}
-	return err
-}
-
-// receive is the broker's only goroutine: it reads the pub/sub connection,
-// decodes each message once and hands it to the hub, drives the
-// subscription state machine with Redis's (un)subscribe replies, and sweeps
-// for stuck commands. It reads with a timeout only so that the sweep runs
-// when the connection is quiet; a timeout is not an error.
-func (r *Redis) receive() {
-	defer r.wg.Done()
-	ctx := context.Background()
-	failures := 0
-	lastSweep := time.Now()
-	for {
-		msg, err := r.ps.ReceiveTimeout(ctx, r.sweepInterval)
-		if r.closing.Load() {
-			return
-		}
-		if err != nil && !isIdleTimeout(err) {
-			failures++
-			r.pubsubDown.Store(true)
-			if failures == 1 && r.log != nil {
-				r.log.Warn("redis broker: pub/sub connection lost; reconnecting", "err", err)
-			}
-			r.lost(err)
-			// go-redis has already tried to reconnect once; back off
-			// before the next attempt so that an outage is not a busy loop.
-			if failures > 1 && !r.sleep(backoff(failures-1)) {
-				return
-			}
-			continue
-		}
-		// A message or a quiet connection: either way it is up.
-		if failures > 0 {
-			r.pubsubDown.Store(false)
-			if r.log != nil {
-				r.log.Info("redis broker: pub/sub connection restored", "failures", failures)
-			}
-			failures = 0
-		}
-		switch m := msg.(type) {
-		case *redis.Message:
-			r.message(m)
-		case *redis.Subscription:
-			r.reply(m)
-		}
-		if time.Since(lastSweep) >= r.sweepInterval {
-			r.sweep()
-			lastSweep = time.Now()
-		}
-	}
-}
-
-// isIdleTimeout reports whether err is the read deadline of ReceiveTimeout
-// passing on a quiet connection, as opposed to a failure, including a dial
-// timeout while reconnecting.
-func isIdleTimeout(err error) bool {
-	var oe *net.OpError
-	return errors.As(err, &oe) && oe.Op == "read" && oe.Timeout()
-}
-
-// backoff is the wait before the n-th retry: 50 ms doubling to 1 s.
-func backoff(n int) time.Duration {
-	d := 50 * time.Millisecond
-	for i := 1; i < n && d < time.Second; i++ {
-		d *= 2
-	}
-	return min(d, time.Second)
-}
-
-// sleep waits for d and reports false if the broker closed meanwhile.
-func (r *Redis) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-r.done:
-		return false
+	ch, l := r.channel(topic), r.linkOf(topic)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if u := l.channels[ch]; u != nil {
+		l.reconcileLocked(ch, u)
 	}
 }
 
 // message delivers a published event to the local subscribers.
 func (r *Redis) message(m *redis.Message) {
-	topic, ok := strings.CutPrefix(m.Channel, r.prefix)
+	topic, ok := r.topicOf(m.Channel)
 	if !ok {
 		return
 	}
@@ -667,142 +572,77 @@ func (r *Redis) message(m *redis.Message) {
 	r.hub.Deliver(topic, ev)
 }
 
-// reply processes Redis's reply to a SUBSCRIBE or UNSUBSCRIBE.
-func (r *Redis) reply(m *redis.Subscription) {
-	var resync string
-	r.mu.Lock()
-	u := r.channels[m.Channel]
-	switch m.Kind {
-	case "subscribe":
-		switch {
-		case u == nil:
-			// Nothing here wants this channel; record that Redis has it so
-			// that reconciling unsubscribes it.
-			if topic, ok := strings.CutPrefix(m.Channel, r.prefix); ok {
-				u = &upstream{topic: topic, subscribed: true}
-				r.channels[m.Channel] = u
-			}
-		case u.subscribed:
-			// A confirmation of a subscription that was already live is
-			// not ours: go-redis re-established the connection and
-			// resubscribed, and events may have been lost in between.
-			if u.live || u.resync {
-				resync = u.topic
-			}
-			u.busy, u.live, u.resync = false, true, false
-			if u.ready != nil {
-				close(u.ready)
-				u.ready = nil
-			}
-		default:
-			// The reply to a SUBSCRIBE that an UNSUBSCRIBE has followed;
-			// that one's reply is still to come.
-		}
-	case "unsubscribe":
-		if u != nil && !u.subscribed {
-			u.busy = false
-		}
-		// Otherwise it answers an UNSUBSCRIBE that a SUBSCRIBE has
-		// followed, whose reply is still to come.
-	}
-	if u != nil {
-		r.reconcileLocked(m.Channel, u)
-	}
-	r.mu.Unlock()
-	// Outside mu: delivering may cut off a slow subscriber, whose onIdle
-	// takes mu.
-	if resync != "" {
-		r.resyncsReconnect.Add(1)
-		r.hub.Deliver(resync, resyncEvent(resync))
+// sleep waits for d and reports false if the broker closed meanwhile.
+func (r *Redis) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.done:
+		return false
 	}
 }
 
-// lost handles an error of the pub/sub connection. Unless it is an error
-// reply from Redis, go-redis has replaced the connection, or will on the
-// next read, and the new one is subscribed to the channels in go-redis's
-// set, that is, to those whose last command here was SUBSCRIBE. Whatever was
-// published meanwhile is lost, and replies awaited on the old connection
-// will never come. So every subscription waits for its confirmation on the
-// new connection (those that were live owe their subscribers a Resync), and
-// every UNSUBSCRIBE counts as done, since the new connection does not have
-// the channel.
-//
-// If the connection survived after all, the sweep sends the awaited
-// commands again, and the state machine is back on its feet.
-func (r *Redis) lost(err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.lastErr = err
-	if r.closing.Load() {
-		return
-	}
-	var rerr redis.Error
-	if errors.As(err, &rerr) {
-		return // go-redis keeps the connection on Redis's own error replies
-	}
-	now := time.Now()
-	var unsubscribed []string
-	for ch, u := range r.channels {
-		switch {
-		case u.subscribed:
-			if u.live {
-				u.resync = true
+// ShardGroups is how many hash slots sharded mode spreads the topics over:
+// a topic's channel is named with the hash tag of its group, so it lies in
+// that group's slot, and an instance holds a pub/sub connection per group.
+// The groups' slots are spread evenly over the slot space, so however a
+// cluster's masters divide it, each serves about its share of the groups.
+const ShardGroups = 16
+
+// shardTags are the groups' hash tags: tag i is the first "g<k>" whose
+// slot lies in the i-th sixteenth of the slot space.
+var shardTags = func() (tags [ShardGroups]string) {
+	const span = hashSlots / ShardGroups
+	for i := range tags {
+		for k := 0; ; k++ {
+			tag := "g" + strconv.Itoa(k)
+			if keySlot(tag)/span == i {
+				tags[i] = tag
+				break
 			}
-			u.live, u.busy, u.since = false, true, now
-		case u.busy:
-			u.busy = false
-			unsubscribed = append(unsubscribed, ch)
 		}
 	}
-	for _, ch := range unsubscribed {
-		if u := r.channels[ch]; u != nil {
-			r.reconcileLocked(ch, u)
-		}
+	return tags
+}()
+
+// channel names topic's Redis channel: the prefix and the topic, with the
+// hash tag of the topic's group between them in sharded mode.
+func (r *Redis) channel(topic string) string {
+	if !r.sharded {
+		return r.prefix + topic
 	}
+	return r.prefix + "{" + shardTags[shardGroup(topic)] + "}" + topic
 }
 
-// sweep sends again the commands whose replies are overdue. Sending again
-// is harmless whatever became of the first one: Redis answers a repeated
-// SUBSCRIBE or UNSUBSCRIBE again, and replies that answer a superseded
-// command are recognised and ignored. A repeated confirmation of a live
-// subscription costs its subscribers a spare Resync, which is the safe side.
-func (r *Redis) sweep() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closing.Load() {
-		return
+// topicOf is the topic of a Redis channel of this broker.
+func (r *Redis) topicOf(channel string) (string, bool) {
+	rest, ok := strings.CutPrefix(channel, r.prefix)
+	if !ok || !r.sharded {
+		return rest, ok
 	}
-	now := time.Now()
-	var subs, unsubs []string
-	for ch, u := range r.channels {
-		if !u.busy || now.Sub(u.since) < r.stuckAfter {
-			continue
-		}
-		u.since = now
-		if u.subscribed {
-			subs = append(subs, ch)
-		} else {
-			unsubs = append(unsubs, ch)
-		}
+	if !strings.HasPrefix(rest, "{") {
+		return "", false
 	}
-	if len(subs) > 0 {
-		if r.log != nil {
-			r.log.Warn("redis broker: no confirmation from Redis; subscribing again", "channels", len(subs))
-		}
-		_ = r.sendLocked(true, subs...)
+	_, topic, ok := strings.Cut(rest, "}")
+	return topic, ok
+}
+
+// linkOf is the link that carries topic's channel.
+func (r *Redis) linkOf(topic string) *link {
+	if !r.sharded {
+		return r.links[0]
 	}
-	if len(unsubs) > 0 {
-		if err := r.sendLocked(false, unsubs...); err != nil {
-			// As in reconcileLocked: the next connection will not have
-			// them.
-			for _, ch := range unsubs {
-				if u := r.channels[ch]; u != nil {
-					u.busy = false
-					r.reconcileLocked(ch, u)
-				}
-			}
-		}
-	}
+	return r.links[shardGroup(topic)]
+}
+
+// shardGroup is topic's group: FNV-1a of the topic, so every instance
+// agrees on it.
+func shardGroup(topic string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(topic))
+	return int(h.Sum32() % ShardGroups)
 }
 
 // resyncEvent tells a topic's subscribers that they may have missed events.

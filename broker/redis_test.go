@@ -106,9 +106,13 @@ func publish(t *testing.T, b Broker, topic string, ev Event) {
 // upstreamStates is how many channels the broker still tracks; it must drop
 // to zero when nothing is subscribed, or the state machine leaks.
 func upstreamStates(r *Redis) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.channels)
+	n := 0
+	for _, l := range r.links {
+		l.mu.Lock()
+		n += len(l.channels)
+		l.mu.Unlock()
+	}
+	return n
 }
 
 func TestNewRedisFailsFast(t *testing.T) {
@@ -119,6 +123,12 @@ func TestNewRedisFailsFast(t *testing.T) {
 	}
 	if _, err := NewRedis(ctx, "redis://user:hunter2@[::1"); err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("NewRedis with a malformed URL: %v (must fail without echoing the password)", err)
+	}
+	if _, err := NewRedis(ctx, "redis://127.0.0.1:1", WithCluster(), WithSharded(false)); err == nil || !strings.Contains(err.Error(), "needs sharded pub/sub") {
+		t.Fatalf("NewRedis on a cluster in broadcast mode: %v", err)
+	}
+	if _, err := NewRedis(ctx, "redis://127.0.0.1:1", WithSharded(true), WithChannelPrefix("chat{1}:")); err == nil || !strings.Contains(err.Error(), "braces") {
+		t.Fatalf("NewRedis in sharded mode with braces in the prefix: %v", err)
 	}
 	addr := freeAddr(t) // nothing listens there
 	_, err := NewRedis(ctx, "redis://"+addr+"/0?max_retries=-1")
@@ -600,10 +610,11 @@ func TestRedisSweepRecoversLostReplies(t *testing.T) {
 	admin := adminClient(t, url)
 	topic := RoomTopic("stuck")
 	channel := prefix + topic
+	l := r.links[0]
 	live := func() bool {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		u := r.channels[channel]
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		u := l.channels[channel]
 		return u != nil && u.live
 	}
 
@@ -613,9 +624,9 @@ func TestRedisSweepRecoversLostReplies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.mu.Lock()
-	r.channels[channel] = &upstream{topic: topic, busy: true, since: time.Now()}
-	r.mu.Unlock()
+	l.mu.Lock()
+	l.channels[channel] = &upstream{topic: topic, busy: true, since: time.Now()}
+	l.mu.Unlock()
 	eventually(t, 5*time.Second, func() string { return "the subscription did not go live" },
 		func() bool { return live() && numSub(t, admin, channel) == 1 })
 	publish(t, r, topic, testEvent("p", 0))
@@ -625,10 +636,10 @@ func TestRedisSweepRecoversLostReplies(t *testing.T) {
 
 	// A SUBSCRIBE whose confirmation was lost: a new subscriber waits for
 	// it, and the sweep gets it.
-	r.mu.Lock()
-	u := r.channels[channel]
+	l.mu.Lock()
+	u := l.channels[channel]
 	u.live, u.busy, u.since = false, true, time.Now()
-	r.mu.Unlock()
+	l.mu.Unlock()
 	second := subscribe(t, r, topic)
 	if !live() {
 		t.Fatal("Subscribe returned before the subscription was live")

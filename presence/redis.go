@@ -36,7 +36,7 @@ const DefaultTTL = 15 * time.Second
 // records apart a batch at a time (each user once), telling its users who
 // are offline everywhere now.
 type Redis struct {
-	rdb *redis.Client
+	rdb redis.UniversalClient
 	id  string
 	// tag is the key prefix, hash tag included.
 	tag string
@@ -49,7 +49,7 @@ type Redis struct {
 
 // NewRedis returns the registry of this instance on rdb, its keys under
 // prefix (the deployment's channel prefix); ttl 0 is DefaultTTL.
-func NewRedis(rdb *redis.Client, prefix string, ttl time.Duration, log *slog.Logger) *Redis {
+func NewRedis(rdb redis.UniversalClient, prefix string, ttl time.Duration, log *slog.Logger) *Redis {
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	return &Redis{rdb: rdb, id: hex.EncodeToString(id[:]), tag: "{" + prefix + "presence}", ttl: cmpOr(ttl, DefaultTTL), log: log}

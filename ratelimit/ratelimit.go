@@ -78,7 +78,7 @@ type Limiter interface {
 type Options struct {
 	// Redis, when set, shares the limits among every instance that uses
 	// the same Redis and Prefix.
-	Redis  *redis.Client
+	Redis  redis.UniversalClient
 	Prefix string
 	// Log receives a warning when Redis fails and limits fall back to this
 	// instance's own, and a note when Redis answers again.

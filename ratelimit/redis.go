@@ -14,16 +14,6 @@ import (
 // past that, it is counted in process (see Redis).
 const RedisTimeout = 250 * time.Millisecond
 
-// NewRedisClient is a client of the Redis at o for the limits: its calls
-// end at RedisTimeout, and it neither retries a dial nor retries a call
-// more than once, so that a Redis outage delays an action by little.
-func NewRedisClient(o *redis.Options) *redis.Client {
-	o.ContextTimeoutEnabled = true
-	o.DialerRetries = 1
-	o.MaxRetries = 1
-	return redis.NewClient(o)
-}
-
 // Redis limits an action across every instance that shares a Redis:
 // redis_rate's GCRA, one Redis key per action and key, which expires once
 // the key is idle.
@@ -47,7 +37,7 @@ var _ Limiter = (*Redis)(nil)
 
 // newRedis limits action to limit (which must not be off) per key across
 // the instances that share client and prefix, falling back to fallback.
-func newRedis(client *redis.Client, prefix string, action Action, limit Limit, fallback *Local, health *redisHealth) *Redis {
+func newRedis(client redis.UniversalClient, prefix string, action Action, limit Limit, fallback *Local, health *redisHealth) *Redis {
 	return &Redis{
 		limiter:  redis_rate.NewLimiter(client),
 		prefix:   prefix + action.key() + ":",

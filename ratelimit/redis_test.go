@@ -14,18 +14,18 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/internal/testenv"
 )
 
-// redisClient is a client of the Redis that CHAT_REDIS_URL names, as the
-// server makes it.
-func redisClient(t *testing.T, url string) *redis.Client {
+// redisClient is a client of the Redis at url (a Redis Cluster's with
+// cluster), as the server makes it.
+func redisClient(t *testing.T, url string, cluster bool) redis.UniversalClient {
 	t.Helper()
-	o, err := redis.ParseURL(url)
+	c, err := broker.NewRedisClient(url, cluster, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := NewRedisClient(o)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -38,12 +38,20 @@ func testPrefix(t *testing.T) string {
 }
 
 func TestRedisLimitIsSharedByInstances(t *testing.T) {
-	url := testenv.Service(t, "CHAT_REDIS_URL", "the Redis rate limit tests")
+	testLimitIsShared(t, testenv.Service(t, "CHAT_REDIS_URL", "the Redis rate limit tests"), false)
+}
+
+// On a Redis Cluster, each limit's key lies in the slot of its own name.
+func TestRedisClusterLimitIsSharedByInstances(t *testing.T) {
+	testLimitIsShared(t, testenv.RedisCluster(t), true)
+}
+
+func testLimitIsShared(t *testing.T, url string, cluster bool) {
 	prefix := testPrefix(t)
 	limits := Limits{Post: {Rate: 3, Period: time.Hour, Burst: 3}}
 	// Two instances: their own clients, the same Redis and prefix.
-	a := New(limits, Options{Redis: redisClient(t, url), Prefix: prefix})
-	b := New(limits, Options{Redis: redisClient(t, url), Prefix: prefix})
+	a := New(limits, Options{Redis: redisClient(t, url, cluster), Prefix: prefix})
+	b := New(limits, Options{Redis: redisClient(t, url, cluster), Prefix: prefix})
 	ctx := context.Background()
 	for i, s := range []*Set{a, b, a} {
 		if err := s.Allow(ctx, Post, "alice"); err != nil {
@@ -59,7 +67,7 @@ func TestRedisLimitIsSharedByInstances(t *testing.T) {
 		t.Fatalf("another user: %v", err)
 	}
 	// A deployment with another prefix counts apart.
-	other := New(limits, Options{Redis: redisClient(t, url), Prefix: testPrefix(t)})
+	other := New(limits, Options{Redis: redisClient(t, url, cluster), Prefix: testPrefix(t)})
 	if err := other.Allow(ctx, Post, "alice"); err != nil {
 		t.Fatalf("another prefix: %v", err)
 	}
@@ -93,8 +101,7 @@ func TestRedisFailureFallsBackToThisInstancesLimit(t *testing.T) {
 	ln.Close()
 	var logs syncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	down := NewRedisClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() { _ = down.Close() })
+	down := redisClient(t, "redis://"+addr, false)
 	limits := New(Limits{Login: {Rate: 2, Period: time.Hour, Burst: 2}}, Options{Redis: down, Prefix: testPrefix(t), Log: log, Now: newTestClock().now})
 
 	ctx := context.Background()

@@ -32,3 +32,19 @@ func Service(t testing.TB, env, tests string) string {
 	}
 	return v
 }
+
+// RedisClusterVar names the seed nodes of a Redis Cluster, as
+// `scripts/redis-cluster.sh url` prints them.
+const RedisClusterVar = "CHAT_REDIS_CLUSTER_URL"
+
+// RedisCluster returns the Redis Cluster URL of RedisClusterVar, or skips t:
+// the cluster tests need six redis-server processes, which `make
+// test-cluster` starts, so they never run, or fail, without it.
+func RedisCluster(t testing.TB) string {
+	t.Helper()
+	v := os.Getenv(RedisClusterVar)
+	if v == "" {
+		t.Skipf("%s is not set: `make test-cluster` runs the Redis Cluster tests", RedisClusterVar)
+	}
+	return v
+}

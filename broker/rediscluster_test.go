@@ -1,0 +1,391 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/killrchat/chatql/internal/testenv"
+)
+
+// redisMode is a way the broker meets Redis: one server or a Redis
+// Cluster, broadcast or sharded pub/sub.
+type redisMode struct {
+	name    string
+	url     string
+	cluster bool
+	sharded bool
+}
+
+func (m redisMode) options() []RedisOption {
+	if m.cluster {
+		return []RedisOption{WithCluster()}
+	}
+	return []RedisOption{WithSharded(m.sharded)}
+}
+
+// forEachRedisMode runs test in every mode: on the Redis of CHAT_REDIS_URL,
+// and on the Redis Cluster of CHAT_REDIS_CLUSTER_URL when it is set.
+func forEachRedisMode(t *testing.T, test func(t *testing.T, m redisMode)) {
+	url := redisURL(t)
+	modes := []redisMode{
+		{"server/broadcast", url, false, false},
+		{"server/sharded", url, false, true},
+		{"cluster", "", true, true},
+	}
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			if m.cluster {
+				m.url = testenv.RedisCluster(t)
+			}
+			test(t, m)
+		})
+	}
+}
+
+// admin is a client of the mode's Redis, for looking at it.
+func (m redisMode) admin(t *testing.T) redis.UniversalClient {
+	t.Helper()
+	c, err := NewRedisClient(m.url, m.cluster, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// channels lists the channels under prefix that Redis has subscribers of:
+// on every node of a cluster (a broadcast channel is subscribed where its
+// connection went; a shard channel on its slot's master).
+func (m redisMode) channels(t *testing.T, admin redis.UniversalClient, prefix string) []string {
+	t.Helper()
+	ctx := context.Background()
+	pattern := prefix + "*" // the test prefixes have no glob characters
+	list := func(c *redis.Client) ([]string, error) {
+		if m.sharded {
+			return c.PubSubShardChannels(ctx, pattern).Result()
+		}
+		return c.PubSubChannels(ctx, pattern).Result()
+	}
+	var mu sync.Mutex
+	var all []string
+	var err error
+	if cc, ok := admin.(*redis.ClusterClient); ok {
+		err = cc.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error {
+			chans, err := list(c)
+			mu.Lock()
+			all = append(all, chans...)
+			mu.Unlock()
+			return err
+		})
+	} else {
+		all, err = list(admin.(*redis.Client))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Leave out the pins of sharded links, which carry no topic.
+	return slices.DeleteFunc(all, func(ch string) bool { return strings.HasSuffix(ch, "}") })
+}
+
+func TestRedisModesDeliverAcrossInstances(t *testing.T) {
+	forEachRedisMode(t, func(t *testing.T, m redisMode) {
+		prefix := testPrefix(t)
+		a := newTestRedis(t, m.url, prefix, m.options()...)
+		b := newTestRedis(t, m.url, prefix, m.options()...)
+		admin := m.admin(t)
+		// Enough topics to use every shard group.
+		const topics = 4 * ShardGroups
+		var subs []*Subscription
+		for i := range topics {
+			subs = append(subs, subscribe(t, b, RoomTopic("room-"+strconv.Itoa(i))))
+		}
+		if got := len(m.channels(t, admin, prefix)); got != topics {
+			t.Fatalf("Redis has %d channels of %d topics subscribed", got, topics)
+		}
+		for i, sub := range subs {
+			publish(t, a, RoomTopic("room-"+strconv.Itoa(i)), testEvent("a", i))
+			if _, seq := seqOf(t, recv(t, sub, 5*time.Second)); seq != i {
+				t.Fatalf("topic %d got event %d", i, seq)
+			}
+			sub.Close()
+		}
+		eventually(t, 10*time.Second, func() string {
+			return fmt.Sprintf("%d channels left on Redis, %d upstream states", len(m.channels(t, admin, prefix)), upstreamStates(b))
+		}, func() bool { return len(m.channels(t, admin, prefix)) == 0 && upstreamStates(b) == 0 })
+	})
+}
+
+func TestKeySlot(t *testing.T) {
+	// As the Redis Cluster specification gives them.
+	for key, want := range map[string]int{
+		"123456789":            0x31C3,
+		"foo":                  12182,
+		"{user1000}.following": keySlot("user1000"),
+		"foo{}{bar}":           keySlot("foo{}{bar}"), // an empty tag: the whole key
+		"foo{{bar}}zap":        keySlot("{bar"),
+	} {
+		if got := keySlot(key); got != want {
+			t.Errorf("keySlot(%q) = %d, want %d", key, got, want)
+		}
+	}
+	if keySlot("foo{}{bar}") == keySlot("bar") {
+		t.Error("an empty hash tag must not make the next one count")
+	}
+	for i, tag := range shardTags {
+		if slot := keySlot(tag); slot/(hashSlots/ShardGroups) != i {
+			t.Errorf("group %d's tag %q is in slot %d, outside its sixteenth", i, tag, slot)
+		}
+	}
+}
+
+// On a Redis Cluster, each group's channels are subscribed on the master
+// that serves the group's slot, and the groups use every master.
+func TestRedisClusterShardChannelsStayOnTheirMaster(t *testing.T) {
+	url := testenv.RedisCluster(t)
+	m := redisMode{url: url, cluster: true, sharded: true}
+	prefix := testPrefix(t)
+	r := newTestRedis(t, url, prefix, m.options()...)
+	admin := m.admin(t).(*redis.ClusterClient)
+	ctx := context.Background()
+	for i := range 4 * ShardGroups {
+		subscribe(t, r, RoomTopic("room-"+strconv.Itoa(i)))
+	}
+	var mu sync.Mutex
+	perMaster := map[string]int{}
+	err := admin.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		chans, err := c.PubSubShardChannels(ctx, prefix+"*").Result()
+		if err != nil {
+			return err
+		}
+		chans = slices.DeleteFunc(chans, func(ch string) bool { return strings.HasSuffix(ch, "}") }) // pins
+		for _, ch := range chans {
+			slot, err := c.ClusterKeySlot(ctx, ch).Result()
+			if err != nil {
+				return err
+			}
+			if int(slot) != keySlot(ch) {
+				return fmt.Errorf("Redis puts %s in slot %d, the broker in %d", ch, slot, keySlot(ch))
+			}
+			owner, err := slotOwner(ctx, c, int(slot))
+			if err != nil {
+				return err
+			}
+			if owner != c.Options().Addr {
+				return fmt.Errorf("%s is subscribed on %s, but slot %d is served by %s", ch, c.Options().Addr, slot, owner)
+			}
+		}
+		mu.Lock()
+		perMaster[c.Options().Addr] = len(chans)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for addr, n := range perMaster {
+		if n == 0 {
+			t.Errorf("no channel on master %s: %v", addr, perMaster)
+		}
+		total += n
+	}
+	if total != 4*ShardGroups {
+		t.Errorf("%d channels subscribed over the masters, want %d: %v", total, 4*ShardGroups, perMaster)
+	}
+}
+
+// slotOwner is the address of the master that serves slot, as c sees it.
+func slotOwner(ctx context.Context, c *redis.Client, slot int) (string, error) {
+	ranges, err := c.ClusterSlots(ctx).Result()
+	if err != nil {
+		return "", err
+	}
+	for _, r := range ranges {
+		if slot >= int(r.Start) && slot <= int(r.End) && len(r.Nodes) > 0 {
+			return r.Nodes[0].Addr, nil
+		}
+	}
+	return "", fmt.Errorf("no node serves slot %d", slot)
+}
+
+// clusterScript runs scripts/redis-cluster.sh.
+func clusterScript(t *testing.T, args ...string) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	script := filepath.Join(filepath.Dir(file), "..", "scripts", "redis-cluster.sh")
+	out, err := exec.Command(script, args...).Output()
+	if err != nil {
+		t.Fatalf("redis-cluster.sh %s: %v %s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// A master of the cluster fails over twice while events flow, once on
+// command (its replica takes over, and the old master tells its shard
+// subscribers their slots moved) and once killed with SIGKILL (its replica
+// takes over once the cluster declares it failed), then comes back as a
+// replica. Every subscriber of every topic gets each event in order, at
+// most once, and a Resync before the first event that follows any it
+// missed, so that it catches up from the store's log.
+func TestRedisClusterFailover(t *testing.T) {
+	m := redisMode{url: testenv.RedisCluster(t), cluster: true, sharded: true}
+	const topics = 2 * ShardGroups
+	prefix := testPrefix(t)
+	publisher := newTestRedis(t, m.url, prefix, m.options()...)
+	receivers := []*Redis{newTestRedis(t, m.url, prefix, m.options()...), newTestRedis(t, m.url, prefix, m.options()...)}
+	type stream struct {
+		sub    *Subscription
+		mu     sync.Mutex
+		events []Event
+	}
+	var streams []*stream
+	for _, r := range receivers {
+		for i := range topics {
+			streams = append(streams, &stream{sub: subscribe(t, r, RoomTopic("room-"+strconv.Itoa(i)))})
+		}
+	}
+	var readers sync.WaitGroup
+	for _, s := range streams {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for {
+				ev, ok := s.sub.Next(context.Background())
+				if !ok {
+					return
+				}
+				s.mu.Lock()
+				s.events = append(s.events, *ev)
+				s.mu.Unlock()
+			}
+		}()
+	}
+
+	// The publisher: an event per topic every 10 ms, numbered per topic.
+	stop := make(chan struct{})
+	published := make([]int, topics)
+	var publishing sync.WaitGroup
+	publishing.Add(1)
+	go func() {
+		defer publishing.Done()
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			for i := range topics {
+				if err := publisher.Publish(context.Background(), RoomTopic("room-"+strconv.Itoa(i)), testEvent("p", published[i])); err != nil {
+					t.Error(err)
+					return
+				}
+				published[i]++
+			}
+		}
+	}()
+	pause := func() { time.Sleep(time.Second) }
+
+	pause()
+	masters := strings.Fields(clusterScript(t, "masters"))
+	if len(masters) < 2 {
+		t.Fatalf("masters: %v", masters)
+	}
+	replica := clusterScript(t, "replica-of", masters[0])
+	t.Logf("CLUSTER FAILOVER on %s, the replica of %s", replica, masters[0])
+	if err := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + replica}).Do(context.Background(), "cluster", "failover").Err(); err != nil {
+		t.Fatalf("cluster failover: %v", err)
+	}
+	clusterScript(t, "wait-ok")
+	pause()
+	t.Logf("SIGKILL to master %s", masters[1])
+	clusterScript(t, "kill", masters[1])
+	// The cluster declares it failed after its node timeout (2 s), and its
+	// replica takes over.
+	eventually(t, 30*time.Second, func() string { return "no replica took over from " + masters[1] }, func() bool {
+		return !slices.Contains(strings.Fields(clusterScript(t, "masters")), masters[1]) &&
+			len(strings.Fields(clusterScript(t, "masters"))) == 3
+	})
+	clusterScript(t, "wait-ok")
+	pause()
+	clusterScript(t, "restart", masters[1])
+	clusterScript(t, "wait-ok")
+	pause()
+	close(stop)
+	publishing.Wait()
+
+	// Until every stream has the last event of its topic, or a Resync
+	// after the last it has.
+	last := func(s *stream, topic int) bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for j := len(s.events) - 1; j >= 0; j-- {
+			ev := s.events[j]
+			if ev.Kind == Resync {
+				return true
+			}
+			if _, seq := seqOf(t, ev); seq == published[topic]-1 {
+				return true
+			}
+		}
+		return false
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for i, s := range streams {
+		for !last(s, i%topics) {
+			if time.Now().After(deadline) {
+				t.Fatalf("stream %d: the last events did not arrive", i)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	for _, r := range receivers {
+		_ = r.Close() // ends the readers
+	}
+	readers.Wait()
+
+	missed, resyncs := 0, 0
+	for i, s := range streams {
+		topic := i % topics
+		// Each event after the previous one; a gap only with a Resync
+		// between the events on either side of it.
+		next, resynced := 0, false
+		for _, ev := range s.events {
+			if ev.Kind == Resync {
+				resynced = true
+				resyncs++
+				continue
+			}
+			_, seq := seqOf(t, ev)
+			switch {
+			case seq < next:
+				continue // a repeat, which the stream recognises by id
+			case seq > next && !resynced:
+				t.Fatalf("stream %d (topic %d): events %d-%d missed without a Resync", i, topic, next, seq-1)
+			case seq > next:
+				missed += seq - next
+			}
+			next, resynced = seq+1, false
+		}
+		missed += published[topic] - next
+	}
+	t.Logf("%d events per topic, %d streams; %d events missed and covered by %d Resyncs", published[0], len(streams), missed, resyncs)
+	if resyncs == 0 {
+		t.Error("no Resync at all: the failovers did not reach the broker")
+	}
+	if stats := receivers[0].Stats(); stats.Renewals == 0 {
+		t.Errorf("no sharded connection was renewed: %+v", stats)
+	}
+}

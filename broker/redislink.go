@@ -1,0 +1,444 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// link is one Redis pub/sub connection of the broker and the state of the
+// channel subscriptions it carries. A broker on one Redis server, or in
+// broadcast mode, has one link; in sharded mode it has one per shard group,
+// each of whose channels lie in one hash slot, so that the connection goes
+// to the master that serves that slot.
+type link struct {
+	r *Redis
+	// pin, in sharded mode, is a channel of the link's slot that stays
+	// subscribed while the broker runs and carries nothing: go-redis routes
+	// a sharded connection, and every reconnection of it, by the slot of
+	// its first channel, so the link never has none; and Redis unsubscribing
+	// it tells that the slot has moved (a failover or a resharding), and the
+	// link must connect to the slot's new master. Empty in broadcast mode.
+	pin string
+
+	// mu guards the state below, and is held while (un)subscribe commands
+	// are written, so that commands reach the connection in the order in
+	// which they were decided here. The receive loop takes it to process
+	// replies; nothing that holds mu calls into the hub in a way that can
+	// call back (onIdle) into the broker.
+	mu       sync.Mutex
+	ps       *redis.PubSub        // replaced when the slot moves
+	channels map[string]*upstream // by Redis channel name
+	lastErr  error                // the last error of the connection, for diagnostics
+	down     atomic.Bool          // the last read failed
+}
+
+// upstream is the state of one Redis channel subscription. One SUBSCRIBE or
+// UNSUBSCRIBE of a channel at a time awaits its reply (busy): the next
+// command is decided only when the reply comes, by reconciling with the hub
+// (subscribed iff the topic has local subscribers). Since Redis answers
+// commands in order, a reply that answers a superseded command (after a
+// reconnect or a sweep sent one again) is recognised by the last command
+// sent, and a subscription counts as live only once its own confirmation
+// has come.
+type upstream struct {
+	topic string
+	// subscribed: the last command sent was SUBSCRIBE. It mirrors whether
+	// the channel is in go-redis's own set of channels, which is what a
+	// reconnect resubscribes.
+	subscribed bool
+	// busy: the reply to the last command has not arrived yet.
+	busy bool
+	// since is when the reply started being awaited, to tell a stuck
+	// command from a slow one.
+	since time.Time
+	// live: Redis confirmed the subscription and nothing was sent since, so
+	// a message published now reaches this instance.
+	live bool
+	// ready is closed when the subscription goes live; nil when nobody waits.
+	ready chan struct{}
+	// resync: the subscription was live when the connection dropped, so its
+	// subscribers may have missed events and get a Resync once it is live
+	// again.
+	resync bool
+}
+
+// newLink opens a link; pin is its pinned channel in sharded mode.
+func (r *Redis) newLink(pin string) *link {
+	l := &link{r: r, pin: pin, channels: make(map[string]*upstream)}
+	l.ps = l.open()
+	return l
+}
+
+// open returns a new pub/sub connection of the link. In broadcast mode it
+// has no channels, and connects on first use; in sharded mode it subscribes
+// the pin at once, which connects it to the master of the link's slot.
+func (l *link) open() *redis.PubSub {
+	ctx := context.Background()
+	if l.pin == "" {
+		return l.r.client.Subscribe(ctx)
+	}
+	// An error is the connection's, and the receive loop reconnects: the
+	// pin is in go-redis's set of channels whatever happened.
+	return l.r.client.SSubscribe(ctx, l.pin)
+}
+
+func (l *link) lastError() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastErr
+}
+
+// reconcileLocked brings the channel's Redis subscription in line with the
+// hub: subscribed iff the topic has local subscribers. While a command's
+// reply is awaited it does nothing; the reply's arrival reconciles again.
+// Every change of the hub's state (Subscribe's Add, onIdle) and every reply
+// reconciles, so the final state always matches the hub.
+func (l *link) reconcileLocked(ch string, u *upstream) {
+	for !u.busy && !l.r.closing.Load() {
+		want := l.r.hub.Active(u.topic)
+		switch {
+		case want && !u.subscribed:
+			u.subscribed, u.busy, u.live, u.since = true, true, false, time.Now()
+			// On error the reply comes after go-redis reconnects and
+			// resubscribes its channel set, which now includes ch; until
+			// then the subscription stays busy.
+			_ = l.sendLocked(true, ch)
+		case !want && u.subscribed:
+			u.subscribed, u.busy, u.live, u.since = false, true, false, time.Now()
+			if err := l.sendLocked(false, ch); err != nil {
+				// The write failed, so the connection is being replaced
+				// and the new one is built from go-redis's channel set,
+				// from which Unsubscribe already removed ch: done.
+				u.busy = false
+			}
+		default:
+			if !want && !u.subscribed {
+				delete(l.channels, ch)
+			}
+			return
+		}
+	}
+}
+
+// sendLocked writes SUBSCRIBE or UNSUBSCRIBE (SSUBSCRIBE or SUNSUBSCRIBE in
+// sharded mode) for channels on the pub/sub connection. The caller holds mu.
+func (l *link) sendLocked(subscribe bool, channels ...string) error {
+	ctx := context.Background() // bounded by the client's dial and write timeouts
+	sharded := l.pin != ""
+	if !subscribe {
+		var err error
+		if sharded {
+			err = l.ps.SUnsubscribe(ctx, channels...)
+		} else {
+			err = l.ps.Unsubscribe(ctx, channels...)
+		}
+		if err != nil {
+			l.lastErr = err
+		}
+		return err
+	}
+	sub := l.ps.Subscribe
+	if sharded {
+		sub = l.ps.SSubscribe
+	}
+	err := sub(ctx, channels...)
+	if err != nil {
+		l.lastErr = err
+		// go-redis adds the channels to its set only after the write: if
+		// the write failed and it reconnected during this call, the new
+		// connection was subscribed without them. Once more, now that they
+		// are in the set: either the write reaches the live connection or
+		// every later reconnect includes them.
+		err = sub(ctx, channels...)
+	}
+	return err
+}
+
+// receive is the link's goroutine: it reads the pub/sub connection, decodes
+// each message once and hands it to the hub, drives the subscription state
+// machine with Redis's (un)subscribe replies, and sweeps for stuck
+// commands. It reads with a timeout only so that the sweep runs when the
+// connection is quiet; a timeout is not an error.
+func (l *link) receive() {
+	r := l.r
+	defer r.wg.Done()
+	ctx := context.Background()
+	failures := 0
+	lastSweep := time.Now()
+	for {
+		l.mu.Lock()
+		ps := l.ps
+		l.mu.Unlock()
+		msg, err := ps.ReceiveTimeout(ctx, r.sweepInterval)
+		if r.closing.Load() {
+			return
+		}
+		if err != nil && !isIdleTimeout(err) {
+			l.mu.Lock()
+			renewed := l.ps != ps
+			l.mu.Unlock()
+			if renewed {
+				continue // the error of the connection renew closed
+			}
+			failures++
+			l.down.Store(true)
+			if failures == 1 && r.log != nil {
+				r.log.Warn("redis broker: pub/sub connection lost; reconnecting", "err", err)
+			}
+			l.lost(err)
+			// go-redis has already tried to reconnect once; back off
+			// before the next attempt so that an outage is not a busy loop.
+			if failures > 1 && !r.sleep(backoff(failures-1)) {
+				return
+			}
+			continue
+		}
+		// A message or a quiet connection: either way it is up.
+		if failures > 0 {
+			l.down.Store(false)
+			if r.log != nil {
+				r.log.Info("redis broker: pub/sub connection restored", "failures", failures)
+			}
+			failures = 0
+		}
+		switch m := msg.(type) {
+		case *redis.Message:
+			r.message(m)
+		case *redis.Subscription:
+			l.reply(m)
+		}
+		if time.Since(lastSweep) >= r.sweepInterval {
+			l.sweep()
+			lastSweep = time.Now()
+		}
+	}
+}
+
+// isIdleTimeout reports whether err is the read deadline of ReceiveTimeout
+// passing on a quiet connection, as opposed to a failure, including a dial
+// timeout while reconnecting.
+func isIdleTimeout(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "read" && oe.Timeout()
+}
+
+// backoff is the wait before the n-th retry: 50 ms doubling to 1 s.
+func backoff(n int) time.Duration {
+	d := 50 * time.Millisecond
+	for i := 1; i < n && d < time.Second; i++ {
+		d *= 2
+	}
+	return min(d, time.Second)
+}
+
+// reply processes Redis's reply to a SUBSCRIBE or UNSUBSCRIBE (SSUBSCRIBE,
+// SUNSUBSCRIBE).
+func (l *link) reply(m *redis.Subscription) {
+	if m.Channel == l.pin && l.pin != "" {
+		if m.Kind == "sunsubscribe" {
+			// Only Redis unsubscribes the pin: its slot moved to another
+			// master, and so did every channel of the link.
+			l.renew("the link's hash slot moved to another node")
+		}
+		return
+	}
+	var resync string
+	l.mu.Lock()
+	u := l.channels[m.Channel]
+	switch m.Kind {
+	case "subscribe", "ssubscribe":
+		switch {
+		case u == nil:
+			// Nothing here wants this channel; record that Redis has it so
+			// that reconciling unsubscribes it.
+			if topic, ok := l.r.topicOf(m.Channel); ok {
+				u = &upstream{topic: topic, subscribed: true}
+				l.channels[m.Channel] = u
+			}
+		case u.subscribed:
+			// A confirmation of a subscription that was already live is
+			// not ours: go-redis re-established the connection and
+			// resubscribed, and events may have been lost in between.
+			if u.live || u.resync {
+				resync = u.topic
+			}
+			u.busy, u.live, u.resync = false, true, false
+			if u.ready != nil {
+				close(u.ready)
+				u.ready = nil
+			}
+		default:
+			// The reply to a SUBSCRIBE that an UNSUBSCRIBE has followed;
+			// that one's reply is still to come.
+		}
+	case "unsubscribe", "sunsubscribe":
+		if u != nil && !u.subscribed {
+			u.busy = false
+		}
+		// Otherwise it answers an UNSUBSCRIBE that a SUBSCRIBE has
+		// followed, whose reply is still to come; or, in sharded mode,
+		// Redis dropped the channel because its slot moved, which the
+		// pin's own unsubscription tells the link.
+	}
+	if u != nil {
+		l.reconcileLocked(m.Channel, u)
+	}
+	l.mu.Unlock()
+	// Outside mu: delivering may cut off a slow subscriber, whose onIdle
+	// takes mu.
+	if resync != "" {
+		l.r.resyncsReconnect.Add(1)
+		l.r.hub.Deliver(resync, resyncEvent(resync))
+	}
+}
+
+// lost handles an error of the pub/sub connection. Unless it is an error
+// reply from Redis, go-redis has replaced the connection, or will on the
+// next read, and the new one is subscribed to the channels in go-redis's
+// set, that is, to those whose last command here was SUBSCRIBE. Whatever was
+// published meanwhile is lost, and replies awaited on the old connection
+// will never come. So every subscription waits for its confirmation on the
+// new connection (those that were live owe their subscribers a Resync), and
+// every UNSUBSCRIBE counts as done, since the new connection does not have
+// the channel.
+//
+// An error reply that redirects (MOVED: the connection's node no longer
+// serves the link's slot) makes the link connect to the slot's master.
+//
+// If the connection survived after all, the sweep sends the awaited
+// commands again, and the state machine is back on its feet.
+func (l *link) lost(err error) {
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		// go-redis keeps the connection on Redis's own error replies.
+		if msg := rerr.Error(); l.pin != "" && (strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")) {
+			l.renew(msg)
+			return
+		}
+		l.mu.Lock()
+		l.lastErr = err
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lastErr = err
+	if l.r.closing.Load() {
+		return
+	}
+	l.awaitAllLocked()
+}
+
+// awaitAllLocked makes every subscription wait for its confirmation on a
+// new connection, and counts every UNSUBSCRIBE as done. The caller holds mu.
+func (l *link) awaitAllLocked() {
+	now := time.Now()
+	var unsubscribed []string
+	for ch, u := range l.channels {
+		switch {
+		case u.subscribed:
+			if u.live {
+				u.resync = true
+			}
+			u.live, u.busy, u.since = false, true, now
+		case u.busy:
+			u.busy = false
+			unsubscribed = append(unsubscribed, ch)
+		}
+	}
+	for _, ch := range unsubscribed {
+		if u := l.channels[ch]; u != nil {
+			l.reconcileLocked(ch, u)
+		}
+	}
+}
+
+// renew replaces the link's connection with one to the current master of
+// its slot (sharded mode): its node stopped serving the slot, in a failover
+// or a resharding, and said so (the pin unsubscribed, or a MOVED reply).
+// The cluster's slot map is read again first, so that the new connection
+// goes to the new master. Every subscription is sent again on it, and those
+// that were live owe their subscribers a Resync.
+func (l *link) renew(why string) {
+	if l.r.closing.Load() {
+		return
+	}
+	if l.r.log != nil {
+		l.r.log.Warn("redis broker: reconnecting a sharded pub/sub connection", "why", why)
+	}
+	l.r.renewals.Add(1)
+	if c, ok := l.r.client.(*redis.ClusterClient); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
+		c.ReloadState(ctx) // on failure, go-redis reloads on its own later
+		cancel()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.r.closing.Load() {
+		return
+	}
+	old := l.ps
+	l.ps = l.open()
+	_ = old.Close() // the receive loop sees the swap and ignores its error
+	l.awaitAllLocked()
+	var subs []string
+	for ch, u := range l.channels {
+		if u.subscribed {
+			subs = append(subs, ch)
+		}
+	}
+	if len(subs) > 0 {
+		_ = l.sendLocked(true, subs...)
+	}
+}
+
+// sweep sends again the commands whose replies are overdue. Sending again
+// is harmless whatever became of the first one: Redis answers a repeated
+// SUBSCRIBE or UNSUBSCRIBE again, and replies that answer a superseded
+// command are recognised and ignored. A repeated confirmation of a live
+// subscription costs its subscribers a spare Resync, which is the safe side.
+func (l *link) sweep() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.r.closing.Load() {
+		return
+	}
+	now := time.Now()
+	var subs, unsubs []string
+	for ch, u := range l.channels {
+		if !u.busy || now.Sub(u.since) < l.r.stuckAfter {
+			continue
+		}
+		u.since = now
+		if u.subscribed {
+			subs = append(subs, ch)
+		} else {
+			unsubs = append(unsubs, ch)
+		}
+	}
+	if len(subs) > 0 {
+		if l.r.log != nil {
+			l.r.log.Warn("redis broker: no confirmation from Redis; subscribing again", "channels", len(subs))
+		}
+		_ = l.sendLocked(true, subs...)
+	}
+	if len(unsubs) > 0 {
+		if err := l.sendLocked(false, unsubs...); err != nil {
+			// As in reconcileLocked: the next connection will not have
+			// them.
+			for _, ch := range unsubs {
+				if u := l.channels[ch]; u != nil {
+					u.busy = false
+					l.reconcileLocked(ch, u)
+				}
+			}
+		}
+	}
+}
