@@ -533,6 +533,11 @@ func (r *Redis) Close() error {
 			l.mu.Unlock()
 		}
 		r.wg.Wait()
+		for _, l := range r.links {
+			if l.node != nil {
+				psErr = errors.Join(psErr, l.node.Close())
+			}
+		}
 		r.hub.Close()
 		r.closeErr = errors.Join(psErr, r.client.Close())
 	})

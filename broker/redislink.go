@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -32,8 +33,17 @@ type link struct {
 	// which they were decided here. The receive loop takes it to process
 	// replies; nothing that holds mu calls into the hub in a way that can
 	// call back (onIdle) into the broker.
-	mu       sync.Mutex
-	ps       *redis.PubSub        // replaced when the slot moves
+	mu sync.Mutex
+	ps *redis.PubSub // replaced when the slot moves
+	// On a cluster, node is the client of the node the link connected to
+	// (ps is its), and settled reports that the node said it is a master.
+	// A replica of the slot's master takes shard subscriptions too, but a
+	// message its master acknowledged and died before replicating, or
+	// published while the replica resynchronised in full, never reaches
+	// it, and nothing would tell its subscribers. So until settled nothing
+	// is subscribed, and each sweep looks for the master again.
+	node     *redis.Client
+	settled  bool
 	channels map[string]*upstream // by Redis channel name
 	lastErr  error                // the last error of the connection, for diagnostics
 	down     atomic.Bool          // the last read failed
@@ -72,21 +82,92 @@ type upstream struct {
 // newLink opens a link; pin is its pinned channel in sharded mode.
 func (r *Redis) newLink(pin string) *link {
 	l := &link{r: r, pin: pin, channels: make(map[string]*upstream)}
-	l.ps = l.open()
+	l.openLocked()
 	return l
 }
 
-// open returns a new pub/sub connection of the link. In broadcast mode it
-// has no channels, and connects on first use; in sharded mode it subscribes
-// the pin at once, which connects it to the master of the link's slot.
-func (l *link) open() *redis.PubSub {
+// openLocked sets up a new pub/sub connection of the link. In broadcast
+// mode it has no channels, and connects on first use; in sharded mode it
+// subscribes the pin at once: on one server through the broker's client,
+// on a cluster on the master that serves the link's slot, which it looks
+// up first (see node). An error is the connection's, and the receive loop
+// reconnects: the pin is in go-redis's set of channels whatever happened.
+// The caller holds mu, or has the link to itself.
+func (l *link) openLocked() {
 	ctx := context.Background()
-	if l.pin == "" {
-		return l.r.client.Subscribe(ctx)
+	switch cc, cluster := l.r.client.(*redis.ClusterClient); {
+	case l.pin == "":
+		l.ps = l.r.client.Subscribe(ctx)
+	case !cluster:
+		l.ps = l.r.client.SSubscribe(ctx, l.pin)
+	default:
+		if l.node != nil {
+			_ = l.node.Close()
+		}
+		l.node, l.settled = findMaster(cc, keySlot(l.pin))
+		if l.settled {
+			l.ps = l.node.SSubscribe(ctx, l.pin)
+		} else {
+			// Nothing is subscribed until the master is found: the next
+			// sweep looks again.
+			l.ps = l.node.SSubscribe(ctx)
+		}
 	}
-	// An error is the connection's, and the receive loop reconnects: the
-	// pin is in go-redis's set of channels whatever happened.
-	return l.r.client.SSubscribe(ctx, l.pin)
+}
+
+// findMaster returns a client of the master that serves slot, and true; or
+// after sendTimeout of looking, of the node where it looked last, and
+// false. It asks the cluster which node serves the slot, and asks that
+// node whether it is a master: just after a failover, a node may still
+// name the old master, now a replica, whose ROLE names the new one.
+func findMaster(cc *redis.ClusterClient, slot int) (*redis.Client, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
+	defer cancel()
+	o := cc.Options()
+	client := func(addr string) *redis.Client {
+		return redis.NewClient(&redis.Options{
+			Addr: addr, Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig,
+			Protocol: o.Protocol, DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
+			PoolSize: 2,
+		})
+	}
+	addr := o.Addrs[0]
+	for {
+		if a, err := slotMaster(ctx, cc, slot); err == nil {
+			addr = a
+			for range 2 { // the node, and the master it names if a replica
+				node := client(addr)
+				role, err := node.Do(ctx, "role").Slice()
+				if err == nil && len(role) > 0 && role[0] == "master" {
+					return node, true
+				}
+				_ = node.Close()
+				if err != nil || len(role) < 3 || role[0] != "slave" {
+					break
+				}
+				addr = net.JoinHostPort(fmt.Sprint(role[1]), fmt.Sprint(role[2]))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return client(addr), false
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// slotMaster asks the cluster which node serves slot.
+func slotMaster(ctx context.Context, cc *redis.ClusterClient, slot int) (string, error) {
+	ranges, err := cc.ClusterSlots(ctx).Result()
+	if err != nil {
+		return "", err
+	}
+	for _, r := range ranges {
+		if slot >= int(r.Start) && slot <= int(r.End) && len(r.Nodes) > 0 {
+			return r.Nodes[0].Addr, nil
+		}
+	}
+	return "", fmt.Errorf("no node serves slot %d", slot)
 }
 
 func (l *link) lastError() error {
@@ -130,6 +211,11 @@ func (l *link) reconcileLocked(ch string, u *upstream) {
 // sendLocked writes SUBSCRIBE or UNSUBSCRIBE (SSUBSCRIBE or SUNSUBSCRIBE in
 // sharded mode) for channels on the pub/sub connection. The caller holds mu.
 func (l *link) sendLocked(subscribe bool, channels ...string) error {
+	if l.onCluster() && !l.settled {
+		// Not on the slot's master: the renewal that finds it sends
+		// every subscription.
+		return nil
+	}
 	ctx := context.Background() // bounded by the client's dial and write timeouts
 	sharded := l.pin != ""
 	if !subscribe {
@@ -192,7 +278,13 @@ func (l *link) receive() {
 			if failures == 1 && r.log != nil {
 				r.log.Warn("redis broker: pub/sub connection lost; reconnecting", "err", err)
 			}
-			l.lost(err)
+			if l.onCluster() && !isRedisError(err) {
+				// The node may be gone for good: look for the slot's
+				// master again rather than dial the same address.
+				l.renew("the connection failed: " + err.Error())
+			} else {
+				l.lost(err)
+			}
 			// go-redis has already tried to reconnect once; back off
 			// before the next attempt so that an outage is not a busy loop.
 			if failures > 1 && !r.sleep(backoff(failures-1)) {
@@ -299,6 +391,17 @@ func (l *link) reply(m *redis.Subscription) {
 	}
 }
 
+// onCluster reports whether the link is a sharded one on a Redis Cluster.
+func (l *link) onCluster() bool {
+	_, ok := l.r.client.(*redis.ClusterClient)
+	return ok && l.pin != ""
+}
+
+func isRedisError(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr)
+}
+
 // lost handles an error of the pub/sub connection. Unless it is an error
 // reply from Redis, go-redis has replaced the connection, or will on the
 // next read, and the new one is subscribed to the channels in go-redis's
@@ -362,10 +465,10 @@ func (l *link) awaitAllLocked() {
 
 // renew replaces the link's connection with one to the current master of
 // its slot (sharded mode): its node stopped serving the slot, in a failover
-// or a resharding, and said so (the pin unsubscribed, or a MOVED reply).
-// The cluster's slot map is read again first, so that the new connection
-// goes to the new master. Every subscription is sent again on it, and those
-// that were live owe their subscribers a Resync.
+// or a resharding, and said so (the pin unsubscribed, or a MOVED reply), or
+// on a cluster the connection failed, or the node it went to was not the
+// master. Every subscription is sent again on the new connection, and
+// those that were live owe their subscribers a Resync.
 func (l *link) renew(why string) {
 	if l.r.closing.Load() {
 		return
@@ -375,18 +478,19 @@ func (l *link) renew(why string) {
 	}
 	l.r.renewals.Add(1)
 	if c, ok := l.r.client.(*redis.ClusterClient); ok {
-		ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
-		c.ReloadState(ctx) // on failure, go-redis reloads on its own later
-		cancel()
+		c.ReloadState(context.Background()) // for the publisher's sake
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.r.closing.Load() {
 		return
 	}
-	old := l.ps
-	l.ps = l.open()
+	old, oldNode := l.ps, l.node
+	l.openLocked()
 	_ = old.Close() // the receive loop sees the swap and ignores its error
+	if oldNode != nil {
+		_ = oldNode.Close()
+	}
 	l.awaitAllLocked()
 	var subs []string
 	for ch, u := range l.channels {
@@ -406,6 +510,11 @@ func (l *link) renew(why string) {
 // subscription costs its subscribers a spare Resync, which is the safe side.
 func (l *link) sweep() {
 	l.mu.Lock()
+	if l.onCluster() && !l.settled {
+		l.mu.Unlock()
+		l.renew("the node it went to was not the master of its slot")
+		return
+	}
 	defer l.mu.Unlock()
 	if l.r.closing.Load() {
 		return

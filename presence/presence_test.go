@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 
+	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/internal/testenv"
 	"github.com/killrchat/chatql/store"
 )
@@ -170,16 +170,32 @@ func tracked(t *Tracker) int {
 	return users + t.queue.running
 }
 
-// redisRegistry is a registry on the Redis that CHAT_REDIS_URL names,
-// under prefix.
-func redisRegistry(t *testing.T, prefix string, ttl time.Duration) *Redis {
+// redisTarget is a Redis the registry tests run on: CHAT_REDIS_URL's, and
+// the Redis Cluster of CHAT_REDIS_CLUSTER_URL when it is set (every key of
+// the registry lies in one hash slot).
+type redisTarget struct {
+	url     string
+	cluster bool
+}
+
+// onEachRedis runs test on each Redis target.
+func onEachRedis(t *testing.T, test func(t *testing.T, on redisTarget)) {
+	t.Run("server", func(t *testing.T) {
+		test(t, redisTarget{url: testenv.Service(t, "CHAT_REDIS_URL", "the Redis presence tests")})
+	})
+	t.Run("cluster", func(t *testing.T) {
+		test(t, redisTarget{url: testenv.RedisCluster(t), cluster: true})
+	})
+}
+
+// registry is a registry on the target, under prefix, with its own client
+// as the server makes it.
+func (on redisTarget) registry(t *testing.T, prefix string, ttl time.Duration) *Redis {
 	t.Helper()
-	url := testenv.Service(t, "CHAT_REDIS_URL", "the Redis presence tests")
-	o, err := redis.ParseURL(url)
+	rdb, err := broker.NewRedisClient(on.url, on.cluster, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb := redis.NewClient(o)
 	t.Cleanup(func() { _ = rdb.Close() })
 	return NewRedis(rdb, prefix, ttl, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 }
@@ -192,9 +208,11 @@ func testPrefix() string {
 
 // Two instances on one Redis: a user is online while either has them;
 // each change is reported once, by the instance that made it.
-func TestRedisRegistrySharedByInstances(t *testing.T) {
+func TestRedisRegistrySharedByInstances(t *testing.T) { onEachRedis(t, testRedisRegistrySharedByInstances) }
+
+func testRedisRegistrySharedByInstances(t *testing.T, on redisTarget) {
 	prefix := testPrefix()
-	a, b := redisRegistry(t, prefix, time.Minute), redisRegistry(t, prefix, time.Minute)
+	a, b := on.registry(t, prefix, time.Minute), on.registry(t, prefix, time.Minute)
 	ctx := context.Background()
 	step := func(what string, got bool, err error, want bool) {
 		t.Helper()
@@ -222,10 +240,12 @@ func TestRedisRegistrySharedByInstances(t *testing.T) {
 // users go offline everywhere no sooner than the TTL after its last
 // heartbeat and no later than the TTL plus a heartbeat of a live instance
 // (and a scheduling margin), told once, by one instance.
-func TestRedisRegistrySweepsDeadInstance(t *testing.T) {
+func TestRedisRegistrySweepsDeadInstance(t *testing.T) { onEachRedis(t, testRedisRegistrySweepsDeadInstance) }
+
+func testRedisRegistrySweepsDeadInstance(t *testing.T, on redisTarget) {
 	const ttl = time.Second
 	prefix := testPrefix()
-	dead := redisRegistry(t, prefix, ttl)
+	dead := on.registry(t, prefix, ttl)
 	ctx := context.Background()
 	if _, err := dead.Arrive(ctx, "alice"); err != nil {
 		t.Fatal(err)
@@ -235,7 +255,7 @@ func TestRedisRegistrySweepsDeadInstance(t *testing.T) {
 	}
 	lastBeat := time.Now() // Arrive beats; the dead instance never beats again
 	// Bob is also online through a live instance: he stays.
-	live1, live2 := redisRegistry(t, prefix, ttl), redisRegistry(t, prefix, ttl)
+	live1, live2 := on.registry(t, prefix, ttl), on.registry(t, prefix, ttl)
 	if _, err := live1.Arrive(ctx, "bob"); err != nil {
 		t.Fatal(err)
 	}
@@ -270,9 +290,11 @@ func TestRedisRegistrySweepsDeadInstance(t *testing.T) {
 
 // Redis loses the records (restarted without persistence): the next
 // heartbeat writes this instance's users again.
-func TestRedisRegistryRewritesLostRecords(t *testing.T) {
+func TestRedisRegistryRewritesLostRecords(t *testing.T) { onEachRedis(t, testRedisRegistryRewritesLostRecords) }
+
+func testRedisRegistryRewritesLostRecords(t *testing.T, on redisTarget) {
 	prefix := testPrefix()
-	r := redisRegistry(t, prefix, 300*time.Millisecond)
+	r := on.registry(t, prefix, 300*time.Millisecond)
 	ctx := context.Background()
 	if _, err := r.Arrive(ctx, "alice"); err != nil {
 		t.Fatal(err)
@@ -392,10 +414,12 @@ func TestTrackerClose(t *testing.T) {
 
 // A dead instance with more users than one drain takes is swept whole, each
 // user told once, and nothing of it is left in Redis.
-func TestRedisRegistrySweepsBigDeadInstance(t *testing.T) {
+func TestRedisRegistrySweepsBigDeadInstance(t *testing.T) { onEachRedis(t, testRedisRegistrySweepsBigDeadInstance) }
+
+func testRedisRegistrySweepsBigDeadInstance(t *testing.T, on redisTarget) {
 	const ttl = time.Second
 	prefix := testPrefix()
-	dead := redisRegistry(t, prefix, ttl)
+	dead := on.registry(t, prefix, ttl)
 	ctx := context.Background()
 	users := 2*drainBatch + 7
 	for i := range users {
@@ -403,7 +427,7 @@ func TestRedisRegistrySweepsBigDeadInstance(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	live := redisRegistry(t, prefix, ttl)
+	live := on.registry(t, prefix, ttl)
 	told := map[string]int{}
 	deadline := time.Now().Add(20 * time.Second)
 	for len(told) < users {
