@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/internal/testenv"
 	"github.com/killrchat/chatql/store"
@@ -208,7 +207,9 @@ func testPrefix() string {
 
 // Two instances on one Redis: a user is online while either has them;
 // each change is reported once, by the instance that made it.
-func TestRedisRegistrySharedByInstances(t *testing.T) { onEachRedis(t, testRedisRegistrySharedByInstances) }
+func TestRedisRegistrySharedByInstances(t *testing.T) {
+	onEachRedis(t, testRedisRegistrySharedByInstances)
+}
 
 func testRedisRegistrySharedByInstances(t *testing.T, on redisTarget) {
 	prefix := testPrefix()
@@ -240,7 +241,9 @@ func testRedisRegistrySharedByInstances(t *testing.T, on redisTarget) {
 // users go offline everywhere no sooner than the TTL after its last
 // heartbeat and no later than the TTL plus a heartbeat of a live instance
 // (and a scheduling margin), told once, by one instance.
-func TestRedisRegistrySweepsDeadInstance(t *testing.T) { onEachRedis(t, testRedisRegistrySweepsDeadInstance) }
+func TestRedisRegistrySweepsDeadInstance(t *testing.T) {
+	onEachRedis(t, testRedisRegistrySweepsDeadInstance)
+}
 
 func testRedisRegistrySweepsDeadInstance(t *testing.T, on redisTarget) {
 	const ttl = time.Second
@@ -290,7 +293,9 @@ func testRedisRegistrySweepsDeadInstance(t *testing.T, on redisTarget) {
 
 // Redis loses the records (restarted without persistence): the next
 // heartbeat writes this instance's users again.
-func TestRedisRegistryRewritesLostRecords(t *testing.T) { onEachRedis(t, testRedisRegistryRewritesLostRecords) }
+func TestRedisRegistryRewritesLostRecords(t *testing.T) {
+	onEachRedis(t, testRedisRegistryRewritesLostRecords)
+}
 
 func testRedisRegistryRewritesLostRecords(t *testing.T, on redisTarget) {
 	prefix := testPrefix()
@@ -414,7 +419,9 @@ func TestTrackerClose(t *testing.T) {
 
 // A dead instance with more users than one drain takes is swept whole, each
 // user told once, and nothing of it is left in Redis.
-func TestRedisRegistrySweepsBigDeadInstance(t *testing.T) { onEachRedis(t, testRedisRegistrySweepsBigDeadInstance) }
+func TestRedisRegistrySweepsBigDeadInstance(t *testing.T) {
+	onEachRedis(t, testRedisRegistrySweepsBigDeadInstance)
+}
 
 func testRedisRegistrySweepsBigDeadInstance(t *testing.T, on redisTarget) {
 	const ttl = time.Second
