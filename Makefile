@@ -44,15 +44,24 @@ test-integration: services browser
 	echo "Cassandra and Redis keep running for the next run: 'make services-stop' stops them."; \
 	exit $$status
 
-# The failure tests (failover_test.go) on a three-node Cassandra cluster that
-# scripts/cassandra-cluster.sh starts on 127.0.0.1-3 (after stopping the single
-# node, which uses 127.0.0.1) and stops afterwards: nodes killed and paused for
-# real under load, on two chatql instances sharing Redis.
+# The failure tests on real clusters, started by the project's scripts and
+# stopped afterwards: first on a Redis Cluster (scripts/redis-cluster.sh:
+# three masters and their replicas on 127.0.0.1:7001-7006), the broker,
+# presence and rate limits, and two instances under load while masters fail
+# over on command and are killed; then (failover_test.go) on a three-node
+# Cassandra cluster (scripts/cassandra-cluster.sh, on 127.0.0.1-3 after
+# stopping the single node, which uses 127.0.0.1), two chatql instances
+# sharing Redis under load while nodes are killed and paused for real. The
+# Redis Cluster tests run one package at a time: they kill masters.
 test-cluster:
 	-scripts/cassandra.sh stop
 	scripts/redis.sh start
-	scripts/cassandra-cluster.sh start
-	@status=0; CHAT_CASSANDRA_CLUSTER=$$(scripts/cassandra-cluster.sh hosts) CHAT_REDIS_URL=$(REDIS_URL) \
+	scripts/redis-cluster.sh start
+	@status=0; CHAT_REDIS_CLUSTER_URL=$$(scripts/redis-cluster.sh url) CHAT_REDIS_URL=$(REDIS_URL) \
+		$(GO) test -race -p 1 -count=1 -timeout 10m -v -run 'RedisCluster|RedisModes|RedisRegistry' ./broker ./presence ./ratelimit . || status=$$?; \
+	scripts/redis-cluster.sh stop; \
+	scripts/cassandra-cluster.sh start || exit 1; \
+	CHAT_CASSANDRA_CLUSTER=$$(scripts/cassandra-cluster.sh hosts) CHAT_REDIS_URL=$(REDIS_URL) \
 		$(GO) test -count=1 -timeout 20m -v -run 'TestFailover' . || status=$$?; \
 	scripts/cassandra-cluster.sh stop; exit $$status
 
