@@ -334,16 +334,20 @@ func TestRedisClusterFailover(t *testing.T) {
 	publishing.Wait()
 
 	// Until every stream has the last event of its topic, or a Resync
-	// after the last it has.
+	// that came after it was published.
 	last := func(s *stream, topic int) bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		final := published[topic] - 1
 		for j := len(s.events) - 1; j >= 0; j-- {
 			ev := s.events[j]
 			if ev.Kind == Resync {
-				return true
+				if s.at[j].After(publishedAt[topic][final]) {
+					return true
+				}
+				continue
 			}
-			if _, seq := seqOf(t, ev); seq == published[topic]-1 {
+			if _, seq := seqOf(t, ev); seq == final {
 				return true
 			}
 		}
