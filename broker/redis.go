@@ -118,7 +118,7 @@ func WithLogger(l *slog.Logger) RedisOption {
 type Redis struct {
 	client           redis.UniversalClient
 	links            []*link // one, or ShardGroups in sharded mode
-	sharded          bool
+	cluster, sharded bool
 	hub              *Hub
 	prefix           string
 	subscribeTimeout time.Duration
@@ -230,6 +230,7 @@ func NewRedis(ctx context.Context, url string, opts ...RedisOption) (*Redis, err
 	}
 	r := &Redis{
 		client:           client,
+		cluster:          cfg.cluster,
 		sharded:          cfg.sharded,
 		prefix:           cfg.prefix,
 		subscribeTimeout: cfg.subscribeTimeout,
@@ -417,12 +418,24 @@ func (r *Redis) queueResync(ctx context.Context, pipe redis.Pipeliner, topic str
 }
 
 func (r *Redis) queuePublish(ctx context.Context, pipe redis.Pipeliner, topic string, payload []byte) {
-	if r.sharded {
+	switch {
+	case r.cluster:
+		// A replica takes an SPUBLISH of its master's slots and hands it
+		// to its own subscribers alone: published through a node that a
+		// failover has just turned into a replica (the client's map of the
+		// cluster is a moment behind), an event would reach nobody, and
+		// nothing would say so. A script is a write, which a replica
+		// redirects to the master.
+		pipe.Eval(ctx, spublishScript, []string{r.channel(topic)}, payload)
+	case r.sharded:
 		pipe.SPublish(ctx, r.channel(topic), payload)
-	} else {
+	default:
 		pipe.Publish(ctx, r.channel(topic), payload)
 	}
 }
+
+// spublishScript publishes ARGV[1] to the shard channel KEYS[1].
+const spublishScript = "return redis.call('SPUBLISH', KEYS[1], ARGV[1])"
 
 // dropped records that an event of topic did not reach Redis, and logs
 // the first loss of an outage.
