@@ -358,7 +358,7 @@ func (r *runner) reader(ctx context.Context, i int, c *chatclient.Client, interv
 		}
 		room := r.w.rooms[(i+k)%len(r.w.rooms)]
 		start := time.Now()
-		if _, err := graphqlPage(ctx, r.http, r.cfg.url, c.Token, room, 50); err != nil {
+		if _, err := graphqlPage(ctx, r.http, c.URL, c.Token, room, 50); err != nil {
 			if ctx.Err() == nil {
 				r.m.errs.Add("messages", err)
 			}

@@ -41,7 +41,8 @@ import (
 )
 
 type config struct {
-	url              string
+	url              string   // the first of urls: setup's
+	urls             []string // the endpoints the load is spread over
 	rooms            int
 	subscribers      int
 	users            int
@@ -73,7 +74,7 @@ type config struct {
 func parseFlags(args []string) (*config, error) {
 	c := &config{}
 	fs := flag.NewFlagSet("chatload", flag.ContinueOnError)
-	fs.StringVar(&c.url, "url", "http://127.0.0.1:8080/query", "GraphQL endpoint of the server under test")
+	urls := fs.String("url", "http://127.0.0.1:8080/query", "GraphQL endpoint of the server under test; several, comma-separated, for instances behind no balancer: posters, readers and subscriptions are spread over them in turn (setup uses the first)")
 	fs.IntVar(&c.rooms, "rooms", 10, "rooms the subscribers and posters share")
 	fs.IntVar(&c.subscribers, "subscribers", 1000, "roomEvents subscriptions, one websocket each, spread evenly over the rooms")
 	fs.IntVar(&c.users, "users", 0, "distinct subscriber users (0: one per subscriber); a smaller number speeds up setup on a server with costly password hashing")
@@ -103,6 +104,15 @@ func parseFlags(args []string) (*config, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
+	for _, u := range strings.Split(*urls, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			c.urls = append(c.urls, u)
+		}
+	}
+	if len(c.urls) == 0 {
+		return nil, errors.New("-url: no endpoint")
+	}
+	c.url = c.urls[0]
 	for _, s := range strings.Split(*stores, ",") {
 		if s = strings.TrimSpace(s); s != "" && s != "none" {
 			if s != "embedded" && s != "cassandra" {
@@ -145,6 +155,13 @@ func parseFlags(args []string) (*config, error) {
 		c.label = c.serverStore + "+" + c.serverBroker
 	}
 	return c, nil
+}
+
+// on returns c talking to the i-th endpoint in turn.
+func (c *config) on(i int, client *chatclient.Client) *chatclient.Client {
+	cp := *client
+	cp.URL = c.urls[i%len(c.urls)]
+	return &cp
 }
 
 var logMu sync.Mutex
@@ -214,8 +231,10 @@ func run(ctx context.Context, cfg *config) error {
 			return fmt.Errorf("redis at %s: %w", o.Addr, err)
 		}
 	}
-	if err := waitReady(ctx, r.http, cfg.url); err != nil {
-		return err
+	for _, u := range cfg.urls {
+		if err := waitReady(ctx, r.http, u); err != nil {
+			return err
+		}
 	}
 	if cfg.serverPID > 0 {
 		rss, _, err := procRSS(cfg.serverPID)
@@ -225,7 +244,7 @@ func run(ctx context.Context, cfg *config) error {
 		rep.Server.RSSStart = rss
 	}
 
-	logf("setup: prefix %s, %d posters, %d subscribers in %d rooms, against %s", cfg.prefix, cfg.posters, cfg.subscribers, cfg.rooms, cfg.url)
+	logf("setup: prefix %s, %d posters, %d subscribers in %d rooms, against %s", cfg.prefix, cfg.posters, cfg.subscribers, cfg.rooms, strings.Join(cfg.urls, ", "))
 	w, err := setup(ctx, r.api, cfg, r.m.errs)
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
@@ -361,7 +380,7 @@ func (r *runner) load(ctx context.Context, rep *Report) error {
 	r.phase.Store("subscribe")
 	subs := make([]*subscriber, cfg.subscribers)
 	for j := range subs {
-		subs[j] = &subscriber{m: r.m, client: r.w.subUsers[j%len(r.w.subUsers)], room: r.w.rooms[j%len(r.w.rooms)]}
+		subs[j] = &subscriber{m: r.m, client: r.cfg.on(j, r.w.subUsers[j%len(r.w.subUsers)]), room: r.w.rooms[j%len(r.w.rooms)]}
 	}
 	connectStart := time.Now()
 	var failed atomic.Int64
@@ -409,11 +428,12 @@ func (r *runner) load(ctx context.Context, rep *Report) error {
 		readInterval = time.Duration(float64(time.Second) * float64(cfg.readers) / cfg.readRate)
 	}
 	for i, c := range r.w.posters {
+		c := cfg.on(i, c)
 		wg.Add(1)
 		go func() { defer wg.Done(); r.poster(loadCtx, i, c, postInterval) }()
 	}
 	for i := range cfg.readers {
-		c := r.w.posters[i%len(r.w.posters)]
+		c := cfg.on(i, r.w.posters[i%len(r.w.posters)])
 		wg.Add(1)
 		go func() { defer wg.Done(); r.reader(loadCtx, i, c, readInterval) }()
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -59,7 +60,7 @@ func paramsOf(c *config) Params {
 		users = c.subscribers
 	}
 	return Params{
-		URL: c.url, Rooms: c.rooms, Subscribers: c.subscribers, Users: users, Posters: c.posters,
+		URL: strings.Join(c.urls, ","), Rooms: c.rooms, Subscribers: c.subscribers, Users: users, Posters: c.posters,
 		Rate: c.rate, Readers: c.readers, ReadRate: c.readRate, MsgSize: c.msgSize,
 		DurationS: c.duration.Seconds(), WarmupS: c.warmup.Seconds(), IdleSubs: c.idleSubs,
 		ServerPID: c.serverPID, ServerStore: c.serverStore, ServerBroker: c.serverBroker,
