@@ -123,6 +123,24 @@ func postRaw(t *testing.T, url, token, query string, vars map[string]any) (*http
 	return resp, out.Errors[0]
 }
 
+// Typing notices are limited per user: past the burst, RATE_LIMITED, for
+// renewals too (they tell nobody, but each still costs the server).
+func TestTypingRateLimit(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.RateLimits[ratelimit.Typing] = ratelimit.Limit{Rate: 1, Period: time.Hour, Burst: 3}
+	ts := startServer(t, cfg)
+	alice := ts.user(t, "alice")
+	bob := ts.user(t, "bob")
+	mustDo(t, alice, createRoom, map[string]any{"n": "chatter"}, nil)
+	for i := range 3 {
+		mustDo(t, alice, typingQ, map[string]any{"c": "chatter", "on": i%2 == 0}, nil)
+	}
+	wantRateLimited(t, alice, typingQ, map[string]any{"c": "chatter"})
+	// Per user: bob's notices are his own to spend.
+	mustDo(t, bob, joinRoom, map[string]any{"r": "chatter"}, nil)
+	mustDo(t, bob, typingQ, map[string]any{"c": "chatter"}, nil)
+}
+
 func TestRoomChangesAndDirectMessagesRateLimits(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.RateLimits[ratelimit.RoomChange] = ratelimit.Limit{Rate: 1, Period: time.Hour, Burst: 2}
