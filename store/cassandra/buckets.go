@@ -146,7 +146,7 @@ func (db *DB) listDays(ctx context.Context, fo *fanout, ls ...listing) {
 			continue
 		}
 		fo.Go(func() error {
-			if err := db.query(ctx, familyQueries[l.family].insert, l.key, int(l.bucket)).Exec(); err != nil {
+			if err := db.write(ctx, familyQueries[l.family].insert, l.key, int(l.bucket)).Exec(); err != nil {
 				return fmt.Errorf("list bucket %d of %q in %s: %w", l.bucket, l.key, l.family, err)
 			}
 			if keep {

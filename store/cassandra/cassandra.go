@@ -67,24 +67,35 @@ func (db *DB) Close() error {
 	return nil
 }
 
-// query returns q bound to ctx.
+// query returns q bound to ctx. A read is retried elsewhere (see
+// retryElsewhere), and so is a write that names its own timestamp (USING
+// TIMESTAMP): applied twice, it is the same cell with the same timestamp,
+// which cannot undo a later write.
 func (db *DB) query(ctx context.Context, stmt string, args ...any) *gocql.Query {
 	q := db.session.Query(stmt, args...).WithContext(ctx)
-	if strings.HasPrefix(stmt, "SELECT ") {
-		q = q.Idempotent(true).RetryPolicy(readRetry)
+	if strings.HasPrefix(stmt, "SELECT ") || strings.Contains(stmt, "USING TIMESTAMP") {
+		q = q.Idempotent(true).RetryPolicy(retryElsewhere)
 	}
 	return q
 }
 
-// readRetry tries a failed read again on the next replica, twice at most:
-// a node that dies (kill -9, a lost host) fails the requests it was
-// coordinating, and a read changes nothing, so trying it elsewhere is
-// always safe. Writes are not retried: one retried after it applied could
-// land after a later write and undo it (a set's element added back after
-// its removal). A lightweight transaction settles its unknown outcome
-// instead (lwt.go), and a failed write is the client's to retry (posts
-// under their client message id).
-var readRetry = &gocql.SimpleRetryPolicy{NumRetries: 2}
+// write returns the write stmt bound to ctx, retried elsewhere like a read:
+// for writes that land the same however often they do, and that nothing
+// changes later but a delete of the whole row (a message's copies, keyed by
+// its id; an event of a log; the listing of a day; deleting such rows).
+func (db *DB) write(ctx context.Context, stmt string, args ...any) *gocql.Query {
+	return db.session.Query(stmt, args...).WithContext(ctx).Idempotent(true).RetryPolicy(retryElsewhere)
+}
+
+// retryElsewhere tries a failed request again on the next replica, twice at
+// most: a node that dies (kill -9, a lost host) fails the requests it was
+// coordinating, and a read, or an idempotent write (see query and write),
+// may be tried elsewhere safely. Other writes are not retried: one retried
+// after it applied could land after a later write and undo it (a set's
+// element added back after its removal). A lightweight transaction settles
+// its unknown outcome instead (lwt.go), and a failed write is the client's
+// to retry (posts under their client message id).
+var retryElsewhere = &gocql.SimpleRetryPolicy{NumRetries: 2}
 
 // serialRead returns a read of stmt at serial consistency, which sees every
 // committed LWT and completes any in flight.

@@ -54,10 +54,23 @@ const settleTimeout = 10 * time.Second
 // whether it applied. When it did not, the columns named in current receive
 // the values that made the condition fail. An unknown outcome is settled by
 // settle.
+//
+// An unknown outcome that the read-back shows did not apply (the
+// coordinator died before it proposed) is tried once more: the write never
+// happened, so trying it again is a first try.
 func lwt(ctx context.Context, q *gocql.Query, current map[string]any, settle settleFunc) (bool, error) {
 	applied, err := execCAS(q, current)
-	return settleUnknown(ctx, applied, err, settle)
+	applied, err = settleUnknown(ctx, applied, err, settle)
+	if errors.Is(err, errReadBackNotApplied) && ctx.Err() == nil {
+		applied, err = execCAS(q, current)
+		applied, err = settleUnknown(ctx, applied, err, settle)
+	}
+	return applied, err
 }
+
+// errReadBackNotApplied marks an LWT error whose outcome was unknown until
+// the read-back showed the write had not applied.
+var errReadBackNotApplied = errors.New("read back: not applied")
 
 // settleUnknown passes a known outcome through and settles an unknown one.
 func settleUnknown(ctx context.Context, applied bool, err error, settle settleFunc) (bool, error) {
@@ -71,7 +84,7 @@ func settleUnknown(ctx context.Context, applied bool, err error, settle settleFu
 	case serr != nil:
 		return false, fmt.Errorf("%w; %w: reading it back failed: %w", err, errOutcomeUnknown, serr)
 	case outcome == casNotApplied:
-		return false, fmt.Errorf("%w; read back: not applied", err)
+		return false, fmt.Errorf("%w; %w", err, errReadBackNotApplied)
 	}
 	return outcome == casApplied, nil
 }

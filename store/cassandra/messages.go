@@ -82,9 +82,12 @@ func (db *DB) writeLogged(ctx context.Context, m store.Message, ev *store.Event,
 		if ev == nil {
 			return db.query(ctx, insertMessage, m.Room, int(b), id, author, m.Content, m.System, replyTo, ts).Exec()
 		}
-		batch := db.session.NewBatch(gocql.UnloggedBatch).WithContext(ctx)
-		batch.Query(insertMessage, m.Room, int(b), id, author, m.Content, m.System, replyTo, ts)
-		batch.Query(insertRoomEvent, roomEventArgs(*ev)...)
+		// Idempotent: the message row names its timestamp, and the event
+		// row is written once, by id.
+		batch := db.session.NewBatch(gocql.UnloggedBatch).WithContext(ctx).RetryPolicy(retryElsewhere)
+		batch.Entries = append(batch.Entries,
+			gocql.BatchEntry{Stmt: insertMessage, Args: []any{m.Room, int(b), id, author, m.Content, m.System, replyTo, ts}, Idempotent: true},
+			gocql.BatchEntry{Stmt: insertRoomEvent, Args: roomEventArgs(*ev), Idempotent: true})
 		return db.session.ExecuteBatch(batch)
 	})
 	fo.Go(func() error {
@@ -113,12 +116,12 @@ func (db *DB) unwriteMessage(ctx context.Context, m store.Message, withEvent boo
 	b := int(store.BucketOf(m.ID.Time()))
 	id := gocql.UUID(m.ID)
 	fo := newFanout(4)
-	fo.Go(func() error { return db.query(ctx, deleteMessage, m.Room, b, id).Exec() })
+	fo.Go(func() error { return db.write(ctx, deleteMessage, m.Room, b, id).Exec() })
 	if withEvent {
-		fo.Go(func() error { return db.query(ctx, deleteRoomEvent, m.Room, b, id).Exec() })
+		fo.Go(func() error { return db.write(ctx, deleteRoomEvent, m.Room, b, id).Exec() })
 	}
-	fo.Go(func() error { return db.query(ctx, deleteByID, id).Exec() })
-	fo.Go(func() error { return db.query(ctx, deleteByAuthor, m.Author.Login, b, id).Exec() })
+	fo.Go(func() error { return db.write(ctx, deleteByID, id).Exec() })
+	fo.Go(func() error { return db.write(ctx, deleteByAuthor, m.Author.Login, b, id).Exec() })
 	if err := fo.Wait(); err != nil {
 		return fmt.Errorf("take back message %v: %w", m.ID, err)
 	}
