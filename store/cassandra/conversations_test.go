@@ -358,7 +358,7 @@ func TestAddGroupMemberRepairs(t *testing.T) {
 	if err := db.CreateRoom(ctx, g); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.query(ctx, deleteConversation, alice.Login, g.Name).Exec(); err != nil {
+	if err := db.query(ctx, deleteConversation, time.Now().UnixMicro(), alice.Login, g.Name).Exec(); err != nil {
 		t.Fatal(err)
 	}
 	at := time.Now().Truncate(time.Second)

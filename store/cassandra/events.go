@@ -27,7 +27,7 @@ const (
 	insertRoomEvent = `INSERT INTO room_events (room_name, time_bucket, event_id, kind, user, message_id)
 		VALUES (?, ?, ?, ?, ?, ?)`
 	deleteRoomEvent  = `DELETE FROM room_events WHERE room_name = ? AND time_bucket = ? AND event_id = ?`
-	deleteRoomEvents = `DELETE FROM room_events WHERE room_name = ? AND time_bucket = ?`
+	deleteRoomEvents = `DELETE FROM room_events USING TIMESTAMP ? WHERE room_name = ? AND time_bucket = ?`
 	roomEventColumns = `event_id, kind, user, message_id`
 	selectRoomLog    = `SELECT ` + roomEventColumns + ` FROM room_events WHERE room_name = ? AND time_bucket = ? LIMIT ?`
 	selectRoomLogAft = `SELECT ` + roomEventColumns + ` FROM room_events WHERE room_name = ? AND time_bucket = ? AND event_id > ? LIMIT ?`

@@ -61,7 +61,7 @@ const (
 	openWindowStmt     = `UPDATE conversations_by_user SET kind = 'group', joined_at = joined_at + ?` + summaryRow
 	undoWindowStmt     = `UPDATE conversations_by_user SET joined_at = joined_at - ?` + summaryRow
 	closeWindowStmt    = `UPDATE conversations_by_user SET left_at = left_at + ?` + summaryRow
-	deleteConversation = `DELETE FROM conversations_by_user WHERE login = ? AND conversation_id = ?`
+	deleteConversation = `DELETE FROM conversations_by_user USING TIMESTAMP ? WHERE login = ? AND conversation_id = ?`
 
 	entryColumns = `conversation_id, message_id, kind, peer, last_message_id, last_message, last_author,
 		last_system, last_hidden_id, last_edit, read_upto, joined_at, left_at`

@@ -334,9 +334,9 @@ func (db *DB) unindexBucket(ctx context.Context, room string, b store.Bucket) er
 	)
 	for iter.Scan(&id, &author) {
 		id, login := id, author.Login // the scan targets are reused
-		fo.Go(func() error { return db.query(ctx, deleteByID, id).Exec() })
+		fo.Go(func() error { return db.write(ctx, deleteByID, id).Exec() })
 		if login != "" {
-			fo.Go(func() error { return db.query(ctx, deleteByAuthor, login, int(b), id).Exec() })
+			fo.Go(func() error { return db.write(ctx, deleteByAuthor, login, int(b), id).Exec() })
 		}
 		author = userUDT{}
 	}

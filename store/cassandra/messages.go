@@ -27,9 +27,9 @@ const (
 	selectSegmentWithin = `SELECT ` + messageColumns + ` FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id >= ? AND message_id < ? LIMIT ?`
 	selectStreamAuthor  = `SELECT author FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id = ?`
 	selectBucketAuthors = `SELECT message_id, author FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`
-	deleteMessages      = `DELETE FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`
+	deleteMessages      = `DELETE FROM chat_room_messages USING TIMESTAMP ? WHERE room_name = ? AND time_bucket = ?`
 	deleteMessage       = `DELETE FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id = ?`
-	deleteListing       = `DELETE FROM messages_bucket WHERE room_name = ?`
+	deleteListing       = `DELETE FROM messages_bucket USING TIMESTAMP ? WHERE room_name = ?`
 )
 
 // fanoutParallelism bounds the concurrent writes of one call: a group

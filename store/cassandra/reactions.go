@@ -14,7 +14,7 @@ const (
 	deleteReaction = `DELETE FROM message_reactions WHERE room_name = ? AND time_bucket = ? AND message_id = ? AND emoji = ? AND login = ?`
 	// selectReactions reads the rows of some messages of one room and day.
 	selectReactions   = `SELECT message_id, emoji, login FROM message_reactions WHERE room_name = ? AND time_bucket = ? AND message_id IN ?`
-	deleteReactionsOf = `DELETE FROM message_reactions WHERE room_name = ? AND time_bucket = ?`
+	deleteReactionsOf = `DELETE FROM message_reactions USING TIMESTAMP ? WHERE room_name = ? AND time_bucket = ?`
 )
 
 // React reads the message (by id) and its reactions, then writes or deletes

@@ -13,7 +13,7 @@ const (
 	setRoomRead     = `UPDATE room_reads USING TIMESTAMP ? SET reader = ?, read_upto = ? WHERE room_name = ? AND login = ?`
 	selectRoomReads = `SELECT reader, read_upto FROM room_reads WHERE room_name = ? LIMIT ?`
 	selectRoomRead  = `SELECT read_upto FROM room_reads WHERE room_name = ? AND login = ?`
-	deleteRoomReads = `DELETE FROM room_reads WHERE room_name = ?`
+	deleteRoomReads = `DELETE FROM room_reads USING TIMESTAMP ? WHERE room_name = ?`
 )
 
 // MarkRoomRead writes the mark at upTo's time: no read, the furthest wins.

@@ -626,12 +626,19 @@ func (db *DB) DeleteRoom(ctx context.Context, name string, by store.UserRef) (st
 // for a group, the inbox entries of its members and former members), and
 // deletes its messages with their copies in the message index, its log, and
 // its listing: the listed buckets and today's.
+//
+// Every delete is at one time, taken after the room's row was deleted: a
+// statement retried on another replica (its coordinator died) writes the
+// same tombstones, so it cannot remove what a room created again under the
+// name wrote meanwhile; and a racing post's copies, written at the time of
+// their message, from before the deletion, are covered.
 func (db *DB) cleanUpRoom(ctx context.Context, r store.Room, former []string) error {
+	at := time.Now().UnixMicro()
 	fo := newFanout(fanoutParallelism)
 	entries := map[string]bool{}
 	for _, p := range r.Participants {
 		fo.Go(func() error {
-			if err := db.query(ctx, removeUserRoom, []string{r.Name}, p.Login).Exec(); err != nil {
+			if err := db.query(ctx, removeUserRoomAt, at, []string{r.Name}, p.Login).Exec(); err != nil {
 				return fmt.Errorf("remove room from user %q: %w", p.Login, err)
 			}
 			return nil
@@ -644,7 +651,7 @@ func (db *DB) cleanUpRoom(ctx context.Context, r store.Room, former []string) er
 	if r.Kind == store.PrivateGroup {
 		for login := range entries {
 			fo.Go(func() error {
-				if err := db.query(ctx, deleteConversation, login, r.Name).Exec(); err != nil {
+				if err := db.query(ctx, deleteConversation, at, login, r.Name).Exec(); err != nil {
 					return fmt.Errorf("delete the inbox entry of %q: %w", login, err)
 				}
 				return nil
@@ -665,22 +672,22 @@ func (db *DB) cleanUpRoom(ctx context.Context, r store.Room, former []string) er
 	for _, b := range slices.Compact(buckets) {
 		fo := newFanout(2)
 		fo.Go(func() error {
-			if err := db.query(ctx, deleteRoomEvents, r.Name, int(b)).Exec(); err != nil {
+			if err := db.query(ctx, deleteRoomEvents, at, r.Name, int(b)).Exec(); err != nil {
 				return fmt.Errorf("delete the log of bucket %d: %w", b, err)
 			}
 			return nil
 		})
 		fo.Go(func() error {
-			if err := db.query(ctx, deleteReactionsOf, r.Name, int(b)).Exec(); err != nil {
+			if err := db.query(ctx, deleteReactionsOf, at, r.Name, int(b)).Exec(); err != nil {
 				return fmt.Errorf("delete the reactions of bucket %d: %w", b, err)
 			}
-			if err := db.query(ctx, deleteRepliesOf, r.Name, int(b)).Exec(); err != nil {
+			if err := db.query(ctx, deleteRepliesOf, at, r.Name, int(b)).Exec(); err != nil {
 				return fmt.Errorf("delete the threads of bucket %d: %w", b, err)
 			}
 			if err := db.unindexBucket(ctx, r.Name, b); err != nil {
 				return fmt.Errorf("delete the index of bucket %d: %w", b, err)
 			}
-			if err := db.query(ctx, deleteMessages, r.Name, int(b)).Exec(); err != nil {
+			if err := db.query(ctx, deleteMessages, at, r.Name, int(b)).Exec(); err != nil {
 				return fmt.Errorf("delete messages of bucket %d: %w", b, err)
 			}
 			return nil
@@ -689,12 +696,12 @@ func (db *DB) cleanUpRoom(ctx context.Context, r store.Room, former []string) er
 			return err
 		}
 	}
-	if err := db.query(ctx, deleteRoomReads, r.Name).Exec(); err != nil {
+	if err := db.query(ctx, deleteRoomReads, at, r.Name).Exec(); err != nil {
 		return fmt.Errorf("delete the read marks: %w", err)
 	}
 	// Every listing row: no process remembers a room's (see remembered),
 	// so a room created again under the name lists its days afresh.
-	if err := db.query(ctx, deleteListing, r.Name).Exec(); err != nil {
+	if err := db.query(ctx, deleteListing, at, r.Name).Exec(); err != nil {
 		return fmt.Errorf("delete the listing: %w", err)
 	}
 	return nil

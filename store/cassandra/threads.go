@@ -14,7 +14,7 @@ const (
 	selectThreads       = `SELECT root_id, author FROM message_replies WHERE room_name = ? AND time_bucket = ? AND root_id IN ?`
 	selectReplies       = `SELECT reply_id FROM message_replies WHERE room_name = ? AND time_bucket = ? AND root_id = ? LIMIT ?`
 	selectRepliesBefore = `SELECT reply_id FROM message_replies WHERE room_name = ? AND time_bucket = ? AND root_id = ? AND reply_id < ? LIMIT ?`
-	deleteRepliesOf     = `DELETE FROM message_replies WHERE room_name = ? AND time_bucket = ?`
+	deleteRepliesOf     = `DELETE FROM message_replies USING TIMESTAMP ? WHERE room_name = ? AND time_bucket = ?`
 )
 
 // ThreadSummaries reads the thread rows of roots with one query per room

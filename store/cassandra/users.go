@@ -18,6 +18,9 @@ const (
 		FROM users WHERE login = ?`
 	addUserRoom    = `UPDATE users SET chat_rooms = chat_rooms + ? WHERE login = ?`
 	removeUserRoom = `UPDATE users SET chat_rooms = chat_rooms - ? WHERE login = ?`
+	// removeUserRoomAt is removeUserRoom at a given time, for the clean-up
+	// of a deleted room (see cleanUpRoom).
+	removeUserRoomAt = `UPDATE users USING TIMESTAMP ? SET chat_rooms = chat_rooms - ? WHERE login = ?`
 )
 
 // CreateUser stores a new account with INSERT ... IF NOT EXISTS. The new
