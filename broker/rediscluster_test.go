@@ -177,7 +177,7 @@ func TestRedisClusterShardChannelsStayOnTheirMaster(t *testing.T) {
 			if int(slot) != keySlot(ch) {
 				return fmt.Errorf("Redis puts %s in slot %d, the broker in %d", ch, slot, keySlot(ch))
 			}
-			owner, err := slotOwner(ctx, c, int(slot))
+			owner, err := slotMaster(ctx, c, int(slot))
 			if err != nil {
 				return err
 			}
@@ -203,20 +203,6 @@ func TestRedisClusterShardChannelsStayOnTheirMaster(t *testing.T) {
 	if total != 4*ShardGroups {
 		t.Errorf("%d channels subscribed over the masters, want %d: %v", total, 4*ShardGroups, perMaster)
 	}
-}
-
-// slotOwner is the address of the master that serves slot, as c sees it.
-func slotOwner(ctx context.Context, c *redis.Client, slot int) (string, error) {
-	ranges, err := c.ClusterSlots(ctx).Result()
-	if err != nil {
-		return "", err
-	}
-	for _, r := range ranges {
-		if slot >= int(r.Start) && slot <= int(r.End) && len(r.Nodes) > 0 {
-			return r.Nodes[0].Addr, nil
-		}
-	}
-	return "", fmt.Errorf("no node serves slot %d", slot)
 }
 
 // clusterScript runs scripts/redis-cluster.sh.

@@ -156,9 +156,12 @@ func findMaster(cc *redis.ClusterClient, slot int) (*redis.Client, bool) {
 	}
 }
 
-// slotMaster asks the cluster which node serves slot.
-func slotMaster(ctx context.Context, cc *redis.ClusterClient, slot int) (string, error) {
-	ranges, err := cc.ClusterSlots(ctx).Result()
+// slotMaster asks the cluster (a node of it, or the client of all) which
+// node serves slot.
+func slotMaster(ctx context.Context, c interface {
+	ClusterSlots(context.Context) *redis.ClusterSlotsCmd
+}, slot int) (string, error) {
+	ranges, err := c.ClusterSlots(ctx).Result()
 	if err != nil {
 		return "", err
 	}
