@@ -23,6 +23,8 @@ type Config struct {
 	// MetricsAddr, if set, serves /metrics on a listener of its own, and
 	// not on Addr; otherwise /metrics is on Addr with the API.
 	MetricsAddr string
+	// OTLPEndpoint, when set, is where traces go (OTLP/HTTP, JSON).
+	OTLPEndpoint string
 	Store       string // "embedded" or "cassandra"
 	DataDir     string
 	JWTSecret   string
@@ -100,6 +102,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 
 	fs.StringVar(&c.Addr, "addr", env.str("CHAT_ADDR", ":8080"), "listen address (CHAT_ADDR)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", env.str("CHAT_METRICS_ADDR", ""), "serve /metrics on this address alone, not on the API's; empty: on the API's listener (CHAT_METRICS_ADDR)")
+	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", env.str("CHAT_OTLP_ENDPOINT", ""), "OTLP/HTTP endpoint (such as http://127.0.0.1:4318) to export traces of queries and mutations to; none when empty (CHAT_OTLP_ENDPOINT)")
 	fs.StringVar(&c.Store, "store", env.str("CHAT_STORE", "embedded"), "store backend: embedded or cassandra (CHAT_STORE)")
 	fs.StringVar(&c.DataDir, "data-dir", env.str("CHAT_DATA_DIR", "data"), "embedded store and generated secret directory (CHAT_DATA_DIR)")
 	fs.StringVar(&c.JWTSecret, "jwt-secret", env.str("CHAT_JWT_SECRET", ""), "HS256 secret, at least 32 bytes; generated into the data dir when empty with the embedded store (CHAT_JWT_SECRET)")

@@ -47,6 +47,7 @@ import (
 	"github.com/killrchat/chatql/store"
 	"github.com/killrchat/chatql/store/embedded"
 	"github.com/killrchat/chatql/stream"
+	"github.com/killrchat/chatql/tracing"
 	"github.com/killrchat/chatql/webapp"
 )
 
@@ -129,7 +130,10 @@ type Server struct {
 	// metrics is the server's Prometheus registry and instruments, served
 	// at /metrics (see metricsHandler).
 	metrics *metrics.Metrics
-	sse     httpapi.StreamStats
+	// tracer exports traces when an OTLP endpoint is configured; nil
+	// otherwise.
+	tracer *tracing.Tracer
+	sse    httpapi.StreamStats
 }
 
 // Metrics returns the server's instrumentation.
@@ -167,7 +171,13 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, st store.Store
 	m := metrics.New()
 	s := &Server{cfg: cfg, log: log, store: m.Store(st), metrics: m}
 	var err error
+	if cfg.OTLPEndpoint != "" {
+		if s.tracer, err = tracing.New(cfg.OTLPEndpoint, "chatql", log); err != nil {
+			return nil, err
+		}
+	}
 	if s.broker, err = openBroker(ctx, cfg, log); err != nil {
+		_ = s.tracer.Close(ctx)
 		return nil, err
 	}
 	secret, err := jwtSecret(cfg)
@@ -361,6 +371,7 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 	gql.SetQueryCache(validated)
 	gql.SetParserTokenLimit(s.cfg.MaxQueryTokens)
 	gql.Use(s.metrics.GraphQL)
+	gql.Use(tracing.GraphQL{Tracer: s.tracer})
 	gql.Use(extension.Introspection{})
 	gql.Use(resolvers.StreamErrors{Resolver: res})
 	gql.Use(httpapi.PersistedQueries{AutomaticPersistedQuery: extension.AutomaticPersistedQuery{Cache: lru.New[string](100)}})
@@ -536,7 +547,7 @@ func (s *Server) Close(ctx context.Context) error {
 	if s.ownsStore {
 		err = errors.Join(err, s.store.Close())
 	}
-	return err
+	return errors.Join(err, s.tracer.Close(ctx))
 }
 
 func displayAddr(a net.Addr) string {

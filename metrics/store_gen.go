@@ -141,398 +141,398 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 func (s *timedStore) Account(ctx context.Context, a1 string) (store.Account, error) {
 	start := now()
 	r0, err := s.Store.Account(ctx, a1)
-	s.calls.Account.done(start, err)
+	s.calls.Account.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) AddGroupMember(ctx context.Context, a1 string, a2 store.UserRef, a3 store.UserRef, a4 time.Time) (store.Room, store.Event, error) {
 	start := now()
 	r0, r1, err := s.Store.AddGroupMember(ctx, a1, a2, a3, a4)
-	s.calls.AddGroupMember.done(start, err)
+	s.calls.AddGroupMember.done(ctx, start, err)
 	return r0, r1, err
 }
 
 func (s *timedStore) Bans(ctx context.Context, a1 string) ([]string, error) {
 	start := now()
 	r0, err := s.Store.Bans(ctx, a1)
-	s.calls.Bans.done(start, err)
+	s.calls.Bans.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) Block(ctx context.Context, a1 string, a2 store.UserRef) error {
 	start := now()
 	err := s.Store.Block(ctx, a1, a2)
-	s.calls.Block.done(start, err)
+	s.calls.Block.done(ctx, start, err)
 	return err
 }
 
 func (s *timedStore) BlockedUsers(ctx context.Context, a1 string) ([]store.UserRef, error) {
 	start := now()
 	r0, err := s.Store.BlockedUsers(ctx, a1)
-	s.calls.BlockedUsers.done(start, err)
+	s.calls.BlockedUsers.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) Blocks(ctx context.Context, a1 string, a2 string) (bool, error) {
 	start := now()
 	r0, err := s.Store.Blocks(ctx, a1, a2)
-	s.calls.Blocks.done(start, err)
+	s.calls.Blocks.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) BlocksBetween(ctx context.Context, a1 string, a2 string) (bool, bool, error) {
 	start := now()
 	r0, r1, err := s.Store.BlocksBetween(ctx, a1, a2)
-	s.calls.BlocksBetween.done(start, err)
+	s.calls.BlocksBetween.done(ctx, start, err)
 	return r0, r1, err
 }
 
 func (s *timedStore) ChangePassword(ctx context.Context, a1 string, a2 []uint8, a3 []uint8) error {
 	start := now()
 	err := s.Store.ChangePassword(ctx, a1, a2, a3)
-	s.calls.ChangePassword.done(start, err)
+	s.calls.ChangePassword.done(ctx, start, err)
 	return err
 }
 
 func (s *timedStore) ClaimClientMessage(ctx context.Context, a1 string, a2 string, a3 store.ClientMessage) (store.ClientMessage, bool, error) {
 	start := now()
 	r0, r1, err := s.Store.ClaimClientMessage(ctx, a1, a2, a3)
-	s.calls.ClaimClientMessage.done(start, err)
+	s.calls.ClaimClientMessage.done(ctx, start, err)
 	return r0, r1, err
 }
 
 func (s *timedStore) Conversation(ctx context.Context, a1 string, a2 string) (store.Conversation, error) {
 	start := now()
 	r0, err := s.Store.Conversation(ctx, a1, a2)
-	s.calls.Conversation.done(start, err)
+	s.calls.Conversation.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) CreateRoom(ctx context.Context, a1 store.Room) error {
 	start := now()
 	err := s.Store.CreateRoom(ctx, a1)
-	s.calls.CreateRoom.done(start, err)
+	s.calls.CreateRoom.done(ctx, start, err)
 	return err
 }
 
 func (s *timedStore) CreateSession(ctx context.Context, a1 store.Session) error {
 	start := now()
 	err := s.Store.CreateSession(ctx, a1)
-	s.calls.CreateSession.done(start, err)
+	s.calls.CreateSession.done(ctx, start, err)
 	return err
 }
 
 func (s *timedStore) CreateUser(ctx context.Context, a1 store.Account) error {
 	start := now()
 	err := s.Store.CreateUser(ctx, a1)
-	s.calls.CreateUser.done(start, err)
+	s.calls.CreateUser.done(ctx, start, err)
 	return err
 }
 
 func (s *timedStore) DeleteAccount(ctx context.Context, a1 string, a2 []uint8) ([]string, error) {
 	start := now()
 	r0, err := s.Store.DeleteAccount(ctx, a1, a2)
-	s.calls.DeleteAccount.done(start, err)
+	s.calls.DeleteAccount.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) DeleteMessage(ctx context.Context, a1 store.Message, a2 store.UserRef) (store.Event, error) {
 	start := now()
 	r0, err := s.Store.DeleteMessage(ctx, a1, a2)
-	s.calls.DeleteMessage.done(start, err)
+	s.calls.DeleteMessage.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) DeleteRoom(ctx context.Context, a1 string, a2 store.UserRef) (store.Room, store.Event, error) {
 	start := now()
 	r0, r1, err := s.Store.DeleteRoom(ctx, a1, a2)
-	s.calls.DeleteRoom.done(start, err)
+	s.calls.DeleteRoom.done(ctx, start, err)
 	return r0, r1, err
 }
 
 func (s *timedStore) DeleteSession(ctx context.Context, a1 string, a2 string) error {
 	start := now()
 	err := s.Store.DeleteSession(ctx, a1, a2)
-	s.calls.DeleteSession.done(start, err)
+	s.calls.DeleteSession.done(ctx, start, err)
 	return err
 }
 
 func (s *timedStore) DeleteSessions(ctx context.Context, a1 string, a2 string) error {
 	start := now()
 	err := s.Store.DeleteSessions(ctx, a1, a2)
-	s.calls.DeleteSessions.done(start, err)
+	s.calls.DeleteSessions.done(ctx, start, err)
 	return err
 }
 
 func (s *timedStore) EditMessage(ctx context.Context, a1 store.Message, a2 store.UserRef, a3 string, a4 time.Time) (store.Event, error) {
 	start := now()
 	r0, err := s.Store.EditMessage(ctx, a1, a2, a3, a4)
-	s.calls.EditMessage.done(start, err)
+	s.calls.EditMessage.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) GroupMessages(ctx context.Context, a1 string, a2 []store.Window, a3 store.MessageID, a4 int) ([]store.Message, error) {
 	start := now()
 	r0, err := s.Store.GroupMessages(ctx, a1, a2, a3, a4)
-	s.calls.GroupMessages.done(start, err)
+	s.calls.GroupMessages.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) HideMessage(ctx context.Context, a1 store.Message, a2 store.UserRef) (store.Event, error) {
 	start := now()
 	r0, err := s.Store.HideMessage(ctx, a1, a2)
-	s.calls.HideMessage.done(start, err)
+	s.calls.HideMessage.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) Inbox(ctx context.Context, a1 string) ([]store.Conversation, error) {
 	start := now()
 	r0, err := s.Store.Inbox(ctx, a1)
-	s.calls.Inbox.done(start, err)
+	s.calls.Inbox.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) InboxEntries(ctx context.Context, a1 string) ([]store.Conversation, error) {
 	start := now()
 	r0, err := s.Store.InboxEntries(ctx, a1)
-	s.calls.InboxEntries.done(start, err)
+	s.calls.InboxEntries.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) InboxEvents(ctx context.Context, a1 string, a2 store.MessageID, a3 int) ([]store.Event, error) {
 	start := now()
 	r0, err := s.Store.InboxEvents(ctx, a1, a2, a3)
-	s.calls.InboxEvents.done(start, err)
+	s.calls.InboxEvents.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) JoinRoom(ctx context.Context, a1 string, a2 store.UserRef) (store.Room, store.Event, error) {
 	start := now()
 	r0, r1, err := s.Store.JoinRoom(ctx, a1, a2)
-	s.calls.JoinRoom.done(start, err)
+	s.calls.JoinRoom.done(ctx, start, err)
 	return r0, r1, err
 }
 
 func (s *timedStore) LeaveGroup(ctx context.Context, a1 string, a2 store.UserRef, a3 time.Time) (store.Event, error) {
 	start := now()
 	r0, err := s.Store.LeaveGroup(ctx, a1, a2, a3)
-	s.calls.LeaveGroup.done(start, err)
+	s.calls.LeaveGroup.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) LeaveRoom(ctx context.Context, a1 string, a2 store.UserRef) (store.Event, error) {
 	start := now()
 	r0, err := s.Store.LeaveRoom(ctx, a1, a2)
-	s.calls.LeaveRoom.done(start, err)
+	s.calls.LeaveRoom.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) LogMention(ctx context.Context, a1 store.Message, a2 []string) (store.Event, error) {
 	start := now()
 	r0, err := s.Store.LogMention(ctx, a1, a2)
-	s.calls.LogMention.done(start, err)
+	s.calls.LogMention.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) MarkRead(ctx context.Context, a1 string, a2 string, a3 store.MessageID) (store.Event, error) {
 	start := now()
 	r0, err := s.Store.MarkRead(ctx, a1, a2, a3)
-	s.calls.MarkRead.done(start, err)
+	s.calls.MarkRead.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) MarkRoomRead(ctx context.Context, a1 string, a2 store.UserRef, a3 store.MessageID) error {
 	start := now()
 	err := s.Store.MarkRoomRead(ctx, a1, a2, a3)
-	s.calls.MarkRoomRead.done(start, err)
+	s.calls.MarkRoomRead.done(ctx, start, err)
 	return err
 }
 
 func (s *timedStore) Membership(ctx context.Context, a1 string, a2 string) (store.RoomMembership, error) {
 	start := now()
 	r0, err := s.Store.Membership(ctx, a1, a2)
-	s.calls.Membership.done(start, err)
+	s.calls.Membership.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) Message(ctx context.Context, a1 store.MessageID) (store.Message, error) {
 	start := now()
 	r0, err := s.Store.Message(ctx, a1)
-	s.calls.Message.done(start, err)
+	s.calls.Message.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) Messages(ctx context.Context, a1 string, a2 store.MessageID, a3 int) ([]store.Message, error) {
 	start := now()
 	r0, err := s.Store.Messages(ctx, a1, a2, a3)
-	s.calls.Messages.done(start, err)
+	s.calls.Messages.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) MessagesByAuthor(ctx context.Context, a1 string, a2 store.MessageID, a3 int) ([]store.Message, error) {
 	start := now()
 	r0, err := s.Store.MessagesByAuthor(ctx, a1, a2, a3)
-	s.calls.MessagesByAuthor.done(start, err)
+	s.calls.MessagesByAuthor.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) Moderate(ctx context.Context, a1 store.ModerationAction) (store.Event, error) {
 	start := now()
 	r0, err := s.Store.Moderate(ctx, a1)
-	s.calls.Moderate.done(start, err)
+	s.calls.Moderate.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) Mute(ctx context.Context, a1 string, a2 string) error {
 	start := now()
 	err := s.Store.Mute(ctx, a1, a2)
-	s.calls.Mute.done(start, err)
+	s.calls.Mute.done(ctx, start, err)
 	return err
 }
 
 func (s *timedStore) Muted(ctx context.Context, a1 string) ([]string, error) {
 	start := now()
 	r0, err := s.Store.Muted(ctx, a1)
-	s.calls.Muted.done(start, err)
+	s.calls.Muted.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) Mutes(ctx context.Context, a1 string, a2 string) (bool, error) {
 	start := now()
 	r0, err := s.Store.Mutes(ctx, a1, a2)
-	s.calls.Mutes.done(start, err)
+	s.calls.Mutes.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) Names(ctx context.Context, a1 []string) (map[string]store.UserRef, error) {
 	start := now()
 	r0, err := s.Store.Names(ctx, a1)
-	s.calls.Names.done(start, err)
+	s.calls.Names.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) PostGroupMessage(ctx context.Context, a1 store.Message, a2 []store.UserRef) error {
 	start := now()
 	err := s.Store.PostGroupMessage(ctx, a1, a2)
-	s.calls.PostGroupMessage.done(start, err)
+	s.calls.PostGroupMessage.done(ctx, start, err)
 	return err
 }
 
 func (s *timedStore) PostMessage(ctx context.Context, a1 store.Message) error {
 	start := now()
 	err := s.Store.PostMessage(ctx, a1)
-	s.calls.PostMessage.done(start, err)
+	s.calls.PostMessage.done(ctx, start, err)
 	return err
 }
 
 func (s *timedStore) React(ctx context.Context, a1 store.Message, a2 store.UserRef, a3 string, a4 bool) (store.Event, error) {
 	start := now()
 	r0, err := s.Store.React(ctx, a1, a2, a3, a4)
-	s.calls.React.done(start, err)
+	s.calls.React.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) Reactions(ctx context.Context, a1 []store.Message, a2 string) (map[store.MessageID][]store.Reaction, error) {
 	start := now()
 	r0, err := s.Store.Reactions(ctx, a1, a2)
-	s.calls.Reactions.done(start, err)
+	s.calls.Reactions.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) Room(ctx context.Context, a1 string) (store.Room, error) {
 	start := now()
 	r0, err := s.Store.Room(ctx, a1)
-	s.calls.Room.done(start, err)
+	s.calls.Room.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) RoomConversations(ctx context.Context, a1 string, a2 []string) ([]store.Conversation, error) {
 	start := now()
 	r0, err := s.Store.RoomConversations(ctx, a1, a2)
-	s.calls.RoomConversations.done(start, err)
+	s.calls.RoomConversations.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) RoomEvents(ctx context.Context, a1 string, a2 store.MessageID, a3 int) ([]store.Event, error) {
 	start := now()
 	r0, err := s.Store.RoomEvents(ctx, a1, a2, a3)
-	s.calls.RoomEvents.done(start, err)
+	s.calls.RoomEvents.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) RoomReadMarks(ctx context.Context, a1 string, a2 int) ([]store.ReadMark, error) {
 	start := now()
 	r0, err := s.Store.RoomReadMarks(ctx, a1, a2)
-	s.calls.RoomReadMarks.done(start, err)
+	s.calls.RoomReadMarks.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) Rooms(ctx context.Context, a1 string, a2 int) ([]store.Room, error) {
 	start := now()
 	r0, err := s.Store.Rooms(ctx, a1, a2)
-	s.calls.Rooms.done(start, err)
+	s.calls.Rooms.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) RotateSession(ctx context.Context, a1 store.Session, a2 int) error {
 	start := now()
 	err := s.Store.RotateSession(ctx, a1, a2)
-	s.calls.RotateSession.done(start, err)
+	s.calls.RotateSession.done(ctx, start, err)
 	return err
 }
 
 func (s *timedStore) SendDirect(ctx context.Context, a1 store.Message, a2 store.UserRef) error {
 	start := now()
 	err := s.Store.SendDirect(ctx, a1, a2)
-	s.calls.SendDirect.done(start, err)
+	s.calls.SendDirect.done(ctx, start, err)
 	return err
 }
 
 func (s *timedStore) Session(ctx context.Context, a1 string, a2 string) (store.Session, error) {
 	start := now()
 	r0, err := s.Store.Session(ctx, a1, a2)
-	s.calls.Session.done(start, err)
+	s.calls.Session.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) ThreadReplies(ctx context.Context, a1 store.Message, a2 store.MessageID, a3 int) ([]store.Message, error) {
 	start := now()
 	r0, err := s.Store.ThreadReplies(ctx, a1, a2, a3)
-	s.calls.ThreadReplies.done(start, err)
+	s.calls.ThreadReplies.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) ThreadSummaries(ctx context.Context, a1 []store.Message) (map[store.MessageID]store.Thread, error) {
 	start := now()
 	r0, err := s.Store.ThreadSummaries(ctx, a1)
-	s.calls.ThreadSummaries.done(start, err)
+	s.calls.ThreadSummaries.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) Unblock(ctx context.Context, a1 string, a2 string) error {
 	start := now()
 	err := s.Store.Unblock(ctx, a1, a2)
-	s.calls.Unblock.done(start, err)
+	s.calls.Unblock.done(ctx, start, err)
 	return err
 }
 
 func (s *timedStore) Unmute(ctx context.Context, a1 string, a2 string) error {
 	start := now()
 	err := s.Store.Unmute(ctx, a1, a2)
-	s.calls.Unmute.done(start, err)
+	s.calls.Unmute.done(ctx, start, err)
 	return err
 }
 
 func (s *timedStore) UpdateProfile(ctx context.Context, a1 string, a2 store.ProfileUpdate) (store.User, error) {
 	start := now()
 	r0, err := s.Store.UpdateProfile(ctx, a1, a2)
-	s.calls.UpdateProfile.done(start, err)
+	s.calls.UpdateProfile.done(ctx, start, err)
 	return r0, err
 }
 
 func (s *timedStore) User(ctx context.Context, a1 string) (store.User, error) {
 	start := now()
 	r0, err := s.Store.User(ctx, a1)
-	s.calls.User.done(start, err)
+	s.calls.User.done(ctx, start, err)
 	return r0, err
 }

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/graph/model"
 	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
+	"github.com/killrchat/chatql/tracing"
 )
 
 // limitedUser returns the caller once their write is counted within the
@@ -65,7 +67,10 @@ func (r *Resolver) changed(ctx context.Context, ev store.Event, id store.Message
 // delays live delivery until subscribers catch up from the log; it is
 // logged, not returned.
 func (r *Resolver) publishTo(ctx context.Context, topic string, ev store.Event) {
-	if err := r.Broker.Publish(ctx, topic, ev); err != nil {
+	start := time.Now()
+	err := r.Broker.Publish(ctx, topic, ev)
+	tracing.Record(ctx, "broker.publish", tracing.Producer, start, err, tracing.Attr{Key: "chat.topic", Value: topic}, tracing.Attr{Key: "chat.event", Value: string(ev.Kind)})
+	if err != nil {
 		r.Log.WarnContext(ctx, "publish failed; subscribers will catch up from the log", "topic", topic, "kind", ev.Kind, "err", err)
 	}
 }

@@ -129,7 +129,11 @@ func generateStoreDecorator() ([]byte, error) {
 		} else {
 			fmt.Fprintf(&b, "\ts.Store.%s(%s)\n", m.Name, strings.Join(args, ", "))
 		}
-		fmt.Fprintf(&b, "\ts.calls.%s.done(start, %s)\n", m.Name, errVar)
+		ctxVar := "context.Background()" // a method without a context is traced under none
+		if m.Type.NumIn() > 0 && m.Type.In(0) == reflect.TypeFor[context.Context]() {
+			ctxVar = "ctx"
+		}
+		fmt.Fprintf(&b, "\ts.calls.%s.done(%s, start, %s)\n", m.Name, ctxVar, errVar)
 		if len(outs) > 0 {
 			fmt.Fprintf(&b, "\treturn %s\n", strings.Join(outs, ", "))
 		}
