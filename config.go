@@ -25,10 +25,10 @@ type Config struct {
 	MetricsAddr string
 	// OTLPEndpoint, when set, is where traces go (OTLP/HTTP, JSON).
 	OTLPEndpoint string
-	Store       string // "embedded" or "cassandra"
-	DataDir     string
-	JWTSecret   string
-	TokenTTL    time.Duration
+	Store        string // "embedded" or "cassandra"
+	DataDir      string
+	JWTSecret    string
+	TokenTTL     time.Duration
 	// RefreshTTL is the lifetime of a refresh token; each refresh issues a
 	// new one.
 	RefreshTTL time.Duration
