@@ -55,22 +55,15 @@ const settleTimeout = 10 * time.Second
 // the values that made the condition fail. An unknown outcome is settled by
 // settle.
 //
-// An unknown outcome that the read-back shows did not apply (the
-// coordinator died before it proposed) is tried once more: the write never
-// happened, so trying it again is a first try.
+// An unknown outcome that the read-back shows did not apply is an error,
+// not tried again here: a second try that times out too would turn a known
+// failure, which the caller takes back cleanly, into an unknown outcome,
+// which keeps its writes (a join's listing of a room it may not be in:
+// TestFailoverNodePaused caught one left behind a room deleted meanwhile).
 func lwt(ctx context.Context, q *gocql.Query, current map[string]any, settle settleFunc) (bool, error) {
 	applied, err := execCAS(q, current)
-	applied, err = settleUnknown(ctx, applied, err, settle)
-	if errors.Is(err, errReadBackNotApplied) && ctx.Err() == nil {
-		applied, err = execCAS(q, current)
-		applied, err = settleUnknown(ctx, applied, err, settle)
-	}
-	return applied, err
+	return settleUnknown(ctx, applied, err, settle)
 }
-
-// errReadBackNotApplied marks an LWT error whose outcome was unknown until
-// the read-back showed the write had not applied.
-var errReadBackNotApplied = errors.New("read back: not applied")
 
 // settleUnknown passes a known outcome through and settles an unknown one.
 func settleUnknown(ctx context.Context, applied bool, err error, settle settleFunc) (bool, error) {
@@ -84,7 +77,7 @@ func settleUnknown(ctx context.Context, applied bool, err error, settle settleFu
 	case serr != nil:
 		return false, fmt.Errorf("%w; %w: reading it back failed: %w", err, errOutcomeUnknown, serr)
 	case outcome == casNotApplied:
-		return false, fmt.Errorf("%w; %w", err, errReadBackNotApplied)
+		return false, fmt.Errorf("%w; read back: not applied", err)
 	}
 	return outcome == casApplied, nil
 }
