@@ -123,7 +123,13 @@ func TestSIGTERMEndsStreamsAndFinishesWrites(t *testing.T) {
 		if status != 0 {
 			t.Errorf("exit status after SIGTERM = %d, want 0", status)
 		}
-		if took > 5*time.Second {
+		// Well under the shutdown timeout: the streams end at once and the
+		// posts in flight finish. Not a tight bound: under -race with every
+		// package's tests at once, an exit took 5.25 s once in CI (0.15 s
+		// is usual; 40 runs under load did not reproduce it; the store's
+		// close waiting for a flush or compaction in progress is the
+		// likeliest cause, unconfirmed).
+		if took > cfg.ShutdownTimeout/2 {
 			t.Errorf("exit took %v after SIGTERM, want well under the %v shutdown timeout", took, cfg.ShutdownTimeout)
 		}
 		if err := <-streamDone; !errors.Is(err, io.EOF) || !strings.Contains(stream.String(), "event: complete") {
