@@ -171,6 +171,11 @@ func TestRedisClusterFailoverEndToEnd(t *testing.T) {
 		}
 	}
 	t.Logf("%d posts over %d rooms, each delivered once and in order to %d streams on two instances", total, rooms, len(streams))
+	for i, inst := range cl.instances {
+		if n := scrape(t, inst).value("chatql_broker_pubsub_renewals_total"); n == 0 {
+			t.Errorf("instance %d: chatql_broker_pubsub_renewals_total is 0 after two failovers", i)
+		}
+	}
 
 	// Presence: reader1, connected to instance 1, is online as instance 0
 	// sees it, through the cluster.

@@ -238,7 +238,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, st store.Store
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	s.http.RegisterOnShutdown(endStreams)
-	s.metrics.Watch(metrics.Sources{Websockets: s.live, SSE: &s.sse, Broker: s.broker, RateLimits: limits})
+	s.metrics.Watch(metrics.Sources{Websockets: s.live, SSE: &s.sse, Broker: s.broker, RateLimits: limits, Tracer: s.tracer})
 	return s, nil
 }
 

@@ -115,4 +115,8 @@ func TestTracing(t *testing.T) {
 			}
 		}
 	}
+	// Operators see the export on /metrics.
+	if n := scrape(t, ts).value("chatql_trace_spans_total", "outcome", "exported"); n < float64(len(spans)) {
+		t.Errorf("chatql_trace_spans_total{outcome=exported} = %v, want at least the %d spans of the post", n, len(spans))
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/killrchat/chatql/httpapi"
 	"github.com/killrchat/chatql/live"
 	"github.com/killrchat/chatql/ratelimit"
+	"github.com/killrchat/chatql/tracing"
 )
 
 // Sources are the parts of a server whose own counters are read at each
@@ -20,6 +21,8 @@ type Sources struct {
 	Broker broker.Broker
 	// RateLimits are the server's limits.
 	RateLimits *ratelimit.Set
+	// Tracer exports the server's traces; nil when it exports none.
+	Tracer *tracing.Tracer
 }
 
 // The transport label's values: the websocket subprotocols, and SSE.
@@ -37,6 +40,7 @@ type sourceCollector struct {
 	topics, subscribers              *prometheus.Desc
 	channels, outbox, redisUp        *prometheus.Desc
 	rejections, fallbacks            *prometheus.Desc
+	renewals, spans                  *prometheus.Desc
 }
 
 func newSourceCollector(src Sources) *sourceCollector {
@@ -62,6 +66,8 @@ func newSourceCollector(src Sources) *sourceCollector {
 		redisUp:           desc("redis_up", "Whether Redis works for a client of this instance: broker_pubsub (the pub/sub connection), broker_publish (the last write of events), ratelimit (the last rate limit call). Absent without Redis.", "client"),
 		rejections:        desc("ratelimit_rejections_total", "Actions refused with RATE_LIMITED, by action: post, room_change, direct_message, signup, login, login_address, typing.", "action"),
 		fallbacks:         desc("ratelimit_redis_fallbacks_total", "Rate-limited actions counted on this instance alone because Redis failed."),
+		renewals:          desc("broker_pubsub_renewals_total", "Sharded pub/sub connections (Redis Cluster) replaced because their node stopped serving their slot or failed: failovers and reshardings as this instance met them. Absent without Redis."),
+		spans:             desc("trace_spans_total", "Trace spans by outcome: exported (taken by the OTLP endpoint), dropped (the export queue was full), failed (the endpoint refused or did not answer). Absent without CHAT_OTLP_ENDPOINT.", "outcome"),
 	}
 }
 
@@ -69,7 +75,7 @@ func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.connections, c.connectionsOpen, c.refused, c.subscriptions, c.subscriptionsOpen, c.delivered,
 		c.dropped, c.slowConsumer, c.publishes, c.resyncs, c.topics, c.subscribers,
-		c.channels, c.outbox, c.redisUp, c.rejections, c.fallbacks,
+		c.channels, c.outbox, c.redisUp, c.rejections, c.fallbacks, c.renewals, c.spans,
 	} {
 		ch <- d
 	}
@@ -131,6 +137,13 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.outbox, float64(b.Outbox))
 		gauge(c.redisUp, up(b.PubSubUp), "broker_pubsub")
 		gauge(c.redisUp, up(b.PublishUp), "broker_publish")
+		counter(c.renewals, b.Renewals)
+	}
+	if t := c.src.Tracer; t != nil {
+		exported, dropped, failed := t.Stats()
+		counter(c.spans, exported, "exported")
+		counter(c.spans, dropped, "dropped")
+		counter(c.spans, failed, "failed")
 	}
 
 	r := c.src.RateLimits.Stats() // a nil Set has counted nothing
