@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -132,20 +133,41 @@ func TestKeySlot(t *testing.T) {
 		"123456789":            0x31C3,
 		"foo":                  12182,
 		"{user1000}.following": keySlot("user1000"),
-		"foo{}{bar}":           keySlot("foo{}{bar}"), // an empty tag: the whole key
 		"foo{{bar}}zap":        keySlot("{bar"),
 	} {
 		if got := keySlot(key); got != want {
 			t.Errorf("keySlot(%q) = %d, want %d", key, got, want)
 		}
 	}
-	if keySlot("foo{}{bar}") == keySlot("bar") {
+	// An empty tag: the whole key is hashed, not the next tag.
+	if keySlot("foo{}{bar}") == keySlot("bar") || keySlot("foo{}{bar}") == keySlot("") {
 		t.Error("an empty hash tag must not make the next one count")
 	}
 	for i, tag := range shardTags {
 		if slot := keySlot(tag); slot/(hashSlots/ShardGroups) != i {
 			t.Errorf("group %d's tag %q is in slot %d, outside its sixteenth", i, tag, slot)
 		}
+	}
+}
+
+// shardGroup is FNV-1a, so instances of any version agree on a topic's
+// group; and it costs no allocation on the publish path.
+func TestShardGroupIsFNV1a(t *testing.T) {
+	groups := map[int]bool{}
+	for i := range 200 {
+		topic := RoomTopic("room-" + strconv.Itoa(i))
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(topic))
+		if got, want := shardGroup(topic), int(h.Sum32()%ShardGroups); got != want {
+			t.Fatalf("shardGroup(%q) = %d, want %d", topic, got, want)
+		}
+		groups[shardGroup(topic)] = true
+	}
+	if len(groups) != ShardGroups {
+		t.Errorf("200 topics fell in %d of %d groups", len(groups), ShardGroups)
+	}
+	if n := testing.AllocsPerRun(100, func() { shardGroup("room:general") }); n != 0 {
+		t.Errorf("shardGroup allocates %v times", n)
 	}
 }
 

@@ -395,10 +395,7 @@ func (l *link) reply(m *redis.Subscription) {
 }
 
 // onCluster reports whether the link is a sharded one on a Redis Cluster.
-func (l *link) onCluster() bool {
-	_, ok := l.r.client.(*redis.ClusterClient)
-	return ok && l.pin != ""
-}
+func (l *link) onCluster() bool { return l.r.cluster && l.pin != "" }
 
 func isRedisError(err error) bool {
 	var rerr redis.Error
