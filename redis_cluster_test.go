@@ -126,7 +126,7 @@ func TestRedisClusterFailoverEndToEnd(t *testing.T) {
 	redisCluster(t, "wait-ok")
 	pause()
 	t.Logf("SIGKILL to master %s", masters[1])
-	redisCluster(t, "kill", masters[1])
+	redisCluster(t, "kill-master", masters[1])
 	eventually(t, 30*time.Second, "a replica takes over from "+masters[1], func() (bool, any) {
 		now := strings.Fields(redisCluster(t, "masters"))
 		return len(now) == 3 && !slices.Contains(now, masters[1]), now

@@ -326,7 +326,7 @@ func TestRedisClusterFailover(t *testing.T) {
 	clusterScript(t, "wait-ok")
 	pause()
 	t.Logf("SIGKILL to master %s", masters[1])
-	clusterScript(t, "kill", masters[1])
+	clusterScript(t, "kill-master", masters[1])
 	// The cluster declares it failed after its node timeout (2 s), and its
 	// replica takes over.
 	eventually(t, 30*time.Second, func() string { return "no replica took over from " + masters[1] }, func() bool {

@@ -16,6 +16,10 @@
 #   masters          print the ports of the current masters
 #   replica-of PORT  print the port of a replica of the master on PORT
 #   kill PORT        kill the node on PORT with SIGKILL
+#   kill-master PORT kill the master on PORT with SIGKILL and wait until its
+#                    replica has taken over: by the cluster's own failover,
+#                    or, if that has not happened within 10 s (seen once on a
+#                    loaded CI machine), by CLUSTER FAILOVER TAKEOVER on it
 #   restart PORT     start the node on PORT again (it rejoins the cluster)
 #   wait-ok          wait until every live node reports cluster_state:ok and
 #                    every slot is served by a master
@@ -173,6 +177,23 @@ cmd_kill() {
   log "killed the node on port $1 (pid $pid)"
 }
 
+cmd_kill_master() {
+  local port=$1 replica start
+  replica="$(cmd_replica_of "$port")"
+  [[ -n "$replica" ]] || die "the node on port $port has no replica"
+  cmd_kill "$port"
+  start=$SECONDS
+  until [[ "$(cli "$replica" role 2>/dev/null | head -n 1)" == master ]]; do
+    if ((SECONDS - start == 10)); then
+      log "no failover of $port after 10s; CLUSTER FAILOVER TAKEOVER on its replica $replica"
+      cli "$replica" cluster failover takeover >/dev/null || true
+    fi
+    ((SECONDS - start < 40)) || die "the replica $replica did not take over from $port"
+    sleep 0.2
+  done
+  log "the replica $replica took over from $port after $((SECONDS - start))s"
+}
+
 cmd_status() {
   local port
   for port in $(ports); do
@@ -190,6 +211,7 @@ case "${1:-}" in
   masters) cmd_masters ;;
   replica-of) cmd_replica_of "${2:?port}" ;;
   kill) cmd_kill "${2:?port}" ;;
+  kill-master) cmd_kill_master "${2:?port}" ;;
   restart) start_node "${2:?port}" ;;
   wait-ok) cmd_wait_ok ;;
   status) cmd_status ;;
