@@ -91,8 +91,14 @@ type Stats struct {
 	// it could not decode.
 	ResyncsPublished, ResyncsReceived, ResyncsReconnect, ResyncsUndecodable uint64
 	// Renewals counts the sharded pub/sub connections replaced because
-	// their node stopped serving their slot (a failover, a resharding).
+	// their node stopped serving their slot (a failover, a resharding), or
+	// failed on a cluster, or were found deaf.
 	Renewals uint64
+	// ProbesLost counts the sharded pub/sub connections found deaf: a probe
+	// the instance published to itself did not come back (a half-open
+	// connection, or one left on a node that no longer serves its slot).
+	// Each was renewed, and is counted in Renewals too.
+	ProbesLost uint64
 	// PubSubUp: the pub/sub connection works (its last read did not fail).
 	// PublishUp: the last write of events to Redis succeeded.
 	PubSubUp, PublishUp bool

@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -28,11 +30,18 @@ const DefaultSubscribeTimeout = 10 * time.Second
 // at least every sweepInterval, and sends again a SUBSCRIBE or UNSUBSCRIBE
 // whose reply has not come within stuckAfter. Replies are lost only when
 // the connection is replaced in a way the loop does not see as an error; the
-// sweep makes sure that never leaves a subscription stuck.
+// sweep makes sure that never leaves a subscription stuck. A sharded link
+// also publishes a probe to itself every probeEvery, and is found deaf when
+// one has not come back within probeEvery (see link.checkProbe).
 const (
 	sweepInterval = time.Second
 	stuckAfter    = 3 * time.Second
+	probeEvery    = 3 * time.Second
 )
+
+// pinMark begins the name of a pin after its hash tag (see link.pin): no
+// topic begins with it.
+const pinMark = "~link:"
 
 // RedisOption configures NewRedis.
 type RedisOption func(*redisConfig)
@@ -46,6 +55,7 @@ type redisConfig struct {
 	cluster, sharded bool
 	sweepInterval    time.Duration // for tests
 	stuckAfter       time.Duration // for tests
+	probeEvery       time.Duration // for tests
 }
 
 // WithChannelPrefix sets the prefix of the Redis channel names
@@ -124,6 +134,7 @@ type Redis struct {
 	log              *slog.Logger
 	sweepInterval    time.Duration
 	stuckAfter       time.Duration
+	probeEvery       time.Duration
 
 	closing   atomic.Bool
 	done      chan struct{} // closed by Close
@@ -147,7 +158,7 @@ type Redis struct {
 	// Counts for Stats.
 	published, droppedFull, droppedFailed               atomic.Uint64
 	resyncsPublished, resyncsReceived, resyncsReconnect atomic.Uint64
-	resyncsUndecodable, renewals                        atomic.Uint64
+	resyncsUndecodable, renewals, probesLost            atomic.Uint64
 }
 
 // Stats returns the broker's counts now.
@@ -176,6 +187,7 @@ func (r *Redis) Stats() Stats {
 		ResyncsReconnect:     r.resyncsReconnect.Load(),
 		ResyncsUndecodable:   r.resyncsUndecodable.Load(),
 		Renewals:             r.renewals.Load(),
+		ProbesLost:           r.probesLost.Load(),
 		PubSubUp:             up,
 		PublishUp:            !failing,
 		Channels:             channels,
@@ -203,6 +215,7 @@ func NewRedis(ctx context.Context, url string, opts ...RedisOption) (*Redis, err
 		subscribeTimeout: DefaultSubscribeTimeout,
 		sweepInterval:    sweepInterval,
 		stuckAfter:       stuckAfter,
+		probeEvery:       probeEvery,
 	}
 	for _, opt := range opts {
 		opt(&cfg)
@@ -236,14 +249,19 @@ func NewRedis(ctx context.Context, url string, opts ...RedisOption) (*Redis, err
 		log:              cfg.log,
 		sweepInterval:    cfg.sweepInterval,
 		stuckAfter:       cfg.stuckAfter,
+		probeEvery:       cfg.probeEvery,
 		done:             make(chan struct{}),
 		unannounced:      make(map[string]struct{}),
 		outbox:           make(chan outgoing, cfg.outbox),
 	}
 	r.hub = NewHub(cfg.bufferSize, r.idle)
 	if cfg.sharded {
+		// Each instance has pins of its own, so that its probes reach
+		// itself alone.
+		var id [8]byte
+		_, _ = rand.Read(id[:])
 		for _, tag := range shardTags {
-			r.links = append(r.links, r.newLink(r.prefix+"{"+tag+"}"))
+			r.links = append(r.links, r.newLink(r.prefix+"{"+tag+"}"+pinMark+hex.EncodeToString(id[:])))
 		}
 	} else {
 		// No channels yet: the connection is made on first use and
@@ -417,6 +435,12 @@ func (r *Redis) queueResync(ctx context.Context, pipe redis.Pipeliner, topic str
 }
 
 func (r *Redis) queuePublish(ctx context.Context, pipe redis.Pipeliner, topic string, payload []byte) {
+	r.publishTo(ctx, pipe, r.channel(topic), payload)
+}
+
+// publishTo publishes payload to the Redis channel ch through c: a client,
+// or a pipeline.
+func (r *Redis) publishTo(ctx context.Context, c redis.Cmdable, ch string, payload any) redis.Cmder {
 	switch {
 	case r.cluster:
 		// A replica takes an SPUBLISH of its master's slots and hands it
@@ -425,11 +449,11 @@ func (r *Redis) queuePublish(ctx context.Context, pipe redis.Pipeliner, topic st
 		// cluster is a moment behind), an event would reach nobody, and
 		// nothing would say so. A script is a write, which a replica
 		// redirects to the master.
-		pipe.Eval(ctx, spublishScript, []string{r.channel(topic)}, payload)
+		return c.Eval(ctx, spublishScript, []string{ch}, payload)
 	case r.sharded:
-		pipe.SPublish(ctx, r.channel(topic), payload)
+		return c.SPublish(ctx, ch, payload)
 	default:
-		pipe.Publish(ctx, r.channel(topic), payload)
+		return c.Publish(ctx, ch, payload)
 	}
 }
 

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"os/exec"
@@ -96,7 +97,7 @@ func (m redisMode) channels(t *testing.T, admin redis.UniversalClient, prefix st
 		t.Fatal(err)
 	}
 	// Leave out the pins of sharded links, which carry no topic.
-	return slices.DeleteFunc(all, func(ch string) bool { return strings.HasSuffix(ch, "}") })
+	return slices.DeleteFunc(all, func(ch string) bool { return strings.Contains(ch, pinMark) })
 }
 
 func TestRedisModesDeliverAcrossInstances(t *testing.T) {
@@ -190,7 +191,7 @@ func TestRedisClusterShardChannelsStayOnTheirMaster(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		chans = slices.DeleteFunc(chans, func(ch string) bool { return strings.HasSuffix(ch, "}") }) // pins
+		chans = slices.DeleteFunc(chans, func(ch string) bool { return strings.Contains(ch, pinMark) }) // pins
 		for _, ch := range chans {
 			slot, err := c.ClusterKeySlot(ctx, ch).Result()
 			if err != nil {
@@ -256,15 +257,20 @@ func TestRedisClusterFailover(t *testing.T) {
 	publisher := newTestRedis(t, m.url, prefix, m.options()...)
 	receivers := []*Redis{newTestRedis(t, m.url, prefix, m.options()...), newTestRedis(t, m.url, prefix, m.options()...)}
 	type stream struct {
-		sub    *Subscription
-		mu     sync.Mutex
-		events []Event
-		at     []time.Time // when each event arrived
+		receiver *Redis
+		topic    string
+		sub      *Subscription
+		mu       sync.Mutex
+		events   []Event
+		at       []time.Time // when each event arrived
+		cuts     int         // times it was cut off as a slow subscriber
+		ended    error       // why the subscription ended
 	}
 	var streams []*stream
 	for _, r := range receivers {
 		for i := range topics {
-			streams = append(streams, &stream{sub: subscribe(t, r, RoomTopic("room-"+strconv.Itoa(i)))})
+			topic := RoomTopic("room-" + strconv.Itoa(i))
+			streams = append(streams, &stream{receiver: r, topic: topic, sub: subscribe(t, r, topic)})
 		}
 	}
 	var readers sync.WaitGroup
@@ -274,11 +280,32 @@ func TestRedisClusterFailover(t *testing.T) {
 			defer readers.Done()
 			for {
 				ev, ok := s.sub.Next(context.Background())
-				if !ok {
+				if ok {
+					s.mu.Lock()
+					s.events = append(s.events, *ev)
+					s.at = append(s.at, time.Now())
+					s.mu.Unlock()
+					continue
+				}
+				err := s.sub.Err()
+				s.mu.Lock()
+				s.ended = err
+				s.mu.Unlock()
+				if !errors.Is(err, ErrSlowSubscriber) {
+					return
+				}
+				// Cut off behind a burst (the catch-up after an outage,
+				// on a loaded machine): as a client would, subscribe again
+				// and catch up from the store, which counts as a Resync.
+				sub, err := s.receiver.Subscribe(context.Background(), s.topic)
+				if err != nil {
+					t.Errorf("subscribing again after a cut-off: %v", err)
 					return
 				}
 				s.mu.Lock()
-				s.events = append(s.events, *ev)
+				s.sub, s.ended = sub, nil
+				s.cuts++
+				s.events = append(s.events, resyncEvent(s.topic))
 				s.at = append(s.at, time.Now())
 				s.mu.Unlock()
 			}
@@ -365,7 +392,11 @@ func TestRedisClusterFailover(t *testing.T) {
 	for i, s := range streams {
 		for !last(s, i%topics) {
 			if time.Now().After(deadline) {
-				t.Fatalf("stream %d: the last events did not arrive", i)
+				s.mu.Lock()
+				tail, ended := s.events[max(0, len(s.events)-3):], s.ended
+				s.mu.Unlock()
+				t.Fatalf("stream %d (topic %d): the last events did not arrive: %d published, %d received, the last %v, ended: %v; its link: %s",
+					i, i%topics, published[i%topics], len(s.events), tail, ended, s.receiver.linkState(s.topic))
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -374,6 +405,10 @@ func TestRedisClusterFailover(t *testing.T) {
 		_ = r.Close() // ends the readers
 	}
 	readers.Wait()
+	cuts := 0
+	for _, s := range streams {
+		cuts += s.cuts
+	}
 
 	missed, resyncs := 0, 0
 	for i, s := range streams {
@@ -413,11 +448,34 @@ func TestRedisClusterFailover(t *testing.T) {
 			covered(next)
 		}
 	}
-	t.Logf("%d events per topic, %d streams; %d events missed and covered by %d Resyncs", published[0], len(streams), missed, resyncs)
+	t.Logf("%d events per topic, %d streams; %d events missed and covered by %d Resyncs (%d of them cut-offs as slow subscribers); links found deaf by their probes: %d and %d",
+		published[0], len(streams), missed, resyncs, cuts, receivers[0].Stats().ProbesLost, receivers[1].Stats().ProbesLost)
 	if resyncs == 0 {
 		t.Error("no Resync at all: the failovers did not reach the broker")
 	}
 	if stats := receivers[0].Stats(); stats.Renewals == 0 {
 		t.Errorf("no sharded connection was renewed: %+v", stats)
 	}
+}
+
+// linkState describes the link that carries topic, and the topic's
+// channel on it, for a failing test to show.
+func (r *Redis) linkState(topic string) string {
+	ch, l := r.channel(topic), r.linkOf(topic)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	node := "none"
+	if l.node != nil {
+		node = l.node.Options().Addr
+	}
+	state := "absent"
+	if u := l.channels[ch]; u != nil {
+		state = fmt.Sprintf("%+v (since %s ago)", *u, time.Since(u.since).Round(time.Millisecond))
+	}
+	serving := "?"
+	if cc, ok := r.client.(*redis.ClusterClient); ok {
+		serving, _ = slotMaster(context.Background(), cc, keySlot(ch))
+	}
+	return fmt.Sprintf("slot served by %s; node %s settled=%v down=%v lastErr=%v renewals=%d; channel %s: %s",
+		serving, node, l.settled, l.down.Load(), l.lastErr, r.renewals.Load(), ch, state)
 }

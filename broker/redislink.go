@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,14 @@ type link struct {
 	channels map[string]*upstream // by Redis channel name
 	lastErr  error                // the last error of the connection, for diagnostics
 	down     atomic.Bool          // the last read failed
+	// A sharded link proves now and then that its connection still hears
+	// its slot: it publishes a probe to its pin, which only this instance
+	// subscribes, and expects it back (see checkProbe). probe is the one in
+	// flight ("" if none), probeAt when it was sent or, if none is in
+	// flight, when the last came back or the link was renewed.
+	probe   string
+	probeAt time.Time
+	probes  uint64 // numbers the probes
 }
 
 // upstream is the state of one Redis channel subscription. One SUBSCRIBE or
@@ -81,7 +90,7 @@ type upstream struct {
 
 // newLink opens a link; pin is its pinned channel in sharded mode.
 func (r *Redis) newLink(pin string) *link {
-	l := &link{r: r, pin: pin, channels: make(map[string]*upstream)}
+	l := &link{r: r, pin: pin, channels: make(map[string]*upstream), probeAt: time.Now()}
 	l.openLocked()
 	return l
 }
@@ -305,12 +314,17 @@ func (l *link) receive() {
 		}
 		switch m := msg.(type) {
 		case *redis.Message:
-			r.message(m)
+			if m.Channel == l.pin && l.pin != "" {
+				l.probeReturned(m.Payload)
+			} else {
+				r.message(m)
+			}
 		case *redis.Subscription:
 			l.reply(m)
 		}
 		if time.Since(lastSweep) >= r.sweepInterval {
 			l.sweep()
+			l.checkProbe()
 			lastSweep = time.Now()
 		}
 	}
@@ -491,6 +505,7 @@ func (l *link) renew(why string) {
 	if oldNode != nil {
 		_ = oldNode.Close()
 	}
+	l.probe, l.probeAt = "", time.Now() // a probe in flight went with the old connection
 	l.awaitAllLocked()
 	var subs []string
 	for ch, u := range l.channels {
@@ -549,5 +564,52 @@ func (l *link) sweep() {
 				}
 			}
 		}
+	}
+}
+
+// checkProbe, on a sharded link whose connection works, renews the link if
+// the probe in flight has not come back within probeEvery, and otherwise
+// publishes the next probe probeEvery after the last came back. A
+// connection can go deaf without an error: half-open after a network
+// fault, or left on a node that stopped serving the slot without saying so
+// (its unsubscription lost, or never sent). Nothing else would notice, and
+// its subscribers would miss every event. A probe that cannot be published
+// proves nothing: the next sweep tries again.
+func (l *link) checkProbe() {
+	if l.pin == "" || l.down.Load() || l.r.closing.Load() {
+		return
+	}
+	l.mu.Lock()
+	if l.onCluster() && !l.settled || time.Since(l.probeAt) < l.r.probeEvery {
+		l.mu.Unlock()
+		return
+	}
+	if l.probe != "" {
+		l.mu.Unlock()
+		l.r.probesLost.Add(1)
+		l.renew("a probe published to it did not come back")
+		return
+	}
+	l.probes++
+	probe := strconv.FormatUint(l.probes, 10)
+	l.mu.Unlock()
+	// Bounded by the sweep interval: the receive loop waits meanwhile.
+	ctx, cancel := context.WithTimeout(context.Background(), l.r.sweepInterval)
+	defer cancel()
+	err := l.r.publishTo(ctx, l.r.client, l.pin, probe).Err()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.probeAt = time.Now()
+	if err == nil {
+		l.probe = probe
+	}
+}
+
+// probeReturned records that a probe came back.
+func (l *link) probeReturned(probe string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if probe == l.probe {
+		l.probe, l.probeAt = "", time.Now()
 	}
 }
