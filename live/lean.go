@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"net"
 	"net/http"
+	"sync"
 )
 
 // Buffer sizes of a websocket connection. net/http hijacks with 4 KiB each
@@ -19,8 +20,11 @@ const (
 )
 
 // leanHijacker hands the websocket library the hijacked connection with
-// small buffers instead of net/http's.
-type leanHijacker struct{ http.ResponseWriter }
+// small buffers instead of net/http's, and keeps it (socket).
+type leanHijacker struct {
+	http.ResponseWriter
+	socket *socket
+}
 
 func (w *leanHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
@@ -34,17 +38,68 @@ func (w *leanHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		b, _ := brw.Reader.Peek(n)
 		pending = bytes.Clone(b)
 	}
-	rc := &replayConn{Conn: conn, pending: pending}
-	return rc, bufio.NewReadWriter(bufio.NewReaderSize(rc, readBufferSize), bufio.NewWriterSize(rc, writeBufferSize)), nil
+	w.socket = &socket{Conn: conn, pending: pending}
+	return w.socket, bufio.NewReadWriter(bufio.NewReaderSize(w.socket, readBufferSize), bufio.NewWriterSize(w.socket, writeBufferSize)), nil
 }
 
-// replayConn reads pending before the socket.
-type replayConn struct {
+// socket is a websocket's connection. It reads pending before the socket;
+// and while a batch is open, it gathers what is written and writes it in
+// one go when the batch closes: a subscriber's queued events go out in one
+// syscall instead of one each.
+type socket struct {
 	net.Conn
-	pending []byte
+	pending []byte // read by one goroutine, the connection's reader
+
+	mu       sync.Mutex // orders the writes, gathered or not
+	batches  int        // open batches
+	gathered *[]byte    // from gatherPool; nil if nothing is gathered
 }
 
-func (c *replayConn) Read(p []byte) (int, error) {
+// gatherPool holds the buffers of batches, so that a connection holds none
+// between them.
+var gatherPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+func (c *socket) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.batches == 0 {
+		return c.Conn.Write(p)
+	}
+	if c.gathered == nil {
+		c.gathered = gatherPool.Get().(*[]byte)
+	}
+	*c.gathered = append(*c.gathered, p...)
+	return len(p), nil
+}
+
+// openBatch makes writes gather until closeBatch.
+func (c *socket) openBatch() {
+	c.mu.Lock()
+	c.batches++
+	c.mu.Unlock()
+}
+
+// closeBatch closes a batch and writes what was gathered (of every batch
+// open meanwhile: each closes as soon as it can). Writes are in the order
+// they were made: a frame the websocket library writes in two parts may
+// straddle a batch's end, and its parts still go out one after the other.
+func (c *socket) closeBatch() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.batches--
+	if c.gathered == nil {
+		return nil
+	}
+	_, err := c.Conn.Write(*c.gathered)
+	*c.gathered = (*c.gathered)[:0]
+	if cap(*c.gathered) <= 64<<10 { // a burst's buffer is not kept
+		gatherPool.Put(c.gathered)
+	}
+	c.gathered = nil
+	return err
+}
+
+func (c *socket) Read(p []byte) (int, error) {
 	if len(c.pending) > 0 {
 		n := copy(p, c.pending)
 		c.pending = c.pending[n:]

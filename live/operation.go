@@ -271,6 +271,16 @@ func (r *roomSubscription) deliver() (done bool, err error) {
 	}
 	var encodeErr error
 	var written uint64 // counted once per Pump, not per event
+	flush := r.op.c.batch()
+	defer func() {
+		// Also when the Pump panics: later writes must not gather.
+		if !flush() {
+			written = 0
+		}
+		if written > 0 {
+			r.op.c.counts.delivered.Add(written)
+		}
+	}()
 	done, err = r.stream.Pump(r.op.ctx, func(ev *store.Event) bool {
 		if r.op.stopped.Load() {
 			return false
@@ -286,9 +296,6 @@ func (r *roomSubscription) deliver() (done bool, err error) {
 		written++
 		return true
 	})
-	if written > 0 {
-		r.op.c.counts.delivered.Add(written)
-	}
 	if encodeErr != nil {
 		err = encodeErr
 	}

@@ -213,7 +213,7 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 		_, _ = w.Write(tooManyConnections)
 		return
 	}
-	lean := &leanHijacker{w}
+	lean := &leanHijacker{ResponseWriter: w}
 	ws, err := websocket.Accept(lean, r, &t.cfg.Accept)
 	if err != nil {
 		t.unauthenticated.Add(-1)
@@ -228,7 +228,7 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 	// connection keeps its values (an Authorization header's caller) and
 	// ends with the server.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	c := &conn{t: t, ws: ws, proto: p, counts: &t.counts[p.index], exec: exec, ctx: ctx, cancel: cancel, ops: make(map[string]*operation)}
+	c := &conn{t: t, ws: ws, socket: lean.socket, proto: p, counts: &t.counts[p.index], exec: exec, ctx: ctx, cancel: cancel, ops: make(map[string]*operation)}
 	c.unauthenticated.Store(true)
 	t.mu.Lock()
 	closed := t.closed
@@ -248,10 +248,11 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 
 // conn is one websocket connection.
 type conn struct {
-	t     *Transport
-	ws    *websocket.Conn
-	proto *protocol
-	exec  graphql.GraphExecutor
+	t      *Transport
+	ws     *websocket.Conn
+	socket *socket // ws's connection
+	proto  *protocol
+	exec   graphql.GraphExecutor
 	// counts are the counters of the connection's subprotocol.
 	counts *protocolCounts
 
@@ -523,6 +524,24 @@ func (c *conn) write(frame []byte) bool {
 		return false
 	}
 	return true
+}
+
+// batch makes the connection's writes gather until the returned function
+// writes them in one go; false from it means the connection is gone. For a
+// subscription writing its queued events: they take one syscall, not one
+// each.
+func (c *conn) batch() (flush func() bool) {
+	c.socket.openBatch()
+	return func() bool {
+		c.writing.Store(time.Now().UnixNano())
+		err := c.socket.closeBatch()
+		c.writing.Store(0)
+		if err != nil {
+			c.abort()
+			return false
+		}
+		return true
+	}
 }
 
 // abort drops the connection without a close handshake.

@@ -39,6 +39,9 @@
 #   BENCH_IDLE_SUBS          idle subscriptions for memory    (1000)
 #   BENCH_BASELINE_DURATION  each baseline's window           (3s)
 #   BENCH_BENCHTIME          go test -benchtime               (200ms)
+#   BENCH_CEILING_STEPS      steps of the ceiling sweep after run 1's window,
+#                            each 20 % above the last; 0: none   (8)
+#   BENCH_CEILING_FROM       the sweep's first post rate      (600)
 #   BENCH_GOGC               GOGC of the server               (unset: Go's default)
 #   REDIS_URL                Redis of the second run and of the delivery
 #                            baseline                         (redis://127.0.0.1:6379/0)
@@ -64,6 +67,8 @@ WARMUP="${BENCH_WARMUP:-2s}"
 IDLE_SUBS="${BENCH_IDLE_SUBS:-1000}"
 BASELINE_DURATION="${BENCH_BASELINE_DURATION:-3s}"
 BENCHTIME="${BENCH_BENCHTIME:-200ms}"
+CEILING_STEPS="${BENCH_CEILING_STEPS:-8}"
+CEILING_FROM="${BENCH_CEILING_FROM:-600}"
 REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/0}"
 CASSANDRA_HOSTS="${CASSANDRA_HOSTS:-127.0.0.1}"
 MODE="${1:-all}"
@@ -186,7 +191,8 @@ load_runs() {
   build
   start_server embedded
   log "run 1: embedded store, in-process broker (server pid $SERVER_PID on $SERVER_ADDR)"
-  run_chatload embedded "$SERVER_PID" "$SERVER_ADDR" embedded in-process delivery,post,history
+  run_chatload embedded "$SERVER_PID" "$SERVER_ADDR" embedded in-process delivery,post,history \
+    -ceiling-steps "$CEILING_STEPS" -ceiling-from "$CEILING_FROM"
   stop_server
   if [[ -n "$REDIS_OK" ]]; then
     local prefix="bench-$RANDOM$RANDOM:"

@@ -69,6 +69,10 @@ type config struct {
 	setupConcurrency int
 	connectConc      int
 	profileSignals   bool
+	ceilingSteps     int
+	ceilingFrom      float64
+	ceilingFactor    float64
+	ceilingStep      time.Duration
 }
 
 func parseFlags(args []string) (*config, error) {
@@ -101,6 +105,10 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.setupConcurrency, "setup-concurrency", 16, "concurrent signups and joins during setup")
 	fs.IntVar(&c.connectConc, "connect-concurrency", 50, "concurrent websocket handshakes when subscribing")
 	fs.BoolVar(&c.profileSignals, "profile-signals", false, "signal -server-pid to profile phases, for the profiling harness (BenchmarkServeForProfiling): SIGUSR2 starts/stops a CPU profile around the measured window and each closed-loop \"ours\" baseline, SIGUSR1 dumps the heap before and with the idle subscriptions open and at the end of the window. A real server would die of these signals")
+	fs.IntVar(&c.ceilingSteps, "ceiling-steps", 0, "after the measured window, raise the post rate for at most this many steps until the server falls behind or its p99 delivery passes 100 ms, and report the highest rate it kept up with (0: no sweep)")
+	fs.Float64Var(&c.ceilingFrom, "ceiling-from", 600, "the sweep's first post rate")
+	fs.Float64Var(&c.ceilingFactor, "ceiling-factor", 1.2, "each step of the sweep offers this many times the last rate")
+	fs.DurationVar(&c.ceilingStep, "ceiling-step", 3*time.Second, "measured window of each step of the sweep (after a second of settling)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -145,6 +153,8 @@ func parseFlags(args []string) (*config, error) {
 		return nil, errors.New("-msg-size must be between 40 and 4000")
 	case c.duration <= 0:
 		return nil, errors.New("-duration must be positive")
+	case c.ceilingSteps > 0 && (c.ceilingFrom <= 0 || c.ceilingFactor <= 1 || c.ceilingStep <= 0):
+		return nil, errors.New("-ceiling-from and -ceiling-step must be positive, -ceiling-factor more than 1")
 	}
 	if c.prefix == "" {
 		b := make([]byte, 3)
@@ -450,6 +460,9 @@ func (r *runner) load(ctx context.Context, rep *Report) error {
 	r.phase.Store("drain")
 	stopLoad()
 	wg.Wait()
+	if ok && cfg.ceilingSteps > 0 {
+		rep.Ceiling = r.ceiling(ctx)
+	}
 	// Let the last posts reach the subscribers before closing them, so the
 	// server does not count a storm of broken websockets.
 	sleepCtx(ctx, time.Second)

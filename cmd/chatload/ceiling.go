@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+)
+
+// Ceiling is the sweep after the measured window (-ceiling-steps): the
+// posters offer a rising rate, a short window each, until the server falls
+// behind (fewer posts accepted, or fewer deliveries, than offered) or its
+// p99 delivery latency passes ceilingP99Ms.
+type Ceiling struct {
+	Steps []CeilingStep `json:"steps"`
+	// Sustained is the last step the server kept up with; Within50ms the
+	// last with p99 under 50 ms as well. Nil if none.
+	Sustained  *CeilingStep `json:"sustained,omitempty"`
+	Within50ms *CeilingStep `json:"within_50ms,omitempty"`
+}
+
+// CeilingStep is one rate of the sweep.
+type CeilingStep struct {
+	OfferedPostsPerS       float64 `json:"offered_posts_per_s"`
+	AcceptedPostsPerS      float64 `json:"accepted_posts_per_s"`
+	DeliveriesPerS         float64 `json:"deliveries_per_s"`
+	ExpectedDeliveriesPerS float64 `json:"expected_deliveries_per_s"`
+	P50Ms                  float64 `json:"delivery_p50_ms"`
+	P99Ms                  float64 `json:"delivery_p99_ms"`
+	ServerCores            float64 `json:"server_cpu_cores,omitempty"`
+	DeliveriesPerCPUSecond float64 `json:"deliveries_per_cpu_second,omitempty"`
+	ClientCores            float64 `json:"client_cpu_cores"`
+	KeptUp                 bool    `json:"kept_up"`
+	Why                    string  `json:"why,omitempty"` // why it did not
+}
+
+// ceilingP99Ms is the p99 delivery latency past which the sweep stops.
+const ceilingP99Ms = 100
+
+// keptUp is how much of the offered load must be carried for a step to
+// count: a little slack for the window's edges.
+const keptUp = 0.97
+
+// ceiling runs the sweep with the subscribers of the load still open.
+func (r *runner) ceiling(ctx context.Context) *Ceiling {
+	cfg := r.cfg
+	c := &Ceiling{}
+	perPost := float64(cfg.subscribers) / float64(cfg.rooms)
+	rate := cfg.ceilingFrom
+	for range cfg.ceilingSteps {
+		r.phase.Store(fmt.Sprintf("ceiling %.0f/s", rate))
+		stepCtx, stop := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		interval := time.Duration(float64(time.Second) * float64(cfg.posters) / rate)
+		for i, p := range r.w.posters {
+			p := cfg.on(i, p)
+			wg.Add(1)
+			go func() { defer wg.Done(); r.poster(stepCtx, i, p, interval) }()
+		}
+		ok := sleepCtx(ctx, time.Second) // the posters get going, queues settle
+		s0 := r.m.snapshot(r)
+		ok = ok && sleepCtx(ctx, cfg.ceilingStep)
+		s1 := r.m.snapshot(r)
+		stop()
+		wg.Wait()
+		if !ok {
+			break
+		}
+		w := s1.at.Sub(s0.at).Seconds()
+		d := s1.delivery.Since(s0.delivery)
+		st := CeilingStep{
+			OfferedPostsPerS:  rate,
+			AcceptedPostsPerS: float64(s1.posts-s0.posts) / w,
+			DeliveriesPerS:    float64(s1.deliveries-s0.deliveries) / w,
+			P50Ms:             ms(d.Quantile(0.5)),
+			P99Ms:             ms(d.Quantile(0.99)),
+			ClientCores:       (s1.clientCPU - s0.clientCPU).Seconds() / w,
+		}
+		st.ExpectedDeliveriesPerS = st.AcceptedPostsPerS * perPost
+		if cfg.serverPID > 0 {
+			cpu := (s1.serverCPU - s0.serverCPU + s1.redisCPU - s0.redisCPU).Seconds()
+			st.ServerCores = cpu / w
+			if cpu > 0 {
+				st.DeliveriesPerCPUSecond = float64(s1.deliveries-s0.deliveries) / cpu
+			}
+		}
+		st.judge()
+		logf("ceiling: %5.0f posts/s offered, %5.0f accepted, %7.0f deliveries/s of %7.0f, p99 %.2f ms, server %.2f cores: %s",
+			rate, st.AcceptedPostsPerS, st.DeliveriesPerS, st.ExpectedDeliveriesPerS, st.P99Ms, st.ServerCores, map[bool]string{true: "kept up", false: st.Why}[st.KeptUp])
+		c.Steps = append(c.Steps, st)
+		if !st.KeptUp {
+			break
+		}
+		last := &c.Steps[len(c.Steps)-1]
+		c.Sustained = last
+		if st.P99Ms < 50 {
+			c.Within50ms = last
+		}
+		rate *= cfg.ceilingFactor
+	}
+	// Let the last posts arrive before the caller closes the subscribers.
+	sleepCtx(ctx, time.Second)
+	return c
+}
+
+// judge decides whether the server kept up with the step's load.
+func (st *CeilingStep) judge() {
+	switch {
+	case st.AcceptedPostsPerS < keptUp*st.OfferedPostsPerS:
+		st.Why = fmt.Sprintf("posts fell behind: %.0f/s accepted", st.AcceptedPostsPerS)
+	case st.DeliveriesPerS < keptUp*st.ExpectedDeliveriesPerS:
+		st.Why = fmt.Sprintf("deliveries fell behind: %.0f/s of %.0f/s", st.DeliveriesPerS, st.ExpectedDeliveriesPerS)
+	case st.P99Ms > ceilingP99Ms:
+		st.Why = fmt.Sprintf("p99 %.1f ms > %d ms", st.P99Ms, ceilingP99Ms)
+	default:
+		st.KeptUp = true
+	}
+}
+
+func (c *Ceiling) print(w io.Writer) {
+	fmt.Fprintln(w, "ceiling sweep (posts/s offered -> accepted, deliveries/s, p99):")
+	for _, s := range c.Steps {
+		verdict := "kept up"
+		if !s.KeptUp {
+			verdict = s.Why
+		}
+		fmt.Fprintf(w, "  %6.0f -> %6.0f  %8.0f/s  p99 %7.2f ms  %6.0f deliveries per CPU-second  %s\n",
+			s.OfferedPostsPerS, s.AcceptedPostsPerS, s.DeliveriesPerS, s.P99Ms, s.DeliveriesPerCPUSecond, verdict)
+	}
+}
