@@ -9,14 +9,15 @@ import (
 )
 
 // Buffer sizes of a websocket connection. net/http hijacks with 4 KiB each
-// way, which an idle chat subscriber never uses. A room event of a typical
-// chat message is a few hundred bytes: one frame of up to 1 KiB goes out in
-// one write syscall, a longer one in two. Clients send little (subscribe,
-// ping, complete); the websocket library reads longer messages through the
-// small buffer.
+// way, which an idle chat subscriber never uses. Clients send little
+// (subscribe, ping, complete); the websocket library reads longer messages
+// through the small buffer. Every frame the server sends is written inside
+// a batch of the socket, which gathers it whole however the library's
+// buffer cuts it up, and writes it in one syscall; so that buffer only
+// needs to hold a frame header.
 const (
 	readBufferSize  = 256
-	writeBufferSize = 1024
+	writeBufferSize = 64
 )
 
 // leanHijacker hands the websocket library the hijacked connection with
@@ -79,15 +80,14 @@ func (c *socket) openBatch() {
 	c.mu.Unlock()
 }
 
-// closeBatch closes a batch and writes what was gathered (of every batch
-// open meanwhile: each closes as soon as it can). Writes are in the order
-// they were made: a frame the websocket library writes in two parts may
-// straddle a batch's end, and its parts still go out one after the other.
+// closeBatch closes a batch; the last open one writes what was gathered.
+// Writes are in the order they were made: a frame the websocket library
+// writes in two parts may straddle a batch's end, and its parts still go out
+// one after the other.
 func (c *socket) closeBatch() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.batches--
-	if c.gathered == nil {
+	if c.batches--; c.batches > 0 || c.gathered == nil {
 		return nil
 	}
 	_, err := c.Conn.Write(*c.gathered)

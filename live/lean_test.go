@@ -74,8 +74,20 @@ func TestSocketBatchWritesOnce(t *testing.T) {
 	if conn.writes != 3 || string(conn.got) != "abcde" {
 		t.Fatalf("%d writes of %q, want 3 of %q", conn.writes, conn.got, "abcde")
 	}
+	s.openBatch()
 	if err := s.closeBatch(); err != nil || conn.writes != 3 {
 		t.Fatalf("an empty batch wrote (%d writes, %v)", conn.writes, err)
+	}
+	// Nested batches write when the outer one closes.
+	s.openBatch()
+	_, _ = s.Write([]byte("f"))
+	s.openBatch()
+	_, _ = s.Write([]byte("g"))
+	if err := s.closeBatch(); err != nil || conn.writes != 3 {
+		t.Fatalf("an inner batch wrote (%d writes, %v)", conn.writes, err)
+	}
+	if err := s.closeBatch(); err != nil || conn.writes != 4 || string(conn.got) != "abcdefg" {
+		t.Fatalf("%d writes of %q, want 4 of %q", conn.writes, conn.got, "abcdefg")
 	}
 }
 

@@ -510,7 +510,11 @@ func (c *conn) write(frame []byte) bool {
 	// anyway), so that the watchdog times one write at a time.
 	c.wmu.Lock()
 	c.writing.Store(time.Now().UnixNano())
+	c.socket.openBatch() // the frame goes out in one syscall
 	err := c.ws.Write(context.Background(), websocket.MessageText, frame)
+	if berr := c.socket.closeBatch(); err == nil {
+		err = berr
+	}
 	c.writing.Store(0)
 	c.wmu.Unlock()
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -69,6 +70,7 @@ type config struct {
 	setupConcurrency int
 	connectConc      int
 	profileSignals   bool
+	idleSources      int
 	ceilingSteps     int
 	ceilingFrom      float64
 	ceilingFactor    float64
@@ -105,6 +107,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.setupConcurrency, "setup-concurrency", 16, "concurrent signups and joins during setup")
 	fs.IntVar(&c.connectConc, "connect-concurrency", 50, "concurrent websocket handshakes when subscribing")
 	fs.BoolVar(&c.profileSignals, "profile-signals", false, "signal -server-pid to profile phases, for the profiling harness (BenchmarkServeForProfiling): SIGUSR2 starts/stops a CPU profile around the measured window and each closed-loop \"ours\" baseline, SIGUSR1 dumps the heap before and with the idle subscriptions open and at the end of the window. A real server would die of these signals")
+	fs.IntVar(&c.idleSources, "idle-sources", 0, "loopback source addresses (127.0.0.2 and up) the idle subscriptions are opened from, since one address has ports for about 28,000 connections to the server (0: one per 20,000 idle subscriptions)")
 	fs.IntVar(&c.ceilingSteps, "ceiling-steps", 0, "after the measured window, raise the post rate for at most this many steps until the server falls behind or its p99 delivery passes 100 ms, and report the highest rate it kept up with (0: no sweep)")
 	fs.Float64Var(&c.ceilingFrom, "ceiling-from", 600, "the sweep's first post rate")
 	fs.Float64Var(&c.ceilingFactor, "ceiling-factor", 1.2, "each step of the sweep offers this many times the last rate")
@@ -323,6 +326,26 @@ func waitReady(ctx context.Context, hc *http.Client, url string) error {
 	}
 }
 
+// idleSources returns the HTTP clients the idle subscriptions are opened
+// with: each dials from its own loopback source address (127.0.0.2 and up),
+// as many as asked, or one per 20,000 subscriptions; one client of the
+// default address if that is one.
+func idleSources(asked, subs int) []*http.Client {
+	n := asked
+	if n <= 0 {
+		n = (subs + 19999) / 20000
+	}
+	if n <= 1 {
+		return []*http.Client{http.DefaultClient}
+	}
+	clients := make([]*http.Client, n)
+	for k := range clients {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, byte((k+2)/256), byte((k+2)%256))}}
+		clients[k] = &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+	}
+	return clients
+}
+
 // idlePhase opens -idle-subs subscriptions to a room nobody posts to, in
 // two halves, and reads the server's RSS before, in between and after:
 // memory per idle subscription is the growth divided by their number. They
@@ -341,10 +364,12 @@ func (r *runner) idlePhase(ctx context.Context) (*IdleResult, error) {
 	r.signal(syscall.SIGUSR1, "heap before the idle subscriptions")
 	res.RSSBefore = settle()
 	subs := make([]*chatclient.Subscription, n)
+	sources := idleSources(r.cfg.idleSources, n)
 	open := func(from, to int) error {
 		return parallel(ctx, r.cfg.connectConc, to-from, func(ctx context.Context, i int) error {
 			i += from
-			c := r.w.idleUsers[i%len(r.w.idleUsers)]
+			c := *r.w.idleUsers[i%len(r.w.idleUsers)]
+			c.HTTP = sources[i%len(sources)]
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
 			sub, err := c.Subscribe(cctx, chatclient.GraphQLTransportWS, roomEventsSub, map[string]any{"r": r.w.idleRoom})
