@@ -199,7 +199,7 @@ func (r *queryResolver) Messages(ctx context.Context, room string, first *int, a
 		return nil, stream.NotParticipant(room, me)
 	}
 	return r.messagePage(ctx, first, after, func(before store.MessageID, n int) ([]store.Message, error) {
-		return r.Store.Messages(ctx, room, before, n)
+		return r.history.read(ctx, historyPage{room, before, n}, r.Store.Messages)
 	})
 }
 

@@ -46,4 +46,7 @@ type Resolver struct {
 	// shows (NewProfiles). Nil in tests of other layers: a UserSummary then
 	// shows the names as stored.
 	Profiles *Profiles
+
+	// history shares identical history reads made at once.
+	history historyReads
 }
