@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/gocql/gocql"
 	"github.com/killrchat/chatql/store"
@@ -22,6 +23,13 @@ type DB struct {
 	serial  gocql.SerialConsistency
 
 	listed *listedToday
+
+	// Joins whose outcome a timeout left unknown are settled in the
+	// background (settleJoin) until Close.
+	closeMu  sync.Mutex
+	closed   bool
+	closing  chan struct{}
+	settling sync.WaitGroup
 }
 
 var (
@@ -57,12 +65,19 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		session.Close()
 		return nil, err
 	}
-	return &DB{session: session, serial: s.serial, listed: newListedToday()}, nil
+	return &DB{session: session, serial: s.serial, listed: newListedToday(), closing: make(chan struct{})}, nil
 }
 
 // Close closes the session. Every write was done before its call returned,
 // so nothing is left to write. Calling it again does nothing.
 func (db *DB) Close() error {
+	db.closeMu.Lock()
+	if !db.closed {
+		db.closed = true
+		close(db.closing)
+	}
+	db.closeMu.Unlock()
+	db.settling.Wait()
 	db.session.Close()
 	return nil
 }

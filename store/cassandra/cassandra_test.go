@@ -221,3 +221,105 @@ func TestDeleteRoomCleanUp(t *testing.T) {
 		t.Errorf("buckets listed after DeleteRoom = %v, %v; want none", listed, err)
 	}
 }
+
+// TestSettleJoin settles joins whose outcome was left unknown: a join that
+// did not apply, and one to a room deleted meanwhile, lose their listing
+// and message; one that applied keeps them; and a later join of the same
+// user keeps its listing, since the take-back is at the first join's
+// timestamp.
+func TestSettleJoin(t *testing.T) {
+	db := mustOpen(t, testConfig(t))
+	ctx := t.Context()
+	account := func(prefix string) store.UserRef {
+		a := store.Account{User: store.User{UserRef: store.UserRef{Login: unique(prefix), Firstname: "S", Lastname: "J"}}, PassHash: []byte("h")}
+		if err := db.CreateUser(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		return a.UserRef
+	}
+	creator, joiner := account("creator"), account("joiner")
+	room := store.Room{Name: unique("settled"), Creator: creator, CreatedAt: time.Now()}
+	if err := db.CreateRoom(ctx, room); err != nil {
+		t.Fatal(err)
+	}
+	rooms := func(u store.UserRef) []string {
+		t.Helper()
+		got, err := db.User(ctx, u.Login)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.ChatRooms
+	}
+	// A join that wrote its listing and message, but whose compare-and-set
+	// did not apply.
+	unknownJoin := func(u store.UserRef) (int64, store.Message) {
+		t.Helper()
+		at := time.Now().UnixMicro()
+		if err := db.query(ctx, addUserRoomAt, at, []string{room.Name}, u.Login).Exec(); err != nil {
+			t.Fatal(err)
+		}
+		m := systemMessage(room.Name, store.NewMessageID(), u, u.Login+" joined the room")
+		if err := db.writeMessage(ctx, m, store.ParticipantJoined, nil); err != nil {
+			t.Fatal(err)
+		}
+		return at, m
+	}
+
+	at, m := unknownJoin(joiner)
+	if err := db.trySettleJoin(room.Name, joiner, at, m); err != nil {
+		t.Fatal(err)
+	}
+	if got := rooms(joiner); slices.Contains(got, room.Name) {
+		t.Errorf("a join that did not apply left %q in the user's rooms %v", room.Name, got)
+	}
+	if msgs, err := db.Messages(ctx, room.Name, store.MessageID{}, 10); err != nil || slices.ContainsFunc(msgs, func(x store.Message) bool { return x.ID == m.ID }) {
+		t.Errorf("a join that did not apply left its message: %v, %v", msgs, err)
+	}
+
+	// A later join of the same user, its compare-and-set still to come,
+	// keeps its listing: the take-back of the earlier one, even when it
+	// comes last, removes the earlier write only.
+	early, _ := unknownJoin(joiner)
+	time.Sleep(time.Millisecond) // the later write's timestamp is later
+	later, _ := unknownJoin(joiner)
+	if err := db.trySettleJoin(room.Name, joiner, early, store.Message{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := rooms(joiner); !slices.Contains(got, room.Name) {
+		t.Errorf("settling an earlier join took the later join's listing: rooms %v", got)
+	}
+	if err := db.trySettleJoin(room.Name, joiner, later, store.Message{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := rooms(joiner); slices.Contains(got, room.Name) {
+		t.Errorf("settling the later join left its listing: rooms %v", got)
+	}
+
+	// A join that applied stands.
+	applied := account("applied")
+	if _, _, err := db.JoinRoom(ctx, room.Name, applied); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.trySettleJoin(room.Name, applied, time.Now().UnixMicro(), store.Message{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := rooms(applied); !slices.Contains(got, room.Name) {
+		t.Errorf("settling a join that applied took its listing: rooms %v", got)
+	}
+
+	// A join to a room deleted meanwhile loses its listing.
+	late := account("late")
+	at, m = unknownJoin(late)
+	if _, _, err := db.DeleteRoom(ctx, room.Name, creator); err != nil {
+		t.Fatal(err)
+	}
+	if got := rooms(late); !slices.Contains(got, room.Name) {
+		t.Fatalf("the delete's clean-up removed the listing of a non-participant: rooms %v", got)
+	}
+	if err := db.trySettleJoin(room.Name, late, at, m); err != nil {
+		t.Fatal(err)
+	}
+	if got := rooms(late); slices.Contains(got, room.Name) {
+		t.Errorf("a join to a deleted room left it in the user's rooms %v", got)
+	}
+}

@@ -442,17 +442,25 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 //
 // "Already a participant" is known without a race: from the room read
 // first, or from the compare-and-set's current values when it does not
-// apply. An outcome left unknown by a timeout keeps every write: the join
-// may have applied, and joining again settles it.
+// apply. An outcome left unknown by a timeout, or a take-back that fails,
+// is settled in the background once the cluster answers (settleJoin).
+//
+// The room goes into u's rooms at a timestamp of its own, and is taken back
+// at that timestamp: the take-back removes this join's write and no later
+// one (a tombstone wins a tie), so it never undoes a join of u that came
+// after.
 func (db *DB) JoinRoom(ctx context.Context, name string, u store.UserRef) (store.Room, store.Event, error) {
-	if err := db.query(ctx, addUserRoom, []string{name}, u.Login).Exec(); err != nil {
+	listedAt := time.Now().UnixMicro()
+	if err := db.query(ctx, addUserRoomAt, listedAt, []string{name}, u.Login).Exec(); err != nil {
 		return store.Room{}, store.Event{}, fmt.Errorf("cassandra: add room %q to user %q: %w", name, u.Login, err)
 	}
+	var m store.Message
 	takeBackRoom := func(err error) error {
 		ctx, cancel := detached(ctx)
 		defer cancel()
-		if uerr := db.query(ctx, removeUserRoom, []string{name}, u.Login).Exec(); uerr != nil {
+		if uerr := db.query(ctx, removeUserRoomAt, listedAt, []string{name}, u.Login).Exec(); uerr != nil {
 			err = errors.Join(err, fmt.Errorf("cassandra: remove room %q from user %q: %w", name, u.Login, uerr))
+			db.settleJoin(name, u, listedAt, m)
 		}
 		return err
 	}
@@ -463,7 +471,7 @@ func (db *DB) JoinRoom(ctx context.Context, name string, u store.UserRef) (store
 	if r.HasParticipant(u.Login) {
 		return r, store.Event{}, nil
 	}
-	m := systemMessage(name, store.NewMessageID(), u, u.Login+" joined the room")
+	m = systemMessage(name, store.NewMessageID(), u, u.Login+" joined the room")
 	takeBackMessage := func(err error) error {
 		ctx, cancel := detached(ctx)
 		defer cancel()
@@ -479,6 +487,7 @@ func (db *DB) JoinRoom(ctx context.Context, name string, u store.UserRef) (store
 	r, outcome, err := db.addParticipant(ctx, r, u, nil)
 	switch {
 	case errors.Is(err, errOutcomeUnknown):
+		db.settleJoin(name, u, listedAt, m)
 		return store.Room{}, store.Event{}, fmt.Errorf("cassandra: join room %q: %w", name, err)
 	case err != nil:
 		err = fmt.Errorf("cassandra: join room %q: %w", name, err)
@@ -493,6 +502,67 @@ func (db *DB) JoinRoom(ctx context.Context, name string, u store.UserRef) (store
 		return r, store.Event{}, nil
 	}
 	return r, eventOf(store.ParticipantJoined, m), nil
+}
+
+// Settling a join in the background: the first try after settleFirst,
+// then backing off to settleEvery, for settleFor in all.
+const (
+	settleFirst = time.Second
+	settleEvery = 10 * time.Second
+	settleFor   = 10 * time.Minute
+)
+
+// settleJoin settles in the background a join of u to the room whose
+// outcome is unknown (a timeout, and the read-back timed out too) or whose
+// take-back failed: the room is in u's rooms (listed at listedAt) and the
+// join's message m, if written, may be in the room, while u may not be a
+// participant, or the room may have been deleted meanwhile; left so, u
+// would list a room that is not theirs, or a deleted one. Once a serial
+// read of the room answers: u a participant, the join applied and stands;
+// otherwise its listing is taken back at listedAt (not undoing a later
+// join of u) and its message too. Tried until it succeeds, for settleFor,
+// or until Close.
+func (db *DB) settleJoin(name string, u store.UserRef, listedAt int64, m store.Message) {
+	db.closeMu.Lock()
+	defer db.closeMu.Unlock()
+	if db.closed {
+		return
+	}
+	db.settling.Add(1)
+	go func() {
+		defer db.settling.Done()
+		wait := settleFirst
+		for deadline := time.Now().Add(settleFor); time.Now().Before(deadline); wait = min(2*wait, settleEvery) {
+			select {
+			case <-db.closing:
+				return
+			case <-time.After(wait):
+			}
+			if db.trySettleJoin(name, u, listedAt, m) == nil {
+				return
+			}
+		}
+	}()
+}
+
+func (db *DB) trySettleJoin(name string, u store.UserRef, listedAt int64, m store.Message) error {
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	var cur roomState
+	err := db.serialRead(ctx, selectRoomCondition, name).Scan(&cur.creator, &cur.participants, &cur.moderators, &cur.banned)
+	switch {
+	case err != nil && !errors.Is(err, gocql.ErrNotFound):
+		return err
+	case err == nil && hasLogin(cur.participants, u.Login):
+		return nil // the join applied
+	}
+	if err := db.query(ctx, removeUserRoomAt, listedAt, []string{name}, u.Login).Exec(); err != nil {
+		return err
+	}
+	if m.ID.IsZero() {
+		return nil
+	}
+	return db.unwriteMessage(ctx, m, true)
 }
 
 // LeaveRoom removes u from the room: the system message "<login> left the

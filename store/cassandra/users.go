@@ -21,6 +21,7 @@ const (
 	// removeUserRoomAt is removeUserRoom at a given time, for the clean-up
 	// of a deleted room (see cleanUpRoom).
 	removeUserRoomAt = `UPDATE users USING TIMESTAMP ? SET chat_rooms = chat_rooms - ? WHERE login = ?`
+	addUserRoomAt    = `UPDATE users USING TIMESTAMP ? SET chat_rooms = chat_rooms + ? WHERE login = ?`
 )
 
 // CreateUser stores a new account with INSERT ... IF NOT EXISTS. The new
