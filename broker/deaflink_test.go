@@ -105,41 +105,38 @@ func newDeafeningProxy(t *testing.T, to string) *deafeningProxy {
 			go func() { // client to server
 				defer wg.Done()
 				defer closeBoth()
-				buf := make([]byte, 32<<10)
-				for {
-					n, err := client.Read(buf)
-					if n > 0 {
-						if bytes.Contains(bytes.ToLower(buf[:n]), []byte("ssubscribe")) {
-							c.pubsub.Store(true)
-						}
-						if _, err := server.Write(buf[:n]); err != nil {
-							return
-						}
+				forward(server, client, func(b []byte) bool {
+					if bytes.Contains(bytes.ToLower(b), []byte("ssubscribe")) {
+						c.pubsub.Store(true)
 					}
-					if err != nil {
-						return
-					}
-				}
+					return true
+				})
 			}()
 			go func() { // server to client
 				defer wg.Done()
 				defer closeBoth()
-				buf := make([]byte, 32<<10)
-				for {
-					n, err := server.Read(buf)
-					if n > 0 && !c.deaf.Load() {
-						if _, err := client.Write(buf[:n]); err != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
+				forward(client, server, func([]byte) bool { return !c.deaf.Load() })
 			}()
 		}
 	}()
 	return p
+}
+
+// forward copies what from sends to to, each read that pass lets through,
+// until either fails.
+func forward(to, from net.Conn, pass func([]byte) bool) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := from.Read(buf)
+		if n > 0 && pass(buf[:n]) {
+			if _, err := to.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 func (p *deafeningProxy) addr() string { return p.ln.Addr().String() }
