@@ -9131,7 +9131,7 @@ func (ec *executionContext) _InboxEvent(ctx context.Context, sel ast.SelectionSe
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = innerFunc(ctx, out)
 		case "user":
 			out.Values[i] = ec._InboxEvent_user(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -9232,7 +9232,7 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = innerFunc(ctx, out)
 		case "system":
 			out.Values[i] = ec._Message_system(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -9285,7 +9285,7 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = innerFunc(ctx, out)
 		case "deleted":
 			out.Values[i] = ec._Message_deleted(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -9328,7 +9328,7 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = innerFunc(ctx, out)
 		case "mentions":
 			field := field
 
@@ -9366,7 +9366,7 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = innerFunc(ctx, out)
 		case "authorBlocked":
 			field := field
 
@@ -9404,7 +9404,7 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = innerFunc(ctx, out)
 		case "replyToId":
 			field := field
 
@@ -9442,7 +9442,7 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = innerFunc(ctx, out)
 		case "replyCount":
 			field := field
 
@@ -9480,7 +9480,7 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = innerFunc(ctx, out)
 		case "latestRepliers":
 			field := field
 
@@ -9518,7 +9518,7 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = innerFunc(ctx, out)
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10279,7 +10279,7 @@ func (ec *executionContext) _Reaction(ctx context.Context, sel ast.SelectionSet,
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = innerFunc(ctx, out)
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10350,7 +10350,7 @@ func (ec *executionContext) _ReadMark(ctx context.Context, sel ast.SelectionSet,
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = innerFunc(ctx, out)
 		case "upTo":
 			field := field
 
@@ -10388,7 +10388,7 @@ func (ec *executionContext) _ReadMark(ctx context.Context, sel ast.SelectionSet,
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = innerFunc(ctx, out)
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11027,7 +11027,7 @@ func (ec *executionContext) _UserSummary(ctx context.Context, sel ast.SelectionS
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = innerFunc(ctx, out)
 		case "lastname":
 			field := field
 
@@ -11065,7 +11065,7 @@ func (ec *executionContext) _UserSummary(ctx context.Context, sel ast.SelectionS
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = innerFunc(ctx, out)
 		case "deleted":
 			field := field
 
@@ -11103,7 +11103,7 @@ func (ec *executionContext) _UserSummary(ctx context.Context, sel ast.SelectionS
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = innerFunc(ctx, out)
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11675,7 +11675,7 @@ func (ec *executionContext) marshalNMessageEdge2githubᚗcomᚋkillrchatᚋchatq
 }
 
 func (ec *executionContext) marshalNMessageEdge2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐMessageEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.MessageEdge) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSliceInline(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNMessageEdge2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐMessageEdge(ctx, sel, v[i])
@@ -11710,7 +11710,7 @@ func (ec *executionContext) marshalNReaction2githubᚗcomᚋkillrchatᚋchatql�
 }
 
 func (ec *executionContext) marshalNReaction2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐReactionᚄ(ctx context.Context, sel ast.SelectionSet, v []store.Reaction) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSliceInline(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNReaction2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐReaction(ctx, sel, v[i])
@@ -11730,7 +11730,7 @@ func (ec *executionContext) marshalNReadMark2githubᚗcomᚋkillrchatᚋchatql�
 }
 
 func (ec *executionContext) marshalNReadMark2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐReadMarkᚄ(ctx context.Context, sel ast.SelectionSet, v []store.ReadMark) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSliceInline(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNReadMark2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐReadMark(ctx, sel, v[i])
@@ -11896,7 +11896,7 @@ func (ec *executionContext) marshalNUserPresence2githubᚗcomᚋkillrchatᚋchat
 }
 
 func (ec *executionContext) marshalNUserPresence2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserPresenceᚄ(ctx context.Context, sel ast.SelectionSet, v []model.UserPresence) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSliceInline(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNUserPresence2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserPresence(ctx, sel, v[i])
@@ -11916,7 +11916,7 @@ func (ec *executionContext) marshalNUserSummary2githubᚗcomᚋkillrchatᚋchatq
 }
 
 func (ec *executionContext) marshalNUserSummary2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUserRefᚄ(ctx context.Context, sel ast.SelectionSet, v []store.UserRef) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSliceInline(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNUserSummary2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUserRef(ctx, sel, v[i])
@@ -12259,7 +12259,7 @@ func (ec *executionContext) marshalOUserSummary2ᚕgithubᚗcomᚋkillrchatᚋch
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSliceInline(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNUserSummary2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUserRef(ctx, sel, v[i])

@@ -1,0 +1,91 @@
+// Command inlinefields rewrites gqlgen's generated executor (graph/
+// generated.go) so that the objects whose field resolvers only read memory
+// resolve in the calling goroutine, and lists of them are marshalled in
+// it, instead of a goroutine per resolver field and per list element.
+//
+// gqlgen runs every field that has a resolver on a goroutine of its own
+// (FieldSet.Concurrently), and every list of objects a goroutine per
+// element (MarshalSliceConcurrently), so that resolvers doing I/O overlap.
+// A history page of 50 messages with their authors' names thus started
+// about 100 goroutines, each growing its stack through the executor's deep
+// calls: the profile of the messages closed loop put three quarters of the
+// server's CPU there. The message, reaction, user summary and event
+// resolvers read the page's prefetched data and the profile cache, never
+// the store, so they gain nothing from the goroutines. Objects whose
+// resolvers read the store (rooms, users, conversations, the root types)
+// keep gqlgen's concurrency.
+//
+// It runs after gqlgen in go:generate, and make check-generated checks its
+// output like gqlgen's. It fails if it finds nothing to rewrite (and
+// nothing rewritten already), so a change of gqlgen's output cannot make it
+// a silent no-op.
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+)
+
+// inline lists the GraphQL object types resolved in the calling goroutine.
+var inline = []string{
+	"Message", "MessageConnection", "MessageEdge", "PageInfo", "Reaction",
+	"ReadMark", "RoomEvent", "InboxEvent", "UserPresence", "UserSummary",
+}
+
+// Go type names of the GraphQL types in gqlgen's marshaller names, where
+// they differ.
+var goNames = map[string]string{"UserSummary": "UserRef"}
+
+const (
+	concurrent = "out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })"
+	inlined    = "out.Values[i] = innerFunc(ctx, out)"
+	sliceCall  = "graphql.MarshalSliceConcurrently("
+	sliceInl   = "marshalSliceInline("
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: inlinefields graph/generated.go")
+		os.Exit(2)
+	}
+	if err := rewrite(os.Args[1]); err != nil {
+		fmt.Fprintln(os.Stderr, "inlinefields:", err)
+		os.Exit(1)
+	}
+}
+
+func rewrite(path string) error {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	// Each piece holds one function, at its end, and what precedes it.
+	funcs := bytes.SplitAfter(src, []byte("\n}\n"))
+	objects := regexp.MustCompile(`(?m)^func \(ec \*executionContext\) _(` + strings.Join(inline, "|") + `)\(ctx `)
+	var elems []string
+	for _, name := range inline {
+		if g, ok := goNames[name]; ok {
+			name = g
+		}
+		elems = append(elems, name)
+	}
+	lists := regexp.MustCompile(`(?m)^func \(ec \*executionContext\) marshal[NO]\w+2ᚕ\S*ᚐ(` + strings.Join(elems, "|") + `)ᚄ\(ctx `)
+	fields, slices := 0, 0
+	for i, f := range funcs {
+		switch {
+		case objects.Match(f):
+			fields += bytes.Count(f, []byte(concurrent))
+			funcs[i] = bytes.ReplaceAll(f, []byte(concurrent), []byte(inlined))
+		case lists.Match(f):
+			slices += bytes.Count(f, []byte(sliceCall))
+			funcs[i] = bytes.ReplaceAll(f, []byte(sliceCall), []byte(sliceInl))
+		}
+	}
+	if fields+bytes.Count(src, []byte(inlined)) == 0 || slices+bytes.Count(src, []byte(sliceInl)) == 0 {
+		return fmt.Errorf("%s: no resolver field or no list to rewrite, nor any rewritten: gqlgen's output changed?", path)
+	}
+	return os.WriteFile(path, bytes.Join(funcs, nil), 0o644)
+}
