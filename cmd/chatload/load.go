@@ -291,13 +291,14 @@ func content(buf []byte, sent int64, size int) []byte {
 	return buf
 }
 
-// poster posts to the rooms in turn, one post per tick of interval (or as
-// fast as the server answers if interval is 0), until ctx ends.
-func (r *runner) poster(ctx context.Context, i int, c *chatclient.Client, interval time.Duration) {
+// poster i of of posts to the rooms in turn, one post per tick of interval
+// (or as fast as the server answers if interval is 0), until ctx ends; the
+// posters start spread over one interval.
+func (r *runner) poster(ctx context.Context, i, of int, c *chatclient.Client, interval time.Duration) {
 	var tick <-chan time.Time
 	if interval > 0 {
 		// Stagger the posters over one interval, so posts are evenly spread.
-		if !sleepCtx(ctx, interval*time.Duration(i)/time.Duration(r.cfg.posters)) {
+		if !sleepCtx(ctx, interval*time.Duration(i)/time.Duration(of)) {
 			return
 		}
 		t := time.NewTicker(interval)

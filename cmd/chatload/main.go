@@ -465,7 +465,7 @@ func (r *runner) load(ctx context.Context, rep *Report) error {
 	for i, c := range r.w.posters {
 		c := cfg.on(i, c)
 		wg.Add(1)
-		go func() { defer wg.Done(); r.poster(loadCtx, i, c, postInterval) }()
+		go func() { defer wg.Done(); r.poster(loadCtx, i, cfg.posters, c, postInterval) }()
 	}
 	for i := range cfg.readers {
 		c := cfg.on(i, r.w.posters[i%len(r.w.posters)])
