@@ -273,6 +273,7 @@ func TestRedisClusterFailover(t *testing.T) {
 			streams = append(streams, &stream{receiver: r, topic: topic, sub: subscribe(t, r, topic)})
 		}
 	}
+	start := time.Now()
 	var readers sync.WaitGroup
 	for _, s := range streams {
 		readers.Add(1)
@@ -426,7 +427,20 @@ func TestRedisClusterFailover(t *testing.T) {
 		covered := func(seq int) {
 			t.Helper()
 			if !lastResync.After(publishedAt[topic][seq]) {
-				t.Fatalf("stream %d (topic %d): event %d was missed without a Resync after it", i, topic, seq)
+				var seen []string
+				for j, ev := range s.events {
+					what := "resync"
+					if ev.Kind != Resync {
+						_, n := seqOf(t, ev)
+						if n < seq-3 || n > seq+3 {
+							continue
+						}
+						what = strconv.Itoa(n)
+					}
+					seen = append(seen, fmt.Sprintf("%s@%s", what, s.at[j].Sub(start).Round(time.Millisecond)))
+				}
+				t.Fatalf("stream %d (topic %d): event %d (published at %s) was missed without a Resync after it; around it: %v",
+					i, topic, seq, publishedAt[topic][seq].Sub(start).Round(time.Millisecond), seen)
 			}
 			missed++
 		}
@@ -453,6 +467,7 @@ func TestRedisClusterFailover(t *testing.T) {
 	if resyncs == 0 {
 		t.Error("no Resync at all: the failovers did not reach the broker")
 	}
+
 	if stats := receivers[0].Stats(); stats.Renewals == 0 {
 		t.Errorf("no sharded connection was renewed: %+v", stats)
 	}
