@@ -15,6 +15,7 @@ import (
 
 // openCassandra connects to the configured cluster and applies the schema.
 func openCassandra(ctx context.Context, cfg cassandra.Config, log *slog.Logger) (store.Store, error) {
+	cfg.Log = log
 	db, err := cassandra.Open(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open cassandra store at %v: %w", cfg.Hosts, err)

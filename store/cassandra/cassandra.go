@@ -9,6 +9,7 @@ package cassandra
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ type DB struct {
 	serial  gocql.SerialConsistency
 
 	listed *listedToday
+	log    *slog.Logger // nil: silent
 
 	// Joins whose outcome a timeout left unknown are settled in the
 	// background (settleJoin) until Close.
@@ -65,7 +67,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		session.Close()
 		return nil, err
 	}
-	return &DB{session: session, serial: s.serial, listed: newListedToday(), closing: make(chan struct{})}, nil
+	return &DB{session: session, serial: s.serial, listed: newListedToday(), log: cfg.Log, closing: make(chan struct{})}, nil
 }
 
 // Close closes the session. Every write was done before its call returned,

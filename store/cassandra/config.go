@@ -3,6 +3,7 @@ package cassandra
 import (
 	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"slices"
 	"strconv"
@@ -45,6 +46,9 @@ type Config struct {
 	Timeout time.Duration
 	// ConnectTimeout bounds dialing and the connection handshake. Default 5s.
 	ConnectTimeout time.Duration
+	// Log receives what the store does in the background (settling joins
+	// whose outcome a timeout left unknown). Nil logs nothing.
+	Log *slog.Logger
 }
 
 // TLSConfig configures client TLS. Off unless Enabled.

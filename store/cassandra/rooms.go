@@ -529,18 +529,28 @@ func (db *DB) settleJoin(name string, u store.UserRef, listedAt int64, m store.M
 		return
 	}
 	db.settling.Add(1)
+	if db.log != nil {
+		db.log.Warn("cassandra: a join's outcome is unknown; settling it in the background", "room", name, "login", u.Login)
+	}
 	go func() {
 		defer db.settling.Done()
 		wait := settleFirst
+		var err error
 		for deadline := time.Now().Add(settleFor); time.Now().Before(deadline); wait = min(2*wait, settleEvery) {
 			select {
 			case <-db.closing:
 				return
 			case <-time.After(wait):
 			}
-			if db.trySettleJoin(name, u, listedAt, m) == nil {
+			if err = db.trySettleJoin(name, u, listedAt, m); err == nil {
+				if db.log != nil {
+					db.log.Info("cassandra: join settled", "room", name, "login", u.Login)
+				}
 				return
 			}
+		}
+		if db.log != nil {
+			db.log.Error("cassandra: gave up settling a join; the user may list a room they are not in until they join or leave it", "room", name, "login", u.Login, "err", err)
 		}
 	}()
 }
