@@ -10,7 +10,7 @@ import (
 
 // A response's raw encoding is encoding/json's, but for the data, which it
 // copies as gqlgen wrote it.
-func TestRawDataMarshalsAsEncodingJSON(t *testing.T) {
+func TestEncodeResponseAsEncodingJSON(t *testing.T) {
 	yes := true
 	for _, resp := range []*graphql.Response{
 		{Data: json.RawMessage(`{"a":1}`)},
@@ -23,9 +23,9 @@ func TestRawDataMarshalsAsEncodingJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := rawData{resp}.MarshalJSON()
+		got, err := encodeResponse(resp)
 		if err != nil || string(got) != string(want) {
-			t.Errorf("rawData = %s, %v; encoding/json = %s", got, err, want)
+			t.Errorf("encodeResponse = %s, %v; encoding/json = %s", got, err, want)
 		}
 	}
 }

@@ -271,10 +271,10 @@ func (r *roomSubscription) deliver() (done bool, err error) {
 	}
 	var encodeErr error
 	var written uint64 // counted once per Pump, not per event
-	flush := r.op.c.batch()
+	r.op.c.openBatch()
 	defer func() {
 		// Also when the Pump panics: later writes must not gather.
-		if !flush() {
+		if !r.op.c.closeBatch() {
 			written = 0
 		}
 		if written > 0 {

@@ -530,22 +530,25 @@ func (c *conn) write(frame []byte) bool {
 	return true
 }
 
-// batch makes the connection's writes gather until the returned function
-// writes them in one go; false from it means the connection is gone. For a
-// subscription writing its queued events: they take one syscall, not one
+// openBatch makes the connection's writes gather until closeBatch writes
+// them in one go: a subscription's queued events take one syscall, not one
 // each.
-func (c *conn) batch() (flush func() bool) {
-	c.socket.openBatch()
-	return func() bool {
-		c.writing.Store(time.Now().UnixNano())
-		err := c.socket.closeBatch()
-		c.writing.Store(0)
-		if err != nil {
-			c.abort()
-			return false
-		}
-		return true
+func (c *conn) openBatch() { c.socket.openBatch() }
+
+// closeBatch closes a batch opened by openBatch and writes what it
+// gathered; false means the connection is gone. The write takes its turn
+// with the others, so that the watchdog times it.
+func (c *conn) closeBatch() bool {
+	c.wmu.Lock()
+	c.writing.Store(time.Now().UnixNano())
+	err := c.socket.closeBatch()
+	c.writing.Store(0)
+	c.wmu.Unlock()
+	if err != nil {
+		c.abort()
+		return false
 	}
+	return true
 }
 
 // abort drops the connection without a close handshake.

@@ -282,14 +282,24 @@ func (db *DB) casRoom(ctx context.Context, room string, q *gocql.Query, decide f
 	current := map[string]any{"creator_login": &cur.creator, "participants": &cur.participants,
 		"moderators": &cur.moderators, "banned": &cur.banned}
 	applied, err := lwt(ctx, q, current, func(ctx context.Context) (casOutcome, error) {
-		cur = roomState{}
-		err := db.serialRead(ctx, selectRoomCondition, room).Scan(&cur.creator, &cur.participants, &cur.moderators, &cur.banned)
-		if err != nil && !errors.Is(err, gocql.ErrNotFound) {
+		var err error
+		if cur, err = db.serialRoomState(ctx, room); err != nil {
 			return 0, err
 		}
 		return decide(cur), nil
 	})
 	return applied, cur, err
+}
+
+// serialRoomState reads the room's state at serial consistency; a missing
+// row reads as the zero state (no creator: gone).
+func (db *DB) serialRoomState(ctx context.Context, room string) (roomState, error) {
+	var cur roomState
+	err := db.serialRead(ctx, selectRoomCondition, room).Scan(&cur.creator, &cur.participants, &cur.moderators, &cur.banned)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return roomState{}, nil
+	}
+	return cur, err
 }
 
 // What a join or a leave found.
@@ -558,12 +568,11 @@ func (db *DB) settleJoin(name string, u store.UserRef, listedAt int64, m store.M
 func (db *DB) trySettleJoin(name string, u store.UserRef, listedAt int64, m store.Message) error {
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
-	var cur roomState
-	err := db.serialRead(ctx, selectRoomCondition, name).Scan(&cur.creator, &cur.participants, &cur.moderators, &cur.banned)
+	cur, err := db.serialRoomState(ctx, name)
 	switch {
-	case err != nil && !errors.Is(err, gocql.ErrNotFound):
+	case err != nil:
 		return err
-	case err == nil && hasLogin(cur.participants, u.Login):
+	case hasLogin(cur.participants, u.Login):
 		return nil // the join applied
 	}
 	if err := db.query(ctx, removeUserRoomAt, listedAt, []string{name}, u.Login).Exec(); err != nil {
