@@ -138,7 +138,7 @@ type world struct {
 	prefix     string
 	rooms      []string
 	postRoom   string // a room nobody subscribes to, for the post baseline
-	idleRoom   string // a room nobody posts to, for the idle subscriptions
+	idleRooms  []string // rooms nobody posts to, one per idle subscription of a connection
 	posters    []*chatclient.Client
 	subUsers   []*chatclient.Client // subscriber j acts as subUsers[j % len]
 	idleUsers  []*chatclient.Client
@@ -159,7 +159,12 @@ func setup(ctx context.Context, api *chatclient.Client, cfg *config, errs *error
 		w.rooms = append(w.rooms, fmt.Sprintf("%s-r%03d", cfg.prefix, i))
 	}
 	w.postRoom = cfg.prefix + "-post"
-	w.idleRoom = cfg.prefix + "-idle"
+	if cfg.idleSubs > 0 && cfg.serverPID > 0 {
+		w.idleRooms = []string{cfg.prefix + "-idle"}
+		for k := 1; k < cfg.idleSubsPerConn; k++ {
+			w.idleRooms = append(w.idleRooms, fmt.Sprintf("%s-idle%03d", cfg.prefix, k))
+		}
+	}
 
 	nSub := cfg.users
 	if nSub <= 0 || nSub > cfg.subscribers {
@@ -202,9 +207,7 @@ func setup(ctx context.Context, api *chatclient.Client, cfg *config, errs *error
 
 	creator := w.posters[0]
 	allRooms := append(append([]string{}, w.rooms...), w.postRoom)
-	if nIdle > 0 {
-		allRooms = append(allRooms, w.idleRoom)
-	}
+	allRooms = append(allRooms, w.idleRooms...)
 	for _, r := range allRooms {
 		if err := creator.Do(ctx, createRoomMut, map[string]any{"n": r}, nil); err != nil && !isCode(err, "CONFLICT") {
 			errs.Add("setup-room", err)
@@ -235,7 +238,9 @@ func setup(ctx context.Context, api *chatclient.Client, cfg *config, errs *error
 		}
 	}
 	for _, u := range w.idleUsers {
-		joins = append(joins, join{u, w.idleRoom})
+		for _, r := range w.idleRooms {
+			joins = append(joins, join{u, r})
+		}
 	}
 	progress = newStepProgress("joins", len(joins))
 	err = parallel(ctx, cfg.setupConcurrency, len(joins), func(ctx context.Context, i int) error {

@@ -71,6 +71,7 @@ type config struct {
 	connectConc      int
 	profileSignals   bool
 	idleSources      int
+	idleSubsPerConn  int
 	ceilingSteps     int
 	ceilingFrom      float64
 	ceilingFactor    float64
@@ -107,6 +108,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.setupConcurrency, "setup-concurrency", 16, "concurrent signups and joins during setup")
 	fs.IntVar(&c.connectConc, "connect-concurrency", 50, "concurrent websocket handshakes when subscribing")
 	fs.BoolVar(&c.profileSignals, "profile-signals", false, "signal -server-pid to profile phases, for the profiling harness (BenchmarkServeForProfiling): SIGUSR2 starts/stops a CPU profile around the measured window and each closed-loop \"ours\" baseline, SIGUSR1 dumps the heap before and with the idle subscriptions open and at the end of the window. A real server would die of these signals")
+	fs.IntVar(&c.idleSubsPerConn, "idle-subs-per-conn", 1, "idle subscriptions per websocket, each to a room of its own, as an app following several rooms on one connection: -idle-subs over this many connections (one process has at most as many connections as its open-file limit)")
 	fs.IntVar(&c.idleSources, "idle-sources", 0, "loopback source addresses (127.0.0.2 and up) the idle subscriptions are opened from, since one address has ports for about 28,000 connections to the server (0: one per 20,000 idle subscriptions)")
 	fs.IntVar(&c.ceilingSteps, "ceiling-steps", 0, "after the measured window, raise the post rate for at most this many steps until the server falls behind or its p99 delivery passes 100 ms, and report the highest rate it kept up with (0: no sweep)")
 	fs.Float64Var(&c.ceilingFrom, "ceiling-from", 600, "the sweep's first post rate")
@@ -154,6 +156,8 @@ func parseFlags(args []string) (*config, error) {
 		return nil, errors.New("-subscribers and -readers must not be negative, -posters must be at least 1")
 	case c.msgSize < 40 || c.msgSize > 4000:
 		return nil, errors.New("-msg-size must be between 40 and 4000")
+	case c.idleSubsPerConn < 1 || c.idleSubsPerConn > 100:
+		return nil, errors.New("-idle-subs-per-conn must be between 1 and 100 (the server's operations per connection)")
 	case c.duration <= 0:
 		return nil, errors.New("-duration must be positive")
 	case c.ceilingSteps > 0 && (c.ceilingFrom <= 0 || c.ceilingFactor <= 1 || c.ceilingStep <= 0):
@@ -363,8 +367,15 @@ func (r *runner) idlePhase(ctx context.Context) (*IdleResult, error) {
 	res := &IdleResult{Count: n}
 	r.signal(syscall.SIGUSR1, "heap before the idle subscriptions")
 	res.RSSBefore = settle()
-	subs := make([]*chatclient.Subscription, n)
-	sources := idleSources(r.cfg.idleSources, n)
+	perConn := len(r.w.idleRooms)
+	conns := (n + perConn - 1) / perConn
+	res.Connections = conns
+	vars := make([]map[string]any, perConn)
+	for k, room := range r.w.idleRooms {
+		vars[k] = map[string]any{"r": room}
+	}
+	subs := make([]*chatclient.Subscription, conns)
+	sources := idleSources(r.cfg.idleSources, conns)
 	open := func(from, to int) error {
 		return parallel(ctx, r.cfg.connectConc, to-from, func(ctx context.Context, i int) error {
 			i += from
@@ -372,7 +383,7 @@ func (r *runner) idlePhase(ctx context.Context) (*IdleResult, error) {
 			c.HTTP = sources[i%len(sources)]
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
-			sub, err := c.Subscribe(cctx, chatclient.GraphQLTransportWS, roomEventsSub, map[string]any{"r": r.w.idleRoom})
+			sub, err := c.SubscribeEach(cctx, chatclient.GraphQLTransportWS, roomEventsSub, vars[:min(perConn, n-i*perConn)]...)
 			if err != nil {
 				r.m.errs.Add("idle-subscribe", err)
 				return err
@@ -389,22 +400,22 @@ func (r *runner) idlePhase(ctx context.Context) (*IdleResult, error) {
 		}
 	}()
 	start := time.Now()
-	if err := open(0, n/2); err != nil {
+	if err := open(0, conns/2); err != nil {
 		return nil, err
 	}
 	res.RSSHalf = settle()
-	if err := open(n/2, n); err != nil {
+	if err := open(conns/2, conns); err != nil {
 		return nil, err
 	}
 	res.OpenSeconds = time.Since(start).Seconds()
 	res.RSSAfter = settle()
 	r.signal(syscall.SIGUSR1, "heap with the idle subscriptions open")
 	res.BytesPerSub = float64(res.RSSAfter-res.RSSBefore) / float64(n)
-	if half := n - n/2; half > 0 {
+	if half := n - conns/2*perConn; half > 0 {
 		res.MarginalBytesPerSub = float64(res.RSSAfter-res.RSSHalf) / float64(half)
 	}
-	logf("idle subscriptions: %d open, server RSS %s -> %s -> %s: %.1f KiB per idle subscription (%.1f KiB marginal)",
-		n, mib(res.RSSBefore), mib(res.RSSHalf), mib(res.RSSAfter), res.BytesPerSub/1024, res.MarginalBytesPerSub/1024)
+	logf("idle subscriptions: %d open on %d connections, server RSS %s -> %s -> %s: %.1f KiB per idle subscription (%.1f KiB marginal)",
+		n, conns, mib(res.RSSBefore), mib(res.RSSHalf), mib(res.RSSAfter), res.BytesPerSub/1024, res.MarginalBytesPerSub/1024)
 	return res, nil
 }
 

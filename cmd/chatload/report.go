@@ -79,6 +79,7 @@ type SetupResult struct {
 // IdleResult is the server memory that idle subscriptions cost.
 type IdleResult struct {
 	Count       int     `json:"count"`
+	Connections int     `json:"connections"` // the websockets they were opened on
 	OpenSeconds float64 `json:"open_seconds"`
 	RSSBefore   int64   `json:"rss_before_bytes"`
 	RSSHalf     int64   `json:"rss_half_bytes"`
@@ -353,7 +354,7 @@ func (rep *Report) addAims(cfg *config) {
 		rep.Aims = append(rep.Aims, Aim{
 			Name: "memory per idle subscription", Target: "<= 8 KiB at 100,000", Value: rep.IdleSubs.BytesPerSub / 1024, Unit: "KiB",
 			Pass: rep.IdleSubs.BytesPerSub <= 8*1024, Applies: rep.IdleSubs.Count >= 100000,
-			Note: fmt.Sprintf("server RSS growth over %d idle subscriptions; marginal %.1f KiB", rep.IdleSubs.Count, rep.IdleSubs.MarginalBytesPerSub/1024),
+			Note: fmt.Sprintf("server RSS growth over %d idle subscriptions on %d connections; marginal %.1f KiB", rep.IdleSubs.Count, rep.IdleSubs.Connections, rep.IdleSubs.MarginalBytesPerSub/1024),
 		})
 	}
 	for _, r := range rep.Ratios {
@@ -403,7 +404,7 @@ func (rep *Report) printSummary(w io.Writer) {
 	}
 	fmt.Fprintf(w, "cpu                  chatload %.2f cores, other processes %.2f cores, machine %.0f%% busy\n", l.ClientCPUCores, l.OtherCPUCores, l.MachineBusyPct)
 	if rep.IdleSubs != nil {
-		fmt.Fprintf(w, "idle subscription    %.1f KiB of server RSS each (%d opened)\n", rep.IdleSubs.BytesPerSub/1024, rep.IdleSubs.Count)
+		fmt.Fprintf(w, "idle subscription    %.1f KiB of server RSS each (%d opened on %d connections)\n", rep.IdleSubs.BytesPerSub/1024, rep.IdleSubs.Count, rep.IdleSubs.Connections)
 	}
 	for _, b := range rep.Baselines.Delivery {
 		fmt.Fprintf(w, "baseline %-14s %9.0f deliveries/s  p50 %.2f ms  p99 %.2f ms  %.0f deliveries per CPU-second\n", b.Name, b.DeliveriesPerS, b.Latency.P50Ms, b.Latency.P99Ms, b.DeliveriesPerCPUSecond)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/coder/websocket"
@@ -16,10 +17,12 @@ const (
 	GraphQLWS          = "graphql-ws"           // the legacy subscriptions-transport-ws protocol
 )
 
-// Subscription is one GraphQL subscription on its own websocket.
+// Subscription is a GraphQL subscription on its own websocket, or several
+// of the same query (SubscribeEach).
 type Subscription struct {
 	conn     *websocket.Conn
 	protocol string
+	ops      int // subscribed with ids "1" to ops
 }
 
 // ErrComplete is returned by Next when the server completed the subscription.
@@ -36,13 +39,21 @@ type wsMessage struct {
 // A rejected connection returns an error carrying the close status (see
 // websocket.CloseStatus).
 func (c *Client) Subscribe(ctx context.Context, protocol, query string, vars map[string]any) (*Subscription, error) {
+	return c.SubscribeEach(ctx, protocol, query, vars)
+}
+
+// SubscribeEach is Subscribe with the query started once per set of
+// variables, all on the one websocket, with ids "1", "2" and so on: a
+// client following several rooms on one connection. Next returns the
+// results of all of them.
+func (c *Client) SubscribeEach(ctx context.Context, protocol, query string, vars ...map[string]any) (*Subscription, error) {
 	url := "ws" + strings.TrimPrefix(c.URL, "http")
 	conn, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{protocol}, HTTPClient: c.HTTP})
 	if err != nil {
 		return nil, err
 	}
 	conn.SetReadLimit(1 << 20)
-	s := &Subscription{conn: conn, protocol: protocol}
+	s := &Subscription{conn: conn, protocol: protocol, ops: len(vars)}
 	init := map[string]any{}
 	if c.Token != "" {
 		init["token"] = c.Token
@@ -72,9 +83,11 @@ func (c *Client) Subscribe(ctx context.Context, protocol, query string, vars map
 	if protocol == GraphQLWS {
 		start = "start"
 	}
-	if err := s.send(ctx, "1", start, Request{Query: query, Variables: vars}); err != nil {
-		conn.CloseNow()
-		return nil, err
+	for i, v := range vars {
+		if err := s.send(ctx, strconv.Itoa(i+1), start, Request{Query: query, Variables: v}); err != nil {
+			conn.CloseNow()
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -118,13 +131,15 @@ func (s *Subscription) Next(ctx context.Context) (Response, error) {
 	}
 }
 
-// Close stops the subscription and closes the websocket.
+// Close stops the subscriptions and closes the websocket.
 func (s *Subscription) Close() error {
 	stop := "complete"
 	if s.protocol == GraphQLWS {
 		stop = "stop"
 	}
-	_ = s.send(context.Background(), "1", stop, nil)
+	for i := range s.ops {
+		_ = s.send(context.Background(), strconv.Itoa(i+1), stop, nil)
+	}
 	return s.conn.Close(websocket.StatusNormalClosure, "")
 }
 
