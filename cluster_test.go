@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -263,7 +264,7 @@ func TestClusterSubscriptionChurn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return len(slices.DeleteFunc(chs, func(ch string) bool { return ch == cl.prefix+broker.ProfilesTopic }))
+		return len(slices.DeleteFunc(chs, func(ch string) bool { return ch == cl.prefix+broker.AnnouncementsTopic }))
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
@@ -384,5 +385,31 @@ func TestClusterMessageChanges(t *testing.T) {
 	mustDo(t, alice, deleteQ, map[string]any{"id": id}, nil)
 	if kind, m := next(); kind != "MESSAGE_DELETED" || !m.Deleted || m.Content != "" || m.EditedAt != nil {
 		t.Fatalf("delete on instance B: %s %+v, want a tombstone", kind, m)
+	}
+}
+
+// TestClusterRemovalRefusesPostsElsewhere: a user removed from a room on one
+// instance can no longer post through another, though that one cached the
+// membership when the user posted (for an hour here, so only the
+// instances' announcement over Redis can end it in time).
+func TestClusterRemovalRefusesPostsElsewhere(t *testing.T) {
+	_, alice, bob := acrossCluster(t, func(c *Config) { c.MembershipTTL = time.Hour })
+	mustDo(t, bob, postMessage, map[string]any{"r": "across", "c": "cached now"}, nil)
+	mustDo(t, alice, removeQ, map[string]any{"r": "across", "l": "bob"}, nil)
+	deadline := time.Now().Add(10 * time.Second)
+	for accepted := 0; ; accepted++ {
+		err := bob.Do(testContext(t), postMessage, map[string]any{"r": "across", "c": "still here?"}, nil)
+		var errs chatclient.Errors
+		if errors.As(err, &errs) && errs.Code() == "FORBIDDEN" {
+			t.Logf("posts accepted after the removal, before its announcement arrived: %d", accepted)
+			return
+		}
+		if err != nil {
+			t.Fatalf("post after the removal: %v, want FORBIDDEN", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("instance B still accepts the removed user's posts after 10s (%d accepted)", accepted)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -220,10 +220,13 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, st store.Store
 	res.Typists = res.NewTyping()
 	res.Profiles = resolvers.NewProfiles(s.store, log, 0, cfg.ProfileTTL)
 	s.profiles = res.Profiles
-	if err := res.Profiles.Follow(streams, s.broker, sessions.EndUser); err != nil {
+	if cfg.MembershipTTL > 0 {
+		res.Memberships = resolvers.NewMemberships(log, 0, cfg.MembershipTTL)
+	}
+	if err := res.FollowAnnouncements(streams, sessions.EndUser); err != nil {
 		endStreams()
 		_ = s.broker.Close()
-		return nil, fmt.Errorf("following profile changes: %w", err)
+		return nil, fmt.Errorf("following the instances' announcements: %w", err)
 	}
 	if err := s.startPresence(res); err != nil {
 		endStreams()

@@ -36,10 +36,13 @@ func UserTopic(login string) string { return "user:" + login }
 func RoomPresenceTopic(room string) string  { return "presence:room:" + room }
 func UserPresenceTopic(login string) string { return "presence:user:" + login }
 
-// ProfilesTopic carries the instances' announcements of profile changes
-// and account deletions (store.ProfileChanged, store.AccountDeleted), which
-// every instance follows to drop what it cached of the user.
-const ProfilesTopic = "profiles"
+// AnnouncementsTopic carries the instances' announcements of profile
+// changes, account deletions and ended memberships (store.ProfileChanged,
+// store.AccountDeleted, store.MembershipEnded), which every instance follows
+// to drop what it cached of the user or the room. It keeps the name it had
+// when it carried profile changes only, so that instances of both versions
+// hear each other during an upgrade.
+const AnnouncementsTopic = "profiles"
 
 // Errors that end a subscription.
 var (

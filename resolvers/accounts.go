@@ -61,6 +61,7 @@ func (r *Resolver) leaveAsDeleted(ctx context.Context, room, login string) error
 	case !m.Participant:
 		return nil
 	}
+	defer r.membershipEnded(ctx, room, u.Login)
 	var left store.Event
 	if m.Kind == store.PrivateGroup {
 		left, err = r.Store.LeaveGroup(ctx, room, u, time.Now())

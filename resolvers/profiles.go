@@ -248,58 +248,9 @@ func profileOf(login string, names map[string]store.UserRef) Profile {
 // instance drops it at once, whatever the broker does.
 func (p *Profiles) Announce(ctx context.Context, b broker.Broker, kind store.EventKind, login string) {
 	p.Forget(login)
-	if err := b.Publish(ctx, broker.ProfilesTopic, store.Event{Kind: kind, User: store.UserRef{Login: login}}); err != nil {
+	if err := b.Publish(ctx, broker.AnnouncementsTopic, store.Event{Kind: kind, User: store.UserRef{Login: login}}); err != nil {
 		p.log.WarnContext(ctx, "announcing a profile change failed; other instances show the old profile until their cache entry expires", "kind", kind, "err", err)
 	}
-}
-
-// Follow subscribes to the announcements of the other instances and, until
-// ctx ends, drops the profiles they name; deleted is called with the login
-// of each deleted account. It returns once the subscription is live. After
-// a gap (the broker lost announcements, or cut the subscription off) it
-// drops every cached profile.
-func (p *Profiles) Follow(ctx context.Context, b broker.Broker, deleted func(login string)) error {
-	sub, err := b.Subscribe(ctx, broker.ProfilesTopic)
-	if err != nil {
-		return err
-	}
-	go func() {
-		for {
-			for {
-				ev, ok := sub.Next(ctx)
-				if !ok {
-					break
-				}
-				switch ev.Kind {
-				case store.ProfileChanged:
-					p.Forget(ev.User.Login)
-				case store.AccountDeleted:
-					p.Forget(ev.User.Login)
-					if deleted != nil {
-						deleted(ev.User.Login)
-					}
-				case broker.Resync:
-					p.Purge()
-				}
-			}
-			sub.Close()
-			p.Purge()
-			for ctx.Err() == nil {
-				if sub, err = b.Subscribe(ctx, broker.ProfilesTopic); err == nil {
-					break
-				}
-				p.log.Warn("following profile announcements failed; retrying", "err", err)
-				select {
-				case <-ctx.Done():
-				case <-time.After(time.Second):
-				}
-			}
-			if ctx.Err() != nil {
-				return
-			}
-		}
-	}()
-	return nil
 }
 
 // profile is what a UserSummary shows of u: its current profile, or u as

@@ -220,7 +220,8 @@ func TestProfilesFollow(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	deleted := make(chan string, 1)
-	if err := p.Follow(ctx, b, func(login string) { deleted <- login }); err != nil {
+	r := &Resolver{Broker: b, Profiles: p, Log: slog.Default()}
+	if err := r.FollowAnnouncements(ctx, func(login string) { deleted <- login }); err != nil {
 		t.Fatal(err)
 	}
 	cached := func(login string) bool { _, ok := p.cached(login); return ok }
@@ -228,7 +229,7 @@ func TestProfilesFollow(t *testing.T) {
 
 	announce := func(kind store.EventKind, login string) {
 		t.Helper()
-		if err := b.Publish(ctx, broker.ProfilesTopic, store.Event{Kind: kind, User: store.UserRef{Login: login}}); err != nil {
+		if err := b.Publish(ctx, broker.AnnouncementsTopic, store.Event{Kind: kind, User: store.UserRef{Login: login}}); err != nil {
 			t.Fatal(err)
 		}
 	}

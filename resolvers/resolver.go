@@ -46,6 +46,10 @@ type Resolver struct {
 	// shows (NewProfiles). Nil in tests of other layers: a UserSummary then
 	// shows the names as stored.
 	Profiles *Profiles
+	// Memberships caches who may post to which public room
+	// (NewMemberships). Nil in tests of other layers: every post reads the
+	// membership.
+	Memberships *Memberships
 
 	// history shares identical history reads made at once.
 	history historyReads

@@ -71,6 +71,7 @@ func (r *mutationResolver) LeaveRoom(ctx context.Context, room string) (*store.R
 	if err != nil {
 		return nil, err
 	}
+	defer r.membershipEnded(ctx, room, me.Login)
 	var left store.Event
 	if before.Kind == store.PrivateGroup {
 		left, err = r.Store.LeaveGroup(ctx, room, me, time.Now())
@@ -94,6 +95,7 @@ func (r *mutationResolver) DeleteRoom(ctx context.Context, room string) (*store.
 	if err != nil {
 		return nil, err
 	}
+	defer r.membershipEnded(ctx, room, "")
 	deleted, ev, err := r.Store.DeleteRoom(ctx, room, me)
 	if err != nil {
 		return nil, err

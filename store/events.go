@@ -65,14 +65,19 @@ const (
 )
 
 // The kinds of the announcements server instances make to each other on the
-// broker's profiles topic, so that each forgets what it cached of a user:
-// never logged, never shown to a subscriber. User.Login is the user.
+// broker's announcements topic, so that each forgets what it cached of a
+// user or a room: never logged, never shown to a subscriber. User.Login is
+// the user.
 const (
 	// ProfileChanged: the user changed their names or bio.
 	ProfileChanged EventKind = "PROFILE_CHANGED"
 	// AccountDeleted: the user deleted their account; their sessions are
 	// gone too.
 	AccountDeleted EventKind = "ACCOUNT_DELETED"
+	// MembershipEnded: the user's membership of Room may have ended (they
+	// left, were removed or banned); every membership of Room if User.Login
+	// is empty (the room was deleted).
+	MembershipEnded EventKind = "MEMBERSHIP_ENDED"
 )
 
 // Event is one durable change, as its log keeps it. Its id is a timeuuid,

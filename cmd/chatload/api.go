@@ -137,7 +137,7 @@ func truncate(s string, n int) string {
 type world struct {
 	prefix     string
 	rooms      []string
-	postRoom   string // a room nobody subscribes to, for the post baseline
+	postRoom   string   // a room nobody subscribes to, for the post baseline
 	idleRooms  []string // rooms nobody posts to, one per idle subscription of a connection
 	posters    []*chatclient.Client
 	subUsers   []*chatclient.Client // subscriber j acts as subUsers[j % len]

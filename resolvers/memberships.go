@@ -1,0 +1,150 @@
+package resolvers
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/store"
+)
+
+// Defaults of the membership cache.
+const (
+	// DefaultMembershipTTL bounds how long an instance lets a user post to
+	// a room on the strength of a membership it read, should the
+	// announcement of its end be lost (a broker outage).
+	DefaultMembershipTTL = 5 * time.Second
+	// DefaultMembershipRooms caps the rooms an instance remembers
+	// memberships of; each remembers at most maxRoomMemberships.
+	DefaultMembershipRooms = 10_000
+	maxRoomMemberships     = 1_000
+)
+
+// Memberships is an instance's cache of who may post to which public room:
+// a post by a user the cache knows takes one store round trip (the write)
+// instead of two. It holds only memberships that allow posting (a
+// participant, not banned, of a public room): a refusal is always read
+// afresh, and so is every private group's post, which needs the group's
+// members anyway.
+//
+// An entry lives for TTL at most, and is dropped as soon as the membership
+// may have ended: on this instance by Ended, before the mutation that ended
+// it answers; on the others by the announcement they follow on the
+// broker (see FollowAnnouncements), so a user removed from a room can post
+// through another instance only until the announcement arrives (the
+// broker's latency), or for TTL if it is lost. A read in flight when an
+// entry was dropped is not cached: it may predate the change.
+type Memberships struct {
+	ttl time.Duration
+	now func() time.Time
+	log *slog.Logger
+
+	mu    sync.Mutex
+	rooms *simplelru.LRU[string, map[string]time.Time] // room -> login -> expiry
+	epoch uint64                                       // counts the drops; a read started in an older epoch is not cached
+}
+
+// NewMemberships returns a cache of the memberships of up to rooms rooms
+// (0 for the default), each kept for at most ttl (0 for the default).
+func NewMemberships(log *slog.Logger, rooms int, ttl time.Duration) *Memberships {
+	if rooms <= 0 {
+		rooms = DefaultMembershipRooms
+	}
+	if ttl <= 0 {
+		ttl = DefaultMembershipTTL
+	}
+	lru, err := simplelru.NewLRU[string, map[string]time.Time](rooms, nil)
+	if err != nil {
+		panic(err) // only for a size that is not positive
+	}
+	return &Memberships{ttl: ttl, now: time.Now, log: log, rooms: lru}
+}
+
+// mayPost reports whether login's membership of the public room is cached
+// as one that allows posting; if not, epoch is what remember needs.
+func (c *Memberships) mayPost(room, login string) (ok bool, epoch uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if logins, found := c.rooms.Get(room); found {
+		if expires, found := logins[login]; found && c.now().Before(expires) {
+			return true, c.epoch
+		}
+	}
+	return false, c.epoch
+}
+
+// remember caches m, read from the store in epoch, if it allows posting
+// and nothing was dropped since the read began.
+func (c *Memberships) remember(epoch uint64, m store.RoomMembership) {
+	if !m.Participant || m.Banned || m.Kind == store.PrivateGroup {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if epoch != c.epoch {
+		return
+	}
+	logins, found := c.rooms.Get(m.Room)
+	if !found || len(logins) >= maxRoomMemberships {
+		logins = make(map[string]time.Time)
+		c.rooms.Add(m.Room, logins)
+	}
+	logins[m.Login] = c.now().Add(c.ttl)
+}
+
+// forget drops login's membership of room, or every membership of room if
+// login is empty.
+func (c *Memberships) forget(room, login string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.epoch++
+	if login == "" {
+		c.rooms.Remove(room)
+	} else if logins, found := c.rooms.Peek(room); found {
+		delete(logins, login)
+	}
+}
+
+// forgetUser drops every membership of login (their account was deleted).
+func (c *Memberships) forgetUser(login string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.epoch++
+	for _, room := range c.rooms.Keys() {
+		if logins, found := c.rooms.Peek(room); found {
+			delete(logins, login)
+		}
+	}
+}
+
+// Purge drops every cached membership (announcements may have been lost).
+func (c *Memberships) Purge() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.epoch++
+	c.rooms.Purge()
+}
+
+// Ended drops login's membership of room (every membership of the room if
+// login is empty) here, and tells the other instances to: the membership
+// may have ended. Call it once the store was asked to end it, whatever the
+// answer (a timeout may have ended it too), and before answering.
+func (c *Memberships) Ended(ctx context.Context, b broker.Broker, room, login string) {
+	c.forget(room, login)
+	ev := store.Event{Kind: store.MembershipEnded, Room: room, User: store.UserRef{Login: login}}
+	if err := b.Publish(ctx, broker.AnnouncementsTopic, ev); err != nil {
+		c.log.WarnContext(ctx, "announcing the end of a membership failed; other instances may let the user post until their cache entry expires", "room", room, "err", err)
+	}
+}
+
+// membershipEnded is Memberships.Ended, for a resolver without the cache
+// (tests of other layers).
+func (r *Resolver) membershipEnded(ctx context.Context, room, login string) {
+	if r.Memberships != nil {
+		r.Memberships.Ended(context.WithoutCancel(ctx), r.Broker, room, login)
+	}
+}
