@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -24,6 +25,8 @@ const (
 	// clock skew tolerated between the instance that issued a token and
 	// the one verifying it. A token issued later than that is refused.
 	IssuedAtLeeway = 30 * time.Second
+	// maxVerified caps the tokens whose verification is remembered.
+	maxVerified = 10_000
 )
 
 // Tokens issues and verifies HS256-signed access tokens. It checks the
@@ -32,6 +35,14 @@ type Tokens struct {
 	secret []byte
 	ttl    time.Duration
 	now    func() time.Time
+
+	// verified holds the claims of the tokens that passed Parse, until
+	// they expire: a client sends the same token with every request, and
+	// checking its signature and decoding it again costs more than the
+	// lookup. Only tokens that passed are held, so forged ones cost a
+	// check each and hold nothing; the map is emptied when full.
+	mu       sync.Mutex
+	verified map[string]Claims
 }
 
 // NewTokens returns a token issuer signing with secret; tokens expire after ttl.
@@ -42,7 +53,7 @@ func NewTokens(secret []byte, ttl time.Duration) (*Tokens, error) {
 	if ttl <= 0 {
 		return nil, fmt.Errorf("auth: token lifetime must be positive, got %v", ttl)
 	}
-	return &Tokens{secret: secret, ttl: ttl, now: time.Now}, nil
+	return &Tokens{secret: secret, ttl: ttl, now: time.Now, verified: make(map[string]Claims)}, nil
 }
 
 // claims carry the user's names beside the login, as they were when the
@@ -108,6 +119,26 @@ func (t *Tokens) Verify(token string) (store.UserRef, error) {
 // not issued more than IssuedAtLeeway in the future, and returns its
 // claims. Errors wrap ErrUnauthenticated.
 func (t *Tokens) Parse(token string) (Claims, error) {
+	t.mu.Lock()
+	c, ok := t.verified[token]
+	t.mu.Unlock()
+	if ok && t.now().Before(c.Expires) {
+		return c, nil
+	}
+	c, err := t.parse(token)
+	if err == nil {
+		t.mu.Lock()
+		if len(t.verified) >= maxVerified {
+			clear(t.verified)
+		}
+		t.verified[token] = c
+		t.mu.Unlock()
+	}
+	return c, err
+}
+
+// parse is Parse without the memory of verified tokens.
+func (t *Tokens) parse(token string) (Claims, error) {
 	var c claims
 	parsed, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return t.secret, nil },
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),

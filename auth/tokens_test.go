@@ -2,6 +2,7 @@ package auth
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -111,5 +112,55 @@ func TestParseRefusesOtherAlgorithms(t *testing.T) {
 	}
 	if _, err := tokens.Parse(none); !errors.Is(err, ErrUnauthenticated) {
 		t.Errorf("Parse(alg none) = %v, want ErrUnauthenticated", err)
+	}
+}
+
+// TestParseRemembersVerifiedTokens: a token that passed is answered from
+// memory, with the same claims, until it expires; one that failed is not
+// remembered, however often it comes; the memory is bounded.
+func TestParseRemembersVerifiedTokens(t *testing.T) {
+	tokens := newTestTokens(t)
+	now := time.Now()
+	tokens.now = func() time.Time { return now }
+	token, _, err := tokens.IssueFor(store.UserRef{Login: "alice"}, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := tokens.Parse(token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := tokens.Parse(token); err != nil || again != first {
+		t.Fatalf("Parse again = %+v, %v; want %+v", again, err, first)
+	}
+	if _, ok := tokens.verified[token]; !ok {
+		t.Fatal("a verified token was not remembered")
+	}
+	forged := token[:len(token)-2] + "xx"
+	for range 3 {
+		if _, err := tokens.Parse(forged); !errors.Is(err, ErrUnauthenticated) {
+			t.Fatalf("Parse(forged) = %v, want ErrUnauthenticated", err)
+		}
+	}
+	if len(tokens.verified) != 1 {
+		t.Fatalf("%d tokens remembered, want only the verified one", len(tokens.verified))
+	}
+	now = first.Expires
+	if _, err := tokens.Parse(token); !errors.Is(err, ErrUnauthenticated) {
+		t.Fatalf("Parse of a remembered token once it expired = %v, want ErrUnauthenticated", err)
+	}
+
+	now = time.Now()
+	for i := range maxVerified + 1 {
+		tok, _, err := tokens.IssueFor(store.UserRef{Login: fmt.Sprintf("u%d", i)}, "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tokens.Parse(tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(tokens.verified); n > maxVerified {
+		t.Fatalf("%d tokens remembered, want at most %d", n, maxVerified)
 	}
 }
