@@ -11667,6 +11667,9 @@ func (ec *executionContext) marshalNMessageConnection2ᚖgithubᚗcomᚋkillrcha
 		}
 		return graphql.Null
 	}
+	if page, ok := ec.encodePage(ctx, sel, v); ok {
+		return page
+	}
 	return ec._MessageConnection(ctx, sel, v)
 }
 

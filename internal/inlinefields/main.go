@@ -15,6 +15,9 @@
 // resolvers read the store (rooms, users, conversations, the root types)
 // keep gqlgen's concurrency.
 //
+// It also makes the marshaller of a MessageConnection try graph.encodePage
+// first, which writes a page of messages without the executor.
+//
 // It runs after gqlgen in go:generate, and make check-generated checks its
 // output like gqlgen's. It fails if it finds nothing to rewrite (and
 // nothing rewritten already), so a change of gqlgen's output cannot make it
@@ -44,6 +47,9 @@ const (
 	inlined    = "out.Values[i] = innerFunc(ctx, out)"
 	sliceCall  = "graphql.MarshalSliceConcurrently("
 	sliceInl   = "marshalSliceInline("
+	// A page of messages is encoded by graph.encodePage when it can be.
+	pageCall  = "\treturn ec._MessageConnection(ctx, sel, v)\n"
+	pageTried = "\tif page, ok := ec.encodePage(ctx, sel, v); ok {\n\t\treturn page\n\t}\n" + pageCall
 )
 
 func main() {
@@ -87,5 +93,12 @@ func rewrite(path string) error {
 	if fields+bytes.Count(src, []byte(inlined)) == 0 || slices+bytes.Count(src, []byte(sliceInl)) == 0 {
 		return fmt.Errorf("%s: no resolver field or no list to rewrite, nor any rewritten: gqlgen's output changed?", path)
 	}
-	return os.WriteFile(path, bytes.Join(funcs, nil), 0o644)
+	out := bytes.Join(funcs, nil)
+	if !bytes.Contains(out, []byte(pageTried)) {
+		if bytes.Count(out, []byte(pageCall)) != 1 {
+			return fmt.Errorf("%s: the marshaller of MessageConnection is not where it was: gqlgen's output changed?", path)
+		}
+		out = bytes.Replace(out, []byte(pageCall), []byte(pageTried), 1)
+	}
+	return os.WriteFile(path, out, 0o644)
 }

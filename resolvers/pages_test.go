@@ -1,0 +1,154 @@
+package resolvers
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+
+	"github.com/killrchat/chatql/auth"
+	"github.com/killrchat/chatql/graph"
+	"github.com/killrchat/chatql/store"
+	"github.com/killrchat/chatql/store/embedded"
+)
+
+// TestPagesEncodeAsTheExecutor: pages of messages in every state (hidden,
+// edited, deleted, replies and threads, mentions, reactions, a blocked
+// author, a renamed author, system messages, content that needs escaping)
+// come out of graph's page encoder byte for byte as gqlgen's executor
+// writes them, for selection sets with aliases, fragments, __typename,
+// @skip and @include; and the encoder did write them.
+func TestPagesEncodeAsTheExecutor(t *testing.T) {
+	ctx := t.Context()
+	db, err := embedded.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	alice := store.UserRef{Login: "alice", Firstname: "Alice", Lastname: "Liddell"}
+	bob := store.UserRef{Login: "bob", Firstname: "Bob", Lastname: "Builder"}
+	carol := store.UserRef{Login: "carol", Firstname: "Carol", Lastname: `"Quoted" \ Name`}
+	for _, u := range []store.UserRef{alice, bob, carol} {
+		if err := db.CreateUser(ctx, store.Account{User: store.User{UserRef: u}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	room := store.Room{Name: "tea-party", Creator: alice, CreatedAt: time.Now().Add(-time.Hour)}
+	if err := db.CreateRoom(ctx, room); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []store.UserRef{bob, carol} {
+		if _, _, err := db.JoinRoom(ctx, room.Name, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	contents := []string{"plain", `"quotes" and \backslashes\`, "tab\tnew\nline\rreturn", "\x00\x01\x1f controls", "é 👍 中文 </script>&", "\xff\xfe invalid UTF-8", "hi @carol and @bob", ""}
+	var posted []store.Message
+	for i := range 30 {
+		author := []store.UserRef{alice, bob, carol}[i%3]
+		m := store.Message{Room: room.Name, ID: store.NewMessageID(), Author: author, Content: contents[i%len(contents)]}
+		if i%7 == 3 {
+			m.ReplyTo = posted[i-2].ID
+		}
+		if err := db.PostMessage(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		posted = append(posted, m)
+		if i%2 == 0 {
+			if _, err := db.React(ctx, m, bob, "👍", true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i%4 == 0 {
+			if _, err := db.React(ctx, m, alice, "🎉", true); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i, change := range []func(store.Message) error{
+		func(m store.Message) error { _, err := db.HideMessage(ctx, m, alice); return err },
+		func(m store.Message) error {
+			_, err := db.EditMessage(ctx, m, m.Author, "edited: \"now\"", time.Now())
+			return err
+		},
+		func(m store.Message) error { _, err := db.DeleteMessage(ctx, m, m.Author); return err },
+	} {
+		for j := i + 5; j < len(posted); j += 6 {
+			if err := change(posted[j]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := db.Block(ctx, "alice", bob); err != nil {
+		t.Fatal(err)
+	}
+	renamed := "Robert"
+	if _, err := db.UpdateProfile(ctx, "bob", store.ProfileUpdate{Firstname: &renamed}); err != nil {
+		t.Fatal(err)
+	}
+
+	r := &Resolver{Store: db, Log: slog.Default(), Profiles: NewProfiles(db, slog.Default(), 0, 0)}
+	srv := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: r}))
+	srv.AddTransport(transport.POST{})
+	srv.AroundOperations(WithPageLoader)
+	post := func(query string, vars map[string]any) []byte {
+		t.Helper()
+		body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest("POST", "/", bytes.NewReader(body)).WithContext(auth.WithUser(ctx, alice))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, req)
+		return rec.Body.Bytes()
+	}
+
+	const everything = `id room content system postedAt hidden editedAt deleted replyToId replyCount mentions authorBlocked
+		author { login firstname lastname deleted } reactions { emoji count reactedByMe } latestRepliers { login firstname }`
+	threadRoot := posted[1].ID.String()
+	for _, c := range []struct {
+		name, query string
+		vars        map[string]any
+	}{
+		{"the web app's page", `query($r: String!, $n: Int) { messages(room: $r, first: $n) { edges { cursor node { ` + everything + ` } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }`,
+			map[string]any{"r": room.Name, "n": 50}},
+		{"a second page", `query($r: String!, $a: String) { messages(room: $r, first: 10, after: $a) { edges { cursor node { id content } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }`,
+			map[string]any{"r": room.Name, "a": posted[20].ID.String()}},
+		{"aliases, typenames, repeats", `{ page: messages(room: "tea-party", first: 20) { __typename list: edges { __typename c: cursor node { __typename i: id id content text: content who: author { __typename login name: firstname } reactions { __typename emoji n: count } } } info: pageInfo { __typename more: hasNextPage } } }`, nil},
+		{"fragments", `query { messages(room: "tea-party") { ...Page } } fragment Page on MessageConnection { edges { node { ...Msg ... on Message { author { ...Who } } } } } fragment Msg on Message { id content postedAt } fragment Who on UserSummary { login lastname deleted }`, nil},
+		{"skip and include", `query($yes: Boolean!, $no: Boolean!) { messages(room: "tea-party", first: 5) { edges { node { id content @include(if: $yes) hidden @skip(if: $yes) author @include(if: $no) { login } } } pageInfo @skip(if: $no) { endCursor } } }`,
+			map[string]any{"yes": true, "no": false}},
+		{"an empty page", `{ messages(room: "tea-party", first: 5, after: "` + posted[0].ID.String() + `") { edges { cursor } pageInfo { hasNextPage startCursor endCursor } } }`, nil},
+		{"a thread", `query($id: ID!) { thread(messageId: $id) { edges { node { ` + everything + ` } } pageInfo { hasNextPage endCursor } } }`,
+			map[string]any{"id": threadRoot}},
+		{"my messages", `{ myMessages(first: 20) { edges { cursor node { id room content mentions } } } }`, nil},
+		{"a refusal", `{ messages(room: "no-such-room") { edges { cursor } } }`, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := graph.UseExecutorForPages(true)
+			want := post(c.query, c.vars)
+			graph.UseExecutorForPages(false)
+			got := post(c.query, c.vars)
+			encoded := graph.UseExecutorForPages(false) - before
+			if !bytes.Equal(got, want) {
+				t.Fatalf("the page encoder wrote\n%s\nthe executor\n%s", got, want)
+			}
+			if wantEncoded := c.name != "a refusal"; (encoded == 1) != wantEncoded {
+				t.Fatalf("the page encoder wrote %d pages, want it to write one: %v; response %.300s", encoded, wantEncoded, got)
+			}
+			if bytes.Contains(want, []byte(`"errors"`)) != (c.name == "a refusal") {
+				t.Fatalf("response %s", want)
+			}
+		})
+	}
+	if testing.Verbose() {
+		fmt.Printf("web app page: %.400s...\n", post(`{ messages(room: "tea-party", first: 3) { edges { node { `+everything+` } } } }`, nil))
+	}
+}
