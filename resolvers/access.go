@@ -123,16 +123,13 @@ func (r *Resolver) directPeer(ctx context.Context, conversation string, me store
 // checked again by it). A public room's membership that allows posting is
 // cached (see Memberships): the next posts read nothing.
 func (r *Resolver) postAudience(ctx context.Context, name string, u store.UserRef) (store.RoomKind, []store.UserRef, error) {
-	var epoch uint64
-	if r.Memberships != nil {
-		var ok bool
-		if ok, epoch = r.Memberships.mayPost(name, u.Login); ok {
-			return store.PublicRoom, nil, nil
-		}
+	known, epoch := r.knownPoster(name, u.Login)
+	if known {
+		return store.PublicRoom, nil, nil
 	}
 	m, err := r.participant(ctx, name, u)
-	if err == nil && r.Memberships != nil {
-		r.Memberships.remember(epoch, m)
+	if err == nil {
+		r.rememberMembership(epoch, m)
 	}
 	if err != nil || m.Kind != store.PrivateGroup {
 		return m.Kind, nil, err

@@ -26,7 +26,7 @@ const (
 
 // Memberships is an instance's cache of who may post to which public room:
 // a post by a user the cache knows takes one store round trip (the write)
-// instead of two. It holds only memberships that allow posting (a
+// instead of two, and so does a page of its history (the read). It holds only memberships that allow posting (a
 // participant, not banned, of a public room): a refusal is always read
 // afresh, and so is every private group's post, which needs the group's
 // members anyway.
@@ -138,6 +138,22 @@ func (c *Memberships) Ended(ctx context.Context, b broker.Broker, room, login st
 	ev := store.Event{Kind: store.MembershipEnded, Room: room, User: store.UserRef{Login: login}}
 	if err := b.Publish(ctx, broker.AnnouncementsTopic, ev); err != nil {
 		c.log.WarnContext(ctx, "announcing the end of a membership failed; other instances may let the user post until their cache entry expires", "room", room, "err", err)
+	}
+}
+
+// knownPoster reports whether the cache knows login may post to the public
+// room (and so read it); if not, epoch is what rememberMembership needs.
+func (r *Resolver) knownPoster(room, login string) (known bool, epoch uint64) {
+	if r.Memberships == nil {
+		return false, 0
+	}
+	return r.Memberships.mayPost(room, login)
+}
+
+// rememberMembership caches m, read in epoch, if it allows posting.
+func (r *Resolver) rememberMembership(epoch uint64, m store.RoomMembership) {
+	if r.Memberships != nil {
+		r.Memberships.remember(epoch, m)
 	}
 }
 

@@ -105,7 +105,7 @@ func newInstance(t *testing.T, ctx context.Context, db store.Store, b broker.Bro
 
 // TestMembershipEndRefusesPosts: every way a membership of a public room
 // ends (leaving, removal, ban, the room's deletion) refuses the user's
-// next post at once on the instance that ended it, and on another instance
+// next post and history read at once on the instance that ended it, and on another instance
 // as soon as the announcement arrives, though both cached the membership
 // (for an hour here) while the user posted.
 func TestMembershipEndRefusesPosts(t *testing.T) {
@@ -151,6 +151,9 @@ func TestMembershipEndRefusesPosts(t *testing.T) {
 				if _, err := inst.PostMessage(asBob, room, "hello", nil, nil); err != nil {
 					t.Fatal(err)
 				}
+				if page, err := (&queryResolver{inst.Resolver}).Messages(asBob, room, nil, nil); err != nil || len(page.Edges) == 0 {
+					t.Fatalf("history before the end: %v", err)
+				}
 				if ok, _ := inst.Memberships.mayPost(room, "bob"); !ok {
 					t.Fatal("a post did not cache bob's membership")
 				}
@@ -161,9 +164,15 @@ func TestMembershipEndRefusesPosts(t *testing.T) {
 			if _, err := here.PostMessage(asBob, room, "still here?", nil, nil); !errors.Is(err, c.want) {
 				t.Fatalf("post on the instance that ended the membership = %v, want %v", err, c.want)
 			}
+			if _, err := (&queryResolver{here.Resolver}).Messages(asBob, room, nil, nil); !errors.Is(err, c.want) {
+				t.Fatalf("history on the instance that ended the membership = %v, want %v", err, c.want)
+			}
 			waitUntil(t, func() bool { ok, _ := there.Memberships.mayPost(room, "bob"); return !ok })
 			if _, err := there.PostMessage(asBob, room, "still here?", nil, nil); !errors.Is(err, c.want) {
 				t.Fatalf("post on the other instance = %v, want %v", err, c.want)
+			}
+			if _, err := (&queryResolver{there.Resolver}).Messages(asBob, room, nil, nil); !errors.Is(err, c.want) {
+				t.Fatalf("history on the other instance = %v, want %v", err, c.want)
 			}
 		})
 	}

@@ -179,10 +179,18 @@ func (r *queryResolver) Messages(ctx context.Context, room string, first *int, a
 	if err != nil {
 		return nil, err
 	}
+	publicPage := func(before store.MessageID, n int) ([]store.Message, error) {
+		return r.history.read(ctx, historyPage{room, before, n}, r.Store.Messages)
+	}
+	known, epoch := r.knownPoster(room, me.Login) // a participant of a public room
+	if known {
+		return r.messagePage(ctx, first, after, publicPage)
+	}
 	rm, err := r.visibleMembership(ctx, room, me)
 	if err != nil {
 		return nil, err
 	}
+	r.rememberMembership(epoch, rm)
 	if rm.Kind == store.PrivateGroup {
 		if rm.Banned {
 			return nil, fmt.Errorf("%w: %s is banned from group %q", store.ErrForbidden, me.Login, room)
@@ -198,9 +206,7 @@ func (r *queryResolver) Messages(ctx context.Context, room string, first *int, a
 	if !rm.Participant {
 		return nil, stream.NotParticipant(room, me)
 	}
-	return r.messagePage(ctx, first, after, func(before store.MessageID, n int) ([]store.Message, error) {
-		return r.history.read(ctx, historyPage{room, before, n}, r.Store.Messages)
-	})
+	return r.messagePage(ctx, first, after, publicPage)
 }
 
 // Thread is the resolver for the thread field.
