@@ -72,10 +72,13 @@ type Config struct {
 	// at most: changes are announced to every instance at once, and this
 	// bounds what a lost announcement costs.
 	ProfileTTL time.Duration
-	// MembershipTTL is how long an instance lets a user post to a room on
-	// the strength of a membership it read at most: the end of a
-	// membership is announced to every instance at once, and this bounds
-	// what a lost announcement costs. 0: every post reads the membership.
+	// MembershipTTL is how long an instance lets a user post to (and read)
+	// a public room on the strength of a membership it read at most: the
+	// end of a membership drops it on this instance at once, and is
+	// announced to the others, which may still accept the user's posts
+	// until the announcement arrives; this bounds what a lost one costs.
+	// 0: every post and page reads the membership (the default with
+	// Redis, that is with several instances).
 	MembershipTTL   time.Duration
 	AllowedOrigins  []string
 	ShutdownTimeout time.Duration
@@ -129,7 +132,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.IntVar(&c.SubscriberQueue, "subscriber-queue", env.int("CHAT_SUBSCRIBER_QUEUE", 256), "events a subscriber may fall behind before it is cut off (CHAT_SUBSCRIBER_QUEUE)")
 	fs.DurationVar(&c.PresenceTTL, "presence-ttl", env.duration("CHAT_PRESENCE_TTL", presence.DefaultTTL), "how long a dead instance's users stay online in Redis; instances heartbeat every third of it (CHAT_PRESENCE_TTL)")
 	fs.DurationVar(&c.ProfileTTL, "profile-ttl", env.duration("CHAT_PROFILE_TTL", resolvers.DefaultProfileTTL), "how long an instance shows the names it read of a user at most, should the announcement of a change be lost (CHAT_PROFILE_TTL)")
-	fs.DurationVar(&c.MembershipTTL, "membership-ttl", env.duration("CHAT_MEMBERSHIP_TTL", resolvers.DefaultMembershipTTL), "how long an instance lets a user post to a room on the strength of a membership it read at most, should the announcement of its end be lost; 0 reads it for every post (CHAT_MEMBERSHIP_TTL)")
+	membershipTTL := fs.String("membership-ttl", env.str("CHAT_MEMBERSHIP_TTL", "auto"), "how long an instance lets a user post to (and read) a public room on the strength of a membership it read at most; 0 reads it every time; auto: "+resolvers.DefaultMembershipTTL.String()+" with the in-process broker (one instance: the end of a membership drops it at once), 0 with Redis (another instance would accept a removed user's posts until the announcement reaches it) (CHAT_MEMBERSHIP_TTL)")
 	fs.DurationVar(&c.PresenceGrace, "presence-grace", env.duration("CHAT_PRESENCE_GRACE", presence.DefaultGrace), "how long a user stays online after their last connection closed (CHAT_PRESENCE_GRACE)")
 	fs.DurationVar(&c.KeepAlive, "keepalive", env.duration("CHAT_KEEPALIVE", 15*time.Second), "websocket keepalive interval (CHAT_KEEPALIVE)")
 	fs.IntVar(&c.MaxUnauthenticatedWebsockets, "max-unauthenticated-websockets", env.int("CHAT_MAX_UNAUTHENTICATED_WEBSOCKETS", 1000), "websockets open without a user (before connection_init, or anonymous) before upgrades are refused with 503 (CHAT_MAX_UNAUTHENTICATED_WEBSOCKETS)")
@@ -182,8 +185,17 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	if c.ProfileTTL <= 0 {
 		return c, fmt.Errorf("profile TTL %v: must be positive", c.ProfileTTL)
 	}
-	if c.MembershipTTL < 0 {
-		return c, fmt.Errorf("membership TTL %v: must not be negative", c.MembershipTTL)
+	switch *membershipTTL {
+	case "auto":
+		if c.RedisURL == "" {
+			c.MembershipTTL = resolvers.DefaultMembershipTTL
+		}
+	default:
+		ttl, err := time.ParseDuration(*membershipTTL)
+		if err != nil || ttl < 0 {
+			return c, fmt.Errorf("membership TTL %q: want auto, 0 or a positive duration such as 5s", *membershipTTL)
+		}
+		c.MembershipTTL = ttl
 	}
 	if c.PresenceTTL < 300*time.Millisecond || c.PresenceGrace < 0 {
 		return c, fmt.Errorf("presence TTL %v, grace %v: the TTL must be at least 300ms and the grace not negative", c.PresenceTTL, c.PresenceGrace)

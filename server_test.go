@@ -21,6 +21,7 @@ import (
 
 	"github.com/killrchat/chatql/internal/chatclient"
 	"github.com/killrchat/chatql/ratelimit"
+	"github.com/killrchat/chatql/resolvers"
 )
 
 // testServer is a real server instance on a loopback port.
@@ -649,4 +650,29 @@ func (ts *testServer) openSSE(t *testing.T, token, query string) *http.Response 
 	}
 	waitFor(t, func() bool { return ts.Streams().Started() > started })
 	return resp
+}
+
+// TestMembershipTTLConfig: the membership cache is on by default with the
+// in-process broker (one instance) and off with Redis (several), unless
+// CHAT_MEMBERSHIP_TTL says otherwise; a bad value is refused.
+func TestMembershipTTLConfig(t *testing.T) {
+	for _, c := range []struct {
+		redis, ttl string
+		want       time.Duration
+		bad        bool
+	}{
+		{"", "", resolvers.DefaultMembershipTTL, false},
+		{"redis://127.0.0.1:6379/0", "", 0, false},
+		{"", "auto", resolvers.DefaultMembershipTTL, false},
+		{"redis://127.0.0.1:6379/0", "2s", 2 * time.Second, false},
+		{"", "0", 0, false},
+		{"", "-1s", 0, true},
+		{"", "soon", 0, true},
+	} {
+		env := map[string]string{"CHAT_REDIS_URL": c.redis, "CHAT_MEMBERSHIP_TTL": c.ttl}
+		cfg, err := ParseConfig(nil, func(k string) string { return env[k] })
+		if (err != nil) != c.bad || err == nil && cfg.MembershipTTL != c.want {
+			t.Errorf("Redis %q, CHAT_MEMBERSHIP_TTL=%q: TTL %v, error %v; want %v, error %v", c.redis, c.ttl, cfg.MembershipTTL, err, c.want, c.bad)
+		}
+	}
 }
