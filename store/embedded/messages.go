@@ -138,7 +138,7 @@ func (db *DB) readMessages(ctx context.Context, room string, p key, lower, upper
 		if err != nil {
 			return false, err
 		}
-		row, err := decode[messageRow](v)
+		row, err := decodeMessage(v)
 		if err != nil {
 			return false, err
 		}
