@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -53,9 +54,9 @@ type Profiles struct {
 
 	mu       sync.Mutex
 	lru      *simplelru.LRU[string, cachedProfile]
-	epoch    uint64    // counts the drops; a read started in an older epoch is not cached
-	next     *profRead // the read the next misses join; nil if none waits
-	current  *profRead // the read in flight; nil if none
+	epoch    atomic.Uint64 // counts the drops (under mu); a read started in an older epoch is not cached
+	next     *profRead     // the read the next misses join; nil if none waits
+	current  *profRead     // the read in flight; nil if none
 	inFlight bool
 	reads    int // store reads made, for tests
 }
@@ -107,9 +108,7 @@ func (p *Profiles) cached(login string) (Profile, bool) {
 // Epoch changes whenever cached profiles are dropped: what was encoded
 // with the names of an older epoch may show stale names.
 func (p *Profiles) Epoch() uint64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.epoch
+	return p.epoch.Load() // every delivery of every subscription asks: no lock
 }
 
 // Reads is how many store reads the cache made.
@@ -123,7 +122,7 @@ func (p *Profiles) Reads() int {
 func (p *Profiles) Forget(login string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.epoch++
+	p.epoch.Add(1)
 	p.lru.Remove(login)
 }
 
@@ -131,7 +130,7 @@ func (p *Profiles) Forget(login string) {
 func (p *Profiles) Purge() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.epoch++
+	p.epoch.Add(1)
 	p.lru.Purge()
 }
 
@@ -180,7 +179,7 @@ func (p *Profiles) Warm(ctx context.Context, logins []string) {
 func (p *Profiles) join(logins []string) *profRead {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if c := p.current; c != nil && c.epoch == p.epoch && !slices.ContainsFunc(logins, func(l string) bool { return !c.has[l] }) {
+	if c := p.current; c != nil && c.epoch == p.epoch.Load() && !slices.ContainsFunc(logins, func(l string) bool { return !c.has[l] }) {
 		return c
 	}
 	if p.next == nil {
@@ -201,7 +200,7 @@ func (p *Profiles) join(logins []string) *profRead {
 func (p *Profiles) run(r *profRead) {
 	for r != nil {
 		p.mu.Lock()
-		epoch := p.epoch
+		epoch := p.epoch.Load()
 		p.reads++
 		slices.Sort(r.logins)
 		r.logins = slices.Compact(r.logins)
@@ -218,7 +217,7 @@ func (p *Profiles) run(r *profRead) {
 			p.log.Warn("reading profiles failed; showing names as stored", "users", len(r.logins), "err", r.err)
 		}
 		p.mu.Lock()
-		if r.err == nil && epoch == p.epoch {
+		if r.err == nil && epoch == p.epoch.Load() {
 			expires := p.now().Add(p.ttl)
 			for _, login := range r.logins {
 				p.lru.Add(login, cachedProfile{Profile: profileOf(login, r.names), expires: expires})
