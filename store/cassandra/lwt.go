@@ -43,8 +43,12 @@ const (
 type settleFunc func(ctx context.Context) (casOutcome, error)
 
 // errOutcomeUnknown marks an LWT error after which it is still unknown
-// whether the write applied: the read-back failed too.
-var errOutcomeUnknown = errors.New("outcome unknown")
+// whether the write applied: the read-back failed too. errNotApplied marks
+// one whose read-back found it had not applied and nothing in its way.
+var (
+	errOutcomeUnknown = errors.New("outcome unknown")
+	errNotApplied     = errors.New("read back: not applied")
+)
 
 // settleTimeout bounds the read-back. It runs detached from the caller's
 // context, which may be the very thing that expired.
@@ -77,9 +81,22 @@ func settleUnknown(ctx context.Context, applied bool, err error, settle settleFu
 	case serr != nil:
 		return false, fmt.Errorf("%w; %w: reading it back failed: %w", err, errOutcomeUnknown, serr)
 	case outcome == casNotApplied:
-		return false, fmt.Errorf("%w; read back: not applied", err)
+		return false, fmt.Errorf("%w; %w", err, errNotApplied)
 	}
 	return outcome == casApplied, nil
+}
+
+// againIfNotApplied runs an LWT, and once more if its outcome was unknown
+// and its read-back found it had not applied: only for an LWT whose unknown
+// outcome leaves nothing behind but its own row (an insert if absent that
+// nothing else depends on), where a second unknown outcome costs no more
+// than the first. See lwt for why others are not tried again.
+func againIfNotApplied(try func() (bool, error)) (bool, error) {
+	applied, err := try()
+	if errors.Is(err, errNotApplied) {
+		return try()
+	}
+	return applied, err
 }
 
 // outcomeUnknown reports whether err may have come after the write applied.

@@ -69,3 +69,40 @@ func TestSettleUnknown(t *testing.T) {
 		})
 	}
 }
+
+// TestAgainIfNotApplied: an LWT read back as not applied is made once
+// more, and only then; other outcomes and errors stand.
+func TestAgainIfNotApplied(t *testing.T) {
+	timeout := &gocql.RequestErrWriteTimeout{WriteType: "CAS"}
+	notApplied := fmt.Errorf("%w; %w", timeout, errNotApplied)
+	unknown := fmt.Errorf("%w; %w", timeout, errOutcomeUnknown)
+	for _, c := range []struct {
+		name        string
+		results     []error // of each try; nil applies
+		wantTries   int
+		wantApplied bool
+		wantErr     error
+	}{
+		{"applied", []error{nil}, 1, true, nil},
+		{"unknown", []error{unknown}, 1, false, errOutcomeUnknown},
+		{"unavailable", []error{&gocql.RequestErrUnavailable{}}, 1, false, &gocql.RequestErrUnavailable{}},
+		{"not applied, then applied", []error{notApplied, nil}, 2, true, nil},
+		{"not applied twice", []error{notApplied, notApplied}, 2, false, errNotApplied},
+		{"not applied, then unknown", []error{notApplied, unknown}, 2, false, errOutcomeUnknown},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tries := 0
+			applied, err := againIfNotApplied(func() (bool, error) {
+				err := c.results[tries]
+				tries++
+				return err == nil, err
+			})
+			if tries != c.wantTries || applied != c.wantApplied {
+				t.Errorf("%d tries, applied %v; want %d, %v", tries, applied, c.wantTries, c.wantApplied)
+			}
+			if (err == nil) != (c.wantErr == nil) || err != nil && !errors.Is(err, c.wantErr) && err.Error() != c.wantErr.Error() {
+				t.Errorf("err = %v, want %v", err, c.wantErr)
+			}
+		})
+	}
+}
