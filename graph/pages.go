@@ -132,6 +132,15 @@ type pageEncoder struct {
 	r      ResolverRoot
 	b      []byte
 	failed bool
+	// users are where in b each user summary was written, by the user as
+	// stored and the fields selected: a page's authors are few, and each
+	// summary costs three lookups of the profile cache.
+	users map[userKey][2]int
+}
+
+type userKey struct {
+	u      store.UserRef
+	fields *pageField
 }
 
 // object writes an object: each field's key, then what value writes for it.
@@ -290,8 +299,29 @@ func (e *pageEncoder) message(fields []pageField, m *store.Message) {
 	})
 }
 
-// user writes a UserSummary of a copy of u, as the executor resolves one.
+// user writes a UserSummary of a copy of u, as the executor resolves one;
+// the same user with the same fields again, as it was written the first
+// time (the resolvers' answer depends on nothing else).
 func (e *pageEncoder) user(fields []pageField, u store.UserRef) {
+	key := userKey{u: u}
+	if len(fields) > 0 {
+		key.fields = &fields[0]
+	}
+	if at, ok := e.users[key]; ok {
+		e.b = append(e.b, e.b[at[0]:at[1]]...)
+		return
+	}
+	start := len(e.b)
+	e.userFields(fields, u)
+	if !e.failed {
+		if e.users == nil {
+			e.users = make(map[userKey][2]int)
+		}
+		e.users[key] = [2]int{start, len(e.b)}
+	}
+}
+
+func (e *pageEncoder) userFields(fields []pageField, u store.UserRef) {
 	resolve := e.r.UserSummary()
 	e.object(fields, func(f *pageField) {
 		switch f.name {
