@@ -221,7 +221,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, st store.Store
 	res.Profiles = resolvers.NewProfiles(s.store, log, 0, cfg.ProfileTTL)
 	s.profiles = res.Profiles
 	if cfg.MembershipTTL > 0 {
-		res.Memberships = resolvers.NewMemberships(log, 0, cfg.MembershipTTL)
+		res.Memberships = resolvers.NewMemberships(0, cfg.MembershipTTL)
 	}
 	if err := res.FollowAnnouncements(streams, sessions.EndUser); err != nil {
 		endStreams()

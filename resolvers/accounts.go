@@ -61,7 +61,6 @@ func (r *Resolver) leaveAsDeleted(ctx context.Context, room, login string) error
 	case !m.Participant:
 		return nil
 	}
-	defer r.membershipEnded(ctx, room, u.Login)
 	var left store.Event
 	if m.Kind == store.PrivateGroup {
 		left, err = r.Store.LeaveGroup(ctx, room, u, time.Now())
@@ -79,9 +78,14 @@ func (r *Resolver) leaveAsDeleted(ctx context.Context, room, login string) error
 }
 
 // announce tells every instance that login's profile changed or their
-// account was deleted.
+// account was deleted (kind is store.ProfileChanged or
+// store.AccountDeleted); this one drops what it cached of them at once.
 func (r *Resolver) announce(ctx context.Context, kind store.EventKind, login string) {
 	if r.Profiles != nil {
-		r.Profiles.Announce(ctx, r.Broker, kind, login)
+		r.Profiles.Forget(login)
 	}
+	if kind == store.AccountDeleted && r.Memberships != nil {
+		r.Memberships.forgetUser(login)
+	}
+	r.tellInstances(ctx, store.Event{Kind: kind, User: store.UserRef{Login: login}})
 }

@@ -48,6 +48,18 @@ func (r *Resolver) FollowAnnouncements(ctx context.Context, deleted func(login s
 	return nil
 }
 
+// tellInstances publishes ev on the instances' announcements topic. A
+// failure is logged: the other instances' caches then keep the old state
+// until their entries expire.
+func (r *Resolver) tellInstances(ctx context.Context, ev store.Event) {
+	if r.Broker == nil {
+		return
+	}
+	if err := r.Broker.Publish(context.WithoutCancel(ctx), broker.AnnouncementsTopic, ev); err != nil {
+		r.Log.WarnContext(ctx, "announcing to the other instances failed; their caches keep the old state until the entries expire", "kind", ev.Kind, "room", ev.Room, "err", err)
+	}
+}
+
 // heard acts on one announcement.
 func (r *Resolver) heard(ev *broker.Event, deleted func(login string)) {
 	switch ev.Kind {

@@ -2,13 +2,12 @@ package resolvers
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
-	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/apierror"
 	"github.com/killrchat/chatql/store"
 )
 
@@ -32,8 +31,8 @@ const (
 // members anyway.
 //
 // An entry lives for TTL at most, and is dropped as soon as the membership
-// may have ended: on this instance by Ended, before the mutation that ended
-// it answers; on the others by the announcement they follow on the
+// may have ended: on this instance by membershipEnded, before the mutation
+// that ended it answers; on the others by the announcement they follow on the
 // broker (see FollowAnnouncements), so a user removed from a room can post
 // through another instance only until the announcement arrives (the
 // broker's latency), or for TTL if it is lost. A read in flight when an
@@ -41,7 +40,6 @@ const (
 type Memberships struct {
 	ttl time.Duration
 	now func() time.Time
-	log *slog.Logger
 
 	mu    sync.Mutex
 	rooms *simplelru.LRU[string, map[string]time.Time] // room -> login -> expiry
@@ -50,7 +48,7 @@ type Memberships struct {
 
 // NewMemberships returns a cache of the memberships of up to rooms rooms
 // (0 for the default), each kept for at most ttl (0 for the default).
-func NewMemberships(log *slog.Logger, rooms int, ttl time.Duration) *Memberships {
+func NewMemberships(rooms int, ttl time.Duration) *Memberships {
 	if rooms <= 0 {
 		rooms = DefaultMembershipRooms
 	}
@@ -61,7 +59,7 @@ func NewMemberships(log *slog.Logger, rooms int, ttl time.Duration) *Memberships
 	if err != nil {
 		panic(err) // only for a size that is not positive
 	}
-	return &Memberships{ttl: ttl, now: time.Now, log: log, rooms: lru}
+	return &Memberships{ttl: ttl, now: time.Now, rooms: lru}
 }
 
 // mayPost reports whether login's membership of the public room is cached
@@ -129,18 +127,6 @@ func (c *Memberships) Purge() {
 	c.rooms.Purge()
 }
 
-// Ended drops login's membership of room (every membership of the room if
-// login is empty) here, and tells the other instances to: the membership
-// may have ended. Call it once the store was asked to end it, whatever the
-// answer (a timeout may have ended it too), and before answering.
-func (c *Memberships) Ended(ctx context.Context, b broker.Broker, room, login string) {
-	c.forget(room, login)
-	ev := store.Event{Kind: store.MembershipEnded, Room: room, User: store.UserRef{Login: login}}
-	if err := b.Publish(ctx, broker.AnnouncementsTopic, ev); err != nil {
-		c.log.WarnContext(ctx, "announcing the end of a membership failed; other instances may let the user post until their cache entry expires", "room", room, "err", err)
-	}
-}
-
 // knownPoster reports whether the cache knows login may post to the public
 // room (and so read it); if not, epoch is what rememberMembership needs.
 func (r *Resolver) knownPoster(room, login string) (known bool, epoch uint64) {
@@ -157,10 +143,18 @@ func (r *Resolver) rememberMembership(epoch uint64, m store.RoomMembership) {
 	}
 }
 
-// membershipEnded is Memberships.Ended, for a resolver without the cache
-// (tests of other layers).
-func (r *Resolver) membershipEnded(ctx context.Context, room, login string) {
-	if r.Memberships != nil {
-		r.Memberships.Ended(context.WithoutCancel(ctx), r.Broker, room, login)
+// membershipEnded drops login's cached membership of room (every cached
+// membership of the room if login is empty) here, and tells the other
+// instances to: call it once the store was asked to end it, with the
+// store's answer. Nothing is dropped if the store refused (the membership
+// stands); a timeout or another failure may have ended it, so it counts.
+// The instances are told even when this one has no cache: another one may.
+func (r *Resolver) membershipEnded(ctx context.Context, room, login string, err error) {
+	if _, refused := apierror.Of(err); err != nil && refused {
+		return
 	}
+	if r.Memberships != nil {
+		r.Memberships.forget(room, login)
+	}
+	r.tellInstances(ctx, store.Event{Kind: store.MembershipEnded, Room: room, User: store.UserRef{Login: login}})
 }

@@ -20,7 +20,7 @@ import (
 // in flight across a drop is not cached.
 func TestMembershipsCache(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
-	c := NewMemberships(slog.Default(), 2, time.Second)
+	c := NewMemberships(2, time.Second)
 	c.now = func() time.Time { return now }
 	member := func(room, login string) store.RoomMembership {
 		return store.RoomMembership{Room: room, Login: login, Participant: true}
@@ -95,7 +95,7 @@ func TestMembershipsCache(t *testing.T) {
 // caches, following the announcements.
 func newInstance(t *testing.T, ctx context.Context, db store.Store, b broker.Broker) *mutationResolver {
 	t.Helper()
-	r := &Resolver{Store: db, Broker: b, Log: slog.Default(), Memberships: NewMemberships(slog.Default(), 0, time.Hour)}
+	r := &Resolver{Store: db, Broker: b, Log: slog.Default(), Memberships: NewMemberships(0, time.Hour)}
 	r.Typists = r.NewTyping()
 	if err := r.FollowAnnouncements(ctx, nil); err != nil {
 		t.Fatal(err)
@@ -157,6 +157,13 @@ func TestMembershipEndRefusesPosts(t *testing.T) {
 				if ok, _ := inst.Memberships.mayPost(room, "bob"); !ok {
 					t.Fatal("a post did not cache bob's membership")
 				}
+			}
+			// A refused attempt leaves the membership, and so the caches.
+			if _, err := here.DeleteRoom(asBob, room); !errors.Is(err, store.ErrForbidden) {
+				t.Fatalf("bob deleting alice's room = %v, want forbidden", err)
+			}
+			if ok, _ := here.Memberships.mayPost(room, "bob"); !ok {
+				t.Fatal("a refused deleteRoom dropped bob's cached membership")
 			}
 			if err := c.end(room); err != nil {
 				t.Fatal(err)

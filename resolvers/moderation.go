@@ -29,10 +29,10 @@ func (r *Resolver) moderate(ctx context.Context, room, login string, kind store.
 		return nil, err
 	}
 	a := store.ModerationAction{Room: room, Kind: kind, By: me, Target: target.UserRef, At: time.Now().UTC()}
-	if kind == store.ParticipantRemoved || kind == store.ParticipantBanned {
-		defer r.membershipEnded(ctx, room, login)
-	}
 	ev, err := r.Store.Moderate(ctx, a)
+	if kind == store.ParticipantRemoved || kind == store.ParticipantBanned {
+		r.membershipEnded(ctx, room, login, err)
+	}
 	if err != nil {
 		return nil, err
 	}

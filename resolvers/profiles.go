@@ -11,7 +11,6 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
-	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/store"
 )
 
@@ -240,16 +239,6 @@ func profileOf(login string, names map[string]store.UserRef) Profile {
 		return Profile{UserRef: u}
 	}
 	return Profile{UserRef: store.UserRef{Login: login}, Deleted: true}
-}
-
-// Announce tells every instance (this one included) to drop login's
-// profile: kind is store.ProfileChanged or store.AccountDeleted. This
-// instance drops it at once, whatever the broker does.
-func (p *Profiles) Announce(ctx context.Context, b broker.Broker, kind store.EventKind, login string) {
-	p.Forget(login)
-	if err := b.Publish(ctx, broker.AnnouncementsTopic, store.Event{Kind: kind, User: store.UserRef{Login: login}}); err != nil {
-		p.log.WarnContext(ctx, "announcing a profile change failed; other instances show the old profile until their cache entry expires", "kind", kind, "err", err)
-	}
 }
 
 // profile is what a UserSummary shows of u: its current profile, or u as

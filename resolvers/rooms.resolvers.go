@@ -71,13 +71,13 @@ func (r *mutationResolver) LeaveRoom(ctx context.Context, room string) (*store.R
 	if err != nil {
 		return nil, err
 	}
-	defer r.membershipEnded(ctx, room, me.Login)
 	var left store.Event
 	if before.Kind == store.PrivateGroup {
 		left, err = r.Store.LeaveGroup(ctx, room, me, time.Now())
 	} else {
 		left, err = r.Store.LeaveRoom(ctx, room, me)
 	}
+	r.membershipEnded(ctx, room, me.Login, err)
 	if err != nil {
 		return nil, err
 	}
@@ -95,8 +95,8 @@ func (r *mutationResolver) DeleteRoom(ctx context.Context, room string) (*store.
 	if err != nil {
 		return nil, err
 	}
-	defer r.membershipEnded(ctx, room, "")
 	deleted, ev, err := r.Store.DeleteRoom(ctx, room, me)
+	r.membershipEnded(ctx, room, "", err)
 	if err != nil {
 		return nil, err
 	}
