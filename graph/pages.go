@@ -111,7 +111,8 @@ func (ec *executionContext) encodePage(ctx context.Context, sel ast.SelectionSet
 			ok = false // the executor runs it again and reports the panic
 		}
 	}()
-	e := pageEncoder{ctx: ctx, r: ec.Resolvers, b: make([]byte, 0, 512+len(v.Edges)*512)}
+	e := pageEncoder{ctx: ctx, b: make([]byte, 0, 512+len(v.Edges)*512),
+		messageResolver: ec.Resolvers.Message(), summaryResolver: ec.Resolvers.UserSummary(), reactionResolver: ec.Resolvers.Reaction()}
 	e.connection(fields, v)
 	if e.failed {
 		return nil, false
@@ -128,10 +129,14 @@ func (j rawJSON) MarshalGQL(w io.Writer) { _, _ = w.Write(j) }
 // pageEncoder appends a page's JSON to b; failed means the executor must
 // encode it instead.
 type pageEncoder struct {
-	ctx    context.Context
-	r      ResolverRoot
-	b      []byte
-	failed bool
+	ctx context.Context
+	// The resolvers, taken once: each call of ResolverRoot's methods
+	// allocates one.
+	messageResolver  MessageResolver
+	summaryResolver  UserSummaryResolver
+	reactionResolver ReactionResolver
+	b                []byte
+	failed           bool
 	// users are where in b each user summary was written, by the user as
 	// stored and the fields selected: a page's authors are few, and each
 	// summary costs three lookups of the profile cache.
@@ -219,7 +224,7 @@ func (e *pageEncoder) message(fields []pageField, m *store.Message) {
 		e.failed = true
 		return
 	}
-	resolve := e.r.Message()
+	resolve := e.messageResolver
 	e.object(fields, func(f *pageField) {
 		switch f.name {
 		case "__typename":
@@ -322,7 +327,7 @@ func (e *pageEncoder) user(fields []pageField, u store.UserRef) {
 }
 
 func (e *pageEncoder) userFields(fields []pageField, u store.UserRef) {
-	resolve := e.r.UserSummary()
+	resolve := e.summaryResolver
 	e.object(fields, func(f *pageField) {
 		switch f.name {
 		case "__typename":
@@ -355,7 +360,7 @@ func (e *pageEncoder) reaction(fields []pageField, r *store.Reaction) {
 		case "count":
 			e.b = strconv.AppendInt(e.b, int64(r.Count), 10)
 		case "reactedByMe":
-			mine, err := e.r.Reaction().ReactedByMe(e.ctx, r)
+			mine, err := e.reactionResolver.ReactedByMe(e.ctx, r)
 			e.failed = e.failed || err != nil
 			e.optionalBool(mine)
 		}
