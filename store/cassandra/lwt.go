@@ -87,10 +87,15 @@ func settleUnknown(ctx context.Context, applied bool, err error, settle settleFu
 }
 
 // againIfNotApplied runs an LWT, and once more if its outcome was unknown
-// and its read-back found it had not applied: only for an LWT whose unknown
-// outcome leaves nothing behind but its own row (an insert if absent that
-// nothing else depends on), where a second unknown outcome costs no more
-// than the first. See lwt for why others are not tried again.
+// and its read-back found it had not applied. It is only for an insert if
+// absent that comes before any other write of its operation (a signup, a
+// room's creation, a client id's claim): the read-back found nothing
+// written, so the second try starts from where the first did, and a second
+// unknown outcome leaves no more than a first one would have, the row
+// alone. The serial read-back's own Paxos round supersedes the first
+// try's (CASSANDRA-12126), which cannot commit after it. See lwt for why
+// others (a join, whose listing is written before its LWT) are not tried
+// again.
 func againIfNotApplied(try func() (bool, error)) (bool, error) {
 	applied, err := try()
 	if errors.Is(err, errNotApplied) {

@@ -53,7 +53,8 @@ const (
 // participants keep changing under it.
 const maxCASAttempts = 32
 
-// CreateRoom stores a new room with INSERT ... IF NOT EXISTS, its creator as
+// CreateRoom stores a new room with INSERT ... IF NOT EXISTS (tried twice
+// when a timeout leaves nothing written: againIfNotApplied), its creator as
 // the first participant, then adds it to the creator's rooms and, for a
 // private group, opens the creator's inbox entry with a window at CreatedAt.
 // CreatedAt is kept to the millisecond, Cassandra's timestamp precision.
@@ -68,18 +69,20 @@ func (db *DB) CreateRoom(ctx context.Context, r store.Room) error {
 	}
 	created := r.CreatedAt.Truncate(time.Millisecond)
 	creator := userUDT(r.Creator)
-	q := db.query(ctx, insertRoom, r.Name, creator, r.Creator.Login, created, r.Banner, []userUDT{creator}, kind)
-	applied, err := lwt(ctx, q, nil, func(ctx context.Context) (casOutcome, error) {
-		got, err := db.readRoom(db.serialRead(ctx, selectRoom, r.Name))
-		switch {
-		case errors.Is(err, gocql.ErrNotFound):
-			return casNotApplied, nil
-		case err != nil:
-			return 0, err
-		case got.Creator == r.Creator && got.CreatedAt.Equal(created) && got.Banner == r.Banner && got.Kind == r.Kind:
-			return casApplied, nil
-		}
-		return casRejected, nil
+	applied, err := againIfNotApplied(func() (bool, error) {
+		q := db.query(ctx, insertRoom, r.Name, creator, r.Creator.Login, created, r.Banner, []userUDT{creator}, kind)
+		return lwt(ctx, q, nil, func(ctx context.Context) (casOutcome, error) {
+			got, err := db.readRoom(db.serialRead(ctx, selectRoom, r.Name))
+			switch {
+			case errors.Is(err, gocql.ErrNotFound):
+				return casNotApplied, nil
+			case err != nil:
+				return 0, err
+			case got.Creator == r.Creator && got.CreatedAt.Equal(created) && got.Banner == r.Banner && got.Kind == r.Kind:
+				return casApplied, nil
+			}
+			return casRejected, nil
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("cassandra: create room %q: %w", r.Name, err)

@@ -24,24 +24,27 @@ const (
 	addUserRoomAt    = `UPDATE users USING TIMESTAMP ? SET chat_rooms = chat_rooms + ? WHERE login = ?`
 )
 
-// CreateUser stores a new account with INSERT ... IF NOT EXISTS. The new
+// CreateUser stores a new account with INSERT ... IF NOT EXISTS, tried
+// twice when a timeout leaves nothing written (againIfNotApplied). The new
 // user is in no room yet, whatever a.ChatRooms says.
 func (db *DB) CreateUser(ctx context.Context, a store.Account) error {
-	q := db.query(ctx, insertUser, a.Login, a.PassHash, a.Firstname, a.Lastname, a.Email, a.Bio)
-	applied, err := lwt(ctx, q, nil, func(ctx context.Context) (casOutcome, error) {
-		got, err := db.readAccount(db.serialRead(ctx, selectUser, a.Login))
-		switch {
-		case errors.Is(err, errDeletedAccount):
-			return casRejected, nil // the login of a deleted account stays taken
-		case errors.Is(err, gocql.ErrNotFound):
-			return casNotApplied, nil
-		case err != nil:
-			return 0, err
-		case bytes.Equal(got.PassHash, a.PassHash):
-			// Hashes are salted: an equal one is our own write.
-			return casApplied, nil
-		}
-		return casRejected, nil
+	applied, err := againIfNotApplied(func() (bool, error) {
+		q := db.query(ctx, insertUser, a.Login, a.PassHash, a.Firstname, a.Lastname, a.Email, a.Bio)
+		return lwt(ctx, q, nil, func(ctx context.Context) (casOutcome, error) {
+			got, err := db.readAccount(db.serialRead(ctx, selectUser, a.Login))
+			switch {
+			case errors.Is(err, errDeletedAccount):
+				return casRejected, nil // the login of a deleted account stays taken
+			case errors.Is(err, gocql.ErrNotFound):
+				return casNotApplied, nil
+			case err != nil:
+				return 0, err
+			case bytes.Equal(got.PassHash, a.PassHash):
+				// Hashes are salted: an equal one is our own write.
+				return casApplied, nil
+			}
+			return casRejected, nil
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("cassandra: create user %q: %w", a.Login, err)
