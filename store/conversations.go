@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -92,15 +93,22 @@ type Conversation struct {
 // burst (seed 001's spam flaw).
 const UnreadCap = 100
 
+// BlockReader answers whether a user blocked another (Blocks.Blocks).
+type BlockReader interface {
+	Blocks(ctx context.Context, login, other string) (bool, error)
+}
+
 // CountUnread counts owner's unread messages of c: the messages of others
 // after c.ReadUpTo, within c's windows for a group, up to UnreadCap; and
-// those of them that mention owner.
+// those of them that mention owner, but for the mentions of authors owner
+// blocked (asked of blocks once per such author, so an inbox without
+// unread mentions reads no block).
 // System messages (joins, leaves, additions) are not counted. It reads
 // nothing when the last message is read, and otherwise pages of the stream
 // newest first from the last message back to the mark. A mark at most
 // unlistedDays before the last message skips the stream's listing: the days
 // between are read whether or not they hold messages.
-func CountUnread(ctx context.Context, owner string, c Conversation, stream Stream) (unread, mentions int, err error) {
+func CountUnread(ctx context.Context, owner string, c Conversation, stream Stream, blocks BlockReader) (unread, mentions int, err error) {
 	if c.LastMessage.ID.Compare(c.ReadUpTo) <= 0 {
 		return 0, 0, nil
 	}
@@ -114,6 +122,21 @@ func CountUnread(ctx context.Context, owner string, c Conversation, stream Strea
 			return 0, 0, err
 		}
 	}
+	blocked := map[string]bool{} // the authors of mentions asked about, by login
+	mentionsOwner := func(m Message) (bool, error) {
+		if !slices.Contains(Mentions(m.Content), owner) {
+			return false, nil
+		}
+		if b, asked := blocked[m.Author.Login]; asked {
+			return !b, nil
+		}
+		b, err := blocks.Blocks(ctx, owner, m.Author.Login)
+		if err != nil {
+			return false, fmt.Errorf("reading whether %q blocked %q: %w", owner, m.Author.Login, err)
+		}
+		blocked[m.Author.Login] = b
+		return !b, nil
+	}
 	var before MessageID
 	for {
 		page, err := ScanSegments(ctx, PlanSegments(listed, windows, before), UnreadCap, stream.Read)
@@ -125,7 +148,10 @@ func CountUnread(ctx context.Context, owner string, c Conversation, stream Strea
 				return unread, mentions, nil // newest first: the rest are read
 			}
 			if !m.System && m.Author.Login != owner {
-				if slices.Contains(Mentions(m.Content), owner) {
+				switch counts, err := mentionsOwner(m); {
+				case err != nil:
+					return 0, 0, err
+				case counts:
 					mentions++
 				}
 				if unread++; unread == UnreadCap {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -39,6 +40,23 @@ func (f *fakeStream) stream() Stream {
 	}
 }
 
+// blocksOf answers Blocks from a set of "login blocked other" pairs, and
+// counts the questions.
+type blocksOf struct {
+	pairs map[[2]string]bool
+	asked *int
+	err   error
+}
+
+func (b blocksOf) Blocks(_ context.Context, login, other string) (bool, error) {
+	if b.asked != nil {
+		*b.asked++
+	}
+	return b.pairs[[2]string{login, other}], b.err
+}
+
+type noBlocks = blocksOf
+
 func TestCountUnread(t *testing.T) {
 	last := time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC)
 	me, peer := UserRef{Login: "me"}, UserRef{Login: "peer"}
@@ -69,7 +87,7 @@ func TestCountUnread(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeStream{msgs: msgs}
 			c := Conversation{ID: "me:peer", Kind: DirectConversation, LastMessage: msgs[0], ReadUpTo: tc.mark}
-			got, _, err := CountUnread(t.Context(), me.Login, c, f.stream())
+			got, _, err := CountUnread(t.Context(), me.Login, c, f.stream(), noBlocks{})
 			if err != nil || got != tc.want || (f.listed > 0) != tc.listed {
 				t.Errorf("CountUnread = %d, %v, listing read %d times; want %d, listing read: %v", got, err, f.listed, tc.want, tc.listed)
 			}
@@ -82,14 +100,14 @@ func TestCountUnread(t *testing.T) {
 			f.msgs = append(f.msgs, at(time.Duration(i)*time.Second, peer, false))
 		}
 		c := Conversation{ID: "me:peer", Kind: DirectConversation, LastMessage: f.msgs[0], ReadUpTo: f.msgs[2*UnreadCap].ID}
-		if got, _, err := CountUnread(t.Context(), me.Login, c, f.stream()); err != nil || got != UnreadCap {
+		if got, _, err := CountUnread(t.Context(), me.Login, c, f.stream(), noBlocks{}); err != nil || got != UnreadCap {
 			t.Errorf("CountUnread of %d unread = %d, %v; want %d", 2*UnreadCap, got, err, UnreadCap)
 		}
 		// Own messages don't count: the others' reach the cap on the second page.
 		for i := 0; i < UnreadCap; i++ {
 			f.msgs[i].Author = me
 		}
-		if got, _, err := CountUnread(t.Context(), me.Login, c, f.stream()); err != nil || got != UnreadCap {
+		if got, _, err := CountUnread(t.Context(), me.Login, c, f.stream(), noBlocks{}); err != nil || got != UnreadCap {
 			t.Errorf("CountUnread of %d unread after %d own = %d, %v; want %d", UnreadCap, UnreadCap, got, err, UnreadCap)
 		}
 	})
@@ -142,9 +160,40 @@ func TestCountUnreadMentions(t *testing.T) {
 	}
 	f.msgs = append(f.msgs, Message{Room: "r", ID: MessageIDAt(time.Now().Add(time.Minute)), Author: me, Content: "talking to @me.1 myself"})
 	c := Conversation{ID: "r", Kind: RoomConversation, LastMessage: f.msgs[4], ReadUpTo: f.msgs[0].ID}
-	unread, mentions, err := CountUnread(t.Context(), me.Login, c, f.stream())
+	unread, mentions, err := CountUnread(t.Context(), me.Login, c, f.stream(), noBlocks{})
 	if err != nil || unread != 3 || mentions != 1 {
 		t.Errorf("CountUnread = %d unread, %d mentions, %v; want 3, 1", unread, mentions, err)
+	}
+}
+
+// The mentions of an author the owner blocked do not count, though the
+// messages stay unread; whether the owner blocked an author is asked once
+// per author, and only of authors who mention the owner.
+func TestCountUnreadIgnoresBlockedAuthorsMentions(t *testing.T) {
+	me, friend, pest, quiet := UserRef{Login: "owner"}, UserRef{Login: "friend"}, UserRef{Login: "pest"}, UserRef{Login: "quiet"}
+	f := &fakeStream{}
+	post := func(author UserRef, content string) {
+		f.msgs = append(f.msgs, Message{Room: "r", ID: MessageIDAt(time.Now().Add(time.Duration(len(f.msgs)) * time.Second)), Author: author, Content: content})
+	}
+	post(friend, "read")
+	post(pest, "@owner look")
+	post(friend, "@owner hi")
+	post(pest, "@owner LOOK")
+	post(quiet, "no mention")
+	post(pest, "@owner!!!")
+	c := Conversation{ID: "r", Kind: RoomConversation, LastMessage: f.msgs[len(f.msgs)-1], ReadUpTo: f.msgs[0].ID}
+	asked := 0
+	blocks := blocksOf{pairs: map[[2]string]bool{{"owner", "pest"}: true, {"owner", "quiet"}: true}, asked: &asked}
+	unread, mentions, err := CountUnread(t.Context(), me.Login, c, f.stream(), blocks)
+	if err != nil || unread != 5 || mentions != 1 {
+		t.Errorf("CountUnread = %d unread, %d mentions, %v; want 5 unread, 1 mention (friend's)", unread, mentions, err)
+	}
+	if asked != 2 {
+		t.Errorf("asked whether owner blocked an author %d times; want 2 (pest and friend, once each)", asked)
+	}
+	failing := errors.New("blocks unreadable")
+	if _, _, err := CountUnread(t.Context(), me.Login, c, f.stream(), blocksOf{err: failing}); !errors.Is(err, failing) {
+		t.Errorf("CountUnread with the blocks unreadable = %v; want %v", err, failing)
 	}
 }
 

@@ -169,7 +169,7 @@ func (db *DB) Conversation(ctx context.Context, login, id string) (store.Convers
 
 // countUnread sets c.Unread and c.Mentions (see store.CountUnread).
 func (db *DB) countUnread(ctx context.Context, login string, c *store.Conversation) error {
-	unread, mentions, err := store.CountUnread(ctx, login, *c, db.stream(c.ID))
+	unread, mentions, err := store.CountUnread(ctx, login, *c, db.stream(c.ID), db)
 	if err != nil {
 		return fmt.Errorf("cassandra: unread messages of %q in %q: %w", login, c.ID, err)
 	}

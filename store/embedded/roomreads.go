@@ -101,7 +101,7 @@ func (db *DB) roomConversation(ctx context.Context, login, room string, newest [
 		return store.Conversation{}, false, fmt.Errorf("reading the read mark of %q in %q: %w", login, room, err)
 	}
 	c.ReadUpTo = row.UpTo
-	if c.Unread, c.Mentions, err = store.CountUnread(ctx, login, c, db.stream(room)); err != nil {
+	if c.Unread, c.Mentions, err = store.CountUnread(ctx, login, c, db.stream(room), db); err != nil {
 		return store.Conversation{}, false, fmt.Errorf("counting the unread messages of %q in %q: %w", login, room, err)
 	}
 	return c, true, nil
