@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/killrchat/chatql/internal/chatclient"
+	"github.com/killrchat/chatql/store"
 )
 
 const (
@@ -100,6 +101,30 @@ func testClientMessageIDs(t *testing.T, cfg Config) {
 		}
 		// dm-1 names a direct message: not a post's.
 		wantCode(t, alice, "BAD_USER_INPUT", postOnce, map[string]any{"r": "tea-party", "c": "psst", "tx": "dm-1"})
+	})
+
+	t.Run("RetryAfterCrash", func(t *testing.T) {
+		// The first send stored its claim and its message, and the server
+		// died before publishing: bob, following live, saw nothing. The
+		// client's retry gets the message and publishes it again.
+		mustDo(t, alice, createRoom, map[string]any{"n": "crash-site"}, nil)
+		mustDo(t, bob, joinRoom, map[string]any{"r": "crash-site"}, nil)
+		sub := ts.subscribe(t, bob, chatclient.GraphQLTransportWS, "crash-site", nil)
+		ctx := testContext(t)
+		stored := store.Message{Room: "crash-site", ID: store.NewMessageID(), Author: store.UserRef{Login: "alice"}, Content: "posted before the crash"}
+		if _, claimed, err := ts.store.ClaimClientMessage(ctx, "alice", "tx-crash", store.ClientMessage{Room: stored.Room, ID: stored.ID}); err != nil || !claimed {
+			t.Fatalf("ClaimClientMessage = %v, %v", claimed, err)
+		}
+		if err := ts.store.PostMessage(ctx, stored); err != nil {
+			t.Fatal(err)
+		}
+		var out struct{ PostMessage sent }
+		if err := alice.Do(ctx, postOnce, map[string]any{"r": "crash-site", "c": stored.Content, "tx": "tx-crash"}, &out); err != nil || out.PostMessage.ID != stored.ID.String() {
+			t.Fatalf("retry = %+v, %v; want the stored message %s", out.PostMessage, err, stored.ID)
+		}
+		if ev := nextAfterJoins(t, sub); ev.Kind != "MESSAGE_POSTED" || ev.Message == nil || ev.Message.ID != stored.ID.String() {
+			t.Fatalf("bob's live event after the retry: %+v; want the stored message %s", ev, stored.ID)
+		}
 	})
 
 	t.Run("Malformed", func(t *testing.T) {

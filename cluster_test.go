@@ -242,6 +242,37 @@ func TestClusterSurvivesRedisRestart(t *testing.T) {
 	}
 }
 
+// An instance answers a post once its event has left for the other
+// instances: while Redis pauses its writers, the answer waits out the
+// pause. So an instance that dies the moment it answers cannot take the
+// event with it, out of reach of the subscribers elsewhere (who would see
+// no gap and never catch up on it).
+func TestClusterAnswersOnceEventsLeft(t *testing.T) {
+	redisURL(t) // skip or fail like the other Redis tests
+	rs := startPrivateRedis(t)
+	cl := startCluster(t, 2, rs.url())
+	alice := cl.instances[0].user(t, "alice")
+	bob := cl.on(1, cl.instances[0].user(t, "bob"))
+	mustDo(t, alice, createRoom, map[string]any{"n": "acked"}, nil)
+	mustDo(t, bob, joinRoom, map[string]any{"r": "acked"}, nil)
+	sub := cl.instances[1].subscribe(t, bob, chatclient.GraphQLTransportWS, "acked", nil)
+
+	admin := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + rs.port})
+	defer admin.Close()
+	const pause = 600 * time.Millisecond
+	if err := admin.Do(testContext(t), "CLIENT", "PAUSE", pause.Milliseconds(), "WRITE").Err(); err != nil {
+		t.Fatalf("CLIENT PAUSE: %v", err)
+	}
+	paused := time.Now()
+	mustDo(t, alice, postMessage, map[string]any{"r": "acked", "c": "held"}, nil)
+	if waited := time.Since(paused); waited < pause*3/4 {
+		t.Errorf("postMessage answered %v into Redis's %v pause of writes: before its event left the instance", waited, pause)
+	}
+	if ev := nextAfterJoins(t, sub); ev.Message == nil || ev.Message.Content != "held" {
+		t.Fatalf("subscriber on the other instance got %+v, want the post", ev)
+	}
+}
+
 // TestClusterSubscriptionChurn opens and closes 1,000 subscriptions over two
 // instances: neither holds anything of theirs afterwards, nor does Redis
 // keep any of the cluster's channels subscribed but the one every instance

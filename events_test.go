@@ -42,8 +42,8 @@ func readEvents(t *testing.T, sub *chatclient.Subscription, n int) (got []string
 }
 
 // nextAfterJoins reads sub's next event that is not a PARTICIPANT_JOINED:
-// publishing does not wait for Redis, so the join of a user made just
-// before they subscribed may reach them live after they did.
+// the join of a user made just before they subscribed may still be on its
+// way to their instance when they subscribe, and reach them live.
 func nextAfterJoins(t *testing.T, sub *chatclient.Subscription) roomEvent {
 	t.Helper()
 	for {

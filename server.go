@@ -389,6 +389,7 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 	gql.Use(extension.FixedComplexityLimit(s.cfg.MaxComplexity))
 	gql.AroundOperations(endSubscriptionsWith(streams))
 	gql.AroundOperations(resolvers.WithPageLoader)
+	gql.AroundResponses(res.AwaitPublished)
 	gql.SetErrorPresenter(res.ErrorPresenter)
 	gql.SetRecoverFunc(res.Recover)
 

@@ -59,6 +59,14 @@ type Broker interface {
 	// instance, at most once.
 	Publish(ctx context.Context, topic string, ev Event) error
 
+	// Flush returns once every event the caller published before it has
+	// left this instance for the other instances' subscribers, or has been
+	// dropped (its topic's subscribers then catch up from the store), or
+	// when ctx ends (with its error). A change answered after Flush
+	// reaches every instance's subscribers even if this instance dies the
+	// moment it answers.
+	Flush(ctx context.Context) error
+
 	// Subscribe returns a subscription to topic. When it returns, the
 	// subscription is live: every event published afterwards reaches it,
 	// unless it ends first.

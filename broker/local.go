@@ -28,6 +28,9 @@ func (b *Local) Publish(ctx context.Context, topic string, ev Event) error {
 	return nil
 }
 
+// Flush returns at once: Publish has delivered to every subscriber there is.
+func (b *Local) Flush(context.Context) error { return nil }
+
 // Stats returns the broker's counts now.
 func (b *Local) Stats() Stats {
 	topics, subscribers := b.hub.Counts()

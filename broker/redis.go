@@ -195,10 +195,13 @@ func (r *Redis) Stats() Stats {
 	}
 }
 
-// outgoing is an event on its way to Redis, encoded.
+// outgoing is an event on its way to Redis, encoded, or a Flush's marker.
 type outgoing struct {
 	topic   string
 	payload []byte
+	// flushed, set on a Flush's marker instead of an event, is closed once
+	// every event ahead of it in the outbox has been written or dropped.
+	flushed chan struct{}
 }
 
 var _ Broker = (*Redis)(nil)
@@ -330,8 +333,8 @@ func withoutURL(err error) error {
 // Publish encodes ev once and hands it to the sender, which publishes it
 // to topic's Redis channel; the subscribers on every instance, this one
 // included, receive it through their Redis subscriptions. It does not wait
-// for Redis: a post's latency never depends on it. Events of one instance
-// reach Redis in the order they were published.
+// for Redis; Flush does, once for all the events a mutation published.
+// Events of one instance reach Redis in the order they were published.
 //
 // An event that cannot reach Redis (the outbox is full, or Redis fails) is
 // dropped, and its topic's subscribers on every instance are sent a Resync
@@ -355,6 +358,42 @@ func (r *Redis) Publish(ctx context.Context, topic string, ev Event) error {
 	return nil
 }
 
+// Flush waits until the events published before it have been written to
+// Redis, which hands them to every instance's subscription at once, or
+// have been dropped (their topics then owe a Resync): the sender closes
+// the marker Flush puts in the outbox after writing the batch it is in.
+// During an outage it does not wait, since events are being dropped and
+// resynced anyway; nor when the outbox is full, for the same reason.
+func (r *Redis) Flush(ctx context.Context) error {
+	if r.closing.Load() {
+		return ErrClosed
+	}
+	if r.isFailing() {
+		return nil
+	}
+	flushed := make(chan struct{})
+	select {
+	case r.outbox <- outgoing{flushed: flushed}:
+	default:
+		return nil
+	}
+	select {
+	case <-flushed:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-r.done:
+		return ErrClosed
+	}
+}
+
+// isFailing reports whether publishing fails now (an outage).
+func (r *Redis) isFailing() bool {
+	r.pubMu.Lock()
+	defer r.pubMu.Unlock()
+	return r.failing
+}
+
 // Flow of the sender: it takes what the outbox holds (up to sendBatch
 // events) and writes it in one pipeline, each event after the Resync its
 // topic owes; while topics owe one and nothing is published, it retries
@@ -372,18 +411,26 @@ func (r *Redis) send() {
 	retry := time.NewTicker(retryInterval)
 	defer retry.Stop()
 	batch := make([]outgoing, 0, sendBatch)
+	var flushed []chan struct{} // the markers taken with the batch
+	take := func(o outgoing) {
+		if o.flushed != nil {
+			flushed = append(flushed, o.flushed)
+		} else {
+			batch = append(batch, o)
+		}
+	}
 	for {
-		batch = batch[:0]
+		batch, flushed = batch[:0], flushed[:0]
 		select {
 		case <-r.done:
 			return
 		case o := <-r.outbox:
-			batch = append(batch, o)
+			take(o)
 		drain:
 			for len(batch) < sendBatch {
 				select {
 				case o := <-r.outbox:
-					batch = append(batch, o)
+					take(o)
 				default:
 					break drain
 				}
@@ -391,6 +438,9 @@ func (r *Redis) send() {
 		case <-retry.C:
 		}
 		r.write(batch)
+		for _, f := range flushed {
+			close(f)
+		}
 	}
 }
 

@@ -739,3 +739,55 @@ func TestRedisPublishKeepsOrder(t *testing.T) {
 		}
 	}
 }
+
+// Flush returns once the events published before it are in Redis: while
+// Redis pauses its writers it waits out the pause (or its context), and
+// the event then reaches a subscriber elsewhere. With nothing published,
+// it returns.
+func TestRedisFlushWaitsForRedis(t *testing.T) {
+	redisURL(t) // runs with the other Redis tests, though it owns its server
+	p := startPrivateRedis(t)
+	prefix := testPrefix(t)
+	a := newTestRedis(t, p.url(), prefix)
+	b := newTestRedis(t, p.url(), prefix)
+	topic := RoomTopic("flush")
+	sub := subscribe(t, b, topic)
+	admin := adminClient(t, p.url())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.Flush(ctx); err != nil {
+		t.Fatalf("Flush with nothing published = %v", err)
+	}
+
+	pauseWriters := func(d time.Duration) time.Time {
+		t.Helper()
+		if err := admin.Do(ctx, "CLIENT", "PAUSE", d.Milliseconds(), "WRITE").Err(); err != nil {
+			t.Fatalf("CLIENT PAUSE: %v", err)
+		}
+		return time.Now()
+	}
+	const pause = 600 * time.Millisecond
+	paused := pauseWriters(pause)
+	publish(t, a, topic, testEvent("p", 1))
+	if err := a.Flush(ctx); err != nil {
+		t.Fatalf("Flush = %v", err)
+	}
+	if waited := time.Since(paused); waited < pause*3/4 {
+		t.Fatalf("Flush returned %v into Redis's %v pause of writes: before Redis took the event", waited, pause)
+	}
+	if _, seq := seqOf(t, recv(t, sub, 5*time.Second)); seq != 1 {
+		t.Fatalf("got event %d, want 1", seq)
+	}
+
+	// A Flush whose context ends first says so; the event still goes.
+	pauseWriters(2 * time.Second)
+	publish(t, a, topic, testEvent("p", 2))
+	short, cancelShort := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancelShort()
+	if err := a.Flush(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Flush within Redis's pause, with 100 ms to wait = %v; want the deadline", err)
+	}
+	if _, seq := seqOf(t, recv(t, sub, 5*time.Second)); seq != 2 {
+		t.Fatalf("got event %d, want 2", seq)
+	}
+}

@@ -55,6 +55,7 @@ func (r *Resolver) tellInstances(ctx context.Context, ev store.Event) {
 	if r.Broker == nil {
 		return
 	}
+	markPublished(ctx)
 	if err := r.Broker.Publish(context.WithoutCancel(ctx), broker.AnnouncementsTopic, ev); err != nil {
 		r.Log.WarnContext(ctx, "announcing to the other instances failed; their caches keep the old state until the entries expire", "kind", ev.Kind, "room", ev.Room, "err", err)
 	}

@@ -120,16 +120,19 @@ func (r *mutationResolver) SendDirectMessage(ctx context.Context, to string, con
 		return nil, err
 	}
 	msg := store.Message{Room: conv, ID: store.NewMessageID(), Author: me, Content: content, ReplyTo: root}
+	announce := func(msg store.Message) {
+		ev := store.Event{ID: msg.ID, Kind: store.DirectMessage, Room: conv, Message: &msg, User: me}
+		r.publishTo(ctx, broker.UserTopic(to), ev)
+		r.publishTo(ctx, broker.UserTopic(me.Login), ev)
+	}
 	return r.sendOnce(ctx, clientMessageID, msg, func(msg store.Message) error {
 		if err := r.Store.SendDirect(ctx, msg, peer.UserRef); err != nil {
 			return err
 		}
 		r.Typists.Stop(conv, me.Login)
-		ev := store.Event{ID: msg.ID, Kind: store.DirectMessage, Room: conv, Message: &msg, User: me}
-		r.publishTo(ctx, broker.UserTopic(to), ev)
-		r.publishTo(ctx, broker.UserTopic(me.Login), ev)
+		announce(msg)
 		return nil
-	})
+	}, announce)
 }
 
 // MarkRead is the resolver for the markRead field.

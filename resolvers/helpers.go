@@ -67,6 +67,7 @@ func (r *Resolver) changed(ctx context.Context, ev store.Event, id store.Message
 // delays live delivery until subscribers catch up from the log; it is
 // logged, not returned.
 func (r *Resolver) publishTo(ctx context.Context, topic string, ev store.Event) {
+	markPublished(ctx)
 	var err error
 	if tracing.FromContext(ctx) == nil {
 		// Untraced, as nearly every publish is: no clock read, and no

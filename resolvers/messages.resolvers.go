@@ -109,7 +109,7 @@ func (r *mutationResolver) PostMessage(ctx context.Context, room string, content
 		r.publish(ctx, store.PostedEvent(msg))
 		r.notifyMentions(ctx, msg, kind, members)
 		return nil
-	})
+	}, func(stored store.Message) { r.publish(ctx, store.PostedEvent(stored)) })
 }
 
 // EditMessage is the resolver for the editMessage field.

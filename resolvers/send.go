@@ -8,12 +8,18 @@ import (
 )
 
 // sendOnce stores and publishes msg with send, unless the caller's
-// clientMessageId names a message already: then it returns that message
-// and sends nothing. A name whose message is missing is a first send that
-// did not finish (it failed, or the server died, after the claim): the
-// retry finishes it under the claimed id, and the store's writes, all
-// idempotent, make two racing finishes one message.
-func (r *Resolver) sendOnce(ctx context.Context, clientMessageID *string, msg store.Message, send func(store.Message) error) (*store.Message, error) {
+// clientMessageId names a message already: then it returns that message,
+// stores nothing and publishes its live event again with announce. A name
+// whose message is missing is a first send that did not finish (it
+// failed, or the server died, after the claim): the retry finishes it
+// under the claimed id, and the store's writes, all idempotent, make two
+// racing finishes one message.
+//
+// The event is published again because the first send may have stored
+// the message and died before its event left the instance: nobody
+// following live would ever get it, since nothing tells them of a gap.
+// Subscribers who did get it drop the repeat by its id.
+func (r *Resolver) sendOnce(ctx context.Context, clientMessageID *string, msg store.Message, send func(store.Message) error, announce func(store.Message)) (*store.Message, error) {
 	if clientMessageID != nil {
 		if err := store.ValidateClientMessageID(*clientMessageID); err != nil {
 			return nil, err
@@ -28,6 +34,7 @@ func (r *Resolver) sendOnce(ctx context.Context, clientMessageID *string, msg st
 			}
 			stored, err := r.Store.Message(ctx, prior.ID)
 			if err == nil {
+				announce(stored)
 				return &stored, nil
 			}
 			if !errors.Is(err, store.ErrNotFound) {
