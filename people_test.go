@@ -508,6 +508,24 @@ func testBlocksAndMutes(t *testing.T, cfg Config) {
 	if e := mutedInbox(t, bob)["tea-party"]; e.Muted || e.Unread != 3 || e.Mentions != 3 {
 		t.Fatalf("bob's room entry unmuted: %+v, want 3 unread, 3 mentions", e)
 	}
+	// A group bob muted tells his inbox nothing of its posts; unmuted, it does.
+	mustDo(t, carol, createKind, map[string]any{"n": "den", "k": "PRIVATE_GROUP"}, nil)
+	mustDo(t, carol, addMember, map[string]any{"g": "den", "l": "bob"}, nil)
+	if ev := nextPeopleEvent(t, bobInbox); ev.Kind != "ADDED_TO_GROUP" {
+		t.Fatalf("bob's inbox after carol added him to her group: %+v", ev)
+	}
+	mustDo(t, bob, muteQ, map[string]any{"c": "den"}, nil)
+	mustDo(t, carol, postMessage, map[string]any{"r": "den", "c": "in the den"}, nil)
+	mustDo(t, carol, sendDirect, map[string]any{"to": "bob", "c": "after the den"}, nil)
+	if ev := nextPeopleEvent(t, bobInbox); ev.Kind != "DIRECT_MESSAGE" || ev.Message.Content != "after the den" {
+		t.Fatalf("bob's inbox with the group muted: %+v, want carol's direct message and no UNREAD_CHANGED", ev)
+	}
+	mustDo(t, bob, muteQ, map[string]any{"c": "den", "m": false}, nil)
+	mustDo(t, carol, postMessage, map[string]any{"r": "den", "c": "den again"}, nil)
+	if ev := nextPeopleEvent(t, bobInbox); ev.Kind != "UNREAD_CHANGED" || ev.Message == nil || ev.Message.Content != "den again" {
+		t.Fatalf("bob's inbox with the group unmuted: %+v, want the post's UNREAD_CHANGED", ev)
+	}
+
 	wantCode(t, carol, "NOT_FOUND", muteQ, map[string]any{"c": "alice:bob"})
 	wantCode(t, carol, "NOT_FOUND", muteQ, map[string]any{"c": "no-such-room"})
 	mustDo(t, alice, createRoom, map[string]any{"n": "alices-room"}, nil)

@@ -290,7 +290,12 @@ func (r *subscriptionResolver) InboxEvents(ctx context.Context, after *string, p
 			return nil, err
 		}
 	}
-	return channel(r.Resolver, ctx, watched, s.Run, inboxEventOf), nil
+	run := func(ctx context.Context, emit func(*store.Event) bool) error {
+		return s.Run(ctx, func(ev *store.Event) bool {
+			return r.mutedNotice(ctx, me.Login, ev) || emit(ev)
+		})
+	}
+	return channel(r.Resolver, ctx, watched, run, inboxEventOf), nil
 }
 
 // Conversation returns graph.ConversationResolver implementation.
