@@ -29,9 +29,10 @@ const scenariosVar = "CHAT_BROWSER_SCENARIOS"
 // The web app and the playground in a real browser: two users chat live in
 // two browser contexts, the history pages on scroll, a browser that goes
 // offline and back resumes from its last cursor losing nothing and showing
-// nothing twice, the app refreshes its token (and its websocket) before
-// the short access tokens expire, and the playground runs a query and a
-// subscription. The scenarios are clients/browser/scenarios.mjs.
+// nothing twice, a room's creator moderates, blocks, mutes and edits her
+// profile from the app, the app refreshes its token (and its websocket)
+// before the short access tokens expire, and the playground runs a query
+// and a subscription. The scenarios are clients/browser/scenarios.mjs.
 func TestWebAppInBrowser(t *testing.T) {
 	browser, err := exec.LookPath("chromium")
 	if err != nil {
@@ -76,7 +77,7 @@ func TestWebAppInBrowser(t *testing.T) {
 		t.Fatalf("browser scenarios: %v (screenshots in %s)", err, artifacts)
 	}
 	if os.Getenv(scenariosVar) == "" {
-		for _, name := range []string{"webapp-live", "webapp-history", "webapp-offline", "playground-subscription"} {
+		for _, name := range []string{"webapp-live", "webapp-history", "webapp-offline", "webapp-moderation", "playground-subscription"} {
 			if _, err := os.Stat(filepath.Join(artifacts, name+".png")); err != nil {
 				t.Errorf("no screenshot %s: %v", name, err)
 			}

@@ -228,6 +228,67 @@ const scenarios = {
     return "offline and back: 5 messages posted while offline appeared once, in order";
   },
 
+  // Blocks, mutes, moderation and the profile, from the app: ivy, a room's
+  // creator, hides jack's message and bans him; blocks kate, whose
+  // messages (the page's and a live one) collapse until shown; mutes the
+  // room; and renames herself.
+  async moderationAndBlocks() {
+    const ivy = await user("ivy");
+    const jack = await user("jack");
+    const kate = await user("kate");
+    await createRoom(ivy, "court");
+    await joinRoom(jack, "court");
+    await joinRoom(kate, "court");
+    await post(jack, "court", "Off with their heads!");
+    await post(kate, "court", "Sentence first, verdict afterwards.");
+    const page = await open("ivy", "#room/court");
+    page.on("dialog", (d) => d.accept()); // the confirmations of a block and a ban
+    await loginUI(page, "ivy");
+    await message(page, "Off with their heads!").waitFor();
+    await live(page);
+
+    await item(page, "Off with their heads!").getByRole("button", { name: "Hide" }).click();
+    const hidden = item(page, "This message was hidden.");
+    await hidden.waitFor();
+    const seenByKate = await gql('{ messages(room: "court", first: 10) { edges { node { hidden content author { login } } } } }', {}, kate);
+    const jacks = seenByKate.messages.edges.find((e) => e.node.author.login === "jack").node;
+    check(jacks.hidden && jacks.content === "", `kate sees jack's message as ${JSON.stringify(jacks)}, want it hidden`);
+
+    await item(page, "Sentence first, verdict afterwards.").getByRole("button", { name: "Block kate" }).click();
+    const collapsed = message(page, "A message from kate, whom you blocked.");
+    await collapsed.waitFor();
+    const { blockedUsers } = await gql("{ blockedUsers { login } }", {}, ivy);
+    check(JSON.stringify(blockedUsers) === '[{"login":"kate"}]', `ivy's blocked users: ${JSON.stringify(blockedUsers)}`);
+    await post(kate, "court", "Stuff and nonsense!");
+    await collapsed.nth(1).waitFor(); // the live one, collapsed too
+    check((await message(page, "Stuff and nonsense!").count()) === 0, "kate's live message shows though ivy blocked her");
+    await item(page, "A message from kate, whom you blocked.").first().getByRole("button", { name: "Show" }).click();
+    await message(page, "Sentence first, verdict afterwards.").waitFor();
+
+    await hidden.getByRole("button", { name: "Ban jack" }).click();
+    for (let i = 0; ; i++) {
+      const banned = await gql('{ room(name: "court") { banned participants(first: 10) { login } } }', {}, ivy);
+      if (banned.room.banned.includes("jack") && !banned.room.participants.some((p) => p.login === "jack")) break;
+      check(i < 50, `jack is not banned: ${JSON.stringify(banned)}`);
+      await page.waitForTimeout(100);
+    }
+
+    await page.getByRole("button", { name: "Mute" }).click();
+    await page.locator('#mute[aria-pressed="true"]').waitFor();
+    await page.locator("#inbox a", { hasText: "court" }).locator(".muted").waitFor();
+    const { inbox } = await gql("{ inbox { id muted } }", {}, ivy);
+    check(inbox.find((c) => c.id === "court")?.muted === true, `ivy's inbox: ${JSON.stringify(inbox)}, want court muted`);
+
+    await page.locator("#profile summary").click();
+    await page.locator("#profile-firstname").fill("Queen");
+    await page.getByRole("button", { name: "Save" }).click();
+    await page.locator("#me", { hasText: "Queen Tester (@ivy)" }).waitFor();
+    const { me } = await gql("{ me { firstname } }", {}, ivy);
+    check(me.firstname === "Queen", `ivy's first name is ${me.firstname}, want Queen`);
+    await shot(page, "webapp-moderation");
+    return "from the app: a hide, a ban, a block that collapses messages until shown, a mute, a profile change";
+  },
+
   // The access token is short-lived (cfg.tokenTTL seconds): the app
   // refreshes it before it expires, and when the server closes the
   // websocket of the expired one (4401) the app reconnects with the new

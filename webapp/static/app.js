@@ -17,7 +17,7 @@ const queries = {
     lastMessage { content deleted author { login } } } }`,
   rooms: `query Rooms($after: String) { rooms(first: 20, after: $after) {
     edges { node { name banner kind } } pageInfo { hasNextPage endCursor } } }`,
-  room: `query Room($name: String!) { room(name: $name) { name banner kind creator { login }
+  room: `query Room($name: String!) { room(name: $name) { name banner kind creator { login } moderators { login }
     participants(first: 100) { login } online(first: 100) { login } } }`,
   messages: `query Messages($room: String!, $first: Int, $after: String) { messages(room: $room, first: $first, after: $after) {
     edges { cursor node { ${messageFields} } } pageInfo { hasNextPage endCursor } } }`,
@@ -42,6 +42,14 @@ const queries = {
   joinRoom: `mutation Join($room: String!) { joinRoom(room: $room) { name } }`,
   addMember: `mutation Add($g: String!, $l: String!) { addGroupMember(group: $g, login: $l) { name } }`,
   leaveRoom: `mutation Leave($room: String!) { leaveRoom(room: $room) { name } }`,
+  me: `query Me { me { login firstname lastname bio } blockedUsers { login } }`,
+  updateProfile: `mutation Profile($input: ProfileInput!) { updateProfile(input: $input) { login firstname lastname bio } }`,
+  block: `mutation Block($l: String!) { blockUser(login: $l) { login } }`,
+  unblock: `mutation Unblock($l: String!) { unblockUser(login: $l) { login } }`,
+  mute: `mutation Mute($c: ID!, $m: Boolean) { muteConversation(conversation: $c, muted: $m) }`,
+  hide: `mutation Hide($id: ID!) { hideMessage(id: $id) { ${messageFields} } }`,
+  removeParticipant: `mutation Remove($r: String!, $l: String!) { removeParticipant(room: $r, login: $l) { name } }`,
+  ban: `mutation Ban($r: String!, $l: String!) { banUser(room: $r, login: $l) { name } }`,
 };
 
 // ---- Signing in and out ----
@@ -103,6 +111,7 @@ let conversations = [];
 function startChat() {
   if (started) return;
   started = true;
+  loadMe();
   loadInbox();
   loadRooms();
   inboxSub = api.subscribe(queries.inboxEvents, (after) => ({ after }), "inboxEvents", onInboxEvent, showSideError);
@@ -118,6 +127,64 @@ function stopChat() {
   closeConversation();
   $("inbox").replaceChildren();
   $("rooms").replaceChildren();
+}
+
+// ---- The profile and blocked users ----
+
+let blocked = new Set(); // logins the user blocked: their messages are collapsed
+const revealed = new Set(); // ids of blocked users' messages the user chose to see
+
+async function loadMe() {
+  try {
+    const { me, blockedUsers } = await api.gql(queries.me);
+    showProfile(me);
+    blocked = new Set(blockedUsers.map((u) => u.login));
+    rerenderShown();
+  } catch (err) {
+    showSideError(err);
+  }
+}
+
+let profile = null; // the user's profile, as last read or saved
+
+function showProfile(me) {
+  profile = me;
+  $("me").textContent = `${me.firstname} ${me.lastname} (@${me.login})`;
+}
+
+// The profile form exists while its panel is open (see index.html).
+$("profile").addEventListener("toggle", () => {
+  const panel = $("profile");
+  panel.querySelector("form")?.remove();
+  if (!panel.open) return;
+  panel.append($("profile-template").content.cloneNode(true));
+  $("profile-firstname").value = profile?.firstname ?? "";
+  $("profile-lastname").value = profile?.lastname ?? "";
+  $("profile-bio").value = profile?.bio ?? "";
+  $("profile-form").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    $("profile-error").textContent = "";
+    try {
+      const input = { firstname: $("profile-firstname").value.trim(), lastname: $("profile-lastname").value.trim(), bio: $("profile-bio").value };
+      showProfile((await api.gql(queries.updateProfile, { input })).updateProfile);
+      panel.open = false;
+    } catch (err) {
+      $("profile-error").textContent = err.message;
+    }
+  });
+  $("profile-firstname").focus();
+});
+
+async function setBlocked(login, block) {
+  if (block && !confirm(`Block ${login}? Neither of you can send the other direct messages, and their messages are collapsed for you.`)) return;
+  try {
+    const d = await api.gql(block ? queries.block : queries.unblock, { l: login });
+    blocked = new Set((block ? d.blockUser : d.unblockUser).map((u) => u.login));
+    rerenderShown();
+    loadInboxSoon();
+  } catch (err) {
+    showConversationError(err);
+  }
 }
 
 function showSideError(err) {
@@ -158,6 +225,13 @@ function renderInbox() {
       dot.title = c.peerOnline ? "online" : "offline";
       a.append(dot);
     }
+    if (c.muted) {
+      const bell = document.createElement("span");
+      bell.className = "muted";
+      bell.textContent = "🔕";
+      bell.title = "muted";
+      a.append(bell);
+    }
     if (c.unread > 0) {
       const badge = document.createElement("span");
       badge.className = c.mentions > 0 ? "badge mention" : "badge";
@@ -169,7 +243,32 @@ function renderInbox() {
     return li;
   });
   $("inbox").replaceChildren(...items);
+  renderMute();
 }
+
+// renderMute shows the open conversation's mute button, pressed when muted;
+// only a conversation of the inbox can be muted.
+function renderMute() {
+  const entry = open && conversations.find((c) => c.id === open.id);
+  const b = $("mute");
+  b.hidden = !entry;
+  if (!entry) return;
+  b.textContent = entry.muted ? "Unmute" : "Mute";
+  b.setAttribute("aria-pressed", entry.muted ? "true" : "false");
+}
+
+$("mute").addEventListener("click", async () => {
+  const entry = open && conversations.find((c) => c.id === open.id);
+  if (!entry) return;
+  try {
+    await api.gql(queries.mute, { c: entry.id, m: !entry.muted });
+    entry.muted = !entry.muted;
+    renderInbox();
+    loadInboxSoon();
+  } catch (err) {
+    showConversationError(err);
+  }
+});
 
 let roomsAfter = null;
 async function loadRooms(more = false) {
@@ -246,6 +345,7 @@ function openFromHash() {
 }
 
 function closeConversation() {
+  $("block-peer")?.remove();
   roomSub?.cancel();
   roomSub = null;
   open = null;
@@ -261,6 +361,7 @@ function closeConversation() {
   $("join").hidden = true;
   $("leave").hidden = true;
   $("member-form").hidden = true;
+  $("mute").hidden = true;
   $("conversation-title").textContent = "Pick a conversation";
   $("conversation-info").textContent = "";
 }
@@ -270,8 +371,14 @@ async function openConversation(conv) {
   open = conv;
   renderInbox();
   $("conversation-title").textContent = conv.kind === "dm" ? `@${conv.peer}` : `# ${conv.name}`;
+  if (conv.kind === "dm") {
+    const b = button(blockPeerText(conv.peer), () => setBlocked(conv.peer, !blocked.has(conv.peer)));
+    b.id = "block-peer";
+    $("conversation-info").after(b);
+  }
   $("conversation-error").textContent = "";
   setComposerMode(null);
+  if (conv.kind === "room") await refreshPresence(); // its creator and moderators, for the message actions
   const page = await loadPage();
   if (open !== conv || !page) return;
   $("composer").hidden = false;
@@ -283,7 +390,7 @@ async function openConversation(conv) {
     const newest = page.edges[0]?.cursor ?? null;
     roomSub = api.subscribe(queries.roomEvents, (after) => ({ room: conv.name, after }), "roomEvents", onRoomEvent, showConversationError, newest);
   }
-  refreshPresence();
+  if (conv.kind === "dm") refreshPresence(); // a room's was read before its page
   markReadSoon();
   $("composer-input").focus();
   // A first page too short to scroll: read older ones until it scrolls.
@@ -434,6 +541,8 @@ function onRoomEvent(e) {
       refreshPresence();
       return;
     case "PARTICIPANT_JOINED":
+    case "MODERATOR_APPOINTED":
+    case "MODERATOR_DISMISSED":
       if (e.message) show(e.message, true);
       refreshPresence();
       return;
@@ -543,6 +652,23 @@ function render(message, previous) {
   content.textContent = message.deleted ? "This message was deleted." : message.hidden && !message.content ? "This message was hidden." : message.content;
   li.append(meta, content);
 
+  const who = message.author.login;
+  if (!mine && !message.system && blocked.has(who) && !revealed.has(message.id)) {
+    li.classList.add("blocked");
+    content.textContent = `A message from ${who}, whom you blocked.`;
+    const actions = document.createElement("div");
+    actions.className = "actions";
+    actions.append(
+      button("Show", () => {
+        revealed.add(message.id);
+        show(message, false);
+      }),
+    );
+    li.append(actions);
+    shown.set(message.id, { message, li });
+    return li;
+  }
+
   if (!message.system && !message.deleted) {
     const reactions = document.createElement("div");
     reactions.className = "reactions";
@@ -562,6 +688,18 @@ function render(message, previous) {
     if (mine) {
       actions.append(button("Edit", () => setComposerMode({ edit: message })));
       actions.append(button("Delete", () => remove(message)));
+    } else {
+      const b = button(blocked.has(who) ? "Unblock" : "Block", () => setBlocked(who, !blocked.has(who)));
+      b.setAttribute("aria-label", `${blocked.has(who) ? "Unblock" : "Block"} ${who}`);
+      actions.append(b);
+      if (open?.moderates && who !== open.creator) {
+        if (!message.hidden) actions.append(button("Hide", () => moderate(queries.hide, { id: message.id }, "hideMessage")));
+        for (const [text, query] of [["Remove", queries.removeParticipant], ["Ban", queries.ban]]) {
+          const m = button(text, () => moderate(query, { r: open.name, l: who }, null, `${text} ${who} from ${open.name}?`));
+          m.setAttribute("aria-label", `${text} ${who}`);
+          actions.append(m);
+        }
+      }
     }
     li.append(reactions, actions);
   }
@@ -592,6 +730,29 @@ async function react(message, emoji, add) {
     showConversationError(err);
   }
 }
+
+// moderate runs a moderation mutation; field names its result when it is
+// the message, shown as it now is.
+async function moderate(query, vars, field, question) {
+  if (question && !confirm(question)) return;
+  try {
+    const d = await api.gql(query, vars);
+    if (field) show(d[field], false);
+  } catch (err) {
+    showConversationError(err);
+  }
+}
+
+// rerenderShown renders the shown messages again, and a direct
+// conversation's block button, after what decides their actions changed
+// (blocks, who moderates).
+function rerenderShown() {
+  for (const { message, li } of [...shown.values()]) li.replaceWith(render(message, message));
+  const b = $("block-peer");
+  if (b && open?.peer) b.textContent = blockPeerText(open.peer);
+}
+
+const blockPeerText = (login) => `${blocked.has(login) ? "Unblock" : "Block"} @${login}`;
 
 async function remove(message) {
   if (!confirm("Delete this message for everyone?")) return;
@@ -625,6 +786,12 @@ async function refreshPresence() {
       conv.participants = room.participants.map((u) => u.login);
       conv.banner = room.banner;
       conv.group = room.kind === "PRIVATE_GROUP";
+      const moderates = room.creator.login === api.currentUser().login || room.moderators.some((m) => m.login === api.currentUser().login);
+      const changed = moderates !== conv.moderates || room.creator.login !== conv.creator;
+      conv.creator = room.creator.login;
+      conv.moderators = room.moderators.map((m) => m.login);
+      conv.moderates = moderates;
+      if (changed) rerenderShown();
       $("member-form").hidden = !conv.group;
     } else {
       const { presence } = await api.gql(queries.presence, { logins: [conv.peer] });
