@@ -3,6 +3,7 @@ package resolvers
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -47,12 +48,18 @@ func clipped(e *gqlerror.Error) *gqlerror.Error {
 }
 
 // present gives err its code; an error that wraps no known sentinel is
-// logged and shown only as "internal error".
+// logged and shown only as "internal error". The error of a request its
+// client gave up on (its context canceled: the client went away) is no
+// fault of the server's, and is logged at debug level only.
 func (r *Resolver) present(ctx context.Context, err error) *gqlerror.Error {
 	presented := graphql.DefaultErrorPresenter(ctx, err)
 	code, public := apierror.Of(err)
 	if !public {
-		r.Log.ErrorContext(ctx, "request failed", "err", err, "path", presented.Path.String())
+		level := slog.LevelError
+		if errors.Is(err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled) {
+			level = slog.LevelDebug
+		}
+		r.Log.Log(ctx, level, "request failed", "err", err, "path", presented.Path.String())
 		presented.Message = "internal error"
 	}
 	apierror.Set(presented, code)
