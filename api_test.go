@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/killrchat/chatql/internal/chatclient"
@@ -285,4 +286,40 @@ func testPagedLists(t *testing.T, cfg Config) {
 		mustDo(t, alice, `{ rooms { edges { node { name creator { login } participants { login firstname lastname } } } } }`, nil, nil)
 		mustDo(t, alice, `{ room(name: "hall") { p0: participants(first: 5) { login } p1: participants(first: 5, after: "bob") { login } } }`, nil, nil)
 	})
+}
+
+func TestRoomsPerUser(t *testing.T) { forEachStore(t, testRoomsPerUser) }
+
+// testRoomsPerUser: a user takes part in at most MaxRoomsPerUser rooms and
+// groups: creating, joining or being added past it is refused with
+// BAD_USER_INPUT and changes nothing; joining a room one is in still
+// works; leaving one makes room for another.
+func testRoomsPerUser(t *testing.T, cfg Config) {
+	cfg.MaxRoomsPerUser = 2
+	ts := startServer(t, cfg)
+	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
+	mustDo(t, bob, createRoom, map[string]any{"n": "one"}, nil)
+	mustDo(t, bob, createRoom, map[string]any{"n": "two"}, nil)
+	mustDo(t, carol, createRoom, map[string]any{"n": "three"}, nil)
+	mustDo(t, carol, createKind, map[string]any{"n": "den", "k": "PRIVATE_GROUP"}, nil)
+	wantCode(t, bob, "BAD_USER_INPUT", createRoom, map[string]any{"n": "bobs-third"})
+	mustDo(t, alice, createRoom, map[string]any{"n": "mine"}, nil)
+	mustDo(t, alice, joinRoom, map[string]any{"r": "one"}, nil)
+
+	wantCode(t, alice, "BAD_USER_INPUT", joinRoom, map[string]any{"r": "two"})
+	wantCode(t, alice, "BAD_USER_INPUT", createRoom, map[string]any{"n": "another"})
+	wantCode(t, carol, "BAD_USER_INPUT", addMember, map[string]any{"g": "den", "l": "alice"})
+	mustDo(t, alice, joinRoom, map[string]any{"r": "one"}, nil) // in it already
+	var me struct{ Me struct{ Rooms []string } }
+	mustDo(t, alice, `{ me { rooms(first: 10) } }`, nil, &me)
+	if got := strings.Join(me.Me.Rooms, ","); got != "mine,one" {
+		t.Fatalf("alice's rooms after the refusals: %s; want mine,one", got)
+	}
+	wantNull(t, bob, `query($r: String!) { room(name: $r) { name } }`, map[string]any{"r": "another"})
+
+	mustDo(t, alice, leaveRoom, map[string]any{"r": "one"}, nil)
+	mustDo(t, alice, joinRoom, map[string]any{"r": "two"}, nil)
+	wantCode(t, alice, "BAD_USER_INPUT", joinRoom, map[string]any{"r": "three"})
+	mustDo(t, alice, leaveRoom, map[string]any{"r": "two"}, nil)
+	mustDo(t, carol, addMember, map[string]any{"g": "den", "l": "alice"}, nil)
 }

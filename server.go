@@ -217,6 +217,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, st store.Store
 	s.passwords = passwords
 	s.streams = &stream.Source{Store: s.store, Broker: s.broker}
 	res := &resolvers.Resolver{Store: s.store, Broker: s.broker, Streams: s.streams, Tokens: tokens, Sessions: sessions, Passwords: passwords, Log: log, Limits: limits}
+	res.MaxRoomsPerUser = cfg.MaxRoomsPerUser
 	res.Typists = res.NewTyping()
 	res.Profiles = resolvers.NewProfiles(s.store, log, 0, cfg.ProfileTTL)
 	s.profiles = res.Profiles

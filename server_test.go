@@ -676,3 +676,29 @@ func TestMembershipTTLConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxRoomsPerUserConfig: CHAT_MAX_ROOMS_PER_USER sets the cap (1,000
+// by default); a cap under one is refused.
+func TestMaxRoomsPerUserConfig(t *testing.T) {
+	for _, c := range []struct {
+		value string
+		want  int
+		bad   bool
+	}{
+		{"", resolvers.DefaultMaxRoomsPerUser, false},
+		{"50", 50, false},
+		{"0", 0, true},
+		{"-3", 0, true},
+		{"many", 0, true},
+	} {
+		cfg, err := ParseConfig(nil, func(k string) string {
+			if k == "CHAT_MAX_ROOMS_PER_USER" {
+				return c.value
+			}
+			return ""
+		})
+		if (err != nil) != c.bad || err == nil && cfg.MaxRoomsPerUser != c.want {
+			t.Errorf("CHAT_MAX_ROOMS_PER_USER=%q: %d, error %v; want %d, error %v", c.value, cfg.MaxRoomsPerUser, err, c.want, c.bad)
+		}
+	}
+}

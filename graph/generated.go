@@ -1548,7 +1548,7 @@ extend type Mutation {
   ): Message!
   """Marks the conversation's messages read up to and including ` + "`" + `upTo` + "`" + `; a mark only moves forward, so an older ` + "`" + `upTo` + "`" + ` changes nothing. Returns the updated inbox entry."""
   markRead(conversation: ID!, upTo: ID!): Conversation!
-  """Adds a user to a private group; only members may. Returns the group."""
+  """Adds a user to a private group; only members may. BAD_USER_INPUT if the user takes part in as many rooms and groups as a user may (see createRoom). Returns the group."""
   addGroupMember(group: String!, login: String!): Room!
   """
   Mutes a conversation the caller takes part in (a room, a group, or a direct conversation's id),
@@ -1877,9 +1877,17 @@ extend type Query {
 }
 
 extend type Mutation {
-  """Creates a room with the caller as creator and first participant. A taken name gives CONFLICT."""
+  """
+  Creates a room with the caller as creator and first participant. A taken name gives CONFLICT;
+  BAD_USER_INPUT if the caller takes part in as many rooms and groups as a user may (1,000 unless
+  the server says otherwise: CHAT_MAX_ROOMS_PER_USER).
+  """
   createRoom(input: CreateRoomInput!): Room!
-  """Adds the caller to a room and records a system message. NOT_FOUND if the room does not exist (or was just deleted)."""
+  """
+  Adds the caller to a room and records a system message. NOT_FOUND if the room does not exist (or
+  was just deleted); BAD_USER_INPUT if the caller takes part in as many rooms and groups as a user
+  may (see createRoom). Joining a room the caller is in changes nothing.
+  """
   joinRoom(room: String!): Room!
   """Removes the caller from a room and records a system message. NOT_FOUND if the caller is not in it."""
   leaveRoom(room: String!): Room!

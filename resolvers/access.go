@@ -232,3 +232,41 @@ func (r *Resolver) replyRoot(ctx context.Context, replyTo *string, conversation 
 	}
 	return parent.ID, nil
 }
+
+// DefaultMaxRoomsPerUser is how many rooms and groups a user may take part
+// in at once. Every room a user is in costs each of their inbox reads an
+// unread count and each of their presence changes a publish: the cap bounds
+// what one user's requests cost the server.
+const DefaultMaxRoomsPerUser = 1000
+
+// roomsPerUser is the cap in force.
+func (r *Resolver) roomsPerUser() int {
+	if r.MaxRoomsPerUser > 0 {
+		return r.MaxRoomsPerUser
+	}
+	return DefaultMaxRoomsPerUser
+}
+
+// mayTakePartInAnother refuses u a room more when they take part in as
+// many as a user may (BAD_USER_INPUT): who is the caller, or the member a
+// group adds. Joins racing each other may pass the cap by the few a user's
+// rate limit lets through at once.
+func (r *Resolver) mayTakePartInAnother(u store.User, caller bool) error {
+	if n := r.roomsPerUser(); len(u.ChatRooms) >= n {
+		if caller {
+			return store.Invalidf("you take part in %d rooms and groups, the most a user may: leave one first", n)
+		}
+		return store.Invalidf("%s takes part in %d rooms and groups, the most a user may", u.Login, n)
+	}
+	return nil
+}
+
+// callerMayTakePartInAnother is mayTakePartInAnother for the caller, whose
+// rooms it reads.
+func (r *Resolver) callerMayTakePartInAnother(ctx context.Context, me store.UserRef) error {
+	u, err := r.Store.User(ctx, me.Login)
+	if err != nil {
+		return err
+	}
+	return r.mayTakePartInAnother(u, true)
+}

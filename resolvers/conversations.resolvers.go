@@ -7,6 +7,7 @@ package resolvers
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/killrchat/chatql/auth"
@@ -181,6 +182,11 @@ func (r *mutationResolver) AddGroupMember(ctx context.Context, group string, log
 	u, err := r.Store.User(ctx, login)
 	if err != nil {
 		return nil, err
+	}
+	if !slices.Contains(u.ChatRooms, group) {
+		if err := r.mayTakePartInAnother(u, false); err != nil {
+			return nil, err
+		}
 	}
 	room, joined, err := r.Store.AddGroupMember(ctx, group, me, u.UserRef, time.Now())
 	if err != nil {

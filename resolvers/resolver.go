@@ -50,6 +50,9 @@ type Resolver struct {
 	// (NewMemberships). Nil in tests of other layers: every post reads the
 	// membership.
 	Memberships *Memberships
+	// MaxRoomsPerUser caps the rooms and groups a user takes part in
+	// (DefaultMaxRoomsPerUser when 0).
+	MaxRoomsPerUser int
 
 	// history shares identical history reads made at once.
 	history historyReads

@@ -34,6 +34,9 @@ func (r *mutationResolver) CreateRoom(ctx context.Context, input model.CreateRoo
 	if err := room.Validate(); err != nil {
 		return nil, err
 	}
+	if err := r.callerMayTakePartInAnother(ctx, me); err != nil {
+		return nil, err
+	}
 	if err := r.Store.CreateRoom(ctx, room); err != nil {
 		return nil, err
 	}
@@ -52,6 +55,11 @@ func (r *mutationResolver) JoinRoom(ctx context.Context, room string) (*store.Ro
 	}
 	if before.Kind == store.PrivateGroup && !before.Participant {
 		return nil, fmt.Errorf("%w: %q is a private group: a member must add you with addGroupMember", store.ErrForbidden, room)
+	}
+	if !before.Participant {
+		if err := r.callerMayTakePartInAnother(ctx, me); err != nil {
+			return nil, err
+		}
 	}
 	after, joined, err := r.Store.JoinRoom(ctx, room, me)
 	if err != nil {
