@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/killrchat/chatql/internal/chatclient"
+	"github.com/killrchat/chatql/store"
 )
 
 // The event log end to end: a subscriber that was away, or whose instance
@@ -296,5 +298,82 @@ func testDeletedGroupLeavesNoInboxEntry(t *testing.T, cfg Config) {
 	}
 	if _, ok := inbox(t, bob)["cabal"]; ok {
 		t.Fatal("the new group is in bob's inbox")
+	}
+}
+
+func TestResumeUnderConcurrentPosts(t *testing.T) { forEachStore(t, testResumeUnderConcurrentPosts) }
+
+// testResumeUnderConcurrentPosts: with eight users posting to one room at
+// once, a subscriber gets the posts in the order of their ids (the log's),
+// and one that drops its subscription halfway and resumes after the last
+// cursor it got has every post once: nothing missed, nothing twice. Their
+// ids are taken before their writes, which end in any order: published as
+// they ended, a fifth of them came after a greater id, and such a resume
+// lost or repeated posts.
+func testResumeUnderConcurrentPosts(t *testing.T, cfg Config) {
+	ts := startServer(t, cfg)
+	alice, bob := ts.user(t, "alice"), ts.user(t, "bob")
+	mustDo(t, alice, createRoom, map[string]any{"n": "busy"}, nil)
+	mustDo(t, bob, joinRoom, map[string]any{"r": "busy"}, nil)
+	var posters []*chatclient.Client
+	for i := range 8 {
+		c := ts.user(t, fmt.Sprintf("poster%d", i))
+		mustDo(t, c, joinRoom, map[string]any{"r": "busy"}, nil)
+		posters = append(posters, c)
+	}
+	stays := ts.subscribe(t, alice, chatclient.GraphQLTransportWS, "busy", nil)
+	drops := ts.subscribe(t, bob, chatclient.GraphQLTransportWS, "busy", nil)
+	const each = 40
+	total := len(posters) * each
+	var wg sync.WaitGroup
+	for i, c := range posters {
+		wg.Go(func() {
+			for k := range each {
+				if err := c.Do(testContext(t), postMessage, map[string]any{"r": "busy", "c": fmt.Sprintf("%d.%d", i, k)}, nil); err != nil {
+					t.Errorf("post %d.%d: %v", i, k, err)
+				}
+			}
+		})
+	}
+	defer wg.Wait()
+
+	// posts reads sub's posts until it has n, in the order they came.
+	posts := func(sub *chatclient.Subscription, n int) (contents []string, cursor string) {
+		t.Helper()
+		var last store.MessageID
+		for len(contents) < n {
+			ev := nextEvent(t, sub)
+			if ev.Kind != "MESSAGE_POSTED" {
+				continue
+			}
+			id, err := store.ParseMessageID(*ev.Cursor)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id.Compare(last) <= 0 {
+				t.Fatalf("post %s (%q) came after %s, a greater id", id, ev.Message.Content, last)
+			}
+			last, cursor = id, *ev.Cursor
+			contents = append(contents, ev.Message.Content)
+		}
+		return contents, cursor
+	}
+	before, cursor := posts(drops, total/2)
+	drops.Close()
+	resumed := ts.subscribe(t, bob, chatclient.GraphQLTransportWS, "busy", cursor)
+	after, _ := posts(resumed, total-len(before))
+	all, _ := posts(stays, total)
+
+	got := map[string]int{}
+	for _, c := range append(before, after...) {
+		got[c]++
+	}
+	for _, c := range all {
+		if got[c] != 1 {
+			t.Errorf("post %q reached the resumed subscriber %d times; want once", c, got[c])
+		}
+	}
+	if len(got) != total {
+		t.Errorf("the resumed subscriber got %d distinct posts; want %d", len(got), total)
 	}
 }

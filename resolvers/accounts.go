@@ -61,6 +61,8 @@ func (r *Resolver) leaveAsDeleted(ctx context.Context, room, login string) error
 	case !m.Participant:
 		return nil
 	}
+	w := r.beginRoomWrite(ctx, room)
+	defer w.end()
 	var left store.Event
 	if m.Kind == store.PrivateGroup {
 		left, err = r.Store.LeaveGroup(ctx, room, u, time.Now())
@@ -73,7 +75,7 @@ func (r *Resolver) leaveAsDeleted(ctx context.Context, room, login string) error
 	if err != nil {
 		return err
 	}
-	r.publish(ctx, left)
+	w.publish(left)
 	return nil
 }
 

@@ -188,12 +188,14 @@ func (r *mutationResolver) AddGroupMember(ctx context.Context, group string, log
 			return nil, err
 		}
 	}
+	w := r.beginRoomWrite(ctx, group)
+	defer w.end()
 	room, joined, err := r.Store.AddGroupMember(ctx, group, me, u.UserRef, time.Now())
 	if err != nil {
 		return nil, err
 	}
+	w.publish(joined)
 	if !joined.ID.IsZero() {
-		r.publish(ctx, joined)
 		r.publishTo(ctx, broker.UserTopic(login), store.Event{ID: joined.ID, Kind: store.AddedToGroup, Room: group, User: me, Message: joined.Message})
 	}
 	return &room, nil
@@ -225,12 +227,14 @@ func (r *mutationResolver) HideMessage(ctx context.Context, id string) (*store.M
 	if msg.Hidden {
 		return &msg, nil // hidden already: nothing changes, nothing is logged
 	}
+	w := r.beginRoomWrite(ctx, msg.Room)
+	defer w.end()
 	ev, err := r.Store.HideMessage(ctx, msg, me)
 	if err != nil {
 		return nil, err
 	}
 	msg.Hidden = true
-	r.publish(ctx, ev)
+	w.publish(ev)
 	return &msg, nil
 }
 

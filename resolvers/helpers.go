@@ -47,11 +47,11 @@ func (r *Resolver) publishChange(ctx context.Context, ev store.Event) {
 	r.publishTo(ctx, broker.UserTopic(b), ev)
 }
 
-// changed publishes the event of a change to the message id and returns
-// the message as it now is: the event's, or, when the change logged
-// nothing (an edit older than the message's last), as stored.
-func (r *Resolver) changed(ctx context.Context, ev store.Event, id store.MessageID) (*store.Message, error) {
-	r.publishChange(ctx, ev)
+// changed publishes the event of a change to the message id, which w
+// wrote, and returns the message as it now is: the event's, or, when the
+// change logged nothing (an edit older than the message's last), as stored.
+func (r *Resolver) changed(ctx context.Context, w *roomWrite, ev store.Event, id store.MessageID) (*store.Message, error) {
+	w.publish(ev)
 	if ev.Message != nil {
 		return ev.Message, nil
 	}

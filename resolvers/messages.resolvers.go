@@ -90,6 +90,8 @@ func (r *mutationResolver) PostMessage(ctx context.Context, room string, content
 	if err != nil {
 		return nil, err
 	}
+	w := r.beginRoomWrite(ctx, room)
+	defer w.end()
 	msg := store.Message{Room: room, ID: store.NewMessageID(), Author: me, Content: content, ReplyTo: root}
 	return r.sendOnce(ctx, clientMessageID, msg, func(msg store.Message) error {
 		if kind == store.PrivateGroup {
@@ -106,10 +108,10 @@ func (r *mutationResolver) PostMessage(ctx context.Context, room string, content
 			return err
 		}
 		r.Typists.Stop(room, me.Login)
-		r.publish(ctx, store.PostedEvent(msg))
+		w.publish(store.PostedEvent(msg))
 		r.notifyMentions(ctx, msg, kind, members)
 		return nil
-	}, func(stored store.Message) { r.publish(ctx, store.PostedEvent(stored)) })
+	}, func(stored store.Message) { w.publish(store.PostedEvent(stored)) })
 }
 
 // EditMessage is the resolver for the editMessage field.
@@ -133,11 +135,13 @@ func (r *mutationResolver) EditMessage(ctx context.Context, id string, content s
 	case msg.System:
 		return nil, fmt.Errorf("%w: the server's messages of joins and leaves cannot be edited", store.ErrForbidden)
 	}
+	w := r.beginRoomWrite(ctx, msg.Room)
+	defer w.end()
 	ev, err := r.Store.EditMessage(ctx, msg, me, content, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	return r.changed(ctx, ev, msg.ID)
+	return r.changed(ctx, w, ev, msg.ID)
 }
 
 // DeleteMessage is the resolver for the deleteMessage field.
@@ -156,11 +160,13 @@ func (r *mutationResolver) DeleteMessage(ctx context.Context, id string) (*store
 	if msg.Deleted {
 		return &msg, nil // deleted already: nothing changes, nothing is logged
 	}
+	w := r.beginRoomWrite(ctx, msg.Room)
+	defer w.end()
 	ev, err := r.Store.DeleteMessage(ctx, msg, me)
 	if err != nil {
 		return nil, err
 	}
-	return r.changed(ctx, ev, msg.ID)
+	return r.changed(ctx, w, ev, msg.ID)
 }
 
 // AddReaction is the resolver for the addReaction field.

@@ -28,6 +28,8 @@ func (r *Resolver) moderate(ctx context.Context, room, login string, kind store.
 	if err != nil {
 		return nil, err
 	}
+	w := r.beginRoomWrite(ctx, room)
+	defer w.end()
 	a := store.ModerationAction{Room: room, Kind: kind, By: me, Target: target.UserRef, At: time.Now().UTC()}
 	ev, err := r.Store.Moderate(ctx, a)
 	if kind == store.ParticipantRemoved || kind == store.ParticipantBanned {
@@ -36,7 +38,7 @@ func (r *Resolver) moderate(ctx context.Context, room, login string, kind store.
 	if err != nil {
 		return nil, err
 	}
-	r.publish(ctx, ev)
+	w.publish(ev)
 	after, err := r.Store.Room(ctx, room)
 	if err != nil {
 		return nil, err

@@ -20,10 +20,12 @@ func (r *Resolver) react(ctx context.Context, id, emoji string, add bool) (*stor
 	if err != nil {
 		return nil, err
 	}
+	w := r.beginRoomWrite(ctx, msg.Room)
+	defer w.end()
 	ev, err := r.Store.React(ctx, msg, me, emoji, add)
 	if err != nil {
 		return nil, err
 	}
-	r.publishChange(ctx, ev)
+	w.publish(ev)
 	return &msg, nil
 }

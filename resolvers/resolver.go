@@ -56,4 +56,6 @@ type Resolver struct {
 
 	// history shares identical history reads made at once.
 	history historyReads
+	// roomLines order each room's events by id as they leave (roomorder.go).
+	roomLines roomLines
 }

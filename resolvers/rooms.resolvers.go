@@ -61,11 +61,13 @@ func (r *mutationResolver) JoinRoom(ctx context.Context, room string) (*store.Ro
 			return nil, err
 		}
 	}
+	w := r.beginRoomWrite(ctx, room)
+	defer w.end()
 	after, joined, err := r.Store.JoinRoom(ctx, room, me)
 	if err != nil {
 		return nil, err
 	}
-	r.publish(ctx, joined)
+	w.publish(joined)
 	return &after, nil
 }
 
@@ -79,6 +81,8 @@ func (r *mutationResolver) LeaveRoom(ctx context.Context, room string) (*store.R
 	if err != nil {
 		return nil, err
 	}
+	w := r.beginRoomWrite(ctx, room)
+	defer w.end()
 	var left store.Event
 	if before.Kind == store.PrivateGroup {
 		left, err = r.Store.LeaveGroup(ctx, room, me, time.Now())
@@ -89,7 +93,7 @@ func (r *mutationResolver) LeaveRoom(ctx context.Context, room string) (*store.R
 	if err != nil {
 		return nil, err
 	}
-	r.publish(ctx, left)
+	w.publish(left)
 	after, err := r.Store.Room(ctx, room)
 	if err != nil {
 		return nil, err
@@ -103,12 +107,14 @@ func (r *mutationResolver) DeleteRoom(ctx context.Context, room string) (*store.
 	if err != nil {
 		return nil, err
 	}
+	w := r.beginRoomWrite(ctx, room)
+	defer w.end()
 	deleted, ev, err := r.Store.DeleteRoom(ctx, room, me)
 	r.membershipEnded(ctx, room, "", err)
 	if err != nil {
 		return nil, err
 	}
-	r.publish(ctx, ev)
+	w.publish(ev)
 	return &deleted, nil
 }
 
