@@ -65,17 +65,20 @@ func (r *Resolver) changed(ctx context.Context, w *roomWrite, ev store.Event, id
 // publishTo hands ev to the broker on any topic (a user's inbox topic). The
 // write it reports is already stored and logged, so a failed publish only
 // delays live delivery until subscribers catch up from the log; it is
-// logged, not returned.
+// logged, not returned. It publishes even when the request that made the
+// write has ended (its client went away): the subscribers have nothing
+// else to tell them of the event.
 func (r *Resolver) publishTo(ctx context.Context, topic string, ev store.Event) {
 	markPublished(ctx)
+	publishing := context.WithoutCancel(ctx)
 	var err error
 	if tracing.FromContext(ctx) == nil {
 		// Untraced, as nearly every publish is: no clock read, and no
 		// attributes built (they would be allocated for every event).
-		err = r.Broker.Publish(ctx, topic, ev)
+		err = r.Broker.Publish(publishing, topic, ev)
 	} else {
 		start := time.Now()
-		err = r.Broker.Publish(ctx, topic, ev)
+		err = r.Broker.Publish(publishing, topic, ev)
 		tracing.Record(ctx, "broker.publish", tracing.Producer, start, err, tracing.Attr{Key: "chat.topic", Value: topic}, tracing.Attr{Key: "chat.event", Value: string(ev.Kind)})
 	}
 	if err != nil {

@@ -2,6 +2,7 @@ package resolvers
 
 import (
 	"context"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -17,7 +18,7 @@ func roomOrderResolver(t *testing.T, room string) (*Resolver, *broker.Subscripti
 	t.Helper()
 	b := broker.NewLocal(4096)
 	t.Cleanup(func() { b.Close() })
-	r := &Resolver{Broker: b}
+	r := &Resolver{Broker: b, Log: slog.New(slog.DiscardHandler)}
 	return r, subscribeRoom(t, r, room)
 }
 
@@ -160,5 +161,20 @@ func TestRoomWritesInOrderUnderLoad(t *testing.T) {
 	}
 	if n := len(r.roomLines.lines); n != 0 {
 		t.Fatalf("%d lines left with no write in progress", n)
+	}
+}
+
+// An event goes out though the request that wrote it has ended (its client
+// went away after the store had the change): nothing else would tell the
+// subscribers of it.
+func TestPublishOutlivesItsRequest(t *testing.T) {
+	r, sub := roomOrderResolver(t, "hall")
+	ctx, cancel := context.WithCancel(t.Context())
+	w := r.beginRoomWrite(ctx, "hall")
+	id := store.NewMessageID()
+	cancel()
+	w.publish(posted("hall", id))
+	if got := next(t, sub); got != id {
+		t.Fatalf("got %v, want %v", got, id)
 	}
 }
