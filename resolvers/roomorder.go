@@ -10,29 +10,29 @@ import (
 	"github.com/killrchat/chatql/store"
 )
 
-// A room's events leave this instance in the order of their ids, the order
-// of the room's log, which roomEvents replays after a cursor. An event's id
-// is a timeuuid taken before its write, and writes end in any order: with
-// eight users posting to one room at once, a fifth of the events went out
-// after one with a greater id, and a subscriber who resumed after the
-// cursor of the greater would never have had the other (nor would one who
-// stayed: the next reconnect would lose it), and one whose last event was
-// the smaller would have had the greater twice.
+// A room's events leave this instance in the order of their ids, which is
+// the order of the room's log that roomEvents replays after a cursor. Ids
+// are timeuuids taken before the write, and writes end in any order: when
+// events went out as their writes ended, a fifth of the events of eight
+// users posting to one room came after a greater id. A subscriber resuming
+// after the greater cursor then missed the smaller event, and one whose
+// last event was the smaller got the greater twice.
 //
 // So a write that logs a room event first takes its place in the room's
-// line (beginRoomWrite), before its id exists: every id it takes is at
-// least the line's floor for it. Its event goes out (roomWrite.publish)
-// once no write that took its place before it, and may yet log a smaller
-// id, is still in progress; publish waits until then, so that the
-// mutation answers once its event has gone (and AwaitPublished's Flush
-// covers it). A write in progress for longer than maxRoomWriteHold no
-// longer holds the line: a stuck store write delays the room's other
-// events by that much at most, and its own event may then go out of order.
+// line (beginRoomWrite), before its id exists: no id it takes is below its
+// floor. Its event goes out (roomWrite.publish) once no write that took
+// its place earlier, and may yet log a smaller id, is in progress; publish
+// waits until then, so that the mutation answers once its event has gone
+// (and AwaitPublished's Flush covers it). A write in progress for longer
+// than maxRoomWriteHold no longer holds the line: a stuck store write
+// delays the room's other events by that much at most, and its own event
+// may then go out of order.
 //
 // This orders each instance's events. Events of two instances reach a
 // subscriber in the order Redis gets them, which may differ from their ids
-// by the time from an id to its publish (and by the instances' clock
-// difference).
+// by the time from an id to its publish (and the instances' clocks). And a
+// stream that has just replayed the log can get, live, an event whose
+// write was in progress while it read: once, after a greater id.
 const maxRoomWriteHold = 500 * time.Millisecond
 
 // roomLines are the rooms' lines of writes in progress on this instance.
