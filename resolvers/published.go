@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
 )
 
 // publishWait bounds how long an operation's answer waits for its events
@@ -21,16 +22,22 @@ type publishedKey struct{}
 // delivered live even if this instance dies the moment it answers: its
 // events could otherwise die with it in the broker's outbox, and a
 // subscriber on another instance, which saw no gap, would never catch up
-// on them. Operations that published nothing answer at once. Install it
-// with the handler's AroundResponses.
+// on them. Only mutations publish: queries and subscription events (the
+// history pages, every delivery) pass straight through, and a mutation
+// that published nothing answers at once. A wait that ends unfinished is
+// logged at debug level only: the broker logs the outage behind it once.
+// Install it with the handler's AroundResponses.
 func (r *Resolver) AwaitPublished(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	if op := graphql.GetOperationContext(ctx).Operation; op == nil || op.Operation != ast.Mutation {
+		return next(ctx)
+	}
 	var published atomic.Bool
 	resp := next(context.WithValue(ctx, publishedKey{}, &published))
 	if published.Load() {
 		wait, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishWait)
 		defer cancel()
 		if err := r.Broker.Flush(wait); err != nil {
-			r.Log.WarnContext(ctx, "the operation's live events have not left the instance yet; answering anyway", "err", err)
+			r.Log.DebugContext(ctx, "the mutation's live events have not left the instance yet; answering anyway", "err", err)
 		}
 	}
 	return resp

@@ -113,7 +113,6 @@ func (w *roomWrite) publish(ev store.Event) {
 		w.r.publish(w.ctx, ev)
 		return
 	}
-	markPublished(w.ctx)
 	w.ev = ev
 	i, _ := slices.BinarySearchFunc(l.waiting, ev.ID, func(x *roomWrite, id store.MessageID) int { return x.ev.ID.Compare(id) })
 	l.waiting = slices.Insert(l.waiting, i, w)

@@ -122,7 +122,7 @@ func CountUnread(ctx context.Context, owner string, c Conversation, stream Strea
 			return 0, 0, err
 		}
 	}
-	blocked := map[string]bool{} // the authors of mentions asked about, by login
+	var blocked map[string]bool // the authors of mentions asked about, by login; made at the first answer
 	mentionsOwner := func(m Message) (bool, error) {
 		if !slices.Contains(Mentions(m.Content), owner) {
 			return false, nil
@@ -133,6 +133,9 @@ func CountUnread(ctx context.Context, owner string, c Conversation, stream Strea
 		b, err := blocks.Blocks(ctx, owner, m.Author.Login)
 		if err != nil {
 			return false, fmt.Errorf("reading whether %q blocked %q: %w", owner, m.Author.Login, err)
+		}
+		if blocked == nil {
+			blocked = make(map[string]bool)
 		}
 		blocked[m.Author.Login] = b
 		return !b, nil
