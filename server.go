@@ -345,7 +345,7 @@ const (
 // routes builds the HTTP surface: the API at /query, the playground at /,
 // and health probes. Websockets and subscriptions end when streams does.
 func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessions *auth.Sessions) http.Handler {
-	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: res, Complexity: resolvers.Complexity()}))
+	gql := handler.New(querylimit.Costed(graph.NewExecutableSchema(graph.Config{Resolvers: res})))
 	s.live = live.New(live.Config{
 		Rooms:          s.metrics.GraphQL.Rooms(res),
 		FeedSchema:     res.FeedSchema,

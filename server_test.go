@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -634,8 +635,21 @@ func waitGoroutines(t testing.TB, ok func(n int) bool) {
 // counted. The response body is closed when the test ends.
 func (ts *testServer) openSSE(t *testing.T, token, query string) *http.Response {
 	t.Helper()
-	body := strings.NewReader(`{"query":"` + query + `"}`)
-	req, _ := http.NewRequestWithContext(testContext(t), http.MethodPost, ts.URL, body)
+	var unquoted string
+	if err := json.Unmarshal([]byte(`"`+query+`"`), &unquoted); err != nil {
+		t.Fatal(err)
+	}
+	return ts.openSSEWith(t, token, unquoted, nil)
+}
+
+// openSSEWith is openSSE of a query (not JSON-escaped) with variables.
+func (ts *testServer) openSSEWith(t *testing.T, token, query string, vars map[string]any) *http.Response {
+	t.Helper()
+	payload, err := json.Marshal(map[string]any{"query": query, "variables": vars})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequestWithContext(testContext(t), http.MethodPost, ts.URL, bytes.NewReader(payload))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Authorization", "Bearer "+token)

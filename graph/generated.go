@@ -1462,7 +1462,7 @@ type Conversation {
 }
 
 """Whether a user is online."""
-type UserPresence {
+type UserPresence @cost(weight: "10") {
   """Who."""
   login: String!
   """Whether they have an open connection to any instance now; null if the caller may not know."""
@@ -1516,9 +1516,9 @@ type InboxEvent {
 
 extend type Query {
   """The caller's conversations, direct, group and the public rooms they take part in, newest message first, with unread counts."""
-  inbox: [Conversation!]!
+  inbox: [Conversation!]! @listSize(assumedSize: 50)
   """The direct messages between the caller and another user, newest first; ` + "`" + `after` + "`" + ` is a cursor from a previous page."""
-  directMessages(with: String!, first: Int = 50, after: String): MessageConnection!
+  directMessages(with: String!, first: Int = 50, after: String): MessageConnection! @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"])
   """A message by id, if the caller may read it; null if there is none or the caller may not read it. A malformed id gives BAD_USER_INPUT."""
   message(id: ID!): Message
   """
@@ -1526,9 +1526,9 @@ extend type Query {
   for a user the caller shares no room, group or direct conversation with, and for one who does
   not exist: presence is not shown to strangers.
   """
-  presence(logins: [String!]!): [UserPresence!]!
+  presence(logins: [String!]!): [UserPresence!]! @listSize(slicingArguments: ["logins"], assumedSize: 100)
   """The caller's own messages across all conversations, newest first."""
-  myMessages(first: Int = 50, after: String): MessageConnection!
+  myMessages(first: Int = 50, after: String): MessageConnection! @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"])
 }
 
 extend type Mutation {
@@ -1605,20 +1605,20 @@ type Message {
   Its reactions, one per emoji, in the emoji's byte order; at most 20 kinds. A page of messages
   reads its reactions with one store read per room and day, not one per message.
   """
-  reactions: [Reaction!]!
+  reactions: [Reaction!]! @listSize(assumedSize: 1)
   """The logins its content mentions as @login, in order, at most 20 (whether or not they take part)."""
-  mentions: [String!]!
+  mentions: [String!]! @listSize(assumedSize: 1)
   """
-  Whether the caller blocked the author (blockUser), for apps to collapse the message. Null in
-  roomEvents, whose events every subscriber shares: compare ` + "`" + `author.login` + "`" + ` with ` + "`" + `blockedUsers` + "`" + `.
+  Whether the caller blocked the author (blockUser), for apps to collapse the message; in
+  events, whether the subscriber did, on every transport.
   """
-  authorBlocked: Boolean
+  authorBlocked: Boolean @viewer
   """The root of the thread this message replies in; null for a message that is no reply."""
   replyToId: ID
   """How many replies its thread has (deleted ones included: they keep their place)."""
   replyCount: Int!
   """Who replied last, newest first, at most 3."""
-  latestRepliers: [UserSummary!]!
+  latestRepliers: [UserSummary!]! @listSize(assumedSize: 3)
 }
 
 """One kind of reaction to a message."""
@@ -1628,10 +1628,10 @@ type Reaction {
   """How many users reacted with it."""
   count: Int!
   """
-  Whether the caller reacted with it. Null in subscription events, which every subscriber
-  shares: compare a REACTION_CHANGED event's ` + "`" + `user` + "`" + ` with yourself.
+  Whether the caller reacted with it; in events, whether the subscriber did, on every
+  transport.
   """
-  reactedByMe: Boolean
+  reactedByMe: Boolean @viewer
 }
 
 """A page of messages, newest first."""
@@ -1722,9 +1722,9 @@ extend type Query {
   A room's messages, newest first, ` + "`" + `first` + "`" + ` (1 to 100) at a time; ` + "`" + `after` + "`" + ` is a
   cursor from a previous page. Only participants may read.
   """
-  messages(room: String!, first: Int = 50, after: String): MessageConnection!
+  messages(room: String!, first: Int = 50, after: String): MessageConnection! @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"])
   """The replies in a message's thread, newest first; ` + "`" + `after` + "`" + ` is a cursor from a previous page."""
-  thread(messageId: ID!, first: Int = 50, after: String): MessageConnection!
+  thread(messageId: ID!, first: Int = 50, after: String): MessageConnection! @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"])
 }
 
 extend type Mutation {
@@ -1799,7 +1799,7 @@ type Room {
   the login ` + "`" + `after` + "`" + `: pass the last login of a page for the next one; a page
   shorter than ` + "`" + `first` + "`" + ` is the last. Only participants read and post messages.
   """
-  participants(first: Int = 100, after: String): [UserSummary!]!
+  participants(first: Int = 100, after: String): [UserSummary!]! @listSize(slicingArguments: ["first"], assumedSize: 100)
   """Public room or private group."""
   kind: RoomKind!
   """
@@ -1807,24 +1807,24 @@ type Room {
   them: a large room's receipts stop there. Empty for a private group, and for a caller who does
   not take part. Live changes arrive as READ_UPTO room events.
   """
-  readMarks(first: Int = 100): [ReadMark!]!
+  readMarks(first: Int = 100): [ReadMark!]! @listSize(slicingArguments: ["first"], assumedSize: 1000)
   """
   The participants online now (with at least one open connection to any instance), sorted by login,
   at most ` + "`" + `first` + "`" + ` (1 to 1000), among the room's first 10,000 participants by login. Null for a caller who does not take part: presence is shown only
   to people who share a room or conversation. Changes arrive as PRESENCE_CHANGED room events.
   """
-  online(first: Int = 100): [UserSummary!]
+  online(first: Int = 100): [UserSummary!] @listSize(slicingArguments: ["first"], assumedSize: 1000) @cost(weight: "50")
   """
   The participants the creator appointed to moderate (` + "`" + `appointModerator` + "`" + `), sorted by login; at
   most 100. The creator and the moderators remove and ban participants and delete or hide others'
   messages.
   """
-  moderators: [UserSummary!]!
+  moderators: [UserSummary!]! @listSize(assumedSize: 10)
   """
   The logins banned from the room (` + "`" + `banUser` + "`" + `), sorted. Null unless the caller is its creator or
   one of its moderators.
   """
-  banned: [String!]
+  banned: [String!] @listSize(assumedSize: 100)
 }
 
 """How far a participant has read a room."""
@@ -1873,7 +1873,7 @@ extend type Query {
   """A room with its creator and participants; null if there is none or the caller may not see it (a private group they were never in). Needs a token."""
   room(name: String!): Room
   """All rooms, a page at a time, in a stable order. ` + "`" + `first` + "`" + ` is 1 to 100. Needs a token."""
-  rooms(first: Int = 20, after: String): RoomConnection!
+  rooms(first: Int = 20, after: String): RoomConnection! @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"])
 }
 
 extend type Mutation {
@@ -1953,6 +1953,29 @@ type Mutation
 """Live events, over websockets (graphql-transport-ws or graphql-ws) or server-sent events."""
 type Subscription
 
+"""
+The field's value depends on who asks (the caller; in a subscription event, the subscriber). A
+subscription event that selects one is computed for each subscriber, on every transport: it costs
+a subscriber's event what a query costs, where the others are computed once for all subscribers.
+"""
+directive @viewer on FIELD_DEFINITION
+
+"""
+How many items a list field returns, for the query cost limit (IBM's GraphQL Cost Directives
+specification): the field costs its selection once per item. ` + "`" + `slicingArguments` + "`" + ` names the
+argument that says how many (` + "`" + `first` + "`" + `; a list argument counts its length), ` + "`" + `assumedSize` + "`" + ` the
+count without one and the most a slicing argument counts for, and ` + "`" + `sizedFields` + "`" + ` the list of the
+returned object that holds the items (a connection's ` + "`" + `edges` + "`" + `). Every list field declares it.
+"""
+directive @listSize(assumedSize: Int, slicingArguments: [String!], sizedFields: [String!], requireOneSlicingArgument: Boolean = true) on FIELD_DEFINITION
+
+"""
+What a field costs beyond its selection (1 when absent), for a field that does much more than
+read what its parent holds; on an object type, what each item of that type costs beyond its
+fields (IBM's GraphQL Cost Directives specification).
+"""
+directive @cost(weight: String!) on FIELD_DEFINITION | OBJECT
+
 """An instant, in RFC 3339 format with nanoseconds, in UTC."""
 scalar Time
 
@@ -2006,7 +2029,7 @@ type User {
   at a time after the name ` + "`" + `after` + "`" + `: pass the last name of a page for the
   next one; a page shorter than ` + "`" + `first` + "`" + ` is the last.
   """
-  rooms(first: Int = 100, after: String): [String!]!
+  rooms(first: Int = 100, after: String): [String!]! @listSize(slicingArguments: ["first"], assumedSize: 100)
 }
 
 """A new account."""
@@ -2057,7 +2080,7 @@ type AuthPayload {
 
 extend type Query {
   """The users the caller blocked, by login."""
-  blockedUsers: [UserSummary!]!
+  blockedUsers: [UserSummary!]! @listSize(assumedSize: 100)
   """The logged-in user's profile and rooms. Needs a token."""
   me: User!
 }
@@ -2069,9 +2092,9 @@ extend type Mutation {
   carry ` + "`" + `authorBlocked: true` + "`" + ` for the caller, so apps can collapse them. At most 1000 users; blocking
   again changes nothing. Returns the caller's blocked users.
   """
-  blockUser(login: String!): [UserSummary!]!
+  blockUser(login: String!): [UserSummary!]! @listSize(assumedSize: 100)
   """Unblocks a user; unblocking one not blocked changes nothing. Returns the caller's blocked users."""
-  unblockUser(login: String!): [UserSummary!]!
+  unblockUser(login: String!): [UserSummary!]! @listSize(assumedSize: 100)
   """Creates an account. A taken login gives CONFLICT and leaves the existing account untouched."""
   signup(input: SignupInput!): User!
   """

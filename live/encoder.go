@@ -41,12 +41,18 @@ type encoders struct {
 // one event at a time.
 //
 // The result of a selection over an event is the same for every subscriber
-// but in one respect: a hidden message's content is shown only to viewers
-// resolvers.SeesHiddenContent allows. The viewer's side of that rule is part
-// of the result's key, and the operation runs as that viewer when it matters.
+// but in two respects: a hidden message's content is shown only to viewers
+// resolvers.SeesHiddenContent allows, and a field the schema marks @viewer
+// (reactedByMe, authorBlocked) is each subscriber's own. The viewer's side
+// of the first rule is part of the result's key, and the operation runs as
+// that viewer when it matters; a selection with a @viewer field is keyed
+// and run by viewer, so its subscribers get on every transport what a query
+// of theirs would show.
 type encoder struct {
 	key  string
 	refs int // guarded by encoders.mu
+	// perViewer: the selection holds a @viewer field.
+	perViewer bool
 
 	mu      sync.Mutex
 	feed    chan *model.RoomEvent
@@ -70,6 +76,7 @@ type resultKey struct {
 	message    store.MessageID
 	hidden     bool
 	showHidden bool  // the viewer may read the hidden content
+	viewer     string // the viewer's login, for a selection of @viewer fields
 	editedAt   int64 // Unix milliseconds; 0 if never edited
 	deleted    bool
 	online     bool // a PRESENCE_CHANGED's state
@@ -81,7 +88,7 @@ type resultKey struct {
 // acquire returns the encoder of the operation's selection set, creating it
 // from this operation if it is the first. Release it when done.
 func (e *encoders) acquire(rc *graphql.OperationContext, field graphql.CollectedField) *encoder {
-	key := selectionKey(rc, field)
+	key, perViewer := selectionKey(rc, field)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if enc := e.byKey[key]; enc != nil {
@@ -92,7 +99,7 @@ func (e *encoders) acquire(rc *graphql.OperationContext, field graphql.Collected
 		e.byKey = make(map[string]*encoder)
 	}
 	enc := e.newEncoder(rc, key)
-	enc.refs = 1
+	enc.refs, enc.perViewer = 1, perViewer
 	e.byKey[key] = enc
 	return enc
 }
@@ -146,13 +153,16 @@ func (enc *encoder) encode(ev *store.Event, viewer store.UserRef) ([]byte, error
 			k.editedAt = m.EditedAt.UnixMilli()
 		}
 	}
+	if enc.perViewer {
+		k.viewer = viewer.Login
+	}
 	enc.mu.Lock()
 	defer enc.mu.Unlock()
 	if b, ok := enc.results[k]; ok {
 		return b, nil
 	}
 	ctx := enc.ctx
-	if k.showHidden {
+	if k.showHidden || enc.perViewer {
 		ctx = auth.WithUser(ctx, viewer)
 	}
 	enc.feed <- resolvers.RoomEventOf(ev) // never blocks: the buffer is emptied after every execution
@@ -181,19 +191,25 @@ func (enc *encoder) encode(ev *store.Event, viewer store.UserRef) ([]byte, error
 // selectionKey spells out the fields an operation selects under its root
 // field, after fragments and @skip/@include are applied: operations with
 // the same key produce the same result for the same event, whatever their
-// documents, variables or names.
-func selectionKey(rc *graphql.OperationContext, field graphql.CollectedField) string {
+// documents, variables or names. perViewer reports whether it selects a
+// field the schema marks @viewer.
+func selectionKey(rc *graphql.OperationContext, field graphql.CollectedField) (key string, perViewer bool) {
 	var b strings.Builder
-	writeField(&b, rc, field)
-	return b.String()
+	perViewer = writeField(&b, rc, field)
+	return b.String(), perViewer
 }
 
-func writeField(b *strings.Builder, rc *graphql.OperationContext, f graphql.CollectedField) {
+// writeField writes f's part of the key and reports whether it or a field
+// under it is a @viewer field.
+func writeField(b *strings.Builder, rc *graphql.OperationContext, f graphql.CollectedField) (perViewer bool) {
 	b.WriteString(f.Alias)
 	b.WriteByte(':')
 	b.WriteString(f.Name)
+	if f.Definition != nil && f.Definition.Directives.ForName(viewerDirective) != nil {
+		perViewer = true
+	}
 	if len(f.Selections) == 0 || f.Definition == nil {
-		return
+		return perViewer
 	}
 	b.WriteByte('{')
 	for _, child := range graphql.CollectFields(rc, f.Selections, []string{f.Definition.Type.Name()}) {
@@ -201,8 +217,14 @@ func writeField(b *strings.Builder, rc *graphql.OperationContext, f graphql.Coll
 			args, _ := json.Marshal(child.ArgumentMap(rc.Variables))
 			b.Write(args)
 		}
-		writeField(b, rc, child)
+		if writeField(b, rc, child) {
+			perViewer = true
+		}
 		b.WriteByte(' ')
 	}
 	b.WriteByte('}')
+	return perViewer
 }
+
+// viewerDirective marks the fields whose value depends on who asks.
+const viewerDirective = "viewer"

@@ -74,11 +74,8 @@ func (r *Resolver) mayRead(ctx context.Context, msg store.Message, me store.User
 	if err != nil {
 		return err
 	}
-	at := msg.ID.Time()
-	for _, w := range windows {
-		if !at.Before(w.From) && (w.To.IsZero() || at.Before(w.To)) {
-			return nil
-		}
+	if store.InWindows(windows, msg.ID.Time()) {
+		return nil
 	}
 	return store.ErrForbidden
 }

@@ -81,8 +81,8 @@ func (r *Resolver) setBlock(ctx context.Context, login string, block bool) ([]st
 		return nil, store.Invalidf("invalid login: you cannot block yourself")
 	}
 	if block {
-		u, err := r.Store.User(ctx, login)
-		if err != nil {
+		var u store.User
+		if u, err = r.Store.User(ctx, login); err != nil {
 			return nil, err
 		}
 		err = r.Store.Block(ctx, me.Login, u.UserRef)
@@ -96,16 +96,17 @@ func (r *Resolver) setBlock(ctx context.Context, login string, block bool) ([]st
 }
 
 // mayWriteTo checks that neither me nor peer blocked the other: a block
-// stops direct messages and typing both ways.
-func (r *Resolver) mayWriteTo(ctx context.Context, me store.UserRef, peer string) error {
+// stops direct messages, typing and additions to groups both ways. what
+// names what is refused, for the error: "direct messages", say.
+func (r *Resolver) mayWriteTo(ctx context.Context, me store.UserRef, peer, what string) error {
 	iBlock, peerBlocks, err := r.Store.BlocksBetween(ctx, me.Login, peer)
 	switch {
 	case err != nil:
 		return err
 	case peerBlocks:
-		return fmt.Errorf("%w: %s does not accept direct messages from you", store.ErrForbidden, peer)
+		return fmt.Errorf("%w: %s does not accept %s from you", store.ErrForbidden, peer, what)
 	case iBlock:
-		return fmt.Errorf("%w: you blocked %s; unblock them to write to them", store.ErrForbidden, peer)
+		return fmt.Errorf("%w: you blocked %s; unblock them first", store.ErrForbidden, peer)
 	}
 	return nil
 }

@@ -86,7 +86,7 @@ func (r *inboxEventResolver) Conversation(ctx context.Context, obj *model.InboxE
 	if err != nil {
 		return nil, err
 	}
-	conv, err := r.Store.Conversation(ctx, me.Login, obj.ConversationID)
+	conv, err := r.conversation(ctx, me, obj.ConversationID)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +112,7 @@ func (r *mutationResolver) SendDirectMessage(ctx context.Context, to string, con
 	if err != nil {
 		return nil, err
 	}
-	if err := r.mayWriteTo(ctx, me, to); err != nil {
+	if err := r.mayWriteTo(ctx, me, to, "direct messages"); err != nil {
 		return nil, err
 	}
 	conv := store.DirectConversationID(me.Login, to)
@@ -144,6 +144,9 @@ func (r *mutationResolver) MarkRead(ctx context.Context, conversation string, up
 	}
 	id, err := store.ParseMessageID(upTo)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.inConversation(ctx, id, conversation); err != nil {
 		return nil, err
 	}
 	if !store.IsDirectConversation(conversation) {
@@ -181,6 +184,9 @@ func (r *mutationResolver) AddGroupMember(ctx context.Context, group string, log
 	}
 	u, err := r.Store.User(ctx, login)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.mayWriteTo(ctx, me, login, "additions to groups"); err != nil {
 		return nil, err
 	}
 	if !slices.Contains(u.ChatRooms, group) {

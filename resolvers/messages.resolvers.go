@@ -225,8 +225,12 @@ func (r *queryResolver) Thread(ctx context.Context, messageID string, first *int
 	if err != nil {
 		return nil, err
 	}
+	windows, err := r.threadWindows(ctx, root, me)
+	if err != nil {
+		return nil, err
+	}
 	return r.messagePage(ctx, first, after, func(before store.MessageID, n int) ([]store.Message, error) {
-		return r.Store.ThreadReplies(ctx, root, before, n)
+		return r.threadReplies(ctx, root, windows, before, n)
 	})
 }
 

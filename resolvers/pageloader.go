@@ -102,7 +102,7 @@ func (r *Resolver) prefetch(ctx context.Context, msgs []store.Message) error {
 		l.mu.Unlock()
 	}
 	if slices.Contains(fields, "replyCount") || slices.Contains(fields, "latestRepliers") {
-		got, err := r.Store.ThreadSummaries(ctx, msgs)
+		got, err := r.threadSummaries(ctx, msgs)
 		if err != nil {
 			return err
 		}
@@ -190,11 +190,26 @@ func (r *Resolver) threadOf(ctx context.Context, m *store.Message) (store.Thread
 			return t, nil
 		}
 	}
-	got, err := r.Store.ThreadSummaries(ctx, []store.Message{*m})
+	got, err := r.threadSummaries(ctx, []store.Message{*m})
 	if err != nil {
 		return store.Thread{}, err
 	}
 	return got[m.ID], nil
+}
+
+// threadSummaries are the threads of msgs as the caller sees them; a
+// subscription's shared encoding, which has no caller, shows them as
+// stored (its subscribers are the room's members).
+func (r *Resolver) threadSummaries(ctx context.Context, msgs []store.Message) (map[store.MessageID]store.Thread, error) {
+	got, err := r.Store.ThreadSummaries(ctx, msgs)
+	if err != nil {
+		return nil, err
+	}
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return got, nil
+	}
+	return r.threadsFor(ctx, msgs, got, me)
 }
 
 func nonNil[T any](s []T) []T {

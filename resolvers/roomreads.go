@@ -2,6 +2,7 @@ package resolvers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -36,7 +37,7 @@ func (r *Resolver) markRoomRead(ctx context.Context, room string, m store.RoomMe
 		return nil, err
 	}
 	ev := store.Event{Kind: store.ReadUpTo, Room: room, User: me}
-	if msg, err := r.Store.Message(ctx, upTo); err == nil && msg.Room == room {
+	if msg, err := r.Store.Message(ctx, upTo); err == nil {
 		ev.Message = &msg
 	}
 	r.publishTo(ctx, broker.RoomTopic(room), ev) // no id: in no log
@@ -48,6 +49,45 @@ func (r *Resolver) markRoomRead(ctx context.Context, room string, m store.RoomMe
 		return nil, fmt.Errorf("conversation %q: %w", room, store.ErrNotFound)
 	}
 	return &entries[0], nil
+}
+
+// conversation is me's inbox entry of the conversation with this id: a
+// direct conversation's or a group's, or a public room's they take part
+// in, as inbox lists them. NOT_FOUND otherwise.
+func (r *Resolver) conversation(ctx context.Context, me store.UserRef, id string) (store.Conversation, error) {
+	conv, err := r.Store.Conversation(ctx, me.Login, id)
+	if !errors.Is(err, store.ErrNotFound) || store.IsDirectConversation(id) {
+		return conv, err
+	}
+	m, merr := r.Store.Membership(ctx, id, me.Login)
+	if merr != nil && !errors.Is(merr, store.ErrNotFound) {
+		return store.Conversation{}, merr
+	}
+	if merr != nil || m.Kind != store.PublicRoom || !m.Participant {
+		return store.Conversation{}, err
+	}
+	entries, err := r.Store.RoomConversations(ctx, me.Login, []string{id})
+	if err == nil && len(entries) == 0 {
+		err = fmt.Errorf("conversation %q: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Conversation{}, err
+	}
+	return entries[0], nil
+}
+
+// inConversation checks that id names a message of the conversation: a
+// read mark names a message of its own conversation (BAD_USER_INPUT
+// otherwise, whether the message is elsewhere or nowhere).
+func (r *Resolver) inConversation(ctx context.Context, id store.MessageID, conversation string) error {
+	msg, err := r.Store.Message(ctx, id)
+	if err == nil && msg.Room == conversation {
+		return nil
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return store.Invalidf("invalid upTo: %s is no message of %s", id, store.Quote(conversation))
 }
 
 // inbox is the caller's conversations and the public rooms they take part

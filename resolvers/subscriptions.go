@@ -132,7 +132,7 @@ func whyEnded(ctx, watched context.Context, err error) error {
 // feeds it the events they have each been cleared to see, and writes the
 // one result to all of them.
 func (r *Resolver) FeedSchema(feed <-chan *model.RoomEvent) graphql.ExecutableSchema {
-	return graph.NewExecutableSchema(graph.Config{Resolvers: feedRoot{r, feed}, Complexity: Complexity()})
+	return graph.NewExecutableSchema(graph.Config{Resolvers: feedRoot{r, feed}})
 }
 
 // feedRoot is r with the roomEvents subscription served from a feed.

@@ -41,7 +41,7 @@ func (r *Resolver) typing(ctx context.Context, conversation string, active bool)
 	if store.IsDirectConversation(conversation) {
 		var peer store.User
 		if peer, err = r.directPeer(ctx, conversation, me); err == nil {
-			err = r.mayWriteTo(ctx, me, peer.Login)
+			err = r.mayWriteTo(ctx, me, peer.Login, "typing notices")
 		}
 	} else {
 		_, err = r.participant(ctx, conversation, me)

@@ -62,6 +62,21 @@ type Window struct {
 	To   time.Time
 }
 
+// Holds reports whether t falls in the window.
+func (w Window) Holds(t time.Time) bool {
+	return !t.Before(w.From) && (w.To.IsZero() || t.Before(w.To))
+}
+
+// InWindows reports whether t falls in one of the windows.
+func InWindows(windows []Window, t time.Time) bool {
+	for _, w := range windows {
+		if w.Holds(t) {
+			return true
+		}
+	}
+	return false
+}
+
 // Conversation is one entry of a user's inbox, the seed's conversations_by_user
 // row: who or what it is with, its newest message, and the owner's unread count.
 type Conversation struct {

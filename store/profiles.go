@@ -26,17 +26,17 @@ func (p ProfileUpdate) Apply(u User) User {
 // most MaxNameLength characters; a bio of at most MaxBioLength.
 func (p ProfileUpdate) Validate() error {
 	if p.Firstname != nil {
-		if err := validateText("firstname", *p.Firstname, 1, MaxNameLength); err != nil {
+		if err := ValidateName("firstname", *p.Firstname); err != nil {
 			return err
 		}
 	}
 	if p.Lastname != nil {
-		if err := validateText("lastname", *p.Lastname, 1, MaxNameLength); err != nil {
+		if err := ValidateName("lastname", *p.Lastname); err != nil {
 			return err
 		}
 	}
 	if p.Bio != nil {
-		return validateText("bio", *p.Bio, 0, MaxBioLength)
+		return validateText("bio", *p.Bio, 0, MaxBioLength, multiline)
 	}
 	return nil
 }

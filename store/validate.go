@@ -3,6 +3,7 @@ package store
 import (
 	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -58,19 +59,19 @@ func (u User) Validate() error {
 	if err := ValidateLogin(u.Login); err != nil {
 		return err
 	}
-	if err := validateText("firstname", u.Firstname, 1, MaxNameLength); err != nil {
+	if err := ValidateName("firstname", u.Firstname); err != nil {
 		return err
 	}
-	if err := validateText("lastname", u.Lastname, 1, MaxNameLength); err != nil {
+	if err := ValidateName("lastname", u.Lastname); err != nil {
 		return err
 	}
 	if u.Email != "" {
 		at := strings.IndexByte(u.Email, '@')
-		if len(u.Email) > MaxEmailLength || at < 1 || at == len(u.Email)-1 || strings.ContainsAny(u.Email, " \t\r\n") {
+		if len(u.Email) > MaxEmailLength || at < 1 || at == len(u.Email)-1 || strings.ContainsFunc(u.Email, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
 			return Invalidf("invalid email %s: it must look like name@example.com and be at most %d characters", Quote(u.Email), MaxEmailLength)
 		}
 	}
-	return validateText("bio", u.Bio, 0, MaxBioLength)
+	return validateText("bio", u.Bio, 0, MaxBioLength, multiline)
 }
 
 // Validate checks a new room's name and banner.
@@ -78,27 +79,105 @@ func (r Room) Validate() error {
 	if err := ValidateRoomName(r.Name); err != nil {
 		return err
 	}
-	return validateText("banner", r.Banner, 0, MaxBannerLength)
+	return validateText("banner", r.Banner, 0, MaxBannerLength, oneLine)
 }
 
-// ValidateContent checks a message's content: not blank, not too long.
+// ValidateName checks a first or last name: required, one line, with no
+// control or direction-changing character (a name is shown beside what
+// others wrote, in apps and in logs, where those would let it pass for
+// another or rewrite the terminal).
+func ValidateName(field, name string) error {
+	return validateText(field, name, 1, MaxNameLength, oneLine)
+}
+
+// ValidateContent checks a message's content: some visible text (not only
+// spaces and invisible characters), not too long, no control character
+// but tabs and line breaks.
 func ValidateContent(content string) error {
-	if strings.TrimSpace(content) == "" {
+	if Blank(content) {
 		return Invalidf("invalid message: content must not be blank")
 	}
-	return validateText("message content", content, 1, MaxMessageLength)
+	return validateText("message content", content, 1, MaxMessageLength, message)
 }
 
-func validateText(field, s string, minLen, maxLen int) error {
+// Blank reports whether s shows nothing: it holds only white space and
+// characters that take no room (zero-width spaces and joiners, the byte
+// order mark, blank fillers).
+func Blank(s string) bool {
+	for _, r := range s {
+		if !invisible(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// invisible reports whether r shows nothing by itself.
+func invisible(r rune) bool {
+	switch {
+	case unicode.IsSpace(r), unicode.Is(unicode.Cf, r), unicode.IsControl(r):
+		return true
+	case unicode.Is(unicode.Variation_Selector, r):
+		return true
+	}
+	switch r {
+	case '\u034f', // combining grapheme joiner
+		'\u115f', '\u1160', '\u3164', '\uffa0', // Hangul fillers
+		'\u2800': // braille pattern blank
+		return true
+	}
+	return false
+}
+
+// textKind says which characters beyond the visible a text may hold.
+type textKind int
+
+const (
+	oneLine   textKind = iota // names, banners: no control or bidi control
+	multiline                 // a bio: tabs and line breaks, no bidi override
+	message                   // a message: tabs, line breaks and bidi marks (right-to-left text needs them)
+)
+
+// refused returns the first character of s that a text of this kind may
+// not hold, and whether there is one.
+func (k textKind) refused(s string) (rune, bool) {
+	for _, r := range s {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r':
+			if k == oneLine {
+				return r, true
+			}
+		case unicode.IsControl(r):
+			return r, true
+		case isBidiControl(r):
+			if k != message {
+				return r, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// isBidiControl reports whether r is one of Unicode's explicit
+// directional formatting characters (marks, embeddings, overrides,
+// isolates).
+func isBidiControl(r rune) bool {
+	return r == '\u061c' || r == '\u200e' || r == '\u200f' || ('\u202a' <= r && r <= '\u202e') || ('\u2066' <= r && r <= '\u2069')
+}
+
+func validateText(field, s string, minLen, maxLen int, kind textKind) error {
 	if !utf8.ValidString(s) {
 		return Invalidf("invalid %s: it is not valid UTF-8", field)
 	}
 	n := utf8.RuneCountInString(s)
-	if minLen > 0 && strings.TrimSpace(s) == "" {
+	if minLen > 0 && Blank(s) {
 		return Invalidf("invalid %s: it is required", field)
 	}
 	if n > maxLen {
 		return Invalidf("invalid %s: it is %d characters, at most %d are allowed", field, n, maxLen)
+	}
+	if r, bad := kind.refused(s); bad {
+		return Invalidf("invalid %s: it holds the character %U, which is not allowed there (control and direction-changing characters)", field, r)
 	}
 	return nil
 }

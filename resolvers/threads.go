@@ -1,0 +1,137 @@
+package resolvers
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/killrchat/chatql/store"
+)
+
+// A thread shows its reader the replies they may read: in a private
+// group, those posted in the reader's membership windows, as the history
+// does. A reader whose present window began before the root reads every
+// reply, as stored; any other reads the thread's replies and keeps those
+// of their windows (a reader who left, or joined after the root).
+
+// threadWindows returns the windows that limit what me reads of root's
+// thread, or nil when nothing does (a room, a direct conversation, or a
+// member since before the root).
+func (r *Resolver) threadWindows(ctx context.Context, root store.Message, me store.UserRef) ([]store.Window, error) {
+	if store.IsDirectConversation(root.Room) {
+		return nil, nil
+	}
+	conv, err := r.Store.Conversation(ctx, me.Login, root.Room)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil // no entry: a public room, whose participants read it all
+	}
+	if err != nil || conv.Kind != store.GroupConversation {
+		return nil, err
+	}
+	return limitingWindows(conv.Windows, root.ID.Time()), nil
+}
+
+// limitingWindows is windows, or nil if its last is open and began no
+// later than from: then everything posted since from is in it.
+func limitingWindows(windows []store.Window, from time.Time) []store.Window {
+	if n := len(windows); n > 0 && windows[n-1].To.IsZero() && !windows[n-1].From.After(from) {
+		return nil
+	}
+	if windows == nil {
+		return []store.Window{} // never a member: nothing
+	}
+	return windows
+}
+
+// threadReplies reads up to limit replies to root older than before, of
+// those posted in windows (nil: all of them).
+func (r *Resolver) threadReplies(ctx context.Context, root store.Message, windows []store.Window, before store.MessageID, limit int) ([]store.Message, error) {
+	if windows == nil {
+		return r.Store.ThreadReplies(ctx, root, before, limit)
+	}
+	out := []store.Message{}
+	if len(windows) == 0 {
+		return out, nil
+	}
+	if last := windows[len(windows)-1]; !last.To.IsZero() && (before.IsZero() || before.Time().After(last.To)) {
+		before = store.MinMessageID(last.To) // nothing newer is in a window
+	}
+	for len(out) < limit {
+		page, err := r.Store.ThreadReplies(ctx, root, before, threadScanPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range page {
+			if store.InWindows(windows, m.ID.Time()) && len(out) < limit {
+				out = append(out, m)
+			}
+		}
+		if len(page) < threadScanPage || page[len(page)-1].ID.Time().Before(windows[0].From) {
+			break
+		}
+		before = page[len(page)-1].ID
+	}
+	return out, nil
+}
+
+// threadScanPage is how many replies a windowed thread read asks for at a
+// time.
+const threadScanPage = 100
+
+// threadInWindows sums up the replies to root posted in windows.
+func (r *Resolver) threadInWindows(ctx context.Context, root store.Message, windows []store.Window) (store.Thread, error) {
+	var t store.Thread
+	var before store.MessageID
+	for {
+		page, err := r.threadReplies(ctx, root, windows, before, threadScanPage)
+		if err != nil {
+			return store.Thread{}, err
+		}
+		for _, m := range page {
+			t.Replies++
+			if len(t.LatestRepliers) < store.MaxLatestRepliers && !slices.ContainsFunc(t.LatestRepliers, func(u store.UserRef) bool { return u.Login == m.Author.Login }) {
+				t.LatestRepliers = append(t.LatestRepliers, m.Author)
+			}
+		}
+		if len(page) < threadScanPage {
+			return t, nil
+		}
+		before = page[len(page)-1].ID
+	}
+}
+
+// threadsFor is what me sees of the threads of msgs, one room's: the
+// summaries as stored, but for a reader limited by windows, who gets those
+// of the replies in their windows.
+func (r *Resolver) threadsFor(ctx context.Context, msgs []store.Message, stored map[store.MessageID]store.Thread, me store.UserRef) (map[store.MessageID]store.Thread, error) {
+	var conv *store.Conversation
+	for _, m := range msgs {
+		t, ok := stored[m.ID]
+		if !ok || t.Replies == 0 || store.IsDirectConversation(m.Room) {
+			continue
+		}
+		if conv == nil || conv.ID != m.Room {
+			c, err := r.Store.Conversation(ctx, me.Login, m.Room)
+			if errors.Is(err, store.ErrNotFound) {
+				c = store.Conversation{ID: m.Room} // a public room: no windows
+			} else if err != nil {
+				return nil, err
+			}
+			conv = &c
+		}
+		if conv.Kind != store.GroupConversation {
+			continue
+		}
+		windows := limitingWindows(conv.Windows, m.ID.Time())
+		if windows == nil {
+			continue
+		}
+		seen, err := r.threadInWindows(ctx, m, windows)
+		if err != nil {
+			return nil, err
+		}
+		stored[m.ID] = seen
+	}
+	return stored, nil
+}
