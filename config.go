@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/killrchat/chatql/auth"
+	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/presence"
 	"github.com/killrchat/chatql/ratelimit"
-	"github.com/killrchat/chatql/resolvers"
 	"github.com/killrchat/chatql/store/cassandra"
 )
 
@@ -131,11 +131,11 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", env.duration("CHAT_WRITE_TIMEOUT", 30*time.Second), "time a response may take to be written; streams are exempt (CHAT_WRITE_TIMEOUT)")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", env.duration("CHAT_IDLE_TIMEOUT", 2*time.Minute), "how long an idle keep-alive connection stays open (CHAT_IDLE_TIMEOUT)")
 	fs.IntVar(&c.MaxConnsPerClient, "max-conns-per-client", env.int("CHAT_MAX_CONNS_PER_CLIENT", 256), "connections open at once from one client IP; 0 for no cap, e.g. behind a proxy (CHAT_MAX_CONNS_PER_CLIENT)")
-	fs.IntVar(&c.MaxRoomsPerUser, "max-rooms-per-user", env.int("CHAT_MAX_ROOMS_PER_USER", resolvers.DefaultMaxRoomsPerUser), "rooms and groups a user may take part in at once; each costs their inbox reads and presence changes (CHAT_MAX_ROOMS_PER_USER)")
+	fs.IntVar(&c.MaxRoomsPerUser, "max-rooms-per-user", env.int("CHAT_MAX_ROOMS_PER_USER", chat.DefaultMaxRoomsPerUser), "rooms and groups a user may take part in at once; each costs their inbox reads and presence changes (CHAT_MAX_ROOMS_PER_USER)")
 	fs.IntVar(&c.SubscriberQueue, "subscriber-queue", env.int("CHAT_SUBSCRIBER_QUEUE", 256), "events a subscriber may fall behind before it is cut off (CHAT_SUBSCRIBER_QUEUE)")
 	fs.DurationVar(&c.PresenceTTL, "presence-ttl", env.duration("CHAT_PRESENCE_TTL", presence.DefaultTTL), "how long a dead instance's users stay online in Redis; instances heartbeat every third of it (CHAT_PRESENCE_TTL)")
-	fs.DurationVar(&c.ProfileTTL, "profile-ttl", env.duration("CHAT_PROFILE_TTL", resolvers.DefaultProfileTTL), "how long an instance shows the names it read of a user at most, should the announcement of a change be lost (CHAT_PROFILE_TTL)")
-	membershipTTL := fs.String("membership-ttl", env.str("CHAT_MEMBERSHIP_TTL", "auto"), "how long an instance lets a user post to (and read) a public room on the strength of a membership it read at most; 0 reads it every time; auto: "+resolvers.DefaultMembershipTTL.String()+" with the in-process broker (one instance: the end of a membership drops it at once), 0 with Redis (another instance would accept a removed user's posts until the announcement reaches it) (CHAT_MEMBERSHIP_TTL)")
+	fs.DurationVar(&c.ProfileTTL, "profile-ttl", env.duration("CHAT_PROFILE_TTL", chat.DefaultProfileTTL), "how long an instance shows the names it read of a user at most, should the announcement of a change be lost (CHAT_PROFILE_TTL)")
+	membershipTTL := fs.String("membership-ttl", env.str("CHAT_MEMBERSHIP_TTL", "auto"), "how long an instance lets a user post to (and read) a public room on the strength of a membership it read at most; 0 reads it every time; auto: "+chat.DefaultMembershipTTL.String()+" with the in-process broker (one instance: the end of a membership drops it at once), 0 with Redis (another instance would accept a removed user's posts until the announcement reaches it) (CHAT_MEMBERSHIP_TTL)")
 	fs.DurationVar(&c.PresenceGrace, "presence-grace", env.duration("CHAT_PRESENCE_GRACE", presence.DefaultGrace), "how long a user stays online after their last connection closed (CHAT_PRESENCE_GRACE)")
 	fs.DurationVar(&c.KeepAlive, "keepalive", env.duration("CHAT_KEEPALIVE", 15*time.Second), "websocket keepalive interval (CHAT_KEEPALIVE)")
 	fs.IntVar(&c.MaxUnauthenticatedWebsockets, "max-unauthenticated-websockets", env.int("CHAT_MAX_UNAUTHENTICATED_WEBSOCKETS", 1000), "websockets open without a user (before connection_init, or anonymous) before upgrades are refused with 503 (CHAT_MAX_UNAUTHENTICATED_WEBSOCKETS)")
@@ -194,7 +194,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	switch *membershipTTL {
 	case "auto":
 		if c.RedisURL == "" {
-			c.MembershipTTL = resolvers.DefaultMembershipTTL
+			c.MembershipTTL = chat.DefaultMembershipTTL
 		}
 	default:
 		ttl, err := time.ParseDuration(*membershipTTL)

@@ -35,6 +35,7 @@ import (
 
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/httpapi"
 	"github.com/killrchat/chatql/live"
@@ -124,7 +125,7 @@ type Server struct {
 	presenceRedis redis.UniversalClient
 	stopPresence  func()
 	passwords     *auth.Passwords
-	profiles      *resolvers.Profiles
+	profiles      *chat.Profiles
 	streams       *stream.Source
 	live          *live.Transport
 	// metrics is the server's Prometheus registry and instruments, served
@@ -216,14 +217,14 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, st store.Store
 	}
 	s.passwords = passwords
 	s.streams = &stream.Source{Store: s.store, Broker: s.broker}
-	res := &resolvers.Resolver{Store: s.store, Broker: s.broker, Streams: s.streams, Tokens: tokens, Sessions: sessions, Passwords: passwords, Log: log, Limits: limits}
-	res.MaxRoomsPerUser = cfg.MaxRoomsPerUser
-	res.Typists = res.NewTyping()
-	res.Profiles = resolvers.NewProfiles(s.store, log, 0, cfg.ProfileTTL)
-	s.profiles = res.Profiles
+	core := &chat.Service{Store: s.store, Broker: s.broker, Sessions: sessions, Log: log, Limits: limits, MaxRoomsPerUser: cfg.MaxRoomsPerUser}
+	core.Typists = core.NewTyping()
+	core.Profiles = chat.NewProfiles(s.store, log, 0, cfg.ProfileTTL)
+	s.profiles = core.Profiles
 	if cfg.MembershipTTL > 0 {
-		res.Memberships = resolvers.NewMemberships(0, cfg.MembershipTTL)
+		core.Memberships = chat.NewMemberships(0, cfg.MembershipTTL)
 	}
+	res := &resolvers.Resolver{Service: core, Streams: s.streams, Tokens: tokens, Passwords: passwords}
 	if err := res.FollowAnnouncements(streams, sessions.EndUser); err != nil {
 		endStreams()
 		_ = s.broker.Close()

@@ -20,9 +20,9 @@ import (
 	"github.com/coder/websocket"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/internal/chatclient"
 	"github.com/killrchat/chatql/ratelimit"
-	"github.com/killrchat/chatql/resolvers"
 )
 
 // testServer is a real server instance on a loopback port.
@@ -675,9 +675,9 @@ func TestMembershipTTLConfig(t *testing.T) {
 		want       time.Duration
 		bad        bool
 	}{
-		{"", "", resolvers.DefaultMembershipTTL, false},
+		{"", "", chat.DefaultMembershipTTL, false},
 		{"redis://127.0.0.1:6379/0", "", 0, false},
-		{"", "auto", resolvers.DefaultMembershipTTL, false},
+		{"", "auto", chat.DefaultMembershipTTL, false},
 		{"redis://127.0.0.1:6379/0", "2s", 2 * time.Second, false},
 		{"", "0", 0, false},
 		{"", "-1s", 0, true},
@@ -699,7 +699,7 @@ func TestMaxRoomsPerUserConfig(t *testing.T) {
 		want  int
 		bad   bool
 	}{
-		{"", resolvers.DefaultMaxRoomsPerUser, false},
+		{"", chat.DefaultMaxRoomsPerUser, false},
 		{"50", 50, false},
 		{"0", 0, true},
 		{"-3", 0, true},

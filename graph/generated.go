@@ -14,6 +14,7 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/introspection"
+	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/graph/model"
 	"github.com/killrchat/chatql/store"
 	gqlparser "github.com/vektah/gqlparser/v2"
@@ -293,7 +294,7 @@ type QueryResolver interface {
 	Inbox(ctx context.Context) ([]store.Conversation, error)
 	DirectMessages(ctx context.Context, with string, first *int, after *string) (*model.MessageConnection, error)
 	Message(ctx context.Context, id string) (*store.Message, error)
-	Presence(ctx context.Context, logins []string) ([]model.UserPresence, error)
+	Presence(ctx context.Context, logins []string) ([]chat.UserPresence, error)
 	MyMessages(ctx context.Context, first *int, after *string) (*model.MessageConnection, error)
 	Messages(ctx context.Context, room string, first *int, after *string) (*model.MessageConnection, error)
 	Thread(ctx context.Context, messageID string, first *int, after *string) (*model.MessageConnection, error)
@@ -5956,8 +5957,8 @@ func (ec *executionContext) _Query_presence(ctx context.Context, field graphql.C
 			return ec.Resolvers.Query().Presence(ctx, fc.Args["logins"].([]string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []model.UserPresence) graphql.Marshaler {
-			return ec.marshalNUserPresence2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserPresenceᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []chat.UserPresence) graphql.Marshaler {
+			return ec.marshalNUserPresence2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋchatᚐUserPresenceᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7336,7 +7337,7 @@ func (ec *executionContext) fieldContext_User_rooms(ctx context.Context, field g
 	return fc, nil
 }
 
-func (ec *executionContext) _UserPresence_login(ctx context.Context, field graphql.CollectedField, obj *model.UserPresence) (ret graphql.Marshaler) {
+func (ec *executionContext) _UserPresence_login(ctx context.Context, field graphql.CollectedField, obj *chat.UserPresence) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7359,7 +7360,7 @@ func (ec *executionContext) fieldContext_UserPresence_login(_ context.Context, f
 	return graphql.NewScalarFieldContext("UserPresence", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _UserPresence_online(ctx context.Context, field graphql.CollectedField, obj *model.UserPresence) (ret graphql.Marshaler) {
+func (ec *executionContext) _UserPresence_online(ctx context.Context, field graphql.CollectedField, obj *chat.UserPresence) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10963,7 +10964,7 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 
 var userPresenceImplementors = []string{"UserPresence"}
 
-func (ec *executionContext) _UserPresence(ctx context.Context, sel ast.SelectionSet, obj *model.UserPresence) graphql.Marshaler {
+func (ec *executionContext) _UserPresence(ctx context.Context, sel ast.SelectionSet, obj *chat.UserPresence) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, userPresenceImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -11925,15 +11926,15 @@ func (ec *executionContext) marshalNUser2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋ
 	return ec._User(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNUserPresence2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserPresence(ctx context.Context, sel ast.SelectionSet, v model.UserPresence) graphql.Marshaler {
+func (ec *executionContext) marshalNUserPresence2githubᚗcomᚋkillrchatᚋchatqlᚋchatᚐUserPresence(ctx context.Context, sel ast.SelectionSet, v chat.UserPresence) graphql.Marshaler {
 	return ec._UserPresence(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNUserPresence2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserPresenceᚄ(ctx context.Context, sel ast.SelectionSet, v []model.UserPresence) graphql.Marshaler {
+func (ec *executionContext) marshalNUserPresence2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋchatᚐUserPresenceᚄ(ctx context.Context, sel ast.SelectionSet, v []chat.UserPresence) graphql.Marshaler {
 	ret := marshalSliceInline(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNUserPresence2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserPresence(ctx, sel, v[i])
+		return ec.marshalNUserPresence2githubᚗcomᚋkillrchatᚋchatqlᚋchatᚐUserPresence(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {

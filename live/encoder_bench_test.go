@@ -10,6 +10,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/executor"
 
+	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/resolvers"
 	"github.com/killrchat/chatql/store"
@@ -23,7 +24,7 @@ func BenchmarkRoomEventEncode(b *testing.B) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	// Every UserSummary shows the author's current names, from the cache
 	// (filled by the first event).
-	res := &resolvers.Resolver{Log: log, Profiles: resolvers.NewProfiles(namesStore{}, log, 0, time.Hour)}
+	res := &resolvers.Resolver{Service: &chat.Service{Log: log, Profiles: chat.NewProfiles(namesStore{}, log, 0, time.Hour)}}
 	exec := executor.New(graph.NewExecutableSchema(graph.Config{Resolvers: res}))
 	query := `subscription($r: String!) { roomEvents(room: $r) { kind room cursor message { id content system postedAt author { login firstname lastname } } user { login } } }`
 	rc, errs := exec.CreateOperationContext(graphql.StartOperationTrace(context.Background()), &graphql.RawParams{Query: query, Variables: map[string]any{"r": "hall"}})

@@ -22,6 +22,7 @@ import (
 
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/resolvers"
 	"github.com/killrchat/chatql/store"
@@ -65,7 +66,7 @@ func newHarnessOn(t *testing.T, tune func(*Config), wrap func(net.Listener) net.
 	// Runs before the store and broker close: streams end asynchronously
 	// after the server and its context.
 	t.Cleanup(func() { waitFor(t, "the streams to end", func() bool { return src.Open() == 0 }) })
-	res := &resolvers.Resolver{Store: st, Broker: br, Streams: src, Tokens: tokens, Log: log}
+	res := &resolvers.Resolver{Service: &chat.Service{Store: st, Broker: br, Log: log}, Streams: src, Tokens: tokens}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	cfg := Config{

@@ -7,14 +7,11 @@ package resolvers
 
 import (
 	"context"
-	"slices"
-	"time"
 
 	"github.com/killrchat/chatql/auth"
-	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/graph/model"
-	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
 )
 
@@ -39,7 +36,7 @@ func (r *conversationResolver) Peer(ctx context.Context, obj *store.Conversation
 
 // PeerOnline is the resolver for the peerOnline field.
 func (r *conversationResolver) PeerOnline(ctx context.Context, obj *store.Conversation) (*bool, error) {
-	return r.peerOnline(ctx, obj)
+	return r.Service.PeerOnline(ctx, obj)
 }
 
 // LastMessage is the resolver for the lastMessage field.
@@ -86,7 +83,7 @@ func (r *inboxEventResolver) Conversation(ctx context.Context, obj *model.InboxE
 	if err != nil {
 		return nil, err
 	}
-	conv, err := r.conversation(ctx, me, obj.ConversationID)
+	conv, err := r.Service.Conversation(ctx, me, obj.ConversationID)
 	if err != nil {
 		return nil, err
 	}
@@ -95,45 +92,11 @@ func (r *inboxEventResolver) Conversation(ctx context.Context, obj *model.InboxE
 
 // SendDirectMessage is the resolver for the sendDirectMessage field.
 func (r *mutationResolver) SendDirectMessage(ctx context.Context, to string, content string, clientMessageID *string, replyTo *string) (*store.Message, error) {
-	me, err := r.limitedUser(ctx, ratelimit.DirectMessage)
+	me, err := auth.UserFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := store.ValidateContent(content); err != nil {
-		return nil, err
-	}
-	if err := store.ValidateLogin(to); err != nil {
-		return nil, err
-	}
-	if to == me.Login {
-		return nil, store.Invalidf("invalid recipient: you cannot send a direct message to yourself")
-	}
-	peer, err := r.Store.User(ctx, to)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.mayWriteTo(ctx, me, to, "direct messages"); err != nil {
-		return nil, err
-	}
-	conv := store.DirectConversationID(me.Login, to)
-	root, err := r.replyRoot(ctx, replyTo, conv, me)
-	if err != nil {
-		return nil, err
-	}
-	msg := store.Message{Room: conv, ID: store.NewMessageID(), Author: me, Content: content, ReplyTo: root}
-	announce := func(msg store.Message) {
-		ev := store.Event{ID: msg.ID, Kind: store.DirectMessage, Room: conv, Message: &msg, User: me}
-		r.publishTo(ctx, broker.UserTopic(to), ev)
-		r.publishTo(ctx, broker.UserTopic(me.Login), ev)
-	}
-	return r.sendOnce(ctx, clientMessageID, msg, func(msg store.Message) error {
-		if err := r.Store.SendDirect(ctx, msg, peer.UserRef); err != nil {
-			return err
-		}
-		r.Typists.Stop(conv, me.Login)
-		announce(msg)
-		return nil
-	}, announce)
+	return r.Service.SendDirect(ctx, me, to, content, clientMessageID, replyTo)
 }
 
 // MarkRead is the resolver for the markRead field.
@@ -142,106 +105,43 @@ func (r *mutationResolver) MarkRead(ctx context.Context, conversation string, up
 	if err != nil {
 		return nil, err
 	}
-	id, err := store.ParseMessageID(upTo)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.inConversation(ctx, id, conversation); err != nil {
-		return nil, err
-	}
-	if !store.IsDirectConversation(conversation) {
-		if m, err := r.Store.Membership(ctx, conversation, me.Login); err == nil && m.Kind == store.PublicRoom {
-			return r.markRoomRead(ctx, conversation, m, id, me)
-		}
-	}
-	before, err := r.Store.Conversation(ctx, me.Login, conversation)
-	if err != nil {
-		return nil, err
-	}
-	if newest := before.LastMessage.ID; id.Compare(newest) > 0 {
-		id = newest // "read up to the future" would pre-read messages not yet sent
-	}
-	ev, err := r.Store.MarkRead(ctx, me.Login, conversation, id)
-	if err != nil {
-		return nil, err
-	}
-	conv, err := r.Store.Conversation(ctx, me.Login, conversation)
-	if err != nil {
-		return nil, err
-	}
-	r.publishTo(ctx, broker.UserTopic(me.Login), ev)
-	return &conv, nil
+	return r.Service.MarkRead(ctx, me, conversation, upTo)
 }
 
 // AddGroupMember is the resolver for the addGroupMember field.
 func (r *mutationResolver) AddGroupMember(ctx context.Context, group string, login string) (*store.Room, error) {
-	me, err := r.limitedUser(ctx, ratelimit.RoomChange)
+	me, err := auth.UserFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := store.ValidateLogin(login); err != nil {
-		return nil, err
-	}
-	u, err := r.Store.User(ctx, login)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.mayWriteTo(ctx, me, login, "additions to groups"); err != nil {
-		return nil, err
-	}
-	if !slices.Contains(u.ChatRooms, group) {
-		if err := r.mayTakePartInAnother(u, false); err != nil {
-			return nil, err
-		}
-	}
-	w := r.beginRoomWrite(ctx, group)
-	defer w.end()
-	room, joined, err := r.Store.AddGroupMember(ctx, group, me, u.UserRef, time.Now())
-	if err != nil {
-		return nil, err
-	}
-	w.publish(joined)
-	if !joined.ID.IsZero() {
-		r.publishTo(ctx, broker.UserTopic(login), store.Event{ID: joined.ID, Kind: store.AddedToGroup, Room: group, User: me, Message: joined.Message})
-	}
-	return &room, nil
+	return r.Service.AddGroupMember(ctx, me, group, login)
 }
 
 // MuteConversation is the resolver for the muteConversation field.
 func (r *mutationResolver) MuteConversation(ctx context.Context, conversation string, muted *bool) (bool, error) {
-	return r.muteConversation(ctx, conversation, muted == nil || *muted)
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return false, err
+	}
+	return r.Service.Mute(ctx, me, conversation, muted == nil || *muted)
 }
 
 // Typing is the resolver for the typing field.
 func (r *mutationResolver) Typing(ctx context.Context, conversation string, active *bool) (bool, error) {
-	return r.typing(ctx, conversation, active == nil || *active)
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return false, err
+	}
+	return r.Service.Typing(ctx, me, conversation, active == nil || *active)
 }
 
 // HideMessage is the resolver for the hideMessage field.
 func (r *mutationResolver) HideMessage(ctx context.Context, id string) (*store.Message, error) {
-	me, err := r.limitedUser(ctx, ratelimit.RoomChange)
+	me, err := auth.UserFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
-	msg, err := r.readableMessage(ctx, id, me)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.mayModerate(ctx, msg, me, "hide"); err != nil {
-		return nil, err
-	}
-	if msg.Hidden {
-		return &msg, nil // hidden already: nothing changes, nothing is logged
-	}
-	w := r.beginRoomWrite(ctx, msg.Room)
-	defer w.end()
-	ev, err := r.Store.HideMessage(ctx, msg, me)
-	if err != nil {
-		return nil, err
-	}
-	msg.Hidden = true
-	w.publish(ev)
-	return &msg, nil
+	return r.Service.Hide(ctx, me, id)
 }
 
 // Inbox is the resolver for the inbox field.
@@ -250,7 +150,7 @@ func (r *queryResolver) Inbox(ctx context.Context) ([]store.Conversation, error)
 	if err != nil {
 		return nil, err
 	}
-	return r.inbox(ctx, me)
+	return r.Service.Inbox(ctx, me)
 }
 
 // DirectMessages is the resolver for the directMessages field.
@@ -259,9 +159,7 @@ func (r *queryResolver) DirectMessages(ctx context.Context, with string, first *
 	if err != nil {
 		return nil, err
 	}
-	return r.messagePage(ctx, first, after, func(before store.MessageID, n int) ([]store.Message, error) {
-		return r.Store.Messages(ctx, store.DirectConversationID(me.Login, with), before, n)
-	})
+	return r.messagePage(ctx, first, after, r.Service.DirectHistory(me, with))
 }
 
 // Message is the resolver for the message field.
@@ -270,12 +168,16 @@ func (r *queryResolver) Message(ctx context.Context, id string) (*store.Message,
 	if err != nil {
 		return nil, err
 	}
-	return nullIfMissing(r.readableMessage(ctx, id, me))
+	return nullIfMissing(r.Service.Message(ctx, me, id))
 }
 
 // Presence is the resolver for the presence field.
-func (r *queryResolver) Presence(ctx context.Context, logins []string) ([]model.UserPresence, error) {
-	return r.presenceOf(ctx, logins)
+func (r *queryResolver) Presence(ctx context.Context, logins []string) ([]chat.UserPresence, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.PresenceOf(ctx, me, logins)
 }
 
 // MyMessages is the resolver for the myMessages field.
@@ -284,9 +186,7 @@ func (r *queryResolver) MyMessages(ctx context.Context, first *int, after *strin
 	if err != nil {
 		return nil, err
 	}
-	return r.messagePage(ctx, first, after, func(before store.MessageID, n int) ([]store.Message, error) {
-		return r.Store.MessagesByAuthor(ctx, me.Login, before, n)
-	})
+	return r.messagePage(ctx, first, after, r.Service.MyMessages(me))
 }
 
 // InboxEvents is the resolver for the inboxEvents field.
@@ -308,7 +208,7 @@ func (r *subscriptionResolver) InboxEvents(ctx context.Context, after *string, p
 	}
 	run := func(ctx context.Context, emit func(*store.Event) bool) error {
 		return s.Run(ctx, func(ev *store.Event) bool {
-			return r.mutedNotice(ctx, me.Login, ev) || emit(ev)
+			return r.Service.MutedNotice(ctx, me.Login, ev) || emit(ev)
 		})
 	}
 	return channel(r.Resolver, ctx, watched, run, inboxEventOf), nil

@@ -12,6 +12,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 
 	"github.com/killrchat/chatql/apierror"
+	"github.com/killrchat/chatql/chat"
 )
 
 // An unexpected error is logged as an error and shown as "internal error";
@@ -19,7 +20,7 @@ import (
 // canceled) is logged at debug level only: it is no fault of the server.
 func TestPresentLogsWhatFailed(t *testing.T) {
 	var logs bytes.Buffer
-	r := &Resolver{Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	r := &Resolver{Service: &chat.Service{Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}}
 	present := func(ctx context.Context, err error) (string, string) {
 		logs.Reset()
 		e := r.present(graphql.WithResponseContext(ctx, graphql.DefaultErrorPresenter, nil), err)

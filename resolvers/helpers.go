@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/killrchat/chatql/auth"
-	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/graph/model"
 	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
-	"github.com/killrchat/chatql/tracing"
 )
 
 // limitedUser returns the caller once their write is counted within the
@@ -26,71 +24,10 @@ func (r *Resolver) limitedUser(ctx context.Context, action ratelimit.Action) (st
 	return me, r.Limits.Allow(ctx, action, me.Login)
 }
 
-// publish hands a room event the store logged to the broker, for the
-// room's live subscribers. The zero event (the store logged nothing) is not
-// published.
-func (r *Resolver) publish(ctx context.Context, ev store.Event) {
-	if !ev.ID.IsZero() {
-		r.publishTo(ctx, broker.RoomTopic(ev.Room), ev)
-	}
-}
-
-// publishChange publishes the event of a change to a message: to the
-// room's subscribers, or to both users' inboxes for a direct message.
-func (r *Resolver) publishChange(ctx context.Context, ev store.Event) {
-	if ev.ID.IsZero() || !store.IsDirectConversation(ev.Room) {
-		r.publish(ctx, ev)
-		return
-	}
-	a, b := store.DirectParties(ev.Room)
-	r.publishTo(ctx, broker.UserTopic(a), ev)
-	r.publishTo(ctx, broker.UserTopic(b), ev)
-}
-
-// changed publishes the event of a change to the message id, which w
-// wrote, and returns the message as it now is: the event's, or, when the
-// change logged nothing (an edit older than the message's last), as stored.
-func (r *Resolver) changed(ctx context.Context, w *roomWrite, ev store.Event, id store.MessageID) (*store.Message, error) {
-	w.publish(ev)
-	if ev.Message != nil {
-		return ev.Message, nil
-	}
-	m, err := r.Store.Message(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return &m, nil
-}
-
-// publishTo hands ev to the broker on any topic (a user's inbox topic). The
-// write it reports is already stored and logged, so a failed publish only
-// delays live delivery until subscribers catch up from the log; it is
-// logged, not returned. It publishes even when the request that made the
-// write has ended (its client went away): the subscribers have nothing
-// else to tell them of the event.
-func (r *Resolver) publishTo(ctx context.Context, topic string, ev store.Event) {
-	markPublished(ctx)
-	publishing := context.WithoutCancel(ctx)
-	var err error
-	if tracing.FromContext(ctx) == nil {
-		// Untraced, as nearly every publish is: no clock read, and no
-		// attributes built (they would be allocated for every event).
-		err = r.Broker.Publish(publishing, topic, ev)
-	} else {
-		start := time.Now()
-		err = r.Broker.Publish(publishing, topic, ev)
-		tracing.Record(ctx, "broker.publish", tracing.Producer, start, err, tracing.Attr{Key: "chat.topic", Value: topic}, tracing.Attr{Key: "chat.event", Value: string(ev.Kind)})
-	}
-	if err != nil {
-		r.Log.WarnContext(ctx, "publish failed; subscribers will catch up from the log", "topic", topic, "kind", ev.Kind, "err", err)
-	}
-}
-
 // messagePage reads a newest-first page of first messages after the
-// cursor with fetch, which returns up to n messages older than before, and
-// shapes it as a connection, with the page's reactions and threads
-// prefetched if selected.
-func (r *Resolver) messagePage(ctx context.Context, first *int, after *string, fetch func(before store.MessageID, n int) ([]store.Message, error)) (*model.MessageConnection, error) {
+// cursor with read, and shapes it as a connection, with the page's
+// reactions and threads prefetched if selected.
+func (r *Resolver) messagePage(ctx context.Context, first *int, after *string, read chat.Pager) (*model.MessageConnection, error) {
 	n, err := pageSize(first, defaultMessagePage)
 	if err != nil {
 		return nil, err
@@ -99,7 +36,7 @@ func (r *Resolver) messagePage(ctx context.Context, first *int, after *string, f
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := fetch(before, n+1)
+	msgs, err := read(ctx, before, n+1)
 	if err != nil {
 		return nil, err
 	}
@@ -192,28 +129,6 @@ func deref(s *string) string {
 	return *s
 }
 
-// visibleRooms pages the rooms the caller may see, reading on past others'
-// private groups until the page is full or the rooms run out.
-func (r *Resolver) visibleRooms(ctx context.Context, me store.UserRef, after string, limit int) ([]store.Room, error) {
-	var page []store.Room
-	for len(page) < limit {
-		rooms, err := r.Store.Rooms(ctx, after, limit)
-		if err != nil {
-			return nil, err
-		}
-		for _, room := range rooms {
-			if room.Kind != store.PrivateGroup || room.HasParticipant(me.Login) {
-				page = append(page, room)
-			}
-		}
-		if len(rooms) < limit {
-			break
-		}
-		after = rooms[len(rooms)-1].Name
-	}
-	return page[:min(len(page), limit)], nil
-}
-
 // roomKind maps the API's room kind to the store's.
 func roomKind(k *model.RoomKind) store.RoomKind {
 	if k != nil && *k == model.RoomKindPrivateGroup {
@@ -260,4 +175,14 @@ func (r *Resolver) accountWithPassword(ctx context.Context, login, password, wha
 		return store.Account{}, err
 	}
 	return acct, nil
+}
+
+// moderate takes the caller's moderation action of this kind on login in
+// the room.
+func (r *mutationResolver) moderate(ctx context.Context, room, login string, kind store.EventKind) (*store.Room, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.Moderate(ctx, me, room, login, kind)
 }

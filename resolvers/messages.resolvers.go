@@ -7,22 +7,19 @@ package resolvers
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/killrchat/chatql/auth"
-	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/graph/model"
-	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
-	"github.com/killrchat/chatql/stream"
 )
 
 // Content is the resolver for the content field.
 func (r *messageResolver) Content(ctx context.Context, obj *store.Message) (string, error) {
 	if obj.Hidden {
-		if me, err := auth.UserFrom(ctx); err != nil || !SeesHiddenContent(obj, me) {
+		if me, err := auth.UserFrom(ctx); err != nil || !chat.SeesHiddenContent(obj, me) {
 			return "", nil
 		}
 	}
@@ -75,108 +72,47 @@ func (r *messageResolver) LatestRepliers(ctx context.Context, obj *store.Message
 
 // PostMessage is the resolver for the postMessage field.
 func (r *mutationResolver) PostMessage(ctx context.Context, room string, content string, clientMessageID *string, replyTo *string) (*store.Message, error) {
-	me, err := r.limitedUser(ctx, ratelimit.Post)
+	me, err := auth.UserFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := store.ValidateContent(content); err != nil {
-		return nil, err
-	}
-	kind, members, err := r.postAudience(ctx, room, me)
-	if err != nil {
-		return nil, err
-	}
-	root, err := r.replyRoot(ctx, replyTo, room, me)
-	if err != nil {
-		return nil, err
-	}
-	w := r.beginRoomWrite(ctx, room)
-	defer w.end()
-	msg := store.Message{Room: room, ID: store.NewMessageID(), Author: me, Content: content, ReplyTo: root}
-	return r.sendOnce(ctx, clientMessageID, msg, func(msg store.Message) error {
-		if kind == store.PrivateGroup {
-			if err := r.Store.PostGroupMessage(ctx, msg, members); err != nil {
-				return err
-			}
-			unread := store.Event{ID: msg.ID, Kind: store.UnreadChanged, Room: room, Message: &msg, User: me}
-			for _, p := range members {
-				if p.Login != me.Login {
-					r.publishTo(ctx, broker.UserTopic(p.Login), unread)
-				}
-			}
-		} else if err := r.Store.PostMessage(ctx, msg); err != nil {
-			return err
-		}
-		r.Typists.Stop(room, me.Login)
-		w.publish(store.PostedEvent(msg))
-		r.notifyMentions(ctx, msg, kind, members)
-		return nil
-	}, func(stored store.Message) { w.publish(store.PostedEvent(stored)) })
+	return r.Service.Post(ctx, me, room, content, clientMessageID, replyTo)
 }
 
 // EditMessage is the resolver for the editMessage field.
 func (r *mutationResolver) EditMessage(ctx context.Context, id string, content string) (*store.Message, error) {
-	me, err := r.limitedUser(ctx, ratelimit.Post)
+	me, err := auth.UserFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := store.ValidateContent(content); err != nil {
-		return nil, err
-	}
-	msg, err := r.readableMessage(ctx, id, me)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case msg.Deleted:
-		return nil, fmt.Errorf("message %s was deleted: %w", id, store.ErrNotFound)
-	case msg.Author.Login != me.Login:
-		return nil, fmt.Errorf("%w: only its author may edit a message", store.ErrForbidden)
-	case msg.System:
-		return nil, fmt.Errorf("%w: the server's messages of joins and leaves cannot be edited", store.ErrForbidden)
-	}
-	w := r.beginRoomWrite(ctx, msg.Room)
-	defer w.end()
-	ev, err := r.Store.EditMessage(ctx, msg, me, content, time.Now())
-	if err != nil {
-		return nil, err
-	}
-	return r.changed(ctx, w, ev, msg.ID)
+	return r.Service.Edit(ctx, me, id, content)
 }
 
 // DeleteMessage is the resolver for the deleteMessage field.
 func (r *mutationResolver) DeleteMessage(ctx context.Context, id string) (*store.Message, error) {
-	me, err := r.limitedUser(ctx, ratelimit.RoomChange)
+	me, err := auth.UserFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
-	msg, err := r.readableMessage(ctx, id, me)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.mayModerate(ctx, msg, me, "delete"); err != nil {
-		return nil, err
-	}
-	if msg.Deleted {
-		return &msg, nil // deleted already: nothing changes, nothing is logged
-	}
-	w := r.beginRoomWrite(ctx, msg.Room)
-	defer w.end()
-	ev, err := r.Store.DeleteMessage(ctx, msg, me)
-	if err != nil {
-		return nil, err
-	}
-	return r.changed(ctx, w, ev, msg.ID)
+	return r.Service.Delete(ctx, me, id)
 }
 
 // AddReaction is the resolver for the addReaction field.
 func (r *mutationResolver) AddReaction(ctx context.Context, messageID string, emoji string) (*store.Message, error) {
-	return r.react(ctx, messageID, emoji, true)
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.React(ctx, me, messageID, emoji, true)
 }
 
 // RemoveReaction is the resolver for the removeReaction field.
 func (r *mutationResolver) RemoveReaction(ctx context.Context, messageID string, emoji string) (*store.Message, error) {
-	return r.react(ctx, messageID, emoji, false)
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.React(ctx, me, messageID, emoji, false)
 }
 
 // Messages is the resolver for the messages field.
@@ -185,34 +121,11 @@ func (r *queryResolver) Messages(ctx context.Context, room string, first *int, a
 	if err != nil {
 		return nil, err
 	}
-	publicPage := func(before store.MessageID, n int) ([]store.Message, error) {
-		return r.history.read(ctx, historyPage{room, before, n}, r.Store.Messages)
-	}
-	known, epoch := r.knownPoster(room, me.Login) // a participant of a public room
-	if known {
-		return r.messagePage(ctx, first, after, publicPage)
-	}
-	rm, err := r.visibleMembership(ctx, room, me)
+	history, err := r.Service.History(ctx, me, room)
 	if err != nil {
 		return nil, err
 	}
-	r.rememberMembership(epoch, rm)
-	if rm.Kind == store.PrivateGroup {
-		if rm.Banned {
-			return nil, fmt.Errorf("%w: %s is banned from group %q", store.ErrForbidden, me.Login, room)
-		}
-		windows, err := r.groupWindows(ctx, room, me)
-		if err != nil {
-			return nil, err
-		}
-		return r.messagePage(ctx, first, after, func(before store.MessageID, n int) ([]store.Message, error) {
-			return r.Store.GroupMessages(ctx, room, windows, before, n)
-		})
-	}
-	if !rm.Participant {
-		return nil, stream.NotParticipant(room, me)
-	}
-	return r.messagePage(ctx, first, after, publicPage)
+	return r.messagePage(ctx, first, after, history)
 }
 
 // Thread is the resolver for the thread field.
@@ -221,17 +134,11 @@ func (r *queryResolver) Thread(ctx context.Context, messageID string, first *int
 	if err != nil {
 		return nil, err
 	}
-	root, err := r.readableMessage(ctx, messageID, me)
+	replies, err := r.Service.Thread(ctx, me, messageID)
 	if err != nil {
 		return nil, err
 	}
-	windows, err := r.threadWindows(ctx, root, me)
-	if err != nil {
-		return nil, err
-	}
-	return r.messagePage(ctx, first, after, func(before store.MessageID, n int) ([]store.Message, error) {
-		return r.threadReplies(ctx, root, windows, before, n)
-	})
+	return r.messagePage(ctx, first, after, replies)
 }
 
 // ReactedByMe is the resolver for the reactedByMe field.

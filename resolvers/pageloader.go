@@ -201,15 +201,11 @@ func (r *Resolver) threadOf(ctx context.Context, m *store.Message) (store.Thread
 // subscription's shared encoding, which has no caller, shows them as
 // stored (its subscribers are the room's members).
 func (r *Resolver) threadSummaries(ctx context.Context, msgs []store.Message) (map[store.MessageID]store.Thread, error) {
-	got, err := r.Store.ThreadSummaries(ctx, msgs)
-	if err != nil {
-		return nil, err
-	}
 	me, err := auth.UserFrom(ctx)
 	if err != nil {
-		return got, nil
+		return r.Store.ThreadSummaries(ctx, msgs)
 	}
-	return r.threadsFor(ctx, msgs, got, me)
+	return r.Service.Threads(ctx, me, msgs)
 }
 
 func nonNil[T any](s []T) []T {

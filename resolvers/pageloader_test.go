@@ -14,6 +14,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 
 	"github.com/killrchat/chatql/auth"
+	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/store"
 	"github.com/killrchat/chatql/store/embedded"
@@ -97,7 +98,7 @@ func TestPagePrefetchReadsOnce(t *testing.T) {
 		reads, threadReads, blockReads int64
 	}{{"loader", true, 1, 1, 1}, {"no loader", false, 50, 100, 50}} { // replyCount and latestRepliers read apart
 		t.Run(tc.name, func(t *testing.T) {
-			srv := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: &Resolver{Store: counting}}))
+			srv := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: &Resolver{Service: &chat.Service{Store: counting}}}))
 			srv.AddTransport(transport.POST{})
 			if tc.loader {
 				srv.AroundOperations(WithPageLoader)

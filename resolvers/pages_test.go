@@ -13,6 +13,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 
 	"github.com/killrchat/chatql/auth"
+	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/store"
 	"github.com/killrchat/chatql/store/embedded"
@@ -93,7 +94,7 @@ func TestPagesEncodeAsTheExecutor(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r := &Resolver{Store: db, Log: slog.Default(), Profiles: NewProfiles(db, slog.Default(), 0, 0)}
+	r := &Resolver{Service: &chat.Service{Store: db, Log: slog.Default(), Profiles: chat.NewProfiles(db, slog.Default(), 0, 0)}}
 	srv := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: r}))
 	srv.AddTransport(transport.POST{})
 	srv.AroundOperations(WithPageLoader)

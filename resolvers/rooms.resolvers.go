@@ -7,115 +7,48 @@ package resolvers
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"github.com/killrchat/chatql/auth"
+	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/graph/model"
-	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
 )
 
 // CreateRoom is the resolver for the createRoom field.
 func (r *mutationResolver) CreateRoom(ctx context.Context, input model.CreateRoomInput) (*store.Room, error) {
-	me, err := r.limitedUser(ctx, ratelimit.RoomChange)
+	me, err := auth.UserFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
-	room := store.Room{
-		Name:         input.Name,
-		Kind:         roomKind(input.Kind),
-		Banner:       deref(input.Banner),
-		Creator:      me,
-		CreatedAt:    time.Now().UTC().Truncate(time.Millisecond), // Cassandra timestamps hold milliseconds
-		Participants: []store.UserRef{me},
-	}
-	if err := room.Validate(); err != nil {
-		return nil, err
-	}
-	if err := r.callerMayTakePartInAnother(ctx, me); err != nil {
-		return nil, err
-	}
-	if err := r.Store.CreateRoom(ctx, room); err != nil {
-		return nil, err
-	}
-	return &room, nil
+	return r.Service.CreateRoom(ctx, me, input.Name, roomKind(input.Kind), deref(input.Banner))
 }
 
 // JoinRoom is the resolver for the joinRoom field.
 func (r *mutationResolver) JoinRoom(ctx context.Context, room string) (*store.Room, error) {
-	me, err := r.limitedUser(ctx, ratelimit.RoomChange)
+	me, err := auth.UserFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
-	before, err := r.visibleMembership(ctx, room, me)
-	if err != nil {
-		return nil, err
-	}
-	if before.Kind == store.PrivateGroup && !before.Participant {
-		return nil, fmt.Errorf("%w: %q is a private group: a member must add you with addGroupMember", store.ErrForbidden, room)
-	}
-	if !before.Participant {
-		if err := r.callerMayTakePartInAnother(ctx, me); err != nil {
-			return nil, err
-		}
-	}
-	w := r.beginRoomWrite(ctx, room)
-	defer w.end()
-	after, joined, err := r.Store.JoinRoom(ctx, room, me)
-	if err != nil {
-		return nil, err
-	}
-	w.publish(joined)
-	return &after, nil
+	return r.Service.Join(ctx, me, room)
 }
 
 // LeaveRoom is the resolver for the leaveRoom field.
 func (r *mutationResolver) LeaveRoom(ctx context.Context, room string) (*store.Room, error) {
-	me, err := r.limitedUser(ctx, ratelimit.RoomChange)
+	me, err := auth.UserFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
-	before, err := r.visibleMembership(ctx, room, me)
-	if err != nil {
-		return nil, err
-	}
-	w := r.beginRoomWrite(ctx, room)
-	defer w.end()
-	var left store.Event
-	if before.Kind == store.PrivateGroup {
-		left, err = r.Store.LeaveGroup(ctx, room, me, time.Now())
-	} else {
-		left, err = r.Store.LeaveRoom(ctx, room, me)
-	}
-	r.membershipEnded(ctx, room, me.Login, err)
-	if err != nil {
-		return nil, err
-	}
-	w.publish(left)
-	after, err := r.Store.Room(ctx, room)
-	if err != nil {
-		return nil, err
-	}
-	return &after, nil
+	return r.Service.Leave(ctx, me, room)
 }
 
 // DeleteRoom is the resolver for the deleteRoom field.
 func (r *mutationResolver) DeleteRoom(ctx context.Context, room string) (*store.Room, error) {
-	me, err := r.limitedUser(ctx, ratelimit.RoomChange)
+	me, err := auth.UserFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
-	w := r.beginRoomWrite(ctx, room)
-	defer w.end()
-	deleted, ev, err := r.Store.DeleteRoom(ctx, room, me)
-	r.membershipEnded(ctx, room, "", err)
-	if err != nil {
-		return nil, err
-	}
-	w.publish(ev)
-	return &deleted, nil
+	return r.Service.DeleteRoom(ctx, me, room)
 }
 
 // AppointModerator is the resolver for the appointModerator field.
@@ -149,7 +82,7 @@ func (r *queryResolver) Room(ctx context.Context, name string) (*store.Room, err
 	if err != nil {
 		return nil, err
 	}
-	return nullIfMissing(r.visibleRoom(ctx, name, me))
+	return nullIfMissing(r.Service.Room(ctx, me, name))
 }
 
 // Rooms is the resolver for the rooms field.
@@ -162,7 +95,7 @@ func (r *queryResolver) Rooms(ctx context.Context, first *int, after *string) (*
 	if err != nil {
 		return nil, err
 	}
-	rooms, err := r.visibleRooms(ctx, me, deref(after), n+1)
+	rooms, err := r.Service.Rooms(ctx, me, deref(after), n+1)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +136,7 @@ func (r *roomResolver) Kind(ctx context.Context, obj *store.Room) (model.RoomKin
 
 // ReadMarks is the resolver for the readMarks field.
 func (r *roomResolver) ReadMarks(ctx context.Context, obj *store.Room, first *int) ([]store.ReadMark, error) {
-	n, err := boundedFirst(first, defaultReadMarks, maxReadMarks)
+	n, err := boundedFirst(first, chat.DefaultReadMarks, chat.MaxReadMarks)
 	if err != nil {
 		return nil, err
 	}
@@ -211,23 +144,29 @@ func (r *roomResolver) ReadMarks(ctx context.Context, obj *store.Room, first *in
 	if err != nil {
 		return nil, err
 	}
-	if obj.Kind == store.PrivateGroup {
-		return []store.ReadMark{}, nil
-	}
-	if m, err := r.Store.Membership(ctx, obj.Name, me.Login); err != nil || !m.Participant {
-		return []store.ReadMark{}, nil
-	}
-	return r.Store.RoomReadMarks(ctx, obj.Name, n)
+	return r.Service.ReadMarks(ctx, me, obj, n)
 }
 
 // Online is the resolver for the online field.
 func (r *roomResolver) Online(ctx context.Context, obj *store.Room, first *int) ([]store.UserRef, error) {
-	return r.roomOnline(ctx, obj, first)
+	n, err := boundedFirst(first, chat.DefaultOnline, chat.MaxOnline)
+	if err != nil {
+		return nil, err
+	}
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.RoomOnline(ctx, me, obj, n)
 }
 
 // Banned is the resolver for the banned field.
 func (r *roomResolver) Banned(ctx context.Context, obj *store.Room) ([]string, error) {
-	return r.roomBans(ctx, obj)
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.Bans(ctx, me, obj)
 }
 
 // ReadMark returns graph.ReadMarkResolver implementation.

@@ -244,3 +244,15 @@ func channel[T any](r *Resolver, ctx, watched context.Context, run func(context.
 	}()
 	return out
 }
+
+// actorOf is RoomEvent.by: who took a moderation action, the author of the
+// system message that records it; nil for other events.
+func actorOf(ev *store.Event) *store.UserRef {
+	switch ev.Kind {
+	case store.ModeratorAppointed, store.ModeratorDismissed, store.ParticipantRemoved, store.ParticipantBanned, store.ParticipantUnbanned:
+		if ev.Message != nil {
+			return &ev.Message.Author
+		}
+	}
+	return nil
+}

@@ -20,12 +20,20 @@ import (
 
 // BlockUser is the resolver for the blockUser field.
 func (r *mutationResolver) BlockUser(ctx context.Context, login string) ([]store.UserRef, error) {
-	return r.setBlock(ctx, login, true)
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.SetBlock(ctx, me, login, true)
 }
 
 // UnblockUser is the resolver for the unblockUser field.
 func (r *mutationResolver) UnblockUser(ctx context.Context, login string) ([]store.UserRef, error) {
-	return r.setBlock(ctx, login, false)
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.SetBlock(ctx, me, login, false)
 }
 
 // Signup is the resolver for the signup field.
@@ -136,23 +144,11 @@ func (r *mutationResolver) ChangePassword(ctx context.Context, oldPassword strin
 
 // UpdateProfile is the resolver for the updateProfile field.
 func (r *mutationResolver) UpdateProfile(ctx context.Context, input model.ProfileInput) (*store.User, error) {
-	me, err := r.limitedUser(ctx, ratelimit.RoomChange)
+	me, err := auth.UserFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
-	p := store.ProfileUpdate{Firstname: input.Firstname, Lastname: input.Lastname, Bio: input.Bio}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	u, err := r.Store.UpdateProfile(ctx, me.Login, p)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("%w: the token's user no longer exists", auth.ErrUnauthenticated)
-	}
-	if err != nil {
-		return nil, err
-	}
-	r.announce(ctx, store.ProfileChanged, me.Login)
-	return &u, nil
+	return r.Service.UpdateProfile(ctx, me, store.ProfileUpdate{Firstname: input.Firstname, Lastname: input.Lastname, Bio: input.Bio})
 }
 
 // DeleteAccount is the resolver for the deleteAccount field.
@@ -168,7 +164,7 @@ func (r *mutationResolver) DeleteAccount(ctx context.Context, password string) (
 	if err != nil {
 		return false, err
 	}
-	if err := r.deleteAccount(ctx, acct); err != nil {
+	if err := r.Service.DeleteAccount(ctx, acct); err != nil {
 		return false, err
 	}
 	return true, nil

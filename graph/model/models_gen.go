@@ -156,14 +156,6 @@ type SignupInput struct {
 type Subscription struct {
 }
 
-// Whether a user is online.
-type UserPresence struct {
-	// Who.
-	Login string `json:"login"`
-	// Whether they have an open connection to any instance now; null if the caller may not know.
-	Online *bool `json:"online,omitempty"`
-}
-
 // What an inbox entry is about.
 type ConversationKind string
 

@@ -1,4 +1,4 @@
-package resolvers
+package chat
 
 import (
 	"context"
@@ -129,17 +129,17 @@ func (c *Memberships) Purge() {
 
 // knownPoster reports whether the cache knows login may post to the public
 // room (and so read it); if not, epoch is what rememberMembership needs.
-func (r *Resolver) knownPoster(room, login string) (known bool, epoch uint64) {
-	if r.Memberships == nil {
+func (s *Service) knownPoster(room, login string) (known bool, epoch uint64) {
+	if s.Memberships == nil {
 		return false, 0
 	}
-	return r.Memberships.mayPost(room, login)
+	return s.Memberships.mayPost(room, login)
 }
 
 // rememberMembership caches m, read in epoch, if it allows posting.
-func (r *Resolver) rememberMembership(epoch uint64, m store.RoomMembership) {
-	if r.Memberships != nil {
-		r.Memberships.remember(epoch, m)
+func (s *Service) rememberMembership(epoch uint64, m store.RoomMembership) {
+	if s.Memberships != nil {
+		s.Memberships.remember(epoch, m)
 	}
 }
 
@@ -149,12 +149,12 @@ func (r *Resolver) rememberMembership(epoch uint64, m store.RoomMembership) {
 // store's answer. Nothing is dropped if the store refused (the membership
 // stands); a timeout or another failure may have ended it, so it counts.
 // The instances are told even when this one has no cache: another one may.
-func (r *Resolver) membershipEnded(ctx context.Context, room, login string, err error) {
+func (s *Service) membershipEnded(ctx context.Context, room, login string, err error) {
 	if _, refused := apierror.Of(err); err != nil && refused {
 		return
 	}
-	if r.Memberships != nil {
-		r.Memberships.forget(room, login)
+	if s.Memberships != nil {
+		s.Memberships.forget(room, login)
 	}
-	r.tellInstances(ctx, store.Event{Kind: store.MembershipEnded, Room: room, User: store.UserRef{Login: login}})
+	s.tellInstances(ctx, store.Event{Kind: store.MembershipEnded, Room: room, User: store.UserRef{Login: login}})
 }

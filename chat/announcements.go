@@ -1,4 +1,4 @@
-package resolvers
+package chat
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 // deleted account. It returns once the subscription is live. After a gap
 // (the broker lost announcements, or cut the subscription off) it drops
 // everything both caches hold.
-func (r *Resolver) FollowAnnouncements(ctx context.Context, deleted func(login string)) error {
-	sub, err := r.Broker.Subscribe(ctx, broker.AnnouncementsTopic)
+func (s *Service) FollowAnnouncements(ctx context.Context, deleted func(login string)) error {
+	sub, err := s.Broker.Subscribe(ctx, broker.AnnouncementsTopic)
 	if err != nil {
 		return err
 	}
@@ -26,15 +26,15 @@ func (r *Resolver) FollowAnnouncements(ctx context.Context, deleted func(login s
 				if !ok {
 					break
 				}
-				r.heard(ev, deleted)
+				s.heard(ev, deleted)
 			}
 			sub.Close()
-			r.purgeCaches()
+			s.purgeCaches()
 			for ctx.Err() == nil {
-				if sub, err = r.Broker.Subscribe(ctx, broker.AnnouncementsTopic); err == nil {
+				if sub, err = s.Broker.Subscribe(ctx, broker.AnnouncementsTopic); err == nil {
 					break
 				}
-				r.Log.Warn("following the instances' announcements failed; retrying", "err", err)
+				s.Log.Warn("following the instances' announcements failed; retrying", "err", err)
 				select {
 				case <-ctx.Done():
 				case <-time.After(time.Second):
@@ -51,49 +51,49 @@ func (r *Resolver) FollowAnnouncements(ctx context.Context, deleted func(login s
 // tellInstances publishes ev on the instances' announcements topic. A
 // failure is logged: the other instances' caches then keep the old state
 // until their entries expire.
-func (r *Resolver) tellInstances(ctx context.Context, ev store.Event) {
-	if r.Broker == nil {
+func (s *Service) tellInstances(ctx context.Context, ev store.Event) {
+	if s.Broker == nil {
 		return
 	}
 	markPublished(ctx)
-	if err := r.Broker.Publish(context.WithoutCancel(ctx), broker.AnnouncementsTopic, ev); err != nil {
-		r.Log.WarnContext(ctx, "announcing to the other instances failed; their caches keep the old state until the entries expire", "kind", ev.Kind, "room", ev.Room, "err", err)
+	if err := s.Broker.Publish(context.WithoutCancel(ctx), broker.AnnouncementsTopic, ev); err != nil {
+		s.Log.WarnContext(ctx, "announcing to the other instances failed; their caches keep the old state until the entries expire", "kind", ev.Kind, "room", ev.Room, "err", err)
 	}
 }
 
 // heard acts on one announcement.
-func (r *Resolver) heard(ev *broker.Event, deleted func(login string)) {
+func (s *Service) heard(ev *broker.Event, deleted func(login string)) {
 	switch ev.Kind {
 	case store.ProfileChanged:
-		if r.Profiles != nil {
-			r.Profiles.Forget(ev.User.Login)
+		if s.Profiles != nil {
+			s.Profiles.Forget(ev.User.Login)
 		}
 	case store.AccountDeleted:
-		if r.Profiles != nil {
-			r.Profiles.Forget(ev.User.Login)
+		if s.Profiles != nil {
+			s.Profiles.Forget(ev.User.Login)
 		}
-		if r.Memberships != nil {
-			r.Memberships.forgetUser(ev.User.Login)
+		if s.Memberships != nil {
+			s.Memberships.forgetUser(ev.User.Login)
 		}
 		if deleted != nil {
 			deleted(ev.User.Login)
 		}
 	case store.MembershipEnded:
-		if r.Memberships != nil {
-			r.Memberships.forget(ev.Room, ev.User.Login)
+		if s.Memberships != nil {
+			s.Memberships.forget(ev.Room, ev.User.Login)
 		}
 	case broker.Resync:
-		r.purgeCaches()
+		s.purgeCaches()
 	}
 }
 
 // purgeCaches drops everything the caches hold: announcements may have
 // been lost.
-func (r *Resolver) purgeCaches() {
-	if r.Profiles != nil {
-		r.Profiles.Purge()
+func (s *Service) purgeCaches() {
+	if s.Profiles != nil {
+		s.Profiles.Purge()
 	}
-	if r.Memberships != nil {
-		r.Memberships.Purge()
+	if s.Memberships != nil {
+		s.Memberships.Purge()
 	}
 }

@@ -1,4 +1,4 @@
-package resolvers
+package chat
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // public room's are checked one by one (at most store.MaxMentions). The
 // message is stored already, so a failure here is logged, not returned:
 // the mentions still count in the inbox, which reads them from the stream.
-func (r *Resolver) notifyMentions(ctx context.Context, msg store.Message, kind store.RoomKind, members []store.UserRef) {
+func (s *Service) notifyMentions(ctx context.Context, msg store.Message, kind store.RoomKind, members []store.UserRef) {
 	var logins []string
 	for _, login := range store.Mentions(msg.Content) {
 		if login == msg.Author.Login {
@@ -24,31 +24,31 @@ func (r *Resolver) notifyMentions(ctx context.Context, msg store.Message, kind s
 			if slices.ContainsFunc(members, func(u store.UserRef) bool { return u.Login == login }) {
 				logins = append(logins, login)
 			}
-		} else if m, err := r.Store.Membership(ctx, msg.Room, login); err == nil && m.Participant {
+		} else if m, err := s.Store.Membership(ctx, msg.Room, login); err == nil && m.Participant {
 			logins = append(logins, login)
 		}
 	}
-	logins = slices.DeleteFunc(logins, func(login string) bool { return !r.wantsMentions(ctx, login, msg) })
+	logins = slices.DeleteFunc(logins, func(login string) bool { return !s.wantsMentions(ctx, login, msg) })
 	if len(logins) == 0 {
 		return
 	}
-	ev, err := r.Store.LogMention(ctx, msg, logins)
+	ev, err := s.Store.LogMention(ctx, msg, logins)
 	if err != nil {
-		r.Log.WarnContext(ctx, "logging mentions failed; the inbox still counts them", "message", msg.ID, "err", err)
+		s.Log.WarnContext(ctx, "logging mentions failed; the inbox still counts them", "message", msg.ID, "err", err)
 		return
 	}
 	for _, login := range logins {
-		r.publishTo(ctx, broker.UserTopic(login), ev)
+		s.publishTo(ctx, broker.UserTopic(login), ev)
 	}
 }
 
 // wantsMentions reports whether login is notified of msg's mention of
 // them: not if they blocked its author or muted its conversation. When
 // that cannot be read, they are (a notice too many beats one lost).
-func (r *Resolver) wantsMentions(ctx context.Context, login string, msg store.Message) bool {
-	if blocked, err := r.Store.Blocks(ctx, login, msg.Author.Login); err == nil && blocked {
+func (s *Service) wantsMentions(ctx context.Context, login string, msg store.Message) bool {
+	if blocked, err := s.Store.Blocks(ctx, login, msg.Author.Login); err == nil && blocked {
 		return false
 	}
-	muted, err := r.Store.Mutes(ctx, login, msg.Room)
+	muted, err := s.Store.Mutes(ctx, login, msg.Room)
 	return err != nil || !muted
 }

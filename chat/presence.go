@@ -1,13 +1,11 @@
-package resolvers
+package chat
 
 import (
 	"context"
 	"errors"
 	"slices"
 
-	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/broker"
-	"github.com/killrchat/chatql/graph/model"
 	"github.com/killrchat/chatql/presence"
 	"github.com/killrchat/chatql/store"
 )
@@ -16,8 +14,8 @@ import (
 // many of a room's online participants Room.online lists.
 const (
 	maxPresenceLogins = 100
-	defaultOnline     = 100
-	maxOnline         = 1000
+	DefaultOnline     = 100
+	MaxOnline         = 1000
 	// Room.online looks at most maxOnlineScanned participants, by login,
 	// asking the registry about onlineChunk at a time (one Redis script
 	// each, short enough never to hold Redis up).
@@ -29,54 +27,46 @@ const (
 // tells each change of a user's state (PRESENCE_CHANGED) to the rooms and
 // groups they take part in and to the other user of each of their direct
 // conversations: the people who may see it.
-func (r *Resolver) NewPresence(registry presence.Registry) *presence.Tracker {
-	return &presence.Tracker{Registry: registry, Log: r.Log, Tell: r.tellPresence}
+func (s *Service) NewPresence(registry presence.Registry) *presence.Tracker {
+	return &presence.Tracker{Registry: registry, Log: s.Log, Tell: s.tellPresence}
 }
 
-func (r *Resolver) tellPresence(ctx context.Context, u store.UserRef, online bool) {
+func (s *Service) tellPresence(ctx context.Context, u store.UserRef, online bool) {
 	ev := store.Event{Kind: store.PresenceChanged, User: u, Online: online}
-	user, err := r.Store.User(ctx, u.Login)
+	user, err := s.Store.User(ctx, u.Login)
 	if err != nil {
-		r.Log.WarnContext(ctx, "presence: could not read the user's rooms to tell them", "login", u.Login, "err", err)
+		s.Log.WarnContext(ctx, "presence: could not read the user's rooms to tell them", "login", u.Login, "err", err)
 		return
 	}
 	for _, room := range user.ChatRooms {
 		ev.Room = room
-		r.publishTo(ctx, broker.RoomPresenceTopic(room), ev)
+		s.publishTo(ctx, broker.RoomPresenceTopic(room), ev)
 	}
-	inbox, err := r.Store.InboxEntries(ctx, u.Login)
+	inbox, err := s.Store.InboxEntries(ctx, u.Login)
 	if err != nil {
-		r.Log.WarnContext(ctx, "presence: could not read the user's conversations to tell them", "login", u.Login, "err", err)
+		s.Log.WarnContext(ctx, "presence: could not read the user's conversations to tell them", "login", u.Login, "err", err)
 		return
 	}
 	for _, c := range inbox {
 		if c.Kind == store.DirectConversation {
 			ev.Room = c.ID
-			r.publishTo(ctx, broker.UserPresenceTopic(c.Peer.Login), ev)
+			s.publishTo(ctx, broker.UserPresenceTopic(c.Peer.Login), ev)
 		}
 	}
 }
 
 // UserName returns login's names for an event about them, or the bare
 // login if they cannot be read.
-func (r *Resolver) UserName(ctx context.Context, login string) store.UserRef {
-	if u, err := r.Store.User(ctx, login); err == nil {
+func (s *Service) UserName(ctx context.Context, login string) store.UserRef {
+	if u, err := s.Store.User(ctx, login); err == nil {
 		return u.UserRef
 	}
 	return store.UserRef{Login: login}
 }
 
-// roomOnline lists the room's participants who are online, for a caller
-// who takes part in it (nil otherwise).
-func (r *Resolver) roomOnline(ctx context.Context, room *store.Room, first *int) ([]store.UserRef, error) {
-	n, err := boundedFirst(first, defaultOnline, maxOnline)
-	if err != nil {
-		return nil, err
-	}
-	me, err := auth.UserFrom(ctx)
-	if err != nil {
-		return nil, err
-	}
+// RoomOnline lists up to n of the room's participants who are online, for
+// me if they take part in it (nil otherwise).
+func (s *Service) RoomOnline(ctx context.Context, me store.UserRef, room *store.Room, n int) ([]store.UserRef, error) {
 	if !room.HasParticipant(me.Login) {
 		return nil, nil
 	}
@@ -91,7 +81,7 @@ func (r *Resolver) roomOnline(ctx context.Context, room *store.Room, first *int)
 		for i, p := range chunk {
 			logins[i] = p.Login
 		}
-		flags, err := r.Presence.Online(ctx, logins)
+		flags, err := s.Presence.Online(ctx, logins)
 		if err != nil {
 			return nil, err
 		}
@@ -104,37 +94,42 @@ func (r *Resolver) roomOnline(ctx context.Context, room *store.Room, first *int)
 	return out, nil
 }
 
-// peerOnline is whether the other user of a direct conversation is online.
-func (r *Resolver) peerOnline(ctx context.Context, c *store.Conversation) (*bool, error) {
+// PeerOnline is whether the other user of a direct conversation is online.
+func (s *Service) PeerOnline(ctx context.Context, c *store.Conversation) (*bool, error) {
 	if c.Kind != store.DirectConversation {
 		return nil, nil
 	}
-	flags, err := r.Presence.Online(ctx, []string{c.Peer.Login})
+	flags, err := s.Presence.Online(ctx, []string{c.Peer.Login})
 	if err != nil {
 		return nil, err
 	}
 	return &flags[0], nil
 }
 
-// presenceOf answers the presence query: each login's state, for those
-// the caller shares a room, group or direct conversation with.
-func (r *Resolver) presenceOf(ctx context.Context, logins []string) ([]model.UserPresence, error) {
+// UserPresence is whether a user is online, as one who asked may see it:
+// Online is nil for a user they share no room, group or direct
+// conversation with.
+type UserPresence struct {
+	Login  string
+	Online *bool
+}
+
+// PresenceOf answers me's question of who of logins is online: each
+// login's state, for those me shares a room, group or direct conversation
+// with.
+func (s *Service) PresenceOf(ctx context.Context, me store.UserRef, logins []string) ([]UserPresence, error) {
 	if len(logins) == 0 || len(logins) > maxPresenceLogins {
 		return nil, store.Invalidf("invalid logins: ask about 1 to %d users", maxPresenceLogins)
 	}
-	me, err := auth.UserFrom(ctx)
+	mine, err := s.Store.User(ctx, me.Login)
 	if err != nil {
 		return nil, err
 	}
-	mine, err := r.Store.User(ctx, me.Login)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]model.UserPresence, len(logins))
+	out := make([]UserPresence, len(logins))
 	var visible []string
 	for i, login := range logins {
 		out[i].Login = login
-		ok, err := r.sharesWith(ctx, mine, login)
+		ok, err := s.sharesWith(ctx, mine, login)
 		if err != nil {
 			return nil, err
 		}
@@ -145,7 +140,7 @@ func (r *Resolver) presenceOf(ctx context.Context, logins []string) ([]model.Use
 	if len(visible) == 0 {
 		return out, nil
 	}
-	flags, err := r.Presence.Online(ctx, visible)
+	flags, err := s.Presence.Online(ctx, visible)
 	if err != nil {
 		return nil, err
 	}
@@ -159,14 +154,14 @@ func (r *Resolver) presenceOf(ctx context.Context, logins []string) ([]model.Use
 
 // sharesWith reports whether me shares a room, a group or a direct
 // conversation with login (or is login), who may then see me's presence.
-func (r *Resolver) sharesWith(ctx context.Context, me store.User, login string) (bool, error) {
+func (s *Service) sharesWith(ctx context.Context, me store.User, login string) (bool, error) {
 	if login == me.Login {
 		return true, nil
 	}
 	if store.ValidateLogin(login) != nil {
 		return false, nil
 	}
-	other, err := r.Store.User(ctx, login)
+	other, err := s.Store.User(ctx, login)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}
@@ -178,7 +173,7 @@ func (r *Resolver) sharesWith(ctx context.Context, me store.User, login string) 
 			return true, nil
 		}
 	}
-	_, err = r.Store.Conversation(ctx, me.Login, store.DirectConversationID(me.Login, login))
+	_, err = s.Store.Conversation(ctx, me.Login, store.DirectConversationID(me.Login, login))
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}

@@ -1,4 +1,4 @@
-package resolvers
+package chat
 
 import (
 	"context"
@@ -12,18 +12,18 @@ import (
 	"github.com/killrchat/chatql/store"
 )
 
-// roomOrderResolver is a Resolver with an in-process broker, and a
+// roomOrderService is a Service with an in-process broker, and a
 // subscription to room's events.
-func roomOrderResolver(t *testing.T, room string) (*Resolver, *broker.Subscription) {
+func roomOrderService(t *testing.T, room string) (*Service, *broker.Subscription) {
 	t.Helper()
 	b := broker.NewLocal(4096)
 	t.Cleanup(func() { b.Close() })
-	r := &Resolver{Broker: b, Log: slog.New(slog.DiscardHandler)}
+	r := &Service{Broker: b, Log: slog.New(slog.DiscardHandler)}
 	return r, subscribeRoom(t, r, room)
 }
 
 // subscribeRoom subscribes to room's events on r's broker.
-func subscribeRoom(t *testing.T, r *Resolver, room string) *broker.Subscription {
+func subscribeRoom(t *testing.T, r *Service, room string) *broker.Subscription {
 	t.Helper()
 	sub, err := r.Broker.Subscribe(t.Context(), broker.RoomTopic(room))
 	if err != nil {
@@ -52,7 +52,7 @@ func next(t *testing.T, sub *broker.Subscription) store.MessageID {
 // end go out in the order of their ids; a write that ends without an event
 // releases those it held.
 func TestRoomWritesGoOutInIDOrder(t *testing.T) {
-	r, sub := roomOrderResolver(t, "hall")
+	r, sub := roomOrderService(t, "hall")
 	ctx := t.Context()
 
 	first, second := r.beginRoomWrite(ctx, "hall"), r.beginRoomWrite(ctx, "hall")
@@ -96,7 +96,7 @@ func TestRoomWritesGoOutInIDOrder(t *testing.T) {
 // A write in progress for longer than maxRoomWriteHold stops holding the
 // line: the events behind it go out without it.
 func TestRoomWriteHoldIsBounded(t *testing.T) {
-	r, sub := roomOrderResolver(t, "hall")
+	r, sub := roomOrderService(t, "hall")
 	ctx := t.Context()
 	stuck := r.beginRoomWrite(ctx, "hall")
 	defer stuck.end()
@@ -116,7 +116,7 @@ func TestRoomWriteHoldIsBounded(t *testing.T) {
 // and ending after a random while: their events go out in id order, each
 // once, and the rooms' lines are gone at the end.
 func TestRoomWritesInOrderUnderLoad(t *testing.T) {
-	r, sub := roomOrderResolver(t, "hall")
+	r, sub := roomOrderService(t, "hall")
 	other := subscribeRoom(t, r, "den")
 	ctx := t.Context()
 	const writers, each = 8, 100
@@ -168,7 +168,7 @@ func TestRoomWritesInOrderUnderLoad(t *testing.T) {
 // went away after the store had the change): nothing else would tell the
 // subscribers of it.
 func TestPublishOutlivesItsRequest(t *testing.T) {
-	r, sub := roomOrderResolver(t, "hall")
+	r, sub := roomOrderService(t, "hall")
 	ctx, cancel := context.WithCancel(t.Context())
 	w := r.beginRoomWrite(ctx, "hall")
 	id := store.NewMessageID()

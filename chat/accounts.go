@@ -1,9 +1,13 @@
-package resolvers
+package chat
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/killrchat/chatql/auth"
+	"github.com/killrchat/chatql/ratelimit"
 
 	"github.com/killrchat/chatql/store"
 )
@@ -11,7 +15,26 @@ import (
 // leaveTimeout bounds the leaves of a deleted account's rooms.
 const leaveTimeout = time.Minute
 
-// deleteAccount deletes the account whose password the caller proved:
+// UpdateProfile changes me's names or bio and tells every instance.
+func (s *Service) UpdateProfile(ctx context.Context, me store.UserRef, p store.ProfileUpdate) (*store.User, error) {
+	if err := s.limit(ctx, ratelimit.RoomChange, me); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	u, err := s.Store.UpdateProfile(ctx, me.Login, p)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("%w: the token's user no longer exists", auth.ErrUnauthenticated)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.announce(ctx, store.ProfileChanged, me.Login)
+	return &u, nil
+}
+
+// DeleteAccount deletes the account whose password the caller proved:
 //
 //  1. The account becomes a tombstone (store.DeleteAccount, conditional on
 //     the password hash checked), and its sessions go.
@@ -24,35 +47,35 @@ const leaveTimeout = time.Minute
 // Leaving comes last so that the login stops working first. If a leave
 // fails (or the server dies midway), the room lists the deleted user as a
 // participant, shown deleted, and the tombstone still lists the room.
-func (r *Resolver) deleteAccount(ctx context.Context, acct store.Account) error {
+func (s *Service) DeleteAccount(ctx context.Context, acct store.Account) error {
 	login := acct.Login
-	rooms, err := r.Store.DeleteAccount(ctx, login, acct.PassHash)
+	rooms, err := s.Store.DeleteAccount(ctx, login, acct.PassHash)
 	if err != nil {
 		return err
 	}
-	if r.Sessions != nil {
-		r.Sessions.EndUser(login)
+	if s.Sessions != nil {
+		s.Sessions.EndUser(login)
 	}
-	r.announce(ctx, store.AccountDeleted, login)
+	s.announce(ctx, store.AccountDeleted, login)
 	// The account is gone whatever the client does now: the leaves run on
 	// if it hangs up.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveTimeout)
 	defer cancel()
 	var errs []error
 	for _, room := range rooms {
-		errs = append(errs, r.leaveAsDeleted(ctx, room, login))
+		errs = append(errs, s.leaveAsDeleted(ctx, room, login))
 	}
 	if err := errors.Join(errs...); err != nil {
-		r.Log.WarnContext(ctx, "a deleted user could not leave every room", "login", login, "err", err)
+		s.Log.WarnContext(ctx, "a deleted user could not leave every room", "login", login, "err", err)
 	}
 	return nil
 }
 
 // leaveAsDeleted makes login leave the room or group, if they are still in
 // it, and publishes the leave.
-func (r *Resolver) leaveAsDeleted(ctx context.Context, room, login string) error {
+func (s *Service) leaveAsDeleted(ctx context.Context, room, login string) error {
 	u := store.UserRef{Login: login}
-	m, err := r.Store.Membership(ctx, room, login)
+	m, err := s.Store.Membership(ctx, room, login)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil // deleted meanwhile
@@ -61,13 +84,13 @@ func (r *Resolver) leaveAsDeleted(ctx context.Context, room, login string) error
 	case !m.Participant:
 		return nil
 	}
-	w := r.beginRoomWrite(ctx, room)
+	w := s.beginRoomWrite(ctx, room)
 	defer w.end()
 	var left store.Event
 	if m.Kind == store.PrivateGroup {
-		left, err = r.Store.LeaveGroup(ctx, room, u, time.Now())
+		left, err = s.Store.LeaveGroup(ctx, room, u, time.Now())
 	} else {
-		left, err = r.Store.LeaveRoom(ctx, room, u)
+		left, err = s.Store.LeaveRoom(ctx, room, u)
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		return nil // left or deleted meanwhile
@@ -82,12 +105,12 @@ func (r *Resolver) leaveAsDeleted(ctx context.Context, room, login string) error
 // announce tells every instance that login's profile changed or their
 // account was deleted (kind is store.ProfileChanged or
 // store.AccountDeleted); this one drops what it cached of them at once.
-func (r *Resolver) announce(ctx context.Context, kind store.EventKind, login string) {
-	if r.Profiles != nil {
-		r.Profiles.Forget(login)
+func (s *Service) announce(ctx context.Context, kind store.EventKind, login string) {
+	if s.Profiles != nil {
+		s.Profiles.Forget(login)
 	}
-	if kind == store.AccountDeleted && r.Memberships != nil {
-		r.Memberships.forgetUser(login)
+	if kind == store.AccountDeleted && s.Memberships != nil {
+		s.Memberships.forgetUser(login)
 	}
-	r.tellInstances(ctx, store.Event{Kind: kind, User: store.UserRef{Login: login}})
+	s.tellInstances(ctx, store.Event{Kind: kind, User: store.UserRef{Login: login}})
 }

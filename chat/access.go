@@ -1,4 +1,4 @@
-package resolvers
+package chat
 
 import (
 	"context"
@@ -29,16 +29,16 @@ import (
 
 // readableMessage returns the message with this id if me may read its
 // conversation; otherwise NOT_FOUND, so ids do not reveal what exists.
-func (r *Resolver) readableMessage(ctx context.Context, id string, me store.UserRef) (store.Message, error) {
+func (s *Service) readableMessage(ctx context.Context, id string, me store.UserRef) (store.Message, error) {
 	mid, err := store.ParseMessageID(id)
 	if err != nil {
 		return store.Message{}, err
 	}
-	msg, err := r.Store.Message(ctx, mid)
+	msg, err := s.Store.Message(ctx, mid)
 	if err != nil {
 		return store.Message{}, err
 	}
-	if err := r.mayRead(ctx, msg, me); err != nil {
+	if err := s.mayRead(ctx, msg, me); err != nil {
 		if errors.Is(err, store.ErrForbidden) || errors.Is(err, store.ErrNotFound) {
 			return store.Message{}, fmt.Errorf("message %s: %w", id, store.ErrNotFound)
 		}
@@ -50,14 +50,14 @@ func (r *Resolver) readableMessage(ctx context.Context, id string, me store.User
 // mayRead checks that me may read msg: a party of its direct conversation,
 // a participant of its public room, or a member of its group at the time it
 // was posted. Returns ErrForbidden otherwise.
-func (r *Resolver) mayRead(ctx context.Context, msg store.Message, me store.UserRef) error {
+func (s *Service) mayRead(ctx context.Context, msg store.Message, me store.UserRef) error {
 	if store.IsDirectConversation(msg.Room) {
 		if a, b := store.DirectParties(msg.Room); a == me.Login || b == me.Login {
 			return nil
 		}
 		return store.ErrForbidden
 	}
-	m, err := r.Store.Membership(ctx, msg.Room, me.Login)
+	m, err := s.Store.Membership(ctx, msg.Room, me.Login)
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func (r *Resolver) mayRead(ctx context.Context, msg store.Message, me store.User
 	if m.Banned {
 		return store.ErrForbidden
 	}
-	windows, err := r.groupWindows(ctx, msg.Room, me)
+	windows, err := s.groupWindows(ctx, msg.Room, me)
 	if err != nil {
 		return err
 	}
@@ -83,8 +83,8 @@ func (r *Resolver) mayRead(ctx context.Context, msg store.Message, me store.User
 // participant checks that u takes part in the room, from the room's
 // membership (Store.Membership): one small read whatever the room's size.
 // Returns ErrNotFound or ErrForbidden.
-func (r *Resolver) participant(ctx context.Context, name string, u store.UserRef) (store.RoomMembership, error) {
-	m, err := r.Store.Membership(ctx, name, u.Login)
+func (s *Service) participant(ctx context.Context, name string, u store.UserRef) (store.RoomMembership, error) {
+	m, err := s.Store.Membership(ctx, name, u.Login)
 	if err != nil {
 		return store.RoomMembership{}, err
 	}
@@ -97,7 +97,7 @@ func (r *Resolver) participant(ctx context.Context, name string, u store.UserRef
 // directPeer returns the other party of the direct conversation with this
 // id, if me is one of its parties and the other exists; otherwise
 // NOT_FOUND, so ids reveal nothing.
-func (r *Resolver) directPeer(ctx context.Context, conversation string, me store.UserRef) (store.User, error) {
+func (s *Service) directPeer(ctx context.Context, conversation string, me store.UserRef) (store.User, error) {
 	a, b := store.DirectParties(conversation)
 	peer := a
 	switch me.Login {
@@ -110,7 +110,7 @@ func (r *Resolver) directPeer(ctx context.Context, conversation string, me store
 	if store.DirectConversationID(a, b) != conversation || peer == me.Login || store.ValidateLogin(peer) != nil {
 		return store.User{}, fmt.Errorf("conversation %q: %w", conversation, store.ErrNotFound)
 	}
-	return r.Store.User(ctx, peer)
+	return s.Store.User(ctx, peer)
 }
 
 // postAudience checks that u may post to the room, as participant does,
@@ -119,19 +119,19 @@ func (r *Resolver) directPeer(ctx context.Context, conversation string, me store
 // costs a read of the whole room (made after the membership read, and
 // checked again by it). A public room's membership that allows posting is
 // cached (see Memberships): the next posts read nothing.
-func (r *Resolver) postAudience(ctx context.Context, name string, u store.UserRef) (store.RoomKind, []store.UserRef, error) {
-	known, epoch := r.knownPoster(name, u.Login)
+func (s *Service) postAudience(ctx context.Context, name string, u store.UserRef) (store.RoomKind, []store.UserRef, error) {
+	known, epoch := s.knownPoster(name, u.Login)
 	if known {
 		return store.PublicRoom, nil, nil
 	}
-	m, err := r.participant(ctx, name, u)
+	m, err := s.participant(ctx, name, u)
 	if err == nil {
-		r.rememberMembership(epoch, m)
+		s.rememberMembership(epoch, m)
 	}
 	if err != nil || m.Kind != store.PrivateGroup {
 		return m.Kind, nil, err
 	}
-	group, err := r.Store.Room(ctx, name)
+	group, err := s.Store.Room(ctx, name)
 	if err != nil {
 		return "", nil, err
 	}
@@ -143,8 +143,8 @@ func (r *Resolver) postAudience(ctx context.Context, name string, u store.UserRe
 
 // groupWindows returns me's membership windows of a private group.
 // Returns ErrForbidden if me never was a member.
-func (r *Resolver) groupWindows(ctx context.Context, group string, me store.UserRef) ([]store.Window, error) {
-	conv, err := r.Store.Conversation(ctx, me.Login, group)
+func (s *Service) groupWindows(ctx context.Context, group string, me store.UserRef) ([]store.Window, error) {
+	conv, err := s.Store.Conversation(ctx, me.Login, group)
 	if errors.Is(err, store.ErrNotFound) || err == nil && len(conv.Windows) == 0 {
 		return nil, fmt.Errorf("%w: %s is not a member of group %q", store.ErrForbidden, me.Login, group)
 	}
@@ -154,12 +154,12 @@ func (r *Resolver) groupWindows(ctx context.Context, group string, me store.User
 // visibleRoom reads a room the caller may see: any public room, and the
 // private groups they are in. Others' groups are NOT_FOUND, so names do not
 // reveal that a group exists.
-func (r *Resolver) visibleRoom(ctx context.Context, name string, me store.UserRef) (store.Room, error) {
-	room, err := r.Store.Room(ctx, name)
+func (s *Service) visibleRoom(ctx context.Context, name string, me store.UserRef) (store.Room, error) {
+	room, err := s.Store.Room(ctx, name)
 	if err != nil {
 		return store.Room{}, err
 	}
-	if err := r.checkVisible(ctx, name, room.Kind, room.HasParticipant(me.Login), me); err != nil {
+	if err := s.checkVisible(ctx, name, room.Kind, room.HasParticipant(me.Login), me); err != nil {
 		return store.Room{}, err
 	}
 	return room, nil
@@ -167,12 +167,12 @@ func (r *Resolver) visibleRoom(ctx context.Context, name string, me store.UserRe
 
 // visibleMembership is visibleRoom for callers that need the room's kind
 // and whether me takes part, not the room: it reads the membership only.
-func (r *Resolver) visibleMembership(ctx context.Context, name string, me store.UserRef) (store.RoomMembership, error) {
-	m, err := r.Store.Membership(ctx, name, me.Login)
+func (s *Service) visibleMembership(ctx context.Context, name string, me store.UserRef) (store.RoomMembership, error) {
+	m, err := s.Store.Membership(ctx, name, me.Login)
 	if err != nil {
 		return store.RoomMembership{}, err
 	}
-	if err := r.checkVisible(ctx, name, m.Kind, m.Participant, me); err != nil {
+	if err := s.checkVisible(ctx, name, m.Kind, m.Participant, me); err != nil {
 		return store.RoomMembership{}, err
 	}
 	return m, nil
@@ -180,9 +180,9 @@ func (r *Resolver) visibleMembership(ctx context.Context, name string, me store.
 
 // checkVisible is the rule of visibleRoom: a private group me is not in is
 // NOT_FOUND unless me has its inbox entry (a former member).
-func (r *Resolver) checkVisible(ctx context.Context, name string, kind store.RoomKind, participant bool, me store.UserRef) error {
+func (s *Service) checkVisible(ctx context.Context, name string, kind store.RoomKind, participant bool, me store.UserRef) error {
 	if kind == store.PrivateGroup && !participant {
-		if _, err := r.Store.Conversation(ctx, me.Login, name); err != nil {
+		if _, err := s.Store.Conversation(ctx, me.Login, name); err != nil {
 			return fmt.Errorf("room %q: %w", name, store.ErrNotFound)
 		}
 	}
@@ -192,12 +192,12 @@ func (r *Resolver) checkVisible(ctx context.Context, name string, kind store.Roo
 // mayModerate checks that me may hide or delete msg (the verb says which,
 // for the error): its author may, and in a room or group its creator and
 // its moderators.
-func (r *Resolver) mayModerate(ctx context.Context, msg store.Message, me store.UserRef, verb string) error {
+func (s *Service) mayModerate(ctx context.Context, msg store.Message, me store.UserRef, verb string) error {
 	if msg.Author.Login == me.Login {
 		return nil
 	}
 	if !store.IsDirectConversation(msg.Room) {
-		m, err := r.Store.Membership(ctx, msg.Room, me.Login)
+		m, err := s.Store.Membership(ctx, msg.Room, me.Login)
 		if err == nil && m.Moderates() {
 			return nil
 		}
@@ -211,11 +211,11 @@ func (r *Resolver) mayModerate(ctx context.Context, msg store.Message, me store.
 // replyRoot returns the root of the thread a reply in the conversation
 // joins: the message replyTo names, which me must be able to read, or that
 // message's own root. Nil replyTo: no thread, the zero id.
-func (r *Resolver) replyRoot(ctx context.Context, replyTo *string, conversation string, me store.UserRef) (store.MessageID, error) {
+func (s *Service) replyRoot(ctx context.Context, replyTo *string, conversation string, me store.UserRef) (store.MessageID, error) {
 	if replyTo == nil {
 		return store.MessageID{}, nil
 	}
-	parent, err := r.readableMessage(ctx, *replyTo, me)
+	parent, err := s.readableMessage(ctx, *replyTo, me)
 	if err != nil {
 		return store.MessageID{}, err
 	}
@@ -237,9 +237,9 @@ func (r *Resolver) replyRoot(ctx context.Context, replyTo *string, conversation 
 const DefaultMaxRoomsPerUser = 1000
 
 // roomsPerUser is the cap in force.
-func (r *Resolver) roomsPerUser() int {
-	if r.MaxRoomsPerUser > 0 {
-		return r.MaxRoomsPerUser
+func (s *Service) roomsPerUser() int {
+	if s.MaxRoomsPerUser > 0 {
+		return s.MaxRoomsPerUser
 	}
 	return DefaultMaxRoomsPerUser
 }
@@ -248,8 +248,8 @@ func (r *Resolver) roomsPerUser() int {
 // many as a user may (BAD_USER_INPUT): who is the caller, or the member a
 // group adds. Joins racing each other may pass the cap by the few a user's
 // rate limit lets through at once.
-func (r *Resolver) mayTakePartInAnother(u store.User, caller bool) error {
-	if n := r.roomsPerUser(); len(u.ChatRooms) >= n {
+func (s *Service) mayTakePartInAnother(u store.User, caller bool) error {
+	if n := s.roomsPerUser(); len(u.ChatRooms) >= n {
 		if caller {
 			return store.Invalidf("you take part in %d rooms and groups, the most a user may: leave one first", n)
 		}
@@ -260,10 +260,10 @@ func (r *Resolver) mayTakePartInAnother(u store.User, caller bool) error {
 
 // callerMayTakePartInAnother is mayTakePartInAnother for the caller, whose
 // rooms it reads.
-func (r *Resolver) callerMayTakePartInAnother(ctx context.Context, me store.UserRef) error {
-	u, err := r.Store.User(ctx, me.Login)
+func (s *Service) callerMayTakePartInAnother(ctx context.Context, me store.UserRef) error {
+	u, err := s.Store.User(ctx, me.Login)
 	if err != nil {
 		return err
 	}
-	return r.mayTakePartInAnother(u, true)
+	return s.mayTakePartInAnother(u, true)
 }

@@ -1,4 +1,4 @@
-package resolvers
+package chat
 
 import (
 	"context"
@@ -19,12 +19,12 @@ import (
 // the message and died before its event left the instance: nobody
 // following live would ever get it, since nothing tells them of a gap.
 // Subscribers who did get it drop the repeat by its id.
-func (r *Resolver) sendOnce(ctx context.Context, clientMessageID *string, msg store.Message, send func(store.Message) error, announce func(store.Message)) (*store.Message, error) {
+func (s *Service) sendOnce(ctx context.Context, clientMessageID *string, msg store.Message, send func(store.Message) error, announce func(store.Message)) (*store.Message, error) {
 	if clientMessageID != nil {
 		if err := store.ValidateClientMessageID(*clientMessageID); err != nil {
 			return nil, err
 		}
-		prior, claimed, err := r.Store.ClaimClientMessage(ctx, msg.Author.Login, *clientMessageID, store.ClientMessage{Room: msg.Room, ID: msg.ID})
+		prior, claimed, err := s.Store.ClaimClientMessage(ctx, msg.Author.Login, *clientMessageID, store.ClientMessage{Room: msg.Room, ID: msg.ID})
 		if err != nil {
 			return nil, err
 		}
@@ -32,7 +32,7 @@ func (r *Resolver) sendOnce(ctx context.Context, clientMessageID *string, msg st
 			if prior.Room != msg.Room {
 				return nil, store.Invalidf("invalid clientMessageId: %q names your message in another conversation", *clientMessageID)
 			}
-			stored, err := r.Store.Message(ctx, prior.ID)
+			stored, err := s.Store.Message(ctx, prior.ID)
 			if err == nil {
 				announce(stored)
 				return &stored, nil

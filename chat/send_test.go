@@ -1,4 +1,4 @@
-package resolvers
+package chat
 
 import (
 	"errors"
@@ -21,7 +21,7 @@ func TestSendOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	r := &Resolver{Store: db}
+	r := &Service{Store: db}
 	alice := store.UserRef{Login: "alice", Firstname: "A", Lastname: "L"}
 	sends := 0
 	post := func(m store.Message) error {

@@ -1,4 +1,4 @@
-package resolvers
+package chat
 
 import (
 	"context"
@@ -8,9 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/broker"
-	"github.com/killrchat/chatql/graph/model"
 	"github.com/killrchat/chatql/store"
 	"github.com/killrchat/chatql/store/embedded"
 )
@@ -93,14 +91,14 @@ func TestMembershipsCache(t *testing.T) {
 
 // instance is one server instance over a shared store and broker: its own
 // caches, following the announcements.
-func newInstance(t *testing.T, ctx context.Context, db store.Store, b broker.Broker) *mutationResolver {
+func newInstance(t *testing.T, ctx context.Context, db store.Store, b broker.Broker) *Service {
 	t.Helper()
-	r := &Resolver{Store: db, Broker: b, Log: slog.Default(), Memberships: NewMemberships(0, time.Hour)}
-	r.Typists = r.NewTyping()
-	if err := r.FollowAnnouncements(ctx, nil); err != nil {
+	s := &Service{Store: db, Broker: b, Log: slog.Default(), Memberships: NewMemberships(0, time.Hour)}
+	s.Typists = s.NewTyping()
+	if err := s.FollowAnnouncements(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	return &mutationResolver{r}
+	return s
 }
 
 // TestMembershipEndRefusesPosts: every way a membership of a public room
@@ -127,31 +125,36 @@ func TestMembershipEndRefusesPosts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	asAlice, asBob := auth.WithUser(ctx, alice), auth.WithUser(ctx, bob)
 
 	for _, c := range []struct {
 		name string
 		end  func(room string) error
 		want error
 	}{
-		{"leaveRoom", func(room string) error { _, err := here.LeaveRoom(asBob, room); return err }, store.ErrForbidden},
-		{"removeParticipant", func(room string) error { _, err := here.RemoveParticipant(asAlice, room, "bob"); return err }, store.ErrForbidden},
-		{"banUser", func(room string) error { _, err := here.BanUser(asAlice, room, "bob"); return err }, store.ErrForbidden},
-		{"deleteRoom", func(room string) error { _, err := here.DeleteRoom(asAlice, room); return err }, store.ErrNotFound},
+		{"leaveRoom", func(room string) error { _, err := here.Leave(ctx, bob, room); return err }, store.ErrForbidden},
+		{"removeParticipant", func(room string) error {
+			_, err := here.Moderate(ctx, alice, room, "bob", store.ParticipantRemoved)
+			return err
+		}, store.ErrForbidden},
+		{"banUser", func(room string) error {
+			_, err := here.Moderate(ctx, alice, room, "bob", store.ParticipantBanned)
+			return err
+		}, store.ErrForbidden},
+		{"deleteRoom", func(room string) error { _, err := here.DeleteRoom(ctx, alice, room); return err }, store.ErrNotFound},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			room := "room-" + strings.ToLower(c.name)
-			if _, err := here.CreateRoom(asAlice, model.CreateRoomInput{Name: room}); err != nil {
+			if _, err := here.CreateRoom(ctx, alice, room, store.PublicRoom, ""); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := here.JoinRoom(asBob, room); err != nil {
+			if _, err := here.Join(ctx, bob, room); err != nil {
 				t.Fatal(err)
 			}
-			for _, inst := range []*mutationResolver{here, there} {
-				if _, err := inst.PostMessage(asBob, room, "hello", nil, nil); err != nil {
+			for _, inst := range []*Service{here, there} {
+				if _, err := inst.Post(ctx, bob, room, "hello", nil, nil); err != nil {
 					t.Fatal(err)
 				}
-				if page, err := (&queryResolver{inst.Resolver}).Messages(asBob, room, nil, nil); err != nil || len(page.Edges) == 0 {
+				if page, err := history(ctx, inst, bob, room); err != nil || len(page) == 0 {
 					t.Fatalf("history before the end: %v", err)
 				}
 				if ok, _ := inst.Memberships.mayPost(room, "bob"); !ok {
@@ -159,7 +162,7 @@ func TestMembershipEndRefusesPosts(t *testing.T) {
 				}
 			}
 			// A refused attempt leaves the membership, and so the caches.
-			if _, err := here.DeleteRoom(asBob, room); !errors.Is(err, store.ErrForbidden) {
+			if _, err := here.DeleteRoom(ctx, bob, room); !errors.Is(err, store.ErrForbidden) {
 				t.Fatalf("bob deleting alice's room = %v, want forbidden", err)
 			}
 			if ok, _ := here.Memberships.mayPost(room, "bob"); !ok {
@@ -168,31 +171,40 @@ func TestMembershipEndRefusesPosts(t *testing.T) {
 			if err := c.end(room); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := here.PostMessage(asBob, room, "still here?", nil, nil); !errors.Is(err, c.want) {
+			if _, err := here.Post(ctx, bob, room, "still here?", nil, nil); !errors.Is(err, c.want) {
 				t.Fatalf("post on the instance that ended the membership = %v, want %v", err, c.want)
 			}
-			if _, err := (&queryResolver{here.Resolver}).Messages(asBob, room, nil, nil); !errors.Is(err, c.want) {
+			if _, err := history(ctx, here, bob, room); !errors.Is(err, c.want) {
 				t.Fatalf("history on the instance that ended the membership = %v, want %v", err, c.want)
 			}
 			waitUntil(t, func() bool { ok, _ := there.Memberships.mayPost(room, "bob"); return !ok })
-			if _, err := there.PostMessage(asBob, room, "still here?", nil, nil); !errors.Is(err, c.want) {
+			if _, err := there.Post(ctx, bob, room, "still here?", nil, nil); !errors.Is(err, c.want) {
 				t.Fatalf("post on the other instance = %v, want %v", err, c.want)
 			}
-			if _, err := (&queryResolver{there.Resolver}).Messages(asBob, room, nil, nil); !errors.Is(err, c.want) {
+			if _, err := history(ctx, there, bob, room); !errors.Is(err, c.want) {
 				t.Fatalf("history on the other instance = %v, want %v", err, c.want)
 			}
 		})
 	}
 
 	// A gap in the announcements drops everything: some may be lost.
-	if _, err := here.CreateRoom(asAlice, model.CreateRoomInput{Name: "after"}); err != nil {
+	if _, err := here.CreateRoom(ctx, alice, "after", store.PublicRoom, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := there.PostMessage(asAlice, "after", "hello", nil, nil); err != nil {
+	if _, err := there.Post(ctx, alice, "after", "hello", nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Publish(ctx, broker.AnnouncementsTopic, store.Event{Kind: broker.Resync}); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, func() bool { ok, _ := there.Memberships.mayPost("after", "alice"); return !ok })
+}
+
+// history reads the newest page of the room's history as me.
+func history(ctx context.Context, s *Service, me store.UserRef, room string) ([]store.Message, error) {
+	read, err := s.History(ctx, me, room)
+	if err != nil {
+		return nil, err
+	}
+	return read(ctx, store.MessageID{}, 50)
 }

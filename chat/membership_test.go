@@ -1,4 +1,4 @@
-package resolvers
+package chat
 
 import (
 	"errors"
@@ -20,7 +20,7 @@ func TestMembershipChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	r := &Resolver{Store: db}
+	r := &Service{Store: db}
 
 	users := map[string]store.UserRef{}
 	for _, login := range []string{"alice", "bob", "carol", "dave"} {

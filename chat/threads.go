@@ -1,4 +1,4 @@
-package resolvers
+package chat
 
 import (
 	"context"
@@ -18,11 +18,11 @@ import (
 // threadWindows returns the windows that limit what me reads of root's
 // thread, or nil when nothing does (a room, a direct conversation, or a
 // member since before the root).
-func (r *Resolver) threadWindows(ctx context.Context, root store.Message, me store.UserRef) ([]store.Window, error) {
+func (s *Service) threadWindows(ctx context.Context, root store.Message, me store.UserRef) ([]store.Window, error) {
 	if store.IsDirectConversation(root.Room) {
 		return nil, nil
 	}
-	conv, err := r.Store.Conversation(ctx, me.Login, root.Room)
+	conv, err := s.Store.Conversation(ctx, me.Login, root.Room)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil // no entry: a public room, whose participants read it all
 	}
@@ -46,9 +46,9 @@ func limitingWindows(windows []store.Window, from time.Time) []store.Window {
 
 // threadReplies reads up to limit replies to root older than before, of
 // those posted in windows (nil: all of them).
-func (r *Resolver) threadReplies(ctx context.Context, root store.Message, windows []store.Window, before store.MessageID, limit int) ([]store.Message, error) {
+func (s *Service) threadReplies(ctx context.Context, root store.Message, windows []store.Window, before store.MessageID, limit int) ([]store.Message, error) {
 	if windows == nil {
-		return r.Store.ThreadReplies(ctx, root, before, limit)
+		return s.Store.ThreadReplies(ctx, root, before, limit)
 	}
 	out := []store.Message{}
 	if len(windows) == 0 {
@@ -58,7 +58,7 @@ func (r *Resolver) threadReplies(ctx context.Context, root store.Message, window
 		before = store.MinMessageID(last.To) // nothing newer is in a window
 	}
 	for len(out) < limit {
-		page, err := r.Store.ThreadReplies(ctx, root, before, threadScanPage)
+		page, err := s.Store.ThreadReplies(ctx, root, before, threadScanPage)
 		if err != nil {
 			return nil, err
 		}
@@ -80,11 +80,11 @@ func (r *Resolver) threadReplies(ctx context.Context, root store.Message, window
 const threadScanPage = 100
 
 // threadInWindows sums up the replies to root posted in windows.
-func (r *Resolver) threadInWindows(ctx context.Context, root store.Message, windows []store.Window) (store.Thread, error) {
+func (s *Service) threadInWindows(ctx context.Context, root store.Message, windows []store.Window) (store.Thread, error) {
 	var t store.Thread
 	var before store.MessageID
 	for {
-		page, err := r.threadReplies(ctx, root, windows, before, threadScanPage)
+		page, err := s.threadReplies(ctx, root, windows, before, threadScanPage)
 		if err != nil {
 			return store.Thread{}, err
 		}
@@ -104,7 +104,7 @@ func (r *Resolver) threadInWindows(ctx context.Context, root store.Message, wind
 // threadsFor is what me sees of the threads of msgs, one room's: the
 // summaries as stored, but for a reader limited by windows, who gets those
 // of the replies in their windows.
-func (r *Resolver) threadsFor(ctx context.Context, msgs []store.Message, stored map[store.MessageID]store.Thread, me store.UserRef) (map[store.MessageID]store.Thread, error) {
+func (s *Service) threadsFor(ctx context.Context, msgs []store.Message, stored map[store.MessageID]store.Thread, me store.UserRef) (map[store.MessageID]store.Thread, error) {
 	var conv *store.Conversation
 	for _, m := range msgs {
 		t, ok := stored[m.ID]
@@ -112,7 +112,7 @@ func (r *Resolver) threadsFor(ctx context.Context, msgs []store.Message, stored 
 			continue
 		}
 		if conv == nil || conv.ID != m.Room {
-			c, err := r.Store.Conversation(ctx, me.Login, m.Room)
+			c, err := s.Store.Conversation(ctx, me.Login, m.Room)
 			if errors.Is(err, store.ErrNotFound) {
 				c = store.Conversation{ID: m.Room} // a public room: no windows
 			} else if err != nil {
@@ -127,7 +127,7 @@ func (r *Resolver) threadsFor(ctx context.Context, msgs []store.Message, stored 
 		if windows == nil {
 			continue
 		}
-		seen, err := r.threadInWindows(ctx, m, windows)
+		seen, err := s.threadInWindows(ctx, m, windows)
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package resolvers
+package chat
 
 import (
 	"context"
@@ -29,7 +29,7 @@ func TestRoomOnlineBoundsItsWork(t *testing.T) {
 		room.Participants = append(room.Participants, store.UserRef{Login: fmt.Sprintf("u%05d", i)})
 	}
 	reg := &sizedRegistry{}
-	r := &Resolver{Presence: &presence.Tracker{Registry: reg}}
+	r := &Service{Presence: &presence.Tracker{Registry: reg}}
 	ctx := auth.WithUser(t.Context(), room.Participants[0])
 	for _, i := range []int{1100, 1200, maxOnlineScanned + 5} {
 		if _, err := reg.Arrive(ctx, room.Participants[i].Login); err != nil {
@@ -37,7 +37,7 @@ func TestRoomOnlineBoundsItsWork(t *testing.T) {
 		}
 	}
 	one := 1
-	got, err := r.roomOnline(ctx, room, &one)
+	got, err := r.RoomOnline(ctx, room.Participants[0], room, one)
 	if err != nil || len(got) != 1 || got[0].Login != "u01100" {
 		t.Fatalf("roomOnline(first: 1) = %v, %v; want u01100", got, err)
 	}
@@ -45,7 +45,7 @@ func TestRoomOnlineBoundsItsWork(t *testing.T) {
 		t.Fatalf("asked %v, want %d questions of %d", reg.asked, want, onlineChunk)
 	}
 	reg.asked = nil
-	got, err = r.roomOnline(ctx, room, nil)
+	got, err = r.RoomOnline(ctx, room.Participants[0], room, DefaultOnline)
 	if err != nil || len(got) != 2 || got[1].Login != "u01200" {
 		t.Fatalf("roomOnline = %v, %v; want u01100 and u01200 (u%05d is past the scan)", got, err, maxOnlineScanned+5)
 	}

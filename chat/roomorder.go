@@ -1,4 +1,4 @@
-package resolvers
+package chat
 
 import (
 	"context"
@@ -54,7 +54,7 @@ type roomLine struct {
 
 // roomWrite is one write's place in its room's line.
 type roomWrite struct {
-	r     *Resolver
+	s     *Service
 	ctx   context.Context
 	room  string
 	line  *roomLine
@@ -70,8 +70,8 @@ type roomWrite struct {
 
 // beginRoomWrite takes a place in room's line for a write about to log an
 // event there; end it (defer w.end()) whatever happens.
-func (r *Resolver) beginRoomWrite(ctx context.Context, room string) *roomWrite {
-	ls := &r.roomLines
+func (s *Service) beginRoomWrite(ctx context.Context, room string) *roomWrite {
+	ls := &s.roomLines
 	ls.mu.Lock()
 	if ls.lines == nil {
 		ls.lines = make(map[string]*roomLine)
@@ -84,7 +84,7 @@ func (r *Resolver) beginRoomWrite(ctx context.Context, room string) *roomWrite {
 	l.refs++
 	ls.mu.Unlock()
 
-	w := &roomWrite{r: r, ctx: ctx, room: room, line: l, counted: true, placed: true}
+	w := &roomWrite{s: s, ctx: ctx, room: room, line: l, counted: true, placed: true}
 	l.mu.Lock()
 	// Taken under the line's lock, so that the line is in floor order; to
 	// the microsecond below, as ids are (store.NewMessageID).
@@ -102,7 +102,7 @@ func (r *Resolver) beginRoomWrite(ctx context.Context, room string) *roomWrite {
 func (w *roomWrite) publish(ev store.Event) {
 	if ev.ID.IsZero() || store.IsDirectConversation(ev.Room) {
 		w.end()
-		w.r.publishChange(w.ctx, ev)
+		w.s.publishEvent(w.ctx, ev)
 		return
 	}
 	l := w.line
@@ -110,14 +110,14 @@ func (w *roomWrite) publish(ev store.Event) {
 	if !w.placed {
 		// Out of the line already (handed over before): it goes as it is.
 		l.mu.Unlock()
-		w.r.publish(w.ctx, ev)
+		w.s.publishEvent(w.ctx, ev)
 		return
 	}
 	w.ev = ev
 	i, _ := slices.BinarySearchFunc(l.waiting, ev.ID, func(x *roomWrite, id store.MessageID) int { return x.ev.ID.Compare(id) })
 	l.waiting = slices.Insert(l.waiting, i, w)
 	w.leaveLocked()
-	w.r.releaseLocked(l)
+	w.s.releaseLocked(l)
 	if !w.sent {
 		w.gone = make(chan struct{})
 		l.mu.Unlock()
@@ -135,11 +135,11 @@ func (w *roomWrite) end() {
 	l.mu.Lock()
 	if w.placed {
 		w.leaveLocked()
-		w.r.releaseLocked(l)
+		w.s.releaseLocked(l)
 	}
 	l.mu.Unlock()
 
-	ls := &w.r.roomLines
+	ls := &w.s.roomLines
 	ls.mu.Lock()
 	if w.counted {
 		w.counted = false
@@ -164,7 +164,7 @@ func (w *roomWrite) leaveLocked() {
 // progress holds back: one holds back the events from its floor on, until
 // it ends or has been in progress for maxRoomWriteHold. When events are
 // left waiting, a release is due when the first write stops holding.
-func (r *Resolver) releaseLocked(l *roomLine) {
+func (s *Service) releaseLocked(l *roomLine) {
 	now := time.Now()
 	var hold *roomWrite
 	for _, w := range l.writes {
@@ -178,7 +178,7 @@ func (r *Resolver) releaseLocked(l *roomLine) {
 		if hold != nil && w.ev.ID.Compare(hold.floor) >= 0 {
 			break
 		}
-		r.publishTo(w.ctx, broker.RoomTopic(w.ev.Room), w.ev)
+		s.publishTo(w.ctx, broker.RoomTopic(w.ev.Room), w.ev)
 		w.sent = true
 		if w.gone != nil {
 			close(w.gone)
@@ -191,7 +191,7 @@ func (r *Resolver) releaseLocked(l *roomLine) {
 			l.mu.Lock()
 			defer l.mu.Unlock()
 			l.timer = nil
-			r.releaseLocked(l)
+			s.releaseLocked(l)
 		})
 	}
 }

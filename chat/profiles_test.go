@@ -1,4 +1,4 @@
-package resolvers
+package chat
 
 import (
 	"context"
@@ -220,7 +220,7 @@ func TestProfilesFollow(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	deleted := make(chan string, 1)
-	r := &Resolver{Broker: b, Profiles: p, Log: slog.Default()}
+	r := &Service{Broker: b, Profiles: p, Log: slog.Default()}
 	if err := r.FollowAnnouncements(ctx, func(login string) { deleted <- login }); err != nil {
 		t.Fatal(err)
 	}

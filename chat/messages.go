@@ -1,0 +1,264 @@
+package chat
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/ratelimit"
+	"github.com/killrchat/chatql/store"
+	"github.com/killrchat/chatql/stream"
+)
+
+// A Pager reads one reader's pages of a list of messages: up to n messages
+// older than before (zero: from the newest), newest first, of those the
+// reader may read.
+type Pager func(ctx context.Context, before store.MessageID, n int) ([]store.Message, error)
+
+// Post stores me's message in a room or group and publishes it: to the
+// room's subscribers, to the group's members' inboxes, to those it
+// mentions. replyTo names a message of the room me may read, whose thread
+// it joins. A clientMessageID makes a retried post return the first one
+// (see sendOnce).
+func (s *Service) Post(ctx context.Context, me store.UserRef, room, content string, clientMessageID, replyTo *string) (*store.Message, error) {
+	if err := s.limit(ctx, ratelimit.Post, me); err != nil {
+		return nil, err
+	}
+	if err := store.ValidateContent(content); err != nil {
+		return nil, err
+	}
+	kind, members, err := s.postAudience(ctx, room, me)
+	if err != nil {
+		return nil, err
+	}
+	root, err := s.replyRoot(ctx, replyTo, room, me)
+	if err != nil {
+		return nil, err
+	}
+	w := s.beginRoomWrite(ctx, room)
+	defer w.end()
+	msg := store.Message{Room: room, ID: store.NewMessageID(), Author: me, Content: content, ReplyTo: root}
+	return s.sendOnce(ctx, clientMessageID, msg, func(msg store.Message) error {
+		if kind == store.PrivateGroup {
+			if err := s.Store.PostGroupMessage(ctx, msg, members); err != nil {
+				return err
+			}
+			unread := store.Event{ID: msg.ID, Kind: store.UnreadChanged, Room: room, Message: &msg, User: me}
+			for _, p := range members {
+				if p.Login != me.Login {
+					s.publishTo(ctx, broker.UserTopic(p.Login), unread)
+				}
+			}
+		} else if err := s.Store.PostMessage(ctx, msg); err != nil {
+			return err
+		}
+		s.Typists.Stop(room, me.Login)
+		w.publish(store.PostedEvent(msg))
+		s.notifyMentions(ctx, msg, kind, members)
+		return nil
+	}, func(stored store.Message) { w.publish(store.PostedEvent(stored)) })
+}
+
+// SendDirect stores me's direct message to another user and publishes it
+// to both inboxes, unless either blocked the other.
+func (s *Service) SendDirect(ctx context.Context, me store.UserRef, to, content string, clientMessageID, replyTo *string) (*store.Message, error) {
+	if err := s.limit(ctx, ratelimit.DirectMessage, me); err != nil {
+		return nil, err
+	}
+	if err := store.ValidateContent(content); err != nil {
+		return nil, err
+	}
+	if err := store.ValidateLogin(to); err != nil {
+		return nil, err
+	}
+	if to == me.Login {
+		return nil, store.Invalidf("invalid recipient: you cannot send a direct message to yourself")
+	}
+	peer, err := s.Store.User(ctx, to)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.mayWriteTo(ctx, me, to, "direct messages"); err != nil {
+		return nil, err
+	}
+	conv := store.DirectConversationID(me.Login, to)
+	root, err := s.replyRoot(ctx, replyTo, conv, me)
+	if err != nil {
+		return nil, err
+	}
+	msg := store.Message{Room: conv, ID: store.NewMessageID(), Author: me, Content: content, ReplyTo: root}
+	announce := func(msg store.Message) {
+		s.publishEvent(ctx, store.Event{ID: msg.ID, Kind: store.DirectMessage, Room: conv, Message: &msg, User: me})
+	}
+	return s.sendOnce(ctx, clientMessageID, msg, func(msg store.Message) error {
+		if err := s.Store.SendDirect(ctx, msg, peer.UserRef); err != nil {
+			return err
+		}
+		s.Typists.Stop(conv, me.Login)
+		announce(msg)
+		return nil
+	}, announce)
+}
+
+// Edit replaces the content of me's message id.
+func (s *Service) Edit(ctx context.Context, me store.UserRef, id, content string) (*store.Message, error) {
+	if err := s.limit(ctx, ratelimit.Post, me); err != nil {
+		return nil, err
+	}
+	if err := store.ValidateContent(content); err != nil {
+		return nil, err
+	}
+	msg, err := s.readableMessage(ctx, id, me)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case msg.Deleted:
+		return nil, fmt.Errorf("message %s was deleted: %w", id, store.ErrNotFound)
+	case msg.Author.Login != me.Login:
+		return nil, fmt.Errorf("%w: only its author may edit a message", store.ErrForbidden)
+	case msg.System:
+		return nil, fmt.Errorf("%w: the server's messages of joins and leaves cannot be edited", store.ErrForbidden)
+	}
+	w := s.beginRoomWrite(ctx, msg.Room)
+	defer w.end()
+	ev, err := s.Store.EditMessage(ctx, msg, me, content, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	return s.changed(ctx, w, ev, msg.ID)
+}
+
+// Delete erases the message id, leaving a tombstone: its author's right,
+// and the room's creator's and moderators'.
+func (s *Service) Delete(ctx context.Context, me store.UserRef, id string) (*store.Message, error) {
+	if err := s.limit(ctx, ratelimit.RoomChange, me); err != nil {
+		return nil, err
+	}
+	msg, err := s.readableMessage(ctx, id, me)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.mayModerate(ctx, msg, me, "delete"); err != nil {
+		return nil, err
+	}
+	if msg.Deleted {
+		return &msg, nil // deleted already: nothing changes, nothing is logged
+	}
+	w := s.beginRoomWrite(ctx, msg.Room)
+	defer w.end()
+	ev, err := s.Store.DeleteMessage(ctx, msg, me)
+	if err != nil {
+		return nil, err
+	}
+	return s.changed(ctx, w, ev, msg.ID)
+}
+
+// Hide hides the message id from everyone but its author, as Delete may.
+func (s *Service) Hide(ctx context.Context, me store.UserRef, id string) (*store.Message, error) {
+	if err := s.limit(ctx, ratelimit.RoomChange, me); err != nil {
+		return nil, err
+	}
+	msg, err := s.readableMessage(ctx, id, me)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.mayModerate(ctx, msg, me, "hide"); err != nil {
+		return nil, err
+	}
+	if msg.Hidden {
+		return &msg, nil // hidden already: nothing changes, nothing is logged
+	}
+	w := s.beginRoomWrite(ctx, msg.Room)
+	defer w.end()
+	ev, err := s.Store.HideMessage(ctx, msg, me)
+	if err != nil {
+		return nil, err
+	}
+	msg.Hidden = true
+	w.publish(ev)
+	return &msg, nil
+}
+
+// Message is the message id, if me may read it; NOT_FOUND otherwise, so
+// ids do not reveal what exists.
+func (s *Service) Message(ctx context.Context, me store.UserRef, id string) (store.Message, error) {
+	return s.readableMessage(ctx, id, me)
+}
+
+// History is me's reader of a room's or group's messages: a participant
+// of a public room reads them all, a member of a group those of their
+// membership windows (a former member too), unless banned.
+func (s *Service) History(ctx context.Context, me store.UserRef, room string) (Pager, error) {
+	public := func(ctx context.Context, before store.MessageID, n int) ([]store.Message, error) {
+		return s.history.read(ctx, historyPage{room, before, n}, s.Store.Messages)
+	}
+	known, epoch := s.knownPoster(room, me.Login) // a participant of a public room
+	if known {
+		return public, nil
+	}
+	m, err := s.visibleMembership(ctx, room, me)
+	if err != nil {
+		return nil, err
+	}
+	s.rememberMembership(epoch, m)
+	if m.Kind == store.PrivateGroup {
+		if m.Banned {
+			return nil, fmt.Errorf("%w: %s is banned from group %q", store.ErrForbidden, me.Login, room)
+		}
+		windows, err := s.groupWindows(ctx, room, me)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, before store.MessageID, n int) ([]store.Message, error) {
+			return s.Store.GroupMessages(ctx, room, windows, before, n)
+		}, nil
+	}
+	if !m.Participant {
+		return nil, stream.NotParticipant(room, me)
+	}
+	return public, nil
+}
+
+// DirectHistory is me's reader of their direct conversation with another
+// user.
+func (s *Service) DirectHistory(me store.UserRef, with string) Pager {
+	conv := store.DirectConversationID(me.Login, with)
+	return func(ctx context.Context, before store.MessageID, n int) ([]store.Message, error) {
+		return s.Store.Messages(ctx, conv, before, n)
+	}
+}
+
+// Thread is me's reader of the replies to the message id, which me must be
+// able to read: in a group, the replies of me's membership windows.
+func (s *Service) Thread(ctx context.Context, me store.UserRef, id string) (Pager, error) {
+	root, err := s.readableMessage(ctx, id, me)
+	if err != nil {
+		return nil, err
+	}
+	windows, err := s.threadWindows(ctx, root, me)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, before store.MessageID, n int) ([]store.Message, error) {
+		return s.threadReplies(ctx, root, windows, before, n)
+	}, nil
+}
+
+// MyMessages is me's reader of their own messages, in every conversation.
+func (s *Service) MyMessages(me store.UserRef) Pager {
+	return func(ctx context.Context, before store.MessageID, n int) ([]store.Message, error) {
+		return s.Store.MessagesByAuthor(ctx, me.Login, before, n)
+	}
+}
+
+// Threads is what me sees of the threads of msgs: their summaries, of the
+// replies me may read.
+func (s *Service) Threads(ctx context.Context, me store.UserRef, msgs []store.Message) (map[store.MessageID]store.Thread, error) {
+	got, err := s.Store.ThreadSummaries(ctx, msgs)
+	if err != nil {
+		return nil, err
+	}
+	return s.threadsFor(ctx, msgs, got, me)
+}

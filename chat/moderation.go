@@ -1,0 +1,45 @@
+package chat
+
+import (
+	"context"
+	"time"
+
+	"github.com/killrchat/chatql/ratelimit"
+	"github.com/killrchat/chatql/store"
+)
+
+// Moderate takes a moderation action of the caller's on login in the room
+// (a room they may see: others' groups are NOT_FOUND), publishes its event,
+// and returns the room as it is after it. The store checks the caller's
+// rights (store.ModerationAction.Check) as the change applies.
+func (s *Service) Moderate(ctx context.Context, me store.UserRef, room, login string, kind store.EventKind) (*store.Room, error) {
+	if err := s.limit(ctx, ratelimit.RoomChange, me); err != nil {
+		return nil, err
+	}
+	if err := store.ValidateLogin(login); err != nil {
+		return nil, err
+	}
+	if _, err := s.visibleMembership(ctx, room, me); err != nil {
+		return nil, err
+	}
+	target, err := s.Store.User(ctx, login)
+	if err != nil {
+		return nil, err
+	}
+	w := s.beginRoomWrite(ctx, room)
+	defer w.end()
+	a := store.ModerationAction{Room: room, Kind: kind, By: me, Target: target.UserRef, At: time.Now().UTC()}
+	ev, err := s.Store.Moderate(ctx, a)
+	if kind == store.ParticipantRemoved || kind == store.ParticipantBanned {
+		s.membershipEnded(ctx, room, login, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	w.publish(ev)
+	after, err := s.Store.Room(ctx, room)
+	if err != nil {
+		return nil, err
+	}
+	return &after, nil
+}

@@ -1,0 +1,164 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/store"
+)
+
+// Room.readMarks: how many a page holds by default and at most.
+const (
+	DefaultReadMarks = 100
+	MaxReadMarks     = 1000
+)
+
+// markRoomRead moves the caller's mark of a public room they take part in,
+// up to the room's newest message at most, tells the room's subscribers
+// (READ_UPTO, live only), and returns the room's inbox entry.
+func (s *Service) markRoomRead(ctx context.Context, room string, m store.RoomMembership, upTo store.MessageID, me store.UserRef) (*store.Conversation, error) {
+	if !m.Participant {
+		return nil, fmt.Errorf("conversation %q: %w", room, store.ErrNotFound)
+	}
+	newest, err := s.Store.Messages(ctx, room, store.MessageID{}, 1)
+	if err != nil {
+		return nil, err
+	}
+	if len(newest) == 0 {
+		return nil, store.Invalidf("invalid upTo: room %q has no messages", room)
+	}
+	if upTo.Compare(newest[0].ID) > 0 {
+		upTo = newest[0].ID // "read up to the future" would pre-read messages not yet sent
+	}
+	if err := s.Store.MarkRoomRead(ctx, room, me, upTo); err != nil {
+		return nil, err
+	}
+	ev := store.Event{Kind: store.ReadUpTo, Room: room, User: me}
+	if msg, err := s.Store.Message(ctx, upTo); err == nil {
+		ev.Message = &msg
+	}
+	s.publishTo(ctx, broker.RoomTopic(room), ev) // no id: in no log
+	entries, err := s.Store.RoomConversations(ctx, me.Login, []string{room})
+	if err != nil {
+		return nil, err
+	}
+	if len(entries) == 0 {
+		return nil, fmt.Errorf("conversation %q: %w", room, store.ErrNotFound)
+	}
+	return &entries[0], nil
+}
+
+// conversation is me's inbox entry of the conversation with this id: a
+// direct conversation's or a group's, or a public room's they take part
+// in, as inbox lists them. NOT_FOUND otherwise.
+func (s *Service) conversation(ctx context.Context, me store.UserRef, id string) (store.Conversation, error) {
+	conv, err := s.Store.Conversation(ctx, me.Login, id)
+	if !errors.Is(err, store.ErrNotFound) || store.IsDirectConversation(id) {
+		return conv, err
+	}
+	m, merr := s.Store.Membership(ctx, id, me.Login)
+	if merr != nil && !errors.Is(merr, store.ErrNotFound) {
+		return store.Conversation{}, merr
+	}
+	if merr != nil || m.Kind != store.PublicRoom || !m.Participant {
+		return store.Conversation{}, err
+	}
+	entries, err := s.Store.RoomConversations(ctx, me.Login, []string{id})
+	if err == nil && len(entries) == 0 {
+		err = fmt.Errorf("conversation %q: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Conversation{}, err
+	}
+	return entries[0], nil
+}
+
+// inConversation checks that id names a message of the conversation: a
+// read mark names a message of its own conversation (BAD_USER_INPUT
+// otherwise, whether the message is elsewhere or nowhere).
+func (s *Service) inConversation(ctx context.Context, id store.MessageID, conversation string) error {
+	msg, err := s.Store.Message(ctx, id)
+	if err == nil && msg.Room == conversation {
+		return nil
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return store.Invalidf("invalid upTo: %s is no message of %s", id, store.Quote(conversation))
+}
+
+// inbox is the caller's conversations and the public rooms they take part
+// in, in the inbox's order (store.ByNewestMessage).
+func (s *Service) inbox(ctx context.Context, me store.UserRef) ([]store.Conversation, error) {
+	inbox, err := s.Store.Inbox(ctx, me.Login)
+	if err != nil {
+		return nil, err
+	}
+	user, err := s.Store.User(ctx, me.Login)
+	if err != nil {
+		return nil, err
+	}
+	var rooms []string
+	for _, name := range user.ChatRooms {
+		if !slices.ContainsFunc(inbox, func(c store.Conversation) bool { return c.ID == name }) {
+			rooms = append(rooms, name) // the groups have entries already
+		}
+	}
+	entries, err := s.Store.RoomConversations(ctx, me.Login, rooms)
+	if err != nil {
+		return nil, err
+	}
+	inbox = append(inbox, entries...)
+	slices.SortFunc(inbox, store.ByNewestMessage)
+	return inbox, nil
+}
+
+// MarkRead moves me's read mark of a conversation up to the message upTo,
+// one of the conversation's, and no further than its newest message: a
+// public room's mark, which its subscribers see (READ_UPTO), or the inbox
+// entry's of a direct conversation or group. It returns the entry.
+func (s *Service) MarkRead(ctx context.Context, me store.UserRef, conversation, upTo string) (*store.Conversation, error) {
+	id, err := store.ParseMessageID(upTo)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.inConversation(ctx, id, conversation); err != nil {
+		return nil, err
+	}
+	if !store.IsDirectConversation(conversation) {
+		if m, err := s.Store.Membership(ctx, conversation, me.Login); err == nil && m.Kind == store.PublicRoom {
+			return s.markRoomRead(ctx, conversation, m, id, me)
+		}
+	}
+	before, err := s.Store.Conversation(ctx, me.Login, conversation)
+	if err != nil {
+		return nil, err
+	}
+	if newest := before.LastMessage.ID; id.Compare(newest) > 0 {
+		id = newest // "read up to the future" would pre-read messages not yet sent
+	}
+	ev, err := s.Store.MarkRead(ctx, me.Login, conversation, id)
+	if err != nil {
+		return nil, err
+	}
+	conv, err := s.Store.Conversation(ctx, me.Login, conversation)
+	if err != nil {
+		return nil, err
+	}
+	s.publishTo(ctx, broker.UserTopic(me.Login), ev)
+	return &conv, nil
+}
+
+// Inbox is me's conversations and the public rooms they take part in, in
+// the inbox's order (store.ByNewestMessage).
+func (s *Service) Inbox(ctx context.Context, me store.UserRef) ([]store.Conversation, error) {
+	return s.inbox(ctx, me)
+}
+
+// Conversation is me's inbox entry of the conversation with this id.
+func (s *Service) Conversation(ctx context.Context, me store.UserRef, id string) (store.Conversation, error) {
+	return s.conversation(ctx, me, id)
+}

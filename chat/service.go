@@ -1,0 +1,59 @@
+// Package chat holds the chat's rules, between the API and the store: who
+// may read and change what (rooms, groups and their membership windows,
+// bans, blocks, moderators, hidden and deleted messages), how a write is
+// made (limit, check, order, store, publish), to whom each event goes, the
+// sends that retries make once, and the caches of the instance.
+//
+// Its methods take the caller explicitly: the GraphQL resolvers read the
+// caller from the request once, call the Service and shape its answer, so
+// every path to a message (the history, a thread, a message by id, the
+// inbox, a subscription's replay) meets the same rules.
+package chat
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/killrchat/chatql/auth"
+	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/presence"
+	"github.com/killrchat/chatql/ratelimit"
+	"github.com/killrchat/chatql/store"
+)
+
+// Service is the chat of one instance, built once at start.
+type Service struct {
+	Store  store.Store
+	Broker broker.Broker
+	// Sessions ends the sessions of a deleted account. Nil in tests of
+	// other layers.
+	Sessions *auth.Sessions
+	Log      *slog.Logger
+	// Limits count writes per user and per client address; nil limits
+	// nothing.
+	Limits *ratelimit.Set
+	// Typists tracks who types where through this instance (NewTyping).
+	Typists *presence.Typing
+	// Presence tracks who is online (NewPresence).
+	Presence *presence.Tracker
+	// Profiles caches the users' current names (NewProfiles). Nil in tests
+	// of other layers: users are shown with the names as stored.
+	Profiles *Profiles
+	// Memberships caches who may post to which public room
+	// (NewMemberships). Nil in tests of other layers: every post reads the
+	// membership.
+	Memberships *Memberships
+	// MaxRoomsPerUser caps the rooms and groups a user takes part in
+	// (DefaultMaxRoomsPerUser when 0).
+	MaxRoomsPerUser int
+
+	// history shares identical history reads made at once.
+	history historyReads
+	// roomLines order each room's events by id as they leave (roomorder.go).
+	roomLines roomLines
+}
+
+// limit counts a write of me's within the limit of action.
+func (s *Service) limit(ctx context.Context, action ratelimit.Action, me store.UserRef) error {
+	return s.Limits.Allow(ctx, action, me.Login)
+}
