@@ -348,13 +348,15 @@ const (
 func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessions *auth.Sessions) http.Handler {
 	gql := handler.New(querylimit.Costed(graph.NewExecutableSchema(graph.Config{Resolvers: res})))
 	s.live = live.New(live.Config{
-		Rooms:          s.metrics.GraphQL.Rooms(res),
-		FeedSchema:     res.FeedSchema,
-		ProfileEpoch:   res.Profiles.Epoch,
-		Authenticate:   websocketAuth(sessions),
-		SessionEnd:     sessions.Watch,
-		Connected:      s.connected,
-		ErrorPresenter: res.ErrorPresenter,
+		Rooms:             s.metrics.GraphQL.Rooms(res),
+		FeedSchema:        res.FeedSchema,
+		SeesHiddenContent: resolvers.SeesHiddenContent,
+		StreamError:       resolvers.WithStreamError,
+		ProfileEpoch:      res.Profiles.Epoch,
+		Authenticate:      websocketAuth(sessions),
+		SessionEnd:        sessions.Watch,
+		Connected:         s.connected,
+		ErrorPresenter:    res.ErrorPresenter,
 		Accept: websocket.AcceptOptions{
 			OriginPatterns:     s.websocketOrigins(),
 			InsecureSkipVerify: slices.Contains(s.cfg.AllowedOrigins, "*"),

@@ -11,8 +11,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/executor"
 
 	"github.com/killrchat/chatql/auth"
-	"github.com/killrchat/chatql/graph/model"
-	"github.com/killrchat/chatql/resolvers"
 	"github.com/killrchat/chatql/store"
 )
 
@@ -25,11 +23,15 @@ const recentResults = 256
 // the same fields, so that an event is executed and JSON-encoded once for
 // all of them rather than once per subscriber.
 type encoders struct {
-	// schema is the schema in which roomEvents serves the feed it is given.
-	schema func(feed <-chan *model.RoomEvent) graphql.ExecutableSchema
+	// schema returns a schema in which roomEvents serves the events given
+	// to feed (Config.FeedSchema).
+	schema func() (_ graphql.ExecutableSchema, feed func(*store.Event))
 	errors graphql.ErrorPresenterFunc
 	// epoch is the epoch of the users' names (nil: they never change).
 	epoch func() uint64
+	// seesHidden reports whether viewer may read the content of the
+	// hidden message m (Config.SeesHiddenContent).
+	seesHidden func(m *store.Message, viewer store.UserRef) bool
 
 	mu    sync.Mutex
 	byKey map[string]*encoder
@@ -37,12 +39,12 @@ type encoders struct {
 
 // encoder executes one roomEvents selection set over events and keeps the
 // recent results. It holds no goroutine: the operation is gqlgen's, run in
-// a schema whose roomEvents resolver serves the encoder's feed channel, fed
-// one event at a time.
+// a schema whose roomEvents resolver serves the encoder's feed, fed one
+// event at a time.
 //
 // The result of a selection over an event is the same for every subscriber
 // but in two respects: a hidden message's content is shown only to viewers
-// resolvers.SeesHiddenContent allows, and a field the schema marks @viewer
+// Config.SeesHiddenContent allows, and a field the schema marks @viewer
 // (reactedByMe, authorBlocked) is each subscriber's own. The viewer's side
 // of the first rule is part of the result's key, and the operation runs as
 // that viewer when it matters; a selection with a @viewer field is keyed
@@ -55,15 +57,15 @@ type encoder struct {
 	perViewer bool
 
 	mu      sync.Mutex
-	feed    chan *model.RoomEvent
+	feed    func(*store.Event)
 	next    graphql.ResponseHandler
 	ctx     context.Context
 	cancel  context.CancelFunc
 	results map[resultKey][]byte
 	order   [recentResults]resultKey
 	oldest  int
-	encodes int // how many events it executed, for tests
-	epoch   func() uint64
+	encodes int       // how many events it executed, for tests
+	encs    *encoders // its set: epoch and seesHidden
 }
 
 // resultKey identifies what an encoded event shows: the event (its id is
@@ -75,9 +77,9 @@ type resultKey struct {
 	room, user string
 	message    store.MessageID
 	hidden     bool
-	showHidden bool  // the viewer may read the hidden content
+	showHidden bool   // the viewer may read the hidden content
 	viewer     string // the viewer's login, for a selection of @viewer fields
-	editedAt   int64 // Unix milliseconds; 0 if never edited
+	editedAt   int64  // Unix milliseconds; 0 if never edited
 	deleted    bool
 	online     bool // a PRESENCE_CHANGED's state
 	// profiles is the epoch of the users' names the encoding shows: a
@@ -118,8 +120,8 @@ func (e *encoders) release(enc *encoder) {
 }
 
 func (e *encoders) newEncoder(rc *graphql.OperationContext, key string) *encoder {
-	feed := make(chan *model.RoomEvent, 1)
-	exec := executor.New(e.schema(feed))
+	schema, feed := e.schema()
+	exec := executor.New(schema)
 	exec.SetErrorPresenter(e.errors)
 	ctx, cancel := context.WithCancel(context.Background())
 	// The operation context of the subscriber that came first serves all:
@@ -130,7 +132,7 @@ func (e *encoders) newEncoder(rc *graphql.OperationContext, key string) *encoder
 	return &encoder{
 		key: key, feed: feed, next: next, ctx: ctx, cancel: cancel,
 		results: make(map[resultKey][]byte, recentResults),
-		epoch:   e.epoch,
+		encs:    e,
 	}
 }
 
@@ -141,14 +143,14 @@ var errEncoderEnded = errors.New("live: the shared operation ended")
 // shared: never modify them.
 func (enc *encoder) encode(ev *store.Event, viewer store.UserRef) ([]byte, error) {
 	k := resultKey{event: ev.ID, kind: ev.Kind, room: ev.Room, user: ev.User.Login, online: ev.Online}
-	if enc.epoch != nil {
+	if enc.encs.epoch != nil {
 		// Read before the execution: a change during it makes the next
 		// encoding of the event run again.
-		k.profiles = enc.epoch()
+		k.profiles = enc.encs.epoch()
 	}
 	if m := ev.Message; m != nil {
 		k.message, k.hidden, k.deleted = m.ID, m.Hidden, m.Deleted
-		k.showHidden = m.Hidden && resolvers.SeesHiddenContent(m, viewer)
+		k.showHidden = m.Hidden && enc.encs.seesHidden(m, viewer)
 		if !m.EditedAt.IsZero() {
 			k.editedAt = m.EditedAt.UnixMilli()
 		}
@@ -165,12 +167,8 @@ func (enc *encoder) encode(ev *store.Event, viewer store.UserRef) ([]byte, error
 	if k.showHidden || enc.perViewer {
 		ctx = auth.WithUser(ctx, viewer)
 	}
-	enc.feed <- resolvers.RoomEventOf(ev) // never blocks: the buffer is emptied after every execution
+	enc.feed(ev) // never blocks
 	resp := enc.next(ctx)
-	select {
-	case <-enc.feed: // the operation ended, or answered without reading its feed (an error)
-	default:
-	}
 	if resp == nil {
 		return nil, errEncoderEnded
 	}

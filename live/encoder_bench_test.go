@@ -35,7 +35,7 @@ func BenchmarkRoomEventEncode(b *testing.B) {
 	if !ok {
 		b.Fatal("not a roomEvents subscription")
 	}
-	encs := encoders{schema: res.FeedSchema, errors: graphql.DefaultErrorPresenter, epoch: res.Profiles.Epoch}
+	encs := encoders{schema: res.FeedSchema, errors: graphql.DefaultErrorPresenter, epoch: res.Profiles.Epoch, seesHidden: resolvers.SeesHiddenContent}
 	enc := encs.acquire(rc, field)
 	defer encs.release(enc)
 	author := store.UserRef{Login: "alice", Firstname: "Alice", Lastname: "Liddell"}

@@ -70,8 +70,10 @@ func newHarnessOn(t *testing.T, tune func(*Config), wrap func(net.Listener) net.
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	cfg := Config{
-		Rooms:      res,
-		FeedSchema: res.FeedSchema,
+		Rooms:             res,
+		FeedSchema:        res.FeedSchema,
+		SeesHiddenContent: resolvers.SeesHiddenContent,
+		StreamError:       resolvers.WithStreamError,
 		Authenticate: func(ctx context.Context, init map[string]any) (context.Context, bool, error) {
 			token, _ := init["token"].(string)
 			if token == "" {

@@ -12,7 +12,6 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/killrchat/chatql/apierror"
-	"github.com/killrchat/chatql/resolvers"
 	"github.com/killrchat/chatql/store"
 	"github.com/killrchat/chatql/stream"
 )
@@ -319,7 +318,7 @@ func (op *operation) execute(ctx context.Context, rc *graphql.OperationContext) 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	op.setOnStop(cancel)
-	ctx, streamErr := resolvers.WithStreamError(ctx)
+	ctx, streamErr := op.c.t.cfg.StreamError(ctx)
 	responses, ctx := op.c.exec.DispatchOperation(ctx, rc)
 	prefix := framePrefix(op.c.proto, op.id)
 	subscription := rc.Operation.Operation == ast.Subscription

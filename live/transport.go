@@ -27,17 +27,27 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/killrchat/chatql/apierror"
-	"github.com/killrchat/chatql/graph/model"
+	"github.com/killrchat/chatql/store"
 )
 
 // Config configures a Transport.
 type Config struct {
 	// Rooms opens room event streams (the resolvers).
 	Rooms RoomStreams
-	// FeedSchema is the API's schema with the roomEvents subscription
-	// serving feed instead of a room (see resolvers.FeedSchema): a room
-	// event is executed in it once per selection set, for every subscriber.
-	FeedSchema func(feed <-chan *model.RoomEvent) graphql.ExecutableSchema
+	// FeedSchema returns the API's schema with the roomEvents subscription
+	// serving the events given to feed, one before each execution, instead
+	// of a room (see resolvers.FeedSchema): a room event is executed in it
+	// once per selection set, for every subscriber. feed must not block.
+	FeedSchema func() (_ graphql.ExecutableSchema, feed func(*store.Event))
+	// SeesHiddenContent reports whether viewer may read the content of the
+	// hidden message m (resolvers.SeesHiddenContent); nil if nobody may.
+	SeesHiddenContent func(m *store.Message, viewer store.UserRef) bool
+	// StreamError, if set, returns a context in which the stream of a
+	// subscription run by gqlgen's executor records why it failed, and a
+	// function that reads it once the stream has ended
+	// (resolvers.WithStreamError): the operation then fails with that
+	// error instead of completing.
+	StreamError func(ctx context.Context) (_ context.Context, err func() error)
 	// ProfileEpoch changes whenever the users' names an event shows may
 	// have changed (resolvers.Profiles.Epoch): an event encoded in an older
 	// epoch is encoded again. Nil if names never change.
@@ -128,8 +138,18 @@ func New(cfg Config) *Transport {
 	if cfg.ErrorPresenter == nil {
 		cfg.ErrorPresenter = graphql.DefaultErrorPresenter
 	}
+	if cfg.SeesHiddenContent == nil {
+		cfg.SeesHiddenContent = func(*store.Message, store.UserRef) bool { return false }
+	}
+	if cfg.StreamError == nil {
+		cfg.StreamError = func(ctx context.Context) (context.Context, func() error) {
+			return ctx, func() error { return nil }
+		}
+	}
 	cfg.Accept.Subprotocols = []string{graphqlTransportWS.name, graphqlWS.name}
-	t := &Transport{cfg: cfg, conns: make(map[*conn]struct{}), encoders: encoders{schema: cfg.FeedSchema, errors: cfg.ErrorPresenter, epoch: cfg.ProfileEpoch}}
+	t := &Transport{cfg: cfg, conns: make(map[*conn]struct{}), encoders: encoders{
+		schema: cfg.FeedSchema, errors: cfg.ErrorPresenter, epoch: cfg.ProfileEpoch, seesHidden: cfg.SeesHiddenContent,
+	}}
 	go t.watch()
 	return t
 }

@@ -126,13 +126,23 @@ func whyEnded(ctx, watched context.Context, err error) error {
 	return err
 }
 
-// FeedSchema returns the schema in which the roomEvents subscription serves
-// feed instead of a room, every other field resolving as in r's: a
-// transport that executes a roomEvents selection once for many subscribers
-// feeds it the events they have each been cleared to see, and writes the
-// one result to all of them.
-func (r *Resolver) FeedSchema(feed <-chan *model.RoomEvent) graphql.ExecutableSchema {
-	return graph.NewExecutableSchema(graph.Config{Resolvers: feedRoot{r, feed}})
+// FeedSchema returns a schema in which the roomEvents subscription serves
+// the events given to feed instead of a room, every other field resolving
+// as in r's: a transport that executes a roomEvents selection once for
+// many subscribers feeds it the events they have each been cleared to see,
+// one before each execution, and writes the one result to all of them.
+// feed never blocks: it drops an event that the last execution ended
+// without reading (it failed first). Calls of feed must not overlap.
+func (r *Resolver) FeedSchema() (schema graphql.ExecutableSchema, feed func(*store.Event)) {
+	events := make(chan *model.RoomEvent, 1)
+	schema = graph.NewExecutableSchema(graph.Config{Resolvers: feedRoot{r, events}})
+	return schema, func(ev *store.Event) {
+		select {
+		case <-events:
+		default:
+		}
+		events <- RoomEventOf(ev)
+	}
 }
 
 // feedRoot is r with the roomEvents subscription served from a feed.
