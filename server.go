@@ -350,7 +350,7 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 	s.live = live.New(live.Config{
 		Rooms:             s.metrics.GraphQL.Rooms(res),
 		FeedSchema:        res.FeedSchema,
-		SeesHiddenContent: resolvers.SeesHiddenContent,
+		SeesHiddenContent: chat.SeesHiddenContent,
 		StreamError:       resolvers.WithStreamError,
 		ProfileEpoch:      res.Profiles.Epoch,
 		Authenticate:      websocketAuth(sessions),

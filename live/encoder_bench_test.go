@@ -35,7 +35,7 @@ func BenchmarkRoomEventEncode(b *testing.B) {
 	if !ok {
 		b.Fatal("not a roomEvents subscription")
 	}
-	encs := encoders{schema: res.FeedSchema, errors: graphql.DefaultErrorPresenter, epoch: res.Profiles.Epoch, seesHidden: resolvers.SeesHiddenContent}
+	encs := encoders{schema: res.FeedSchema, errors: graphql.DefaultErrorPresenter, epoch: res.Profiles.Epoch, seesHidden: chat.SeesHiddenContent}
 	enc := encs.acquire(rc, field)
 	defer encs.release(enc)
 	author := store.UserRef{Login: "alice", Firstname: "Alice", Lastname: "Liddell"}

@@ -72,7 +72,7 @@ func newHarnessOn(t *testing.T, tune func(*Config), wrap func(net.Listener) net.
 	cfg := Config{
 		Rooms:             res,
 		FeedSchema:        res.FeedSchema,
-		SeesHiddenContent: resolvers.SeesHiddenContent,
+		SeesHiddenContent: chat.SeesHiddenContent,
 		StreamError:       resolvers.WithStreamError,
 		Authenticate: func(ctx context.Context, init map[string]any) (context.Context, bool, error) {
 			token, _ := init["token"].(string)

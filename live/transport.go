@@ -40,7 +40,7 @@ type Config struct {
 	// once per selection set, for every subscriber. feed must not block.
 	FeedSchema func() (_ graphql.ExecutableSchema, feed func(*store.Event))
 	// SeesHiddenContent reports whether viewer may read the content of the
-	// hidden message m (resolvers.SeesHiddenContent); nil if nobody may.
+	// hidden message m (chat.SeesHiddenContent); nil if nobody may.
 	SeesHiddenContent func(m *store.Message, viewer store.UserRef) bool
 	// StreamError, if set, returns a context in which the stream of a
 	// subscription run by gqlgen's executor records why it failed, and a

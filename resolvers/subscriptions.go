@@ -163,12 +163,6 @@ func (f feedSubscription) InboxEvents(context.Context, *string, *bool) (<-chan *
 	return nil, errors.New("resolvers: a feed schema serves roomEvents only")
 }
 
-// SeesHiddenContent reports whether viewer may read the content of the
-// hidden message m: only its author may. Everyone else sees it blank.
-func SeesHiddenContent(m *store.Message, viewer store.UserRef) bool {
-	return viewer.Login != "" && viewer.Login == m.Author.Login
-}
-
 // OpenRoomEvents opens the caller's stream of a room's events after the
 // optional cursor (see stream.Source.OpenRoom), with its participants'
 // presence if asked: the roomEvents subscription, for the transports that
