@@ -18,7 +18,8 @@ import (
 //     the room: participant; the post's audience: postAudience.
 //   - a message is readable by the parties of its direct conversation, the
 //     participants of its public room, and whoever was a member of its
-//     group when it was posted and is not banned from it: mayRead.
+//     group when it was posted and is not banned from it: the reader's
+//     view (readers.go), which mayRead applies.
 //   - a room's creator and moderators remove and ban participants
 //     (store.ModerationAction.Check) and hide and delete others' messages:
 //     mayModerate.
@@ -47,37 +48,17 @@ func (s *Service) readableMessage(ctx context.Context, id string, me store.UserR
 	return msg, nil
 }
 
-// mayRead checks that me may read msg: a party of its direct conversation,
-// a participant of its public room, or a member of its group at the time it
-// was posted. Returns ErrForbidden otherwise.
+// mayRead checks that me may read msg, by me's Reader of its conversation
+// (see readers.go). Returns ErrForbidden or ErrNotFound otherwise.
 func (s *Service) mayRead(ctx context.Context, msg store.Message, me store.UserRef) error {
-	if store.IsDirectConversation(msg.Room) {
-		if a, b := store.DirectParties(msg.Room); a == me.Login || b == me.Login {
-			return nil
-		}
-		return store.ErrForbidden
-	}
-	m, err := s.Store.Membership(ctx, msg.Room, me.Login)
+	r, err := s.reader(ctx, me, msg.Room)
 	if err != nil {
 		return err
 	}
-	if m.Kind != store.PrivateGroup {
-		if m.Participant {
-			return nil
-		}
-		return store.ErrForbidden
+	if !r.Sees(msg) {
+		return fmt.Errorf("%w: %s was not a member of %q when message %s was posted", store.ErrForbidden, me.Login, msg.Room, msg.ID)
 	}
-	if m.Banned {
-		return store.ErrForbidden
-	}
-	windows, err := s.groupWindows(ctx, msg.Room, me)
-	if err != nil {
-		return err
-	}
-	if store.InWindows(windows, msg.ID.Time()) {
-		return nil
-	}
-	return store.ErrForbidden
+	return nil
 }
 
 // participant checks that u takes part in the room, from the room's
@@ -139,16 +120,6 @@ func (s *Service) postAudience(ctx context.Context, name string, u store.UserRef
 		return "", nil, stream.NotParticipant(name, u)
 	}
 	return group.Kind, group.Participants, nil
-}
-
-// groupWindows returns me's membership windows of a private group.
-// Returns ErrForbidden if me never was a member.
-func (s *Service) groupWindows(ctx context.Context, group string, me store.UserRef) ([]store.Window, error) {
-	conv, err := s.Store.Conversation(ctx, me.Login, group)
-	if errors.Is(err, store.ErrNotFound) || err == nil && len(conv.Windows) == 0 {
-		return nil, fmt.Errorf("%w: %s is not a member of group %q", store.ErrForbidden, me.Login, group)
-	}
-	return conv.Windows, err
 }
 
 // visibleRoom reads a room the caller may see: any public room, and the

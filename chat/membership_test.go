@@ -126,7 +126,7 @@ func TestMembershipChecks(t *testing.T) {
 		{inWindow, bob, nil},
 		{inWindow, alice, nil},
 		{inWindow, dave, store.ErrForbidden}, // posted before dave came
-		{inWindow, carol, store.ErrForbidden},
+		{inWindow, carol, store.ErrNotFound}, // never a member: the group is not hers to know
 	} {
 		if err := r.mayRead(ctx, c.msg, c.u); !errors.Is(err, c.wantErr) {
 			t.Errorf("mayRead(%q, %q) = %v, want %v", c.msg.Content, c.u.Login, err, c.wantErr)

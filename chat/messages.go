@@ -8,7 +8,6 @@ import (
 	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
-	"github.com/killrchat/chatql/stream"
 )
 
 // A Pager reads one reader's pages of a list of messages: up to n messages
@@ -189,36 +188,20 @@ func (s *Service) Message(ctx context.Context, me store.UserRef, id string) (sto
 
 // History is me's reader of a room's or group's messages: a participant
 // of a public room reads them all, a member of a group those of their
-// membership windows (a former member too), unless banned.
+// membership windows (a former member too), unless banned (see Reader).
 func (s *Service) History(ctx context.Context, me store.UserRef, room string) (Pager, error) {
-	public := func(ctx context.Context, before store.MessageID, n int) ([]store.Message, error) {
-		return s.history.read(ctx, historyPage{room, before, n}, s.Store.Messages)
-	}
-	known, epoch := s.knownPoster(room, me.Login) // a participant of a public room
-	if known {
-		return public, nil
-	}
-	m, err := s.visibleMembership(ctx, room, me)
+	r, err := s.reader(ctx, me, room)
 	if err != nil {
 		return nil, err
 	}
-	s.rememberMembership(epoch, m)
-	if m.Kind == store.PrivateGroup {
-		if m.Banned {
-			return nil, fmt.Errorf("%w: %s is banned from group %q", store.ErrForbidden, me.Login, room)
-		}
-		windows, err := s.groupWindows(ctx, room, me)
-		if err != nil {
-			return nil, err
-		}
+	if r.Windows != nil {
 		return func(ctx context.Context, before store.MessageID, n int) ([]store.Message, error) {
-			return s.Store.GroupMessages(ctx, room, windows, before, n)
+			return s.Store.GroupMessages(ctx, room, r.Windows, before, n)
 		}, nil
 	}
-	if !m.Participant {
-		return nil, stream.NotParticipant(room, me)
-	}
-	return public, nil
+	return func(ctx context.Context, before store.MessageID, n int) ([]store.Message, error) {
+		return s.history.read(ctx, historyPage{room, before, n}, s.Store.Messages)
+	}, nil
 }
 
 // DirectHistory is me's reader of their direct conversation with another
@@ -237,10 +220,11 @@ func (s *Service) Thread(ctx context.Context, me store.UserRef, id string) (Page
 	if err != nil {
 		return nil, err
 	}
-	windows, err := s.threadWindows(ctx, root, me)
+	r, err := s.reader(ctx, me, root.Room)
 	if err != nil {
 		return nil, err
 	}
+	windows := limitingWindows(r.Windows, root.ID.Time())
 	return func(ctx context.Context, before store.MessageID, n int) ([]store.Message, error) {
 		return s.threadReplies(ctx, root, windows, before, n)
 	}, nil

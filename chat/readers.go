@@ -1,9 +1,94 @@
 package chat
 
-import "github.com/killrchat/chatql/store"
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/killrchat/chatql/store"
+	"github.com/killrchat/chatql/stream"
+)
+
+// The reader's view: what one viewer may see of a conversation's messages.
+// Every path to a message goes through it: the history, a thread and its
+// summary, a message by id (and so every change to one: edit, delete,
+// hide, react, reply), and the checks of the subscriptions' replay
+// (stream.Source applies the participant rule when a stream opens and
+// again as it catches up).
+//
+//   - A direct conversation's messages are its two parties'.
+//   - A public room's are its participants', all of them.
+//   - A private group's are its members', each those posted while they were
+//     a member (their windows: a former member keeps reading what was
+//     posted while they were in); a banned user reads none, and someone
+//     never a member learns nothing, not even that the group exists
+//     (NOT_FOUND).
+//   - A hidden message's content is its author's alone; everyone else who
+//     reads it sees it blank (SeesHiddenContent).
+//   - A deleted message is a tombstone for everyone: the store erased its
+//     content. An edited one shows its current text: the store keeps no
+//     other.
+//   - A block hides nothing: the blocker reads the blocked user's messages,
+//     which the API flags (Message.authorBlocked) for apps to collapse.
+
+// A Reader is one viewer's access to one conversation, read once.
+type Reader struct {
+	Viewer       store.UserRef
+	Conversation string
+	// Windows are the viewer's membership windows of a private group, the
+	// only times whose messages they read; nil in a direct conversation or
+	// a public room, whose messages a reader reads all of.
+	Windows []store.Window
+}
+
+// Sees reports whether the reader may read m.
+func (r Reader) Sees(m store.Message) bool {
+	return m.Room == r.Conversation && (r.Windows == nil || store.InWindows(r.Windows, m.ID.Time()))
+}
 
 // SeesHiddenContent reports whether viewer may read the content of the
 // hidden message m: only its author may. Everyone else sees it blank.
 func SeesHiddenContent(m *store.Message, viewer store.UserRef) bool {
 	return viewer.Login != "" && viewer.Login == m.Author.Login
+}
+
+// reader returns me's Reader of the conversation, or why me may read none
+// of it: FORBIDDEN (not a participant of a public room, banned from a
+// group, not a party of a direct conversation) or NOT_FOUND (no such room,
+// or a group me never was in).
+func (s *Service) reader(ctx context.Context, me store.UserRef, conversation string) (Reader, error) {
+	r := Reader{Viewer: me, Conversation: conversation}
+	if store.IsDirectConversation(conversation) {
+		if a, b := store.DirectParties(conversation); a != me.Login && b != me.Login {
+			return Reader{}, fmt.Errorf("%w: %s is not a party of conversation %q", store.ErrForbidden, me.Login, conversation)
+		}
+		return r, nil
+	}
+	known, epoch := s.knownPoster(conversation, me.Login) // a participant of a public room
+	if known {
+		return r, nil
+	}
+	m, err := s.Store.Membership(ctx, conversation, me.Login)
+	if err != nil {
+		return Reader{}, err
+	}
+	s.rememberMembership(epoch, m)
+	if m.Kind != store.PrivateGroup {
+		if !m.Participant {
+			return Reader{}, stream.NotParticipant(conversation, me)
+		}
+		return r, nil
+	}
+	conv, err := s.Store.Conversation(ctx, me.Login, conversation)
+	if errors.Is(err, store.ErrNotFound) || err == nil && len(conv.Windows) == 0 {
+		return Reader{}, fmt.Errorf("room %q: %w", conversation, store.ErrNotFound)
+	}
+	if err != nil {
+		return Reader{}, err
+	}
+	if m.Banned {
+		return Reader{}, fmt.Errorf("%w: %s is banned from group %q", store.ErrForbidden, me.Login, conversation)
+	}
+	r.Windows = conv.Windows
+	return r, nil
 }

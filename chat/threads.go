@@ -15,31 +15,13 @@ import (
 // reply, as stored; any other reads the thread's replies and keeps those
 // of their windows (a reader who left, or joined after the root).
 
-// threadWindows returns the windows that limit what me reads of root's
-// thread, or nil when nothing does (a room, a direct conversation, or a
-// member since before the root).
-func (s *Service) threadWindows(ctx context.Context, root store.Message, me store.UserRef) ([]store.Window, error) {
-	if store.IsDirectConversation(root.Room) {
-		return nil, nil
-	}
-	conv, err := s.Store.Conversation(ctx, me.Login, root.Room)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil // no entry: a public room, whose participants read it all
-	}
-	if err != nil || conv.Kind != store.GroupConversation {
-		return nil, err
-	}
-	return limitingWindows(conv.Windows, root.ID.Time()), nil
-}
-
-// limitingWindows is windows, or nil if its last is open and began no
-// later than from: then everything posted since from is in it.
+// limitingWindows is what limits a reader's view of a thread whose root
+// was posted at from: the reader's windows, or nil when nothing does (a
+// reader of the whole conversation, or a member since before the root,
+// whose last window is open).
 func limitingWindows(windows []store.Window, from time.Time) []store.Window {
 	if n := len(windows); n > 0 && windows[n-1].To.IsZero() && !windows[n-1].From.After(from) {
 		return nil
-	}
-	if windows == nil {
-		return []store.Window{} // never a member: nothing
 	}
 	return windows
 }
@@ -101,29 +83,33 @@ func (s *Service) threadInWindows(ctx context.Context, root store.Message, windo
 	}
 }
 
-// threadsFor is what me sees of the threads of msgs, one room's: the
-// summaries as stored, but for a reader limited by windows, who gets those
-// of the replies in their windows.
+// threadsFor is what me sees of the threads of msgs: the summaries as
+// stored, but for a reader limited by windows, who gets those of the
+// replies in their windows, and for one who may no longer read a
+// message's conversation (their own message, in myMessages), none.
 func (s *Service) threadsFor(ctx context.Context, msgs []store.Message, stored map[store.MessageID]store.Thread, me store.UserRef) (map[store.MessageID]store.Thread, error) {
-	var conv *store.Conversation
+	readers := map[string]*Reader{} // by conversation; nil: reads none of it
 	for _, m := range msgs {
 		t, ok := stored[m.ID]
-		if !ok || t.Replies == 0 || store.IsDirectConversation(m.Room) {
+		if !ok || t.Replies == 0 {
 			continue
 		}
-		if conv == nil || conv.ID != m.Room {
-			c, err := s.Store.Conversation(ctx, me.Login, m.Room)
-			if errors.Is(err, store.ErrNotFound) {
-				c = store.Conversation{ID: m.Room} // a public room: no windows
-			} else if err != nil {
+		r, known := readers[m.Room]
+		if !known {
+			got, err := s.reader(ctx, me, m.Room)
+			switch {
+			case err == nil:
+				r = &got
+			case !errors.Is(err, store.ErrForbidden) && !errors.Is(err, store.ErrNotFound):
 				return nil, err
 			}
-			conv = &c
+			readers[m.Room] = r
 		}
-		if conv.Kind != store.GroupConversation {
+		if r == nil {
+			delete(stored, m.ID)
 			continue
 		}
-		windows := limitingWindows(conv.Windows, m.ID.Time())
+		windows := limitingWindows(r.Windows, m.ID.Time())
 		if windows == nil {
 			continue
 		}
