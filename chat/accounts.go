@@ -84,22 +84,16 @@ func (s *Service) leaveAsDeleted(ctx context.Context, room, login string) error 
 	case !m.Participant:
 		return nil
 	}
-	w := s.beginRoomWrite(ctx, room)
-	defer w.end()
-	var left store.Event
-	if m.Kind == store.PrivateGroup {
-		left, err = s.Store.LeaveGroup(ctx, room, u, time.Now())
-	} else {
-		left, err = s.Store.LeaveRoom(ctx, room, u)
-	}
+	_, err = s.inLine(ctx, room, func() (store.Event, error) {
+		if m.Kind == store.PrivateGroup {
+			return s.Store.LeaveGroup(ctx, room, u, time.Now())
+		}
+		return s.Store.LeaveRoom(ctx, room, u)
+	})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil // left or deleted meanwhile
 	}
-	if err != nil {
-		return err
-	}
-	w.publish(left)
-	return nil
+	return err
 }
 
 // announce tells every instance that login's profile changed or their

@@ -120,13 +120,13 @@ func (s *Service) Edit(ctx context.Context, me store.UserRef, id, content string
 	case msg.System:
 		return nil, fmt.Errorf("%w: the server's messages of joins and leaves cannot be edited", store.ErrForbidden)
 	}
-	w := s.beginRoomWrite(ctx, msg.Room)
-	defer w.end()
-	ev, err := s.Store.EditMessage(ctx, msg, me, content, time.Now())
+	ev, err := s.inLine(ctx, msg.Room, func() (store.Event, error) {
+		return s.Store.EditMessage(ctx, msg, me, content, time.Now())
+	})
 	if err != nil {
 		return nil, err
 	}
-	return s.changed(ctx, w, ev, msg.ID)
+	return s.changedMessage(ctx, ev, msg.ID)
 }
 
 // Delete erases the message id, leaving a tombstone: its author's right,
@@ -145,13 +145,11 @@ func (s *Service) Delete(ctx context.Context, me store.UserRef, id string) (*sto
 	if msg.Deleted {
 		return &msg, nil // deleted already: nothing changes, nothing is logged
 	}
-	w := s.beginRoomWrite(ctx, msg.Room)
-	defer w.end()
-	ev, err := s.Store.DeleteMessage(ctx, msg, me)
+	ev, err := s.inLine(ctx, msg.Room, func() (store.Event, error) { return s.Store.DeleteMessage(ctx, msg, me) })
 	if err != nil {
 		return nil, err
 	}
-	return s.changed(ctx, w, ev, msg.ID)
+	return s.changedMessage(ctx, ev, msg.ID)
 }
 
 // Hide hides the message id from everyone but its author, as Delete may.
@@ -169,14 +167,10 @@ func (s *Service) Hide(ctx context.Context, me store.UserRef, id string) (*store
 	if msg.Hidden {
 		return &msg, nil // hidden already: nothing changes, nothing is logged
 	}
-	w := s.beginRoomWrite(ctx, msg.Room)
-	defer w.end()
-	ev, err := s.Store.HideMessage(ctx, msg, me)
-	if err != nil {
+	if _, err := s.inLine(ctx, msg.Room, func() (store.Event, error) { return s.Store.HideMessage(ctx, msg, me) }); err != nil {
 		return nil, err
 	}
 	msg.Hidden = true
-	w.publish(ev)
 	return &msg, nil
 }
 

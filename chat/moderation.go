@@ -26,17 +26,17 @@ func (s *Service) Moderate(ctx context.Context, me store.UserRef, room, login st
 	if err != nil {
 		return nil, err
 	}
-	w := s.beginRoomWrite(ctx, room)
-	defer w.end()
 	a := store.ModerationAction{Room: room, Kind: kind, By: me, Target: target.UserRef, At: time.Now().UTC()}
-	ev, err := s.Store.Moderate(ctx, a)
-	if kind == store.ParticipantRemoved || kind == store.ParticipantBanned {
-		s.membershipEnded(ctx, room, login, err)
-	}
+	_, err = s.inLine(ctx, room, func() (store.Event, error) {
+		ev, err := s.Store.Moderate(ctx, a)
+		if kind == store.ParticipantRemoved || kind == store.ParticipantBanned {
+			s.membershipEnded(ctx, room, login, err)
+		}
+		return ev, err
+	})
 	if err != nil {
 		return nil, err
 	}
-	w.publish(ev)
 	after, err := s.Store.Room(ctx, room)
 	if err != nil {
 		return nil, err

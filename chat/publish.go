@@ -26,11 +26,10 @@ func (s *Service) publishEvent(ctx context.Context, ev store.Event) {
 	s.publishTo(ctx, broker.UserTopic(b), ev)
 }
 
-// changed publishes the event of a change to the message id, which w
-// wrote, and returns the message as it now is: the event's, or, when the
-// change logged nothing (an edit older than the message's last), as stored.
-func (s *Service) changed(ctx context.Context, w *roomWrite, ev store.Event, id store.MessageID) (*store.Message, error) {
-	w.publish(ev)
+// changedMessage returns the message id as a change that logged ev left
+// it: the event's, or, when the change logged nothing (an edit older than
+// the message's last), as stored.
+func (s *Service) changedMessage(ctx context.Context, ev store.Event, id store.MessageID) (*store.Message, error) {
 	if ev.Message != nil {
 		return ev.Message, nil
 	}

@@ -19,12 +19,8 @@ func (s *Service) React(ctx context.Context, me store.UserRef, id, emoji string,
 	if err != nil {
 		return nil, err
 	}
-	w := s.beginRoomWrite(ctx, msg.Room)
-	defer w.end()
-	ev, err := s.Store.React(ctx, msg, me, emoji, add)
-	if err != nil {
+	if _, err := s.inLine(ctx, msg.Room, func() (store.Event, error) { return s.Store.React(ctx, msg, me, emoji, add) }); err != nil {
 		return nil, err
 	}
-	w.publish(ev)
 	return &msg, nil
 }

@@ -68,6 +68,23 @@ type roomWrite struct {
 	counted bool          // in line.refs; under roomLines.mu
 }
 
+// inLine makes a change of room's that logs an event, as every change of a
+// room, group or direct conversation is made: it takes the change's place
+// in the room's line before the change takes its id, stores it with
+// change, and publishes the event it logged (publishEvent) once the
+// earlier changes' have gone. The zero event (nothing logged) is not
+// published.
+func (s *Service) inLine(ctx context.Context, room string, change func() (store.Event, error)) (store.Event, error) {
+	w := s.beginRoomWrite(ctx, room)
+	defer w.end()
+	ev, err := change()
+	if err != nil {
+		return store.Event{}, err
+	}
+	w.publish(ev)
+	return ev, nil
+}
+
 // beginRoomWrite takes a place in room's line for a write about to log an
 // event there; end it (defer w.end()) whatever happens.
 func (s *Service) beginRoomWrite(ctx context.Context, room string) *roomWrite {

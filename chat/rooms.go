@@ -55,13 +55,14 @@ func (s *Service) Join(ctx context.Context, me store.UserRef, room string) (*sto
 			return nil, err
 		}
 	}
-	w := s.beginRoomWrite(ctx, room)
-	defer w.end()
-	after, joined, err := s.Store.JoinRoom(ctx, room, me)
+	var after store.Room
+	_, err = s.inLine(ctx, room, func() (joined store.Event, err error) {
+		after, joined, err = s.Store.JoinRoom(ctx, room, me)
+		return joined, err
+	})
 	if err != nil {
 		return nil, err
 	}
-	w.publish(joined)
 	return &after, nil
 }
 
@@ -75,19 +76,18 @@ func (s *Service) Leave(ctx context.Context, me store.UserRef, room string) (*st
 	if err != nil {
 		return nil, err
 	}
-	w := s.beginRoomWrite(ctx, room)
-	defer w.end()
-	var left store.Event
-	if before.Kind == store.PrivateGroup {
-		left, err = s.Store.LeaveGroup(ctx, room, me, time.Now())
-	} else {
-		left, err = s.Store.LeaveRoom(ctx, room, me)
-	}
-	s.membershipEnded(ctx, room, me.Login, err)
+	_, err = s.inLine(ctx, room, func() (left store.Event, err error) {
+		if before.Kind == store.PrivateGroup {
+			left, err = s.Store.LeaveGroup(ctx, room, me, time.Now())
+		} else {
+			left, err = s.Store.LeaveRoom(ctx, room, me)
+		}
+		s.membershipEnded(ctx, room, me.Login, err)
+		return left, err
+	})
 	if err != nil {
 		return nil, err
 	}
-	w.publish(left)
 	after, err := s.Store.Room(ctx, room)
 	if err != nil {
 		return nil, err
@@ -100,14 +100,15 @@ func (s *Service) DeleteRoom(ctx context.Context, me store.UserRef, room string)
 	if err := s.limit(ctx, ratelimit.RoomChange, me); err != nil {
 		return nil, err
 	}
-	w := s.beginRoomWrite(ctx, room)
-	defer w.end()
-	deleted, ev, err := s.Store.DeleteRoom(ctx, room, me)
-	s.membershipEnded(ctx, room, "", err)
+	var deleted store.Room
+	_, err := s.inLine(ctx, room, func() (ev store.Event, err error) {
+		deleted, ev, err = s.Store.DeleteRoom(ctx, room, me)
+		s.membershipEnded(ctx, room, "", err)
+		return ev, err
+	})
 	if err != nil {
 		return nil, err
 	}
-	w.publish(ev)
 	return &deleted, nil
 }
 
@@ -132,13 +133,14 @@ func (s *Service) AddGroupMember(ctx context.Context, me store.UserRef, group, l
 			return nil, err
 		}
 	}
-	w := s.beginRoomWrite(ctx, group)
-	defer w.end()
-	room, joined, err := s.Store.AddGroupMember(ctx, group, me, u.UserRef, time.Now())
+	var room store.Room
+	joined, err := s.inLine(ctx, group, func() (joined store.Event, err error) {
+		room, joined, err = s.Store.AddGroupMember(ctx, group, me, u.UserRef, time.Now())
+		return joined, err
+	})
 	if err != nil {
 		return nil, err
 	}
-	w.publish(joined)
 	if !joined.ID.IsZero() {
 		s.publishTo(ctx, broker.UserTopic(login), store.Event{ID: joined.ID, Kind: store.AddedToGroup, Room: group, User: me, Message: joined.Message})
 	}
