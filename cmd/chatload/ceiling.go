@@ -122,10 +122,15 @@ func (c *Ceiling) add(st CeilingStep) bool {
 	if !st.KeptUp {
 		return false
 	}
-	last := &c.Steps[len(c.Steps)-1]
-	c.Sustained = last
-	if st.P99Ms < 50 && (c.Within50ms != nil || len(c.Steps) == 1) {
-		c.Within50ms = last
+	c.Sustained = &c.Steps[len(c.Steps)-1]
+	// The server kept up with every step so far: Within50ms is the last of
+	// those from the first on that were all under 50 ms.
+	c.Within50ms = nil
+	for i := range c.Steps {
+		if c.Steps[i].P99Ms >= 50 {
+			break
+		}
+		c.Within50ms = &c.Steps[i]
 	}
 	return true
 }

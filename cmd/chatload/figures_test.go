@@ -269,6 +269,15 @@ func TestCeilingAdd(t *testing.T) {
 		t.Fatalf("steps %d, sustained %+v, within 50 ms %+v; want 4, 864, 720", len(c.Steps), c.Sustained, c.Within50ms)
 	}
 
+	// A step over 50 ms ends the run of steps under 50 ms: a faster one
+	// after it does not count.
+	c = Ceiling{}
+	for _, st := range []CeilingStep{step(600, 10), step(720, 60), step(864, 40)} {
+		c.add(st)
+	}
+	if c.Within50ms == nil || c.Within50ms.OfferedPostsPerS != 600 || c.Sustained.OfferedPostsPerS != 864 {
+		t.Errorf("p99 10, 60, 40 ms: within 50 ms %+v, sustained %+v; want 600, 864", c.Within50ms, c.Sustained)
+	}
 	// A first step over 50 ms: none within 50 ms, even if a later one is.
 	c = Ceiling{}
 	c.add(step(600, 60))
