@@ -76,7 +76,7 @@ func (r *runner) ceiling(ctx context.Context) *Ceiling {
 		if !ok {
 			break
 		}
-		st := ceilingStepOf(rate, perPost, s0, s1, cfg.serverPID > 0)
+		st := ceilingStepOf(rate, perPost, s0, s1, cfg.serverPID > 0, cfg.serverBroker == "redis" && r.redis != nil)
 		logf("ceiling: %5.0f posts/s offered, %5.0f accepted, %7.0f deliveries/s of %7.0f, p99 %.2f ms, server %.2f cores: %s",
 			rate, st.AcceptedPostsPerS, st.DeliveriesPerS, st.ExpectedDeliveriesPerS, st.P99Ms, st.ServerCores, map[bool]string{true: "kept up", false: st.Why}[st.KeptUp])
 		if !c.add(st) {
@@ -91,8 +91,9 @@ func (r *runner) ceiling(ctx context.Context) *Ceiling {
 
 // ceilingStepOf is the judged step of the window from s0 to s1 at rate
 // posts/s offered, each post due to perPost subscribers; with the server's
-// CPU when it is measured.
-func ceilingStepOf(rate, perPost float64, s0, s1 *metricsSnap, server bool) CeilingStep {
+// CPU when it is measured, and Redis's with it when it is the server's
+// broker (as in the measured window).
+func ceilingStepOf(rate, perPost float64, s0, s1 *metricsSnap, server, redis bool) CeilingStep {
 	w := s1.at.Sub(s0.at).Seconds()
 	d := s1.delivery.Since(s0.delivery)
 	st := CeilingStep{
@@ -105,7 +106,10 @@ func ceilingStepOf(rate, perPost float64, s0, s1 *metricsSnap, server bool) Ceil
 	}
 	st.ExpectedDeliveriesPerS = st.AcceptedPostsPerS * perPost
 	if server {
-		cpu := (s1.serverCPU - s0.serverCPU + s1.redisCPU - s0.redisCPU).Seconds()
+		cpu := (s1.serverCPU - s0.serverCPU).Seconds()
+		if redis {
+			cpu += (s1.redisCPU - s0.redisCPU).Seconds()
+		}
 		st.ServerCores = cpu / w
 		if cpu > 0 {
 			st.DeliveriesPerCPUSecond = float64(s1.deliveries-s0.deliveries) / cpu

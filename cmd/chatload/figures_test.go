@@ -215,12 +215,13 @@ func TestTimelineSample(t *testing.T) {
 }
 
 // TestCeilingStepOf: a step of the sweep at 500 posts/s over 3 s, each
-// post due to 100 subscribers; the server's CPU counts Redis's.
+// post due to 100 subscribers; the server's CPU counts Redis's when it is
+// the server's broker.
 func TestCeilingStepOf(t *testing.T) {
 	s0, s1, window := windowSnaps(3 * time.Second)
 	s1.posts = s0.posts + 1_500
 	s1.deliveries = s0.deliveries + 148_500
-	st := ceilingStepOf(500, 100, s0, s1, true)
+	st := ceilingStepOf(500, 100, s0, s1, true, true)
 	d := histOf(window)
 	want := CeilingStep{
 		OfferedPostsPerS: 500, AcceptedPostsPerS: 500,
@@ -239,8 +240,14 @@ func TestCeilingStepOf(t *testing.T) {
 		t.Errorf("step\n%+v, want\n%+v", st, want)
 	}
 
+	// Redis there (-redis-url, for the baselines) but not the broker.
+	st = ceilingStepOf(500, 100, s0, s1, true, false)
+	if !near(st.ServerCores, 20.0/3) || !near(st.DeliveriesPerCPUSecond, 148_500.0/20) {
+		t.Errorf("step of a server without Redis: %v cores, %v deliveries per CPU-second; want %v, %v", st.ServerCores, st.DeliveriesPerCPUSecond, 20.0/3, 148_500.0/20)
+	}
+
 	s1.deliveries = s0.deliveries + 140_000 // 93 % of those due
-	st = ceilingStepOf(500, 100, s0, s1, false)
+	st = ceilingStepOf(500, 100, s0, s1, false, false)
 	if st.KeptUp || st.Why != "deliveries fell behind: 46667/s of 50000/s" || st.ServerCores != 0 || st.DeliveriesPerCPUSecond != 0 {
 		t.Errorf("step behind, without -server-pid: %+v", st)
 	}
