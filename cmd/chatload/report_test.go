@@ -235,11 +235,11 @@ cpu                  chatload 0.50 cores, other processes 1.25 cores, machine 75
 idle subscription    8.8 KiB of server RSS each (1000 opened on 1000 connections)
 baseline redis-fanout       49500 deliveries/s  p50 0.40 ms  p99 1.60 ms  196000 deliveries per CPU-second
 baseline redis-shared           0 deliveries/s  p50 0.30 ms  p99 2.00 ms  0 deliveries per CPU-second
-baseline ours: postMessage             2000 ops/s  p50 5.00 ms  p99 12.00 ms
-baseline bare embedded PostMessage      8000 ops/s  p50 1.25 ms  p99 3.00 ms
-baseline bare cassandra PostMessage      3000 ops/s  p50 3.00 ms  p99 9.00 ms
-baseline bare embedded Room+PostMessage skipped: store closed
-baseline ours: messages(first: 50)      1800 ops/s  p50 1.10 ms  p99 3.00 ms
+baseline ours: postMessage                    2000 ops/s  p50 5.00 ms  p99 12.00 ms
+baseline bare embedded PostMessage            8000 ops/s  p50 1.25 ms  p99 3.00 ms
+baseline bare cassandra PostMessage           3000 ops/s  p50 3.00 ms  p99 9.00 ms
+baseline bare embedded Room+PostMessage  skipped: store closed
+baseline ours: messages(first: 50)            1800 ops/s  p50 1.10 ms  p99 3.00 ms
 baseline plain net/http + store.Messages      2000 ops/s  p50 1.00 ms  p99 2.50 ms
 ratios (1 = as fast as bare):
   deliveries/s vs redis-fanout                                 0.990
