@@ -74,6 +74,12 @@ func (r *runner) redisCPU() time.Duration {
 	if err != nil {
 		return 0
 	}
+	return parseRedisCPU(info)
+}
+
+// parseRedisCPU adds up used_cpu_sys and used_cpu_user (seconds) of the
+// answer to INFO cpu.
+func parseRedisCPU(info string) time.Duration {
 	var total float64
 	for line := range strings.SplitSeq(info, "\n") {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
@@ -221,10 +227,7 @@ func (r *runner) redisBaseline(ctx context.Context, variant string, payloadBytes
 	var published atomic.Int64
 	pubCtx, stopPub := context.WithCancel(ctx)
 	var pubWG sync.WaitGroup
-	var interval time.Duration
-	if cfg.rate > 0 {
-		interval = time.Duration(float64(time.Second) * float64(cfg.posters) / cfg.rate)
-	}
+	interval := paceInterval(cfg.posters, cfg.rate)
 	for i := range cfg.posters {
 		pubWG.Add(1)
 		go func() {
@@ -270,26 +273,32 @@ func (r *runner) redisBaseline(ctx context.Context, variant string, payloadBytes
 	pubWG.Wait()
 	sleepCtx(ctx, 200*time.Millisecond)
 
-	w := t1.Sub(t0).Seconds()
+	b.measured(t1.Sub(t0).Seconds(), p1-p0, d1-d0, e1-e0, h1.Since(h0), rc1-rc0, pc1-pc0)
+	return b, ctx.Err()
+}
+
+// measured fills the figures of a delivery baseline's window of w seconds,
+// in which published messages made deliveries with latencies lat and errs
+// failed; Redis used redisCPU, and this process selfCPU.
+func (b *DeliveryBaseline) measured(w float64, published, deliveries, errs int64, lat *histSnap, redisCPU, selfCPU time.Duration) {
 	b.WindowS = w
-	b.Published = p1 - p0
-	b.Deliveries = d1 - d0
+	b.Published = published
+	b.Deliveries = deliveries
 	b.DeliveriesPerS = float64(b.Deliveries) / w
-	b.ExpectedDeliveriesPerS = float64(b.Published) / w * float64(cfg.subscribers) / float64(cfg.rooms)
-	b.Latency = h1.Since(h0).Summary()
-	b.RedisCPUSeconds = (rc1 - rc0).Seconds()
-	b.Errors = e1 - e0
+	b.ExpectedDeliveriesPerS = float64(b.Published) / w * float64(b.Subscribers) / float64(b.Channels)
+	b.Latency = lat.Summary()
+	b.RedisCPUSeconds = redisCPU.Seconds()
+	b.Errors = errs
 	cpu := b.RedisCPUSeconds
-	if variant == "redis-shared" {
+	if b.Name == "redis-shared" {
 		// The in-process fan-out is part of this path; the publishers in
 		// the same process are counted too, which flatters ours slightly.
-		b.FanoutCPUSeconds = (pc1 - pc0).Seconds()
+		b.FanoutCPUSeconds = selfCPU.Seconds()
 		cpu += b.FanoutCPUSeconds
 	}
 	if cpu > 0 {
 		b.DeliveriesPerCPUSecond = float64(b.Deliveries) / cpu
 	}
-	return b, ctx.Err()
 }
 
 // profileWindow returns the hook that brackets a closed loop's window with
@@ -347,15 +356,7 @@ func (r *runner) closedLoop(ctx context.Context, name, desc string, conc int, d 
 	}
 	stop()
 	wg.Wait()
-	res.WindowS = t1.Sub(t0).Seconds()
-	res.Ops = o1 - o0
-	res.OpsPerS = float64(res.Ops) / res.WindowS
-	res.Latency = h1.Since(h0).Summary()
-	res.Errors = e1 - e0
-	if res.Ops > 0 {
-		res.ServerCPUPerOpUs = float64((srv1-srv0)/time.Microsecond) / float64(res.Ops)
-		res.ChatloadCPUPerOpUs = float64((self1-self0)/time.Microsecond) / float64(res.Ops)
-	}
+	res.measured(t1.Sub(t0).Seconds(), o1-o0, e1-e0, h1.Since(h0), srv1-srv0, self1-self0)
 	if res.Errors > 0 {
 		if s, ok := lastErr.Load().(string); ok {
 			res.Error = truncate(s, 200)
@@ -364,6 +365,28 @@ func (r *runner) closedLoop(ctx context.Context, name, desc string, conc int, d 
 	logf("baseline %-34s %8.0f ops/s  p50 %6.2f ms  p99 %6.2f ms  errors %d  CPU per op: server %.1f µs, chatload %.1f µs",
 		name, res.OpsPerS, res.Latency.P50Ms, res.Latency.P99Ms, res.Errors, res.ServerCPUPerOpUs, res.ChatloadCPUPerOpUs)
 	return res
+}
+
+// measured fills the figures of a closed loop's window of w seconds, in
+// which ops operations succeeded with latencies lat and errs failed, and
+// the server and this process used serverCPU and selfCPU.
+func (res *ThroughputBaseline) measured(w float64, ops, errs int64, lat *histSnap, serverCPU, selfCPU time.Duration) {
+	res.WindowS = w
+	res.Ops = ops
+	res.OpsPerS = float64(res.Ops) / res.WindowS
+	res.Latency = lat.Summary()
+	res.Errors = errs
+	res.ServerCPUPerOpUs = cpuPerOpUs(serverCPU, res.Ops)
+	res.ChatloadCPUPerOpUs = cpuPerOpUs(selfCPU, res.Ops)
+}
+
+// cpuPerOpUs is cpu per operation in microseconds (of whole microseconds
+// of cpu: /proc counts in 10 ms ticks anyway), 0 without operations.
+func cpuPerOpUs(cpu time.Duration, ops int64) float64 {
+	if ops <= 0 {
+		return 0
+	}
+	return float64(cpu/time.Microsecond) / float64(ops)
 }
 
 // postBaselines compares postMessage over the API with bare store writes

@@ -61,7 +61,7 @@ func (r *runner) ceiling(ctx context.Context) *Ceiling {
 		// answer holds up a lane, not the poster's share of the rate: the
 		// sweep measures the server, not the posters' round trips.
 		lanes := cfg.posters * ceilingLanes
-		interval := time.Duration(float64(time.Second) * float64(lanes) / rate)
+		interval := paceInterval(lanes, rate)
 		for i := range lanes {
 			p := cfg.on(i, r.w.posters[i%cfg.posters])
 			wg.Add(1)
@@ -76,41 +76,67 @@ func (r *runner) ceiling(ctx context.Context) *Ceiling {
 		if !ok {
 			break
 		}
-		w := s1.at.Sub(s0.at).Seconds()
-		d := s1.delivery.Since(s0.delivery)
-		st := CeilingStep{
-			OfferedPostsPerS:  rate,
-			AcceptedPostsPerS: float64(s1.posts-s0.posts) / w,
-			DeliveriesPerS:    float64(s1.deliveries-s0.deliveries) / w,
-			P50Ms:             ms(d.Quantile(0.5)),
-			P99Ms:             ms(d.Quantile(0.99)),
-			ClientCores:       (s1.clientCPU - s0.clientCPU).Seconds() / w,
-		}
-		st.ExpectedDeliveriesPerS = st.AcceptedPostsPerS * perPost
-		if cfg.serverPID > 0 {
-			cpu := (s1.serverCPU - s0.serverCPU + s1.redisCPU - s0.redisCPU).Seconds()
-			st.ServerCores = cpu / w
-			if cpu > 0 {
-				st.DeliveriesPerCPUSecond = float64(s1.deliveries-s0.deliveries) / cpu
-			}
-		}
-		st.judge()
+		st := ceilingStepOf(rate, perPost, s0, s1, cfg.serverPID > 0, cfg.serverBroker == "redis" && r.redis != nil)
 		logf("ceiling: %5.0f posts/s offered, %5.0f accepted, %7.0f deliveries/s of %7.0f, p99 %.2f ms, server %.2f cores: %s",
 			rate, st.AcceptedPostsPerS, st.DeliveriesPerS, st.ExpectedDeliveriesPerS, st.P99Ms, st.ServerCores, map[bool]string{true: "kept up", false: st.Why}[st.KeptUp])
-		c.Steps = append(c.Steps, st)
-		if !st.KeptUp {
+		if !c.add(st) {
 			break
-		}
-		last := &c.Steps[len(c.Steps)-1]
-		c.Sustained = last
-		if st.P99Ms < 50 && (c.Within50ms != nil || len(c.Steps) == 1) {
-			c.Within50ms = last
 		}
 		rate *= cfg.ceilingFactor
 	}
 	// Let the last posts arrive before the caller closes the subscribers.
 	sleepCtx(ctx, time.Second)
 	return c
+}
+
+// ceilingStepOf is the judged step of the window from s0 to s1 at rate
+// posts/s offered, each post due to perPost subscribers; with the server's
+// CPU when it is measured, and Redis's with it when it is the server's
+// broker (as in the measured window).
+func ceilingStepOf(rate, perPost float64, s0, s1 *metricsSnap, server, redis bool) CeilingStep {
+	w := s1.at.Sub(s0.at).Seconds()
+	d := s1.delivery.Since(s0.delivery)
+	st := CeilingStep{
+		OfferedPostsPerS:  rate,
+		AcceptedPostsPerS: float64(s1.posts-s0.posts) / w,
+		DeliveriesPerS:    float64(s1.deliveries-s0.deliveries) / w,
+		P50Ms:             ms(d.Quantile(0.5)),
+		P99Ms:             ms(d.Quantile(0.99)),
+		ClientCores:       (s1.clientCPU - s0.clientCPU).Seconds() / w,
+	}
+	st.ExpectedDeliveriesPerS = st.AcceptedPostsPerS * perPost
+	if server {
+		cpu := (s1.serverCPU - s0.serverCPU).Seconds()
+		if redis {
+			cpu += (s1.redisCPU - s0.redisCPU).Seconds()
+		}
+		st.ServerCores = cpu / w
+		if cpu > 0 {
+			st.DeliveriesPerCPUSecond = float64(s1.deliveries-s0.deliveries) / cpu
+		}
+	}
+	st.judge()
+	return st
+}
+
+// add appends a judged step and reports whether the sweep goes on: it
+// stops at the first step the server did not keep up with.
+func (c *Ceiling) add(st CeilingStep) bool {
+	c.Steps = append(c.Steps, st)
+	if !st.KeptUp {
+		return false
+	}
+	c.Sustained = &c.Steps[len(c.Steps)-1]
+	// The server kept up with every step so far: Within50ms is the last of
+	// those from the first on that were all under 50 ms.
+	c.Within50ms = nil
+	for i := range c.Steps {
+		if c.Steps[i].P99Ms >= 50 {
+			break
+		}
+		c.Within50ms = &c.Steps[i]
+	}
+	return true
 }
 
 // judge decides whether the server kept up with the step's load.

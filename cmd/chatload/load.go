@@ -291,6 +291,16 @@ func content(buf []byte, sent int64, size int) []byte {
 	return buf
 }
 
+// paceInterval is the tick of each of workers sharing rate operations per
+// second: workers ticks of it make rate per second. 0 (as fast as the
+// server answers) when rate is not positive, or without workers.
+func paceInterval(workers int, rate float64) time.Duration {
+	if rate <= 0 || workers <= 0 {
+		return 0
+	}
+	return time.Duration(float64(time.Second) * float64(workers) / rate)
+}
+
 // poster i of of posts to the rooms in turn, one post per tick of interval
 // (or as fast as the server answers if interval is 0), until ctx ends; the
 // posters start spread over one interval.

@@ -410,13 +410,20 @@ func (r *runner) idlePhase(ctx context.Context) (*IdleResult, error) {
 	res.OpenSeconds = time.Since(start).Seconds()
 	res.RSSAfter = settle()
 	r.signal(syscall.SIGUSR1, "heap with the idle subscriptions open")
-	res.BytesPerSub = float64(res.RSSAfter-res.RSSBefore) / float64(n)
-	if half := n - conns/2*perConn; half > 0 {
-		res.MarginalBytesPerSub = float64(res.RSSAfter-res.RSSHalf) / float64(half)
-	}
+	res.perSubscription(perConn)
 	logf("idle subscriptions: %d open on %d connections, server RSS %s -> %s -> %s: %.1f KiB per idle subscription (%.1f KiB marginal)",
 		n, conns, mib(res.RSSBefore), mib(res.RSSHalf), mib(res.RSSAfter), res.BytesPerSub/1024, res.MarginalBytesPerSub/1024)
 	return res, nil
+}
+
+// perSubscription computes the memory figures of the RSS readings: the
+// growth over all Count subscriptions, and over those of the second half
+// of the Connections, perConn on each but the last.
+func (res *IdleResult) perSubscription(perConn int) {
+	res.BytesPerSub = float64(res.RSSAfter-res.RSSBefore) / float64(res.Count)
+	if half := res.Count - res.Connections/2*perConn; half > 0 {
+		res.MarginalBytesPerSub = float64(res.RSSAfter-res.RSSHalf) / float64(half)
+	}
 }
 
 // load runs the main scenario: subscribers on websockets, posters and
@@ -466,13 +473,8 @@ func (r *runner) load(ctx context.Context, rep *Report) error {
 
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	var postInterval, readInterval time.Duration
-	if cfg.rate > 0 {
-		postInterval = time.Duration(float64(time.Second) * float64(cfg.posters) / cfg.rate)
-	}
-	if cfg.readRate > 0 && cfg.readers > 0 {
-		readInterval = time.Duration(float64(time.Second) * float64(cfg.readers) / cfg.readRate)
-	}
+	postInterval := paceInterval(cfg.posters, cfg.rate)
+	readInterval := paceInterval(cfg.readers, cfg.readRate)
 	for i, c := range r.w.posters {
 		c := cfg.on(i, c)
 		wg.Add(1)
@@ -512,14 +514,22 @@ func (r *runner) load(ctx context.Context, rep *Report) error {
 	if cfg.serverPID > 0 {
 		rep.Server.RSSPeak = r.rssPeak.Load()
 		rep.Server.RSSEnd, rep.Server.VmHWM, _ = procRSS(cfg.serverPID)
-		window := s1.at.Sub(s0.at).Seconds()
-		rep.Server.CPUSeconds = (s1.serverCPU - s0.serverCPU).Seconds()
-		rep.Server.CPUCores = rep.Server.CPUSeconds / window
 	}
-	if cfg.serverBroker == "redis" && r.redis != nil {
-		rep.Server.RedisCPUSeconds = (s1.redisCPU - s0.redisCPU).Seconds()
-	}
+	rep.Server.fillCPU(s0, s1, cfg.serverPID > 0, cfg.serverBroker == "redis" && r.redis != nil)
 	return nil
+}
+
+// fillCPU takes the CPU figures of the window from s0 to s1: the server's,
+// when it is measured (-server-pid), and Redis's, when it is the server's
+// broker.
+func (s *ServerResult) fillCPU(s0, s1 *metricsSnap, server, redis bool) {
+	if server {
+		s.CPUSeconds = (s1.serverCPU - s0.serverCPU).Seconds()
+		s.CPUCores = s.CPUSeconds / s1.at.Sub(s0.at).Seconds()
+	}
+	if redis {
+		s.RedisCPUSeconds = (s1.redisCPU - s0.redisCPU).Seconds()
+	}
 }
 
 // sample is one second of the run, for the timeline chart.
@@ -551,27 +561,12 @@ func (r *runner) progress(ctx context.Context) {
 		case <-t.C:
 		}
 		cur := r.m.snapshot(r)
-		dt := cur.at.Sub(prev.at).Seconds()
-		d := cur.delivery.Since(prev.delivery)
-		s := sample{
-			T:              cur.at.Sub(r.start).Seconds(),
-			Phase:          r.phase.Load().(string),
-			PostsPerS:      float64(cur.posts-prev.posts) / dt,
-			DeliveriesPerS: float64(cur.deliveries-prev.deliveries) / dt,
-			ReadsPerS:      float64(cur.reads-prev.reads) / dt,
-			P50Ms:          ms(d.Quantile(0.5)),
-			P99Ms:          ms(d.Quantile(0.99)),
-			Errors:         cur.errors - prev.errors,
-			SubsLive:       r.m.subsLive.Load(),
-			ClientCores:    (cur.clientCPU - prev.clientCPU).Seconds() / dt,
-		}
-		if total := cur.machineTotal - prev.machineTotal; total > 0 {
-			s.MachineBusy = 100 * float64(cur.machineBusy-prev.machineBusy) / float64(total)
-		}
+		s := timelineSample(prev, cur, r.start, r.cfg.serverPID > 0)
+		s.Phase = r.phase.Load().(string)
+		s.SubsLive = r.m.subsLive.Load()
 		rssText := ""
 		if r.cfg.serverPID > 0 {
 			s.ServerRSS, _, _ = procRSS(r.cfg.serverPID)
-			s.ServerCores = (cur.serverCPU - prev.serverCPU).Seconds() / dt
 			for {
 				peak := r.rssPeak.Load()
 				if s.ServerRSS <= peak || r.rssPeak.CompareAndSwap(peak, s.ServerRSS) {
@@ -587,6 +582,30 @@ func (r *runner) progress(ctx context.Context) {
 			s.T, s.Phase, s.PostsPerS, s.DeliveriesPerS, s.P50Ms, s.P99Ms, s.ReadsPerS, s.SubsLive, cur.errors, rssText, s.ClientCores, s.MachineBusy)
 		prev = cur
 	}
+}
+
+// timelineSample is the figures of the second from prev to cur, at its
+// time since start; the server's CPU when it is measured.
+func timelineSample(prev, cur *metricsSnap, start time.Time, server bool) sample {
+	dt := cur.at.Sub(prev.at).Seconds()
+	d := cur.delivery.Since(prev.delivery)
+	s := sample{
+		T:              cur.at.Sub(start).Seconds(),
+		PostsPerS:      float64(cur.posts-prev.posts) / dt,
+		DeliveriesPerS: float64(cur.deliveries-prev.deliveries) / dt,
+		ReadsPerS:      float64(cur.reads-prev.reads) / dt,
+		P50Ms:          ms(d.Quantile(0.5)),
+		P99Ms:          ms(d.Quantile(0.99)),
+		Errors:         cur.errors - prev.errors,
+		ClientCores:    (cur.clientCPU - prev.clientCPU).Seconds() / dt,
+	}
+	if total := cur.machineTotal - prev.machineTotal; total > 0 {
+		s.MachineBusy = 100 * float64(cur.machineBusy-prev.machineBusy) / float64(total)
+	}
+	if server {
+		s.ServerCores = (cur.serverCPU - prev.serverCPU).Seconds() / dt
+	}
+	return s
 }
 
 // signal sends sig to the server for the profiling harness, with

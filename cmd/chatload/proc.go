@@ -23,17 +23,24 @@ func procRSS(pid int) (rss, hwm int64, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	for line := range strings.SplitSeq(string(raw), "\n") {
+	rss, hwm = parseStatusRSS(string(raw))
+	if rss == 0 {
+		return 0, 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	}
+	return rss, hwm, nil
+}
+
+// parseStatusRSS reads VmRSS and VmHWM, in bytes, from the text of
+// /proc/<pid>/status; 0 for a line that is missing.
+func parseStatusRSS(status string) (rss, hwm int64) {
+	for line := range strings.SplitSeq(status, "\n") {
 		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
 			rss = parseKB(v)
 		} else if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 			hwm = parseKB(v)
 		}
 	}
-	if rss == 0 {
-		return 0, 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
-	}
-	return rss, hwm, nil
+	return rss, hwm
 }
 
 func parseKB(v string) int64 {
@@ -51,19 +58,29 @@ func procCPU(pid int) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
+	d, ok := parseProcStat(raw)
+	if !ok {
+		return 0, fmt.Errorf("malformed /proc/%d/stat", pid)
+	}
+	return d, nil
+}
+
+// parseProcStat returns the CPU time (utime + stime) of the text of
+// /proc/<pid>/stat, false if it is malformed.
+func parseProcStat(raw []byte) (time.Duration, bool) {
 	// The command name, in parentheses, may hold spaces: fields count from
 	// after its closing parenthesis, where field 3 (state) starts.
 	i := bytes.LastIndexByte(raw, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("malformed /proc/%d/stat", pid)
+		return 0, false
 	}
 	f := strings.Fields(string(raw[i+1:]))
 	if len(f) < 13 {
-		return 0, fmt.Errorf("malformed /proc/%d/stat", pid)
+		return 0, false
 	}
 	utime, _ := strconv.ParseInt(f[11], 10, 64) // field 14
 	stime, _ := strconv.ParseInt(f[12], 10, 64) // field 15
-	return time.Duration(utime+stime) * time.Second / clockTicks, nil
+	return time.Duration(utime+stime) * time.Second / clockTicks, true
 }
 
 // selfCPU returns the CPU time this process has used so far.
@@ -82,7 +99,13 @@ func machineCPU() (busy, total time.Duration) {
 	if err != nil {
 		return 0, 0
 	}
-	line, _, _ := strings.Cut(string(raw), "\n")
+	return parseMachineStat(string(raw))
+}
+
+// parseMachineStat returns the busy and total CPU time of the first line
+// of /proc/stat (all cores), 0 if it is not there.
+func parseMachineStat(stat string) (busy, total time.Duration) {
+	line, _, _ := strings.Cut(stat, "\n")
 	f := strings.Fields(line)
 	if len(f) < 5 || f[0] != "cpu" {
 		return 0, 0

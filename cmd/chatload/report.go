@@ -409,13 +409,20 @@ func (rep *Report) printSummary(w io.Writer) {
 	for _, b := range rep.Baselines.Delivery {
 		fmt.Fprintf(w, "baseline %-14s %9.0f deliveries/s  p50 %.2f ms  p99 %.2f ms  %.0f deliveries per CPU-second\n", b.Name, b.DeliveriesPerS, b.Latency.P50Ms, b.Latency.P99Ms, b.DeliveriesPerCPUSecond)
 	}
-	for _, list := range [][]ThroughputBaseline{rep.Baselines.Post, rep.Baselines.History} {
+	lists := [][]ThroughputBaseline{rep.Baselines.Post, rep.Baselines.History}
+	width := 24 // at least; the longest name sets it, so the columns align
+	for _, list := range lists {
+		for _, b := range list {
+			width = max(width, len(b.Name))
+		}
+	}
+	for _, list := range lists {
 		for _, b := range list {
 			if b.Error != "" {
-				fmt.Fprintf(w, "baseline %-24s skipped: %s\n", b.Name, b.Error)
+				fmt.Fprintf(w, "baseline %-*s skipped: %s\n", width, b.Name, b.Error)
 				continue
 			}
-			fmt.Fprintf(w, "baseline %-24s %9.0f ops/s  p50 %.2f ms  p99 %.2f ms\n", b.Name, b.OpsPerS, b.Latency.P50Ms, b.Latency.P99Ms)
+			fmt.Fprintf(w, "baseline %-*s %9.0f ops/s  p50 %.2f ms  p99 %.2f ms\n", width, b.Name, b.OpsPerS, b.Latency.P50Ms, b.Latency.P99Ms)
 		}
 	}
 	fmt.Fprintln(w, "ratios (1 = as fast as bare):")
