@@ -40,60 +40,23 @@ import (
 //
 // A new read path is one more entry of readPaths.
 //
-// Real defects this test finds: the expectation stays per the rules and
-// the check fails; nothing is skipped. At the commit that added this file
-// these cases fail, the same on every run (subtest names: store/
-// conversation/column/viewer):
-//
-//  1. {embedded,cassandra}/den/roomEvents_replay/{lat,ret}: a group
-//     member's room events carry MESSAGE_HIDDEN, MESSAGE_EDITED,
-//     MESSAGE_DELETED and REACTION_CHANGED of messages posted outside their
-//     membership windows, with the message as it is now: lat, added after
-//     them, gets norm ("plain words"), hid, edt (its edited text "final
-//     draft") and del; ret, back after a gap, gets r2 ("bld replies"),
-//     posted while he was away. The rule: a member reads only what was
-//     posted while they were in the group; message(id:), messages(room:)
-//     and thread refuse these very messages to these viewers. (The replay
-//     starts at the member's current window, but stream.Room filters no
-//     event by the message it carries, live or replayed.)
-//  2. every store, the viewers of hid but its author ava:
-//     plaza/{history,message(id),roomEvents_replay}/{mel lat ret blk bld mod
-//     cora}, plaza/inboxEvents_replay/mel, den/{history,message(id),
-//     inboxEvents_replay}/{mel ret lea rex blk bld mod cora},
-//     den/roomEvents_replay/{mel ret blk bld mod cora}: a hidden message's
-//     `mentions` lists the logins its hidden content mentions (["mel"]),
-//     while its content is empty for everyone but its author. The rule
-//     hides the content; mentions are read from it (schema: "The logins
-//     its content mentions"), so they tell what the hidden text said.
-//  3. {embedded,cassandra}/den/roomEvents_replay/nev: someone never in the
-//     private group is refused its room events with FORBIDDEN, where
-//     messages(room:) says NOT_FOUND and room(name:) null, as for a group
-//     that does not exist: the subscription tells who guesses a group's
-//     name that it exists. The rule: a private group is invisible to
-//     non-members (README; only mutations may refuse with FORBIDDEN).
-//  4. {embedded,cassandra}/den/inbox_lastMessage/ban: the banned former
-//     member's inbox entry of the group shows its last message as of his
-//     ban (mid, "mid words"), which the rules keep from him: a banned user
-//     reads nothing of the group (message(id:) null, messages(room:)
-//     FORBIDDEN).
-//  5. {embedded,cassandra}/den/inboxEvents_replay/ban: the banned user's
-//     inbox replay carries the group's messages (UNREAD_CHANGED and
-//     MENTIONED of the posts made while he was a member: open, root, r1,
-//     norm, hid, edt with its edited text, del, r2, mid), as they are now.
-//  6. cassandra/den/inbox_lastMessage/{ava mel lat ret rex blk bld mod
-//     cora} and cassandra/ava:mel/inbox_lastMessage/{ava,mel}: on Cassandra
-//     an inbox entry's lastMessage that is a reply (late, r2, d6) has no
-//     replyToId, where message(id:) and the history of the same message
-//     have it: conversations_by_user keeps no reply_to with last_message.
-//     The embedded store, and public rooms' entries (read from the room's
-//     stream), show it.
+// Real defects this test found, each failing at the commit that added it
+// and fixed since: group members' room events about messages outside their
+// windows (stream.Room now filters them); a hidden message's mentions
+// (read from its content, now blank with it: chat.Content); roomEvents
+// telling a never-member that a group exists (now NOT_FOUND); a banned
+// member's inbox entry and inbox replay showing the group's messages (now
+// nothing of it); and, on Cassandra, an inbox entry's last message losing
+// its thread (conversations_by_user.last_reply, schema version 14). A
+// failure here names the store, conversation, path and viewer, what was
+// shown and what the rules say.
 //
 // Rules read one way where the documentation allows two, each noted where
 // it is used:
 //
 //   - hidden content is shown to its author only (README: "its content is
 //     empty for everyone but its author"; schema Message.hidden;
-//     resolvers.SeesHiddenContent), not to the room's creator or
+//     chat.SeesHiddenContent), not to the room's creator or
 //     moderators, who may hide and delete but are not said to read what
 //     they hid;
 //   - Message.mentions is read from the content: who sees a message's

@@ -52,6 +52,16 @@ func SeesHiddenContent(m *store.Message, viewer store.UserRef) bool {
 	return viewer.Login != "" && viewer.Login == m.Author.Login
 }
 
+// Content is what viewer reads of m's content, and of everything read
+// from it (its mentions): blank if m is hidden from them. A deleted
+// message's content is blank for everyone already.
+func Content(m *store.Message, viewer store.UserRef) string {
+	if m.Hidden && !SeesHiddenContent(m, viewer) {
+		return ""
+	}
+	return m.Content
+}
+
 // reader returns me's Reader of the conversation, or why me may read none
 // of it: FORBIDDEN (not a participant of a public room, banned from a
 // group, not a party of a direct conversation) or NOT_FOUND (no such room,

@@ -51,11 +51,31 @@ func (s *Service) markRoomRead(ctx context.Context, room string, m store.RoomMem
 	return &entries[0], nil
 }
 
+// formerMemberEntry is what a former member of a group reads of its inbox
+// entry c: all of it, but for one banned from the group, who reads nothing
+// of it (no last message, nothing unread).
+func (s *Service) formerMemberEntry(ctx context.Context, me store.UserRef, c store.Conversation) (store.Conversation, error) {
+	m, err := s.Store.Membership(ctx, c.ID, me.Login)
+	if errors.Is(err, store.ErrNotFound) {
+		return c, nil // deleted meanwhile
+	}
+	if err != nil {
+		return store.Conversation{}, err
+	}
+	if m.Banned {
+		c.LastMessage, c.Unread, c.Mentions = store.Message{}, 0, 0
+	}
+	return c, nil
+}
+
 // conversation is me's inbox entry of the conversation with this id: a
 // direct conversation's or a group's, or a public room's they take part
 // in, as inbox lists them. NOT_FOUND otherwise.
 func (s *Service) conversation(ctx context.Context, me store.UserRef, id string) (store.Conversation, error) {
 	conv, err := s.Store.Conversation(ctx, me.Login, id)
+	if err == nil && conv.Kind == store.GroupConversation && len(conv.Windows) > 0 && !conv.Windows[len(conv.Windows)-1].To.IsZero() {
+		return s.formerMemberEntry(ctx, me, conv)
+	}
 	if !errors.Is(err, store.ErrNotFound) || store.IsDirectConversation(id) {
 		return conv, err
 	}
@@ -100,6 +120,13 @@ func (s *Service) inbox(ctx context.Context, me store.UserRef) ([]store.Conversa
 	user, err := s.Store.User(ctx, me.Login)
 	if err != nil {
 		return nil, err
+	}
+	for i, c := range inbox {
+		if c.Kind == store.GroupConversation && !slices.Contains(user.ChatRooms, c.ID) {
+			if inbox[i], err = s.formerMemberEntry(ctx, me, c); err != nil {
+				return nil, err
+			}
+		}
 	}
 	var rooms []string
 	for _, name := range user.ChatRooms {

@@ -18,12 +18,8 @@ import (
 
 // Content is the resolver for the content field.
 func (r *messageResolver) Content(ctx context.Context, obj *store.Message) (string, error) {
-	if obj.Hidden {
-		if me, err := auth.UserFrom(ctx); err != nil || !chat.SeesHiddenContent(obj, me) {
-			return "", nil
-		}
-	}
-	return obj.Content, nil
+	me, _ := auth.UserFrom(ctx) // none in an event's shared encoding: no hidden content
+	return chat.Content(obj, me), nil
 }
 
 // EditedAt is the resolver for the editedAt field.
@@ -41,7 +37,8 @@ func (r *messageResolver) Reactions(ctx context.Context, obj *store.Message) ([]
 
 // Mentions is the resolver for the mentions field.
 func (r *messageResolver) Mentions(ctx context.Context, obj *store.Message) ([]string, error) {
-	return nonNil(store.Mentions(obj.Content)), nil
+	me, _ := auth.UserFrom(ctx)
+	return nonNil(store.Mentions(chat.Content(obj, me))), nil
 }
 
 // AuthorBlocked is the resolver for the authorBlocked field.

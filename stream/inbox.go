@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -125,7 +126,10 @@ func (in *Inbox) Close() {
 
 // catchUp delivers the logged events after the cursor, oldest first; false
 // ends the stream (the subscriber left, or the store failed: its error).
+// The events of a group the viewer was banned from are not replayed: a
+// banned user reads nothing of it (live, none come after the ban).
 func (in *Inbox) catchUp(ctx context.Context, after store.MessageID, emit func(*store.Event) bool) (bool, error) {
+	banned := map[string]bool{} // by group, read once per catch-up
 	for {
 		events, err := in.src.Store.InboxEvents(ctx, in.viewer.Login, after, replayPage)
 		if err != nil {
@@ -135,7 +139,22 @@ func (in *Inbox) catchUp(ctx context.Context, after store.MessageID, emit func(*
 			return false, err
 		}
 		for i := range events {
-			if !in.deliver(&events[i], emit) {
+			ev := &events[i]
+			if ev.Message != nil && !store.IsDirectConversation(ev.Room) {
+				is, known := banned[ev.Room]
+				if !known {
+					m, err := in.src.Store.Membership(ctx, ev.Room, in.viewer.Login)
+					if err != nil && !errors.Is(err, store.ErrNotFound) {
+						return false, err
+					}
+					is = err == nil && m.Banned
+					banned[ev.Room] = is
+				}
+				if is {
+					continue
+				}
+			}
+			if !in.deliver(ev, emit) {
 				return false, nil
 			}
 		}

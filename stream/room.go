@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,10 @@ type Room struct {
 	// the moment the live subscription started.
 	floor store.MessageID
 	seen  seen
+	// windows are a private group's member's membership windows: an event
+	// about a message posted outside them (an edit, a deletion, a hide, a
+	// reaction) is not theirs to see. Nil in a public room.
+	windows []store.Window
 
 	replayed bool // the first Pump has replayed after the cursor
 	closed   atomic.Bool
@@ -56,19 +61,25 @@ func (s *Source) OpenRoom(ctx context.Context, room string, viewer store.UserRef
 	if err != nil {
 		return nil, err
 	}
-	if !m.Participant {
-		return nil, NotParticipant(room, viewer)
-	}
-	if m.Kind == store.PrivateGroup && !after.IsZero() {
+	var windows []store.Window
+	if m.Kind == store.PrivateGroup {
 		conv, err := s.Store.Conversation(ctx, viewer.Login, room)
+		if errors.Is(err, store.ErrNotFound) {
+			// Never a member: a group is invisible to who is not in it.
+			return nil, fmt.Errorf("room %q: %w", room, store.ErrNotFound)
+		}
 		if err != nil {
 			return nil, err
 		}
-		if w := conv.Windows; len(w) > 0 {
+		windows = conv.Windows
+		if w := conv.Windows; len(w) > 0 && !after.IsZero() {
 			if start := store.MinMessageID(w[len(w)-1].From); after.Compare(start) < 0 {
 				after = start
 			}
 		}
+	}
+	if !m.Participant {
+		return nil, NotParticipant(room, viewer)
 	}
 	floor := after
 	if floor.IsZero() {
@@ -78,7 +89,7 @@ func (s *Source) OpenRoom(ctx context.Context, room string, viewer store.UserRef
 	if err != nil {
 		return nil, err
 	}
-	return &Room{src: s, room: room, viewer: viewer, sub: sub, after: after, floor: floor}, nil
+	return &Room{src: s, room: room, viewer: viewer, sub: sub, after: after, floor: floor, windows: windows}, nil
 }
 
 // Viewer is the subscriber the stream was opened for.
@@ -264,11 +275,17 @@ func (r *Room) stillFollowing(ctx context.Context, emit func(*store.Event) bool)
 	return true, nil
 }
 
-// deliver emits ev unless it was already delivered; false means the
-// subscriber is gone.
+// deliver emits ev unless it was already delivered, or is about a message
+// the viewer may not read; false means the subscriber is gone.
 func (r *Room) deliver(ev *store.Event, emit func(*store.Event) bool) bool {
-	if !r.seen.first(ev.ID) {
+	if !r.seen.first(ev.ID) || !r.mayRead(ev.Message) {
 		return true
 	}
 	return emit(ev)
+}
+
+// mayRead reports whether the viewer may read m, a message an event
+// carries (nil: none): in a private group, one posted in their windows.
+func (r *Room) mayRead(m *store.Message) bool {
+	return m == nil || r.windows == nil || store.InWindows(r.windows, m.ID.Time())
 }

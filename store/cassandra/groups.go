@@ -25,11 +25,14 @@ func (db *DB) PostGroupMessage(ctx context.Context, m store.Message, members []s
 			continue
 		}
 		seen[u.Login] = true
-		last := []any{ts, id, m.Content, author, m.System, u.Login, m.Room, sentinelID}
+		stmt, last := setLastGroup, []any{ts, id, m.Content, author, m.System, u.Login, m.Room, sentinelID}
+		if !m.ReplyTo.IsZero() {
+			stmt, last = setLastGroupReply, []any{ts, id, m.Content, author, m.System, id, gocql.UUID(m.ReplyTo), u.Login, m.Room, sentinelID}
+		}
 		if u.Login == m.Author.Login {
 			extra = append(extra, func() error {
 				b := db.inboxBatch(ctx)
-				b.Query(setLastGroup, last...)
+				b.Query(stmt, last...)
 				b.Query(setReadMark, ts, id, u.Login, m.Room, sentinelID)
 				return db.session.ExecuteBatch(b)
 			})
@@ -37,7 +40,7 @@ func (db *DB) PostGroupMessage(ctx context.Context, m store.Message, members []s
 		}
 		extra = append(extra, func() error {
 			b := db.inboxBatch(ctx)
-			b.Query(setLastGroup, last...)
+			b.Query(stmt, last...)
 			inboxListing(b, u.Login, ev.ID)
 			return db.session.ExecuteBatch(b)
 		}, db.inboxEventWrite(ctx, u.Login, ev))

@@ -45,6 +45,12 @@ const (
 		SET kind = 'direct', peer = ?, last_message_id = ?, last_message = ?, last_author = ?, last_system = ?` + summaryRow
 	setLastGroup = `UPDATE conversations_by_user USING TIMESTAMP ?
 		SET kind = 'group', last_message_id = ?, last_message = ?, last_author = ?, last_system = ?` + summaryRow
+	// The same for a reply, with its thread (see schema_v14.cql); the
+	// tuple is a literal of markers, as setLastEdit's.
+	setLastDirectReply = `UPDATE conversations_by_user USING TIMESTAMP ?
+		SET kind = 'direct', peer = ?, last_message_id = ?, last_message = ?, last_author = ?, last_system = ?, last_reply = (?, ?)` + summaryRow
+	setLastGroupReply = `UPDATE conversations_by_user USING TIMESTAMP ?
+		SET kind = 'group', last_message_id = ?, last_message = ?, last_author = ?, last_system = ?, last_reply = (?, ?)` + summaryRow
 	// hideLast names the newest hidden message, at that message's time: the
 	// last message is hidden if it is the one named.
 	hideLast = `UPDATE conversations_by_user USING TIMESTAMP ? SET last_hidden_id = ?`
@@ -64,7 +70,7 @@ const (
 	deleteConversation = `DELETE FROM conversations_by_user USING TIMESTAMP ? WHERE login = ? AND conversation_id = ?`
 
 	entryColumns = `conversation_id, message_id, kind, peer, last_message_id, last_message, last_author,
-		last_system, last_hidden_id, last_edit, read_upto, joined_at, left_at`
+		last_system, last_hidden_id, last_edit, read_upto, joined_at, left_at, last_reply`
 	selectInbox = `SELECT ` + entryColumns + ` FROM conversations_by_user WHERE login = ?`
 	selectEntry = `SELECT ` + entryColumns + ` FROM conversations_by_user WHERE login = ? AND conversation_id = ? AND message_id = ?`
 )
@@ -88,13 +94,20 @@ func (db *DB) SendDirect(ctx context.Context, m store.Message, to store.UserRef)
 		return store.Invalidf("direct message from %q to %q: its conversation is %q, not %q", m.Author.Login, to.Login, want, m.Room)
 	}
 	ts, id, author := writeTime(m.ID), gocql.UUID(m.ID), userUDT(m.Author)
+	stmt := setLastDirect
 	last := func(login string, peer store.UserRef) []any {
+		if !m.ReplyTo.IsZero() {
+			return []any{ts, userUDT(peer), id, m.Content, author, m.System, id, gocql.UUID(m.ReplyTo), login, m.Room, sentinelID}
+		}
 		return []any{ts, userUDT(peer), id, m.Content, author, m.System, login, m.Room, sentinelID}
+	}
+	if !m.ReplyTo.IsZero() {
+		stmt = setLastDirectReply
 	}
 	ev := store.Event{ID: m.ID, Kind: store.DirectMessage, Room: m.Room, User: m.Author, Message: &m}
 	extra := []func() error{db.inboxEventWrite(ctx, m.Author.Login, ev), func() error {
 		b := db.inboxBatch(ctx)
-		b.Query(setLastDirect, last(m.Author.Login, to)...)
+		b.Query(stmt, last(m.Author.Login, to)...)
 		b.Query(setReadMark, ts, id, m.Author.Login, m.Room, sentinelID)
 		inboxListing(b, m.Author.Login, ev.ID)
 		return db.session.ExecuteBatch(b)
@@ -102,7 +115,7 @@ func (db *DB) SendDirect(ctx context.Context, m store.Message, to store.UserRef)
 	if to.Login != m.Author.Login {
 		extra = append(extra, func() error {
 			b := db.inboxBatch(ctx)
-			b.Query(setLastDirect, last(to.Login, m.Author)...)
+			b.Query(stmt, last(to.Login, m.Author)...)
 			inboxListing(b, to.Login, ev.ID)
 			return db.session.ExecuteBatch(b)
 		}, db.inboxEventWrite(ctx, to.Login, ev))
@@ -191,7 +204,8 @@ func scanEntry(iter *gocql.Iter) (c store.Conversation, ok, more bool) {
 		joined, left                      []time.Time
 	)
 	var edit lastEdit // a tuple scans into one destination per element
-	if !iter.Scan(&c.ID, &first, &kind, &peer, &lastID, &lastContent, &lastAuthor, &lastSystem, &hiddenID, &edit.ID, &edit.At, &edit.Content, &readUpTo, &joined, &left) {
+	var replyOf, replyTo gocql.UUID
+	if !iter.Scan(&c.ID, &first, &kind, &peer, &lastID, &lastContent, &lastAuthor, &lastSystem, &hiddenID, &edit.ID, &edit.At, &edit.Content, &readUpTo, &joined, &left, &replyOf, &replyTo) {
 		return store.Conversation{}, false, false
 	}
 	if first != sentinelID || kind == "" {
@@ -213,6 +227,9 @@ func scanEntry(iter *gocql.Iter) (c store.Conversation, ok, more bool) {
 			Hidden:  hiddenID == lastID,
 			// No message has empty content: the delete erased it.
 			Deleted: lastContent == "",
+		}
+		if replyOf == lastID {
+			c.LastMessage.ReplyTo = store.MessageID(replyTo)
 		}
 		if edit.ID == lastID && !c.LastMessage.Deleted {
 			c.LastMessage.Content, c.LastMessage.EditedAt = edit.Content, edit.At.UTC()

@@ -77,6 +77,11 @@ var schemaV12 string
 //go:embed schema_v13.cql
 var schemaV13 string
 
+// schemaV14 adds the thread of an inbox entry's last message.
+//
+//go:embed schema_v14.cql
+var schemaV14 string
+
 // A migration is one schema version: CQL statements separated by ';', then
 // the conversion of the data, if any.
 type migration struct {
@@ -105,6 +110,7 @@ var migrations = []migration{
 	{version: 11, description: "user_blocks, user_mutes", cql: schemaV11},
 	{version: 12, description: "chat_rooms.moderators, chat_rooms.banned", cql: schemaV12},
 	{version: 13, description: "users.deleted", cql: schemaV13},
+	{version: 14, description: "conversations_by_user.last_reply", cql: schemaV14},
 }
 
 // createMigrationsTable repeats schema.cql's statement: the table must exist

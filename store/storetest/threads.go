@@ -122,4 +122,18 @@ func testThreadsElsewhere(t *testing.T, s ConversationStore) {
 			t.Errorf("ThreadReplies(%s) = %s, %v; want %s", root.Room, fmtMessages(page), err, fmtMessage(want))
 		}
 	}
+	// The inbox entries' last message is the reply, in its thread, as the
+	// message itself is; a later message that is no reply is in none.
+	for _, login := range []string{alice.Login, bob.Login} {
+		for conv, want := range map[string]store.MessageID{g.Name: groupRoot.ID, dmRoot.Room: dmRoot.ID} {
+			c, err := s.Conversation(ctx, login, conv)
+			if err != nil || c.LastMessage.ReplyTo != want {
+				t.Errorf("%s's entry of %s: last message %s, %v; want a reply to %s", login, conv, fmtMessage(c.LastMessage), err, want)
+			}
+		}
+	}
+	plain := mustSendDirect(t, ctx, s, alice, bob, store.NewMessageID(), "see you")
+	if c, err := s.Conversation(ctx, bob.Login, plain.Room); err != nil || c.LastMessage.ID != plain.ID || !c.LastMessage.ReplyTo.IsZero() {
+		t.Errorf("bob's entry after a message that is no reply: last message %s, %v", fmtMessage(c.LastMessage), err)
+	}
 }
