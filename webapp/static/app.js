@@ -575,7 +575,7 @@ function onInboxEvent(e) {
 function show(message, posted) {
   const known = shown.get(message.id);
   if (known) {
-    known.li.replaceWith(render(message, known.message));
+    known.li.replaceWith(render(message));
     return;
   }
   if (!posted) return; // an edit or reaction of a message older than the pages read
@@ -612,12 +612,7 @@ document.addEventListener("visibilitychange", markReadSoon);
 const timeFormat = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
 const dayFormat = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
 
-function render(message, previous) {
-  // Subscription events carry reactedByMe null (every subscriber shares
-  // them): keep what we knew.
-  for (const r of message.reactions) {
-    if (r.reactedByMe == null) r.reactedByMe = previous?.reactions.find((p) => p.emoji === r.emoji)?.reactedByMe ?? false;
-  }
+function render(message) {
   const mine = message.author.login === api.currentUser().login;
   const li = document.createElement("li");
   const me = api.currentUser().login;
@@ -747,7 +742,7 @@ async function moderate(query, vars, field, question) {
 // conversation's block button, after what decides their actions changed
 // (blocks, who moderates).
 function rerenderShown() {
-  for (const { message, li } of [...shown.values()]) li.replaceWith(render(message, message));
+  for (const { message, li } of [...shown.values()]) li.replaceWith(render(message));
   const b = $("block-peer");
   if (b && open?.peer) b.textContent = blockPeerText(open.peer);
 }
