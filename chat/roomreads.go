@@ -48,7 +48,7 @@ func (s *Service) markRoomRead(ctx context.Context, room string, m store.RoomMem
 	if len(entries) == 0 {
 		return nil, fmt.Errorf("conversation %q: %w", room, store.ErrNotFound)
 	}
-	return &entries[0], nil
+	return &entries[0], s.applyMute(ctx, me, &entries[0])
 }
 
 // formerMemberEntry is what a former member of a group reads of its inbox
@@ -176,16 +176,50 @@ func (s *Service) MarkRead(ctx context.Context, me store.UserRef, conversation, 
 		return nil, err
 	}
 	s.publishTo(ctx, broker.UserTopic(me.Login), ev)
-	return &conv, nil
+	return &conv, s.applyMute(ctx, me, &conv)
 }
 
 // Inbox is me's conversations and the public rooms they take part in, in
-// the inbox's order (store.ByNewestMessage).
+// the inbox's order (store.ByNewestMessage), as me sees them: a muted
+// one with nothing unread.
 func (s *Service) Inbox(ctx context.Context, me store.UserRef) ([]store.Conversation, error) {
-	return s.inbox(ctx, me)
+	inbox, err := s.inbox(ctx, me)
+	if err != nil {
+		return nil, err
+	}
+	muted, err := s.Store.Muted(ctx, me.Login)
+	if err != nil {
+		return nil, err
+	}
+	for i := range inbox {
+		if slices.Contains(muted, inbox[i].ID) {
+			mute(&inbox[i])
+		}
+	}
+	return inbox, nil
 }
 
-// Conversation is me's inbox entry of the conversation with this id.
+// Conversation is me's inbox entry of the conversation with this id, as
+// Inbox shows it.
 func (s *Service) Conversation(ctx context.Context, me store.UserRef, id string) (store.Conversation, error) {
-	return s.conversation(ctx, me, id)
+	c, err := s.conversation(ctx, me, id)
+	if err != nil {
+		return store.Conversation{}, err
+	}
+	return c, s.applyMute(ctx, me, &c)
+}
+
+// applyMute shows c as muted if me muted it.
+func (s *Service) applyMute(ctx context.Context, me store.UserRef, c *store.Conversation) error {
+	muted, err := s.Store.Mutes(ctx, me.Login, c.ID)
+	if muted {
+		mute(c)
+	}
+	return err
+}
+
+// mute is what a muted conversation's entry shows: nothing unread, no
+// mentions.
+func mute(c *store.Conversation) {
+	c.Muted, c.Unread, c.Mentions = true, 0, 0
 }

@@ -3,27 +3,12 @@ package resolvers
 import (
 	"context"
 
-	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/store"
 )
 
-// isMuted reports whether the caller muted the conversation: from the
+// authorBlocked reports whether the caller blocked m's author: from the
 // operation's set of them (one read per query), or in a subscription, one
-// row's read.
-func (r *Resolver) isMuted(ctx context.Context, conversation string) (bool, error) {
-	me, err := auth.UserFrom(ctx)
-	if err != nil {
-		return false, err
-	}
-	if l := loaderOf(ctx); l != nil && l.muted != nil {
-		muted, err := l.muted.get(func() ([]string, error) { return r.Store.Muted(ctx, me.Login) })
-		return muted[conversation], err
-	}
-	return r.Store.Mutes(ctx, me.Login, conversation)
-}
-
-// authorBlocked reports whether the caller blocked m's author, as isMuted
-// reads mutes; nil in a shared subscription encoding, which has no caller.
+// row's read; nil in a shared subscription encoding, which has no caller.
 func (r *Resolver) authorBlocked(ctx context.Context, m *store.Message) (*bool, error) {
 	viewer := viewerOf(ctx)
 	if viewer == "" {

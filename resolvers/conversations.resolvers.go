@@ -47,14 +47,6 @@ func (r *conversationResolver) LastMessage(ctx context.Context, obj *store.Conve
 	return &obj.LastMessage, nil
 }
 
-// Unread is the resolver for the unread field.
-func (r *conversationResolver) Unread(ctx context.Context, obj *store.Conversation) (int, error) {
-	if muted, err := r.isMuted(ctx, obj.ID); err != nil || muted {
-		return 0, err
-	}
-	return obj.Unread, nil
-}
-
 // ReadUpTo is the resolver for the readUpTo field.
 func (r *conversationResolver) ReadUpTo(ctx context.Context, obj *store.Conversation) (*string, error) {
 	if obj.ReadUpTo.IsZero() {
@@ -62,19 +54,6 @@ func (r *conversationResolver) ReadUpTo(ctx context.Context, obj *store.Conversa
 	}
 	id := obj.ReadUpTo.String()
 	return &id, nil
-}
-
-// Mentions is the resolver for the mentions field.
-func (r *conversationResolver) Mentions(ctx context.Context, obj *store.Conversation) (int, error) {
-	if muted, err := r.isMuted(ctx, obj.ID); err != nil || muted {
-		return 0, err
-	}
-	return obj.Mentions, nil
-}
-
-// Muted is the resolver for the muted field.
-func (r *conversationResolver) Muted(ctx context.Context, obj *store.Conversation) (bool, error) {
-	return r.isMuted(ctx, obj.ID)
 }
 
 // Conversation is the resolver for the conversation field.

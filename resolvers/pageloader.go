@@ -21,11 +21,11 @@ type pageLoader struct {
 	reactions map[store.MessageID][]store.Reaction // nil entries: none
 	threads   map[store.MessageID]store.Thread     // zero entries: none
 
-	// The caller's muted conversations and blocked users, read once per
-	// query or mutation when first needed, however many resolvers ask at
-	// once; nil for a subscription, which lives long and reads what it
-	// needs row by row, each time.
-	muted, blocked *onceSet
+	// The caller's blocked users, read once per query or mutation when
+	// first needed, however many resolvers ask at once; nil for a
+	// subscription, which lives long and reads what it needs row by row,
+	// each time.
+	blocked *onceSet
 }
 
 // onceSet is a set read once, when first needed.
@@ -56,7 +56,7 @@ type loaderKey struct{}
 func WithPageLoader(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 	l := &pageLoader{reactions: map[store.MessageID][]store.Reaction{}, threads: map[store.MessageID]store.Thread{}}
 	if op := graphql.GetOperationContext(ctx).Operation; op != nil && op.Operation != ast.Subscription {
-		l.muted, l.blocked = &onceSet{}, &onceSet{}
+		l.blocked = &onceSet{}
 	}
 	return next(context.WithValue(ctx, loaderKey{}, l))
 }

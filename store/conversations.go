@@ -98,6 +98,10 @@ type Conversation struct {
 	Mentions int
 	// Windows are the owner's membership intervals of a group, oldest first.
 	Windows []Window
+	// Muted reports that the owner muted the conversation (Mutes): the
+	// chat shows its entry with no unread messages and no mentions. Not
+	// part of the entry's row: the chat core sets it as it reads the entry.
+	Muted bool
 }
 
 // UnreadCap bounds an unread count: a conversation with more unread
