@@ -129,17 +129,23 @@ func (s *Service) Edit(ctx context.Context, me store.UserRef, id, content string
 	return s.changedMessage(ctx, ev, msg.ID)
 }
 
-// Delete erases the message id, leaving a tombstone: its author's right,
-// and the room's creator's and moderators'.
-func (s *Service) Delete(ctx context.Context, me store.UserRef, id string) (*store.Message, error) {
+// moderated returns the message id for me to delete or hide (the verb
+// says which): its author may, and the room's creator and moderators.
+func (s *Service) moderated(ctx context.Context, me store.UserRef, id, verb string) (store.Message, error) {
 	if err := s.limit(ctx, ratelimit.RoomChange, me); err != nil {
-		return nil, err
+		return store.Message{}, err
 	}
 	msg, err := s.readableMessage(ctx, id, me)
 	if err != nil {
-		return nil, err
+		return store.Message{}, err
 	}
-	if err := s.mayModerate(ctx, msg, me, "delete"); err != nil {
+	return msg, s.mayModerate(ctx, msg, me, verb)
+}
+
+// Delete erases the message id, leaving a tombstone.
+func (s *Service) Delete(ctx context.Context, me store.UserRef, id string) (*store.Message, error) {
+	msg, err := s.moderated(ctx, me, id, "delete")
+	if err != nil {
 		return nil, err
 	}
 	if msg.Deleted {
@@ -152,16 +158,10 @@ func (s *Service) Delete(ctx context.Context, me store.UserRef, id string) (*sto
 	return s.changedMessage(ctx, ev, msg.ID)
 }
 
-// Hide hides the message id from everyone but its author, as Delete may.
+// Hide hides the message id's content from everyone but its author.
 func (s *Service) Hide(ctx context.Context, me store.UserRef, id string) (*store.Message, error) {
-	if err := s.limit(ctx, ratelimit.RoomChange, me); err != nil {
-		return nil, err
-	}
-	msg, err := s.readableMessage(ctx, id, me)
+	msg, err := s.moderated(ctx, me, id, "hide")
 	if err != nil {
-		return nil, err
-	}
-	if err := s.mayModerate(ctx, msg, me, "hide"); err != nil {
 		return nil, err
 	}
 	if msg.Hidden {

@@ -34,12 +34,5 @@ func (s *Service) Moderate(ctx context.Context, me store.UserRef, room, login st
 		}
 		return ev, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	after, err := s.Store.Room(ctx, room)
-	if err != nil {
-		return nil, err
-	}
-	return &after, nil
+	return s.roomAfter(ctx, room, err)
 }

@@ -85,6 +85,11 @@ func (s *Service) Leave(ctx context.Context, me store.UserRef, room string) (*st
 		s.membershipEnded(ctx, room, me.Login, err)
 		return left, err
 	})
+	return s.roomAfter(ctx, room, err)
+}
+
+// roomAfter is the room as a change that ended with err left it.
+func (s *Service) roomAfter(ctx context.Context, room string, err error) (*store.Room, error) {
 	if err != nil {
 		return nil, err
 	}
