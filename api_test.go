@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/killrchat/chatql/internal/chatclient"
+	"github.com/killrchat/chatql/server"
 )
 
 // connection is any connection of the API, as the paging tests read it.
@@ -62,7 +63,7 @@ func walkPages(t *testing.T, c *chatclient.Client, query string, vars map[string
 
 func TestPageInfo(t *testing.T) { forEachStore(t, testPageInfo) }
 
-func testPageInfo(t *testing.T, cfg Config) {
+func testPageInfo(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	alice := ts.user(t, "alice")
 	ts.user(t, "bob")
@@ -167,7 +168,7 @@ func TestLookupsOfMissingThingsAreNull(t *testing.T) {
 	forEachStore(t, testLookupsOfMissingThingsAreNull)
 }
 
-func testLookupsOfMissingThingsAreNull(t *testing.T, cfg Config) {
+func testLookupsOfMissingThingsAreNull(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	alice, bob := ts.user(t, "alice"), ts.user(t, "bob")
 	ts.user(t, "carol")
@@ -223,7 +224,7 @@ func walkList(t *testing.T, page func(after any) []string) []string {
 
 func TestPagedLists(t *testing.T) { forEachStore(t, testPagedLists) }
 
-func testPagedLists(t *testing.T, cfg Config) {
+func testPagedLists(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	logins := []string{"dora", "alice", "erin", "bob", "carol"}
 	clients := map[string]*chatclient.Client{}
@@ -295,7 +296,7 @@ func TestRoomsPerUser(t *testing.T) { forEachStore(t, testRoomsPerUser) }
 // groups: creating, joining or being added past it is refused with
 // BAD_USER_INPUT and changes nothing; joining a room one is in still
 // works; leaving one makes room for another.
-func testRoomsPerUser(t *testing.T, cfg Config) {
+func testRoomsPerUser(t *testing.T, cfg server.Config) {
 	cfg.MaxRoomsPerUser = 2
 	ts := startServer(t, cfg)
 	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")

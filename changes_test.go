@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/killrchat/chatql/internal/chatclient"
+	"github.com/killrchat/chatql/server"
 )
 
 const (
@@ -33,7 +34,7 @@ type changeEvent struct {
 
 // teaParty serves cfg to alice, bob and carol, alice's room tea-party
 // having bob in it.
-func teaParty(t *testing.T, cfg Config) (ts *testServer, alice, bob, carol *chatclient.Client) {
+func teaParty(t *testing.T, cfg server.Config) (ts *testServer, alice, bob, carol *chatclient.Client) {
 	t.Helper()
 	ts = startServer(t, cfg)
 	alice, bob, carol = ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
@@ -98,7 +99,7 @@ func TestMessageChanges(t *testing.T) { forEachStore(t, testMessageChanges) }
 // testMessageChanges edits and deletes messages of a room and of a direct
 // conversation over HTTP, with subscribers live over websockets and a
 // subscriber replaying from a cursor, and every refusal's code.
-func testMessageChanges(t *testing.T, cfg Config) {
+func testMessageChanges(t *testing.T, cfg server.Config) {
 	ts, alice, bob, carol := teaParty(t, cfg)
 	var posted struct{ PostMessage struct{ ID string } }
 	mustDo(t, bob, postMessage, map[string]any{"r": "tea-party", "c": "Twinkle, twinkle, little bat"}, &posted)
@@ -220,7 +221,7 @@ func TestReactions(t *testing.T) { forEachStore(t, testReactions) }
 
 // testReactions adds and removes reactions over HTTP with a subscriber
 // live over websockets, reads them back in a page, and checks refusals.
-func testReactions(t *testing.T, cfg Config) {
+func testReactions(t *testing.T, cfg server.Config) {
 	ts, alice, bob, carol := teaParty(t, cfg)
 	var posted struct{ PostMessage struct{ ID string } }
 	mustDo(t, alice, postMessage, map[string]any{"r": "tea-party", "c": "Off with their heads!"}, &posted)
@@ -303,7 +304,7 @@ func TestReplies(t *testing.T) { forEachStore(t, testReplies) }
 
 // testReplies posts replies in a room and a direct conversation, reads the
 // thread summaries in a page and the thread itself, and checks refusals.
-func testReplies(t *testing.T, cfg Config) {
+func testReplies(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
 	mustDo(t, alice, createRoom, map[string]any{"n": "tea-party"}, nil)
@@ -409,7 +410,7 @@ func TestRoomReadReceipts(t *testing.T) { forEachStore(t, testRoomReadReceipts) 
 // testRoomReadReceipts: a public room is in its participants' inbox with
 // its unread count; markRead moves a participant's mark, which the room's
 // readMarks show and its subscribers get live as READ_UPTO.
-func testRoomReadReceipts(t *testing.T, cfg Config) {
+func testRoomReadReceipts(t *testing.T, cfg server.Config) {
 	ts, alice, bob, carol := teaParty(t, cfg)
 	var ids []string
 	for _, c := range []string{"one", "two", "three"} {
@@ -478,7 +479,7 @@ func TestMentions(t *testing.T) { forEachStore(t, testMentions) }
 // testMentions: a post mentioning a participant reaches their inbox live as
 // MENTIONED and counts in their entry; a mention of someone not in the
 // room is ignored.
-func testMentions(t *testing.T, cfg Config) {
+func testMentions(t *testing.T, cfg server.Config) {
 	ts, alice, bob, carol := teaParty(t, cfg)
 	events := map[string]*chatclient.Subscription{"bob": ts.live(t, bob, mentionsSub, nil), "carol": ts.live(t, carol, mentionsSub, nil)}
 

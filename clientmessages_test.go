@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/killrchat/chatql/internal/chatclient"
+	"github.com/killrchat/chatql/server"
 	"github.com/killrchat/chatql/store"
 )
 
@@ -19,7 +20,7 @@ func TestClientMessageIDs(t *testing.T) { forEachStore(t, testClientMessageIDs) 
 // testClientMessageIDs: a send retried under its clientMessageId, in
 // sequence or racing, returns the first message and stores one; a name is
 // the caller's and one conversation's; a malformed one is refused.
-func testClientMessageIDs(t *testing.T, cfg Config) {
+func testClientMessageIDs(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	alice, bob := ts.user(t, "alice"), ts.user(t, "bob")
 	mustDo(t, alice, createRoom, map[string]any{"n": "tea-party"}, nil)
@@ -112,10 +113,10 @@ func testClientMessageIDs(t *testing.T, cfg Config) {
 		sub := ts.subscribe(t, bob, chatclient.GraphQLTransportWS, "crash-site", nil)
 		ctx := testContext(t)
 		stored := store.Message{Room: "crash-site", ID: store.NewMessageID(), Author: store.UserRef{Login: "alice"}, Content: "posted before the crash"}
-		if _, claimed, err := ts.store.ClaimClientMessage(ctx, "alice", "tx-crash", store.ClientMessage{Room: stored.Room, ID: stored.ID}); err != nil || !claimed {
+		if _, claimed, err := ts.Store().ClaimClientMessage(ctx, "alice", "tx-crash", store.ClientMessage{Room: stored.Room, ID: stored.ID}); err != nil || !claimed {
 			t.Fatalf("ClaimClientMessage = %v, %v", claimed, err)
 		}
-		if err := ts.store.PostMessage(ctx, stored); err != nil {
+		if err := ts.Store().PostMessage(ctx, stored); err != nil {
 			t.Fatal(err)
 		}
 		var out struct{ PostMessage sent }

@@ -21,6 +21,7 @@ import (
 	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/internal/chatclient"
 	"github.com/killrchat/chatql/internal/testenv"
+	"github.com/killrchat/chatql/server"
 	"github.com/killrchat/chatql/store"
 	"github.com/killrchat/chatql/store/cassandra"
 	"github.com/killrchat/chatql/store/embedded"
@@ -49,7 +50,7 @@ func startCluster(t *testing.T, n int, url string) *cluster {
 
 // startClusterWith is startCluster with configure (when not nil) applied
 // to the instances' configuration.
-func startClusterWith(t *testing.T, n int, url string, configure func(*Config)) *cluster {
+func startClusterWith(t *testing.T, n int, url string, configure func(*server.Config)) *cluster {
 	t.Helper()
 	cfg := testConfig(t)
 	cfg.RedisURL = url
@@ -76,7 +77,7 @@ func startClusterWith(t *testing.T, n int, url string, configure func(*Config)) 
 	t.Cleanup(func() { st.Close() }) // after the instances' own cleanups
 	c := &cluster{prefix: cfg.RedisChannelPrefix}
 	for range n {
-		srv, err := newServer(context.Background(), cfg, testLogger(), st)
+		srv, err := server.NewOnStore(context.Background(), cfg, testLogger(), st)
 		if err != nil {
 			t.Fatalf("start instance: %v", err)
 		}
@@ -94,7 +95,7 @@ func randomHex(n int) string {
 // acrossCluster starts two instances on the Redis of the tests (with
 // configure applied, when not nil) and returns them with alice on the
 // first and bob on the second, both in alice's room "across".
-func acrossCluster(t *testing.T, configure func(*Config)) (cl *cluster, alice, bob *chatclient.Client) {
+func acrossCluster(t *testing.T, configure func(*server.Config)) (cl *cluster, alice, bob *chatclient.Client) {
 	t.Helper()
 	cl = startClusterWith(t, 2, redisURL(t), configure)
 	alice = cl.instances[0].user(t, "alice")
@@ -316,7 +317,7 @@ func TestClusterSubscriptionChurn(t *testing.T) {
 	}
 	wg.Wait()
 	waitFor(t, func() bool {
-		return cl.instances[0].released() && cl.instances[1].released() && channels() == 0
+		return cl.instances[0].Released() && cl.instances[1].Released() && channels() == 0
 	})
 }
 
@@ -424,7 +425,7 @@ func TestClusterMessageChanges(t *testing.T) {
 // membership when the user posted (for an hour here, so only the
 // instances' announcement over Redis can end it in time).
 func TestClusterRemovalRefusesPostsElsewhere(t *testing.T) {
-	_, alice, bob := acrossCluster(t, func(c *Config) { c.MembershipTTL = time.Hour })
+	_, alice, bob := acrossCluster(t, func(c *server.Config) { c.MembershipTTL = time.Hour })
 	mustDo(t, bob, postMessage, map[string]any{"r": "across", "c": "cached now"}, nil)
 	mustDo(t, alice, removeQ, map[string]any{"r": "across", "l": "bob"}, nil)
 	deadline := time.Now().Add(10 * time.Second)

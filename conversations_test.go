@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/killrchat/chatql/internal/chatclient"
+	"github.com/killrchat/chatql/server"
 	"github.com/killrchat/chatql/store"
 )
 
@@ -76,7 +77,7 @@ func (ts *testServer) subscribeInbox(t *testing.T, c *chatclient.Client) *chatcl
 
 func TestDirectMessages(t *testing.T) { forEachStore(t, testDirectMessages) }
 
-func testDirectMessages(t *testing.T, cfg Config) {
+func testDirectMessages(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
 	bobEvents := ts.subscribeInbox(t, bob)
@@ -168,7 +169,7 @@ func testDirectMessages(t *testing.T, cfg Config) {
 // reading up to it leaves nothing unread.
 func TestSendsRacingMarkReads(t *testing.T) { forEachStore(t, testSendsRacingMarkReads) }
 
-func testSendsRacingMarkReads(t *testing.T, cfg Config) {
+func testSendsRacingMarkReads(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	alice, bob := ts.user(t, "alice"), ts.user(t, "bob")
 	var mu sync.Mutex
@@ -232,7 +233,7 @@ func compareIDs(a, b string) int {
 
 func TestPrivateGroups(t *testing.T) { forEachStore(t, testPrivateGroups) }
 
-func testPrivateGroups(t *testing.T, cfg Config) {
+func testPrivateGroups(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
 	var created struct{ CreateRoom struct{ Kind string } }
@@ -305,7 +306,7 @@ func testPrivateGroups(t *testing.T, cfg Config) {
 
 func TestHiddenMessages(t *testing.T) { forEachStore(t, testHiddenMessages) }
 
-func testHiddenMessages(t *testing.T, cfg Config) {
+func testHiddenMessages(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
 	mustDo(t, alice, createRoom, map[string]any{"n": "hall"}, nil)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/killrchat/chatql/internal/chatclient"
+	"github.com/killrchat/chatql/server"
 	"github.com/killrchat/chatql/store"
 )
 
@@ -98,7 +99,7 @@ func TestResumeReplaysEveryEventKind(t *testing.T) {
 // A subscriber away while every kind of change happens resumes from its
 // cursor with all of them, once each, then goes live; one who left while
 // away replays up to their own leave, and no further.
-func testResumeReplaysEveryEventKind(t *testing.T, cfg Config) {
+func testResumeReplaysEveryEventKind(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	alice, bob, carol, erin := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol"), ts.user(t, "erin")
 	mustDo(t, alice, createRoom, map[string]any{"n": "away"}, nil)
@@ -141,7 +142,7 @@ func TestInboxResume(t *testing.T) { forEachStore(t, testInboxResume) }
 
 // inboxEvents(after:) replays what reached the inbox while its owner was
 // away: direct messages, unread changes, groups joined; then goes live.
-func testInboxResume(t *testing.T, cfg Config) {
+func testInboxResume(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	alice, bob := ts.user(t, "alice"), ts.user(t, "bob")
 	started := ts.Streams().Started()
@@ -276,7 +277,7 @@ func TestDeletedGroupLeavesNoInboxEntry(t *testing.T) {
 	forEachStore(t, testDeletedGroupLeavesNoInboxEntry)
 }
 
-func testDeletedGroupLeavesNoInboxEntry(t *testing.T, cfg Config) {
+func testDeletedGroupLeavesNoInboxEntry(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	alice, bob := ts.user(t, "alice"), ts.user(t, "bob")
 	mustDo(t, alice, createKind, map[string]any{"n": "cabal", "k": "PRIVATE_GROUP"}, nil)
@@ -310,7 +311,7 @@ func TestResumeUnderConcurrentPosts(t *testing.T) { forEachStore(t, testResumeUn
 // ids are taken before their writes, which end in any order: published as
 // they ended, a fifth of them came after a greater id, and such a resume
 // lost or repeated posts.
-func testResumeUnderConcurrentPosts(t *testing.T, cfg Config) {
+func testResumeUnderConcurrentPosts(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	alice, bob := ts.user(t, "alice"), ts.user(t, "bob")
 	mustDo(t, alice, createRoom, map[string]any{"n": "busy"}, nil)

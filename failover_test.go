@@ -16,6 +16,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/killrchat/chatql/internal/chatclient"
+	"github.com/killrchat/chatql/server"
 	"github.com/killrchat/chatql/store"
 	"github.com/killrchat/chatql/store/cassandra"
 )
@@ -51,7 +52,7 @@ func clusterScript(t *testing.T, hosts []string, args ...string) {
 // replicatedServers starts n instances, each with its own session to the
 // cluster, on a fresh keyspace replicated three times, and on Redis when
 // CHAT_REDIS_URL is set.
-func replicatedServers(t *testing.T, hosts []string, n int) (Config, []*testServer) {
+func replicatedServers(t *testing.T, hosts []string, n int) (server.Config, []*testServer) {
 	t.Helper()
 	cfg := testConfig(t)
 	cfg.Store = "cassandra"
@@ -75,7 +76,7 @@ func replicatedServers(t *testing.T, hosts []string, n int) (Config, []*testServ
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { db.Close() })
-		srv, err := newServer(context.Background(), cfg, testLogger(), db)
+		srv, err := server.NewOnStore(context.Background(), cfg, testLogger(), db)
 		if err != nil {
 			t.Fatalf("start instance: %v", err)
 		}

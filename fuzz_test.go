@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/killrchat/chatql/server"
 )
 
 // FuzzGraphQLRequest sends arbitrary documents and variables through the
@@ -32,7 +34,7 @@ func FuzzGraphQLRequest(f *testing.F) {
 		f.Add(seed.query, seed.vars, true)
 	}
 	cfg := fuzzConfig(f)
-	srv, err := NewServer(context.Background(), cfg, testLogger())
+	srv, err := server.New(context.Background(), cfg, testLogger())
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -69,7 +71,7 @@ func FuzzHTTPBody(f *testing.F) {
 		f.Add([]byte(seed), "application/json")
 		f.Add([]byte(seed), "text/plain")
 	}
-	srv, err := NewServer(context.Background(), fuzzConfig(f), testLogger())
+	srv, err := server.New(context.Background(), fuzzConfig(f), testLogger())
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -116,8 +118,8 @@ func checkAnswer(t *testing.T, rec *httptest.ResponseRecorder) {
 }
 
 // fuzzConfig is the test configuration for a fuzz target.
-func fuzzConfig(f *testing.F) Config {
-	cfg, err := ParseConfig(nil, func(string) string { return "" })
+func fuzzConfig(f *testing.F) server.Config {
+	cfg, err := server.ParseConfig(nil, func(string) string { return "" })
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/killrchat/chatql/internal/attack"
 	"github.com/killrchat/chatql/internal/chatclient"
+	"github.com/killrchat/chatql/server"
 	"github.com/killrchat/chatql/store/embedded"
 )
 
@@ -461,7 +462,7 @@ func TestLogsHoldNoPasswords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := newServer(context.Background(), cfg, logger, st)
+	srv, err := server.NewOnStore(context.Background(), cfg, logger, st)
 	if err != nil {
 		t.Fatal(err)
 	}

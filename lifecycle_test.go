@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/killrchat/chatql/internal/chatclient"
+	"github.com/killrchat/chatql/server"
 )
 
 // TestRestartLosesNothing stops a server and starts another on the same
@@ -72,7 +73,7 @@ func TestShutdownFinishesInFlightWrites(t *testing.T) {
 // every acknowledged post.
 func TestSIGTERMEndsStreamsAndFinishesWrites(t *testing.T) {
 	bin := buildChatql(t)
-	forEachStore(t, func(t *testing.T, cfg Config) {
+	forEachStore(t, func(t *testing.T, cfg server.Config) {
 		cfg.ShutdownTimeout = 20 * time.Second
 		srv := startChatql(t, bin, cfg)
 		anon := &testServer{URL: srv.URL, Client: chatclient.New(srv.URL)}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/killrchat/chatql/internal/chatclient"
 	"github.com/killrchat/chatql/ratelimit"
+	"github.com/killrchat/chatql/server"
 )
 
 // dashboardFile is the Grafana dashboard built on the server's series.
@@ -39,7 +40,7 @@ func TestMetrics(t *testing.T) {
 	})
 }
 
-func testMetrics(t *testing.T, cfg Config) {
+func testMetrics(t *testing.T, cfg server.Config) {
 	// One post a day each: the second is refused, for the rejection series.
 	cfg.RateLimits[ratelimit.Post] = ratelimit.Limit{Rate: 1, Period: 24 * time.Hour, Burst: 1}
 	ts := startServer(t, cfg)
@@ -173,7 +174,7 @@ func TestMetricsOnTheirOwnAddress(t *testing.T) {
 	if strings.Contains(string(body), "chatql_connections_open") {
 		t.Fatal("the API's listener serves /metrics though CHAT_METRICS_ADDR is set")
 	}
-	stop, addr, err := ts.serveMetrics(cfg.MetricsAddr)
+	stop, addr, err := ts.ServeMetrics(cfg.MetricsAddr)
 	if err != nil {
 		t.Fatal(err)
 	}

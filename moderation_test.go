@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/killrchat/chatql/internal/chatclient"
+	"github.com/killrchat/chatql/server"
 )
 
 // Moderation (issue 14 item 4), end to end.
@@ -60,7 +61,7 @@ func TestModeration(t *testing.T) { forEachStore(t, testModeration) }
 // participants and deletes their messages; a banned user is kept out and
 // their subscription ends at once; every action is an event with who took
 // it, live and replayed.
-func testModeration(t *testing.T, cfg Config) {
+func testModeration(t *testing.T, cfg server.Config) {
 	ts, alice, bob, carol := teaParty(t, cfg)
 	dave := ts.user(t, "dave")
 	for _, c := range []*chatclient.Client{carol, dave} {
@@ -182,7 +183,7 @@ func TestModerationGroup(t *testing.T) { forEachStore(t, testModerationGroup) }
 // testModerationGroup: a member removed from a private group keeps the
 // messages of their window; a banned one reads nothing and cannot be added
 // back.
-func testModerationGroup(t *testing.T, cfg Config) {
+func testModerationGroup(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
 	mustDo(t, alice, createKind, map[string]any{"n": "secret", "k": "PRIVATE_GROUP"}, nil)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/killrchat/chatql/internal/chatclient"
+	"github.com/killrchat/chatql/server"
 )
 
 // The people features of issue 14, end to end: typing, presence.
@@ -42,7 +43,7 @@ func TestTyping(t *testing.T) { forEachStore(t, testTyping) }
 // testTyping: a room's and a direct conversation's typing reach their
 // subscribers live, end on request or with a post, are never replayed, and
 // refuse who takes no part.
-func testTyping(t *testing.T, cfg Config) {
+func testTyping(t *testing.T, cfg server.Config) {
 	ts, alice, bob, carol := teaParty(t, cfg)
 	var posted struct{ PostMessage struct{ ID string } }
 	mustDo(t, alice, postMessage, map[string]any{"r": "tea-party", "c": "Tea?"}, &posted)
@@ -202,7 +203,7 @@ func TestPresence(t *testing.T) { forEachStore(t, testPresence) }
 // testPresence: a user is online while a websocket of theirs is open (and
 // the grace after), as the people who share a room or a conversation with
 // them see it, live and when they ask; strangers see nothing.
-func testPresence(t *testing.T, cfg Config) {
+func testPresence(t *testing.T, cfg server.Config) {
 	cfg.PresenceGrace = 50 * time.Millisecond
 	ts, alice, bob, carol := teaParty(t, cfg)
 	mustDo(t, alice, sendDirect, map[string]any{"to": "bob", "c": "hello"}, nil)
@@ -279,7 +280,7 @@ func testPresence(t *testing.T, cfg Config) {
 // Presence across two instances on one Redis: alice connects to one, bob
 // follows from the other.
 func TestClusterPresence(t *testing.T) {
-	cl, alice, bob := acrossCluster(t, func(c *Config) { c.PresenceGrace = 50 * time.Millisecond })
+	cl, alice, bob := acrossCluster(t, func(c *server.Config) { c.PresenceGrace = 50 * time.Millisecond })
 	room := cl.instances[1].live(t, bob, presenceRoom, map[string]any{"r": "across"})
 
 	aliceSocket := cl.instances[0].live(t, alice, typingInbox, nil)
@@ -417,7 +418,7 @@ func TestBlocksAndMutes(t *testing.T) { forEachStore(t, testBlocksAndMutes) }
 // silences the blocked user's mentions and flags their messages for the
 // blocker; a mute zeroes a conversation's counts and silences its
 // mentions; both come undone.
-func testBlocksAndMutes(t *testing.T, cfg Config) {
+func testBlocksAndMutes(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
 	mustDo(t, alice, sendDirect, map[string]any{"to": "bob", "c": "hi bob"}, nil)

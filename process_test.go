@@ -12,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/killrchat/chatql/ratelimit"
+	"github.com/killrchat/chatql/server"
 )
 
 // buildChatql builds the server binary into a temporary directory.
@@ -37,7 +40,7 @@ type chatqlProcess struct {
 // startChatql runs bin with the parts of cfg these tests set, as CHAT_*
 // variables, and waits until it serves. The process is killed at the end
 // of the test if it still runs.
-func startChatql(t *testing.T, bin string, cfg Config) *chatqlProcess {
+func startChatql(t *testing.T, bin string, cfg server.Config) *chatqlProcess {
 	t.Helper()
 	cmd := exec.Command(bin)
 	cmd.Env = chatqlEnv(cfg)
@@ -70,15 +73,15 @@ func startChatql(t *testing.T, bin string, cfg Config) *chatqlProcess {
 
 // chatqlEnv is the environment of a server run with cfg: the variables of
 // the fields tests set, and none of the test's own CHAT_* variables.
-func chatqlEnv(cfg Config) []string {
+func chatqlEnv(cfg server.Config) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "CHAT_") {
 			env = append(env, kv)
 		}
 	}
-	for _, f := range rateFlags {
-		env = append(env, f.env+"="+cfg.RateLimits[f.action].String())
+	for _, a := range ratelimit.Actions() {
+		env = append(env, rateLimitVars[a]+"="+cfg.RateLimits[a].String())
 	}
 	return append(env,
 		"CHAT_ADDR=127.0.0.1:0",
@@ -98,6 +101,41 @@ func chatqlEnv(cfg Config) []string {
 		"CHAT_PRESENCE_TTL="+cfg.PresenceTTL.String(),
 		"CHAT_PRESENCE_GRACE="+cfg.PresenceGrace.String(),
 	)
+}
+
+// rateLimitVars are the CHAT_* variables of the rate limits (see the
+// server's configuration), one per action: TestRateLimitVars checks them.
+var rateLimitVars = map[ratelimit.Action]string{
+	ratelimit.Post:          "CHAT_RATE_POSTS",
+	ratelimit.RoomChange:    "CHAT_RATE_ROOM_CHANGES",
+	ratelimit.DirectMessage: "CHAT_RATE_DIRECT_MESSAGES",
+	ratelimit.Typing:        "CHAT_RATE_TYPING",
+	ratelimit.Signup:        "CHAT_RATE_SIGNUPS_PER_ADDRESS",
+	ratelimit.Login:         "CHAT_RATE_LOGINS_PER_LOGIN",
+	ratelimit.LoginAddress:  "CHAT_RATE_LOGINS_PER_ADDRESS",
+}
+
+// TestRateLimitVars: the server reads each action's limit from its
+// variable in rateLimitVars, so a server process gets the limits of the
+// configuration it is started with.
+func TestRateLimitVars(t *testing.T) {
+	env := map[string]string{}
+	want := ratelimit.DefaultLimits
+	for i, a := range ratelimit.Actions() {
+		v, ok := rateLimitVars[a]
+		if !ok {
+			t.Fatalf("no variable for the rate limit of %s", a.Name())
+		}
+		want[a] = ratelimit.Limit{Rate: i + 1, Period: time.Hour, Burst: i + 2}
+		env[v] = want[a].String()
+	}
+	cfg, err := server.ParseConfig(nil, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.RateLimits != want {
+		t.Fatalf("limits %v, want %v", cfg.RateLimits, want)
+	}
 }
 
 // terminate sends SIGTERM and waits for the process to exit. It returns the

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/killrchat/chatql/server"
 )
 
 // BenchmarkServeForProfiling is not a benchmark: it serves the real server,
@@ -46,7 +48,7 @@ func BenchmarkServeForProfiling(b *testing.B) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	cfg, err := ParseConfig(nil, os.Getenv)
+	cfg, err := server.ParseConfig(nil, os.Getenv)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -56,11 +58,11 @@ func BenchmarkServeForProfiling(b *testing.B) {
 	}
 }
 
-func serveForProfiling(b *testing.B, cfg Config, dir string) {
+func serveForProfiling(b *testing.B, cfg server.Config, dir string) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	srv, err := NewServer(ctx, cfg, log)
+	srv, err := server.New(ctx, cfg, log)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/killrchat/chatql/internal/chatclient"
+	"github.com/killrchat/chatql/server"
 )
 
 const (
@@ -137,7 +138,7 @@ func TestUpdateProfile(t *testing.T) { forEachStore(t, testUpdateProfile) }
 // appears, in messages written before it too (which stored the old names,
 // as did the room's participants and the token the user still posts with),
 // and in live events; bad input is refused by signup's rules.
-func testUpdateProfile(t *testing.T, cfg Config) {
+func testUpdateProfile(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	alice, bob := ts.user(t, "alice"), ts.user(t, "bob")
 	mustDo(t, alice, createRoom, map[string]any{"n": "tea-party"}, nil)
@@ -222,7 +223,7 @@ func TestDeleteAccount(t *testing.T) { forEachStore(t, testDeleteAccount) }
 // never available again, it leaves its rooms and groups (others see it
 // leave), its rooms stay, and its messages and conversations remain, from a
 // deleted user.
-func testDeleteAccount(t *testing.T, cfg Config) {
+func testDeleteAccount(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	alice, bob := ts.user(t, "alice"), ts.user(t, "bob")
 	mustDo(t, alice, createRoom, map[string]any{"n": "tea-party"}, nil)
@@ -332,7 +333,7 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() (bo
 // names and trusted the session: both instances keep names and sessions
 // for an hour here, so only the announcement on Redis can tell them.
 func TestClusterProfiles(t *testing.T) {
-	cl, alice, bob := acrossCluster(t, func(c *Config) {
+	cl, alice, bob := acrossCluster(t, func(c *server.Config) {
 		c.ProfileTTL = time.Hour
 		c.SessionCheck = time.Hour
 	})
@@ -391,7 +392,7 @@ func TestMessagePageReadsAuthorsOnce(t *testing.T) {
 	const named = `query($r: String!) { messages(room: $r, first: 100) { edges { node { content author { login firstname lastname deleted } } } } }`
 	reads := func(query string) int {
 		t.Helper()
-		before := ts.profiles.Reads()
+		before := ts.Profiles().Reads()
 		var page profilesView
 		mustDo(t, owner, query, map[string]any{"r": "crowd"}, &page)
 		if n := len(page.Messages.Edges); n != 60 {
@@ -402,16 +403,16 @@ func TestMessagePageReadsAuthorsOnce(t *testing.T) {
 				t.Fatalf("author %+v", e.Node.Author)
 			}
 		}
-		return ts.profiles.Reads() - before
+		return ts.Profiles().Reads() - before
 	}
-	ts.profiles.Purge()
+	ts.Profiles().Purge()
 	if n := reads(named); n != 1 {
 		t.Errorf("a page by 30 uncached authors made %d store reads of names, want 1", n)
 	}
 	if n := reads(named); n != 0 {
 		t.Errorf("a page by cached authors made %d store reads of names, want 0", n)
 	}
-	ts.profiles.Purge()
+	ts.Profiles().Purge()
 	if n := reads(`query($r: String!) { messages(room: $r, first: 100) { edges { node { content author { login } } } } }`); n != 0 {
 		t.Errorf("a page showing no names made %d store reads of names, want 0", n)
 	}

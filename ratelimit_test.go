@@ -12,6 +12,7 @@ import (
 
 	"github.com/killrchat/chatql/internal/chatclient"
 	"github.com/killrchat/chatql/ratelimit"
+	"github.com/killrchat/chatql/server"
 )
 
 const signupQ = `mutation($in: SignupInput!) { signup(input: $in) { login } }`
@@ -26,10 +27,10 @@ func loginVars(login, password string) map[string]any {
 
 // withRateClock makes cfg's in-process rate limits read a clock that moves
 // only when the returned function advances it.
-func withRateClock(cfg *Config) (advance func(time.Duration)) {
+func withRateClock(cfg *server.Config) (advance func(time.Duration)) {
 	start := time.Now()
 	var offset atomic.Int64
-	cfg.rateClock = func() time.Time { return start.Add(time.Duration(offset.Load())) }
+	cfg.RateClock = func() time.Time { return start.Add(time.Duration(offset.Load())) }
 	return func(d time.Duration) { offset.Add(int64(d)) }
 }
 
@@ -52,7 +53,7 @@ func retryAfterOf(t *testing.T, e chatclient.Error) int {
 
 func TestPostRateLimit(t *testing.T) { forEachStore(t, testPostRateLimit) }
 
-func testPostRateLimit(t *testing.T, cfg Config) {
+func testPostRateLimit(t *testing.T, cfg server.Config) {
 	cfg.RateLimits[ratelimit.Post] = ratelimit.Limit{Rate: 1, Period: time.Minute, Burst: 3}
 	advance := withRateClock(&cfg)
 	ts := startServer(t, cfg)
@@ -243,7 +244,7 @@ func TestLoginRateLimits(t *testing.T) {
 }
 
 func TestClusterSharesRateLimits(t *testing.T) {
-	cl := startClusterWith(t, 2, redisURL(t), func(cfg *Config) {
+	cl := startClusterWith(t, 2, redisURL(t), func(cfg *server.Config) {
 		cfg.RateLimits[ratelimit.Post] = ratelimit.Limit{Rate: 3, Period: time.Hour, Burst: 3}
 	})
 	alice := cl.instances[0].user(t, "alice")
@@ -272,7 +273,7 @@ func TestRateLimitSettings(t *testing.T) {
 		"CHAT_TRUSTED_PROXIES":          "10.0.0.0/8, 192.0.2.1",
 		"CHAT_RATE_SIGNUPS_PER_ADDRESS": "1/s",
 	}
-	cfg, err := ParseConfig([]string{"-rate-signups-per-address", "2/m"}, func(k string) string { return env[k] })
+	cfg, err := server.ParseConfig([]string{"-rate-signups-per-address", "2/m"}, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +289,7 @@ func TestRateLimitSettings(t *testing.T) {
 		t.Fatalf("trusted proxies %v", cfg.TrustedProxies)
 	}
 	for k, v := range map[string]string{"CHAT_RATE_POSTS": "10/fortnight", "CHAT_TRUSTED_PROXIES": "proxy.example"} {
-		if _, err := ParseConfig(nil, func(key string) string { return map[string]string{k: v}[key] }); err == nil {
+		if _, err := server.ParseConfig(nil, func(key string) string { return map[string]string{k: v}[key] }); err == nil {
 			t.Errorf("%s=%s accepted", k, v)
 		}
 	}

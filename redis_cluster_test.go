@@ -16,6 +16,7 @@ import (
 	"github.com/killrchat/chatql/internal/chatclient"
 	"github.com/killrchat/chatql/internal/testenv"
 	"github.com/killrchat/chatql/ratelimit"
+	"github.com/killrchat/chatql/server"
 )
 
 // redisCluster runs scripts/redis-cluster.sh.
@@ -36,7 +37,7 @@ func redisCluster(t *testing.T, args ...string) string {
 // keep working on the cluster.
 func TestRedisClusterFailoverEndToEnd(t *testing.T) {
 	url := testenv.RedisCluster(t)
-	cl := startClusterWith(t, 2, url, func(c *Config) {
+	cl := startClusterWith(t, 2, url, func(c *server.Config) {
 		c.RedisCluster, c.RedisPubSub = true, "sharded"
 		c.RateLimits[ratelimit.DirectMessage] = ratelimit.Limit{Rate: 3, Period: time.Hour, Burst: 3}
 	})

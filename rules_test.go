@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/killrchat/chatql/internal/chatclient"
+	"github.com/killrchat/chatql/server"
 	"github.com/killrchat/chatql/store"
 )
 
@@ -22,7 +23,7 @@ func TestThreadKeepsMembershipWindows(t *testing.T) {
 // testThreadKeepsMembershipWindows: a member who left a group reads the
 // replies posted while they were in it, and no others, in the thread and
 // in its summary (replyCount, latestRepliers), as the history shows them.
-func testThreadKeepsMembershipWindows(t *testing.T, cfg Config) {
+func testThreadKeepsMembershipWindows(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
 	mustDo(t, alice, createKind, map[string]any{"n": "secret", "k": "PRIVATE_GROUP"}, nil)
@@ -79,18 +80,18 @@ func TestBlockBeyondCapIsRefused(t *testing.T) { forEachStore(t, testBlockBeyond
 
 // testBlockBeyondCapIsRefused: a block the store refuses (the cap of
 // store.MaxBlocks) is an error, and blocks nobody.
-func testBlockBeyondCapIsRefused(t *testing.T, cfg Config) {
+func testBlockBeyondCapIsRefused(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	alice := ts.user(t, "alice")
 	ts.user(t, "bob")
 	ctx := testContext(t)
 	for i := range store.MaxBlocks {
-		if err := ts.store.Block(ctx, "alice", store.UserRef{Login: fmt.Sprintf("user%04d", i)}); err != nil {
+		if err := ts.Store().Block(ctx, "alice", store.UserRef{Login: fmt.Sprintf("user%04d", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	wantCode(t, alice, "BAD_USER_INPUT", blockQ, map[string]any{"l": "bob"})
-	blocked, err := ts.store.Blocks(ctx, "alice", "bob")
+	blocked, err := ts.Store().Blocks(ctx, "alice", "bob")
 	if err != nil || blocked {
 		t.Fatalf("alice blocks bob = %v, %v; want a refused block to block nobody", blocked, err)
 	}
@@ -101,7 +102,7 @@ func TestGroupAddRespectsBlocks(t *testing.T) { forEachStore(t, testGroupAddResp
 // testGroupAddRespectsBlocks: a user cannot add to a group someone who
 // blocked them, nor someone they blocked, as they cannot write to them
 // directly; the refused add tells the added user nothing.
-func testGroupAddRespectsBlocks(t *testing.T, cfg Config) {
+func testGroupAddRespectsBlocks(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
 	mustDo(t, bob, blockQ, map[string]any{"l": "alice"}, nil)
@@ -128,7 +129,7 @@ func TestNamesAndContentRefuseInvisibleText(t *testing.T) {
 // testNamesAndContentRefuseInvisibleText: names hold no control or
 // direction-changing characters (terminal and log injection, spoofing),
 // and a message of only spaces and invisible characters is blank.
-func testNamesAndContentRefuseInvisibleText(t *testing.T, cfg Config) {
+func testNamesAndContentRefuseInvisibleText(t *testing.T, cfg server.Config) {
 	ts, alice, _, _ := teaParty(t, cfg)
 	const signupQ = `mutation($in: SignupInput!) { signup(input: $in) { login } }`
 	for _, name := range []string{"Mal\x00lory", "Mal\x1b[31mlory", "Mal\nlory", "Mal\rlory", "Mal\tlory", "Mal\u202elory", "Mal\u2066lory", "\u200b", "Mal\u0085lory"} {
@@ -155,7 +156,7 @@ func TestMarkReadStaysInItsConversation(t *testing.T) {
 // testMarkReadStaysInItsConversation: markRead names a message of the
 // conversation it marks; another conversation's id is refused and moves
 // no mark.
-func testMarkReadStaysInItsConversation(t *testing.T, cfg Config) {
+func testMarkReadStaysInItsConversation(t *testing.T, cfg server.Config) {
 	_, alice, bob, _ := teaParty(t, cfg)
 	mustDo(t, alice, createRoom, map[string]any{"n": "croquet"}, nil)
 	mustDo(t, bob, joinRoom, map[string]any{"r": "croquet"}, nil)
@@ -187,7 +188,7 @@ func TestMentionInboxEventHasItsConversation(t *testing.T) {
 
 // testMentionInboxEventHasItsConversation: the inbox event of a mention in
 // a public room carries the room's inbox entry, as inbox lists it.
-func testMentionInboxEventHasItsConversation(t *testing.T, cfg Config) {
+func testMentionInboxEventHasItsConversation(t *testing.T, cfg server.Config) {
 	ts, alice, bob, _ := teaParty(t, cfg)
 	sub := ts.live(t, bob, `subscription { inboxEvents { kind conversationId conversation { id kind unread mentions } } }`, nil)
 	mustDo(t, alice, postMessage, map[string]any{"r": "tea-party", "c": "@bob, more tea?"}, nil)
@@ -224,7 +225,7 @@ func TestEventViewIsTheSameOnEveryTransport(t *testing.T) {
 // testEventViewIsTheSameOnEveryTransport: a room event's per-viewer fields
 // (reactedByMe, authorBlocked) carry each subscriber's own values, the
 // same over both websocket subprotocols and server-sent events.
-func testEventViewIsTheSameOnEveryTransport(t *testing.T, cfg Config) {
+func testEventViewIsTheSameOnEveryTransport(t *testing.T, cfg server.Config) {
 	ts, alice, bob, carol := teaParty(t, cfg)
 	mustDo(t, carol, joinRoom, map[string]any{"r": "tea-party"}, nil)
 	mustDo(t, bob, blockQ, map[string]any{"l": "alice"}, nil)

@@ -23,11 +23,12 @@ import (
 	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/internal/chatclient"
 	"github.com/killrchat/chatql/ratelimit"
+	"github.com/killrchat/chatql/server"
 )
 
 // testServer is a real server instance on a loopback port.
 type testServer struct {
-	*Server
+	*server.Server
 	URL    string // the GraphQL endpoint
 	Client *chatclient.Client
 }
@@ -35,9 +36,9 @@ type testServer struct {
 // testConfig is the embedded default with fast password hashing, no rate
 // limits and no cap on connections per client: tests post in bursts from
 // one address; the tests of those limits turn them on.
-func testConfig(t testing.TB) Config {
+func testConfig(t testing.TB) server.Config {
 	t.Helper()
-	cfg, err := ParseConfig(nil, func(string) string { return "" })
+	cfg, err := server.ParseConfig(nil, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,11 +51,11 @@ func testConfig(t testing.TB) Config {
 }
 
 // startServer serves cfg until the test ends.
-func startServer(t testing.TB, cfg Config) *testServer {
+func startServer(t testing.TB, cfg server.Config) *testServer {
 	t.Helper()
-	srv, err := NewServer(context.Background(), cfg, testLogger())
+	srv, err := server.New(context.Background(), cfg, testLogger())
 	if err != nil {
-		t.Fatalf("NewServer: %v", err)
+		t.Fatalf("server.New: %v", err)
 	}
 	return serve(t, srv)
 }
@@ -68,7 +69,7 @@ func testLogger() *slog.Logger {
 }
 
 // serve runs srv on a loopback port until the test ends.
-func serve(t testing.TB, srv *Server) *testServer {
+func serve(t testing.TB, srv *server.Server) *testServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -161,7 +162,7 @@ type messagePage struct {
 
 func TestAccounts(t *testing.T) { forEachStore(t, testAccounts) }
 
-func testAccounts(t *testing.T, cfg Config) {
+func testAccounts(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	signup := `mutation($in: SignupInput!) { signup(input: $in) { login firstname lastname email bio rooms } }`
 	alice := map[string]any{"login": "alice", "password": "s3cret-pass", "firstname": "Alice", "lastname": "Liddell", "email": "alice@example.com", "bio": "down the hole"}
@@ -229,7 +230,7 @@ func testAccounts(t *testing.T, cfg Config) {
 
 func TestRooms(t *testing.T) { forEachStore(t, testRooms) }
 
-func testRooms(t *testing.T, cfg Config) {
+func testRooms(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
 
@@ -366,7 +367,7 @@ func testRooms(t *testing.T, cfg Config) {
 
 func TestMessages(t *testing.T) { forEachStore(t, testMessages) }
 
-func testMessages(t *testing.T, cfg Config) {
+func testMessages(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	alice, bob := ts.user(t, "alice"), ts.user(t, "bob")
 	mustDo(t, alice, createRoom, map[string]any{"n": "chat"}, nil)
@@ -470,7 +471,7 @@ func nextEvent(t *testing.T, sub *chatclient.Subscription) roomEvent {
 
 func TestSubscriptions(t *testing.T) { forEachStore(t, testSubscriptions) }
 
-func testSubscriptions(t *testing.T, cfg Config) {
+func testSubscriptions(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	alice, bob := ts.user(t, "alice"), ts.user(t, "bob")
 	mustDo(t, alice, createRoom, map[string]any{"n": "live"}, nil)
@@ -591,7 +592,7 @@ func TestSubscriptionsAreReleased(t *testing.T) {
 // the server then holds no stream, connection or encoder of theirs. It
 // counts what this server holds, not the process's goroutines, which other
 // tests' leftovers would blur.
-func testSubscriptionsAreReleased(t *testing.T, cfg Config) {
+func testSubscriptionsAreReleased(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	alice := ts.user(t, "alice")
 	mustDo(t, alice, createRoom, map[string]any{"n": "churn"}, nil)
@@ -609,7 +610,7 @@ func testSubscriptionsAreReleased(t *testing.T, cfg Config) {
 		}()
 	}
 	wg.Wait()
-	waitFor(t, ts.released)
+	waitFor(t, ts.Released)
 }
 
 // waitGoroutines polls until ok holds for the goroutine count, or fails.
@@ -684,7 +685,7 @@ func TestMembershipTTLConfig(t *testing.T) {
 		{"", "soon", 0, true},
 	} {
 		env := map[string]string{"CHAT_REDIS_URL": c.redis, "CHAT_MEMBERSHIP_TTL": c.ttl}
-		cfg, err := ParseConfig(nil, func(k string) string { return env[k] })
+		cfg, err := server.ParseConfig(nil, func(k string) string { return env[k] })
 		if (err != nil) != c.bad || err == nil && cfg.MembershipTTL != c.want {
 			t.Errorf("Redis %q, CHAT_MEMBERSHIP_TTL=%q: TTL %v, error %v; want %v, error %v", c.redis, c.ttl, cfg.MembershipTTL, err, c.want, c.bad)
 		}
@@ -705,7 +706,7 @@ func TestMaxRoomsPerUserConfig(t *testing.T) {
 		{"-3", 0, true},
 		{"many", 0, true},
 	} {
-		cfg, err := ParseConfig(nil, func(k string) string {
+		cfg, err := server.ParseConfig(nil, func(k string) string {
 			if k == "CHAT_MAX_ROOMS_PER_USER" {
 				return c.value
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/internal/chatclient"
+	"github.com/killrchat/chatql/server"
 	"github.com/killrchat/chatql/store"
 )
 
@@ -58,7 +59,7 @@ func wantMe(t *testing.T, ts *testServer, token string, accepted bool) {
 
 func TestSessions(t *testing.T) { forEachStore(t, testSessions) }
 
-func testSessions(t *testing.T, cfg Config) {
+func testSessions(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	ts.user(t, "alice")
 
@@ -121,7 +122,7 @@ func testSessions(t *testing.T, cfg Config) {
 // session, and with a made-up one. Every entry point refuses them.
 func TestNonexistentLoginRefused(t *testing.T) { forEachStore(t, testNonexistentLoginRefused) }
 
-func testNonexistentLoginRefused(t *testing.T, cfg Config) {
+func testNonexistentLoginRefused(t *testing.T, cfg server.Config) {
 	cfg.JWTSecret = strings.Repeat("s", 32)
 	ts := startServer(t, cfg)
 	ts.user(t, "bob")
@@ -183,7 +184,7 @@ func wantClosed4401(t *testing.T, sub *chatclient.Subscription) {
 // SSE stream ends with an UNAUTHENTICATED error.
 func TestStreamsEndWithSession(t *testing.T) { forEachStore(t, testStreamsEndWithSession) }
 
-func testStreamsEndWithSession(t *testing.T, cfg Config) {
+func testStreamsEndWithSession(t *testing.T, cfg server.Config) {
 	cfg.JWTSecret = strings.Repeat("s", 32)
 	cfg.SessionCheck = 100 * time.Millisecond
 	ts := startServer(t, cfg)
@@ -199,7 +200,7 @@ func testStreamsEndWithSession(t *testing.T, cfg Config) {
 	})
 
 	t.Run("LogoutOtherInstance", func(t *testing.T) {
-		other, err := newServer(context.Background(), cfg, testLogger(), ts.store)
+		other, err := server.NewOnStore(context.Background(), cfg, testLogger(), ts.Store())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,7 +215,7 @@ func testStreamsEndWithSession(t *testing.T, cfg Config) {
 		short := cfg
 		short.TokenTTL = 2 * time.Second
 		short.DataDir = t.TempDir()
-		sts, err := newServer(context.Background(), short, testLogger(), ts.store)
+		sts, err := server.NewOnStore(context.Background(), short, testLogger(), ts.Store())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -271,7 +272,7 @@ func TestSignupsDoNotStarveHealthz(t *testing.T) {
 			t.Errorf("signup %d: %v, want success or RATE_LIMITED", i, err)
 		}
 	}
-	if peak, limit := ts.passwords.PeakRunning(), runtime.GOMAXPROCS(0); peak > limit {
+	if peak, limit := ts.Passwords().PeakRunning(), runtime.GOMAXPROCS(0); peak > limit {
 		t.Errorf("%d password hashes ran at once, want at most %d", peak, limit)
 	}
 	var errsCoded chatclient.Errors

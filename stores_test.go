@@ -11,11 +11,12 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/killrchat/chatql/internal/testenv"
+	"github.com/killrchat/chatql/server"
 )
 
 // forEachStore runs an end-to-end test on the embedded store and, when
 // CHAT_CASSANDRA_HOSTS names a node, on Cassandra.
-func forEachStore(t *testing.T, test func(t *testing.T, cfg Config)) {
+func forEachStore(t *testing.T, test func(t *testing.T, cfg server.Config)) {
 	t.Run("embedded", func(t *testing.T) { test(t, testConfig(t)) })
 	t.Run("cassandra", func(t *testing.T) { test(t, cassandraConfig(t)) })
 }
@@ -23,7 +24,7 @@ func forEachStore(t *testing.T, test func(t *testing.T, cfg Config)) {
 // cassandraConfig is a server configuration on a fresh keyspace of the node
 // CHAT_CASSANDRA_HOSTS names. Without it the test skips, unless
 // CHAT_REQUIRE_BACKENDS=1 (CI) makes that a failure.
-func cassandraConfig(t *testing.T) Config {
+func cassandraConfig(t *testing.T) server.Config {
 	t.Helper()
 	hosts := testenv.Service(t, "CHAT_CASSANDRA_HOSTS", "the end-to-end tests on Cassandra")
 	cfg := testConfig(t)
@@ -58,4 +59,16 @@ func dropKeyspace(t *testing.T, hosts []string, keyspace string) {
 	if err := session.Query("DROP KEYSPACE IF EXISTS " + keyspace).Exec(); err != nil {
 		t.Fatalf("drop keyspace %s: %v", keyspace, err)
 	}
+}
+
+// splitList splits a comma-separated list of hosts as the server's
+// configuration does: spaces trimmed, empty parts dropped.
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
 }

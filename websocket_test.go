@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/killrchat/chatql/internal/testenv"
+	"github.com/killrchat/chatql/server"
 )
 
 // clientsDir holds the npm clients' scenarios (clients/graphql-ws); its
@@ -165,13 +166,13 @@ func show(v any) string {
 // CHAT_MAX_UNAUTHENTICATED_WEBSOCKETS caps the websockets without a user:
 // over it, the server refuses upgrades with a coded 503.
 func TestUnauthenticatedWebsocketCap(t *testing.T) {
-	cfg, err := ParseConfig(nil, func(k string) string {
+	cfg, err := server.ParseConfig(nil, func(k string) string {
 		return map[string]string{"CHAT_MAX_UNAUTHENTICATED_WEBSOCKETS": "1"}[k]
 	})
 	if err != nil || cfg.MaxUnauthenticatedWebsockets != 1 {
 		t.Fatalf("got %d, %v; want 1", cfg.MaxUnauthenticatedWebsockets, err)
 	}
-	if _, err := ParseConfig([]string{"-max-unauthenticated-websockets", "0"}, func(string) string { return "" }); err == nil {
+	if _, err := server.ParseConfig([]string{"-max-unauthenticated-websockets", "0"}, func(string) string { return "" }); err == nil {
 		t.Fatal("a cap of 0 was accepted")
 	}
 	cfg = testConfig(t)

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func openRedis(ctx context.Context, cfg Config, log *slog.Logger) (broker.Broker
 // through Redis when the server has one (with a client of its own), in
 // process otherwise. The client is nil without Redis.
 func openRateLimits(cfg Config, log *slog.Logger) (*ratelimit.Set, redis.UniversalClient, error) {
-	o := ratelimit.Options{Prefix: cfg.RedisChannelPrefix, Log: log, Now: cfg.rateClock}
+	o := ratelimit.Options{Prefix: cfg.RedisChannelPrefix, Log: log, Now: cfg.RateClock}
 	if cfg.RedisURL != "" && cfg.RateLimits != (ratelimit.Limits{}) {
 		client, err := broker.NewRedisClient(cfg.RedisURL, cfg.RedisCluster, true)
 		if err != nil {

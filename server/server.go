@@ -1,10 +1,14 @@
-// Command chatql serves the chat GraphQL API: queries and mutations over
-// HTTP, live room events over websockets and server-sent events.
+// Package server is one instance of the chat GraphQL API: queries and
+// mutations over HTTP, live room events over websockets and server-sent
+// events, on the configured store and broker. The chatql command (the
+// module's root) parses a Config, builds a Server and serves it; the
+// end-to-end tests (e2e/) run instances of their own.
 //
-// With no configuration it runs on an embedded on-disk store and an
-// in-process broker; in production, CHAT_STORE=cassandra and CHAT_REDIS_URL
-// select a Cassandra cluster and Redis pub/sub across instances.
-package main
+// With no configuration an instance runs on an embedded on-disk store and
+// an in-process broker; in production, CHAT_STORE=cassandra and
+// CHAT_REDIS_URL select a Cassandra cluster and Redis pub/sub across
+// instances.
+package server
 
 import (
 	"context"
@@ -16,12 +20,10 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -51,58 +53,6 @@ import (
 	"github.com/killrchat/chatql/tracing"
 	"github.com/killrchat/chatql/webapp"
 )
-
-func main() {
-	cfg, err := ParseConfig(os.Args[1:], os.Getenv)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "chatql:", err)
-		os.Exit(2)
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	if err := run(cfg, log); err != nil {
-		log.Error("chatql stopped", "err", err)
-		os.Exit(1)
-	}
-}
-
-// run serves until SIGINT or SIGTERM, then shuts down gracefully.
-func run(cfg Config, log *slog.Logger) error {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	srv, err := NewServer(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		_ = srv.Close(context.Background())
-		return err
-	}
-	base := "http://" + displayAddr(ln.Addr())
-	// "playground" stays the first attribute: tests and scripts/bench.sh
-	// read the address from it.
-	log.Info("chatql serving", "playground", base+playground.Path, "app", base+"/", "store", cfg.Store, "broker", srv.brokerName())
-	if cfg.MetricsAddr != "" {
-		stopMetrics, _, err := srv.serveMetrics(cfg.MetricsAddr)
-		if err != nil {
-			_ = ln.Close()
-			_ = srv.Close(context.Background())
-			return err
-		}
-		defer stopMetrics()
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
-		return errors.Join(err, srv.Close(context.Background()))
-	case <-ctx.Done():
-	}
-	log.Info("shutting down: finishing in-flight requests", "timeout", cfg.ShutdownTimeout)
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-	defer cancel()
-	return srv.Close(shutdownCtx)
-}
 
 // Server is one instance of the chat API: the store, the broker and the
 // HTTP handler built on them.
@@ -144,20 +94,32 @@ func (s *Server) Metrics() *metrics.Metrics { return s.metrics }
 // counts those open.
 func (s *Server) Streams() *stream.Source { return s.streams }
 
-// released reports whether the server holds nothing for subscribers: no
+// Store is the store this instance runs on, as its requests see it
+// (counted by its metrics): what it writes, the API reads, and an
+// instance started on it with NewOnStore shares it.
+func (s *Server) Store() store.Store { return s.store }
+
+// Profiles is this instance's cache of its users' names.
+func (s *Server) Profiles() *chat.Profiles { return s.profiles }
+
+// Passwords hashes and checks this instance's passwords, at most a few at
+// once.
+func (s *Server) Passwords() *auth.Passwords { return s.passwords }
+
+// Released reports whether the server holds nothing for subscribers: no
 // open stream, websocket or shared encoder.
-func (s *Server) released() bool {
+func (s *Server) Released() bool {
 	conns, encoders := s.live.Held()
 	return s.streams.Open() == 0 && conns == 0 && encoders == 0
 }
 
-// NewServer opens the configured store and broker and builds the handler.
-func NewServer(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
+// New opens the configured store and broker and builds the handler.
+func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	st, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	s, err := newServer(ctx, cfg, log, st)
+	s, err := NewOnStore(ctx, cfg, log, st)
 	if err != nil {
 		_ = st.Close()
 		return nil, err
@@ -166,9 +128,9 @@ func NewServer(ctx context.Context, cfg Config, log *slog.Logger) (*Server, erro
 	return s, nil
 }
 
-// newServer builds an instance on an open store, which it does not close:
+// NewOnStore builds an instance on an open store, which it does not close:
 // tests run several instances on one store, as a cluster would.
-func newServer(ctx context.Context, cfg Config, log *slog.Logger, st store.Store) (*Server, error) {
+func NewOnStore(ctx context.Context, cfg Config, log *slog.Logger, st store.Store) (*Server, error) {
 	m := metrics.New()
 	s := &Server{cfg: cfg, log: log, store: m.Store(st), metrics: m}
 	var err error
@@ -297,7 +259,9 @@ func openBroker(ctx context.Context, cfg Config, log *slog.Logger) (broker.Broke
 	return openRedis(ctx, cfg, log)
 }
 
-func (s *Server) brokerName() string {
+// BrokerName names the broker the instance publishes through: "redis" or
+// "in-process".
+func (s *Server) BrokerName() string {
 	if s.cfg.RedisURL != "" {
 		return "redis"
 	}
@@ -499,9 +463,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintln(w, "ready")
 }
 
-// serveMetrics serves /metrics alone on addr (CHAT_METRICS_ADDR), apart
+// ServeMetrics serves /metrics alone on addr (CHAT_METRICS_ADDR), apart
 // from the API, until stop; bound is the address it listens on.
-func (s *Server) serveMetrics(addr string) (stop func(), bound string, err error) {
+func (s *Server) ServeMetrics(addr string) (stop func(), bound string, err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, "", fmt.Errorf("metrics listener: %w", err)
@@ -520,7 +484,7 @@ func (s *Server) serveMetrics(addr string) (stop func(), bound string, err error
 			s.log.Error("metrics listener stopped", "err", err)
 		}
 	}()
-	s.log.Info("metrics served apart", "url", "http://"+displayAddr(ln.Addr())+"/metrics")
+	s.log.Info("metrics served apart", "url", "http://"+DisplayAddr(ln.Addr())+"/metrics")
 	return func() { _ = hs.Close() }, ln.Addr().String(), nil
 }
 
@@ -541,7 +505,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // and the store.
 func (s *Server) Close(ctx context.Context) error {
 	s.closing.Store(true)
-	err := s.http.Shutdown(ctx) // ends the streams first: see RegisterOnShutdown in newServer
+	err := s.http.Shutdown(ctx) // ends the streams first: see RegisterOnShutdown in NewOnStore
 	s.endRequests()
 	err = errors.Join(err, s.presence.Close(ctx))
 	s.stopPresence()
@@ -558,7 +522,9 @@ func (s *Server) Close(ctx context.Context) error {
 	return errors.Join(err, s.tracer.Close(ctx))
 }
 
-func displayAddr(a net.Addr) string {
+// DisplayAddr is how the logs show a listener's address: an unspecified IP
+// (listening on every interface) as localhost.
+func DisplayAddr(a net.Addr) string {
 	if tcp, ok := a.(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
 		return fmt.Sprintf("localhost:%d", tcp.Port)
 	}

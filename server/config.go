@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"flag"
@@ -16,8 +16,9 @@ import (
 	"github.com/killrchat/chatql/store/cassandra"
 )
 
-// Config is the server's configuration. Every field has a flag and a CHAT_*
-// environment variable; a flag given on the command line wins.
+// Config is the server's configuration. Every field but RateClock has a
+// flag and a CHAT_* environment variable; a flag given on the command line
+// wins.
 type Config struct {
 	Addr string
 	// MetricsAddr, if set, serves /metrics on a listener of its own, and
@@ -92,9 +93,9 @@ type Config struct {
 	// TrustedProxies are the proxies whose X-Forwarded-For header tells
 	// the client address; otherwise it is the connection's remote address.
 	TrustedProxies []netip.Prefix
-	// rateClock is the clock of the in-process rate limits (time.Now when
-	// nil); tests set it.
-	rateClock func() time.Time
+	// RateClock is the clock of the in-process rate limits (time.Now when
+	// nil); tests set it. It has no flag.
+	RateClock func() time.Time
 	// MaxUnauthenticatedWebsockets caps the websockets open without a
 	// user (before connection_init, or anonymous).
 	MaxUnauthenticatedWebsockets int
