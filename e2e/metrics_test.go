@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -24,7 +24,7 @@ import (
 )
 
 // dashboardFile is the Grafana dashboard built on the server's series.
-const dashboardFile = "ops/grafana-dashboard.json"
+const dashboardFile = "../ops/grafana-dashboard.json"
 
 // /metrics is scraped while a message is posted and delivered over a real
 // websocket subscription: the series of connections, subscriptions,

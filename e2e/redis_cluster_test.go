@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 // redisCluster runs scripts/redis-cluster.sh.
 func redisCluster(t *testing.T, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("scripts/redis-cluster.sh", args...).Output()
+	out, err := exec.Command("../scripts/redis-cluster.sh", args...).Output()
 	if err != nil {
 		t.Fatalf("redis-cluster.sh %s: %v", strings.Join(args, " "), err)
 	}

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 
 // clientsDir holds the npm clients' scenarios (clients/graphql-ws); its
 // node_modules come from `npm ci --prefix clients/graphql-ws`.
-const clientsDir = "clients/graphql-ws"
+const clientsDir = "../clients/graphql-ws"
 
 // The official npm clients, run by node against the real server: the
 // graphql-ws library (graphql-transport-ws) and subscriptions-transport-ws

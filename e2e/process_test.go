@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -17,11 +17,12 @@ import (
 	"github.com/killrchat/chatql/server"
 )
 
-// buildChatql builds the server binary into a temporary directory.
+// buildChatql builds the server binary (the module's root, chatql) into a
+// temporary directory.
 func buildChatql(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "chatql")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/killrchat/chatql").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // browserDir holds the browser tests' scenarios (clients/browser): Node
 // drives Debian's chromium with playwright-core; `npm ci --prefix
 // clients/browser` installs it.
-const browserDir = "clients/browser"
+const browserDir = "../clients/browser"
 
 // artifactsVar names the directory the browser tests write their
 // screenshots to (a temporary one when unset); .ci/run keeps them.

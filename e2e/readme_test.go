@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"os"
@@ -16,7 +16,7 @@ import (
 // against the schema as written (a playground runs one operation at a
 // time, so each block is split where an operation starts).
 func TestReadmeOperationsValidate(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
+	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}

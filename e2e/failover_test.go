@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -40,7 +40,7 @@ func clusterHosts(t *testing.T) []string {
 // clusterScript runs scripts/cassandra-cluster.sh with args on the nodes.
 func clusterScript(t *testing.T, hosts []string, args ...string) {
 	t.Helper()
-	cmd := exec.Command("scripts/cassandra-cluster.sh", args...)
+	cmd := exec.Command("../scripts/cassandra-cluster.sh", args...)
 	cmd.Env = append(os.Environ(), "CLUSTER_ADDRESSES="+strings.Join(hosts, " "))
 	out, err := cmd.CombinedOutput()
 	if err != nil {

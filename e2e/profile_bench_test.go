@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 // profiling out of production code. It runs only when CHAT_PROFILE_SERVE=1
 // (scripts/bench.sh profile sets it):
 //
-//	go test -c -o bench-out/chatql-profile.test .
+//	go test -c -o bench-out/chatql-profile.test ./e2e
 //	CHAT_PROFILE_SERVE=1 CHAT_PROFILE_DIR=bench-out/profile CHAT_ADDR=127.0.0.1:0 \
 //	    bench-out/chatql-profile.test -test.run '^$' -test.bench '^BenchmarkServeForProfiling$' -test.benchtime 1x
 //
