@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -32,66 +31,11 @@ type changeEvent struct {
 	Message              *changedMessage
 }
 
-// teaParty serves cfg to alice, bob and carol, alice's room tea-party
-// having bob in it.
-func teaParty(t *testing.T, cfg server.Config) (ts *testServer, alice, bob, carol *chatclient.Client) {
-	t.Helper()
-	ts = startServer(t, cfg)
-	alice, bob, carol = ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
-	mustDo(t, alice, createRoom, map[string]any{"n": "tea-party"}, nil)
-	mustDo(t, bob, joinRoom, map[string]any{"r": "tea-party"}, nil)
-	return ts, alice, bob, carol
-}
-
-// nextOf decodes the next event of a roomEvents or inboxEvents
-// subscription as T.
-func nextOf[T any](t *testing.T, sub *chatclient.Subscription) T {
-	t.Helper()
-	var out struct{ RoomEvents, InboxEvents *T }
-	nextData(t, sub, &out)
-	switch {
-	case out.RoomEvents != nil:
-		return *out.RoomEvents
-	case out.InboxEvents == nil:
-		t.Fatal("an event of neither roomEvents nor inboxEvents")
-	}
-	return *out.InboxEvents
-}
-
 // nextChange reads the next event of a subscription of changedSub or
 // changedInbx.
 func nextChange(t *testing.T, sub *chatclient.Subscription) changeEvent {
 	t.Helper()
 	return nextOf[changeEvent](t, sub)
-}
-
-// live opens a subscription of c over graphql-transport-ws, waits until
-// the server streams it, and closes it when the test ends.
-func (ts *testServer) live(t *testing.T, c *chatclient.Client, query string, vars map[string]any) *chatclient.Subscription {
-	t.Helper()
-	started := ts.Streams().Started()
-	sub, err := c.Subscribe(testContext(t), chatclient.GraphQLTransportWS, query, vars)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sub.Close() })
-	waitFor(t, func() bool { return ts.Streams().Started() > started })
-	return sub
-}
-
-// nextData decodes the next event of sub into out.
-func nextData(t *testing.T, sub *chatclient.Subscription, out any) {
-	t.Helper()
-	resp, err := sub.Next(testContext(t))
-	if err != nil {
-		t.Fatalf("next event: %v", err)
-	}
-	if len(resp.Errors) > 0 {
-		t.Fatalf("next event: %v", resp.Errors)
-	}
-	if err := json.Unmarshal(resp.Data, out); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestMessageChanges(t *testing.T) { forEachStore(t, testMessageChanges) }

@@ -2,14 +2,9 @@ package e2e
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -20,100 +15,11 @@ import (
 
 	"github.com/killrchat/chatql/broker"
 	"github.com/killrchat/chatql/internal/chatclient"
-	"github.com/killrchat/chatql/internal/testenv"
 	"github.com/killrchat/chatql/server"
-	"github.com/killrchat/chatql/store"
-	"github.com/killrchat/chatql/store/cassandra"
-	"github.com/killrchat/chatql/store/embedded"
 )
 
-// redisURL is the Redis that CHAT_REDIS_URL names. Without it the test
-// skips, unless CHAT_REQUIRE_BACKENDS=1 (CI) makes that a failure.
-func redisURL(t testing.TB) string {
-	t.Helper()
-	return testenv.Service(t, "CHAT_REDIS_URL", "the multi-instance tests")
-}
-
-// cluster is several server instances on one store and one Redis, as
-// behind a load balancer.
-type cluster struct {
-	instances []*testServer
-	prefix    string // this cluster's Redis channel prefix
-}
-
-// startCluster starts n instances on Redis at url. They share Cassandra
-// when CHAT_CASSANDRA_HOSTS names a node, else one embedded store.
-func startCluster(t *testing.T, n int, url string) *cluster {
-	t.Helper()
-	return startClusterWith(t, n, url, nil)
-}
-
-// startClusterWith is startCluster with configure (when not nil) applied
-// to the instances' configuration.
-func startClusterWith(t *testing.T, n int, url string, configure func(*server.Config)) *cluster {
-	t.Helper()
-	cfg := testConfig(t)
-	cfg.RedisURL = url
-	cfg.RedisChannelPrefix = "test-" + randomHex(4) + ":"
-	cfg.JWTSecret = strings.Repeat("s", 32) // instances verify each other's tokens
-	if configure != nil {
-		configure(&cfg)
-	}
-	var st store.Store
-	if os.Getenv("CHAT_CASSANDRA_HOSTS") != "" {
-		cc := cassandraConfig(t).Cassandra
-		db, err := cassandra.Open(testContext(t), cc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st = db
-	} else {
-		db, err := embedded.Open(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		st = db
-	}
-	t.Cleanup(func() { st.Close() }) // after the instances' own cleanups
-	c := &cluster{prefix: cfg.RedisChannelPrefix}
-	for range n {
-		srv, err := server.NewOnStore(context.Background(), cfg, testLogger(), st)
-		if err != nil {
-			t.Fatalf("start instance: %v", err)
-		}
-		c.instances = append(c.instances, serve(t, srv))
-	}
-	return c
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// acrossCluster starts two instances on the Redis of the tests (with
-// configure applied, when not nil) and returns them with alice on the
-// first and bob on the second, both in alice's room "across".
-func acrossCluster(t *testing.T, configure func(*server.Config)) (cl *cluster, alice, bob *chatclient.Client) {
-	t.Helper()
-	cl = startClusterWith(t, 2, redisURL(t), configure)
-	alice = cl.instances[0].user(t, "alice")
-	bob = cl.on(1, cl.instances[0].user(t, "bob"))
-	mustDo(t, alice, createRoom, map[string]any{"n": "across"}, nil)
-	mustDo(t, bob, joinRoom, map[string]any{"r": "across"}, nil)
-	return cl, alice, bob
-}
-
-// on returns client c talking to instance i instead.
-func (c *cluster) on(i int, client *chatclient.Client) *chatclient.Client {
-	cp := *client
-	cp.URL = c.instances[i].URL
-	return &cp
-}
-
 func TestClusterDeliversAcrossInstances(t *testing.T) {
-	cl, alice, bob := acrossCluster(t, nil)
+	cl, alice, bob := acrossCluster(t, across{})
 
 	sub := cl.instances[1].subscribe(t, bob, chatclient.GraphQLTransportWS, "across", nil)
 	mustDo(t, alice, postMessage, map[string]any{"r": "across", "c": "from A"}, nil)
@@ -251,11 +157,7 @@ func TestClusterSurvivesRedisRestart(t *testing.T) {
 func TestClusterAnswersOnceEventsLeft(t *testing.T) {
 	redisURL(t) // skip or fail like the other Redis tests
 	rs := startPrivateRedis(t)
-	cl := startCluster(t, 2, rs.url())
-	alice := cl.instances[0].user(t, "alice")
-	bob := cl.on(1, cl.instances[0].user(t, "bob"))
-	mustDo(t, alice, createRoom, map[string]any{"n": "acked"}, nil)
-	mustDo(t, bob, joinRoom, map[string]any{"r": "acked"}, nil)
+	cl, alice, bob := acrossCluster(t, across{redisURL: rs.url(), room: "acked"})
 	sub := cl.instances[1].subscribe(t, bob, chatclient.GraphQLTransportWS, "acked", nil)
 
 	admin := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + rs.port})
@@ -321,62 +223,11 @@ func TestClusterSubscriptionChurn(t *testing.T) {
 	})
 }
 
-// privateRedis is a redis-server process of the test's own, so the test may
-// stop and restart it.
-type privateRedis struct {
-	port string
-	cmd  *exec.Cmd
-}
-
-func startPrivateRedis(t testing.TB) *privateRedis {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Fatalf("redis-server is not installed (scripts/redis.sh installs it): %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	ln.Close()
-	rs := &privateRedis{port: port}
-	rs.start(t)
-	t.Cleanup(func() { rs.stop(t) })
-	return rs
-}
-
-func (rs *privateRedis) url() string { return "redis://127.0.0.1:" + rs.port + "/0" }
-
-func (rs *privateRedis) start(t testing.TB) {
-	t.Helper()
-	rs.cmd = exec.Command("redis-server", "--port", rs.port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	if err := rs.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, func() bool {
-		conn, err := net.Dial("tcp", "127.0.0.1:"+rs.port)
-		if err != nil {
-			return false
-		}
-		conn.Close()
-		return true
-	})
-}
-
-func (rs *privateRedis) stop(t testing.TB) {
-	if rs.cmd == nil {
-		return
-	}
-	_ = rs.cmd.Process.Kill()
-	_ = rs.cmd.Wait()
-	rs.cmd = nil
-}
-
 // A change made on one instance reaches a subscriber on another as it is:
 // an edit with its editedAt, a deletion as a tombstone, a reply with its
 // thread.
 func TestClusterMessageChanges(t *testing.T) {
-	cl, alice, bob := acrossCluster(t, nil)
+	cl, alice, bob := acrossCluster(t, across{})
 	const sub = `subscription($r: String!) { roomEvents(room: $r) { kind message { id content editedAt deleted replyToId } } }`
 	live := cl.instances[1].live(t, bob, sub, map[string]any{"r": "across"})
 	type message struct {
@@ -425,7 +276,7 @@ func TestClusterMessageChanges(t *testing.T) {
 // membership when the user posted (for an hour here, so only the
 // instances' announcement over Redis can end it in time).
 func TestClusterRemovalRefusesPostsElsewhere(t *testing.T) {
-	_, alice, bob := acrossCluster(t, func(c *server.Config) { c.MembershipTTL = time.Hour })
+	_, alice, bob := acrossCluster(t, across{configure: func(c *server.Config) { c.MembershipTTL = time.Hour }})
 	mustDo(t, bob, postMessage, map[string]any{"r": "across", "c": "cached now"}, nil)
 	mustDo(t, alice, removeQ, map[string]any{"r": "across", "l": "bob"}, nil)
 	deadline := time.Now().Add(10 * time.Second)

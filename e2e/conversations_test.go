@@ -14,14 +14,11 @@ import (
 )
 
 const (
-	sendDirect = `mutation($to: String!, $c: String!) { sendDirectMessage(to: $to, content: $c) { id room content } }`
-	inboxQ     = `{ inbox { id kind unread readUpTo peer { login } lastMessage { id content } } }`
-	markReadQ  = `mutation($c: ID!, $up: ID!) { markRead(conversation: $c, upTo: $up) { id unread readUpTo } }`
-	directQ    = `query($with: String!, $n: Int, $after: String) { directMessages(with: $with, first: $n, after: $after) { edges { node { id content author { login } } } pageInfo { hasNextPage endCursor } } }`
-	inboxSub   = `subscription { inboxEvents { kind conversationId message { id content } conversation { unread } } }`
-	createKind = `mutation($n: String!, $k: RoomKind) { createRoom(input: {name: $n, kind: $k}) { name kind participants { login } } }`
-	addMember  = `mutation($g: String!, $l: String!) { addGroupMember(group: $g, login: $l) { name participants { login } } }`
-	hideQ      = `mutation($id: ID!) { hideMessage(id: $id) { id hidden content } }`
+	inboxQ    = `{ inbox { id kind unread readUpTo peer { login } lastMessage { id content } } }`
+	markReadQ = `mutation($c: ID!, $up: ID!) { markRead(conversation: $c, upTo: $up) { id unread readUpTo } }`
+	directQ   = `query($with: String!, $n: Int, $after: String) { directMessages(with: $with, first: $n, after: $after) { edges { node { id content author { login } } } pageInfo { hasNextPage endCursor } } }`
+	inboxSub  = `subscription { inboxEvents { kind conversationId message { id content } conversation { unread } } }`
+	hideQ     = `mutation($id: ID!) { hideMessage(id: $id) { id hidden content } }`
 )
 
 type inboxEntry struct {

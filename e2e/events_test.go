@@ -1,14 +1,11 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/killrchat/chatql/internal/chatclient"
 	"github.com/killrchat/chatql/server"
@@ -42,29 +39,6 @@ func readEvents(t *testing.T, sub *chatclient.Subscription, n int) (got []string
 		}
 	}
 	return got, cursor
-}
-
-// nextAfterJoins reads sub's next event that is not a PARTICIPANT_JOINED:
-// the join of a user made just before they subscribed may still be on its
-// way to their instance when they subscribe, and reach them live.
-func nextAfterJoins(t *testing.T, sub *chatclient.Subscription) roomEvent {
-	t.Helper()
-	for {
-		if ev := nextEvent(t, sub); ev.Kind != "PARTICIPANT_JOINED" {
-			return ev
-		}
-	}
-}
-
-// wantEnded fails unless the server completes sub next.
-func wantEnded(t *testing.T, sub *chatclient.Subscription) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := sub.Next(ctx)
-	if !errors.Is(err, chatclient.ErrComplete) {
-		t.Fatalf("the stream went on: %+v, %v; want it complete", resp, err)
-	}
 }
 
 func sameEvents(t *testing.T, who string, got, want []string) {
@@ -217,14 +191,10 @@ func testInboxResume(t *testing.T, cfg server.Config) {
 func TestClusterResyncsEveryEventKind(t *testing.T) {
 	redisURL(t)
 	rs := startPrivateRedis(t)
-	cl := startCluster(t, 2, rs.url())
+	cl, alice, bob := acrossCluster(t, across{redisURL: rs.url(), room: "outage"})
 	a, b := cl.instances[0], cl.instances[1]
-	alice, erin := a.user(t, "alice"), a.user(t, "erin")
-	bob, carol := cl.on(1, a.user(t, "bob")), cl.on(1, a.user(t, "carol"))
-	mustDo(t, alice, createRoom, map[string]any{"n": "outage"}, nil)
-	for _, c := range []*chatclient.Client{bob, carol} {
-		mustDo(t, c, joinRoom, map[string]any{"r": "outage"}, nil)
-	}
+	erin, carol := a.user(t, "erin"), cl.on(1, a.user(t, "carol"))
+	mustDo(t, carol, joinRoom, map[string]any{"r": "outage"}, nil)
 	stays := b.subscribe(t, bob, chatclient.GraphQLTransportWS, "outage", nil)
 	leaves := b.subscribe(t, carol, chatclient.GraphQLTransportWS, "outage", nil)
 	var m0 struct{ PostMessage struct{ ID string } }
@@ -253,11 +223,7 @@ func TestClusterResyncsEveryEventKind(t *testing.T) {
 func TestClusterRoomDeletedDuringOutage(t *testing.T) {
 	redisURL(t)
 	rs := startPrivateRedis(t)
-	cl := startCluster(t, 2, rs.url())
-	alice := cl.instances[0].user(t, "alice")
-	bob := cl.on(1, cl.instances[0].user(t, "bob"))
-	mustDo(t, alice, createRoom, map[string]any{"n": "doomed"}, nil)
-	mustDo(t, bob, joinRoom, map[string]any{"r": "doomed"}, nil)
+	cl, alice, bob := acrossCluster(t, across{redisURL: rs.url(), room: "doomed"})
 	sub := cl.instances[1].subscribe(t, bob, chatclient.GraphQLTransportWS, "doomed", nil)
 
 	rs.stop(t)

@@ -270,9 +270,3 @@ func TestRequestLimits(t *testing.T) {
 		}
 	})
 }
-
-// waitFor polls cond until it holds, or fails the test after 10 seconds.
-func waitFor(t testing.TB, cond func() bool) {
-	t.Helper()
-	waitGoroutines(t, func(int) bool { return cond() })
-}

@@ -218,7 +218,7 @@ func testModerationGroup(t *testing.T, cfg server.Config) {
 
 // A ban on one instance ends the banned user's subscription on another.
 func TestClusterBan(t *testing.T) {
-	cl, alice, bob := acrossCluster(t, nil)
+	cl, alice, bob := acrossCluster(t, across{})
 	sub := cl.instances[1].live(t, bob, moderation, map[string]any{"r": "across"})
 	mustDo(t, alice, banQ, map[string]any{"r": "across", "l": "bob"}, nil)
 	wantModeration(t, nextModeration(t, sub, "PARTICIPANT_JOINED"), "PARTICIPANT_BANNED", "bob", "alice")

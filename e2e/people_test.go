@@ -109,7 +109,7 @@ func testTyping(t *testing.T, cfg server.Config) {
 // Typing on one instance reaches the subscribers of another, in a room and
 // in a direct conversation.
 func TestClusterTyping(t *testing.T) {
-	cl, alice, bob := acrossCluster(t, nil)
+	cl, alice, bob := acrossCluster(t, across{})
 	room := cl.instances[1].live(t, bob, typingRoom, map[string]any{"r": "across"})
 	inbox := cl.instances[1].live(t, bob, typingInbox, nil)
 
@@ -280,7 +280,7 @@ func testPresence(t *testing.T, cfg server.Config) {
 // Presence across two instances on one Redis: alice connects to one, bob
 // follows from the other.
 func TestClusterPresence(t *testing.T) {
-	cl, alice, bob := acrossCluster(t, func(c *server.Config) { c.PresenceGrace = 50 * time.Millisecond })
+	cl, alice, bob := acrossCluster(t, across{configure: func(c *server.Config) { c.PresenceGrace = 50 * time.Millisecond }})
 	room := cl.instances[1].live(t, bob, presenceRoom, map[string]any{"r": "across"})
 
 	aliceSocket := cl.instances[0].live(t, alice, typingInbox, nil)

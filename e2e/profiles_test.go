@@ -311,32 +311,15 @@ func testDeleteAccount(t *testing.T, cfg server.Config) {
 	wantCode(t, bob, "FORBIDDEN", deleteRoom, map[string]any{"r": "tea-party"})
 }
 
-// eventually polls cond, which reports whether it holds and what it saw,
-// until it holds or within fails.
-func eventually(t *testing.T, within time.Duration, what string, cond func() (bool, any)) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, saw := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v; last saw %+v", what, within, saw)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestClusterProfiles: a profile change and an account deletion made on
 // one instance show on another at once, though the other had cached the
 // names and trusted the session: both instances keep names and sessions
 // for an hour here, so only the announcement on Redis can tell them.
 func TestClusterProfiles(t *testing.T) {
-	cl, alice, bob := acrossCluster(t, func(c *server.Config) {
+	cl, alice, bob := acrossCluster(t, across{configure: func(c *server.Config) {
 		c.ProfileTTL = time.Hour
 		c.SessionCheck = time.Hour
-	})
+	}})
 	b := cl.instances[1]
 	aliceOnB := cl.on(1, alice)
 	mustDo(t, alice, postMessage, map[string]any{"r": "across", "c": "hi"}, nil)

@@ -1,16 +1,9 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
-	"net/http"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -18,147 +11,11 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/internal/chatclient"
-	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/server"
 )
-
-// testServer is a real server instance on a loopback port.
-type testServer struct {
-	*server.Server
-	URL    string // the GraphQL endpoint
-	Client *chatclient.Client
-}
-
-// testConfig is the embedded default with fast password hashing, no rate
-// limits and no cap on connections per client: tests post in bursts from
-// one address; the tests of those limits turn them on.
-func testConfig(t testing.TB) server.Config {
-	t.Helper()
-	cfg, err := server.ParseConfig(nil, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.DataDir = t.TempDir()
-	cfg.BcryptCost = bcrypt.MinCost
-	cfg.KeepAlive = time.Second
-	cfg.RateLimits = ratelimit.Limits{}
-	cfg.MaxConnsPerClient = 0
-	return cfg
-}
-
-// startServer serves cfg until the test ends.
-func startServer(t testing.TB, cfg server.Config) *testServer {
-	t.Helper()
-	srv, err := server.New(context.Background(), cfg, testLogger())
-	if err != nil {
-		t.Fatalf("server.New: %v", err)
-	}
-	return serve(t, srv)
-}
-
-// testLogger shows warnings when the tests run verbosely.
-func testLogger() *slog.Logger {
-	if testing.Verbose() {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
-// serve runs srv on a loopback port until the test ends.
-func serve(t testing.TB, srv *server.Server) *testServer {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() {
-		_ = srv.Close(context.Background())
-		// Streams end asynchronously, and hold the store until they do.
-		waitFor(t, func() bool { return srv.Streams().Open() == 0 })
-	})
-	url := "http://" + ln.Addr().String() + "/query"
-	return &testServer{Server: srv, URL: url, Client: chatclient.New(url)}
-}
-
-func testContext(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// user signs a user up, logs in, and returns a client acting as them.
-func (ts *testServer) user(t testing.TB, login string) *chatclient.Client {
-	t.Helper()
-	ctx := testContext(t)
-	mustDo(t, ts.Client, `mutation($in: SignupInput!) { signup(input: $in) { login } }`,
-		map[string]any{"in": map[string]any{"login": login, "password": "password-" + login, "firstname": strings.ToUpper(login[:1]) + login[1:], "lastname": "Tester"}}, nil)
-	var out struct{ Login struct{ Token string } }
-	if err := ts.Client.Do(ctx, `mutation($l: String!, $p: String!) { login(login: $l, password: $p) { token } }`,
-		map[string]any{"l": login, "p": "password-" + login}, &out); err != nil {
-		t.Fatalf("login %s: %v", login, err)
-	}
-	return ts.Client.WithToken(out.Login.Token)
-}
-
-func mustDo(t testing.TB, c *chatclient.Client, query string, vars map[string]any, out any) {
-	t.Helper()
-	if err := c.Do(testContext(t), query, vars, out); err != nil {
-		t.Fatalf("%s: %v", firstLine(query), err)
-	}
-}
-
-// wantCode runs an operation that must fail with the given error code.
-func wantCode(t *testing.T, c *chatclient.Client, code, query string, vars map[string]any) chatclient.Error {
-	t.Helper()
-	err := c.Do(testContext(t), query, vars, nil)
-	var errs chatclient.Errors
-	if !errors.As(err, &errs) {
-		t.Fatalf("%s: got error %v, want GraphQL error %s", firstLine(query), err, code)
-	}
-	if got := errs.Code(); got != code {
-		t.Fatalf("%s: got code %s (%v), want %s", firstLine(query), got, errs, code)
-	}
-	if errs[0].Message == "" {
-		t.Fatalf("%s: error has no message", firstLine(query))
-	}
-	return errs[0]
-}
-
-func firstLine(s string) string { return strings.SplitN(strings.TrimSpace(s), "\n", 2)[0] }
-
-const (
-	createRoom  = `mutation($n: String!) { createRoom(input: {name: $n, banner: "welcome"}) { name banner creator { login } participants { login } } }`
-	joinRoom    = `mutation($r: String!) { joinRoom(room: $r) { name participants { login } } }`
-	leaveRoom   = `mutation($r: String!) { leaveRoom(room: $r) { name participants { login } } }`
-	deleteRoom  = `mutation($r: String!) { deleteRoom(room: $r) { name participants { login } } }`
-	postMessage = `mutation($r: String!, $c: String!) { postMessage(room: $r, content: $c) { id content system postedAt author { login firstname } } }`
-	myRooms     = `{ me { login rooms } }`
-	roomEvents  = `subscription($r: String!, $after: String) { roomEvents(room: $r, after: $after) { kind room cursor user { login } message { id content system } } }`
-	messagesQ   = `query($r: String!, $n: Int, $after: String) { messages(room: $r, first: $n, after: $after) { edges { cursor node { id content system author { login } } } pageInfo { hasNextPage endCursor } } }`
-)
-
-type messagePage struct {
-	Messages struct {
-		Edges []struct {
-			Cursor string
-			Node   struct {
-				ID      string
-				Content string
-				System  bool
-				Author  struct{ Login string }
-			}
-		}
-		PageInfo struct {
-			HasNextPage bool
-			EndCursor   *string
-		}
-	}
-}
 
 func TestAccounts(t *testing.T) { forEachStore(t, testAccounts) }
 
@@ -418,57 +275,6 @@ func testMessages(t *testing.T, cfg server.Config) {
 	})
 }
 
-// subscribe opens a roomEvents subscription and fails the test on error.
-// The server confirms nothing when a subscription starts (clients that must
-// not miss anything resume with a cursor), so tests that post right after
-// subscribing wait until the server holds the stream.
-func (ts *testServer) subscribe(t *testing.T, c *chatclient.Client, protocol, room string, after any) *chatclient.Subscription {
-	t.Helper()
-	started := ts.Streams().Started()
-	sub := subscribeNoWait(t, c, protocol, room, after)
-	waitFor(t, func() bool { return ts.Streams().Started() > started })
-	return sub
-}
-
-// subscribeNoWait opens a subscription that may fail on the server side.
-func subscribeNoWait(t *testing.T, c *chatclient.Client, protocol, room string, after any) *chatclient.Subscription {
-	t.Helper()
-	sub, err := c.Subscribe(testContext(t), protocol, roomEvents, map[string]any{"r": room, "after": after})
-	if err != nil {
-		t.Fatalf("subscribe: %v", err)
-	}
-	t.Cleanup(func() { sub.Close() })
-	return sub
-}
-
-type roomEvent struct {
-	Kind, Room string
-	Cursor     *string
-	User       struct{ Login string }
-	Message    *struct {
-		ID, Content string
-		System      bool
-	}
-}
-
-func nextEvent(t *testing.T, sub *chatclient.Subscription) roomEvent {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := sub.Next(ctx)
-	if err != nil {
-		t.Fatalf("next event: %v", err)
-	}
-	if len(resp.Errors) > 0 {
-		t.Fatalf("next event: %v", resp.Errors)
-	}
-	var out struct{ RoomEvents roomEvent }
-	if err := json.Unmarshal(resp.Data, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out.RoomEvents
-}
-
 func TestSubscriptions(t *testing.T) { forEachStore(t, testSubscriptions) }
 
 func testSubscriptions(t *testing.T, cfg server.Config) {
@@ -573,11 +379,6 @@ func wantSubscriptionError(t *testing.T, c *chatclient.Client, code, room string
 	}
 }
 
-func isCode(err error, code string) bool {
-	var errs chatclient.Errors
-	return errors.As(err, &errs) && errs.Code() == code
-}
-
 func countGoroutines(fn string) int {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
@@ -611,60 +412,6 @@ func testSubscriptionsAreReleased(t *testing.T, cfg server.Config) {
 	}
 	wg.Wait()
 	waitFor(t, ts.Released)
-}
-
-// waitGoroutines polls until ok holds for the goroutine count, or fails.
-func waitGoroutines(t testing.TB, ok func(n int) bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		n := runtime.NumGoroutine()
-		if ok(n) {
-			return
-		}
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("goroutines did not settle: %d\n%s", n, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// openSSE starts a roomEvents subscription over server-sent events and
-// waits until the stream runs: gqlgen's SSE transport sends its headers
-// before it runs the resolver, so the stream is live only once it is
-// counted. The response body is closed when the test ends.
-func (ts *testServer) openSSE(t *testing.T, token, query string) *http.Response {
-	t.Helper()
-	var unquoted string
-	if err := json.Unmarshal([]byte(`"`+query+`"`), &unquoted); err != nil {
-		t.Fatal(err)
-	}
-	return ts.openSSEWith(t, token, unquoted, nil)
-}
-
-// openSSEWith is openSSE of a query (not JSON-escaped) with variables.
-func (ts *testServer) openSSEWith(t *testing.T, token, query string, vars map[string]any) *http.Response {
-	t.Helper()
-	payload, err := json.Marshal(map[string]any{"query": query, "variables": vars})
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, _ := http.NewRequestWithContext(testContext(t), http.MethodPost, ts.URL, bytes.NewReader(payload))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+token)
-	started := ts.Streams().Started()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
-		t.Fatalf("content type %q", ct)
-	}
-	waitFor(t, func() bool { return ts.Streams().Started() > started })
-	return resp
 }
 
 // TestMembershipTTLConfig: the membership cache is on by default with the
