@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -40,7 +41,7 @@ func clusterHosts(t *testing.T) []string {
 // clusterScript runs scripts/cassandra-cluster.sh with args on the nodes.
 func clusterScript(t *testing.T, hosts []string, args ...string) {
 	t.Helper()
-	cmd := exec.Command("../scripts/cassandra-cluster.sh", args...)
+	cmd := exec.Command(filepath.Join(repoRoot, "scripts/cassandra-cluster.sh"), args...)
 	cmd.Env = append(os.Environ(), "CLUSTER_ADDRESSES="+strings.Join(hosts, " "))
 	out, err := cmd.CombinedOutput()
 	if err != nil {

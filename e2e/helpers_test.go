@@ -30,6 +30,11 @@ import (
 	"github.com/killrchat/chatql/server"
 )
 
+// repoRoot is the repository's root, seen from this package's directory,
+// where go test runs its tests: the files the tests read (the README, the
+// dashboard, the npm clients, the scripts) are named from there.
+const repoRoot = ".."
+
 // Servers.
 
 // testServer is a real server instance on a loopback port.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -24,7 +25,7 @@ import (
 )
 
 // dashboardFile is the Grafana dashboard built on the server's series.
-const dashboardFile = "../ops/grafana-dashboard.json"
+const dashboardFile = "ops/grafana-dashboard.json"
 
 // /metrics is scraped while a message is posted and delivered over a real
 // websocket subscription: the series of connections, subscriptions,
@@ -188,7 +189,7 @@ func TestMetricsOnTheirOwnAddress(t *testing.T) {
 // Every series the dashboard's queries name is one the server exposes, so
 // that the dashboard cannot fall behind a renamed metric.
 func TestMetricsDashboardUsesExposedSeries(t *testing.T) {
-	raw, err := os.ReadFile(dashboardFile)
+	raw, err := os.ReadFile(filepath.Join(repoRoot, dashboardFile))
 	if err != nil {
 		t.Fatal(err)
 	}

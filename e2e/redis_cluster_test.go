@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -22,7 +23,7 @@ import (
 // redisCluster runs scripts/redis-cluster.sh.
 func redisCluster(t *testing.T, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("../scripts/redis-cluster.sh", args...).Output()
+	out, err := exec.Command(filepath.Join(repoRoot, "scripts/redis-cluster.sh"), args...).Output()
 	if err != nil {
 		t.Fatalf("redis-cluster.sh %s: %v", strings.Join(args, " "), err)
 	}

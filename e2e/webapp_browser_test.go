@@ -16,10 +16,11 @@ import (
 // browserDir holds the browser tests' scenarios (clients/browser): Node
 // drives Debian's chromium with playwright-core; `npm ci --prefix
 // clients/browser` installs it.
-const browserDir = "../clients/browser"
+const browserDir = "clients/browser"
 
 // artifactsVar names the directory the browser tests write their
-// screenshots to (a temporary one when unset); .ci/run keeps them.
+// screenshots to (a temporary one when unset; a relative path is from the
+// repository's root); .ci/run keeps them.
 const artifactsVar = "CHAT_BROWSER_ARTIFACTS"
 
 // scenariosVar, when set, names the scenarios to run (comma-separated, as
@@ -42,13 +43,16 @@ func TestWebAppInBrowser(t *testing.T) {
 	if err != nil {
 		testenv.Missing(t, "node is not installed", "the browser tests")
 	}
-	if _, err := os.Stat(filepath.Join(browserDir, "node_modules", "playwright-core")); err != nil {
+	if _, err := os.Stat(filepath.Join(repoRoot, browserDir, "node_modules", "playwright-core")); err != nil {
 		testenv.Missing(t, browserDir+"/node_modules is missing (npm ci --prefix "+browserDir+")", "the browser tests")
 	}
 	artifacts := os.Getenv(artifactsVar)
 	if artifacts == "" {
 		artifacts = t.TempDir()
-	} else if artifacts, err = filepath.Abs(artifacts); err != nil {
+	} else if !filepath.IsAbs(artifacts) {
+		artifacts = filepath.Join(repoRoot, artifacts)
+	}
+	if artifacts, err = filepath.Abs(artifacts); err != nil {
 		t.Fatal(err)
 	}
 	cfg := testConfig(t)
@@ -69,7 +73,7 @@ func TestWebAppInBrowser(t *testing.T) {
 	arg, _ := json.Marshal(args)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(browserDir, "scenarios.mjs"), string(arg))
+	cmd := exec.CommandContext(ctx, node, filepath.Join(repoRoot, browserDir, "scenarios.mjs"), string(arg))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	t.Logf("browser scenarios:\n%s", out)

@@ -19,7 +19,7 @@ import (
 
 // clientsDir holds the npm clients' scenarios (clients/graphql-ws); its
 // node_modules come from `npm ci --prefix clients/graphql-ws`.
-const clientsDir = "../clients/graphql-ws"
+const clientsDir = "clients/graphql-ws"
 
 // The official npm clients, run by node against the real server: the
 // graphql-ws library (graphql-transport-ws) and subscriptions-transport-ws
@@ -33,7 +33,7 @@ func TestOfficialWebsocketClients(t *testing.T) {
 	if err != nil {
 		testenv.Missing(t, "node is not installed", "the npm websocket client tests")
 	}
-	if _, err := os.Stat(filepath.Join(clientsDir, "node_modules", "graphql-ws")); err != nil {
+	if _, err := os.Stat(filepath.Join(repoRoot, clientsDir, "node_modules", "graphql-ws")); err != nil {
 		testenv.Missing(t, clientsDir+"/node_modules is missing (npm ci --prefix "+clientsDir+")", "the npm websocket client tests")
 	}
 	ts := startServer(t, testConfig(t))
@@ -68,7 +68,7 @@ func TestOfficialWebsocketClients(t *testing.T) {
 	arg, _ := json.Marshal(cfg)
 	ctx, cancel := context.WithTimeout(testContext(t), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(clientsDir, "scenarios.mjs"), string(arg))
+	cmd := exec.CommandContext(ctx, node, filepath.Join(repoRoot, clientsDir, "scenarios.mjs"), string(arg))
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.Output()
 	if err != nil {
