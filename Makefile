@@ -48,7 +48,7 @@ test-integration: services browser
 # stopped afterwards: first on a Redis Cluster (scripts/redis-cluster.sh:
 # three masters and their replicas on 127.0.0.1:7001-7006), the broker,
 # presence and rate limits, and two instances under load while masters fail
-# over on command and are killed; then (failover_test.go) on a three-node
+# over on command and are killed; then (e2e/failover_test.go) on a three-node
 # Cassandra cluster (scripts/cassandra-cluster.sh, on 127.0.0.1-3 after
 # stopping the single node, which uses 127.0.0.1), two chatql instances
 # sharing Redis under load while nodes are killed and paused for real. The
@@ -58,11 +58,11 @@ test-cluster:
 	scripts/redis.sh start
 	scripts/redis-cluster.sh start
 	@status=0; CHAT_REDIS_CLUSTER_URL=$$(scripts/redis-cluster.sh url) CHAT_REDIS_URL=$(REDIS_URL) \
-		$(GO) test -race -p 1 -count=1 -timeout 10m -v -run 'RedisCluster|RedisModes|RedisRegistry' ./broker ./presence ./ratelimit . || status=$$?; \
+		$(GO) test -race -p 1 -count=1 -timeout 10m -v -run 'RedisCluster|RedisModes|RedisRegistry' ./broker ./presence ./ratelimit ./e2e || status=$$?; \
 	scripts/redis-cluster.sh stop; \
 	scripts/cassandra-cluster.sh start || exit 1; \
 	CHAT_CASSANDRA_CLUSTER=$$(scripts/cassandra-cluster.sh hosts) CHAT_REDIS_URL=$(REDIS_URL) \
-		$(GO) test -count=1 -timeout 20m -v -run 'TestFailover' . || status=$$?; \
+		$(GO) test -count=1 -timeout 20m -v -run 'TestFailover' ./e2e || status=$$?; \
 	scripts/cassandra-cluster.sh stop; exit $$status
 
 # Debian's chromium and an emoji font, for the browser tests (installed when

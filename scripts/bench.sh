@@ -221,7 +221,7 @@ profile_run() {
   local dir="$OUT/profile"
   rm -rf "$dir" && mkdir -p "$dir"
   log "building the profiling harness (the server inside its test binary)"
-  "$GO" test -c -o "$OUT/chatql-profile.test" .
+  "$GO" test -c -o "$OUT/chatql-profile.test" ./e2e
   "$GO" build -o "$OUT/chatload" ./cmd/chatload
   SERVER_DATA="$(mktemp -d "${TMPDIR:-/tmp}/chatql-bench.XXXXXX")"
   local gogc=()

@@ -1,5 +1,5 @@
 // Browser tests of the web app and the playground: Debian's chromium, driven
-// by playwright-core, against a running chatql. webapp_browser_test.go starts
+// by playwright-core, against a running chatql. e2e/webapp_browser_test.go starts
 // the server and runs this with one JSON argument:
 //   {"url": "http://127.0.0.1:port", "chromium": "/usr/bin/chromium", "screenshots": "dir"}
 // Each scenario throws on failure; the script prints what passed and exits 1

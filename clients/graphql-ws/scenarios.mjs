@@ -1,7 +1,7 @@
 // Runs the official websocket clients against a chatql server and prints
 // what they saw as one JSON object: the graphql-ws library (subprotocol
 // graphql-transport-ws) and the legacy subscriptions-transport-ws (graphql-ws).
-// graphqlws_client_test.go starts the server, prepares users and rooms, runs
+// e2e/websocket_test.go starts the server, prepares users and rooms, runs
 //
 //   node clients/graphql-ws/scenarios.mjs '<json config>'
 //

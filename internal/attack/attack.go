@@ -2,7 +2,7 @@
 // broken client) sends to a chat server, each with the answer the server
 // owes it - a GraphQL error with a code, at a bounded cost - and, after
 // each, proof that the server still serves. cmd/chatattack runs it against
-// any running server; attack_test.go runs it against the built binary.
+// any running server; e2e/attack_test.go runs it against the built binary.
 package attack
 
 import (

@@ -1,0 +1,91 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/killrchat/chatql/internal/testenv"
+)
+
+// browserDir holds the browser tests' scenarios (clients/browser): Node
+// drives Debian's chromium with playwright-core; `npm ci --prefix
+// clients/browser` installs it.
+const browserDir = "clients/browser"
+
+// artifactsVar names the directory the browser tests write their
+// screenshots to (a temporary one when unset; a relative path is from the
+// repository's root); .ci/run keeps them.
+const artifactsVar = "CHAT_BROWSER_ARTIFACTS"
+
+// scenariosVar, when set, names the scenarios to run (comma-separated, as
+// scenarios.mjs names them), for a focused run; all run when it is unset.
+const scenariosVar = "CHAT_BROWSER_SCENARIOS"
+
+// The web app and the playground in a real browser: two users chat live in
+// two browser contexts, the history pages on scroll, a browser that goes
+// offline and back resumes from its last cursor losing nothing and showing
+// nothing twice, a room's creator moderates, blocks, mutes and edits her
+// profile from the app, the app refreshes its token (and its websocket)
+// before the short access tokens expire, and the playground runs a query
+// and a subscription. The scenarios are clients/browser/scenarios.mjs.
+func TestWebAppInBrowser(t *testing.T) {
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		testenv.Missing(t, "chromium is not installed (scripts/chromium.sh installs it)", "the browser tests")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		testenv.Missing(t, "node is not installed", "the browser tests")
+	}
+	if _, err := os.Stat(filepath.Join(repoRoot, browserDir, "node_modules", "playwright-core")); err != nil {
+		testenv.Missing(t, browserDir+"/node_modules is missing (npm ci --prefix "+browserDir+")", "the browser tests")
+	}
+	artifacts := os.Getenv(artifactsVar)
+	if artifacts == "" {
+		artifacts = t.TempDir()
+	} else if !filepath.IsAbs(artifacts) {
+		artifacts = filepath.Join(repoRoot, artifacts)
+	}
+	if artifacts, err = filepath.Abs(artifacts); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t)
+	// Short-lived access tokens: the app must refresh them, and reconnect
+	// its websocket (closed with 4401 when the old token expires), while
+	// the scenarios run.
+	cfg.TokenTTL = 20 * time.Second
+	ts := startServer(t, cfg)
+	args := map[string]any{
+		"url":         strings.TrimSuffix(ts.URL, "/query"),
+		"chromium":    browser,
+		"screenshots": artifacts,
+		"tokenTTL":    cfg.TokenTTL.Seconds(),
+	}
+	if only := os.Getenv(scenariosVar); only != "" {
+		args["only"] = strings.Split(only, ",")
+	}
+	arg, _ := json.Marshal(args)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join(repoRoot, browserDir, "scenarios.mjs"), string(arg))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	t.Logf("browser scenarios:\n%s", out)
+	if err != nil {
+		t.Fatalf("browser scenarios: %v (screenshots in %s)", err, artifacts)
+	}
+	if os.Getenv(scenariosVar) == "" {
+		for _, name := range []string{"webapp-live", "webapp-history", "webapp-offline", "webapp-moderation", "playground-subscription"} {
+			if _, err := os.Stat(filepath.Join(artifacts, name+".png")); err != nil {
+				t.Errorf("no screenshot %s: %v", name, err)
+			}
+		}
+	}
+	t.Logf("screenshots in %s", artifacts)
+}

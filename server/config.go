@@ -1,0 +1,291 @@
+package server
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/killrchat/chatql/auth"
+	"github.com/killrchat/chatql/chat"
+	"github.com/killrchat/chatql/presence"
+	"github.com/killrchat/chatql/ratelimit"
+	"github.com/killrchat/chatql/store/cassandra"
+)
+
+// Config is the server's configuration. Every field but RateClock has a
+// flag and a CHAT_* environment variable; a flag given on the command line
+// wins.
+type Config struct {
+	Addr string
+	// MetricsAddr, if set, serves /metrics on a listener of its own, and
+	// not on Addr; otherwise /metrics is on Addr with the API.
+	MetricsAddr string
+	// OTLPEndpoint, when set, is where traces go (OTLP/HTTP, JSON).
+	OTLPEndpoint string
+	Store        string // "embedded" or "cassandra"
+	DataDir      string
+	JWTSecret    string
+	TokenTTL     time.Duration
+	// RefreshTTL is the lifetime of a refresh token; each refresh issues a
+	// new one.
+	RefreshTTL time.Duration
+	// SessionCheck is how long an instance trusts what it read of a
+	// session: a revoked session stops working everywhere within it.
+	SessionCheck time.Duration
+	BcryptCost   int
+	RedisURL     string
+	// RedisCluster: RedisURL names seed nodes of a Redis Cluster.
+	// RedisPubSub is "broadcast" (PUBLISH, SUBSCRIBE) or "sharded"
+	// (SPUBLISH, SSUBSCRIBE: a room's traffic stays on one shard), which a
+	// cluster needs.
+	RedisCluster bool
+	RedisPubSub  string
+	// RedisChannelPrefix namespaces the Redis channels, so several
+	// deployments can share one Redis.
+	RedisChannelPrefix string
+	MaxBodyBytes       int64
+	MaxComplexity      int
+	// MaxQueryTokens caps the lexical tokens of a GraphQL document.
+	MaxQueryTokens int
+	// ReadTimeout bounds the time a client takes to send a request's
+	// headers, and then its body; WriteTimeout the time a response other
+	// than a stream takes; IdleTimeout the wait for a connection's next
+	// request.
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	IdleTimeout  time.Duration
+	// MaxConnsPerClient caps the connections open at once from one client
+	// IP address; 0 disables the cap (behind a proxy, every client has
+	// the proxy's address).
+	MaxConnsPerClient int
+	// MaxRoomsPerUser caps the rooms and groups a user takes part in.
+	MaxRoomsPerUser int
+	SubscriberQueue int
+	KeepAlive       time.Duration
+	// PresenceTTL is how long an instance's presence records outlive its
+	// last heartbeat (every third of it) in Redis: a dead instance's users
+	// go offline within PresenceTTL and a heartbeat. PresenceGrace is how
+	// long a user stays online after their last connection closed.
+	PresenceTTL, PresenceGrace time.Duration
+	// ProfileTTL is how long an instance shows the names it read of a user
+	// at most: changes are announced to every instance at once, and this
+	// bounds what a lost announcement costs.
+	ProfileTTL time.Duration
+	// MembershipTTL is how long an instance lets a user post to (and read)
+	// a public room on the strength of a membership it read at most: the
+	// end of a membership drops it on this instance at once, and is
+	// announced to the others, which may still accept the user's posts
+	// until the announcement arrives; this bounds what a lost one costs.
+	// 0: every post and page reads the membership (the default with
+	// Redis, that is with several instances).
+	MembershipTTL   time.Duration
+	AllowedOrigins  []string
+	ShutdownTimeout time.Duration
+	LogLevel        slog.Level
+
+	// RateLimits limit writes per user and per client address; a limit
+	// that is off (zero) allows everything.
+	RateLimits ratelimit.Limits
+	// TrustedProxies are the proxies whose X-Forwarded-For header tells
+	// the client address; otherwise it is the connection's remote address.
+	TrustedProxies []netip.Prefix
+	// RateClock is the clock of the in-process rate limits (time.Now when
+	// nil); tests set it. It has no flag.
+	RateClock func() time.Time
+	// MaxUnauthenticatedWebsockets caps the websockets open without a
+	// user (before connection_init, or anonymous).
+	MaxUnauthenticatedWebsockets int
+
+	// Cassandra selects and tunes the cluster when Store is "cassandra".
+	Cassandra cassandra.Config
+}
+
+// ParseConfig reads flags from args, defaulting each to its CHAT_* variable
+// from getenv, and to a built-in default after that.
+func ParseConfig(args []string, getenv func(string) string) (Config, error) {
+	var c Config
+	fs := flag.NewFlagSet("chatql", flag.ContinueOnError)
+	env := envDefaults{getenv: getenv}
+
+	fs.StringVar(&c.Addr, "addr", env.str("CHAT_ADDR", ":8080"), "listen address (CHAT_ADDR)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", env.str("CHAT_METRICS_ADDR", ""), "serve /metrics on this address alone, not on the API's; empty: on the API's listener (CHAT_METRICS_ADDR)")
+	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", env.str("CHAT_OTLP_ENDPOINT", ""), "OTLP/HTTP endpoint (such as http://127.0.0.1:4318) to export traces of queries and mutations to; none when empty (CHAT_OTLP_ENDPOINT)")
+	fs.StringVar(&c.Store, "store", env.str("CHAT_STORE", "embedded"), "store backend: embedded or cassandra (CHAT_STORE)")
+	fs.StringVar(&c.DataDir, "data-dir", env.str("CHAT_DATA_DIR", "data"), "embedded store and generated secret directory (CHAT_DATA_DIR)")
+	fs.StringVar(&c.JWTSecret, "jwt-secret", env.str("CHAT_JWT_SECRET", ""), "HS256 secret, at least 32 bytes; generated into the data dir when empty with the embedded store (CHAT_JWT_SECRET)")
+	fs.DurationVar(&c.TokenTTL, "token-ttl", env.duration("CHAT_TOKEN_TTL", 15*time.Minute), "access token lifetime (CHAT_TOKEN_TTL)")
+	fs.DurationVar(&c.RefreshTTL, "refresh-ttl", env.duration("CHAT_REFRESH_TTL", 30*24*time.Hour), "refresh token lifetime; each refresh issues a new one (CHAT_REFRESH_TTL)")
+	fs.DurationVar(&c.SessionCheck, "session-check", env.duration("CHAT_SESSION_CHECK", auth.DefaultCheckInterval), "how long an instance trusts a session it read: revocations take effect everywhere within it (CHAT_SESSION_CHECK)")
+	fs.IntVar(&c.BcryptCost, "bcrypt-cost", env.int("CHAT_BCRYPT_COST", 10), "bcrypt cost of password hashes (CHAT_BCRYPT_COST)")
+	fs.StringVar(&c.RedisURL, "redis-url", env.str("CHAT_REDIS_URL", ""), "Redis URL for pub/sub across instances; in-process broker when empty (CHAT_REDIS_URL)")
+	fs.BoolVar(&c.RedisCluster, "redis-cluster", env.bool("CHAT_REDIS_CLUSTER", false), "the Redis URL names seed nodes of a Redis Cluster: redis://host:port?addr=host2:port2&addr=host3:port3 (CHAT_REDIS_CLUSTER)")
+	fs.StringVar(&c.RedisPubSub, "redis-pubsub", env.str("CHAT_REDIS_PUBSUB", ""), "broadcast (PUBLISH) or sharded (SPUBLISH, Redis 7: a room's traffic stays on one shard); a cluster needs sharded, the default there; broadcast otherwise; every instance must use the same (CHAT_REDIS_PUBSUB)")
+	fs.StringVar(&c.RedisChannelPrefix, "redis-channel-prefix", env.str("CHAT_REDIS_CHANNEL_PREFIX", "chat:"), "prefix of the Redis channels of this deployment (CHAT_REDIS_CHANNEL_PREFIX)")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", int64(env.int("CHAT_MAX_BODY_BYTES", 1<<20)), "largest accepted request body (CHAT_MAX_BODY_BYTES)")
+	fs.IntVar(&c.MaxComplexity, "max-complexity", env.int("CHAT_MAX_COMPLEXITY", 2000), "largest accepted query complexity; a page counts its selection once per item (CHAT_MAX_COMPLEXITY)")
+	fs.IntVar(&c.MaxQueryTokens, "max-query-tokens", env.int("CHAT_MAX_QUERY_TOKENS", 15000), "largest accepted GraphQL document, in lexical tokens (CHAT_MAX_QUERY_TOKENS)")
+	fs.DurationVar(&c.ReadTimeout, "read-timeout", env.duration("CHAT_READ_TIMEOUT", 10*time.Second), "time a client has to send a request's headers, and then its body (CHAT_READ_TIMEOUT)")
+	fs.DurationVar(&c.WriteTimeout, "write-timeout", env.duration("CHAT_WRITE_TIMEOUT", 30*time.Second), "time a response may take to be written; streams are exempt (CHAT_WRITE_TIMEOUT)")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", env.duration("CHAT_IDLE_TIMEOUT", 2*time.Minute), "how long an idle keep-alive connection stays open (CHAT_IDLE_TIMEOUT)")
+	fs.IntVar(&c.MaxConnsPerClient, "max-conns-per-client", env.int("CHAT_MAX_CONNS_PER_CLIENT", 256), "connections open at once from one client IP; 0 for no cap, e.g. behind a proxy (CHAT_MAX_CONNS_PER_CLIENT)")
+	fs.IntVar(&c.MaxRoomsPerUser, "max-rooms-per-user", env.int("CHAT_MAX_ROOMS_PER_USER", chat.DefaultMaxRoomsPerUser), "rooms and groups a user may take part in at once; each costs their inbox reads and presence changes (CHAT_MAX_ROOMS_PER_USER)")
+	fs.IntVar(&c.SubscriberQueue, "subscriber-queue", env.int("CHAT_SUBSCRIBER_QUEUE", 256), "events a subscriber may fall behind before it is cut off (CHAT_SUBSCRIBER_QUEUE)")
+	fs.DurationVar(&c.PresenceTTL, "presence-ttl", env.duration("CHAT_PRESENCE_TTL", presence.DefaultTTL), "how long a dead instance's users stay online in Redis; instances heartbeat every third of it (CHAT_PRESENCE_TTL)")
+	fs.DurationVar(&c.ProfileTTL, "profile-ttl", env.duration("CHAT_PROFILE_TTL", chat.DefaultProfileTTL), "how long an instance shows the names it read of a user at most, should the announcement of a change be lost (CHAT_PROFILE_TTL)")
+	membershipTTL := fs.String("membership-ttl", env.str("CHAT_MEMBERSHIP_TTL", "auto"), "how long an instance lets a user post to (and read) a public room on the strength of a membership it read at most; 0 reads it every time; auto: "+chat.DefaultMembershipTTL.String()+" with the in-process broker (one instance: the end of a membership drops it at once), 0 with Redis (another instance would accept a removed user's posts until the announcement reaches it) (CHAT_MEMBERSHIP_TTL)")
+	fs.DurationVar(&c.PresenceGrace, "presence-grace", env.duration("CHAT_PRESENCE_GRACE", presence.DefaultGrace), "how long a user stays online after their last connection closed (CHAT_PRESENCE_GRACE)")
+	fs.DurationVar(&c.KeepAlive, "keepalive", env.duration("CHAT_KEEPALIVE", 15*time.Second), "websocket keepalive interval (CHAT_KEEPALIVE)")
+	fs.IntVar(&c.MaxUnauthenticatedWebsockets, "max-unauthenticated-websockets", env.int("CHAT_MAX_UNAUTHENTICATED_WEBSOCKETS", 1000), "websockets open without a user (before connection_init, or anonymous) before upgrades are refused with 503 (CHAT_MAX_UNAUTHENTICATED_WEBSOCKETS)")
+	origins := fs.String("allowed-origins", env.str("CHAT_ALLOWED_ORIGINS", "*"), "comma-separated browser origins allowed to call the API, * for any (CHAT_ALLOWED_ORIGINS)")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", env.duration("CHAT_SHUTDOWN_TIMEOUT", 15*time.Second), "how long shutdown waits for in-flight requests (CHAT_SHUTDOWN_TIMEOUT)")
+	c.RateLimits = ratelimit.DefaultLimits
+	for _, f := range rateFlags {
+		l := &c.RateLimits[f.action]
+		env.parse(f.env, l.Set)
+		fs.Var(l, f.flag, fmt.Sprintf("%s: RATE/PERIOD[:BURST] such as 10/s:20, or 0 for no limit (%s)", f.usage, f.env))
+	}
+	proxies := fs.String("trusted-proxies", env.str("CHAT_TRUSTED_PROXIES", ""), "comma-separated addresses or CIDR prefixes of proxies whose X-Forwarded-For header tells the client address (CHAT_TRUSTED_PROXIES)")
+	logLevel := fs.String("log-level", env.str("CHAT_LOG_LEVEL", "info"), "debug, info, warn or error (CHAT_LOG_LEVEL)")
+
+	cass := &c.Cassandra
+	hosts := fs.String("cassandra-hosts", env.str("CHAT_CASSANDRA_HOSTS", "127.0.0.1"), "comma-separated Cassandra contact points (CHAT_CASSANDRA_HOSTS)")
+	fs.StringVar(&cass.Keyspace, "cassandra-keyspace", env.str("CHAT_CASSANDRA_KEYSPACE", "chat"), "keyspace (CHAT_CASSANDRA_KEYSPACE)")
+	fs.StringVar(&cass.Replication, "cassandra-replication", env.str("CHAT_CASSANDRA_REPLICATION", "SimpleStrategy:1"), "keyspace replication when created: SimpleStrategy:<rf> or NetworkTopologyStrategy:<dc>=<rf>,... (CHAT_CASSANDRA_REPLICATION)")
+	fs.StringVar(&cass.Consistency, "cassandra-consistency", env.str("CHAT_CASSANDRA_CONSISTENCY", "LOCAL_QUORUM"), "consistency of reads and writes (CHAT_CASSANDRA_CONSISTENCY)")
+	fs.StringVar(&cass.SerialConsistency, "cassandra-serial-consistency", env.str("CHAT_CASSANDRA_SERIAL_CONSISTENCY", "LOCAL_SERIAL"), "SERIAL or LOCAL_SERIAL for lightweight transactions (CHAT_CASSANDRA_SERIAL_CONSISTENCY)")
+	fs.StringVar(&cass.Username, "cassandra-username", env.str("CHAT_CASSANDRA_USERNAME", ""), "username, when the cluster authenticates (CHAT_CASSANDRA_USERNAME)")
+	fs.StringVar(&cass.Password, "cassandra-password", env.str("CHAT_CASSANDRA_PASSWORD", ""), "password (CHAT_CASSANDRA_PASSWORD)")
+	fs.BoolVar(&cass.TLS.Enabled, "cassandra-tls", env.bool("CHAT_CASSANDRA_TLS", false), "encrypt connections to the cluster (CHAT_CASSANDRA_TLS)")
+	fs.StringVar(&cass.TLS.CAFile, "cassandra-tls-ca", env.str("CHAT_CASSANDRA_TLS_CA", ""), "PEM CA bundle of the nodes' certificates; system roots when empty (CHAT_CASSANDRA_TLS_CA)")
+	fs.StringVar(&cass.TLS.CertFile, "cassandra-tls-cert", env.str("CHAT_CASSANDRA_TLS_CERT", ""), "client certificate file (CHAT_CASSANDRA_TLS_CERT)")
+	fs.StringVar(&cass.TLS.KeyFile, "cassandra-tls-key", env.str("CHAT_CASSANDRA_TLS_KEY", ""), "client key file (CHAT_CASSANDRA_TLS_KEY)")
+	fs.BoolVar(&cass.TLS.InsecureSkipVerify, "cassandra-tls-skip-verify", env.bool("CHAT_CASSANDRA_TLS_SKIP_VERIFY", false), "skip verifying the nodes' certificates, for development only (CHAT_CASSANDRA_TLS_SKIP_VERIFY)")
+	fs.StringVar(&cass.LocalDC, "cassandra-local-dc", env.str("CHAT_CASSANDRA_LOCAL_DC", ""), "keep requests in this data center (CHAT_CASSANDRA_LOCAL_DC)")
+	fs.DurationVar(&cass.Timeout, "cassandra-timeout", env.duration("CHAT_CASSANDRA_TIMEOUT", 11*time.Second), "client-side request timeout, above the cluster's own (CHAT_CASSANDRA_TIMEOUT)")
+
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if env.err != nil {
+		return c, env.err
+	}
+	if err := c.LogLevel.UnmarshalText([]byte(*logLevel)); err != nil {
+		return c, fmt.Errorf("log level %q: %w", *logLevel, err)
+	}
+	c.AllowedOrigins = splitList(*origins)
+	trusted, err := ratelimit.ParseTrustedProxies(splitList(*proxies))
+	if err != nil {
+		return c, err
+	}
+	c.TrustedProxies = trusted
+	cass.Hosts = splitList(*hosts)
+	if c.MaxRoomsPerUser < 1 {
+		return c, fmt.Errorf("max rooms per user %d: must be at least 1", c.MaxRoomsPerUser)
+	}
+	if c.MaxUnauthenticatedWebsockets < 1 {
+		return c, fmt.Errorf("max unauthenticated websockets %d: must be at least 1", c.MaxUnauthenticatedWebsockets)
+	}
+	if c.ProfileTTL <= 0 {
+		return c, fmt.Errorf("profile TTL %v: must be positive", c.ProfileTTL)
+	}
+	switch *membershipTTL {
+	case "auto":
+		if c.RedisURL == "" {
+			c.MembershipTTL = chat.DefaultMembershipTTL
+		}
+	default:
+		ttl, err := time.ParseDuration(*membershipTTL)
+		if err != nil || ttl < 0 {
+			return c, fmt.Errorf("membership TTL %q: want auto, 0 or a positive duration such as 5s", *membershipTTL)
+		}
+		c.MembershipTTL = ttl
+	}
+	if c.PresenceTTL < 300*time.Millisecond || c.PresenceGrace < 0 {
+		return c, fmt.Errorf("presence TTL %v, grace %v: the TTL must be at least 300ms and the grace not negative", c.PresenceTTL, c.PresenceGrace)
+	}
+	switch c.RedisPubSub {
+	case "":
+		c.RedisPubSub = "broadcast"
+		if c.RedisCluster {
+			c.RedisPubSub = "sharded"
+		}
+	case "broadcast", "sharded":
+		if c.RedisCluster && c.RedisPubSub == "broadcast" {
+			return c, fmt.Errorf("Redis pub/sub mode broadcast on a Redis Cluster: a room's events published through different nodes could arrive out of order; use sharded")
+		}
+	default:
+		return c, fmt.Errorf("unknown Redis pub/sub mode %q: want broadcast or sharded", c.RedisPubSub)
+	}
+	switch c.Store {
+	case "embedded", "cassandra":
+	default:
+		return c, fmt.Errorf("unknown store %q: want embedded or cassandra", c.Store)
+	}
+	return c, nil
+}
+
+// rateFlags are the settings of the rate limits, one per limited action.
+var rateFlags = []struct {
+	action    ratelimit.Action
+	flag, env string
+	usage     string
+}{
+	{ratelimit.Post, "rate-posts", "CHAT_RATE_POSTS", "postMessage per user"},
+	{ratelimit.RoomChange, "rate-room-changes", "CHAT_RATE_ROOM_CHANGES", "createRoom, joinRoom, leaveRoom, deleteRoom, addGroupMember, hideMessage, deleteMessage, blockUser, unblockUser and muteConversation per user"},
+	{ratelimit.DirectMessage, "rate-direct-messages", "CHAT_RATE_DIRECT_MESSAGES", "sendDirectMessage per user"},
+	{ratelimit.Typing, "rate-typing", "CHAT_RATE_TYPING", "typing per user"},
+	{ratelimit.Signup, "rate-signups-per-address", "CHAT_RATE_SIGNUPS_PER_ADDRESS", "signups per client address"},
+	{ratelimit.Login, "rate-logins-per-login", "CHAT_RATE_LOGINS_PER_LOGIN", "login attempts per login tried"},
+	{ratelimit.LoginAddress, "rate-logins-per-address", "CHAT_RATE_LOGINS_PER_ADDRESS", "login attempts per client address"},
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+// envDefaults reads typed defaults from the environment, keeping the first
+// malformed value's error.
+type envDefaults struct {
+	getenv func(string) string
+	err    error
+}
+
+func (e *envDefaults) str(key, def string) string {
+	if v := e.getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func (e *envDefaults) parse(key string, parse func(string) error) {
+	if v := e.getenv(key); v != "" {
+		if err := parse(v); err != nil && e.err == nil {
+			e.err = fmt.Errorf("%s=%q: %w", key, v, err)
+		}
+	}
+}
+
+func (e *envDefaults) int(key string, def int) int {
+	e.parse(key, func(v string) (err error) { def, err = strconv.Atoi(v); return err })
+	return def
+}
+
+func (e *envDefaults) bool(key string, def bool) bool {
+	e.parse(key, func(v string) (err error) { def, err = strconv.ParseBool(v); return err })
+	return def
+}
+
+func (e *envDefaults) duration(key string, def time.Duration) time.Duration {
+	e.parse(key, func(v string) (err error) { def, err = time.ParseDuration(v); return err })
+	return def
+}
