@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/killrchat/chatql/internal/chatclient"
+	"github.com/killrchat/chatql/server"
 	"github.com/killrchat/chatql/store"
 )
 
@@ -86,7 +87,7 @@ import (
 //     say nothing of them).
 func TestReaders(t *testing.T) { forEachStore(t, testReaders) }
 
-func testReaders(t *testing.T, cfg Config) {
+func testReaders(t *testing.T, cfg server.Config) {
 	began := time.Now()
 	ts := startServer(t, cfg)
 	started := time.Now()
