@@ -102,3 +102,24 @@ func (s *Service) reader(ctx context.Context, me store.UserRef, conversation str
 	r.Windows = conv.Windows
 	return r, nil
 }
+
+// Reactions are the reactions of msgs, messages viewer reads, with which
+// of them are viewer's own ("": nobody's, for an event's encoding shared
+// by its subscribers).
+func (s *Service) Reactions(ctx context.Context, viewer string, msgs []store.Message) (map[store.MessageID][]store.Reaction, error) {
+	return s.Store.Reactions(ctx, msgs, viewer)
+}
+
+// Blocks reports whether viewer blocked author, for apps to collapse
+// author's messages: a block hides nothing.
+func (s *Service) Blocks(ctx context.Context, viewer, author string) (bool, error) {
+	return s.Store.Blocks(ctx, viewer, author)
+}
+
+// EventThreads are the threads of msgs as a room event's shared encoding
+// shows them to all its subscribers, the room's current participants: as
+// stored. (A group member who joined after a root was posted is shown the
+// count of its earlier replies too; a query shows them theirs, Threads.)
+func (s *Service) EventThreads(ctx context.Context, msgs []store.Message) (map[store.MessageID]store.Thread, error) {
+	return s.Store.ThreadSummaries(ctx, msgs)
+}

@@ -25,10 +25,12 @@ import (
 type Service struct {
 	Store  store.Store
 	Broker broker.Broker
-	// Sessions ends the sessions of a deleted account. Nil in tests of
-	// other layers.
+	// Sessions starts and ends the users' sessions. Nil in tests of other
+	// layers.
 	Sessions *auth.Sessions
-	Log      *slog.Logger
+	// Passwords hashes and checks passwords.
+	Passwords *auth.Passwords
+	Log       *slog.Logger
 	// Limits count writes per user and per client address; nil limits
 	// nothing.
 	Limits *ratelimit.Set

@@ -17,7 +17,7 @@ func (r *Resolver) authorBlocked(ctx context.Context, m *store.Message) (*bool, 
 	var blocked bool
 	if l := loaderOf(ctx); l != nil && l.blocked != nil {
 		set, err := l.blocked.get(func() ([]string, error) {
-			users, err := r.Store.BlockedUsers(ctx, viewer)
+			users, err := r.Service.BlockedUsers(ctx, store.UserRef{Login: viewer})
 			logins := make([]string, len(users))
 			for i, u := range users {
 				logins[i] = u.Login
@@ -30,7 +30,7 @@ func (r *Resolver) authorBlocked(ctx context.Context, m *store.Message) (*bool, 
 		blocked = set[m.Author.Login]
 	} else {
 		var err error
-		if blocked, err = r.Store.Blocks(ctx, viewer, m.Author.Login); err != nil {
+		if blocked, err = r.Service.Blocks(ctx, viewer, m.Author.Login); err != nil {
 			return nil, err
 		}
 	}

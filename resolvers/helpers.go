@@ -3,7 +3,6 @@ package resolvers
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -137,44 +136,9 @@ func roomKind(k *model.RoomKind) store.RoomKind {
 	return store.PublicRoom
 }
 
-// limitLogin counts a login attempt, whatever its outcome and before the
-// password is checked, against the client address and against the login
-// tried, so that guessing one user's password is slow from any number of
-// addresses, and so is trying many logins from one address. A login that
-// cannot exist is counted only against the address.
-func (r *Resolver) limitLogin(ctx context.Context, login string) error {
-	if err := r.Limits.Allow(ctx, ratelimit.LoginAddress, ratelimit.AddressFrom(ctx)); err != nil {
-		return err
-	}
-	if store.ValidateLogin(login) != nil {
-		return nil
-	}
-	return r.Limits.Allow(ctx, ratelimit.Login, login)
-}
-
 // authPayload shapes a session's tokens as the API's AuthPayload.
 func authPayload(p auth.Pair, u store.User) *model.AuthPayload {
 	return &model.AuthPayload{Token: p.AccessToken, ExpiresAt: p.AccessExpires, RefreshToken: p.RefreshToken, RefreshExpiresAt: p.RefreshExpires, User: &u}
-}
-
-// accountWithPassword returns the caller's account if password is theirs;
-// otherwise UNAUTHENTICATED, naming what (the password, the old password)
-// was wrong. A caller whose account is gone is UNAUTHENTICATED too.
-func (r *Resolver) accountWithPassword(ctx context.Context, login, password, what string) (store.Account, error) {
-	acct, err := r.Store.Account(ctx, login)
-	if errors.Is(err, store.ErrNotFound) {
-		return store.Account{}, fmt.Errorf("%w: the token's user no longer exists", auth.ErrUnauthenticated)
-	}
-	if err != nil {
-		return store.Account{}, err
-	}
-	if err := r.Passwords.Check(ctx, acct.PassHash, password); err != nil {
-		if errors.Is(err, auth.ErrUnauthenticated) {
-			err = fmt.Errorf("%w: %s is wrong", auth.ErrUnauthenticated, what)
-		}
-		return store.Account{}, err
-	}
-	return acct, nil
 }
 
 // moderate takes the caller's moderation action of this kind on login in

@@ -91,7 +91,7 @@ func (r *Resolver) prefetch(ctx context.Context, msgs []store.Message) error {
 		r.Profiles.Warm(ctx, logins)
 	}
 	if slices.Contains(fields, "reactions") {
-		got, err := r.Store.Reactions(ctx, msgs, viewerOf(ctx))
+		got, err := r.Service.Reactions(ctx, viewerOf(ctx), msgs)
 		if err != nil {
 			return err
 		}
@@ -173,7 +173,7 @@ func (r *Resolver) reactionsOf(ctx context.Context, m *store.Message) ([]store.R
 			return nonNil(reactions), nil
 		}
 	}
-	got, err := r.Store.Reactions(ctx, []store.Message{*m}, viewerOf(ctx))
+	got, err := r.Service.Reactions(ctx, viewerOf(ctx), []store.Message{*m})
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +203,7 @@ func (r *Resolver) threadOf(ctx context.Context, m *store.Message) (store.Thread
 func (r *Resolver) threadSummaries(ctx context.Context, msgs []store.Message) (map[store.MessageID]store.Thread, error) {
 	me, err := auth.UserFrom(ctx)
 	if err != nil {
-		return r.Store.ThreadSummaries(ctx, msgs)
+		return r.Service.EventThreads(ctx, msgs)
 	}
 	return r.Service.Threads(ctx, me, msgs)
 }

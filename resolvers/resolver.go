@@ -25,6 +25,4 @@ type Resolver struct {
 	// Streams opens the subscriptions' streams over the store and broker.
 	Streams *stream.Source
 	Tokens  *auth.Tokens
-	// Passwords hashes and checks passwords.
-	Passwords *auth.Passwords
 }

@@ -179,14 +179,14 @@ func NewOnStore(ctx context.Context, cfg Config, log *slog.Logger, st store.Stor
 	}
 	s.passwords = passwords
 	s.streams = &stream.Source{Store: s.store, Broker: s.broker}
-	core := &chat.Service{Store: s.store, Broker: s.broker, Sessions: sessions, Log: log, Limits: limits, MaxRoomsPerUser: cfg.MaxRoomsPerUser}
+	core := &chat.Service{Store: s.store, Broker: s.broker, Sessions: sessions, Passwords: passwords, Log: log, Limits: limits, MaxRoomsPerUser: cfg.MaxRoomsPerUser}
 	core.Typists = core.NewTyping()
 	core.Profiles = chat.NewProfiles(s.store, log, 0, cfg.ProfileTTL)
 	s.profiles = core.Profiles
 	if cfg.MembershipTTL > 0 {
 		core.Memberships = chat.NewMemberships(0, cfg.MembershipTTL)
 	}
-	res := &resolvers.Resolver{Service: core, Streams: s.streams, Tokens: tokens, Passwords: passwords}
+	res := &resolvers.Resolver{Service: core, Streams: s.streams, Tokens: tokens}
 	if err := res.FollowAnnouncements(streams, sessions.EndUser); err != nil {
 		endStreams()
 		_ = s.broker.Close()
