@@ -281,6 +281,44 @@ func testPagedLists(t *testing.T, cfg server.Config) {
 			t.Fatalf("alice's rooms after \"b\": %s", got)
 		}
 	})
+	t.Run("BlockedUsers", func(t *testing.T) {
+		for _, l := range []string{"erin", "bob", "dora", "carol"} {
+			mustDo(t, alice, `mutation($l: String!) { blockUser(login: $l) { login } }`, map[string]any{"l": l}, nil)
+		}
+		const q = `query($n: Int, $after: String) { blockedUsers(first: $n, after: $after) { login } }`
+		blocked := walkList(t, func(after any) []string {
+			var out struct{ BlockedUsers []struct{ Login string } }
+			mustDo(t, alice, q, map[string]any{"n": 2, "after": after}, &out)
+			var logins []string
+			for _, u := range out.BlockedUsers {
+				logins = append(logins, u.Login)
+			}
+			return logins
+		})
+		if got := fmt.Sprint(blocked); got != "[bob carol dora erin]" {
+			t.Fatalf("alice's blocked users page by page: %s", got)
+		}
+		wantCode(t, alice, "BAD_USER_INPUT", q, map[string]any{"n": 101})
+	})
+	t.Run("Banned", func(t *testing.T) {
+		for _, l := range []string{"erin", "bob", "carol"} {
+			mustDo(t, clients["dora"], `mutation($l: String!) { banUser(room: "hall", login: $l) { name } }`, map[string]any{"l": l}, nil)
+		}
+		const q = `query($n: Int, $after: String) { v: room(name: "hall") { banned(first: $n, after: $after) } }`
+		banned := walkList(t, func(after any) []string {
+			var out struct{ V struct{ Banned []string } }
+			mustDo(t, clients["dora"], q, map[string]any{"n": 2, "after": after}, &out)
+			return out.V.Banned
+		})
+		if got := fmt.Sprint(banned); got != "[bob carol erin]" {
+			t.Fatalf("hall's bans page by page: %s", got)
+		}
+		var out struct{ V struct{ Banned []string } }
+		mustDo(t, alice, q, nil, &out)
+		if out.V.Banned != nil {
+			t.Fatalf("a participant who does not moderate reads the bans: %v", out.V.Banned)
+		}
+	})
 	t.Run("APageOfRoomsShowsTheirParticipants", func(t *testing.T) {
 		// A page of rooms may show some of each room's participants; each
 		// one shown counts in the query's cost, so all of them may not.

@@ -146,7 +146,7 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		BlockedUsers   func(childComplexity int) int
+		BlockedUsers   func(childComplexity int, first *int, after *string) int
 		DirectMessages func(childComplexity int, with string, first *int, after *string) int
 		Inbox          func(childComplexity int) int
 		Me             func(childComplexity int) int
@@ -171,7 +171,7 @@ type ComplexityRoot struct {
 	}
 
 	Room struct {
-		Banned       func(childComplexity int) int
+		Banned       func(childComplexity int, first *int, after *string) int
 		Banner       func(childComplexity int) int
 		CreatedAt    func(childComplexity int) int
 		Creator      func(childComplexity int) int
@@ -298,7 +298,7 @@ type QueryResolver interface {
 	Thread(ctx context.Context, messageID string, first *int, after *string) (*model.MessageConnection, error)
 	Room(ctx context.Context, name string) (*store.Room, error)
 	Rooms(ctx context.Context, first *int, after *string) (*model.RoomConnection, error)
-	BlockedUsers(ctx context.Context) ([]store.UserRef, error)
+	BlockedUsers(ctx context.Context, first *int, after *string) ([]store.UserRef, error)
 	Me(ctx context.Context) (*store.User, error)
 }
 type ReactionResolver interface {
@@ -314,7 +314,7 @@ type RoomResolver interface {
 	ReadMarks(ctx context.Context, obj *store.Room, first *int) ([]store.ReadMark, error)
 	Online(ctx context.Context, obj *store.Room, first *int) ([]store.UserRef, error)
 
-	Banned(ctx context.Context, obj *store.Room) ([]string, error)
+	Banned(ctx context.Context, obj *store.Room, first *int, after *string) ([]string, error)
 }
 type SubscriptionResolver interface {
 	InboxEvents(ctx context.Context, after *string, presence *bool) (<-chan *model.InboxEvent, error)
@@ -938,7 +938,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			break
 		}
 
-		return e.ComplexityRoot.Query.BlockedUsers(childComplexity), true
+		args, err := ec.field_Query_blockedUsers_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.BlockedUsers(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Query.directMessages":
 		if e.ComplexityRoot.Query.DirectMessages == nil {
 			break
@@ -1078,7 +1083,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			break
 		}
 
-		return e.ComplexityRoot.Room.Banned(childComplexity), true
+		args, err := ec.field_Room_banned_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Room.Banned(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Room.banner":
 		if e.ComplexityRoot.Room.Banner == nil {
 			break
@@ -1820,10 +1830,10 @@ type Room {
   """
   moderators: [UserSummary!]! @listSize(assumedSize: 10)
   """
-  The logins banned from the room (` + "`" + `banUser` + "`" + `), sorted. Null unless the caller is its creator or
-  one of its moderators.
+  The logins banned from the room (` + "`" + `banUser` + "`" + `), sorted, ` + "`" + `first` + "`" + ` (1 to 100) at a time after the login
+  ` + "`" + `after` + "`" + `. Null unless the caller is its creator or one of its moderators.
   """
-  banned: [String!] @listSize(assumedSize: 100)
+  banned(first: Int = 100, after: String): [String!] @listSize(slicingArguments: ["first"], assumedSize: 100)
 }
 
 """How far a participant has read a room."""
@@ -2078,8 +2088,8 @@ type AuthPayload {
 }
 
 extend type Query {
-  """The users the caller blocked, by login."""
-  blockedUsers: [UserSummary!]! @listSize(assumedSize: 100)
+  """The users the caller blocked, by login, ` + "`" + `first` + "`" + ` (1 to 100) at a time after the login ` + "`" + `after` + "`" + `."""
+  blockedUsers(first: Int = 100, after: String): [UserSummary!]! @listSize(slicingArguments: ["first"], assumedSize: 100)
   """The logged-in user's profile and rooms. Needs a token."""
   me: User!
 }
@@ -3087,6 +3097,28 @@ func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_blockedUsers_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_directMessages_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3260,6 +3292,28 @@ func (ec *executionContext) field_Query_thread_args(ctx context.Context, rawArgs
 		return nil, err
 	}
 	args["after"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Room_banned_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
 	return args, nil
 }
 
@@ -6215,7 +6269,8 @@ func (ec *executionContext) _Query_blockedUsers(ctx context.Context, field graph
 			return ec.fieldContext_Query_blockedUsers(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Query().BlockedUsers(ctx)
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().BlockedUsers(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []store.UserRef) graphql.Marshaler {
@@ -6225,7 +6280,7 @@ func (ec *executionContext) _Query_blockedUsers(ctx context.Context, field graph
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Query_blockedUsers(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_Query_blockedUsers(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "Query",
 		Field:      field,
@@ -6234,6 +6289,17 @@ func (ec *executionContext) fieldContext_Query_blockedUsers(_ context.Context, f
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_UserSummary(ctx, field)
 		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_blockedUsers_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -6767,7 +6833,8 @@ func (ec *executionContext) _Room_banned(ctx context.Context, field graphql.Coll
 			return ec.fieldContext_Room_banned(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Room().Banned(ctx, obj)
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Room().Banned(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
@@ -6777,8 +6844,28 @@ func (ec *executionContext) _Room_banned(ctx context.Context, field graphql.Coll
 		false,
 	)
 }
-func (ec *executionContext) fieldContext_Room_banned(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Room", field, true, true, errors.New("field of type String does not have child fields"))
+func (ec *executionContext) fieldContext_Room_banned(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Room",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type String does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Room_banned_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _RoomConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.RoomConnection) (ret graphql.Marshaler) {

@@ -161,12 +161,16 @@ func (r *roomResolver) Online(ctx context.Context, obj *store.Room, first *int) 
 }
 
 // Banned is the resolver for the banned field.
-func (r *roomResolver) Banned(ctx context.Context, obj *store.Room) ([]string, error) {
+func (r *roomResolver) Banned(ctx context.Context, obj *store.Room, first *int, after *string) ([]string, error) {
 	me, err := auth.UserFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return r.Service.Bans(ctx, me, obj)
+	bans, err := r.Service.Bans(ctx, me, obj)
+	if err != nil || bans == nil {
+		return nil, err
+	}
+	return sortedPage(bans, func(login string) string { return login }, first, after)
 }
 
 // ReadMark returns graph.ReadMarkResolver implementation.

@@ -106,12 +106,16 @@ func (r *mutationResolver) DeleteAccount(ctx context.Context, password string) (
 }
 
 // BlockedUsers is the resolver for the blockedUsers field.
-func (r *queryResolver) BlockedUsers(ctx context.Context) ([]store.UserRef, error) {
+func (r *queryResolver) BlockedUsers(ctx context.Context, first *int, after *string) ([]store.UserRef, error) {
 	me, err := auth.UserFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return r.Service.BlockedUsers(ctx, me)
+	blocked, err := r.Service.BlockedUsers(ctx, me)
+	if err != nil {
+		return nil, err
+	}
+	return sortedPage(blocked, func(u store.UserRef) string { return u.Login }, first, after)
 }
 
 // Me is the resolver for the me field.
