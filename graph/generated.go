@@ -1615,7 +1615,10 @@ type Message {
   reads its reactions with one store read per room and day, not one per message.
   """
   reactions: [Reaction!]! @listSize(assumedSize: 1)
-  """The logins its content mentions as @login, in order, at most 20 (whether or not they take part)."""
+  """
+  The logins its content mentions as @login, in order, at most 20 (whether or not they take part).
+  None where the content is hidden from the caller: they are read from it.
+  """
   mentions: [String!]! @listSize(assumedSize: 1)
   """
   Whether the caller blocked the author (blockUser), for apps to collapse the message; in
