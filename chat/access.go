@@ -150,12 +150,22 @@ func (s *Service) visibleMembership(ctx context.Context, name string, me store.U
 }
 
 // checkVisible is the rule of visibleRoom: a private group me is not in is
-// NOT_FOUND unless me has its inbox entry (a former member).
+// NOT_FOUND unless me has its inbox entry (a former member) and was not
+// banned from it (a banned user reads nothing of the group, its members
+// included).
 func (s *Service) checkVisible(ctx context.Context, name string, kind store.RoomKind, participant bool, me store.UserRef) error {
-	if kind == store.PrivateGroup && !participant {
-		if _, err := s.Store.Conversation(ctx, me.Login, name); err != nil {
-			return fmt.Errorf("room %q: %w", name, store.ErrNotFound)
-		}
+	if kind != store.PrivateGroup || participant {
+		return nil
+	}
+	if _, err := s.Store.Conversation(ctx, me.Login, name); err != nil {
+		return fmt.Errorf("room %q: %w", name, store.ErrNotFound)
+	}
+	m, err := s.Store.Membership(ctx, name, me.Login)
+	if err != nil {
+		return err
+	}
+	if m.Banned {
+		return fmt.Errorf("room %q: %w", name, store.ErrNotFound)
 	}
 	return nil
 }

@@ -208,9 +208,16 @@ func testModerationGroup(t *testing.T, cfg server.Config) {
 		t.Fatalf("bob's messages after his removal = %q, want his window's only", contents)
 	}
 	wantCode(t, bob, "FORBIDDEN", postMessage, map[string]any{"r": "secret", "c": "still here?"})
+	var seen struct{ Room *struct{ Name string } }
+	mustDo(t, bob, `{ room(name: "secret") { name } }`, nil, &seen)
+	if seen.Room == nil {
+		t.Fatal("bob, removed, no longer sees the group he was in")
+	}
 
 	mustDo(t, alice, banQ, g("bob"), nil)
 	wantCode(t, bob, "FORBIDDEN", messagesQ, map[string]any{"r": "secret"})
+	// Banned, he reads nothing of the group: not even who is in it.
+	wantNull(t, bob, `{ v: room(name: "secret") { name participants { login } } }`, nil)
 	wantCode(t, carol, "FORBIDDEN", addMember, map[string]any{"g": "secret", "l": "bob"})
 	mustDo(t, alice, unbanQ, g("bob"), nil)
 	mustDo(t, carol, addMember, map[string]any{"g": "secret", "l": "bob"}, nil)
