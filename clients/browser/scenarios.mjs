@@ -228,6 +228,44 @@ const scenarios = {
     return "offline and back: 5 messages posted while offline appeared once, in order";
   },
 
+  // A send whose answer is lost, sent again: the app names the message
+  // once (clientMessageId), so the room holds it once.
+  async retriedSend() {
+    const lena = await user("lena");
+    await createRoom(lena, "porch");
+    const page = await open("lena", "#room/porch");
+    await loginUI(page, "lena");
+    await live(page);
+    // The first postMessage reaches the server, which stores the message;
+    // its answer never reaches the page.
+    let lost = 0;
+    await page.route(`${cfg.url}/query`, async (route) => {
+      const body = route.request().postData() ?? "";
+      if (lost === 0 && body.includes("postMessage")) {
+        lost++;
+        await route.fetch(); // the server answers...
+        return route.abort("failed"); // ...and the page never hears it
+      }
+      return route.continue();
+    });
+    const box = page.getByLabel("Message", { exact: true });
+    await box.fill("once only");
+    await box.press("Enter");
+    await page.locator("#conversation-error").filter({ hasText: /\S/ }).waitFor();
+    check(lost === 1, "the first send's answer was not lost");
+    await box.press("Enter"); // send again: the same text, still in the box
+    await message(page, "once only").waitFor();
+    await page.unroute(`${cfg.url}/query`);
+    const history = await gql(
+      'query { messages(room: "porch", first: 10) { edges { node { content } } } }',
+      {},
+      await token("lena"),
+    );
+    const copies = history.messages.edges.filter((e) => e.node.content === "once only").length;
+    check(copies === 1, `the room holds the retried message ${copies} times, want once`);
+    return "a send whose answer was lost, sent again, posted once";
+  },
+
   // Blocks, mutes, moderation and the profile, from the app: ivy, a room's
   // creator, hides jack's message and bans him; blocks kate, whose
   // messages (the page's and a live one) collapse until shown; mutes the

@@ -870,6 +870,13 @@ input.addEventListener("input", () => {
   }
 });
 
+// The message being sent and its name (clientMessageId), kept until the
+// server acknowledges it: pressing send again after an answer was lost (a
+// timeout, the network gone) sends the same name, and the server stores
+// the message once. Another text, reply or conversation is another
+// message, with a name of its own.
+let pendingSend = null;
+
 $("composer").addEventListener("submit", async (e) => {
   e.preventDefault();
   const content = input.value.trim();
@@ -879,12 +886,14 @@ $("composer").addEventListener("submit", async (e) => {
     if (editing) {
       show((await api.gql(queries.edit, { id: editing.id, content })).editMessage, false);
     } else {
-      // A name of our own makes the send safe to retry.
-      const vars = { content, id: crypto.randomUUID(), replyTo: replyTo?.id ?? null };
+      const key = JSON.stringify([open.id, replyTo?.id ?? null, content]);
+      if (pendingSend?.key !== key) pendingSend = { key, id: crypto.randomUUID() };
+      const vars = { content, id: pendingSend.id, replyTo: replyTo?.id ?? null };
       const sent =
         open.kind === "room"
           ? (await api.gql(queries.post, { room: open.name, ...vars })).postMessage
           : (await api.gql(queries.sendDirect, { to: open.peer, ...vars })).sendDirectMessage;
+      pendingSend = null;
       show(sent, true);
       if (open.kind === "dm") loadInboxSoon();
     }
