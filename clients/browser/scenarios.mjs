@@ -50,6 +50,7 @@ const browser = await chromium.launch({
 });
 const pages = new Map(); // name -> page, for screenshots on failure
 const external = []; // what a page asked of another server: must stay empty
+const consoleErrors = new Map(); // name -> the console's errors on that page
 
 async function open(name, hash = "") {
   const context = await browser.newContext({ viewport: { width: 1100, height: 700 } });
@@ -64,7 +65,9 @@ async function open(name, hash = "") {
   });
   page.on("pageerror", (err) => console.error(`[${name}] page error: ${err.message}`));
   page.on("console", (msg) => {
-    if (msg.type() === "error") console.error(`[${name}] console: ${msg.text()}`);
+    if (msg.type() !== "error") return;
+    console.error(`[${name}] console: ${msg.text()}`);
+    consoleErrors.set(name, [...(consoleErrors.get(name) ?? []), msg.text()]);
   });
   pages.set(name, page);
   await page.goto(`${cfg.url}/${hash}`);
@@ -213,6 +216,14 @@ const scenarios = {
     await page.context().setOffline(true);
     await page.locator('#connection[data-state="offline"]').waitFor();
     for (let i = 1; i <= 5; i++) await post(dave, "resume", `while offline ${i}`);
+    // A send while offline says so, in words, and keeps the text.
+    const box = page.getByLabel("Message", { exact: true });
+    await box.fill("not yet");
+    await box.press("Enter");
+    const offlineError = page.locator("#conversation-error").filter({ hasText: /offline/ });
+    await offlineError.waitFor();
+    check(!/fetch/i.test(await offlineError.textContent()), "the offline error shows the browser's own words");
+    check((await box.inputValue()) === "not yet", "the unsent text left the box");
     await page.waitForTimeout(500);
     check((await message(page, "while offline 1").count()) === 0, "a message posted while offline arrived while offline");
     await shot(page, "webapp-offline");
@@ -251,8 +262,11 @@ const scenarios = {
     const box = page.getByLabel("Message", { exact: true });
     await box.fill("once only");
     await box.press("Enter");
-    await page.locator("#conversation-error").filter({ hasText: /\S/ }).waitFor();
+    const error = page.locator("#conversation-error");
+    await error.filter({ hasText: /\S/ }).waitFor();
     check(lost === 1, "the first send's answer was not lost");
+    const said = await error.textContent();
+    check(/did not answer/.test(said) && !/fetch/i.test(said), `a lost answer says ${JSON.stringify(said)}, want a sentence for people`);
     await box.press("Enter"); // send again: the same text, still in the box
     await message(page, "once only").waitFor();
     await page.unroute(`${cfg.url}/query`);
@@ -394,6 +408,7 @@ const scenarios = {
     await shown.waitFor();
     await result.filter({ hasText: "MESSAGE_POSTED" }).waitFor();
     await shot(page, "playground-subscription");
+    check(!consoleErrors.has("playground"), `the playground's console: ${JSON.stringify(consoleErrors.get("playground"))}`);
     return "the playground ran a query and a live subscription";
   },
 };

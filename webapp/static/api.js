@@ -15,6 +15,14 @@ export class APIError extends Error {
   }
 }
 
+/** No answer came (offline, or the server unreachable): the session stands. */
+export class NetworkError extends Error {
+  constructor() {
+    super(navigator.onLine ? "The server did not answer. Try again in a moment." : "You are offline. Try again once you are back online.");
+    this.code = "NETWORK";
+  }
+}
+
 const authFields = "token expiresAt refreshToken refreshExpiresAt user { login firstname lastname }";
 
 // The session: the tokens from login or refreshToken, kept in sessionStorage
@@ -57,7 +65,9 @@ export function refresh() {
   refreshing ??= post(`mutation Refresh($t: String!) { refreshToken(token: $t) { ${authFields} } }`, { t: session.refreshToken }, null)
     .then((d) => setSession(d.refreshToken))
     .catch((err) => {
-      if (err instanceof APIError) setSession(null); // used up or expired: log in again
+      // Used up, revoked or expired: log in again. An outage (no answer,
+      // a 502, RATE_LIMITED) keeps the session, to try again later.
+      if (err.code === "UNAUTHENTICATED") setSession(null);
       throw err;
     })
     .finally(() => (refreshing = null));
@@ -74,8 +84,13 @@ export async function token() {
 async function post(query, variables, bearer) {
   const headers = { "Content-Type": "application/json" };
   if (bearer) headers.Authorization = `Bearer ${bearer}`;
-  const resp = await fetch(endpoint, { method: "POST", headers, body: JSON.stringify({ query, variables }) });
-  const body = await resp.json().catch(() => ({ errors: [{ message: `HTTP ${resp.status}` }] }));
+  let resp;
+  try {
+    resp = await fetch(endpoint, { method: "POST", headers, body: JSON.stringify({ query, variables }) });
+  } catch {
+    throw new NetworkError(); // fetch rejects only when no answer came
+  }
+  const body = await resp.json().catch(() => ({ errors: [{ message: `The server answered HTTP ${resp.status}. Try again in a moment.` }] }));
   if (body.errors?.length) throw new APIError(body.errors);
   return body.data;
 }
