@@ -280,6 +280,34 @@ const scenarios = {
     return "a send whose answer was lost, sent again, posted once";
   },
 
+  // On a phone's width (390 px) nothing is wider than the screen: the top
+  // bar and the conversation's header wrap, every button stays on it, and
+  // the conversations come before the open one.
+  async phoneWidth() {
+    const mia = await user("mia");
+    await createRoom(mia, "veranda");
+    await post(mia, "veranda", "small screens too");
+    const context = await browser.newContext({ viewport: { width: 390, height: 800 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(timeout);
+    pages.set("mia", page);
+    await page.goto(`${cfg.url}/#room/veranda`);
+    await loginUI(page, "mia");
+    await message(page, "small screens too").waitFor();
+    await page.locator("#leave").waitFor();
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    check(width <= 390, `at 390 px the page is ${width} px wide`);
+    for (const id of ["logout", "mute", "leave"]) {
+      const box = await page.locator(`#${id}`).boundingBox();
+      check(box && box.x >= 0 && box.x + box.width <= 390, `#${id} is off the screen: ${JSON.stringify(box)}`);
+    }
+    const side = await page.locator("nav.side").boundingBox();
+    const conv = await page.locator("main.conversation").boundingBox();
+    check(side.y < conv.y, "the conversations come after the open one");
+    await shot(page, "webapp-phone");
+    return "at 390 px wide nothing overflows: the bars wrap, the buttons stay on screen, the list comes first";
+  },
+
   // Blocks, mutes, moderation and the profile, from the app: ivy, a room's
   // creator, hides jack's message and bans him; blocks kate, whose
   // messages (the page's and a live one) collapse until shown; mutes the
