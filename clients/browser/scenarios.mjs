@@ -184,6 +184,13 @@ const scenarios = {
     const page = await open("carol", "#room/archive");
     await loginUI(page, "carol");
     await message(page, "history 100").waitFor();
+    // Opened, the room shows its newest message, above the message box.
+    await page.waitForTimeout(300);
+    const newest = await item(page, "history 100").boundingBox();
+    const composer = await page.locator("#composer").boundingBox();
+    const list = await page.locator("#messages").boundingBox();
+    check(newest && newest.y + newest.height <= Math.min(composer.y, list.y + list.height) + 1,
+      `the newest message (bottom ${newest && newest.y + newest.height}) is hidden under the message box (top ${composer.y}) or below the history (bottom ${list.y + list.height})`);
     const first = await messages(page).count();
     check(first < 100, `the first page shows ${first} messages, want fewer than 100`);
     for (let i = 0; i < 20 && !(await message(page, "history 1").count()); i++) {

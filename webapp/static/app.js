@@ -383,6 +383,10 @@ async function openConversation(conv) {
   if (open !== conv || !page) return;
   $("composer").hidden = false;
   $("leave").hidden = conv.kind !== "room";
+  // The message box now takes its place under the history: show the newest
+  // message above it again.
+  const list = $("messages");
+  list.scrollTop = list.scrollHeight;
   // Live events from the newest message on: the server replays anything
   // posted since the page was read, then goes live. A direct conversation's
   // events arrive in the inbox subscription.
@@ -394,7 +398,6 @@ async function openConversation(conv) {
   markReadSoon();
   $("composer-input").focus();
   // A first page too short to scroll: read older ones until it scrolls.
-  const list = $("messages");
   while (open === conv && list.scrollHeight <= list.clientHeight && (await loadOlder()));
 }
 
