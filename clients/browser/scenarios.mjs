@@ -149,6 +149,8 @@ const scenarios = {
     await bobsMessage.getByRole("button", { name: "Reply" }).click();
     await send(alice, "There isn't any.");
     await item(bob, "There isn't any.").locator(".reply-to", { hasText: "bob: I don't see any wine." }).waitFor();
+    // The message replied to counts the reply, live, on both pages.
+    for (const page of [alice, bob]) await item(page, "I don't see any wine.").getByText("1 reply").waitFor();
     // Bob edits his message with the keyboard: Up in the empty box.
     const box = bob.getByLabel("Message", { exact: true });
     await box.press("ArrowUp");

@@ -582,6 +582,12 @@ function show(message, posted) {
     return;
   }
   if (!posted) return; // an edit or reaction of a message older than the pages read
+  const root = message.replyToId && shown.get(message.replyToId);
+  if (root) {
+    // A new reply: its thread's root counts it (a reply seen before is known above).
+    root.message.replyCount = (root.message.replyCount ?? 0) + 1;
+    root.li.replaceWith(render(root.message));
+  }
   const list = $("messages");
   const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 60;
   list.append(render(message));
