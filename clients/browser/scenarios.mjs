@@ -187,6 +187,7 @@ const scenarios = {
     await loginUI(page, "carol");
     await message(page, "history 100").waitFor();
     // Opened, the room shows its newest message, above the message box.
+    await page.locator("#composer").waitFor();
     await page.waitForTimeout(300);
     const newest = await item(page, "history 100").boundingBox();
     const composer = await page.locator("#composer").boundingBox();
