@@ -130,7 +130,7 @@ func (s *Service) visibleRoom(ctx context.Context, name string, me store.UserRef
 	if err != nil {
 		return store.Room{}, err
 	}
-	if err := s.checkVisible(ctx, name, room.Kind, room.HasParticipant(me.Login), me); err != nil {
+	if err := s.checkVisible(ctx, name, room.Kind, room.HasParticipant(me.Login), nil, me); err != nil {
 		return store.Room{}, err
 	}
 	return room, nil
@@ -143,7 +143,7 @@ func (s *Service) visibleMembership(ctx context.Context, name string, me store.U
 	if err != nil {
 		return store.RoomMembership{}, err
 	}
-	if err := s.checkVisible(ctx, name, m.Kind, m.Participant, me); err != nil {
+	if err := s.checkVisible(ctx, name, m.Kind, m.Participant, &m.Banned, me); err != nil {
 		return store.RoomMembership{}, err
 	}
 	return m, nil
@@ -153,18 +153,23 @@ func (s *Service) visibleMembership(ctx context.Context, name string, me store.U
 // NOT_FOUND unless me has its inbox entry (a former member) and was not
 // banned from it (a banned user reads nothing of the group, its members
 // included).
-func (s *Service) checkVisible(ctx context.Context, name string, kind store.RoomKind, participant bool, me store.UserRef) error {
+// banned is whether me is banned from it, if the caller read it already
+// (nil: read it here, when it matters).
+func (s *Service) checkVisible(ctx context.Context, name string, kind store.RoomKind, participant bool, banned *bool, me store.UserRef) error {
 	if kind != store.PrivateGroup || participant {
 		return nil
 	}
 	if _, err := s.Store.Conversation(ctx, me.Login, name); err != nil {
 		return fmt.Errorf("room %q: %w", name, store.ErrNotFound)
 	}
-	m, err := s.Store.Membership(ctx, name, me.Login)
-	if err != nil {
-		return err
+	if banned == nil {
+		m, err := s.Store.Membership(ctx, name, me.Login)
+		if err != nil {
+			return err
+		}
+		banned = &m.Banned
 	}
-	if m.Banned {
+	if *banned {
 		return fmt.Errorf("room %q: %w", name, store.ErrNotFound)
 	}
 	return nil

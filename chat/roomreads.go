@@ -19,7 +19,7 @@ const (
 // markRoomRead moves the caller's mark of a public room they take part in,
 // up to the room's newest message at most, tells the room's subscribers
 // (READ_UPTO, live only), and returns the room's inbox entry.
-func (s *Service) markRoomRead(ctx context.Context, room string, m store.RoomMembership, upTo store.MessageID, me store.UserRef) (*store.Conversation, error) {
+func (s *Service) markRoomRead(ctx context.Context, room string, m store.RoomMembership, upTo store.Message, me store.UserRef) (*store.Conversation, error) {
 	if !m.Participant {
 		return nil, fmt.Errorf("conversation %q: %w", room, store.ErrNotFound)
 	}
@@ -30,16 +30,13 @@ func (s *Service) markRoomRead(ctx context.Context, room string, m store.RoomMem
 	if len(newest) == 0 {
 		return nil, store.Invalidf("invalid upTo: room %q has no messages", room)
 	}
-	if upTo.Compare(newest[0].ID) > 0 {
-		upTo = newest[0].ID // "read up to the future" would pre-read messages not yet sent
+	if upTo.ID.Compare(newest[0].ID) > 0 {
+		upTo = newest[0] // "read up to the future" would pre-read messages not yet sent
 	}
-	if err := s.Store.MarkRoomRead(ctx, room, me, upTo); err != nil {
+	if err := s.Store.MarkRoomRead(ctx, room, me, upTo.ID); err != nil {
 		return nil, err
 	}
-	ev := store.Event{Kind: store.ReadUpTo, Room: room, User: me}
-	if msg, err := s.Store.Message(ctx, upTo); err == nil {
-		ev.Message = &msg
-	}
+	ev := store.Event{Kind: store.ReadUpTo, Room: room, User: me, Message: &upTo}
 	s.publishTo(ctx, broker.RoomTopic(room), ev) // no id: in no log
 	entries, err := s.Store.RoomConversations(ctx, me.Login, []string{room})
 	if err != nil {
@@ -99,15 +96,15 @@ func (s *Service) conversation(ctx context.Context, me store.UserRef, id string)
 // inConversation checks that id names a message of the conversation: a
 // read mark names a message of its own conversation (BAD_USER_INPUT
 // otherwise, whether the message is elsewhere or nowhere).
-func (s *Service) inConversation(ctx context.Context, id store.MessageID, conversation string) error {
+func (s *Service) inConversation(ctx context.Context, id store.MessageID, conversation string) (store.Message, error) {
 	msg, err := s.Store.Message(ctx, id)
 	if err == nil && msg.Room == conversation {
-		return nil
+		return msg, nil
 	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
+		return store.Message{}, err
 	}
-	return store.Invalidf("invalid upTo: %s is no message of %s", id, store.Quote(conversation))
+	return store.Message{}, store.Invalidf("invalid upTo: %s is no message of %s", id, store.Quote(conversation))
 }
 
 // inbox is the caller's conversations and the public rooms they take part
@@ -152,12 +149,13 @@ func (s *Service) MarkRead(ctx context.Context, me store.UserRef, conversation, 
 	if err != nil {
 		return nil, err
 	}
-	if err := s.inConversation(ctx, id, conversation); err != nil {
+	upToMsg, err := s.inConversation(ctx, id, conversation)
+	if err != nil {
 		return nil, err
 	}
 	if !store.IsDirectConversation(conversation) {
 		if m, err := s.Store.Membership(ctx, conversation, me.Login); err == nil && m.Kind == store.PublicRoom {
-			return s.markRoomRead(ctx, conversation, m, id, me)
+			return s.markRoomRead(ctx, conversation, m, upToMsg, me)
 		}
 	}
 	before, err := s.Store.Conversation(ctx, me.Login, conversation)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -34,17 +35,26 @@ import (
 
 // Costed returns es with the cost its schema declares as its complexity.
 func Costed(es graphql.ExecutableSchema) graphql.ExecutableSchema {
-	return &costed{ExecutableSchema: es, fields: Costs(es.Schema())}
+	fields := map[typeField]FieldCost{}
+	for name, fc := range Costs(es.Schema()) {
+		typ, field, _ := strings.Cut(name, ".")
+		fields[typeField{typ, field}] = fc
+	}
+	return &costed{ExecutableSchema: es, fields: fields}
 }
 
 type costed struct {
 	graphql.ExecutableSchema
-	fields map[string]FieldCost // by "Type.field"
+	fields map[typeField]FieldCost
 }
+
+// typeField names a field by its type: the key of a cost looked up for
+// every field of every operation, built without allocating.
+type typeField struct{ typ, field string }
 
 // Complexity implements graphql.ExecutableSchema from the declared costs.
 func (c *costed) Complexity(_ context.Context, typeName, field string, child int, args map[string]any) (int, bool) {
-	fc, ok := c.fields[typeName+"."+field]
+	fc, ok := c.fields[typeField{typeName, field}]
 	if !ok {
 		return 0, false // gqlgen's default: 1 plus the selection
 	}

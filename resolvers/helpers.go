@@ -150,3 +150,15 @@ func (r *mutationResolver) moderate(ctx context.Context, room, login string, kin
 	}
 	return r.Service.Moderate(ctx, me, room, login, kind)
 }
+
+// visibleContent is m's content as the caller reads it (chat.Content). The
+// caller is looked up only for a hidden message: pages and events resolve
+// this for every message. An event's shared encoding has no caller, and
+// shows hidden content to nobody.
+func visibleContent(ctx context.Context, m *store.Message) string {
+	if !m.Hidden {
+		return m.Content
+	}
+	me, _ := auth.UserFrom(ctx)
+	return chat.Content(m, me)
+}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/killrchat/chatql/auth"
-	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/graph/model"
 	"github.com/killrchat/chatql/store"
@@ -18,8 +17,7 @@ import (
 
 // Content is the resolver for the content field.
 func (r *messageResolver) Content(ctx context.Context, obj *store.Message) (string, error) {
-	me, _ := auth.UserFrom(ctx) // none in an event's shared encoding: no hidden content
-	return chat.Content(obj, me), nil
+	return visibleContent(ctx, obj), nil
 }
 
 // EditedAt is the resolver for the editedAt field.
@@ -37,8 +35,7 @@ func (r *messageResolver) Reactions(ctx context.Context, obj *store.Message) ([]
 
 // Mentions is the resolver for the mentions field.
 func (r *messageResolver) Mentions(ctx context.Context, obj *store.Message) ([]string, error) {
-	me, _ := auth.UserFrom(ctx)
-	return nonNil(store.Mentions(chat.Content(obj, me))), nil
+	return nonNil(store.Mentions(visibleContent(ctx, obj))), nil
 }
 
 // AuthorBlocked is the resolver for the authorBlocked field.
