@@ -199,6 +199,8 @@ func (r *Redis) Stats() Stats {
 type outgoing struct {
 	topic   string
 	payload []byte
+	// id is the event's, if it is numbered in its room's sequence.
+	id string
 	// flushed, set on a Flush's marker instead of an event, is closed once
 	// every event ahead of it in the outbox has been written or dropped.
 	flushed chan struct{}
@@ -349,8 +351,12 @@ func (r *Redis) Publish(ctx context.Context, topic string, ev Event) error {
 		return fmt.Errorf("redis broker: %w", err)
 	}
 	r.published.Add(1)
+	o := outgoing{topic: topic, payload: payload}
+	if !ev.ID.IsZero() && sequenced(topic) {
+		o.id = ev.ID.String()
+	}
 	select {
-	case r.outbox <- outgoing{topic: topic, payload: payload}:
+	case r.outbox <- o:
 	default:
 		r.droppedFull.Add(1)
 		r.dropped(topic, errors.New("the outbox is full: Redis takes events slower than they are published"))
@@ -460,7 +466,11 @@ func (r *Redis) write(batch []outgoing) {
 			delete(owed, o.topic)
 			r.queueResync(ctx, pipe, o.topic)
 		}
-		r.queuePublish(ctx, pipe, o.topic, o.payload)
+		if o.id != "" {
+			r.queueSequenced(ctx, pipe, o.topic, o.id, o.payload)
+		} else {
+			r.queuePublish(ctx, pipe, o.topic, o.payload)
+		}
 	}
 	for topic := range owed {
 		r.queueResync(ctx, pipe, topic)
@@ -479,9 +489,16 @@ func (r *Redis) write(batch []outgoing) {
 	r.recovered()
 }
 
+// queueResync publishes a Resync to topic's subscribers, and ends a room's
+// sequence, which does not hold the events lost.
 func (r *Redis) queueResync(ctx context.Context, pipe redis.Pipeliner, topic string) {
 	resync, _ := encodeEvent(resyncEvent(topic)) // cannot fail: plain strings
-	r.queuePublish(ctx, pipe, topic, resync)
+	if !sequenced(topic) {
+		r.queuePublish(ctx, pipe, topic, resync)
+		return
+	}
+	hash, ids := r.sequenceKeys(topic)
+	resetSequenceScript.Eval(ctx, pipe, []string{r.channel(topic), hash, ids}, resync, r.publishCommand())
 }
 
 func (r *Redis) queuePublish(ctx context.Context, pipe redis.Pipeliner, topic string, payload []byte) {

@@ -13,9 +13,9 @@ import (
 // Go field changes nothing on the wire and instances of two versions can
 // run side by side during a rolling deploy.
 //
-// Version 3 (this one):
+// Version 4 (this one):
 //
-//	{"v":3,"id":"<timeuuid>","kind":"MESSAGE_EDITED","room":"tea-party",
+//	{"seq":12,"ep":"3f9a0c11b2d4","v":4,"id":"<timeuuid>","kind":"MESSAGE_EDITED","room":"tea-party",
 //	 "user":{"login":"alice","first":"Alice","last":"Liddell"},
 //	 "msg":{"id":"<timeuuid>","author":{...},"content":"hi","system":true,"hidden":true,
 //	        "edited":1764000000123,"deleted":true,"reply":"<timeuuid>"},
@@ -26,7 +26,11 @@ import (
 // zero and empty fields are left out. The message's room is the event's.
 // edited is when the message was last edited, in Unix milliseconds; reply is
 // the root of the thread it replies in. online is a PRESENCE_CHANGED's
-// state.
+// state. seq and ep are a room's logged event's place in the room's
+// sequence (store.Seq), which the Redis script that publishes the event
+// writes in (see publishSequencedScript); absent when there is none.
+//
+// Version 3 is version 4 without seq and ep.
 //
 // Version 2 is version 3 without the message's edited, deleted and reply,
 // and without online:
@@ -41,7 +45,7 @@ import (
 // A newer version than wireVersion is decoded as far as its fields are
 // known (versions only ever add fields); an undecodable payload makes the
 // topic's subscribers resync from the log.
-const wireVersion = 3
+const wireVersion = 4
 
 type wireEvent struct {
 	V       int          `json:"v"`
@@ -51,6 +55,9 @@ type wireEvent struct {
 	User    wireUser     `json:"user"`
 	Message *wireMessage `json:"msg,omitempty"`
 	Online  bool         `json:"online,omitempty"`
+	// Version 4, written in by Redis.
+	Seq   uint64 `json:"seq,omitempty"`
+	Epoch string `json:"ep,omitempty"`
 
 	// Version 1's message (its user is read from the same "user" key).
 	V1Message *v1Message `json:"message,omitempty"`
@@ -126,7 +133,7 @@ func decodeEvent(b []byte) (Event, error) {
 	if w.Kind == "" {
 		return Event{}, fmt.Errorf("decode event: no kind in %.100q", b)
 	}
-	ev := Event{Kind: store.EventKind(w.Kind), Room: w.Room, User: w.User.ref(), Online: w.Online}
+	ev := Event{Kind: store.EventKind(w.Kind), Room: w.Room, User: w.User.ref(), Online: w.Online, Seq: store.Seq{Epoch: w.Epoch, N: w.Seq}}
 	if w.ID != "" {
 		id, err := store.ParseMessageID(w.ID)
 		if err != nil {

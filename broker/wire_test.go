@@ -68,7 +68,7 @@ func TestWireVersion3(t *testing.T) {
 	ev.Message.EditedAt = time.UnixMilli(1764000000123).UTC()
 	ev.Message.Deleted = true
 	ev.Message.ReplyTo, _ = store.ParseMessageID(hideID)
-	golden := `{"v":3,"id":"` + postID + `","kind":"MESSAGE_EDITED","room":"tea","user":{"login":"alice","first":"Alice","last":"Liddell"},` +
+	golden := `{"v":4,"id":"` + postID + `","kind":"MESSAGE_EDITED","room":"tea","user":{"login":"alice","first":"Alice","last":"Liddell"},` +
 		`"msg":{"id":"` + postID + `","author":{"login":"alice","first":"Alice","last":"Liddell"},"content":"hi \"there\"","system":true,` +
 		`"edited":1764000000123,"deleted":true,"reply":"` + hideID + `"}}`
 	b, err := encodeEvent(ev)

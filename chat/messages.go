@@ -37,7 +37,7 @@ func (s *Service) Post(ctx context.Context, me store.UserRef, room, content stri
 	}
 	w := s.beginRoomWrite(ctx, room)
 	defer w.end()
-	msg := store.Message{Room: room, ID: store.NewMessageID(), Author: me, Content: content, ReplyTo: root}
+	msg := store.Message{Room: room, ID: s.newMessageID(), Author: me, Content: content, ReplyTo: root}
 	return s.sendOnce(ctx, clientMessageID, msg, func(msg store.Message) error {
 		if kind == store.PrivateGroup {
 			if err := s.Store.PostGroupMessage(ctx, msg, members); err != nil {
@@ -86,7 +86,7 @@ func (s *Service) SendDirect(ctx context.Context, me store.UserRef, to, content 
 	if err != nil {
 		return nil, err
 	}
-	msg := store.Message{Room: conv, ID: store.NewMessageID(), Author: me, Content: content, ReplyTo: root}
+	msg := store.Message{Room: conv, ID: s.newMessageID(), Author: me, Content: content, ReplyTo: root}
 	announce := func(msg store.Message) {
 		s.publishEvent(ctx, store.Event{ID: msg.ID, Kind: store.DirectMessage, Room: conv, Message: &msg, User: me})
 	}

@@ -105,7 +105,7 @@ func (s *Service) beginRoomWrite(ctx context.Context, room string) *roomWrite {
 	l.mu.Lock()
 	// Taken under the line's lock, so that the line is in floor order; to
 	// the microsecond below, as ids are (store.NewMessageID).
-	w.since = time.Now()
+	w.since = s.now()
 	w.floor = store.MinMessageID(w.since.Truncate(time.Microsecond))
 	l.writes = append(l.writes, w)
 	l.mu.Unlock()
@@ -182,7 +182,7 @@ func (w *roomWrite) leaveLocked() {
 // it ends or has been in progress for maxRoomWriteHold. When events are
 // left waiting, a release is due when the first write stops holding.
 func (s *Service) releaseLocked(l *roomLine) {
-	now := time.Now()
+	now := s.now()
 	var hold *roomWrite
 	for _, w := range l.writes {
 		if now.Sub(w.since) < maxRoomWriteHold {

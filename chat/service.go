@@ -13,6 +13,7 @@ package chat
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/broker"
@@ -48,11 +49,30 @@ type Service struct {
 	// MaxRoomsPerUser caps the rooms and groups a user takes part in
 	// (DefaultMaxRoomsPerUser when 0).
 	MaxRoomsPerUser int
+	// Clock makes the ids of posted messages and orders the rooms' writes
+	// (roomorder.go); nil is this machine's clock.
+	Clock *store.IDClock
 
 	// history shares identical history reads made at once.
 	history historyReads
 	// roomLines order each room's events by id as they leave (roomorder.go).
 	roomLines roomLines
+}
+
+// newMessageID is a fresh id of the instance's clock.
+func (s *Service) newMessageID() store.MessageID {
+	if s.Clock == nil {
+		return store.NewMessageID()
+	}
+	return s.Clock.NewMessageID()
+}
+
+// now is the instance's clock's time.
+func (s *Service) now() time.Time {
+	if s.Clock == nil {
+		return time.Now()
+	}
+	return s.Clock.Now()
 }
 
 // limit counts a write of me's within the limit of action.

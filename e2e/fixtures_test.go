@@ -58,15 +58,12 @@ func startCluster(t *testing.T, n int, url string) *cluster {
 
 // startClusterWith is startCluster with configure (when not nil) applied
 // to the instances' configuration.
-func startClusterWith(t *testing.T, n int, url string, configure func(*server.Config)) *cluster {
+func startClusterWith(t *testing.T, n int, url string, configure func(i int, c *server.Config)) *cluster {
 	t.Helper()
 	cfg := testConfig(t)
 	cfg.RedisURL = url
 	cfg.RedisChannelPrefix = "test-" + randomHex(4) + ":"
 	cfg.JWTSecret = strings.Repeat("s", 32) // instances verify each other's tokens
-	if configure != nil {
-		configure(&cfg)
-	}
 	var st store.Store
 	if os.Getenv("CHAT_CASSANDRA_HOSTS") != "" {
 		cc := cassandraConfig(t).Cassandra
@@ -84,7 +81,11 @@ func startClusterWith(t *testing.T, n int, url string, configure func(*server.Co
 	}
 	t.Cleanup(func() { st.Close() }) // after the instances' own cleanups
 	c := &cluster{prefix: cfg.RedisChannelPrefix}
-	for range n {
+	for i := range n {
+		cfg := cfg
+		if configure != nil {
+			configure(i, &cfg)
+		}
 		srv, err := server.NewOnStore(context.Background(), cfg, testLogger(), st)
 		if err != nil {
 			t.Fatalf("start instance: %v", err)
@@ -131,7 +132,11 @@ func acrossCluster(t *testing.T, o across) (cl *cluster, alice, bob *chatclient.
 	if room == "" {
 		room = "across"
 	}
-	cl = startClusterWith(t, 2, url, o.configure)
+	cl = startClusterWith(t, 2, url, func(_ int, c *server.Config) {
+		if o.configure != nil {
+			o.configure(c)
+		}
+	})
 	alice = cl.instances[0].user(t, "alice")
 	bob = cl.on(1, cl.instances[0].user(t, "bob"))
 	mustDo(t, alice, createRoom, map[string]any{"n": room}, nil)

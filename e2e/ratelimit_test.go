@@ -244,7 +244,7 @@ func TestLoginRateLimits(t *testing.T) {
 }
 
 func TestClusterSharesRateLimits(t *testing.T) {
-	cl := startClusterWith(t, 2, redisURL(t), func(cfg *server.Config) {
+	cl := startClusterWith(t, 2, redisURL(t), func(_ int, cfg *server.Config) {
 		cfg.RateLimits[ratelimit.Post] = ratelimit.Limit{Rate: 3, Period: time.Hour, Burst: 3}
 	})
 	alice := cl.instances[0].user(t, "alice")

@@ -18,6 +18,7 @@ import (
 	"github.com/killrchat/chatql/internal/testenv"
 	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/server"
+	"github.com/killrchat/chatql/store"
 )
 
 // redisCluster runs scripts/redis-cluster.sh.
@@ -38,7 +39,7 @@ func redisCluster(t *testing.T, args ...string) string {
 // keep working on the cluster.
 func TestRedisClusterFailoverEndToEnd(t *testing.T) {
 	url := testenv.RedisCluster(t)
-	cl := startClusterWith(t, 2, url, func(c *server.Config) {
+	cl := startClusterWith(t, 2, url, func(_ int, c *server.Config) {
 		c.RedisCluster, c.RedisPubSub = true, "sharded"
 		c.RateLimits[ratelimit.DirectMessage] = ratelimit.Limit{Rate: 3, Period: time.Hour, Burst: 3}
 	})
@@ -193,4 +194,118 @@ func TestRedisClusterFailoverEndToEnd(t *testing.T) {
 		mustDo(t, cl.on(i%2, poster), dm, map[string]any{"c": fmt.Sprint(i)}, nil)
 	}
 	wantRateLimited(t, cl.on(1, poster), dm, map[string]any{"c": "over"})
+}
+
+// Three instances with skewed clocks on a Redis Cluster, as in
+// TestResumeIsExactAcrossInstances, while the room's hash slot moves from
+// its master to another and on to the third under load (resharding: the
+// room's sequence moves with its slot, and the subscriptions follow): every
+// reader still gets every post exactly once, in one order.
+func TestRedisClusterResumeWhileSlotMigrates(t *testing.T) {
+	url := testenv.RedisCluster(t)
+	cl := startClusterWith(t, len(skewedClocks), url, func(i int, c *server.Config) {
+		c.RedisCluster, c.RedisPubSub = true, "sharded"
+		c.IDClock = store.NewIDClock(skewedClocks[i])
+	})
+	opts, err := redis.ParseClusterURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := redis.NewClusterClient(opts)
+	t.Cleanup(func() { _ = admin.Close() })
+	const room = "resharded"
+	resumeAcrossInstances(t, cl, room, func() {
+		key, slot := roomSlot(t, admin, cl.prefix, room)
+		for _, after := range []int{60, 150} { // of the 240 posts
+			waitFor(t, func() bool {
+				n, err := admin.HGet(testContext(t), key, "n").Int()
+				return err == nil && n >= after
+			})
+			migrateSlot(t, admin, slot)
+		}
+	})
+}
+
+// roomSlot waits for the room's sequence to be in Redis (its first event)
+// and returns its key and hash slot, which its channel shares.
+func roomSlot(t *testing.T, admin *redis.ClusterClient, prefix, room string) (string, int) {
+	t.Helper()
+	ctx := testContext(t)
+	var key string
+	waitFor(t, func() bool {
+		_ = admin.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			keys, _, err := c.Scan(ctx, 0, prefix+"*seq:room:"+room, 1000).Result()
+			if err == nil && len(keys) > 0 {
+				key = keys[0]
+			}
+			return nil
+		})
+		return key != ""
+	})
+	slot, err := admin.ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key, int(slot)
+}
+
+// migrateSlot moves slot from its master to another, as redis-cli
+// --cluster reshard does: the target imports, the source migrates, its keys
+// move, then every master learns the slot's new owner.
+func migrateSlot(t *testing.T, admin *redis.ClusterClient, slot int) {
+	t.Helper()
+	ctx := testContext(t)
+	slots, err := admin.ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var source redis.ClusterNode
+	var masters []redis.ClusterNode
+	for _, s := range slots {
+		if !slices.ContainsFunc(masters, func(n redis.ClusterNode) bool { return n.ID == s.Nodes[0].ID }) {
+			masters = append(masters, s.Nodes[0])
+		}
+		if s.Start <= slot && slot <= s.End {
+			source = s.Nodes[0]
+		}
+	}
+	// The next master by address: moved again, the slot goes to a third.
+	slices.SortFunc(masters, func(a, b redis.ClusterNode) int { return strings.Compare(a.Addr, b.Addr) })
+	i := slices.IndexFunc(masters, func(n redis.ClusterNode) bool { return n.ID == source.ID })
+	target := masters[(i+1)%len(masters)]
+	node := func(n redis.ClusterNode) *redis.Client {
+		c := redis.NewClient(&redis.Options{Addr: n.Addr})
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	src, dst := node(source), node(target)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("moving slot %d from %s to %s: %v", slot, source.Addr, target.Addr, err)
+		}
+	}
+	must(dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", source.ID).Err())
+	must(src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", target.ID).Err())
+	host, port, _ := strings.Cut(target.Addr, ":")
+	for {
+		keys, err := src.ClusterGetKeysInSlot(ctx, slot, 100).Result()
+		must(err)
+		if len(keys) == 0 {
+			break
+		}
+		args := []any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		must(src.Do(ctx, args...).Err())
+	}
+	must(dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", target.ID).Err())
+	must(src.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", target.ID).Err())
+	for _, m := range masters {
+		if m.ID != source.ID && m.ID != target.ID {
+			must(node(m).Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", target.ID).Err())
+		}
+	}
+	t.Logf("slot %d moved from %s to %s", slot, source.Addr, target.Addr)
 }

@@ -170,7 +170,11 @@ func (r *queryResolver) MyMessages(ctx context.Context, first *int, after *strin
 
 // InboxEvents is the resolver for the inboxEvents field.
 func (r *subscriptionResolver) InboxEvents(ctx context.Context, after *string, presence *bool) (<-chan *model.InboxEvent, error) {
-	me, from, err := subscriber(ctx, after)
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	from, err := parseCursor(after)
 	if err != nil {
 		return nil, err
 	}

@@ -168,9 +168,15 @@ func (f feedSubscription) InboxEvents(context.Context, *string, *bool) (<-chan *
 // presence if asked: the roomEvents subscription, for the transports that
 // drive streams themselves.
 func (r *Resolver) OpenRoomEvents(ctx context.Context, room string, after *string, presence bool) (*stream.Room, error) {
-	me, from, err := subscriber(ctx, after)
+	me, err := auth.UserFrom(ctx)
 	if err != nil {
 		return nil, err
+	}
+	var from store.Cursor
+	if after != nil && *after != "" {
+		if from, err = store.ParseCursor(*after); err != nil {
+			return nil, err
+		}
 	}
 	s, err := r.Streams.OpenRoom(ctx, room, me, from)
 	if err != nil {
@@ -185,23 +191,14 @@ func (r *Resolver) OpenRoomEvents(ctx context.Context, room string, after *strin
 	return s, nil
 }
 
-// subscriber returns who subscribes, and after which cursor.
-func subscriber(ctx context.Context, after *string) (store.UserRef, store.MessageID, error) {
-	me, err := auth.UserFrom(ctx)
-	if err != nil {
-		return me, store.MessageID{}, err
-	}
-	from, err := parseCursor(after)
-	return me, from, err
-}
-
-// RoomEventOf shapes a room event as the API's RoomEvent. A logged event's
-// id is its cursor; ROOM_DELETED has none, since the room's log went with
-// it.
+// RoomEventOf shapes a room event as the API's RoomEvent. A logged event
+// has a cursor: its id, and its place in the room's sequence when the
+// broker keeps one (store.CursorOf); ROOM_DELETED has none, since the
+// room's log went with it.
 func RoomEventOf(ev *store.Event) *model.RoomEvent {
 	out := &model.RoomEvent{Kind: model.RoomEventKind(ev.Kind), Room: ev.Room, Message: ev.Message, User: &ev.User, By: actorOf(ev), Online: presenceOf(ev)}
 	if !ev.ID.IsZero() && ev.Kind != store.RoomDeleted {
-		cursor := ev.ID.String()
+		cursor := store.CursorOf(ev)
 		out.Cursor = &cursor
 	}
 	return out

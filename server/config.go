@@ -13,6 +13,7 @@ import (
 	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/presence"
 	"github.com/killrchat/chatql/ratelimit"
+	"github.com/killrchat/chatql/store"
 	"github.com/killrchat/chatql/store/cassandra"
 )
 
@@ -96,6 +97,10 @@ type Config struct {
 	// RateClock is the clock of the in-process rate limits (time.Now when
 	// nil); tests set it. It has no flag.
 	RateClock func() time.Time
+	// IDClock makes the ids of the messages posted through this instance
+	// (this machine's clock when nil); tests of instances whose clocks
+	// disagree set it. It has no flag.
+	IDClock *store.IDClock
 	// MaxUnauthenticatedWebsockets caps the websockets open without a
 	// user (before connection_init, or anonymous).
 	MaxUnauthenticatedWebsockets int

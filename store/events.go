@@ -105,6 +105,10 @@ type Event struct {
 	Message *Message
 	// Online is, for PresenceChanged, whether User is online now.
 	Online bool
+	// Seq is a room event's place in the room's sequence, when the broker
+	// that carried it keeps one (see Seq); the zero Seq otherwise, and in
+	// the store's log.
+	Seq Seq
 }
 
 // PostedEvent is the MessagePosted event of m.

@@ -41,17 +41,47 @@ const ticksPerMicro = 10
 // stamped with a message's time (USING TIMESTAMP) then never tie, and a tie
 // is what lets Cassandra mix the columns of two messages. It stays ahead of
 // the clock only past a million ids a second.
-func NewMessageID() MessageID {
-	now := tickOf(time.Now())
+func NewMessageID() MessageID { return nextMessageID(&lastTick, time.Now(), processNode) }
+
+// nextMessageID is the id for now after the newest of last, which it
+// records.
+func nextMessageID(last *atomic.Uint64, at time.Time, node [8]byte) MessageID {
+	now := tickOf(at)
 	now -= now % ticksPerMicro
 	for {
-		last := lastTick.Load()
-		next := max(now, last+ticksPerMicro)
-		if lastTick.CompareAndSwap(last, next) {
-			return makeMessageID(next, processNode)
+		prev := last.Load()
+		next := max(now, prev+ticksPerMicro)
+		if last.CompareAndSwap(prev, next) {
+			return makeMessageID(next, node)
 		}
 	}
 }
+
+// IDClock makes message ids as NewMessageID does, from a clock set off
+// from this machine's by Offset and a node id of its own: the clock of
+// another server, for tests of several instances in one process whose
+// clocks disagree.
+type IDClock struct {
+	offset time.Duration
+	node   [8]byte
+	last   atomic.Uint64
+}
+
+// NewIDClock returns a clock offset from this machine's by offset.
+func NewIDClock(offset time.Duration) *IDClock {
+	c := &IDClock{offset: offset}
+	if _, err := rand.Read(c.node[:]); err != nil {
+		panic("store: no randomness for timeuuid node: " + err.Error())
+	}
+	return c
+}
+
+// Now is the clock's time.
+func (c *IDClock) Now() time.Time { return time.Now().Add(c.offset) }
+
+// NewMessageID returns a fresh timeuuid for the clock's now, strictly
+// greater than any this clock returned before.
+func (c *IDClock) NewMessageID() MessageID { return nextMessageID(&c.last, c.Now(), c.node) }
 
 // MessageIDAt returns a timeuuid for t with random low bytes, for messages
 // whose time is given (imports, tests of bucket boundaries).

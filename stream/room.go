@@ -21,11 +21,16 @@ type Room struct {
 	room   string
 	viewer store.UserRef
 	sub    *broker.Subscription
-	after  store.MessageID
+	after  store.Cursor
 	// floor bounds what the stream may ever deliver: the resume cursor, or
 	// the moment the live subscription started.
 	floor store.MessageID
 	seen  seen
+	// sequence is the broker's, if it numbers the room's events; at is the
+	// place in it of the last numbered event the stream took (delivered,
+	// or passed over as not the viewer's), zero before the first.
+	sequence broker.Sequencer
+	at       store.Cursor
 	// windows are a private group's member's membership windows: an event
 	// about a message posted outside them (an edit, a deletion, a hide, a
 	// reaction) is not theirs to see. Nil in a public room.
@@ -53,10 +58,10 @@ func (r *Room) FollowPresence(ctx context.Context) error {
 // OpenRoom checks that viewer may follow the room (a participant), then
 // subscribes to its live events before anything is read from the log, so
 // that nothing logged in between is missed. after is the resume cursor (the
-// zero id: from now on). A private group's member never replays from
+// zero cursor: from now on). A private group's member never replays from
 // before their current membership window. The stream holds a broker
 // subscription until it ends or is closed.
-func (s *Source) OpenRoom(ctx context.Context, room string, viewer store.UserRef, after store.MessageID) (*Room, error) {
+func (s *Source) OpenRoom(ctx context.Context, room string, viewer store.UserRef, after store.Cursor) (*Room, error) {
 	m, err := s.Store.Membership(ctx, room, viewer.Login)
 	if err != nil {
 		return nil, err
@@ -72,16 +77,16 @@ func (s *Source) OpenRoom(ctx context.Context, room string, viewer store.UserRef
 			return nil, err
 		}
 		windows = conv.Windows
-		if w := conv.Windows; len(w) > 0 && !after.IsZero() {
-			if start := store.MinMessageID(w[len(w)-1].From); after.Compare(start) < 0 {
-				after = start
+		if w := conv.Windows; len(w) > 0 && !after.ID.IsZero() {
+			if start := store.MinMessageID(w[len(w)-1].From); after.ID.Compare(start) < 0 {
+				after = store.Cursor{ID: start}
 			}
 		}
 	}
 	if !m.Participant {
 		return nil, NotParticipant(room, viewer)
 	}
-	floor := after
+	floor := after.ID
 	if floor.IsZero() {
 		floor = store.MinMessageID(time.Now())
 	}
@@ -89,7 +94,8 @@ func (s *Source) OpenRoom(ctx context.Context, room string, viewer store.UserRef
 	if err != nil {
 		return nil, err
 	}
-	return &Room{src: s, room: room, viewer: viewer, sub: sub, after: after, floor: floor, windows: windows}, nil
+	sequence, _ := s.Broker.(broker.Sequencer)
+	return &Room{src: s, room: room, viewer: viewer, sub: sub, after: after, floor: floor, windows: windows, sequence: sequence}, nil
 }
 
 // Viewer is the subscriber the stream was opened for.
@@ -154,10 +160,8 @@ func (r *Room) Pump(ctx context.Context, emit func(*store.Event) bool) (done boo
 	}()
 	if !r.replayed {
 		r.replayed = true
-		if !r.after.IsZero() {
-			if ok, err := r.catchUp(ctx, r.after, emit); !ok {
-				return true, err
-			}
+		if ok, err := r.resume(ctx, emit); !ok {
+			return true, err
 		}
 	}
 	for ctx.Err() == nil {
@@ -174,13 +178,20 @@ func (r *Room) Pump(ctx context.Context, emit func(*store.Event) bool) (done boo
 			return false, nil
 		}
 		if ev.Kind == broker.Resync {
-			if ok, err := r.catchUp(ctx, r.seen.resumeFrom(r.floor), emit); !ok {
+			if ok, err := r.catchUpAfterGap(ctx, emit); !ok {
 				return true, err
 			}
 			if ok, err := r.stillFollowing(ctx, emit); !ok {
 				return true, err
 			}
 			continue
+		}
+		if !ev.Seq.IsZero() {
+			if taken, ok, err := r.takePlace(ctx, ev, emit); !ok {
+				return true, err
+			} else if !taken {
+				continue
+			}
 		}
 		if !r.deliver(ev, emit) || r.ends(ev) {
 			return true, nil
@@ -227,6 +238,142 @@ func (r *Room) Close() {
 // ends reports whether ev is the last event the subscriber may see.
 func (r *Room) ends(ev *store.Event) bool {
 	return ev.Kind == store.RoomDeleted || store.EndsMembership(ev, r.viewer.Login)
+}
+
+// resume delivers what followed the resume cursor, if there is one: by the
+// room's sequence when the cursor has a place in it that the broker still
+// holds, exactly; by the log's ids after the cursor's otherwise (the
+// sequence was lost with Redis's data, or the cursor is older than what it
+// keeps), which is exact for the events of one instance, but may miss an
+// event of another instance that reached subscribers just after the
+// cursor's with a smaller id. It reports false when the stream must end, as catchUp does.
+func (r *Room) resume(ctx context.Context, emit func(*store.Event) bool) (bool, error) {
+	if r.after.ID.IsZero() {
+		return true, nil
+	}
+	r.at = r.after
+	if known, ok, err := r.catchUpSequence(ctx, emit); known || !ok {
+		return ok, err
+	}
+	r.at = store.Cursor{}
+	return r.catchUp(ctx, r.after.ID, emit)
+}
+
+// takePlace follows a live event numbered in the room's sequence: taken is
+// false for one the stream took already (a catch-up read it); a number
+// beyond the next means events were lost on their way, and the stream
+// catches up on them first. ok is false when the stream must end, as
+// catchUp reports.
+func (r *Room) takePlace(ctx context.Context, ev *store.Event, emit func(*store.Event) bool) (taken, ok bool, err error) {
+	switch {
+	case r.at.Seq.IsZero() || ev.Seq.Epoch != r.at.Seq.Epoch:
+		// The first, or the first of a new sequence (a Resync came first
+		// and the stream caught up by id).
+	case ev.Seq.N <= r.at.Seq.N:
+		return false, true, nil
+	case ev.Seq.N > r.at.Seq.N+1:
+		if ok, err := r.catchUpAfterGap(ctx, emit); !ok {
+			return false, false, err
+		}
+		if ev.Seq.Epoch == r.at.Seq.Epoch && ev.Seq.N <= r.at.Seq.N {
+			return false, true, nil
+		}
+	}
+	r.at = store.Cursor{ID: ev.ID, Seq: ev.Seq}
+	return true, true, nil
+}
+
+// catchUpAfterGap delivers what the stream may have missed while the
+// broker lost events: by the room's sequence when it still holds the last
+// place the stream took, by the log's ids after the oldest event it
+// remembers delivering otherwise. It reports false when the stream must
+// end, as catchUp does.
+func (r *Room) catchUpAfterGap(ctx context.Context, emit func(*store.Event) bool) (bool, error) {
+	if known, ok, err := r.catchUpSequence(ctx, emit); known || !ok {
+		return ok, err
+	}
+	r.at = store.Cursor{}
+	return r.catchUp(ctx, r.seen.resumeFrom(r.floor), emit)
+}
+
+// catchUpSequence delivers the events that followed r.at in the room's
+// sequence, in that order, read from the log. known is false when there is
+// no sequence to read (the broker keeps none, r.at has no place, the
+// sequence no longer holds it, or reading it failed) and nothing was
+// delivered; ok is false when the stream must end, as catchUp reports.
+func (r *Room) catchUpSequence(ctx context.Context, emit func(*store.Event) bool) (known, ok bool, err error) {
+	if r.sequence == nil || r.at.Seq.IsZero() {
+		return false, true, nil
+	}
+	for {
+		places, held, err := r.sequence.SequenceAfter(ctx, r.room, r.at, replayPage)
+		if err != nil || !held {
+			// Reading the log by id is the way that remains; an error
+			// here is the broker's, and the log may yet answer.
+			return known, true, nil
+		}
+		known = true
+		if len(places) == 0 {
+			return true, true, nil
+		}
+		logged, err := r.loggedEvents(ctx, places)
+		if err != nil {
+			if ctx.Err() != nil {
+				return true, false, nil
+			}
+			return true, false, err
+		}
+		for _, p := range places {
+			r.at = p
+			ev, found := logged[p.ID]
+			if !found {
+				continue // not in the log (the room's deletion) or not logged yet
+			}
+			ev.Seq = p.Seq
+			if !r.deliver(&ev, emit) || r.ends(&ev) {
+				return true, false, nil
+			}
+		}
+		if len(places) < replayPage {
+			return true, true, nil
+		}
+	}
+}
+
+// loggedEvents reads the events at places from the room's log, by id. Their
+// ids are close together (an instance's clock and its write time apart),
+// so one read from the smallest usually finds them all.
+func (r *Room) loggedEvents(ctx context.Context, places []store.Cursor) (map[store.MessageID]store.Event, error) {
+	first, last := places[0].ID, places[0].ID
+	for _, p := range places[1:] {
+		if p.ID.Compare(first) < 0 {
+			first = p.ID
+		}
+		if p.ID.Compare(last) > 0 {
+			last = p.ID
+		}
+	}
+	wanted := make(map[store.MessageID]bool, len(places))
+	for _, p := range places {
+		wanted[p.ID] = true
+	}
+	logged := make(map[store.MessageID]store.Event, len(places))
+	after := store.MinMessageID(first.Time().Add(-time.Microsecond))
+	for {
+		events, err := r.src.Store.RoomEvents(ctx, r.room, after, replayPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range events {
+			if wanted[ev.ID] {
+				logged[ev.ID] = ev
+			}
+		}
+		if len(logged) == len(wanted) || len(events) < replayPage || events[len(events)-1].ID.Compare(last) >= 0 {
+			return logged, nil
+		}
+		after = events[len(events)-1].ID
+	}
 }
 
 // catchUp delivers the logged events after the cursor, oldest first. It

@@ -120,7 +120,7 @@ func TestRoomReplayThenLiveWithoutRepeats(t *testing.T) {
 	cursor := f.post("tea", alice, "m0")
 	e1, e2 := f.post("tea", alice, "m1"), f.post("tea", alice, "m2")
 
-	s, err := f.src.OpenRoom(f.ctx, "tea", bob, cursor.ID)
+	s, err := f.src.OpenRoom(f.ctx, "tea", bob, store.Cursor{ID: cursor.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestRoomResyncCatchesUpEveryKind(t *testing.T) {
 	f := newFixture(t)
 	alice, bob, carol := f.user("alice"), f.user("bob"), f.user("carol")
 	f.room("tea", alice, bob, carol)
-	s, err := f.src.OpenRoom(f.ctx, "tea", carol, store.MessageID{})
+	s, err := f.src.OpenRoom(f.ctx, "tea", carol, store.Cursor{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestRoomResyncFindsRoomDeleted(t *testing.T) {
 	f := newFixture(t)
 	alice, bob := f.user("alice"), f.user("bob")
 	f.room("tea", alice, bob)
-	s, err := f.src.OpenRoom(f.ctx, "tea", bob, store.MessageID{})
+	s, err := f.src.OpenRoom(f.ctx, "tea", bob, store.Cursor{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,10 +206,10 @@ func TestRoomRefusesNonParticipants(t *testing.T) {
 	f := newFixture(t)
 	alice, eve := f.user("alice"), f.user("eve")
 	f.room("tea", alice)
-	if _, err := f.src.OpenRoom(f.ctx, "tea", eve, store.MessageID{}); err == nil {
+	if _, err := f.src.OpenRoom(f.ctx, "tea", eve, store.Cursor{}); err == nil {
 		t.Fatal("eve follows a room she is not in")
 	}
-	if _, err := f.src.OpenRoom(f.ctx, "nowhere", eve, store.MessageID{}); err == nil {
+	if _, err := f.src.OpenRoom(f.ctx, "nowhere", eve, store.Cursor{}); err == nil {
 		t.Fatal("a stream of a room that does not exist")
 	}
 }
@@ -272,12 +272,12 @@ func TestRoomPresenceOnlyWhenFollowed(t *testing.T) {
 	f := newFixture(t)
 	alice, bob := f.user("alice"), f.user("bob")
 	f.room("tea", alice, bob)
-	plain, err := f.src.OpenRoom(f.ctx, "tea", bob, store.MessageID{})
+	plain, err := f.src.OpenRoom(f.ctx, "tea", bob, store.Cursor{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer plain.Close()
-	following, err := f.src.OpenRoom(f.ctx, "tea", bob, store.MessageID{})
+	following, err := f.src.OpenRoom(f.ctx, "tea", bob, store.Cursor{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestRunFollowsPresence(t *testing.T) {
 	f := newFixture(t)
 	alice, bob := f.user("alice"), f.user("bob")
 	f.room("tea", alice, bob)
-	room, err := f.src.OpenRoom(f.ctx, "tea", bob, store.MessageID{})
+	room, err := f.src.OpenRoom(f.ctx, "tea", bob, store.Cursor{})
 	if err != nil {
 		t.Fatal(err)
 	}

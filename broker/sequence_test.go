@@ -1,0 +1,127 @@
+package broker
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/killrchat/chatql/store"
+)
+
+// loggedEvent is a room event with an id, as the log holds it.
+func loggedEvent(room, author string, i int) Event {
+	ev := testEvent(author, i)
+	ev.Room, ev.Message.Room = room, room
+	ev.ID = ev.Message.ID
+	return ev
+}
+
+// A room's logged events published by two instances are numbered in the
+// order every subscriber gets them, under one epoch; an event without an
+// id (nothing logs it) has no number. The sequence tells what followed a
+// place, and refuses a place it does not hold: another epoch, another
+// event there, one fallen out of what it keeps, or one of a sequence ended
+// by a lost event (whose Resync comes first, then a new epoch).
+func TestRedisSequencesRoomEvents(t *testing.T) {
+	url := redisURL(t)
+	for _, mode := range []struct {
+		name string
+		opts []RedisOption
+	}{{"broadcast", nil}, {"sharded", []RedisOption{WithSharded(true)}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			ctx := t.Context()
+			prefix := testPrefix(t)
+			a, b := newTestRedis(t, url, prefix, mode.opts...), newTestRedis(t, url, prefix, mode.opts...)
+			topic := RoomTopic("seq")
+			sub := subscribe(t, b, topic)
+			const n = 40
+			for i := range n {
+				publish(t, []*Redis{a, b}[i%2], topic, loggedEvent("seq", "p", i))
+				if i == n/2 {
+					publish(t, a, topic, Event{Kind: store.TypingStarted, Room: "seq", User: store.UserRef{Login: "p"}})
+				}
+			}
+			var got []store.Cursor
+			for len(got) < n {
+				ev := recv(t, sub, 5*time.Second)
+				if ev.ID.IsZero() {
+					if !ev.Seq.IsZero() {
+						t.Fatalf("an event without an id came numbered %+v", ev.Seq)
+					}
+					continue
+				}
+				got = append(got, store.Cursor{ID: ev.ID, Seq: ev.Seq})
+			}
+			for i, c := range got {
+				if c.Seq.N != uint64(i+1) || c.Seq.Epoch != got[0].Seq.Epoch || c.Seq.Epoch == "" {
+					t.Fatalf("event %d arrived at %+v, want number %d of epoch %q", i, c.Seq, i+1, got[0].Seq.Epoch)
+				}
+			}
+
+			next, ok, err := a.SequenceAfter(ctx, "seq", got[9], 100)
+			if err != nil || !ok || len(next) != n-10 {
+				t.Fatalf("after the 10th: %d places, held %v, err %v; want %d", len(next), ok, err, n-10)
+			}
+			for i, c := range next {
+				if c != got[10+i] {
+					t.Fatalf("place %d after the 10th is %+v, want %+v", i, c, got[10+i])
+				}
+			}
+			if next, ok, err := a.SequenceAfter(ctx, "seq", got[9], 5); err != nil || !ok || len(next) != 5 || next[4] != got[14] {
+				t.Fatalf("five after the 10th: %+v, held %v, err %v", next, ok, err)
+			}
+			if next, ok, err := b.SequenceAfter(ctx, "seq", got[n-1], 100); err != nil || !ok || len(next) != 0 {
+				t.Fatalf("after the last: %+v, held %v, err %v; want nothing, held", next, ok, err)
+			}
+			for name, at := range map[string]store.Cursor{
+				"another epoch":      {ID: got[3].ID, Seq: store.Seq{Epoch: "0123456789ab", N: got[3].Seq.N}},
+				"another event":      {ID: got[4].ID, Seq: got[3].Seq},
+				"no place":           {ID: got[3].ID},
+				"a place to come":    {ID: got[3].ID, Seq: store.Seq{Epoch: got[3].Seq.Epoch, N: n + 5}},
+				"another room's too": {ID: store.NewMessageID(), Seq: store.Seq{Epoch: got[0].Seq.Epoch, N: 1}},
+			} {
+				if next, ok, err := a.SequenceAfter(ctx, "seq", at, 100); err != nil || ok {
+					t.Errorf("%s: %d places, held %v, err %v; want it not held", name, len(next), ok, err)
+				}
+			}
+
+			// Past what is kept, the oldest places are no longer held.
+			sub.Close()
+			for i := range sequenceKept + 40 {
+				publish(t, a, topic, loggedEvent("seq", "q", i))
+			}
+			if err := a.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok, err := a.SequenceAfter(ctx, "seq", got[0], 10); err != nil || ok {
+				t.Fatalf("the first place after %d more events: held %v, err %v; want it fallen out", sequenceKept+40, ok, err)
+			}
+
+			// A lost event ends the sequence: its Resync, then a new one.
+			sub = subscribe(t, b, topic)
+			a.dropped(topic, errors.New("lost for the test"))
+			if ev := recv(t, sub, 5*time.Second); ev.Kind != Resync {
+				t.Fatalf("first event after a lost one is %+v, want a Resync", ev)
+			}
+			publish(t, b, topic, loggedEvent("seq", "p", 0))
+			ev := recv(t, sub, 5*time.Second)
+			if ev.Seq.N != 1 || ev.Seq.Epoch == got[0].Seq.Epoch {
+				t.Fatalf("the first event after the loss is at %+v, want number 1 of a new epoch (the old was %q)", ev.Seq, got[0].Seq.Epoch)
+			}
+			if _, ok, err := a.SequenceAfter(ctx, "seq", got[n-1], 10); err != nil || ok {
+				t.Fatalf("a place of the ended sequence: held %v, err %v; want not", ok, err)
+			}
+		})
+	}
+}
+
+// A wire event carries the place Redis wrote in.
+func TestWireEventCarriesItsPlace(t *testing.T) {
+	ev, err := decodeEvent([]byte(`{"seq":12,"ep":"3f9a0c11b2d4","v":4,"kind":"MESSAGE_POSTED","room":"tea","user":{"login":"alice"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Seq != (store.Seq{Epoch: "3f9a0c11b2d4", N: 12}) {
+		t.Fatalf("decoded place %+v", ev.Seq)
+	}
+}
