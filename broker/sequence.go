@@ -22,9 +22,11 @@ import (
 // it, in that order, from the store's log.
 type Sequencer interface {
 	// SequenceAfter returns the places of up to limit of room's events that
-	// followed at in its sequence, in order. ok is false when the sequence
-	// no longer holds at (it was reset, at fell out of the ids kept, or at
-	// names another event there): the caller then reads the log by id.
+	// followed at in its sequence, in order; at without a place (a
+	// message's cursor from a page of history) is looked up by its id. ok
+	// is false when the sequence no longer holds at (it was reset, at fell
+	// out of the ids kept, or at names another event there): the caller
+	// then reads the log by id.
 	SequenceAfter(ctx context.Context, room string, at store.Cursor, limit int) (next []store.Cursor, ok bool, err error)
 }
 
@@ -69,11 +71,17 @@ return redis.call(ARGV[2], KEYS[1], ARGV[1])
 
 // sequenceAfterScript returns the epoch of the sequence KEYS[1] and the
 // ids and numbers from ARGV[1] on of its sorted set KEYS[2], at most ARGV[2]
-// of them; nil if there is no sequence.
+// of them; from the number of the id ARGV[3] when ARGV[1] is 0; nil if
+// there is no sequence, or the id has no number.
 var sequenceAfterScript = redis.NewScript(`
 local e = redis.call('HGET', KEYS[1], 'e')
 if not e then return false end
-return {e, redis.call('ZRANGE', KEYS[2], ARGV[1], '+inf', 'BYSCORE', 'LIMIT', 0, ARGV[2], 'WITHSCORES')}
+local n = ARGV[1]
+if n == '0' then
+  n = redis.call('ZSCORE', KEYS[2], ARGV[3])
+  if not n then return false end
+end
+return {e, redis.call('ZRANGE', KEYS[2], n, '+inf', 'BYSCORE', 'LIMIT', 0, ARGV[2], 'WITHSCORES')}
 `)
 
 // sequenceKeys are the keys of topic's sequence, in the hash slot of its
@@ -115,11 +123,8 @@ func (r *Redis) queueSequenced(ctx context.Context, pipe redis.Pipeliner, topic,
 
 // SequenceAfter reads room's sequence after at (see Sequencer).
 func (r *Redis) SequenceAfter(ctx context.Context, room string, at store.Cursor, limit int) ([]store.Cursor, bool, error) {
-	if at.Seq.IsZero() {
-		return nil, false, nil
-	}
 	hash, ids := r.sequenceKeys(RoomTopic(room))
-	res, err := sequenceAfterScript.Run(ctx, r.client, []string{hash, ids}, at.Seq.N, limit+1).Slice()
+	res, err := sequenceAfterScript.Run(ctx, r.client, []string{hash, ids}, at.Seq.N, limit+1, at.ID.String()).Slice()
 	if errors.Is(err, redis.Nil) {
 		return nil, false, nil
 	}
@@ -131,7 +136,7 @@ func (r *Redis) SequenceAfter(ctx context.Context, room string, at store.Cursor,
 	}
 	epoch, _ := res[0].(string)
 	entries, _ := res[1].([]any)
-	if epoch != at.Seq.Epoch || len(entries) < 2 {
+	if !at.Seq.IsZero() && epoch != at.Seq.Epoch || len(entries) < 2 {
 		return nil, false, nil
 	}
 	places := make([]store.Cursor, 0, len(entries)/2)
@@ -145,7 +150,7 @@ func (r *Redis) SequenceAfter(ctx context.Context, room string, at store.Cursor,
 		}
 		places = append(places, store.Cursor{ID: id, Seq: store.Seq{Epoch: epoch, N: n}})
 	}
-	if places[0] != at {
+	if places[0].ID != at.ID || !at.Seq.IsZero() && places[0] != at {
 		// at fell out of the ids kept, or the sequence was lost and
 		// started again under the same epoch (a failover that lost writes).
 		return nil, false, nil

@@ -70,13 +70,17 @@ func TestRedisSequencesRoomEvents(t *testing.T) {
 			if next, ok, err := a.SequenceAfter(ctx, "seq", got[9], 5); err != nil || !ok || len(next) != 5 || next[4] != got[14] {
 				t.Fatalf("five after the 10th: %+v, held %v, err %v", next, ok, err)
 			}
+			// A message's cursor from a page of history is looked up by id.
+			if next, ok, err := a.SequenceAfter(ctx, "seq", store.Cursor{ID: got[9].ID}, 100); err != nil || !ok || len(next) != n-10 || next[0] != got[10] {
+				t.Fatalf("after the 10th's id: %d places, held %v, err %v", len(next), ok, err)
+			}
 			if next, ok, err := b.SequenceAfter(ctx, "seq", got[n-1], 100); err != nil || !ok || len(next) != 0 {
 				t.Fatalf("after the last: %+v, held %v, err %v; want nothing, held", next, ok, err)
 			}
 			for name, at := range map[string]store.Cursor{
 				"another epoch":      {ID: got[3].ID, Seq: store.Seq{Epoch: "0123456789ab", N: got[3].Seq.N}},
 				"another event":      {ID: got[4].ID, Seq: got[3].Seq},
-				"no place":           {ID: got[3].ID},
+				"an id without one":  {ID: store.NewMessageID()},
 				"a place to come":    {ID: got[3].ID, Seq: store.Seq{Epoch: got[3].Seq.Epoch, N: n + 5}},
 				"another room's too": {ID: store.NewMessageID(), Seq: store.Seq{Epoch: got[0].Seq.Epoch, N: 1}},
 			} {

@@ -30,9 +30,11 @@ import (
 //
 // This orders each instance's events. Events of two instances reach a
 // subscriber in the order Redis gets them, which may differ from their ids
-// by the time from an id to its publish (and the instances' clocks). And a
-// stream that has just replayed the log can get, live, an event whose
-// write was in progress while it read: once, after a greater id.
+// by the time from an id to its publish (and the instances' clocks): Redis
+// numbers them in that order (broker/sequence.go), and a stream resumes by
+// those numbers. Without them (one instance, in-process broker) a stream
+// that has just replayed the log can get, live, an event whose write was
+// in progress while it read: once, after a greater id.
 const maxRoomWriteHold = 500 * time.Millisecond
 
 // roomLines are the rooms' lines of writes in progress on this instance.

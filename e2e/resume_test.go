@@ -23,7 +23,9 @@ var skewedClocks = []time.Duration{0, 100 * time.Millisecond, 35 * time.Millisec
 // readers on every instance leave and resume at random moments, each time
 // on a random instance and protocol, from the last cursor they got. Every
 // reader gets every post exactly once, and all in one order (the order in
-// which Redis numbered them), though the posts' ids are out of that order.
+// which Redis numbered them), though the posts' ids are out of that order;
+// whether it resumes from an event's cursor or from a message's id, as a
+// page of history gives it.
 func TestResumeIsExactAcrossInstances(t *testing.T) {
 	cl := startClusterWith(t, len(skewedClocks), redisURL(t), func(i int, c *server.Config) {
 		c.IDClock = store.NewIDClock(skewedClocks[i])
@@ -122,8 +124,8 @@ func resumeAcrossInstances(t *testing.T, cl *cluster, room string, during func()
 
 // resumingReader is a reader of the test above: it follows the room until
 // it has total posts, reading a few events at a time, then leaving and
-// resuming from its last cursor on a random instance over a random
-// protocol.
+// resuming from its last cursor (or its last post's id) on a random
+// instance over a random protocol.
 type resumingReader struct {
 	room    string
 	total   int
@@ -174,6 +176,9 @@ func (r *resumingReader) read(ctx context.Context) error {
 			cursor = *ev.Cursor
 			if ev.Kind != "MESSAGE_POSTED" {
 				continue
+			}
+			if r.rng.IntN(4) == 0 {
+				cursor = ev.Message.ID // as a page of history gives it
 			}
 			if got[ev.Message.ID] {
 				return fmt.Errorf("post %s (%s) came twice", ev.Message.ID, ev.Message.Content)

@@ -298,11 +298,11 @@ func (r *Room) catchUpAfterGap(ctx context.Context, emit func(*store.Event) bool
 
 // catchUpSequence delivers the events that followed r.at in the room's
 // sequence, in that order, read from the log. known is false when there is
-// no sequence to read (the broker keeps none, r.at has no place, the
+// no sequence to read (the broker keeps none, there is no r.at, the
 // sequence no longer holds it, or reading it failed) and nothing was
 // delivered; ok is false when the stream must end, as catchUp reports.
 func (r *Room) catchUpSequence(ctx context.Context, emit func(*store.Event) bool) (known, ok bool, err error) {
-	if r.sequence == nil || r.at.Seq.IsZero() {
+	if r.sequence == nil || r.at.ID.IsZero() {
 		return false, true, nil
 	}
 	for {
