@@ -19,17 +19,19 @@ type fixture struct {
 	t   *testing.T
 	ctx context.Context
 	db  *embedded.DB
-	br  *broker.Local
+	br  broker.Broker
 	src *Source
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { return newFixtureOn(t, broker.NewLocal(0)) }
+
+// newFixtureOn is the fixture on br, which it closes at the end.
+func newFixtureOn(t *testing.T, br broker.Broker) *fixture {
 	t.Helper()
 	db, err := embedded.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	br := broker.NewLocal(0)
 	f := &fixture{t: t, ctx: t.Context(), db: db, br: br, src: &Source{Store: db, Broker: br}}
 	t.Cleanup(func() {
 		if n := f.src.Open(); n != 0 {

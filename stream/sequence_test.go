@@ -1,0 +1,87 @@
+package stream
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/internal/testenv"
+	"github.com/killrchat/chatql/store"
+)
+
+// A live event numbered beyond the next in the room's sequence means the
+// ones between were lost on their way (here: numbered, never published):
+// the stream reads them from the sequence and the log first, so the
+// subscriber gets every event once, in the sequence's order, each with
+// its place.
+func TestRoomFillsASkippedNumberFromTheSequence(t *testing.T) {
+	url := os.Getenv("CHAT_REDIS_URL")
+	if url == "" {
+		testenv.Missing(t, "CHAT_REDIS_URL is not set", "the stream's tests on Redis")
+	}
+	prefix := "streamtest:" + store.NewMessageID().String() + ":"
+	br, err := broker.NewRedis(t.Context(), url, broker.WithChannelPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixtureOn(t, br)
+	alice, bob := f.user("alice"), f.user("bob")
+	f.room("tea", alice, bob)
+	s, err := f.src.OpenRoom(f.ctx, "tea", bob, store.Cursor{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	f.publish(f.post("tea", alice, "m1"))
+	lost := f.post("tea", alice, "m2")
+	flush(t, f)
+	// Numbered in the room's sequence as the broker's script does (its
+	// keys beside the room's channel), and never published.
+	hash, ids := prefix+"seq:room:tea", prefix+"seqids:room:tea"
+	n, err := rdb.HIncrBy(f.ctx, hash, "n", 1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ZAdd(f.ctx, ids, redis.Z{Score: float64(n), Member: lost.ID.String()}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	f.publish(f.post("tea", alice, "m3"))
+	flush(t, f)
+
+	var got []string
+	var places []uint64
+	ctx, cancel := context.WithTimeout(f.ctx, 10*time.Second)
+	defer cancel()
+	for len(got) < 3 && ctx.Err() == nil {
+		s.sub.Wait(ctx)
+		if _, err := s.Pump(ctx, func(ev *store.Event) bool {
+			got = append(got, ev.Message.Content)
+			places = append(places, ev.Seq.N)
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want(t, got, "m1", "m2", "m3")
+	if places[0] != 1 || places[1] != 2 || places[2] != 3 {
+		t.Fatalf("places %v, want 1 2 3", places)
+	}
+}
+
+func flush(t *testing.T, f *fixture) {
+	t.Helper()
+	if err := f.br.Flush(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+}
