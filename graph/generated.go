@@ -12396,3 +12396,27 @@ func (ec *executionContext) marshalO__Type2ᚖgithubᚗcomᚋ99designsᚋgqlgen�
 }
 
 // endregion ***************************** type.gotpl *****************************
+
+// region    ***** the page's methods (internal/inlinefields) *****
+
+// The methods gqlgen's executor calls for fields of the page's types, for
+// graph/pages.go.
+func init() {
+	pageMethods = []pageMethod{
+		resolverMethod("Message", "content", ResolverRoot.Message, MessageResolver.Content),
+		modelMethod("Message", "postedAt", (*store.Message).PostedAt),
+		resolverMethod("Message", "editedAt", ResolverRoot.Message, MessageResolver.EditedAt),
+		resolverMethod("Message", "reactions", ResolverRoot.Message, MessageResolver.Reactions),
+		resolverMethod("Message", "mentions", ResolverRoot.Message, MessageResolver.Mentions),
+		resolverMethod("Message", "authorBlocked", ResolverRoot.Message, MessageResolver.AuthorBlocked),
+		resolverMethod("Message", "replyToId", ResolverRoot.Message, MessageResolver.ReplyToID),
+		resolverMethod("Message", "replyCount", ResolverRoot.Message, MessageResolver.ReplyCount),
+		resolverMethod("Message", "latestRepliers", ResolverRoot.Message, MessageResolver.LatestRepliers),
+		resolverMethod("Reaction", "reactedByMe", ResolverRoot.Reaction, ReactionResolver.ReactedByMe),
+		resolverMethod("UserSummary", "firstname", ResolverRoot.UserSummary, UserSummaryResolver.Firstname),
+		resolverMethod("UserSummary", "lastname", ResolverRoot.UserSummary, UserSummaryResolver.Lastname),
+		resolverMethod("UserSummary", "deleted", ResolverRoot.UserSummary, UserSummaryResolver.Deleted),
+	}
+}
+
+// endregion

@@ -2,10 +2,15 @@ package graph
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"reflect"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -14,37 +19,27 @@ import (
 	"github.com/killrchat/chatql/store"
 )
 
-// A page of messages (MessageConnection: messages, thread, directMessages)
-// is the largest thing the API writes, and gqlgen's executor writes it a
-// field at a time: a field context, a resolver closure and a marshaller for
-// each of the ~20 fields of each of its 50 messages, which cost most of a
-// history read's CPU. encodePage writes the same JSON straight from the
-// page, for the selection sets of the fields below, calling the same
-// resolvers; internal/inlinefields makes the generated marshaller of a
-// MessageConnection try it first. Anything it does not know (a field it
-// does not list, @defer) or that fails (a resolver's error, a null where
-// the schema allows none, a panic) leaves the page to the executor, which
-// then reports it as it always did: so the two can differ in speed only.
-// TestPagesEncodeAsTheExecutor checks that they write the same bytes.
-
-// pageFields are the fields encodePage writes, by type: the type of an
-// object field's value, "" for a leaf.
-var pageFields = map[string]map[string]string{
-	"MessageConnection": {"__typename": "", "edges": "MessageEdge", "pageInfo": "PageInfo"},
-	"MessageEdge":       {"__typename": "", "cursor": "", "node": "Message"},
-	"PageInfo":          {"__typename": "", "hasNextPage": "", "hasPreviousPage": "", "startCursor": "", "endCursor": ""},
-	"Message": {"__typename": "", "id": "", "room": "", "author": "UserSummary", "content": "", "system": "",
-		"postedAt": "", "hidden": "", "editedAt": "", "deleted": "", "reactions": "Reaction", "mentions": "",
-		"authorBlocked": "", "replyToId": "", "replyCount": "", "latestRepliers": "UserSummary"},
-	"Reaction":    {"__typename": "", "emoji": "", "count": "", "reactedByMe": ""},
-	"UserSummary": {"__typename": "", "login": "", "firstname": "", "lastname": "", "deleted": ""},
-}
-
-var pageImplementors = map[string][]string{
-	"MessageConnection": messageConnectionImplementors, "MessageEdge": messageEdgeImplementors,
-	"PageInfo": pageInfoImplementors, "Message": messageImplementors,
-	"Reaction": reactionImplementors, "UserSummary": userSummaryImplementors,
-}
+// A page of messages (MessageConnection: messages, thread, directMessages,
+// myMessages) is the largest thing the API writes, and gqlgen's executor
+// writes it a field at a time: a field context, a resolver closure and a
+// marshaller for each of the ~20 fields of each of its 50 messages, which
+// cost most of a history read's CPU. encodePage writes the same JSON
+// straight from the page, calling the same resolvers; internal/inlinefields
+// makes the generated marshaller of a MessageConnection try it first.
+// Anything it cannot write (@defer, a field it could not bind) or that
+// fails (a resolver's error, a null where the schema allows none, a panic)
+// leaves the page to the executor, which then reports it as it always did:
+// so the two can differ in speed only. TestPagesEncodeAsTheExecutor checks
+// that they write the same bytes.
+//
+// No field is listed here: pageTypes derives, once, how to write each
+// field of the page's types from the schema and gqlgen's binding. A field
+// gqlgen resolves with a method (its resolver's, or its Go type's) calls it
+// through pageMethods, which internal/inlinefields writes into
+// generated.go; any other is the struct field gqlgen binds by name, read at
+// its offset. The value is written by its Go type (leafWriters) or, for an
+// object, by the object's own fields. TestPageFieldsAreBound fails, by
+// name, for a field of the page that this leaves out.
 
 // useExecutorForPages makes every page go through gqlgen's executor, and
 // pagesEncoded counts the pages encodePage wrote: for tests that compare
@@ -62,22 +57,44 @@ func UseExecutorForPages(executor bool) (encoded uint64) {
 	return pagesEncoded.Load()
 }
 
-// pageField is a field of a selection set: its name, and the JSON key it
-// is written under, quoted and followed by a colon.
+// pageField is a field of a selection set: the JSON key it is written
+// under, quoted and followed by a colon, and how to write its value.
 type pageField struct {
-	name string
-	key  []byte
-	sub  []pageField // an object's fields
+	key   []byte
+	write writeField
+	sub   []pageField // an object's fields
+}
+
+// writeField writes the value of a field of the object at obj.
+type writeField func(e *pageEncoder, obj unsafe.Pointer, f *pageField)
+
+// pageType is an object type of the page: how to write each of its fields.
+type pageType struct {
+	name         string
+	implementors []string // for graphql.CollectFields
+	goType       reflect.Type
+	fields       map[string]typeField
+	// summary: a user summary (store.UserRef), written once per page for
+	// a user and a selection (pageEncoder.user).
+	summary bool
+	// unbound are the fields it could not bind, and why: a page that
+	// selects one goes to the executor, and TestPageFieldsAreBound fails.
+	unbound map[string]error
+}
+
+type typeField struct {
+	write writeField
+	child *pageType // the object type of the value; nil for a leaf
 }
 
 // planPage collects the fields of sel on an object of type typ, as the
 // executor would (fragments, aliases, @skip and @include); ok is false if
-// one is not in pageFields or is deferred.
-func (ec *executionContext) planPage(typ string, sel ast.SelectionSet) (fields []pageField, ok bool) {
-	collected := graphql.CollectFields(ec.OperationContext, sel, pageImplementors[typ])
+// one is unbound or deferred.
+func (ec *executionContext) planPage(typ *pageType, sel ast.SelectionSet) (fields []pageField, ok bool) {
+	collected := graphql.CollectFields(ec.OperationContext, sel, typ.implementors)
 	written := make(map[string]bool, len(collected))
 	for _, f := range collected {
-		child, known := pageFields[typ][f.Name]
+		tf, known := typ.fields[f.Name]
 		if !known || f.IsDeferred() || len(f.Deferrables) > 0 {
 			return nil, false
 		}
@@ -85,9 +102,9 @@ func (ec *executionContext) planPage(typ string, sel ast.SelectionSet) (fields [
 			continue
 		}
 		written[f.Alias] = true
-		pf := pageField{name: f.Name, key: append(appendQuoted(nil, f.Alias), ':')}
-		if child != "" {
-			if pf.sub, ok = ec.planPage(child, f.Selections); !ok {
+		pf := pageField{key: append(appendQuoted(nil, f.Alias), ':'), write: tf.write}
+		if tf.child != nil {
+			if pf.sub, ok = ec.planPage(tf.child, f.Selections); !ok {
 				return nil, false
 			}
 		}
@@ -102,7 +119,8 @@ func (ec *executionContext) encodePage(ctx context.Context, sel ast.SelectionSet
 	if useExecutorForPages.Load() || v == nil {
 		return nil, false
 	}
-	fields, ok := ec.planPage("MessageConnection", sel)
+	page := pageTypes()
+	fields, ok := ec.planPage(page.root, sel)
 	if !ok {
 		return nil, false
 	}
@@ -111,9 +129,11 @@ func (ec *executionContext) encodePage(ctx context.Context, sel ast.SelectionSet
 			ok = false // the executor runs it again and reports the panic
 		}
 	}()
-	e := pageEncoder{ctx: ctx, b: make([]byte, 0, 512+len(v.Edges)*512),
-		messageResolver: ec.Resolvers.Message(), summaryResolver: ec.Resolvers.UserSummary(), reactionResolver: ec.Resolvers.Reaction()}
-	e.connection(fields, v)
+	e := pageEncoder{ctx: ctx, b: make([]byte, 0, 512+len(v.Edges)*512), resolvers: make([]any, len(page.resolvers))}
+	for i, resolver := range page.resolvers {
+		e.resolvers[i] = resolver(ec.Resolvers)
+	}
+	e.object(page.root, unsafe.Pointer(v), fields)
 	if e.failed {
 		return nil, false
 	}
@@ -130,13 +150,12 @@ func (j rawJSON) MarshalGQL(w io.Writer) { _, _ = w.Write(j) }
 // encode it instead.
 type pageEncoder struct {
 	ctx context.Context
-	// The resolvers, taken once: each call of ResolverRoot's methods
+	// resolvers are the page's types' resolvers, by slot (see
+	// resolverMethod), taken once: each call of ResolverRoot's methods
 	// allocates one.
-	messageResolver  MessageResolver
-	summaryResolver  UserSummaryResolver
-	reactionResolver ReactionResolver
-	b                []byte
-	failed           bool
+	resolvers []any
+	b         []byte
+	failed    bool
 	// users are where in b each user summary was written, by the user as
 	// stored and the fields selected: a page's authors are few, and each
 	// summary costs three lookups of the profile cache.
@@ -148,167 +167,33 @@ type userKey struct {
 	fields *pageField
 }
 
-// object writes an object: each field's key, then what value writes for it.
-func (e *pageEncoder) object(fields []pageField, value func(f *pageField)) {
+// object writes the object of type t at p: each field's key and value.
+func (e *pageEncoder) object(t *pageType, p unsafe.Pointer, fields []pageField) {
+	if t.summary {
+		e.user(p, fields)
+		return
+	}
+	e.fields(p, fields)
+}
+
+func (e *pageEncoder) fields(p unsafe.Pointer, fields []pageField) {
 	e.b = append(e.b, '{')
 	for i := range fields {
 		if i > 0 {
 			e.b = append(e.b, ',')
 		}
-		e.b = append(e.b, fields[i].key...)
-		value(&fields[i])
+		f := &fields[i]
+		e.b = append(e.b, f.key...)
+		f.write(e, p, f)
 	}
 	e.b = append(e.b, '}')
 }
 
-func (e *pageEncoder) connection(fields []pageField, v *model.MessageConnection) {
-	e.object(fields, func(f *pageField) {
-		switch f.name {
-		case "__typename":
-			e.string("MessageConnection")
-		case "edges":
-			if v.Edges == nil {
-				e.failed = true
-				return
-			}
-			e.b = append(e.b, '[')
-			for i := range v.Edges {
-				if i > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.edge(f.sub, &v.Edges[i])
-			}
-			e.b = append(e.b, ']')
-		case "pageInfo":
-			e.pageInfo(f.sub, v.PageInfo)
-		}
-	})
-}
-
-func (e *pageEncoder) edge(fields []pageField, v *model.MessageEdge) {
-	e.object(fields, func(f *pageField) {
-		switch f.name {
-		case "__typename":
-			e.string("MessageEdge")
-		case "cursor":
-			e.string(v.Cursor)
-		case "node":
-			e.message(f.sub, v.Node)
-		}
-	})
-}
-
-func (e *pageEncoder) pageInfo(fields []pageField, v *model.PageInfo) {
-	if v == nil {
-		e.failed = true
-		return
-	}
-	e.object(fields, func(f *pageField) {
-		switch f.name {
-		case "__typename":
-			e.string("PageInfo")
-		case "hasNextPage":
-			e.b = strconv.AppendBool(e.b, v.HasNextPage)
-		case "hasPreviousPage":
-			e.b = strconv.AppendBool(e.b, v.HasPreviousPage)
-		case "startCursor":
-			e.optionalString(v.StartCursor)
-		case "endCursor":
-			e.optionalString(v.EndCursor)
-		}
-	})
-}
-
-func (e *pageEncoder) message(fields []pageField, m *store.Message) {
-	if m == nil {
-		e.failed = true
-		return
-	}
-	resolve := e.messageResolver
-	e.object(fields, func(f *pageField) {
-		switch f.name {
-		case "__typename":
-			e.string("Message")
-		case "id":
-			e.string(m.ID.String())
-		case "room":
-			e.string(m.Room)
-		case "author":
-			e.user(f.sub, m.Author)
-		case "content":
-			s, err := resolve.Content(e.ctx, m)
-			e.failed = e.failed || err != nil
-			e.string(s)
-		case "system":
-			e.b = strconv.AppendBool(e.b, m.System)
-		case "postedAt":
-			e.time(m.PostedAt(), false)
-		case "hidden":
-			e.b = strconv.AppendBool(e.b, m.Hidden)
-		case "editedAt":
-			t, err := resolve.EditedAt(e.ctx, m)
-			e.failed = e.failed || err != nil
-			if t == nil {
-				e.b = append(e.b, "null"...)
-			} else {
-				e.time(*t, true)
-			}
-		case "deleted":
-			e.b = strconv.AppendBool(e.b, m.Deleted)
-		case "reactions":
-			reactions, err := resolve.Reactions(e.ctx, m)
-			e.failed = e.failed || err != nil || reactions == nil
-			e.b = append(e.b, '[')
-			for i := range reactions {
-				if i > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.reaction(f.sub, &reactions[i])
-			}
-			e.b = append(e.b, ']')
-		case "mentions":
-			logins, err := resolve.Mentions(e.ctx, m)
-			e.failed = e.failed || err != nil || logins == nil
-			e.b = append(e.b, '[')
-			for i, login := range logins {
-				if i > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.string(login)
-			}
-			e.b = append(e.b, ']')
-		case "authorBlocked":
-			blocked, err := resolve.AuthorBlocked(e.ctx, m)
-			e.failed = e.failed || err != nil
-			e.optionalBool(blocked)
-		case "replyToId":
-			id, err := resolve.ReplyToID(e.ctx, m)
-			e.failed = e.failed || err != nil
-			e.optionalString(id)
-		case "replyCount":
-			n, err := resolve.ReplyCount(e.ctx, m)
-			e.failed = e.failed || err != nil
-			e.b = strconv.AppendInt(e.b, int64(n), 10)
-		case "latestRepliers":
-			users, err := resolve.LatestRepliers(e.ctx, m)
-			e.failed = e.failed || err != nil || users == nil
-			e.b = append(e.b, '[')
-			for i := range users {
-				if i > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.user(f.sub, users[i])
-			}
-			e.b = append(e.b, ']')
-		}
-	})
-}
-
-// user writes a UserSummary of a copy of u, as the executor resolves one;
-// the same user with the same fields again, as it was written the first
-// time (the resolvers' answer depends on nothing else).
-func (e *pageEncoder) user(fields []pageField, u store.UserRef) {
-	key := userKey{u: u}
+// user writes a user summary; the same user with the same fields again,
+// as it was written the first time (the resolvers' answer depends on
+// nothing else).
+func (e *pageEncoder) user(p unsafe.Pointer, fields []pageField) {
+	key := userKey{u: *(*store.UserRef)(p)}
 	if len(fields) > 0 {
 		key.fields = &fields[0]
 	}
@@ -317,7 +202,7 @@ func (e *pageEncoder) user(fields []pageField, u store.UserRef) {
 		return
 	}
 	start := len(e.b)
-	e.userFields(fields, u)
+	e.fields(p, fields)
 	if !e.failed {
 		if e.users == nil {
 			e.users = make(map[userKey][2]int)
@@ -326,76 +211,364 @@ func (e *pageEncoder) user(fields []pageField, u store.UserRef) {
 	}
 }
 
-func (e *pageEncoder) userFields(fields []pageField, u store.UserRef) {
-	resolve := e.summaryResolver
-	e.object(fields, func(f *pageField) {
-		switch f.name {
-		case "__typename":
-			e.string("UserSummary")
-		case "login":
-			e.string(u.Login)
-		case "firstname":
-			s, err := resolve.Firstname(e.ctx, &u)
-			e.failed = e.failed || err != nil
-			e.string(s)
-		case "lastname":
-			s, err := resolve.Lastname(e.ctx, &u)
-			e.failed = e.failed || err != nil
-			e.string(s)
-		case "deleted":
-			deleted, err := resolve.Deleted(e.ctx, &u)
-			e.failed = e.failed || err != nil
-			e.b = strconv.AppendBool(e.b, deleted)
-		}
-	})
+// objectValue is how a Go value holds objects: in itself (a struct), by a
+// pointer, or in a slice of structs.
+type objectValue struct {
+	child    *pageType
+	kind     reflect.Kind // reflect.Struct, reflect.Pointer or reflect.Slice
+	elemSize uintptr      // of a slice's element
+	nonNull  bool
 }
 
-func (e *pageEncoder) reaction(fields []pageField, r *store.Reaction) {
-	e.object(fields, func(f *pageField) {
-		switch f.name {
-		case "__typename":
-			e.string("Reaction")
-		case "emoji":
-			e.string(r.Emoji)
-		case "count":
-			e.b = strconv.AppendInt(e.b, int64(r.Count), 10)
-		case "reactedByMe":
-			mine, err := e.reactionResolver.ReactedByMe(e.ctx, r)
-			e.failed = e.failed || err != nil
-			e.optionalBool(mine)
-		}
-	})
+// write writes the value at p, of a field whose selection is f.
+func (o *objectValue) write(e *pageEncoder, p unsafe.Pointer, f *pageField) {
+	switch o.kind {
+	case reflect.Struct:
+		e.object(o.child, p, f.sub)
+	case reflect.Pointer:
+		o.writePointer(e, *(*unsafe.Pointer)(p), f)
+	case reflect.Slice:
+		o.writeSlice(e, *(*sliceHeader)(p), f)
+	}
 }
 
-func (e *pageEncoder) string(s string) { e.b = appendQuoted(e.b, s) }
-
-func (e *pageEncoder) optionalString(s *string) {
-	if s == nil {
-		e.b = append(e.b, "null"...)
+func (o *objectValue) writePointer(e *pageEncoder, obj unsafe.Pointer, f *pageField) {
+	if obj == nil {
+		e.null(o.nonNull)
 		return
 	}
-	e.string(*s)
+	e.object(o.child, obj, f.sub)
 }
 
-func (e *pageEncoder) optionalBool(b *bool) {
-	if b == nil {
-		e.b = append(e.b, "null"...)
+func (o *objectValue) writeSlice(e *pageEncoder, s sliceHeader, f *pageField) {
+	if s.data == nil {
+		e.null(o.nonNull)
 		return
 	}
-	e.b = strconv.AppendBool(e.b, *b)
+	e.b = append(e.b, '[')
+	for i := range s.len {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		e.object(o.child, unsafe.Add(s.data, uintptr(i)*o.elemSize), f.sub)
+	}
+	e.b = append(e.b, ']')
 }
 
-// time writes t as graphql.MarshalTime does; a zero time is null, which
-// only a nullable field may be.
-func (e *pageEncoder) time(t time.Time, nullable bool) {
+// sliceHeader is how a slice is laid out.
+type sliceHeader struct {
+	data     unsafe.Pointer
+	len, cap int
+}
+
+// null writes a null, which only a nullable field may be.
+func (e *pageEncoder) null(nonNull bool) {
+	e.failed = e.failed || nonNull
+	e.b = append(e.b, "null"...)
+}
+
+// leafWriter writes a value of Go type T, of a field of one of the GraphQL
+// scalars (or a list of them) given; it reports a null it wrote.
+type leafWriter[T any] struct {
+	scalars []string
+	list    bool
+	write   func(e *pageEncoder, v T) (null bool)
+}
+
+// leaf is a leafWriter of any type.
+type leaf interface {
+	fits(t *ast.Type) bool
+	// atOffset is the writer of a struct field at offset off.
+	atOffset(off uintptr, nonNull bool) writeField
+}
+
+func (w leafWriter[T]) fits(t *ast.Type) bool {
+	for _, s := range w.scalars {
+		if t.Name() == s && (t.Elem != nil) == w.list {
+			return true
+		}
+	}
+	return false
+}
+
+func (w leafWriter[T]) atOffset(off uintptr, nonNull bool) writeField {
+	write := w.write
+	return func(e *pageEncoder, obj unsafe.Pointer, _ *pageField) {
+		if write(e, *(*T)(unsafe.Add(obj, off))) && nonNull {
+			e.failed = true
+		}
+	}
+}
+
+// leafWriters write the Go types the page's scalar fields have, as
+// gqlgen's marshallers of their scalars do.
+var leafWriters = map[reflect.Type]leaf{
+	reflect.TypeFor[string]():          leafWriter[string]{[]string{"String", "ID"}, false, writeString},
+	reflect.TypeFor[*string]():         leafWriter[*string]{[]string{"String", "ID"}, false, writePointer(writeString)},
+	reflect.TypeFor[bool]():            leafWriter[bool]{[]string{"Boolean"}, false, writeBool},
+	reflect.TypeFor[*bool]():           leafWriter[*bool]{[]string{"Boolean"}, false, writePointer(writeBool)},
+	reflect.TypeFor[int]():             leafWriter[int]{[]string{"Int"}, false, writeInt},
+	reflect.TypeFor[time.Time]():       leafWriter[time.Time]{[]string{"Time"}, false, writeTime},
+	reflect.TypeFor[*time.Time]():      leafWriter[*time.Time]{[]string{"Time"}, false, writePointer(writeTime)},
+	reflect.TypeFor[store.MessageID](): leafWriter[store.MessageID]{[]string{"ID"}, false, writeMessageID},
+	reflect.TypeFor[[]string](): leafWriter[[]string]{[]string{"String", "ID"}, true, func(e *pageEncoder, v []string) bool {
+		if v == nil {
+			e.b = append(e.b, "null"...)
+			return true
+		}
+		e.b = append(e.b, '[')
+		for i, s := range v {
+			if i > 0 {
+				e.b = append(e.b, ',')
+			}
+			e.b = appendQuoted(e.b, s)
+		}
+		e.b = append(e.b, ']')
+		return false
+	}},
+}
+
+func writeString(e *pageEncoder, s string) bool { e.b = appendQuoted(e.b, s); return false }
+
+func writeBool(e *pageEncoder, v bool) bool { e.b = strconv.AppendBool(e.b, v); return false }
+
+func writeInt(e *pageEncoder, n int) bool { e.b = strconv.AppendInt(e.b, int64(n), 10); return false }
+
+// writeMessageID writes id as its MarshalGQL does: its hex digits and
+// dashes need no escape.
+func writeMessageID(e *pageEncoder, id store.MessageID) bool {
+	e.b = appendQuoted(e.b, id.String())
+	return false
+}
+
+// writeTime writes t as graphql.MarshalTime does: the zero time is null.
+func writeTime(e *pageEncoder, t time.Time) bool {
 	if t.IsZero() {
-		e.failed = e.failed || !nullable
 		e.b = append(e.b, "null"...)
-		return
+		return true
 	}
 	e.b = append(e.b, '"')
 	e.b = t.AppendFormat(e.b, time.RFC3339Nano)
 	e.b = append(e.b, '"')
+	return false
+}
+
+// writePointer writes a pointer's value with write, or null.
+func writePointer[T any](write func(*pageEncoder, T) bool) func(*pageEncoder, *T) bool {
+	return func(e *pageEncoder, v *T) bool {
+		if v == nil {
+			e.b = append(e.b, "null"...)
+			return true
+		}
+		return write(e, *v)
+	}
+}
+
+// valueWriter is how to write the value of a field: by a leafWriter of
+// its Go type, or as objects.
+type valueWriter struct {
+	leaf    leaf
+	objects *objectValue
+	nonNull bool
+}
+
+// pageMethods are the fields of the page's types that gqlgen resolves by
+// calling a method, set by generated.go: internal/inlinefields lists them.
+var pageMethods []pageMethod
+
+// pageMethod is a field of the page's types that gqlgen resolves by calling
+// a method.
+type pageMethod struct {
+	typ, field   string
+	obj, result  reflect.Type
+	resolverRoot func(ResolverRoot) any // a resolver method's resolver
+	// writer returns the field's writer, with the type's resolver in
+	// resolver slot slot.
+	writer func(slot int, w valueWriter) (writeField, error)
+}
+
+// resolverMethod is a field resolved by method m of its type's resolver.
+func resolverMethod[R, O, T any](typ, field string, root func(ResolverRoot) R, m func(R, context.Context, *O) (T, error)) pageMethod {
+	return pageMethod{typ: typ, field: field, obj: reflect.TypeFor[O](), result: reflect.TypeFor[T](),
+		// A pointer to the resolver: asserting an any to an interface
+		// type parameter looks its itab up at each call.
+		resolverRoot: func(r ResolverRoot) any { resolver := root(r); return &resolver },
+		writer: func(slot int, w valueWriter) (writeField, error) {
+			return writeResult(w, func(e *pageEncoder, obj unsafe.Pointer) (T, error) {
+				return m(*e.resolvers[slot].(*R), e.ctx, (*O)(obj))
+			})
+		}}
+}
+
+// modelMethod is a field resolved by method m of its Go type.
+func modelMethod[O, T any](typ, field string, m func(*O) T) pageMethod {
+	return pageMethod{typ: typ, field: field, obj: reflect.TypeFor[O](), result: reflect.TypeFor[T](),
+		writer: func(_ int, w valueWriter) (writeField, error) {
+			return writeResult(w, func(_ *pageEncoder, obj unsafe.Pointer) (T, error) { return m((*O)(obj)), nil })
+		}}
+}
+
+// writeResult returns the writer of a field whose value get returns.
+func writeResult[T any](w valueWriter, get func(e *pageEncoder, obj unsafe.Pointer) (T, error)) (writeField, error) {
+	// The objects are read out of v, which a call through a func value
+	// would move to the heap.
+	switch objects := w.objects; {
+	case objects == nil:
+		write, nonNull := w.leaf.(leafWriter[T]).write, w.nonNull
+		return func(e *pageEncoder, obj unsafe.Pointer, _ *pageField) {
+			v, err := get(e, obj)
+			if null := write(e, v); err != nil || null && nonNull {
+				e.failed = true
+			}
+		}, nil
+	case objects.kind == reflect.Pointer:
+		return func(e *pageEncoder, obj unsafe.Pointer, f *pageField) {
+			v, err := get(e, obj)
+			e.failed = e.failed || err != nil
+			objects.writePointer(e, *(*unsafe.Pointer)(unsafe.Pointer(&v)), f)
+		}, nil
+	case objects.kind == reflect.Slice:
+		return func(e *pageEncoder, obj unsafe.Pointer, f *pageField) {
+			v, err := get(e, obj)
+			e.failed = e.failed || err != nil
+			objects.writeSlice(e, *(*sliceHeader)(unsafe.Pointer(&v)), f)
+		}, nil
+	}
+	return nil, fmt.Errorf("a method returns a %s by value", w.objects.child.goType)
+}
+
+// page is the page's types, derived from the schema and gqlgen's binding.
+type page struct {
+	root  *pageType
+	types map[string]*pageType
+	// resolvers take each resolver the page calls from the ResolverRoot.
+	resolvers []func(ResolverRoot) any
+}
+
+// pageTypes derives, once, the page's types from MessageConnection, bound
+// to model.MessageConnection (encodePage's value).
+var pageTypes = sync.OnceValue(func() *page {
+	b := pageBuilder{page: &page{types: map[string]*pageType{}}, methods: map[string]map[string]pageMethod{}, slots: map[string]int{}}
+	for _, m := range pageMethods {
+		if b.methods[m.typ] == nil {
+			b.methods[m.typ] = map[string]pageMethod{}
+		}
+		b.methods[m.typ][m.field] = m
+	}
+	b.root = b.object("MessageConnection", reflect.TypeFor[model.MessageConnection]())
+	return b.page
+})
+
+type pageBuilder struct {
+	*page
+	methods map[string]map[string]pageMethod // by type and field
+	slots   map[string]int                   // of the types' resolvers, by type
+}
+
+// object returns the object type name, bound to goType, with its fields.
+func (b *pageBuilder) object(name string, goType reflect.Type) *pageType {
+	if t, ok := b.types[name]; ok {
+		return t
+	}
+	t := &pageType{name: name, implementors: []string{name}, goType: goType, fields: map[string]typeField{},
+		summary: goType == reflect.TypeFor[store.UserRef](), unbound: map[string]error{}}
+	b.types[name] = t
+	typename := appendQuoted(nil, name)
+	t.fields["__typename"] = typeField{write: func(e *pageEncoder, _ unsafe.Pointer, _ *pageField) { e.b = append(e.b, typename...) }}
+	for _, def := range parsedSchema.Types[name].Fields {
+		if strings.HasPrefix(def.Name, "__") {
+			continue
+		}
+		f, err := b.field(t, def)
+		if err != nil {
+			t.unbound[def.Name] = err
+			continue
+		}
+		t.fields[def.Name] = f
+	}
+	return t
+}
+
+// field binds the field def of t as gqlgen does: to the method gqlgen
+// calls for it, or else to a struct field.
+func (b *pageBuilder) field(t *pageType, def *ast.FieldDefinition) (typeField, error) {
+	var (
+		valueType reflect.Type
+		offset    uintptr
+	)
+	m, isMethod := b.methods[t.name][def.Name]
+	if isMethod {
+		if m.obj != t.goType {
+			return typeField{}, fmt.Errorf("its method is of %s, not %s", m.obj, t.goType)
+		}
+		valueType = m.result
+	} else if sf, ok := boundField(t.goType, def.Name); ok {
+		valueType, offset = sf.Type, sf.Offset
+	} else {
+		return typeField{}, fmt.Errorf("%s has no field %q, and gqlgen calls no method for it (a method with arguments?)", t.goType, def.Name)
+	}
+	w := valueWriter{nonNull: def.Type.NonNull}
+	var child *pageType
+	if parsedSchema.Types[def.Type.Name()].Kind == ast.Object {
+		kind, elem, err := objectsOf(valueType, def.Type)
+		if err != nil {
+			return typeField{}, err
+		}
+		if child = b.object(def.Type.Name(), elem); child.goType != elem {
+			return typeField{}, fmt.Errorf("%s is bound to %s here and to %s elsewhere", child.name, elem, child.goType)
+		}
+		w.objects = &objectValue{child: child, kind: kind, elemSize: elem.Size(), nonNull: w.nonNull}
+	} else if w.leaf = leafWriters[valueType]; w.leaf == nil || !w.leaf.fits(def.Type) {
+		return typeField{}, fmt.Errorf("no writer of a Go %s for a GraphQL %s", valueType, def.Type)
+	}
+	switch {
+	case isMethod:
+		slot, taken := b.slots[t.name]
+		if m.resolverRoot != nil && !taken {
+			slot = len(b.resolvers)
+			b.slots[t.name] = slot
+			b.resolvers = append(b.resolvers, m.resolverRoot)
+		}
+		write, err := m.writer(slot, w)
+		return typeField{write: write, child: child}, err
+	case w.objects != nil:
+		objects := w.objects
+		return typeField{write: func(e *pageEncoder, obj unsafe.Pointer, f *pageField) {
+			objects.write(e, unsafe.Add(obj, offset), f)
+		}, child: child}, nil
+	default:
+		return typeField{write: w.leaf.atOffset(offset, w.nonNull)}, nil
+	}
+}
+
+// boundField returns the struct field gqlgen binds the GraphQL field name
+// to: the exported field whose name is the same but for case and
+// underscores (gqlgen.yml sets no struct tag to bind by).
+func boundField(goType reflect.Type, name string) (reflect.StructField, bool) {
+	var found []reflect.StructField
+	for _, f := range reflect.VisibleFields(goType) {
+		if f.IsExported() && !f.Anonymous && strings.EqualFold(strings.ReplaceAll(f.Name, "_", ""), strings.ReplaceAll(name, "_", "")) {
+			found = append(found, f)
+		}
+	}
+	if len(found) != 1 || len(found[0].Index) != 1 {
+		return reflect.StructField{}, false // none, ambiguous, or promoted (its offset is not in goType)
+	}
+	return found[0], true
+}
+
+// objectsOf returns how a Go value of type v holds the objects, of Go
+// type elem, of a field of GraphQL type t: as a struct, a pointer to one,
+// or a slice of structs for a list.
+func objectsOf(v reflect.Type, t *ast.Type) (kind reflect.Kind, elem reflect.Type, err error) {
+	switch kind = v.Kind(); {
+	case t.Elem != nil && kind == reflect.Slice && v.Elem().Kind() == reflect.Struct,
+		t.Elem == nil && kind == reflect.Pointer && v.Elem().Kind() == reflect.Struct:
+		return kind, v.Elem(), nil
+	case t.Elem == nil && kind == reflect.Struct:
+		return kind, v, nil
+	}
+	return kind, nil, fmt.Errorf("no writer of a Go %s for a GraphQL %s", v, t)
 }
 
 // appendQuoted appends s as a JSON string, escaped as gqlgen's
