@@ -16,17 +16,14 @@ import (
 )
 
 // benchEvent is a message event the size of a chat line.
+// benchEvent is a post's event, as logged: Redis numbers it in its room's
+// sequence.
 func benchEvent() Event {
 	author := store.UserRef{Login: "bench-author", Firstname: "Bench", Lastname: "Author"}
-	return Event{
-		Kind: store.MessagePosted,
-		Room: "bench",
-		Message: &store.Message{
-			Room: "bench", ID: store.NewMessageID(), Author: author,
-			Content: "The quick brown fox jumps over the lazy dog, and then over the lazy dog again.",
-		},
-		User: author,
-	}
+	return store.PostedEvent(store.Message{
+		Room: "bench", ID: store.NewMessageID(), Author: author,
+		Content: "The quick brown fox jumps over the lazy dog, and then over the lazy dog again.",
+	})
 }
 
 // benchDrain reads subs until they end, counting what each received.

@@ -461,21 +461,29 @@ func (r *Redis) write(batch []outgoing) {
 	defer cancel()
 	pipe := r.client.Pipeline()
 	resyncs := uint64(len(owed))
+	// runs are the scripts queued, by their place in the pipeline (nil for
+	// a plain publish).
+	runs := make([]*scriptRun, 0, len(batch)+len(owed))
 	for _, o := range batch {
 		if _, ok := owed[o.topic]; ok {
 			delete(owed, o.topic)
-			r.queueResync(ctx, pipe, o.topic)
+			runs = append(runs, r.queueResync(ctx, pipe, o.topic))
 		}
 		if o.id != "" {
-			r.queueSequenced(ctx, pipe, o.topic, o.id, o.payload)
+			runs = append(runs, r.queueSequenced(ctx, pipe, o.topic, o.id, o.payload))
 		} else {
 			r.queuePublish(ctx, pipe, o.topic, o.payload)
+			runs = append(runs, nil)
 		}
 	}
 	for topic := range owed {
-		r.queueResync(ctx, pipe, topic)
+		runs = append(runs, r.queueResync(ctx, pipe, topic))
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	cmds, err := pipe.Exec(ctx)
+	if err != nil {
+		err = r.runUncached(ctx, cmds, runs, err)
+	}
+	if err != nil {
 		r.droppedFailed.Add(uint64(len(batch)))
 		for _, o := range batch {
 			r.dropped(o.topic, err)
@@ -490,15 +498,16 @@ func (r *Redis) write(batch []outgoing) {
 }
 
 // queueResync publishes a Resync to topic's subscribers, and ends a room's
-// sequence, which does not hold the events lost.
-func (r *Redis) queueResync(ctx context.Context, pipe redis.Pipeliner, topic string) {
+// sequence, which does not hold the events lost. It returns the script it
+// queued, if it did.
+func (r *Redis) queueResync(ctx context.Context, pipe redis.Pipeliner, topic string) *scriptRun {
 	resync, _ := encodeEvent(resyncEvent(topic)) // cannot fail: plain strings
 	if !sequenced(topic) {
 		r.queuePublish(ctx, pipe, topic, resync)
-		return
+		return nil
 	}
 	hash, ids := r.sequenceKeys(topic)
-	resetSequenceScript.Eval(ctx, pipe, []string{r.channel(topic), hash, ids}, resync, r.publishCommand())
+	return queueScript(ctx, pipe, resetSequenceScript, []string{r.channel(topic), hash, ids}, resync, r.publishCommand())
 }
 
 func (r *Redis) queuePublish(ctx context.Context, pipe redis.Pipeliner, topic string, payload []byte) {

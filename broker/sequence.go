@@ -2,8 +2,6 @@ package broker
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -15,7 +13,7 @@ import (
 )
 
 // Sequencer is a broker that numbers each room's logged events as it
-// carries them (store.Seq): the order every instance's subscribers get
+// carries them (store.Cursor): the order every instance's subscribers get
 // them in, whichever instance published them. It remembers the ids of a
 // room's latest events by number, so that a stream resuming after one of
 // them (or catching up after a gap) reads exactly the events that followed
@@ -30,34 +28,33 @@ type Sequencer interface {
 	SequenceAfter(ctx context.Context, room string, at store.Cursor, limit int) (next []store.Cursor, ok bool, err error)
 }
 
-// How much of a room's sequence Redis keeps: the ids of the last
-// sequenceKept events, for sequenceTTL after the room's last event. A
-// stream that resumes from an event older than that reads the log by id.
+// How much of a room's sequence Redis keeps: the ids of its last
+// sequenceKept events (about 100 kB), until sequenceTTL after every 32nd
+// event. A stream that resumes from an event older than that reads the log
+// by id.
 const (
 	sequenceKept = 1000
 	sequenceTTL  = 24 * 60 * 60 * 1000 // milliseconds
 )
 
 // publishSequencedScript numbers the event ARGV[2] (its id) in its room's
-// sequence, remembers its id by number, and publishes ARGV[1] (its wire
-// encoding, a JSON object) to the channel KEYS[1] with ARGV[4] (PUBLISH or
-// SPUBLISH), its place written in: {"seq":n,"ep":"epoch",...}. The
-// sequence's hash KEYS[2] holds the last number n and the epoch e, which
-// the first event of a new sequence takes from ARGV[3]; the sorted set
-// KEYS[3] holds the ids by number. All three share the channel's hash slot.
+// sequence, keeps its id by number, and publishes ARGV[1] (its wire
+// encoding, a JSON object without its opening brace) to the channel KEYS[1]
+// with ARGV[3] (PUBLISH or SPUBLISH), its place written first:
+// {"seq":n,... The counter KEYS[2] holds the last number, the sorted set
+// KEYS[3] the ids by number; all three share the channel's hash slot. It
+// does what it must per event and no more: every redis.call costs the
+// script about a microsecond.
 var publishSequencedScript = redis.NewScript(`
-local n = redis.call('HINCRBY', KEYS[2], 'n', 1)
-local e = redis.call('HGET', KEYS[2], 'e')
-if not e then
-  e = ARGV[3]
-  redis.call('HSET', KEYS[2], 'e', e)
-  redis.call('DEL', KEYS[3])
-end
+local n = redis.call('INCR', KEYS[2])
+if n == 1 then redis.call('DEL', KEYS[3]) end
 redis.call('ZADD', KEYS[3], n, ARGV[2])
-if n % 32 == 0 then redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -` + strconv.Itoa(sequenceKept+1) + `) end
-redis.call('PEXPIRE', KEYS[2], ` + strconv.Itoa(sequenceTTL) + `)
-redis.call('PEXPIRE', KEYS[3], ` + strconv.Itoa(sequenceTTL) + `)
-return redis.call(ARGV[4], KEYS[1], '{"seq":' .. n .. ',"ep":"' .. e .. '",' .. string.sub(ARGV[1], 2))
+if n % 32 == 1 then
+  redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -` + strconv.Itoa(sequenceKept+1) + `)
+  redis.call('PEXPIRE', KEYS[2], ` + strconv.Itoa(sequenceTTL) + `)
+  redis.call('PEXPIRE', KEYS[3], ` + strconv.Itoa(sequenceTTL) + `)
+end
+return redis.call(ARGV[3], KEYS[1], '{"seq":' .. n .. ',' .. ARGV[1])
 `)
 
 // resetSequenceScript ends a room's sequence (KEYS[2], KEYS[3]) and
@@ -67,21 +64,6 @@ return redis.call(ARGV[4], KEYS[1], '{"seq":' .. n .. ',"ep":"' .. e .. '",' .. 
 var resetSequenceScript = redis.NewScript(`
 redis.call('DEL', KEYS[2], KEYS[3])
 return redis.call(ARGV[2], KEYS[1], ARGV[1])
-`)
-
-// sequenceAfterScript returns the epoch of the sequence KEYS[1] and the
-// ids and numbers from ARGV[1] on of its sorted set KEYS[2], at most ARGV[2]
-// of them; from the number of the id ARGV[3] when ARGV[1] is 0; nil if
-// there is no sequence, or the id has no number.
-var sequenceAfterScript = redis.NewScript(`
-local e = redis.call('HGET', KEYS[1], 'e')
-if not e then return false end
-local n = ARGV[1]
-if n == '0' then
-  n = redis.call('ZSCORE', KEYS[2], ARGV[3])
-  if not n then return false end
-end
-return {e, redis.call('ZRANGE', KEYS[2], n, '+inf', 'BYSCORE', 'LIMIT', 0, ARGV[2], 'WITHSCORES')}
 `)
 
 // sequenceKeys are the keys of topic's sequence, in the hash slot of its
@@ -107,52 +89,83 @@ func (r *Redis) publishCommand() string {
 	return "PUBLISH"
 }
 
-// newEpoch names a new sequence.
-func newEpoch() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
 // queueSequenced publishes payload, the event id's encoding, numbered in
 // topic's sequence.
-func (r *Redis) queueSequenced(ctx context.Context, pipe redis.Pipeliner, topic, id string, payload []byte) {
+func (r *Redis) queueSequenced(ctx context.Context, pipe redis.Pipeliner, topic, id string, payload []byte) *scriptRun {
 	hash, ids := r.sequenceKeys(topic)
-	publishSequencedScript.Eval(ctx, pipe, []string{r.channel(topic), hash, ids}, payload, id, newEpoch(), r.publishCommand())
+	return queueScript(ctx, pipe, publishSequencedScript, []string{r.channel(topic), hash, ids}, payload[1:], id, r.publishCommand())
+}
+
+// scriptRun is a script queued in a pipeline by its hash (EVALSHA), to be
+// run again in full on a node that has not cached it.
+type scriptRun struct {
+	script *redis.Script
+	keys   []string
+	args   []any
+}
+
+// queueScript queues script by its hash.
+func queueScript(ctx context.Context, pipe redis.Pipeliner, script *redis.Script, keys []string, args ...any) *scriptRun {
+	script.EvalSha(ctx, pipe, keys, args...)
+	return &scriptRun{script: script, keys: keys, args: args}
+}
+
+// runUncached runs again in full the scripts of a pipeline that a node had
+// not cached (a new node, or one restarted or failed over: NOSCRIPT), in
+// their order, which caches them there; a NOSCRIPT script did nothing, so
+// nothing runs twice. It returns err, the pipeline's, if any command
+// failed otherwise.
+func (r *Redis) runUncached(ctx context.Context, cmds []redis.Cmder, runs []*scriptRun, err error) error {
+	var again []*scriptRun
+	for i, c := range cmds {
+		switch {
+		case c.Err() == nil:
+		case i < len(runs) && runs[i] != nil && redis.HasErrorPrefix(c.Err(), "NOSCRIPT"):
+			again = append(again, runs[i])
+		default:
+			return err
+		}
+	}
+	pipe := r.client.Pipeline()
+	for _, run := range again {
+		run.script.Eval(ctx, pipe, run.keys, run.args...)
+	}
+	_, err = pipe.Exec(ctx)
+	return err
 }
 
 // SequenceAfter reads room's sequence after at (see Sequencer).
 func (r *Redis) SequenceAfter(ctx context.Context, room string, at store.Cursor, limit int) ([]store.Cursor, bool, error) {
-	hash, ids := r.sequenceKeys(RoomTopic(room))
-	res, err := sequenceAfterScript.Run(ctx, r.client, []string{hash, ids}, at.Seq.N, limit+1, at.ID.String()).Slice()
-	if errors.Is(err, redis.Nil) {
-		return nil, false, nil
+	_, ids := r.sequenceKeys(RoomTopic(room))
+	n := at.Seq
+	if n == 0 {
+		score, err := r.client.ZScore(ctx, ids, at.ID.String()).Result()
+		if errors.Is(err, redis.Nil) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("redis broker: read the sequence of room %q: %w", room, withoutURL(err))
+		}
+		n = uint64(score)
 	}
+	entries, err := r.client.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{
+		Key: ids, Start: n, Stop: "+inf", ByScore: true, Count: int64(limit) + 1,
+	}).Result()
 	if err != nil {
 		return nil, false, fmt.Errorf("redis broker: read the sequence of room %q: %w", room, withoutURL(err))
 	}
-	if len(res) != 2 {
-		return nil, false, fmt.Errorf("redis broker: the sequence of room %q reads as %v", room, res)
-	}
-	epoch, _ := res[0].(string)
-	entries, _ := res[1].([]any)
-	if !at.Seq.IsZero() && epoch != at.Seq.Epoch || len(entries) < 2 {
-		return nil, false, nil
-	}
-	places := make([]store.Cursor, 0, len(entries)/2)
-	for i := 0; i+1 < len(entries); i += 2 {
-		idText, _ := entries[i].(string)
-		nText, _ := entries[i+1].(string)
+	places := make([]store.Cursor, 0, len(entries))
+	for _, e := range entries {
+		idText, _ := e.Member.(string)
 		id, err := store.ParseMessageID(idText)
-		n, nErr := strconv.ParseUint(nText, 10, 64)
-		if err != nil || nErr != nil {
-			return nil, false, fmt.Errorf("redis broker: the sequence of room %q holds %q at %q", room, idText, nText)
+		if err != nil {
+			return nil, false, fmt.Errorf("redis broker: the sequence of room %q holds %q", room, idText)
 		}
-		places = append(places, store.Cursor{ID: id, Seq: store.Seq{Epoch: epoch, N: n}})
+		places = append(places, store.Cursor{ID: id, Seq: uint64(e.Score)})
 	}
-	if places[0].ID != at.ID || !at.Seq.IsZero() && places[0] != at {
-		// at fell out of the ids kept, or the sequence was lost and
-		// started again under the same epoch (a failover that lost writes).
+	if len(places) == 0 || places[0].ID != at.ID || places[0].Seq != n {
+		// at fell out of the ids kept, or the sequence was lost or ended
+		// and started again, or another event is there.
 		return nil, false, nil
 	}
 	return places[1:], true, nil

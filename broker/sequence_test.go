@@ -17,11 +17,11 @@ func loggedEvent(room, author string, i int) Event {
 }
 
 // A room's logged events published by two instances are numbered in the
-// order every subscriber gets them, under one epoch; an event without an
-// id (nothing logs it) has no number. The sequence tells what followed a
-// place, and refuses a place it does not hold: another epoch, another
-// event there, one fallen out of what it keeps, or one of a sequence ended
-// by a lost event (whose Resync comes first, then a new epoch).
+// order every subscriber gets them; an event without an id (nothing logs
+// it) has no number. The sequence tells what followed a place, and refuses
+// a place it does not hold: another event there, one to come, one fallen
+// out of what it keeps, or one of a sequence ended by a lost event (whose
+// Resync comes first, then a sequence from 1 again).
 func TestRedisSequencesRoomEvents(t *testing.T) {
 	url := redisURL(t)
 	for _, mode := range []struct {
@@ -45,16 +45,16 @@ func TestRedisSequencesRoomEvents(t *testing.T) {
 			for len(got) < n {
 				ev := recv(t, sub, 5*time.Second)
 				if ev.ID.IsZero() {
-					if !ev.Seq.IsZero() {
-						t.Fatalf("an event without an id came numbered %+v", ev.Seq)
+					if ev.Seq != 0 {
+						t.Fatalf("an event without an id came numbered %d", ev.Seq)
 					}
 					continue
 				}
 				got = append(got, store.Cursor{ID: ev.ID, Seq: ev.Seq})
 			}
 			for i, c := range got {
-				if c.Seq.N != uint64(i+1) || c.Seq.Epoch != got[0].Seq.Epoch || c.Seq.Epoch == "" {
-					t.Fatalf("event %d arrived at %+v, want number %d of epoch %q", i, c.Seq, i+1, got[0].Seq.Epoch)
+				if c.Seq != uint64(i+1) {
+					t.Fatalf("event %d arrived at %d, want %d", i, c.Seq, i+1)
 				}
 			}
 
@@ -78,11 +78,10 @@ func TestRedisSequencesRoomEvents(t *testing.T) {
 				t.Fatalf("after the last: %+v, held %v, err %v; want nothing, held", next, ok, err)
 			}
 			for name, at := range map[string]store.Cursor{
-				"another epoch":      {ID: got[3].ID, Seq: store.Seq{Epoch: "0123456789ab", N: got[3].Seq.N}},
 				"another event":      {ID: got[4].ID, Seq: got[3].Seq},
 				"an id without one":  {ID: store.NewMessageID()},
-				"a place to come":    {ID: got[3].ID, Seq: store.Seq{Epoch: got[3].Seq.Epoch, N: n + 5}},
-				"another room's too": {ID: store.NewMessageID(), Seq: store.Seq{Epoch: got[0].Seq.Epoch, N: 1}},
+				"a place to come":    {ID: got[3].ID, Seq: n + 5},
+				"another room's too": {ID: store.NewMessageID(), Seq: 1},
 			} {
 				if next, ok, err := a.SequenceAfter(ctx, "seq", at, 100); err != nil || ok {
 					t.Errorf("%s: %d places, held %v, err %v; want it not held", name, len(next), ok, err)
@@ -108,9 +107,8 @@ func TestRedisSequencesRoomEvents(t *testing.T) {
 				t.Fatalf("first event after a lost one is %+v, want a Resync", ev)
 			}
 			publish(t, b, topic, loggedEvent("seq", "p", 0))
-			ev := recv(t, sub, 5*time.Second)
-			if ev.Seq.N != 1 || ev.Seq.Epoch == got[0].Seq.Epoch {
-				t.Fatalf("the first event after the loss is at %+v, want number 1 of a new epoch (the old was %q)", ev.Seq, got[0].Seq.Epoch)
+			if ev := recv(t, sub, 5*time.Second); ev.Seq != 1 {
+				t.Fatalf("the first event after the loss is at %d, want 1", ev.Seq)
 			}
 			if _, ok, err := a.SequenceAfter(ctx, "seq", got[n-1], 10); err != nil || ok {
 				t.Fatalf("a place of the ended sequence: held %v, err %v; want not", ok, err)
@@ -121,11 +119,11 @@ func TestRedisSequencesRoomEvents(t *testing.T) {
 
 // A wire event carries the place Redis wrote in.
 func TestWireEventCarriesItsPlace(t *testing.T) {
-	ev, err := decodeEvent([]byte(`{"seq":12,"ep":"3f9a0c11b2d4","v":4,"kind":"MESSAGE_POSTED","room":"tea","user":{"login":"alice"}}`))
+	ev, err := decodeEvent([]byte(`{"seq":12,"v":4,"kind":"MESSAGE_POSTED","room":"tea","user":{"login":"alice"}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev.Seq != (store.Seq{Epoch: "3f9a0c11b2d4", N: 12}) {
-		t.Fatalf("decoded place %+v", ev.Seq)
+	if ev.Seq != 12 {
+		t.Fatalf("decoded place %d", ev.Seq)
 	}
 }

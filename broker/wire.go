@@ -15,7 +15,7 @@ import (
 //
 // Version 4 (this one):
 //
-//	{"seq":12,"ep":"3f9a0c11b2d4","v":4,"id":"<timeuuid>","kind":"MESSAGE_EDITED","room":"tea-party",
+//	{"seq":12,"v":4,"id":"<timeuuid>","kind":"MESSAGE_EDITED","room":"tea-party",
 //	 "user":{"login":"alice","first":"Alice","last":"Liddell"},
 //	 "msg":{"id":"<timeuuid>","author":{...},"content":"hi","system":true,"hidden":true,
 //	        "edited":1764000000123,"deleted":true,"reply":"<timeuuid>"},
@@ -26,11 +26,11 @@ import (
 // zero and empty fields are left out. The message's room is the event's.
 // edited is when the message was last edited, in Unix milliseconds; reply is
 // the root of the thread it replies in. online is a PRESENCE_CHANGED's
-// state. seq and ep are a room's logged event's place in the room's
-// sequence (store.Seq), which the Redis script that publishes the event
-// writes in (see publishSequencedScript); absent when there is none.
+// state. seq is a room's logged event's place in the room's sequence
+// (store.Cursor), which the Redis script that publishes the event writes
+// in (see publishSequencedScript); absent when there is none.
 //
-// Version 3 is version 4 without seq and ep.
+// Version 3 is version 4 without seq.
 //
 // Version 2 is version 3 without the message's edited, deleted and reply,
 // and without online:
@@ -56,8 +56,7 @@ type wireEvent struct {
 	Message *wireMessage `json:"msg,omitempty"`
 	Online  bool         `json:"online,omitempty"`
 	// Version 4, written in by Redis.
-	Seq   uint64 `json:"seq,omitempty"`
-	Epoch string `json:"ep,omitempty"`
+	Seq uint64 `json:"seq,omitempty"`
 
 	// Version 1's message (its user is read from the same "user" key).
 	V1Message *v1Message `json:"message,omitempty"`
@@ -133,7 +132,7 @@ func decodeEvent(b []byte) (Event, error) {
 	if w.Kind == "" {
 		return Event{}, fmt.Errorf("decode event: no kind in %.100q", b)
 	}
-	ev := Event{Kind: store.EventKind(w.Kind), Room: w.Room, User: w.User.ref(), Online: w.Online, Seq: store.Seq{Epoch: w.Epoch, N: w.Seq}}
+	ev := Event{Kind: store.EventKind(w.Kind), Room: w.Room, User: w.User.ref(), Online: w.Online, Seq: w.Seq}
 	if w.ID != "" {
 		id, err := store.ParseMessageID(w.ID)
 		if err != nil {

@@ -143,7 +143,7 @@ func (r *resumingReader) read(ctx context.Context) error {
 	defer func() { r.sub.Close() }()
 	got := make(map[string]bool)
 	var cursor string
-	var at store.Seq
+	var at uint64
 	for len(r.posts) < r.total {
 		for range 1 + r.rng.IntN(25) {
 			next, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -167,9 +167,9 @@ func (r *resumingReader) read(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if !c.Seq.IsZero() {
-				if c.Seq.Epoch == at.Epoch && c.Seq.N <= at.N {
-					return fmt.Errorf("event %s at %+v came after one at %+v", c.ID, c.Seq, at)
+			if c.Seq != 0 {
+				if c.Seq <= at {
+					return fmt.Errorf("event %s at %d came after one at %d", c.ID, c.Seq, at)
 				}
 				at = c.Seq
 			}

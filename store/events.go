@@ -106,9 +106,9 @@ type Event struct {
 	// Online is, for PresenceChanged, whether User is online now.
 	Online bool
 	// Seq is a room event's place in the room's sequence, when the broker
-	// that carried it keeps one (see Seq); the zero Seq otherwise, and in
-	// the store's log.
-	Seq Seq
+	// that carried it keeps one (see Cursor); zero otherwise, and in the
+	// store's log.
+	Seq uint64
 }
 
 // PostedEvent is the MessagePosted event of m.

@@ -186,7 +186,7 @@ func (r *Room) Pump(ctx context.Context, emit func(*store.Event) bool) (done boo
 			}
 			continue
 		}
-		if !ev.Seq.IsZero() {
+		if ev.Seq != 0 {
 			if taken, ok, err := r.takePlace(ctx, ev, emit); !ok {
 				return true, err
 			} else if !taken {
@@ -262,20 +262,22 @@ func (r *Room) resume(ctx context.Context, emit func(*store.Event) bool) (bool, 
 // takePlace follows a live event numbered in the room's sequence: taken is
 // false for one the stream took already (a catch-up read it); a number
 // beyond the next means events were lost on their way, and the stream
-// catches up on them first. ok is false when the stream must end, as
-// catchUp reports.
+// catches up on them first. A number not beyond the last, of an event the
+// stream never delivered, begins a new sequence (Redis lost the room's, or
+// let it expire). ok is false when the stream must end, as catchUp
+// reports.
 func (r *Room) takePlace(ctx context.Context, ev *store.Event, emit func(*store.Event) bool) (taken, ok bool, err error) {
 	switch {
-	case r.at.Seq.IsZero() || ev.Seq.Epoch != r.at.Seq.Epoch:
-		// The first, or the first of a new sequence (a Resync came first
-		// and the stream caught up by id).
-	case ev.Seq.N <= r.at.Seq.N:
-		return false, true, nil
-	case ev.Seq.N > r.at.Seq.N+1:
+	case r.at.Seq == 0:
+	case ev.Seq <= r.at.Seq:
+		if r.seen.delivered(ev.ID) {
+			return false, true, nil
+		}
+	case ev.Seq > r.at.Seq+1:
 		if ok, err := r.catchUpAfterGap(ctx, emit); !ok {
 			return false, false, err
 		}
-		if ev.Seq.Epoch == r.at.Seq.Epoch && ev.Seq.N <= r.at.Seq.N {
+		if r.seen.delivered(ev.ID) {
 			return false, true, nil
 		}
 	}

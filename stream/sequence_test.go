@@ -49,7 +49,7 @@ func TestRoomFillsASkippedNumberFromTheSequence(t *testing.T) {
 	// Numbered in the room's sequence as the broker's script does (its
 	// keys beside the room's channel), and never published.
 	hash, ids := prefix+"seq:room:tea", prefix+"seqids:room:tea"
-	n, err := rdb.HIncrBy(f.ctx, hash, "n", 1).Result()
+	n, err := rdb.Incr(f.ctx, hash).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestRoomFillsASkippedNumberFromTheSequence(t *testing.T) {
 		s.sub.Wait(ctx)
 		if _, err := s.Pump(ctx, func(ev *store.Event) bool {
 			got = append(got, ev.Message.Content)
-			places = append(places, ev.Seq.N)
+			places = append(places, ev.Seq)
 			return true
 		}); err != nil {
 			t.Fatal(err)
