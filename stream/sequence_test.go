@@ -17,7 +17,7 @@ import (
 // ones between were lost on their way (here: numbered, never published):
 // the stream reads them from the sequence and the log first, so the
 // subscriber gets every event once, in the sequence's order, each with
-// its place.
+// its place. A sequence that starts again from 1 goes on.
 func TestRoomFillsASkippedNumberFromTheSequence(t *testing.T) {
 	url := os.Getenv("CHAT_REDIS_URL")
 	if url == "" {
@@ -76,6 +76,27 @@ func TestRoomFillsASkippedNumberFromTheSequence(t *testing.T) {
 	want(t, got, "m1", "m2", "m3")
 	if places[0] != 1 || places[1] != 2 || places[2] != 3 {
 		t.Fatalf("places %v, want 1 2 3", places)
+	}
+
+	// The sequence expires (or Redis loses it) with no word to anyone: the
+	// next event is number 1 again, and it is new to the stream.
+	if err := rdb.Del(f.ctx, hash, ids).Err(); err != nil {
+		t.Fatal(err)
+	}
+	f.publish(f.post("tea", alice, "m4"))
+	for len(got) < 4 && ctx.Err() == nil {
+		s.sub.Wait(ctx)
+		if _, err := s.Pump(ctx, func(ev *store.Event) bool {
+			got = append(got, ev.Message.Content)
+			places = append(places, ev.Seq)
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want(t, got, "m1", "m2", "m3", "m4")
+	if places[3] != 1 {
+		t.Fatalf("places %v, want 1 2 3 1", places)
 	}
 }
 
