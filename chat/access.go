@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/killrchat/chatql/store"
-	"github.com/killrchat/chatql/stream"
 )
 
 // Who may do what, in one vocabulary:
@@ -25,8 +24,14 @@ import (
 //     mayModerate.
 //   - a direct conversation is its two parties': directPeer.
 //
-// Subscriptions apply the participant rule when they open and again when
-// they catch up (stream.Source.OpenRoom).
+// A room's subscription is the reader's view too (FollowRoom); it checks
+// again that the viewer takes part when it catches up after a gap.
+
+// notParticipant is the refusal of someone who does not take part in a
+// room: only participants read, post and follow it.
+func notParticipant(room string, u store.UserRef) error {
+	return fmt.Errorf("%w: %s is not a participant of room %q; join it first", store.ErrForbidden, u.Login, room)
+}
 
 // readableMessage returns the message with this id if me may read its
 // conversation; otherwise NOT_FOUND, so ids do not reveal what exists.
@@ -70,7 +75,7 @@ func (s *Service) participant(ctx context.Context, name string, u store.UserRef)
 		return store.RoomMembership{}, err
 	}
 	if !m.Participant {
-		return store.RoomMembership{}, stream.NotParticipant(name, u)
+		return store.RoomMembership{}, notParticipant(name, u)
 	}
 	return m, nil
 }
@@ -117,7 +122,7 @@ func (s *Service) postAudience(ctx context.Context, name string, u store.UserRef
 		return "", nil, err
 	}
 	if !group.HasParticipant(u.Login) {
-		return "", nil, stream.NotParticipant(name, u)
+		return "", nil, notParticipant(name, u)
 	}
 	return group.Kind, group.Participants, nil
 }

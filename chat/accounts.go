@@ -86,7 +86,7 @@ func (s *Service) leaveAsDeleted(ctx context.Context, room, login string) error 
 	}
 	_, err = s.inLine(ctx, room, func() (store.Event, error) {
 		if m.Kind == store.PrivateGroup {
-			return s.Store.LeaveGroup(ctx, room, u, time.Now())
+			return s.Store.LeaveGroup(ctx, room, u, s.now())
 		}
 		return s.Store.LeaveRoom(ctx, room, u)
 	})

@@ -12,9 +12,8 @@ import (
 // The reader's view: what one viewer may see of a conversation's messages.
 // Every path to a message goes through it: the history, a thread and its
 // summary, a message by id (and so every change to one: edit, delete,
-// hide, react, reply), and the checks of the subscriptions' replay
-// (stream.Source applies the participant rule when a stream opens and
-// again as it catches up).
+// hide, react, reply), and a room's subscription, live and replayed
+// (FollowRoom).
 //
 //   - A direct conversation's messages are its two parties'.
 //   - A public room's are its participants', all of them.
@@ -39,6 +38,9 @@ type Reader struct {
 	// only times whose messages they read; nil in a direct conversation or
 	// a public room, whose messages a reader reads all of.
 	Windows []store.Window
+	// Participant: the viewer takes part now (a group's former member
+	// reads their windows, but follows nothing new).
+	Participant bool
 }
 
 // Sees reports whether the reader may read m.
@@ -67,7 +69,7 @@ func Content(m *store.Message, viewer store.UserRef) string {
 // group, not a party of a direct conversation) or NOT_FOUND (no such room,
 // or a group me never was in).
 func (s *Service) reader(ctx context.Context, me store.UserRef, conversation string) (Reader, error) {
-	r := Reader{Viewer: me, Conversation: conversation}
+	r := Reader{Viewer: me, Conversation: conversation, Participant: true}
 	if store.IsDirectConversation(conversation) {
 		if a, b := store.DirectParties(conversation); a != me.Login && b != me.Login {
 			return Reader{}, fmt.Errorf("%w: %s is not a party of conversation %q", store.ErrForbidden, me.Login, conversation)
@@ -85,7 +87,7 @@ func (s *Service) reader(ctx context.Context, me store.UserRef, conversation str
 	s.rememberMembership(epoch, m)
 	if m.Kind != store.PrivateGroup {
 		if !m.Participant {
-			return Reader{}, stream.NotParticipant(conversation, me)
+			return Reader{}, notParticipant(conversation, me)
 		}
 		return r, nil
 	}
@@ -99,8 +101,48 @@ func (s *Service) reader(ctx context.Context, me store.UserRef, conversation str
 	if m.Banned {
 		return Reader{}, fmt.Errorf("%w: %s is banned from group %q", store.ErrForbidden, me.Login, conversation)
 	}
-	r.Windows = conv.Windows
+	r.Windows, r.Participant = conv.Windows, m.Participant
 	return r, nil
+}
+
+// FollowRoom opens me's stream of room's events after the cursor (the zero
+// cursor: from now on): those of me's reader's view, refused as reader
+// refuses, and to who does not take part now. A private group's member never replays from before their
+// current membership window. A direct conversation is followed in the
+// inbox (inboxEvents), not here.
+func (s *Service) FollowRoom(ctx context.Context, me store.UserRef, room string, after store.Cursor) (*stream.Room, error) {
+	if store.IsDirectConversation(room) {
+		return nil, fmt.Errorf("room %q: %w; a direct conversation's events come in inboxEvents", room, store.ErrNotFound)
+	}
+	rd, err := s.reader(ctx, me, room)
+	if err != nil {
+		return nil, err
+	}
+	if !rd.Participant {
+		return nil, notParticipant(room, me)
+	}
+	if w := rd.Windows; len(w) > 0 && !after.ID.IsZero() {
+		if start := store.MinMessageID(w[len(w)-1].From); after.ID.Compare(start) < 0 {
+			after = store.Cursor{ID: start}
+		}
+	}
+	return s.Streams.OpenRoom(ctx, room, me, after, rd.Sees)
+}
+
+// FollowInbox opens me's stream of their inbox events after the cursor
+// (the zero id: from now on); its replay leaves out what me's reader's
+// view no longer lets them read.
+func (s *Service) FollowInbox(ctx context.Context, me store.UserRef, after store.MessageID) (*stream.Inbox, error) {
+	return s.Streams.OpenInbox(ctx, me, after, func(ctx context.Context, conversation string) (func(store.Message) bool, error) {
+		rd, err := s.reader(ctx, me, conversation)
+		switch {
+		case errors.Is(err, store.ErrForbidden) || errors.Is(err, store.ErrNotFound):
+			return nil, nil
+		case err != nil:
+			return nil, err
+		}
+		return rd.Sees, nil
+	})
 }
 
 // Reactions are the reactions of msgs, messages viewer reads, with which

@@ -22,7 +22,7 @@ func (s *Service) CreateRoom(ctx context.Context, me store.UserRef, name string,
 		Kind:         kind,
 		Banner:       banner,
 		Creator:      me,
-		CreatedAt:    time.Now().UTC().Truncate(time.Millisecond), // Cassandra timestamps hold milliseconds
+		CreatedAt:    s.now().UTC().Truncate(time.Millisecond), // Cassandra timestamps hold milliseconds
 		Participants: []store.UserRef{me},
 	}
 	if err := room.Validate(); err != nil {
@@ -78,7 +78,7 @@ func (s *Service) Leave(ctx context.Context, me store.UserRef, room string) (*st
 	}
 	_, err = s.inLine(ctx, room, func() (left store.Event, err error) {
 		if before.Kind == store.PrivateGroup {
-			left, err = s.Store.LeaveGroup(ctx, room, me, time.Now())
+			left, err = s.Store.LeaveGroup(ctx, room, me, s.now())
 		} else {
 			left, err = s.Store.LeaveRoom(ctx, room, me)
 		}
@@ -140,7 +140,7 @@ func (s *Service) AddGroupMember(ctx context.Context, me store.UserRef, group, l
 	}
 	var room store.Room
 	joined, err := s.inLine(ctx, group, func() (joined store.Event, err error) {
-		room, joined, err = s.Store.AddGroupMember(ctx, group, me, u.UserRef, time.Now())
+		room, joined, err = s.Store.AddGroupMember(ctx, group, me, u.UserRef, s.windowStart())
 		return joined, err
 	})
 	if err != nil {

@@ -20,12 +20,15 @@ import (
 	"github.com/killrchat/chatql/presence"
 	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
+	"github.com/killrchat/chatql/stream"
 )
 
 // Service is the chat of one instance, built once at start.
 type Service struct {
 	Store  store.Store
 	Broker broker.Broker
+	// Streams opens the subscriptions' streams over the store and broker.
+	Streams *stream.Source
 	// Sessions starts and ends the users' sessions. Nil in tests of other
 	// layers.
 	Sessions *auth.Sessions
@@ -74,6 +77,11 @@ func (s *Service) now() time.Time {
 	}
 	return s.Clock.Now()
 }
+
+// windowStart is when a membership window opens now, to the microsecond
+// as message ids are: the system message that records it (its id taken at
+// that time) falls in the window, which a finer bound would open after.
+func (s *Service) windowStart() time.Time { return s.now().Truncate(time.Microsecond) }
 
 // limit counts a write of me's within the limit of action.
 func (s *Service) limit(ctx context.Context, action ratelimit.Action, me store.UserRef) error {

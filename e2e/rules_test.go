@@ -323,3 +323,28 @@ func nextSSEData(t *testing.T, body interface{ Read([]byte) (int, error) }) []by
 	t.Fatalf("SSE stream ended: %v", sc.Err())
 	return nil
 }
+
+func TestAddedMemberReadsTheirAddition(t *testing.T) {
+	forEachStore(t, testAddedMemberReadsTheirAddition)
+}
+
+// testAddedMemberReadsTheirAddition: the system message that records a
+// member's addition to a group is theirs to read, in the history and by id,
+// as the first message of their window (its id is taken at the window's
+// start, which once began later than it by the clock's nanoseconds).
+func testAddedMemberReadsTheirAddition(t *testing.T, cfg server.Config) {
+	ts := startServer(t, cfg)
+	alice, bob := ts.user(t, "alice"), ts.user(t, "bob")
+	mustDo(t, alice, createKind, map[string]any{"n": "club", "k": "PRIVATE_GROUP"}, nil)
+	mustDo(t, alice, addMember, map[string]any{"g": "club", "l": "bob"}, nil)
+	var page messagePage
+	mustDo(t, bob, `query { messages(room: "club", first: 10) { edges { node { id content system } } } }`, nil, &page)
+	if len(page.Messages.Edges) != 1 || page.Messages.Edges[0].Node.Content != "alice added bob to the group" {
+		t.Fatalf("bob's history of the group: %+v, want the message of his addition alone", page.Messages.Edges)
+	}
+	var byID struct{ Message struct{ Content string } }
+	mustDo(t, bob, `query($id: ID!) { message(id: $id) { content } }`, map[string]any{"id": page.Messages.Edges[0].Node.ID}, &byID)
+	if byID.Message.Content != "alice added bob to the group" {
+		t.Fatalf("bob reads his addition by id as %+v", byID)
+	}
+}

@@ -179,7 +179,7 @@ func (r *subscriptionResolver) InboxEvents(ctx context.Context, after *string, p
 		return nil, err
 	}
 	watched := r.watchSession(ctx)
-	s, err := r.Streams.OpenInbox(watched, me, from)
+	s, err := r.Service.FollowInbox(watched, me, from)
 	if err != nil {
 		return nil, err
 	}

@@ -164,7 +164,7 @@ func (f feedSubscription) InboxEvents(context.Context, *string, *bool) (<-chan *
 }
 
 // OpenRoomEvents opens the caller's stream of a room's events after the
-// optional cursor (see stream.Source.OpenRoom), with its participants'
+// optional cursor (see chat.Service.FollowRoom), with its participants'
 // presence if asked: the roomEvents subscription, for the transports that
 // drive streams themselves.
 func (r *Resolver) OpenRoomEvents(ctx context.Context, room string, after *string, presence bool) (*stream.Room, error) {
@@ -178,7 +178,7 @@ func (r *Resolver) OpenRoomEvents(ctx context.Context, room string, after *strin
 			return nil, err
 		}
 	}
-	s, err := r.Streams.OpenRoom(ctx, room, me, from)
+	s, err := r.Service.FollowRoom(ctx, me, room, from)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package stream
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +18,7 @@ type Inbox struct {
 	after  store.MessageID
 	floor  store.MessageID
 	seen   seen
+	reads  Reads
 	closed atomic.Bool
 	// presence is the subscription to the presence changes of the
 	// viewer's direct-conversation peers (FollowPresence); nil if the
@@ -43,9 +43,14 @@ func (in *Inbox) deliver(ev *store.Event, emit func(*store.Event) bool) bool {
 	return !in.seen.first(ev.ID) || emit(ev)
 }
 
+// Reads tells what a viewer reads of a conversation's messages: sees, or
+// none (nil) if they may read none of it.
+type Reads func(ctx context.Context, conversation string) (sees func(store.Message) bool, err error)
+
 // OpenInbox subscribes to viewer's inbox events, then (in Run) replays
-// those logged after the cursor (the zero id: from now on).
-func (s *Source) OpenInbox(ctx context.Context, viewer store.UserRef, after store.MessageID) (*Inbox, error) {
+// those logged after the cursor (the zero id: from now on) about messages
+// that reads (the viewer's reader's view; nil: all) lets them read.
+func (s *Source) OpenInbox(ctx context.Context, viewer store.UserRef, after store.MessageID, reads Reads) (*Inbox, error) {
 	floor := after
 	if floor.IsZero() {
 		floor = store.MinMessageID(time.Now())
@@ -54,7 +59,7 @@ func (s *Source) OpenInbox(ctx context.Context, viewer store.UserRef, after stor
 	if err != nil {
 		return nil, err
 	}
-	return &Inbox{src: s, viewer: viewer, sub: sub, after: after, floor: floor}, nil
+	return &Inbox{src: s, viewer: viewer, sub: sub, after: after, floor: floor, reads: reads}, nil
 }
 
 // Run delivers the stream's events to emit, in order, until ctx ends or
@@ -126,10 +131,10 @@ func (in *Inbox) Close() {
 
 // catchUp delivers the logged events after the cursor, oldest first; false
 // ends the stream (the subscriber left, or the store failed: its error).
-// The events of a group the viewer was banned from are not replayed: a
-// banned user reads nothing of it (live, none come after the ban).
+// An event about a message the viewer may no longer read (of a group they
+// were banned from since) is not replayed; live, none come after the ban.
 func (in *Inbox) catchUp(ctx context.Context, after store.MessageID, emit func(*store.Event) bool) (bool, error) {
-	banned := map[string]bool{} // by group, read once per catch-up
+	views := map[string]func(store.Message) bool{} // by conversation, read once per catch-up
 	for {
 		events, err := in.src.Store.InboxEvents(ctx, in.viewer.Login, after, replayPage)
 		if err != nil {
@@ -140,17 +145,15 @@ func (in *Inbox) catchUp(ctx context.Context, after store.MessageID, emit func(*
 		}
 		for i := range events {
 			ev := &events[i]
-			if ev.Message != nil && !store.IsDirectConversation(ev.Room) {
-				is, known := banned[ev.Room]
+			if ev.Message != nil && in.reads != nil {
+				sees, known := views[ev.Room]
 				if !known {
-					m, err := in.src.Store.Membership(ctx, ev.Room, in.viewer.Login)
-					if err != nil && !errors.Is(err, store.ErrNotFound) {
+					if sees, err = in.reads(ctx, ev.Room); err != nil {
 						return false, err
 					}
-					is = err == nil && m.Banned
-					banned[ev.Room] = is
+					views[ev.Room] = sees
 				}
-				if is {
+				if sees == nil || !sees(*ev.Message) {
 					continue
 				}
 			}

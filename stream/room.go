@@ -3,7 +3,6 @@ package stream
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -31,10 +30,10 @@ type Room struct {
 	// or passed over as not the viewer's), zero before the first.
 	sequence broker.Sequencer
 	at       store.Cursor
-	// windows are a private group's member's membership windows: an event
-	// about a message posted outside them (an edit, a deletion, a hide, a
-	// reaction) is not theirs to see. Nil in a public room.
-	windows []store.Window
+	// sees is the viewer's reader's view: an event about a message they may
+	// not read (in a private group, one posted outside their membership
+	// windows: an edit, a deletion, a hide, a reaction) is not theirs.
+	sees func(store.Message) bool
 
 	replayed bool // the first Pump has replayed after the cursor
 	closed   atomic.Bool
@@ -55,37 +54,14 @@ func (r *Room) FollowPresence(ctx context.Context) error {
 	return nil
 }
 
-// OpenRoom checks that viewer may follow the room (a participant), then
-// subscribes to its live events before anything is read from the log, so
+// OpenRoom opens viewer's stream of the room's events, which the caller
+// checked viewer may follow, and which delivers the events about messages
+// that sees (the viewer's reader's view; nil: all) lets them read. It
+// subscribes to the live events before anything is read from the log, so
 // that nothing logged in between is missed. after is the resume cursor (the
-// zero cursor: from now on). A private group's member never replays from
-// before their current membership window. The stream holds a broker
-// subscription until it ends or is closed.
-func (s *Source) OpenRoom(ctx context.Context, room string, viewer store.UserRef, after store.Cursor) (*Room, error) {
-	m, err := s.Store.Membership(ctx, room, viewer.Login)
-	if err != nil {
-		return nil, err
-	}
-	var windows []store.Window
-	if m.Kind == store.PrivateGroup {
-		conv, err := s.Store.Conversation(ctx, viewer.Login, room)
-		if errors.Is(err, store.ErrNotFound) {
-			// Never a member: a group is invisible to who is not in it.
-			return nil, fmt.Errorf("room %q: %w", room, store.ErrNotFound)
-		}
-		if err != nil {
-			return nil, err
-		}
-		windows = conv.Windows
-		if w := conv.Windows; len(w) > 0 && !after.ID.IsZero() {
-			if start := store.MinMessageID(w[len(w)-1].From); after.ID.Compare(start) < 0 {
-				after = store.Cursor{ID: start}
-			}
-		}
-	}
-	if !m.Participant {
-		return nil, NotParticipant(room, viewer)
-	}
+// zero cursor: from now on). The stream holds a broker subscription until
+// it ends or is closed.
+func (s *Source) OpenRoom(ctx context.Context, room string, viewer store.UserRef, after store.Cursor, sees func(store.Message) bool) (*Room, error) {
 	floor := after.ID
 	if floor.IsZero() {
 		floor = store.MinMessageID(time.Now())
@@ -95,7 +71,7 @@ func (s *Source) OpenRoom(ctx context.Context, room string, viewer store.UserRef
 		return nil, err
 	}
 	sequence, _ := s.Broker.(broker.Sequencer)
-	return &Room{src: s, room: room, viewer: viewer, sub: sub, after: after, floor: floor, windows: windows, sequence: sequence}, nil
+	return &Room{src: s, room: room, viewer: viewer, sub: sub, after: after, floor: floor, sees: sees, sequence: sequence}, nil
 }
 
 // Viewer is the subscriber the stream was opened for.
@@ -434,7 +410,7 @@ func (r *Room) deliver(ev *store.Event, emit func(*store.Event) bool) bool {
 }
 
 // mayRead reports whether the viewer may read m, a message an event
-// carries (nil: none): in a private group, one posted in their windows.
+// carries (nil: none).
 func (r *Room) mayRead(m *store.Message) bool {
-	return m == nil || r.windows == nil || store.InWindows(r.windows, m.ID.Time())
+	return m == nil || r.sees == nil || r.sees(*m)
 }

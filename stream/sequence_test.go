@@ -31,7 +31,7 @@ func TestRoomFillsASkippedNumberFromTheSequence(t *testing.T) {
 	f := newFixtureOn(t, br)
 	alice, bob := f.user("alice"), f.user("bob")
 	f.room("tea", alice, bob)
-	s, err := f.src.OpenRoom(f.ctx, "tea", bob, store.Cursor{})
+	s, err := f.src.OpenRoom(f.ctx, "tea", bob, store.Cursor{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

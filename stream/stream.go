@@ -8,7 +8,6 @@ package stream
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 
 	"github.com/killrchat/chatql/broker"
@@ -46,12 +45,6 @@ func (s *Source) subscribe(ctx context.Context, topic string) (*broker.Subscript
 	s.open.Add(1)
 	s.started.Add(1)
 	return sub, nil
-}
-
-// NotParticipant is the refusal of someone who does not take part in a
-// room: only participants read, post and follow it.
-func NotParticipant(room string, u store.UserRef) error {
-	return fmt.Errorf("%w: %s is not a participant of room %q; join it first", store.ErrForbidden, u.Login, room)
 }
 
 // seen remembers the ids a stream delivered, to recognise a repeat. Repeats
