@@ -88,6 +88,19 @@ func TestRedisSequencesRoomEvents(t *testing.T) {
 				}
 			}
 
+			// A node that forgot the scripts (restarted, failed over, or
+			// flushed) runs them in full, once: the next event comes
+			// numbered, once.
+			if err := adminClient(t, url).ScriptFlush(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 2 {
+				publish(t, a, topic, loggedEvent("seq", "p", n+i))
+				if ev := recv(t, sub, 5*time.Second); ev.Seq != uint64(n+1+i) {
+					t.Fatalf("after the scripts were flushed: an event at %d, want %d", ev.Seq, n+1+i)
+				}
+			}
+
 			// Past what is kept, the oldest places are no longer held.
 			sub.Close()
 			for i := range sequenceKept + 40 {
