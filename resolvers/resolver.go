@@ -6,7 +6,6 @@ package resolvers
 import (
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/chat"
-	"github.com/killrchat/chatql/stream"
 )
 
 // Page sizes of the connections and paged lists.
@@ -22,7 +21,5 @@ const (
 type Resolver struct {
 	// Service is the chat core the resolvers call.
 	*chat.Service
-	// Streams opens the subscriptions' streams over the store and broker.
-	Streams *stream.Source
-	Tokens  *auth.Tokens
+	Tokens *auth.Tokens
 }

@@ -186,7 +186,7 @@ func NewOnStore(ctx context.Context, cfg Config, log *slog.Logger, st store.Stor
 	if cfg.MembershipTTL > 0 {
 		core.Memberships = chat.NewMemberships(0, cfg.MembershipTTL)
 	}
-	res := &resolvers.Resolver{Service: core, Streams: s.streams, Tokens: tokens}
+	res := &resolvers.Resolver{Service: core, Tokens: tokens}
 	if err := res.FollowAnnouncements(streams, sessions.EndUser); err != nil {
 		endStreams()
 		_ = s.broker.Close()
