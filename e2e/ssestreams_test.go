@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -257,6 +258,15 @@ func TestSSESingleConnectionRefusals(t *testing.T) {
 	time.Sleep(3 * cfg.SSEReservationTTL)
 	wantStreamError(t, "expired token", ts.streamRequest(t, alice, http.MethodGet, expiring, "", nil), http.StatusNotFound, "NOT_FOUND")
 
+	// A user holds at most 16 streams; expired reservations give their
+	// place back.
+	for range 15 {
+		ts.reserveStream(t, alice)
+	}
+	wantStreamError(t, "17th stream", ts.streamRequest(t, alice, http.MethodPut, "", "", nil), http.StatusTooManyRequests, "TOO_MANY_CONNECTIONS")
+	time.Sleep(3 * cfg.SSEReservationTTL)
+	ts.reserveStream(t, alice)
+
 	// Bob's refusals touched nothing of alice's stream.
 	mustDo(t, alice, postMessage, map[string]any{"r": "hers", "c": "still mine"}, nil)
 	if id, ev := s.nextRoomEvent(t); id != "a" || ev.Message == nil || ev.Message.Content != "still mine" {
@@ -283,4 +293,22 @@ func TestSSESingleConnectionCloseEndsOperations(t *testing.T) {
 		resp := ts.streamRequest(t, alice, http.MethodPost, s.token, "", map[string]any{"query": roomEvents, "variables": map[string]any{"r": "one"}, "extensions": map[string]any{"operationId": "late"}})
 		return resp.StatusCode == http.StatusNotFound
 	})
+}
+
+// A stream runs at most 100 operations at once; a stopped one gives its
+// place back.
+func TestSSESingleConnectionOperationCap(t *testing.T) {
+	ts := startServer(t, testConfig(t))
+	alice := ts.user(t, "alice")
+	mustDo(t, alice, createRoom, map[string]any{"n": "busy"}, nil)
+	s := ts.openStream(t, alice)
+	for i := range 100 {
+		s.start(t, alice, fmt.Sprint("op-", i), "busy")
+	}
+	over := map[string]any{"query": roomEvents, "variables": map[string]any{"r": "busy"}, "extensions": map[string]any{"operationId": "op-100"}}
+	wantStreamError(t, "101st operation", ts.streamRequest(t, alice, http.MethodPost, s.token, "", over), http.StatusTooManyRequests, "BAD_REQUEST")
+	if resp := ts.streamRequest(t, alice, http.MethodDelete, s.token, "?operationId=op-0", nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE: %d, want 200", resp.StatusCode)
+	}
+	s.start(t, alice, "op-100", "busy")
 }
