@@ -312,3 +312,24 @@ func TestSSESingleConnectionOperationCap(t *testing.T) {
 	}
 	s.start(t, alice, "op-100", "busy")
 }
+
+// Each operation runs as the caller of the request that started it: after
+// the token the stream was opened with expires, an operation started with a
+// fresh token follows its room.
+func TestSSESingleConnectionOperationsOutliveTheStreamsToken(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.TokenTTL = 2 * time.Second
+	ts := startServer(t, cfg)
+	alice := ts.user(t, "alice")
+	mustDo(t, alice, createRoom, map[string]any{"n": "long"}, nil)
+	s := ts.openStream(t, alice)
+	time.Sleep(cfg.TokenTTL + time.Second)
+	var out struct{ Login struct{ Token string } }
+	mustDo(t, ts.Client, `mutation { login(login: "alice", password: "password-alice") { token } }`, nil, &out)
+	fresh := ts.Client.WithToken(out.Login.Token)
+	s.start(t, fresh, "later", "long")
+	mustDo(t, fresh, postMessage, map[string]any{"r": "long", "c": "after the first token"}, nil)
+	if id, ev := s.nextRoomEvent(t); id != "later" || ev.Message == nil || ev.Message.Content != "after the first token" {
+		t.Fatalf("got %s %+v, want the message on the operation started with the fresh token", id, ev)
+	}
+}

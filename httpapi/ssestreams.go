@@ -35,9 +35,9 @@ const maxOperationID = 128
 //
 // Every request authenticates as the distinct mode does (Authorization:
 // Bearer), and a stream answers only the user who reserved it: to anyone
-// else its token is unknown. Operations run in the context of the event
-// stream's request, through the same executor as every other transport, and
-// end with it.
+// else its token is unknown. Operations run through the same executor as
+// every other transport, as the caller of the request that started them,
+// and end with the stream.
 //
 // Build one with NewSSEStreams; it must come before the transports that
 // take GET and POST requests.
@@ -78,7 +78,7 @@ type eventStream struct {
 	expiry *time.Timer
 	opened bool
 	// Set when opened: ctx is the stream request's context, which the
-	// operations run in; events carries their encoded events to it.
+	// operations end with; events carries their encoded events to it.
 	ctx     context.Context
 	events  chan []byte
 	ops     map[string]*operation
@@ -344,7 +344,11 @@ func (s *SSEStreams) start(w http.ResponseWriter, r *http.Request, exec graphql.
 		fail(w, media, http.StatusTooManyRequests, apierror.BadRequest, "too many operations on this stream: at most %d at a time; stop one or open another stream", s.cfg.MaxOperations)
 		return
 	}
-	ctx, cancel := context.WithCancel(st.ctx)
+	// The stream's context ends the operation with the stream; the POST's
+	// caller runs it, so that an operation started with a fresh token
+	// outlives the token the stream was opened with (a subscription ends
+	// when its caller's token expires or session ends).
+	ctx, cancel := context.WithCancel(auth.WithCallerOf(st.ctx, r.Context()))
 	op := &operation{cancel: cancel}
 	st.ops[id] = op
 	st.running.Add(1)
