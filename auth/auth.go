@@ -34,6 +34,18 @@ func WithUser(ctx context.Context, u store.UserRef) context.Context {
 	return context.WithValue(ctx, callerKey{}, caller{user: u})
 }
 
+// WithCallerOf returns ctx carrying the caller of from, as verified for
+// from's request (user, session, token expiry), or ctx as it is when from
+// has none: an event stream opened by one request runs the operations that
+// later requests start, each as its own request's caller.
+func WithCallerOf(ctx, from context.Context) context.Context {
+	c, ok := from.Value(callerKey{}).(caller)
+	if !ok {
+		return ctx
+	}
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
 // withClaims returns a context carrying the verified caller of an access
 // token.
 func withClaims(ctx context.Context, c Claims) context.Context {

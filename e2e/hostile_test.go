@@ -189,8 +189,14 @@ func TestHostileRequests(t *testing.T) {
 			status: 200, code: "UNAUTHENTICATED", maxBytes: 8 << 10, errors: 21},
 
 		// Item 7: every failure coded, statuses per GraphQL-over-HTTP.
-		{name: "MethodNotAllowed", req: rawRequest{method: http.MethodPut, body: gqlBody("{ __typename }", nil)},
+		{name: "MethodNotAllowed", req: rawRequest{method: http.MethodPatch, body: gqlBody("{ __typename }", nil)},
 			status: 405, code: "BAD_REQUEST", maxBytes: 1 << 10},
+		{name: "AnonymousStreamReservation", req: rawRequest{method: http.MethodPut, body: gqlBody("{ __typename }", nil)},
+			status: 401, code: "UNAUTHENTICATED", maxBytes: 1 << 10},
+		{name: "StreamOperationUnknownToken", req: rawRequest{path: "?token=forged", body: `{"query":"{ __typename }","extensions":{"operationId":"a"}}`, token: token},
+			status: 404, code: "NOT_FOUND", maxBytes: 1 << 10},
+		{name: "StreamStopWithoutToken", req: rawRequest{method: http.MethodDelete, path: "?operationId=a", token: token},
+			status: 400, code: "BAD_REQUEST", maxBytes: 1 << 10},
 		{name: "UnsupportedContentType", req: rawRequest{contentType: "text/plain", body: gqlBody("{ __typename }", nil)},
 			status: 415, code: "BAD_REQUEST", maxBytes: 1 << 10},
 		{name: "MissingContentType", req: rawRequest{contentType: "none/none", body: gqlBody("{ __typename }", nil)},

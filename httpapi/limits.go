@@ -59,7 +59,8 @@ func bodyRead(w http.ResponseWriter) {
 }
 
 // streaming tells the requests that stay open: websocket upgrades and
-// server-sent events (as transport.SSE recognizes them).
+// server-sent events (as transport.SSE recognizes them, and SSEStreams,
+// which opens a stream only for a request that accepts text/event-stream).
 func streaming(r *http.Request) bool {
 	return r.Header.Get("Upgrade") != "" || strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 }

@@ -116,8 +116,10 @@ type SSE struct {
 	Stats     *StreamStats
 }
 
-// StreamStats count what an SSE transport has served, for monitoring: an
-// event stream is one request, which carries one operation.
+// StreamStats count what the SSE transports have served, for monitoring:
+// an event stream is one request, which carries one operation in the
+// distinct connections mode (SSE) and any number in the single connection
+// mode (SSEStreams).
 type StreamStats struct {
 	// Streams counts the event streams opened; StreamsOpen those open now.
 	Streams     atomic.Uint64
@@ -204,8 +206,8 @@ func (Unsupported) Do(w http.ResponseWriter, r *http.Request, _ graphql.GraphExe
 	case r.Method == http.MethodPost:
 		fail(w, media, http.StatusUnsupportedMediaType, apierror.BadRequest, "unsupported Content-Type %q: send application/json", r.Header.Get("Content-Type"))
 	default:
-		w.Header().Set("Allow", "GET, POST, OPTIONS")
-		fail(w, media, http.StatusMethodNotAllowed, apierror.BadRequest, "method %s is not allowed: use POST (or GET for queries)", r.Method)
+		w.Header().Set("Allow", "GET, POST, PUT, DELETE, OPTIONS")
+		fail(w, media, http.StatusMethodNotAllowed, apierror.BadRequest, "method %s is not allowed: use POST (or GET for queries; PUT, GET and DELETE with a stream token for single-connection event streams)", r.Method)
 	}
 }
 

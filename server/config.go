@@ -101,6 +101,10 @@ type Config struct {
 	// (this machine's clock when nil); tests of instances whose clocks
 	// disagree set it. It has no flag.
 	IDClock *store.IDClock
+	// SSEReservationTTL is how long a single-connection event stream
+	// reserved with PUT waits to be opened (httpapi's default when 0);
+	// tests shorten it. It has no flag.
+	SSEReservationTTL time.Duration
 	// MaxUnauthenticatedWebsockets caps the websockets open without a
 	// user (before connection_init, or anonymous).
 	MaxUnauthenticatedWebsockets int

@@ -334,7 +334,14 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 	})
 	gql.AddTransport(s.live)
 	gql.AddTransport(httpapi.SSE{Connected: s.connected, Stats: &s.sse})
-	gql.AddTransport(transport.Options{})
+	gql.AddTransport(httpapi.NewSSEStreams(httpapi.SSEStreamsConfig{
+		Context:        streams,
+		Connected:      s.connected,
+		Stats:          &s.sse,
+		ReservationTTL: s.cfg.SSEReservationTTL,
+		KeepAlive:      s.cfg.KeepAlive,
+	}))
+	gql.AddTransport(transport.Options{AllowedMethods: []string{"OPTIONS", "GET", "POST", "PUT", "DELETE"}})
 	gql.AddTransport(httpapi.GET{})
 	gql.AddTransport(httpapi.POST{})
 	gql.AddTransport(httpapi.Unsupported{})
@@ -438,8 +445,8 @@ func (s *Server) cors(next http.Handler) http.Handler {
 		if origin := r.Header.Get("Origin"); origin != "" && (anyOrigin || slices.Contains(s.cfg.AllowedOrigins, origin)) {
 			h := w.Header()
 			h.Set("Access-Control-Allow-Origin", origin)
-			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
-			h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, "+httpapi.TokenHeader)
+			h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS")
 			h.Add("Vary", "Origin")
 		}
 		next.ServeHTTP(w, r)
