@@ -24,7 +24,8 @@ type Pages struct {
 	// Older reads toward the oldest, as a Pager.
 	Older Pager
 	// Newer reads up to n messages newer than after (zero: from the
-	// oldest), oldest first, of those the reader may read.
+	// oldest), oldest first, of those the reader may read; nil for a list
+	// read toward the oldest only (MyMessages), which has no At either.
 	Newer func(ctx context.Context, after store.MessageID, n int) ([]store.Message, error)
 	// At returns the message of the id if it is one of the list's that the
 	// reader may read; ErrNotFound otherwise.

@@ -76,10 +76,14 @@ func (r *Resolver) messagePage(ctx context.Context, req pageRequest, pages chat.
 		msgs []store.Message
 		info *model.PageInfo
 	)
+	around, backward := deref(req.around) != "", req.last != nil || deref(req.before) != ""
+	if (around || backward) && pages.Newer == nil {
+		return nil, store.Invalidf("invalid page: this list pages toward older messages only (first and after)")
+	}
 	switch {
-	case deref(req.around) != "":
+	case around:
 		msgs, info, err = pageAround(ctx, pages, *req.around, n)
-	case req.last != nil || deref(req.before) != "":
+	case backward:
 		msgs, info, err = pageBefore(ctx, pages, req.before, n)
 	default:
 		msgs, info, err = pageAfter(ctx, pages, req.after, n)
@@ -122,9 +126,6 @@ func pageAfter(ctx context.Context, pages chat.Pages, after *string, n int) ([]s
 // pageBefore reads up to n messages newer than the cursor before (absent:
 // the n oldest), the page just above it, and turns it newest first.
 func pageBefore(ctx context.Context, pages chat.Pages, before *string, n int) ([]store.Message, *model.PageInfo, error) {
-	if pages.Newer == nil {
-		return nil, nil, store.Invalidf("invalid page: this list pages toward older messages only (first and after)")
-	}
 	cursor, err := parseCursor(before)
 	if err != nil {
 		return nil, nil, err
@@ -146,9 +147,6 @@ func pageBefore(ctx context.Context, pages chat.Pages, before *string, n int) ([
 // messages and older ones for the rest of n, newest first: a message
 // near the newest end opens a page with more older ones.
 func pageAround(ctx context.Context, pages chat.Pages, id string, n int) ([]store.Message, *model.PageInfo, error) {
-	if pages.Newer == nil || pages.At == nil {
-		return nil, nil, store.Invalidf("invalid page: this list pages toward older messages only (first and after)")
-	}
 	at, err := pages.At(ctx, id)
 	if err != nil {
 		return nil, nil, err
