@@ -66,7 +66,7 @@ func newHarnessOn(t *testing.T, tune func(*Config), wrap func(net.Listener) net.
 	// Runs before the store and broker close: streams end asynchronously
 	// after the server and its context.
 	t.Cleanup(func() { waitFor(t, "the streams to end", func() bool { return src.Open() == 0 }) })
-	res := &resolvers.Resolver{Service: &chat.Service{Store: st, Broker: br, Log: log}, Streams: src, Tokens: tokens}
+	res := &resolvers.Resolver{Service: &chat.Service{Store: st, Broker: br, Log: log, Streams: src}, Streams: src, Tokens: tokens}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	cfg := Config{
