@@ -206,5 +206,5 @@ func history(ctx context.Context, s *Service, me store.UserRef, room string) ([]
 	if err != nil {
 		return nil, err
 	}
-	return read(ctx, store.MessageID{}, 50)
+	return read.Older(ctx, store.MessageID{}, 50)
 }

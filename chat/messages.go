@@ -15,6 +15,23 @@ import (
 // reader may read.
 type Pager func(ctx context.Context, before store.MessageID, n int) ([]store.Message, error)
 
+// Pages reads one reader's list of messages both ways, to open it
+// anywhere (at the first unread message, a reply's parent, a search hit)
+// and scroll either way from there. Both directions apply the same view
+// of the reader: a former member of a group reads nothing newer than their
+// windows.
+type Pages struct {
+	// Older reads toward the oldest, as a Pager.
+	Older Pager
+	// Newer reads up to n messages newer than after (zero: from the
+	// oldest), oldest first, of those the reader may read; nil for a list
+	// read toward the oldest only (MyMessages), which has no At either.
+	Newer func(ctx context.Context, after store.MessageID, n int) ([]store.Message, error)
+	// At returns the message of the id if it is one of the list's that the
+	// reader may read; ErrNotFound otherwise.
+	At func(ctx context.Context, id string) (store.Message, error)
+}
+
 // Post stores me's message in a room or group and publishes it: to the
 // room's subscribers, to the group's members' inboxes, to those it
 // mentions. replyTo names a message of the room me may read, whose thread
@@ -183,45 +200,86 @@ func (s *Service) Message(ctx context.Context, me store.UserRef, id string) (sto
 // History is me's reader of a room's or group's messages: a participant
 // of a public room reads them all, a member of a group those of their
 // membership windows (a former member too), unless banned (see Reader).
-func (s *Service) History(ctx context.Context, me store.UserRef, room string) (Pager, error) {
+func (s *Service) History(ctx context.Context, me store.UserRef, room string) (Pages, error) {
 	r, err := s.reader(ctx, me, room)
 	if err != nil {
-		return nil, err
+		return Pages{}, err
 	}
+	at := s.listedIn(me, func(m store.Message) bool { return m.Room == room })
 	if r.Windows != nil {
-		return func(ctx context.Context, before store.MessageID, n int) ([]store.Message, error) {
-			return s.Store.GroupMessages(ctx, room, r.Windows, before, n)
+		return Pages{
+			Older: func(ctx context.Context, before store.MessageID, n int) ([]store.Message, error) {
+				return s.Store.GroupMessages(ctx, room, r.Windows, before, n)
+			},
+			Newer: func(ctx context.Context, after store.MessageID, n int) ([]store.Message, error) {
+				return s.Store.GroupMessagesAfter(ctx, room, r.Windows, after, n)
+			},
+			At: at,
 		}, nil
 	}
-	return func(ctx context.Context, before store.MessageID, n int) ([]store.Message, error) {
-		return s.history.read(ctx, historyPage{room, before, n}, s.Store.Messages)
+	return Pages{
+		Older: func(ctx context.Context, before store.MessageID, n int) ([]store.Message, error) {
+			return s.history.read(ctx, historyPage{room, before, n}, s.Store.Messages)
+		},
+		Newer: func(ctx context.Context, after store.MessageID, n int) ([]store.Message, error) {
+			return s.Store.MessagesAfter(ctx, room, after, n)
+		},
+		At: at,
 	}, nil
 }
 
 // DirectHistory is me's reader of their direct conversation with another
 // user.
-func (s *Service) DirectHistory(me store.UserRef, with string) Pager {
+func (s *Service) DirectHistory(me store.UserRef, with string) Pages {
 	conv := store.DirectConversationID(me.Login, with)
-	return func(ctx context.Context, before store.MessageID, n int) ([]store.Message, error) {
-		return s.Store.Messages(ctx, conv, before, n)
+	return Pages{
+		Older: func(ctx context.Context, before store.MessageID, n int) ([]store.Message, error) {
+			return s.Store.Messages(ctx, conv, before, n)
+		},
+		Newer: func(ctx context.Context, after store.MessageID, n int) ([]store.Message, error) {
+			return s.Store.MessagesAfter(ctx, conv, after, n)
+		},
+		At: s.listedIn(me, func(m store.Message) bool { return m.Room == conv }),
 	}
 }
 
 // Thread is me's reader of the replies to the message id, which me must be
 // able to read: in a group, the replies of me's membership windows.
-func (s *Service) Thread(ctx context.Context, me store.UserRef, id string) (Pager, error) {
+func (s *Service) Thread(ctx context.Context, me store.UserRef, id string) (Pages, error) {
 	root, err := s.readableMessage(ctx, id, me)
 	if err != nil {
-		return nil, err
+		return Pages{}, err
 	}
 	r, err := s.reader(ctx, me, root.Room)
 	if err != nil {
-		return nil, err
+		return Pages{}, err
 	}
 	windows := limitingWindows(r.Windows, root.ID.Time())
-	return func(ctx context.Context, before store.MessageID, n int) ([]store.Message, error) {
-		return s.threadReplies(ctx, root, windows, before, n)
+	return Pages{
+		Older: func(ctx context.Context, before store.MessageID, n int) ([]store.Message, error) {
+			return s.threadReplies(ctx, root, windows, before, n)
+		},
+		Newer: func(ctx context.Context, after store.MessageID, n int) ([]store.Message, error) {
+			return s.threadRepliesAfter(ctx, root, windows, after, n)
+		},
+		At: s.listedIn(me, func(m store.Message) bool { return m.ReplyTo == root.ID }),
 	}, nil
+}
+
+// listedIn returns the At of a list: the message id if me may read it and
+// it belongs to the list (in), NOT_FOUND otherwise, as for an id me may
+// not read.
+func (s *Service) listedIn(me store.UserRef, in func(store.Message) bool) func(context.Context, string) (store.Message, error) {
+	return func(ctx context.Context, id string) (store.Message, error) {
+		msg, err := s.readableMessage(ctx, id, me)
+		if err != nil {
+			return store.Message{}, err
+		}
+		if !in(msg) {
+			return store.Message{}, fmt.Errorf("message %s is not in this list: %w", id, store.ErrNotFound)
+		}
+		return msg, nil
+	}
 }
 
 // MyMessages is me's reader of their own messages, in every conversation.

@@ -57,6 +57,36 @@ func (s *Service) threadReplies(ctx context.Context, root store.Message, windows
 	return out, nil
 }
 
+// threadRepliesAfter reads up to limit replies to root newer than after,
+// oldest first, of those posted in windows (nil: all of them).
+func (s *Service) threadRepliesAfter(ctx context.Context, root store.Message, windows []store.Window, after store.MessageID, limit int) ([]store.Message, error) {
+	if windows == nil {
+		return s.Store.ThreadRepliesAfter(ctx, root, after, limit)
+	}
+	out := []store.Message{}
+	if len(windows) == 0 {
+		return out, nil
+	}
+	last := windows[len(windows)-1]
+	for len(out) < limit {
+		page, err := s.Store.ThreadRepliesAfter(ctx, root, after, threadScanPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range page {
+			if store.InWindows(windows, m.ID.Time()) && len(out) < limit {
+				out = append(out, m)
+			}
+		}
+		// Past the end of the last window nothing is the reader's.
+		if len(page) < threadScanPage || !last.To.IsZero() && !page[len(page)-1].ID.Time().Before(last.To) {
+			break
+		}
+		after = page[len(page)-1].ID
+	}
+	return out, nil
+}
+
 // threadScanPage is how many replies a windowed thread read asks for at a
 // time.
 const threadScanPage = 100

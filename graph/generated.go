@@ -147,16 +147,16 @@ type ComplexityRoot struct {
 
 	Query struct {
 		BlockedUsers   func(childComplexity int, first *int, after *string) int
-		DirectMessages func(childComplexity int, with string, first *int, after *string) int
+		DirectMessages func(childComplexity int, with string, first *int, after *string, last *int, before *string, around *string) int
 		Inbox          func(childComplexity int) int
 		Me             func(childComplexity int) int
 		Message        func(childComplexity int, id string) int
-		Messages       func(childComplexity int, room string, first *int, after *string) int
+		Messages       func(childComplexity int, room string, first *int, after *string, last *int, before *string, around *string) int
 		MyMessages     func(childComplexity int, first *int, after *string) int
 		Presence       func(childComplexity int, logins []string) int
 		Room           func(childComplexity int, name string) int
 		Rooms          func(childComplexity int, first *int, after *string) int
-		Thread         func(childComplexity int, messageID string, first *int, after *string) int
+		Thread         func(childComplexity int, messageID string, first *int, after *string, last *int, before *string, around *string) int
 	}
 
 	Reaction struct {
@@ -290,12 +290,12 @@ type MutationResolver interface {
 }
 type QueryResolver interface {
 	Inbox(ctx context.Context) ([]store.Conversation, error)
-	DirectMessages(ctx context.Context, with string, first *int, after *string) (*model.MessageConnection, error)
+	DirectMessages(ctx context.Context, with string, first *int, after *string, last *int, before *string, around *string) (*model.MessageConnection, error)
 	Message(ctx context.Context, id string) (*store.Message, error)
 	Presence(ctx context.Context, logins []string) ([]chat.UserPresence, error)
 	MyMessages(ctx context.Context, first *int, after *string) (*model.MessageConnection, error)
-	Messages(ctx context.Context, room string, first *int, after *string) (*model.MessageConnection, error)
-	Thread(ctx context.Context, messageID string, first *int, after *string) (*model.MessageConnection, error)
+	Messages(ctx context.Context, room string, first *int, after *string, last *int, before *string, around *string) (*model.MessageConnection, error)
+	Thread(ctx context.Context, messageID string, first *int, after *string, last *int, before *string, around *string) (*model.MessageConnection, error)
 	Room(ctx context.Context, name string) (*store.Room, error)
 	Rooms(ctx context.Context, first *int, after *string) (*model.RoomConnection, error)
 	BlockedUsers(ctx context.Context, first *int, after *string) ([]store.UserRef, error)
@@ -954,7 +954,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.DirectMessages(childComplexity, args["with"].(string), args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.Query.DirectMessages(childComplexity, args["with"].(string), args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["around"].(*string)), true
 	case "Query.inbox":
 		if e.ComplexityRoot.Query.Inbox == nil {
 			break
@@ -989,7 +989,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Messages(childComplexity, args["room"].(string), args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.Query.Messages(childComplexity, args["room"].(string), args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["around"].(*string)), true
 	case "Query.myMessages":
 		if e.ComplexityRoot.Query.MyMessages == nil {
 			break
@@ -1044,7 +1044,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Thread(childComplexity, args["messageId"].(string), args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.Query.Thread(childComplexity, args["messageId"].(string), args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["around"].(*string)), true
 
 	case "Reaction.count":
 		if e.ComplexityRoot.Reaction.Count == nil {
@@ -1526,8 +1526,8 @@ type InboxEvent {
 extend type Query {
   """The caller's conversations, direct, group and the public rooms they take part in, newest message first, with unread counts."""
   inbox: [Conversation!]! @listSize(assumedSize: 50)
-  """The direct messages between the caller and another user, newest first; ` + "`" + `after` + "`" + ` is a cursor from a previous page."""
-  directMessages(with: String!, first: Int = 50, after: String): MessageConnection! @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"])
+  """The direct messages between the caller and another user, newest first, paged as ` + "`" + `messages` + "`" + ` is (` + "`" + `around` + "`" + ` a message of the conversation)."""
+  directMessages(with: String!, first: Int, after: String, last: Int, before: String, around: ID): MessageConnection! @listSize(slicingArguments: ["first", "last"], assumedSize: 100, sizedFields: ["edges"])
   """A message by id, if the caller may read it; null if there is none or the caller may not read it. A malformed id gives BAD_USER_INPUT."""
   message(id: ID!): Message
   """
@@ -1646,17 +1646,17 @@ type Reaction {
   reactedByMe: Boolean @viewer
 }
 
-"""A page of messages, newest first."""
+"""A page of messages, newest first, whichever way it was asked for."""
 type MessageConnection {
   """The messages of this page, newest first."""
   edges: [MessageEdge!]!
-  """Where the page ends; the next page holds older messages."""
+  """Where the page starts and ends: the next page (` + "`" + `after: endCursor` + "`" + `) holds older messages, the previous one (` + "`" + `before: startCursor` + "`" + `) newer ones."""
   pageInfo: PageInfo!
 }
 
 """A message and its cursor."""
 type MessageEdge {
-  """Pass as ` + "`" + `messages(after:)` + "`" + ` for the messages older than this one."""
+  """Pass as ` + "`" + `after` + "`" + ` for the messages older than this one, as ` + "`" + `before` + "`" + ` for the newer ones."""
   cursor: String!
   """The message."""
   node: Message!
@@ -1731,12 +1731,20 @@ type RoomEvent {
 
 extend type Query {
   """
-  A room's messages, newest first, ` + "`" + `first` + "`" + ` (1 to 100) at a time; ` + "`" + `after` + "`" + ` is a
-  cursor from a previous page. Only participants may read.
+  A room's messages, newest first, as Relay pages a connection. ` + "`" + `first` + "`" + ` (1 to
+  100; 50 when neither ` + "`" + `first` + "`" + ` nor ` + "`" + `last` + "`" + ` is given) messages ` + "`" + `after` + "`" + ` a cursor
+  (absent: from the newest) go toward older messages; ` + "`" + `last` + "`" + ` messages
+  ` + "`" + `before` + "`" + ` a cursor (absent: the oldest of the room) are the page just
+  newer than it, still newest first. ` + "`" + `around` + "`" + ` a message of the room opens
+  the history there: the message, up to half the page's size of newer
+  ones, and older ones for the rest (the size is ` + "`" + `first` + "`" + ` or ` + "`" + `last` + "`" + `).
+  ` + "`" + `first` + "`" + ` with ` + "`" + `last` + "`" + `, ` + "`" + `first` + "`" + ` with ` + "`" + `before` + "`" + `, ` + "`" + `last` + "`" + ` with ` + "`" + `after` + "`" + `, and
+  ` + "`" + `around` + "`" + ` with a cursor are refused. Only participants may read, and a
+  group's member reads the messages of their membership windows only.
   """
-  messages(room: String!, first: Int = 50, after: String): MessageConnection! @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"])
-  """The replies in a message's thread, newest first; ` + "`" + `after` + "`" + ` is a cursor from a previous page."""
-  thread(messageId: ID!, first: Int = 50, after: String): MessageConnection! @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"])
+  messages(room: String!, first: Int, after: String, last: Int, before: String, around: ID): MessageConnection! @listSize(slicingArguments: ["first", "last"], assumedSize: 100, sizedFields: ["edges"])
+  """The replies in a message's thread, newest first, paged as ` + "`" + `messages` + "`" + ` is (` + "`" + `around` + "`" + ` a reply of the thread)."""
+  thread(messageId: ID!, first: Int, after: String, last: Int, before: String, around: ID): MessageConnection! @listSize(slicingArguments: ["first", "last"], assumedSize: 100, sizedFields: ["edges"])
 }
 
 extend type Mutation {
@@ -1993,9 +2001,9 @@ scalar Time
 
 """Where a page starts and ends, for cursor pagination (Relay's PageInfo). Pages go forward only: ` + "`" + `first` + "`" + ` and ` + "`" + `after` + "`" + `."""
 type PageInfo {
-  """Whether another page follows this one."""
+  """Whether items follow this page's end: pass ` + "`" + `endCursor` + "`" + ` as ` + "`" + `after` + "`" + ` to read them. A list of messages reads it from the store, whichever way it was paged."""
   hasNextPage: Boolean!
-  """Whether the page was asked for ` + "`" + `after` + "`" + ` a cursor, so that earlier pages precede it."""
+  """Whether items precede this page's start: for a list of messages, pass ` + "`" + `startCursor` + "`" + ` as ` + "`" + `before` + "`" + ` to read them (it reads the store, whichever way the list was paged); for the other lists, whether the page was asked for ` + "`" + `after` + "`" + ` a cursor."""
   hasPreviousPage: Boolean!
   """The cursor of the first edge. Null on an empty page."""
   startCursor: String
@@ -3149,6 +3157,30 @@ func (ec *executionContext) field_Query_directMessages_args(ctx context.Context,
 		return nil, err
 	}
 	args["after"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "around",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["around"] = arg5
 	return args, nil
 }
 
@@ -3193,6 +3225,30 @@ func (ec *executionContext) field_Query_messages_args(ctx context.Context, rawAr
 		return nil, err
 	}
 	args["after"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "around",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["around"] = arg5
 	return args, nil
 }
 
@@ -3295,6 +3351,30 @@ func (ec *executionContext) field_Query_thread_args(ctx context.Context, rawArgs
 		return nil, err
 	}
 	args["after"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "around",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["around"] = arg5
 	return args, nil
 }
 
@@ -5921,7 +6001,7 @@ func (ec *executionContext) _Query_directMessages(ctx context.Context, field gra
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().DirectMessages(ctx, fc.Args["with"].(string), fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.Query().DirectMessages(ctx, fc.Args["with"].(string), fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["around"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.MessageConnection) graphql.Marshaler {
@@ -6097,7 +6177,7 @@ func (ec *executionContext) _Query_messages(ctx context.Context, field graphql.C
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Messages(ctx, fc.Args["room"].(string), fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.Query().Messages(ctx, fc.Args["room"].(string), fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["around"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.MessageConnection) graphql.Marshaler {
@@ -6141,7 +6221,7 @@ func (ec *executionContext) _Query_thread(ctx context.Context, field graphql.Col
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Thread(ctx, fc.Args["messageId"].(string), fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.Query().Thread(ctx, fc.Args["messageId"].(string), fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["around"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.MessageConnection) graphql.Marshaler {

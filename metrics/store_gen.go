@@ -37,6 +37,7 @@ type storeCalls struct {
 	DeleteSessions     storeCall
 	EditMessage        storeCall
 	GroupMessages      storeCall
+	GroupMessagesAfter storeCall
 	HideMessage        storeCall
 	Inbox              storeCall
 	InboxEntries       storeCall
@@ -50,6 +51,7 @@ type storeCalls struct {
 	Membership         storeCall
 	Message            storeCall
 	Messages           storeCall
+	MessagesAfter      storeCall
 	MessagesByAuthor   storeCall
 	Moderate           storeCall
 	Mute               storeCall
@@ -69,6 +71,7 @@ type storeCalls struct {
 	SendDirect         storeCall
 	Session            storeCall
 	ThreadReplies      storeCall
+	ThreadRepliesAfter storeCall
 	ThreadSummaries    storeCall
 	Unblock            storeCall
 	Unmute             storeCall
@@ -98,6 +101,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		DeleteSessions:     m.call("DeleteSessions"),
 		EditMessage:        m.call("EditMessage"),
 		GroupMessages:      m.call("GroupMessages"),
+		GroupMessagesAfter: m.call("GroupMessagesAfter"),
 		HideMessage:        m.call("HideMessage"),
 		Inbox:              m.call("Inbox"),
 		InboxEntries:       m.call("InboxEntries"),
@@ -111,6 +115,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		Membership:         m.call("Membership"),
 		Message:            m.call("Message"),
 		Messages:           m.call("Messages"),
+		MessagesAfter:      m.call("MessagesAfter"),
 		MessagesByAuthor:   m.call("MessagesByAuthor"),
 		Moderate:           m.call("Moderate"),
 		Mute:               m.call("Mute"),
@@ -130,6 +135,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		SendDirect:         m.call("SendDirect"),
 		Session:            m.call("Session"),
 		ThreadReplies:      m.call("ThreadReplies"),
+		ThreadRepliesAfter: m.call("ThreadRepliesAfter"),
 		ThreadSummaries:    m.call("ThreadSummaries"),
 		Unblock:            m.call("Unblock"),
 		Unmute:             m.call("Unmute"),
@@ -278,6 +284,13 @@ func (s *timedStore) GroupMessages(ctx context.Context, a1 string, a2 []store.Wi
 	return r0, err
 }
 
+func (s *timedStore) GroupMessagesAfter(ctx context.Context, a1 string, a2 []store.Window, a3 store.MessageID, a4 int) ([]store.Message, error) {
+	start := now()
+	r0, err := s.Store.GroupMessagesAfter(ctx, a1, a2, a3, a4)
+	s.calls.GroupMessagesAfter.done(ctx, start, err)
+	return r0, err
+}
+
 func (s *timedStore) HideMessage(ctx context.Context, a1 store.Message, a2 store.UserRef) (store.Event, error) {
 	start := now()
 	r0, err := s.Store.HideMessage(ctx, a1, a2)
@@ -366,6 +379,13 @@ func (s *timedStore) Messages(ctx context.Context, a1 string, a2 store.MessageID
 	start := now()
 	r0, err := s.Store.Messages(ctx, a1, a2, a3)
 	s.calls.Messages.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) MessagesAfter(ctx context.Context, a1 string, a2 store.MessageID, a3 int) ([]store.Message, error) {
+	start := now()
+	r0, err := s.Store.MessagesAfter(ctx, a1, a2, a3)
+	s.calls.MessagesAfter.done(ctx, start, err)
 	return r0, err
 }
 
@@ -499,6 +519,13 @@ func (s *timedStore) ThreadReplies(ctx context.Context, a1 store.Message, a2 sto
 	start := now()
 	r0, err := s.Store.ThreadReplies(ctx, a1, a2, a3)
 	s.calls.ThreadReplies.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) ThreadRepliesAfter(ctx context.Context, a1 store.Message, a2 store.MessageID, a3 int) ([]store.Message, error) {
+	start := now()
+	r0, err := s.Store.ThreadRepliesAfter(ctx, a1, a2, a3)
+	s.calls.ThreadRepliesAfter.done(ctx, start, err)
 	return r0, err
 }
 

@@ -2,6 +2,7 @@ package querylimit_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -142,6 +143,15 @@ func TestDeclaredCosts(t *testing.T) {
 	}
 	if a, b := cost(`{ messages(room: "hall", first: 10) { edges { node { id } } } }`, nil), cost(`{ messages(room: "hall", first: 20) { edges { node { id } } } }`, nil); b <= a {
 		t.Errorf("a page of 20 costs %d, of 10 %d: the cost does not follow first", b, a)
+	}
+	// A page toward newer messages counts its last as a page toward older
+	// ones counts its first.
+	for _, size := range []int{10, 100} {
+		first := cost(fmt.Sprintf(`{ messages(room: "hall", first: %d) { edges { node { id } } } }`, size), nil)
+		last := cost(fmt.Sprintf(`{ messages(room: "hall", last: %d, before: "x") { edges { node { id } } } }`, size), nil)
+		if first != last {
+			t.Errorf("a page of last %d costs %d, of first %d %d", size, last, size, first)
+		}
 	}
 	if !slices.Contains(querylimit.Costs(es.Schema())["Query.messages"].SizedFields, "edges") {
 		t.Error("Query.messages does not size its edges")

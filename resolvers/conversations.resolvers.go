@@ -133,12 +133,12 @@ func (r *queryResolver) Inbox(ctx context.Context) ([]store.Conversation, error)
 }
 
 // DirectMessages is the resolver for the directMessages field.
-func (r *queryResolver) DirectMessages(ctx context.Context, with string, first *int, after *string) (*model.MessageConnection, error) {
+func (r *queryResolver) DirectMessages(ctx context.Context, with string, first *int, after *string, last *int, before *string, around *string) (*model.MessageConnection, error) {
 	me, err := auth.UserFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return r.messagePage(ctx, first, after, r.Service.DirectHistory(me, with))
+	return r.messagePage(ctx, pageRequest{first, last, after, before, around}, r.Service.DirectHistory(me, with))
 }
 
 // Message is the resolver for the message field.
@@ -165,7 +165,7 @@ func (r *queryResolver) MyMessages(ctx context.Context, first *int, after *strin
 	if err != nil {
 		return nil, err
 	}
-	return r.messagePage(ctx, first, after, r.Service.MyMessages(me))
+	return r.messagePage(ctx, olderPage(first, after), chat.Pages{Older: r.Service.MyMessages(me)})
 }
 
 // InboxEvents is the resolver for the inboxEvents field.

@@ -23,24 +23,75 @@ func (r *Resolver) limitedUser(ctx context.Context, action ratelimit.Action) (st
 	return me, r.Limits.Allow(ctx, action, me.Login)
 }
 
-// messagePage reads a newest-first page of first messages after the
-// cursor with read, and shapes it as a connection, with the page's
-// reactions and threads prefetched if selected.
-func (r *Resolver) messagePage(ctx context.Context, first *int, after *string, read chat.Pager) (*model.MessageConnection, error) {
-	n, err := pageSize(first, defaultMessagePage)
+// pageRequest is what a page of a list of messages asks for, as Relay's
+// arguments: `first` messages `after` a cursor (toward older ones), `last`
+// messages `before` a cursor (toward newer ones), or a page `around` a
+// message of the list.
+type pageRequest struct {
+	first, last           *int
+	after, before, around *string
+}
+
+// olderPage is a request for the first messages after the cursor only,
+// the paging of a list read one way (myMessages).
+func olderPage(first *int, after *string) pageRequest {
+	return pageRequest{first: first, after: after}
+}
+
+// size validates the combination of the arguments and returns the page's
+// size: `first` or `last`, defaultMessagePage when neither is given.
+func (p pageRequest) size() (int, error) {
+	after, before, around := deref(p.after) != "", deref(p.before) != "", deref(p.around) != ""
+	switch {
+	case p.first != nil && p.last != nil:
+		return 0, store.Invalidf("invalid page: give first or last, not both")
+	case around && (after || before):
+		return 0, store.Invalidf("invalid page: around opens the list at a message and takes no after or before cursor")
+	case after && before:
+		return 0, store.Invalidf("invalid page: give after or before, not both")
+	case p.first != nil && before:
+		return 0, store.Invalidf("invalid page: first goes with after, toward older messages; use last with before")
+	case p.last != nil && after:
+		return 0, store.Invalidf("invalid page: last goes with before, toward newer messages; use first with after")
+	case p.last != nil:
+		return bounded("last", p.last, defaultMessagePage, MaxPageSize)
+	}
+	return pageSize(p.first, defaultMessagePage)
+}
+
+// messagePage reads a page of a newest-first list of messages with pages,
+// as req asks, and shapes it as a connection, newest first whichever way
+// it was read, with the page's reactions and threads prefetched if
+// selected. Both flags of its PageInfo are read from the store: one
+// message more in the page's direction, and one beyond its other end (the
+// cursor's, or the message around which it opens). A list read one way
+// (no Newer) says there are newer messages when the page continues an
+// earlier one.
+func (r *Resolver) messagePage(ctx context.Context, req pageRequest, pages chat.Pages) (*model.MessageConnection, error) {
+	n, err := req.size()
 	if err != nil {
 		return nil, err
 	}
-	before, err := parseCursor(after)
+	var (
+		msgs []store.Message
+		info *model.PageInfo
+	)
+	around, backward := deref(req.around) != "", req.last != nil || deref(req.before) != ""
+	if (around || backward) && pages.Newer == nil {
+		return nil, store.Invalidf("invalid page: this list pages toward older messages only (first and after)")
+	}
+	switch {
+	case around:
+		msgs, info, err = pageAround(ctx, pages, *req.around, n)
+	case backward:
+		msgs, info, err = pageBefore(ctx, pages, req.before, n)
+	default:
+		msgs, info, err = pageAfter(ctx, pages, req.after, n)
+	}
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := read(ctx, before, n+1)
-	if err != nil {
-		return nil, err
-	}
-	conn := &model.MessageConnection{Edges: []model.MessageEdge{}, PageInfo: newPageInfo(after, len(msgs) > n)}
-	msgs = msgs[:min(n, len(msgs))]
+	conn := &model.MessageConnection{Edges: []model.MessageEdge{}, PageInfo: info}
 	if err := r.prefetch(ctx, msgs); err != nil {
 		return nil, err
 	}
@@ -50,6 +101,92 @@ func (r *Resolver) messagePage(ctx context.Context, first *int, after *string, r
 		addEdge(conn.PageInfo, &cursor)
 	}
 	return conn, nil
+}
+
+// pageAfter reads up to n messages older than the cursor after (absent:
+// from the newest), newest first.
+func pageAfter(ctx context.Context, pages chat.Pages, after *string, n int) ([]store.Message, *model.PageInfo, error) {
+	cursor, err := parseCursor(after)
+	if err != nil {
+		return nil, nil, err
+	}
+	msgs, err := pages.Older(ctx, cursor, n+1)
+	if err != nil {
+		return nil, nil, err
+	}
+	info := newPageInfo(after, len(msgs) > n)
+	if pages.Newer != nil {
+		if info.HasPreviousPage, err = newerThan(ctx, pages, cursor); err != nil {
+			return nil, nil, err
+		}
+	}
+	return msgs[:min(n, len(msgs))], info, nil
+}
+
+// pageBefore reads up to n messages newer than the cursor before (absent:
+// the n oldest), the page just above it, and turns it newest first.
+func pageBefore(ctx context.Context, pages chat.Pages, before *string, n int) ([]store.Message, *model.PageInfo, error) {
+	cursor, err := parseCursor(before)
+	if err != nil {
+		return nil, nil, err
+	}
+	msgs, err := pages.Newer(ctx, cursor, n+1)
+	if err != nil {
+		return nil, nil, err
+	}
+	info := &model.PageInfo{HasPreviousPage: len(msgs) > n}
+	if info.HasNextPage, err = olderThan(ctx, pages, cursor); err != nil {
+		return nil, nil, err
+	}
+	msgs = msgs[:min(n, len(msgs))]
+	slices.Reverse(msgs)
+	return msgs, info, nil
+}
+
+// pageAround reads the message id of the list with up to n/2 newer
+// messages and older ones for the rest of n, newest first: a message
+// near the newest end opens a page with more older ones.
+func pageAround(ctx context.Context, pages chat.Pages, id string, n int) ([]store.Message, *model.PageInfo, error) {
+	at, err := pages.At(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	newer, err := pages.Newer(ctx, at.ID, n/2+1)
+	if err != nil {
+		return nil, nil, err
+	}
+	info := &model.PageInfo{HasPreviousPage: len(newer) > n/2}
+	newer = newer[:min(n/2, len(newer))]
+	rest := n - 1 - len(newer)
+	older, err := pages.Older(ctx, at.ID, rest+1)
+	if err != nil {
+		return nil, nil, err
+	}
+	info.HasNextPage = len(older) > rest
+	slices.Reverse(newer)
+	msgs := append(append(newer, at), older[:min(rest, len(older))]...)
+	return msgs, info, nil
+}
+
+// newerThan reports whether the list holds a message newer than the
+// cursor; none is newer than the zero cursor, the newest end.
+func newerThan(ctx context.Context, pages chat.Pages, cursor store.MessageID) (bool, error) {
+	if cursor.IsZero() {
+		return false, nil
+	}
+	msgs, err := pages.Newer(ctx, cursor, 1)
+	return len(msgs) > 0, err
+}
+
+// olderThan reports whether the list holds a message older than the
+// cursor; none is older than the zero cursor, which a backward page reads
+// from the oldest end.
+func olderThan(ctx context.Context, pages chat.Pages, cursor store.MessageID) (bool, error) {
+	if cursor.IsZero() {
+		return false, nil
+	}
+	msgs, err := pages.Older(ctx, cursor, 1)
+	return len(msgs) > 0, err
 }
 
 // newPageInfo starts the PageInfo of a forward page asked for after the
@@ -74,14 +211,18 @@ func pageSize(first *int, def int) (int, error) { return boundedFirst(first, def
 
 // boundedFirst is a list's `first` argument: def when absent, else 1 to
 // most.
-func boundedFirst(first *int, def, most int) (int, error) {
-	if first == nil {
+func boundedFirst(first *int, def, most int) (int, error) { return bounded("first", first, def, most) }
+
+// bounded is a list's size argument called name: def when absent, else 1
+// to most.
+func bounded(name string, size *int, def, most int) (int, error) {
+	if size == nil {
 		return def, nil
 	}
-	if *first < 1 || *first > most {
-		return 0, store.Invalidf("invalid first: %d; it must be between 1 and %d", *first, most)
+	if *size < 1 || *size > most {
+		return 0, store.Invalidf("invalid %s: %d; it must be between 1 and %d", name, *size, most)
 	}
-	return *first, nil
+	return *size, nil
 }
 
 // parseCursor reads an optional message cursor; nil means "from the newest".

@@ -110,7 +110,7 @@ func (r *mutationResolver) RemoveReaction(ctx context.Context, messageID string,
 }
 
 // Messages is the resolver for the messages field.
-func (r *queryResolver) Messages(ctx context.Context, room string, first *int, after *string) (*model.MessageConnection, error) {
+func (r *queryResolver) Messages(ctx context.Context, room string, first *int, after *string, last *int, before *string, around *string) (*model.MessageConnection, error) {
 	me, err := auth.UserFrom(ctx)
 	if err != nil {
 		return nil, err
@@ -119,11 +119,11 @@ func (r *queryResolver) Messages(ctx context.Context, room string, first *int, a
 	if err != nil {
 		return nil, err
 	}
-	return r.messagePage(ctx, first, after, history)
+	return r.messagePage(ctx, pageRequest{first, last, after, before, around}, history)
 }
 
 // Thread is the resolver for the thread field.
-func (r *queryResolver) Thread(ctx context.Context, messageID string, first *int, after *string) (*model.MessageConnection, error) {
+func (r *queryResolver) Thread(ctx context.Context, messageID string, first *int, after *string, last *int, before *string, around *string) (*model.MessageConnection, error) {
 	me, err := auth.UserFrom(ctx)
 	if err != nil {
 		return nil, err
@@ -132,7 +132,7 @@ func (r *queryResolver) Thread(ctx context.Context, messageID string, first *int
 	if err != nil {
 		return nil, err
 	}
-	return r.messagePage(ctx, first, after, replies)
+	return r.messagePage(ctx, pageRequest{first, last, after, before, around}, replies)
 }
 
 // ReactedByMe is the resolver for the reactedByMe field.

@@ -294,6 +294,11 @@ type Conversations interface {
 	// older than before, that fall in one of the windows. Buckets and
 	// windows that cannot hold a match are not read (see PlanSegments).
 	GroupMessages(ctx context.Context, group string, windows []Window, before MessageID, limit int) ([]Message, error)
+
+	// GroupMessagesAfter returns up to limit messages of the group, oldest
+	// first, newer than after (zero: from the oldest), that fall in one of
+	// the windows (see PlanSegmentsAfter).
+	GroupMessagesAfter(ctx context.Context, group string, windows []Window, after MessageID, limit int) ([]Message, error)
 }
 
 // MessageIndex keeps the other ways to reach a message (seed 003): by its

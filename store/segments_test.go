@@ -99,6 +99,49 @@ func TestPlanSegments(t *testing.T) {
 	}
 }
 
+func TestPlanSegmentsAfter(t *testing.T) {
+	listed := []store.Bucket{20240309, 20240301, 20240302, 20240303, 20240305, 20240306, 20240308}
+	min := store.MinMessageID
+	from := func(b store.Bucket, from time.Time, before store.MessageID) store.Segment {
+		return store.Segment{Bucket: b, From: min(from), Before: before}
+	}
+	after := func(b store.Bucket, after, before store.MessageID) store.Segment {
+		return store.Segment{Bucket: b, After: after, Before: before}
+	}
+	a := store.Window{From: march(2, 6), To: march(5, 12)}
+	early := store.Window{From: march(1, 10), To: march(2, 10)}
+	open := store.Window{From: march(8, 9)}
+	cursor3 := store.MessageIDAt(march(3, 15))
+	for _, tc := range []struct {
+		name    string
+		windows []store.Window
+		after   store.MessageID
+		want    []store.Segment
+	}{
+		{"no windows", nil, store.MessageID{}, nil},
+		{"windows and buckets oldest first, whatever their order", []store.Window{open, a, early}, store.MessageID{}, []store.Segment{
+			from(20240301, early.From, min(early.To)), from(20240302, early.From, min(early.To)),
+			from(20240302, a.From, min(a.To)), from(20240303, a.From, min(a.To)), from(20240305, a.From, min(a.To)),
+			from(20240308, open.From, store.MessageID{}), from(20240309, open.From, store.MessageID{}),
+		}},
+		{"cursor inside a window: it bounds the window's reads from its day on", []store.Window{early, a}, cursor3, []store.Segment{
+			after(20240303, cursor3, min(a.To)), after(20240305, cursor3, min(a.To)),
+		}},
+		{"cursor between windows: the earlier one skipped", []store.Window{early, open}, store.MessageIDAt(march(5, 0)), []store.Segment{
+			from(20240308, open.From, store.MessageID{}), from(20240309, open.From, store.MessageID{}),
+		}},
+		{"cursor after every window's end", []store.Window{early, a}, store.MessageIDAt(march(9, 1)), nil},
+		{"cursor at a window's very end", []store.Window{a}, min(a.To), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := store.PlanSegmentsAfter(listed, tc.windows, tc.after)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("PlanSegmentsAfter(windows %v, after %v) =\n  %v\nwant\n  %v", tc.windows, tc.after.Time(), got, tc.want)
+			}
+		})
+	}
+}
+
 // TestPlanSegmentsOnlyWindows checks, for many random windows and cursors,
 // that every planned segment lies in a listed bucket that its
 // window overlaps, and is bounded by the window and the cursor.

@@ -210,6 +210,13 @@ type Store interface {
 	// skip empty buckets.
 	Messages(ctx context.Context, room string, before MessageID, limit int) ([]Message, error)
 
+	// MessagesAfter returns up to limit messages of the room, oldest first,
+	// that are strictly newer than after (the zero MessageID means "from the
+	// oldest"): the way back up a history read with Messages, to open a
+	// conversation at a message and read what followed it. It crosses
+	// buckets as Messages does.
+	MessagesAfter(ctx context.Context, room string, after MessageID, limit int) ([]Message, error)
+
 	// Close releases the backend's resources, flushing buffered writes.
 	Close() error
 }

@@ -27,4 +27,8 @@ type Threads interface {
 	// ThreadReplies returns up to limit replies to root, newest first,
 	// strictly older than before (zero: from the newest).
 	ThreadReplies(ctx context.Context, root Message, before MessageID, limit int) ([]Message, error)
+
+	// ThreadRepliesAfter returns up to limit replies to root, oldest first,
+	// strictly newer than after (zero: from the oldest).
+	ThreadRepliesAfter(ctx context.Context, root Message, after MessageID, limit int) ([]Message, error)
 }

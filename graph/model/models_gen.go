@@ -56,17 +56,17 @@ type InboxEvent struct {
 	Cursor *string `json:"cursor,omitempty"`
 }
 
-// A page of messages, newest first.
+// A page of messages, newest first, whichever way it was asked for.
 type MessageConnection struct {
 	// The messages of this page, newest first.
 	Edges []MessageEdge `json:"edges"`
-	// Where the page ends; the next page holds older messages.
+	// Where the page starts and ends: the next page (`after: endCursor`) holds older messages, the previous one (`before: startCursor`) newer ones.
 	PageInfo *PageInfo `json:"pageInfo"`
 }
 
 // A message and its cursor.
 type MessageEdge struct {
-	// Pass as `messages(after:)` for the messages older than this one.
+	// Pass as `after` for the messages older than this one, as `before` for the newer ones.
 	Cursor string `json:"cursor"`
 	// The message.
 	Node *store.Message `json:"node"`
@@ -78,9 +78,9 @@ type Mutation struct {
 
 // Where a page starts and ends, for cursor pagination (Relay's PageInfo). Pages go forward only: `first` and `after`.
 type PageInfo struct {
-	// Whether another page follows this one.
+	// Whether items follow this page's end: pass `endCursor` as `after` to read them. A list of messages reads it from the store, whichever way it was paged.
 	HasNextPage bool `json:"hasNextPage"`
-	// Whether the page was asked for `after` a cursor, so that earlier pages precede it.
+	// Whether items precede this page's start: for a list of messages, pass `startCursor` as `before` to read them (it reads the store, whichever way the list was paged); for the other lists, whether the page was asked for `after` a cursor.
 	HasPreviousPage bool `json:"hasPreviousPage"`
 	// The cursor of the first edge. Null on an empty page.
 	StartCursor *string `json:"startCursor,omitempty"`

@@ -200,6 +200,17 @@ func (db *DB) GroupMessages(ctx context.Context, group string, windows []store.W
 	return msgs, nil
 }
 
+// GroupMessagesAfter returns a page of the group's messages, oldest first,
+// newer than after, in the windows: store.PlanSegmentsAfter chooses the
+// reads.
+func (db *DB) GroupMessagesAfter(ctx context.Context, group string, windows []store.Window, after store.MessageID, limit int) ([]store.Message, error) {
+	msgs, err := db.stream(group).PageAfter(ctx, windows, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("cassandra: messages of group %q: %w", group, err)
+	}
+	return msgs, nil
+}
+
 // stream is the conversation's stream: its listed buckets, and one query
 // per segment.
 func (db *DB) stream(id string) store.Stream {
@@ -217,6 +228,26 @@ func (db *DB) stream(id string) store.Stream {
 					return db.query(ctx, selectSegmentBefore, id, b, gocql.UUID(before), limit)
 				}
 				return db.query(ctx, selectSegmentWithin, id, b, gocql.UUID(s.From), gocql.UUID(before), limit)
+			}, roomRows(id))
+		},
+		ReadOldestFirst: func(ctx context.Context, s store.Segment, limit int) ([]store.Message, error) {
+			b := int(s.Bucket)
+			// readLive moves the lower bound: once a row is read it is
+			// the cursor, which replaces From.
+			return readLive(s.After, limit, func(after store.MessageID, limit int) *gocql.Query {
+				switch {
+				case !after.IsZero() && !s.Before.IsZero():
+					return db.query(ctx, selectOldestAfterBefore, id, b, gocql.UUID(after), gocql.UUID(s.Before), limit)
+				case !after.IsZero():
+					return db.query(ctx, selectOldestAfter, id, b, gocql.UUID(after), limit)
+				case !s.From.IsZero() && !s.Before.IsZero():
+					return db.query(ctx, selectOldestFromBefore, id, b, gocql.UUID(s.From), gocql.UUID(s.Before), limit)
+				case !s.From.IsZero():
+					return db.query(ctx, selectOldestFrom, id, b, gocql.UUID(s.From), limit)
+				case !s.Before.IsZero():
+					return db.query(ctx, selectOldestBefore, id, b, gocql.UUID(s.Before), limit)
+				}
+				return db.query(ctx, selectOldest, id, b, limit)
 			}, roomRows(id))
 		},
 	}

@@ -25,11 +25,20 @@ const (
 	selectSegmentFrom   = `SELECT ` + messageColumns + ` FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id >= ? LIMIT ?`
 	selectSegmentBefore = selectNewestBefore
 	selectSegmentWithin = `SELECT ` + messageColumns + ` FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id >= ? AND message_id < ? LIMIT ?`
-	selectStreamAuthor  = `SELECT author FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id = ?`
-	selectBucketAuthors = `SELECT message_id, author FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`
-	deleteMessages      = `DELETE FROM chat_room_messages USING TIMESTAMP ? WHERE room_name = ? AND time_bucket = ?`
-	deleteMessage       = `DELETE FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id = ?`
-	deleteListing       = `DELETE FROM messages_bucket USING TIMESTAMP ? WHERE room_name = ?`
+	// The same reads oldest first, for pages toward the newest: the cursor
+	// (After, exclusive) or From bounds them below.
+	oldestFirst             = ` ORDER BY message_id ASC LIMIT ?`
+	selectOldest            = `SELECT ` + messageColumns + ` FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?` + oldestFirst
+	selectOldestAfter       = `SELECT ` + messageColumns + ` FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id > ?` + oldestFirst
+	selectOldestBefore      = `SELECT ` + messageColumns + ` FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id < ?` + oldestFirst
+	selectOldestFrom        = `SELECT ` + messageColumns + ` FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id >= ?` + oldestFirst
+	selectOldestFromBefore  = `SELECT ` + messageColumns + ` FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id >= ? AND message_id < ?` + oldestFirst
+	selectOldestAfterBefore = `SELECT ` + messageColumns + ` FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id > ? AND message_id < ?` + oldestFirst
+	selectStreamAuthor      = `SELECT author FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id = ?`
+	selectBucketAuthors     = `SELECT message_id, author FROM chat_room_messages WHERE room_name = ? AND time_bucket = ?`
+	deleteMessages          = `DELETE FROM chat_room_messages USING TIMESTAMP ? WHERE room_name = ? AND time_bucket = ?`
+	deleteMessage           = `DELETE FROM chat_room_messages WHERE room_name = ? AND time_bucket = ? AND message_id = ?`
+	deleteListing           = `DELETE FROM messages_bucket USING TIMESTAMP ? WHERE room_name = ?`
 )
 
 // fanoutParallelism bounds the concurrent writes of one call: a group
@@ -145,6 +154,31 @@ func (db *DB) Messages(ctx context.Context, room string, before store.MessageID,
 				return db.query(ctx, selectNewest, room, int(b), limit)
 			}
 			return db.query(ctx, selectNewestBefore, room, int(b), gocql.UUID(before), limit)
+		}, roomRows(room))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cassandra: messages of room %q: %w", room, err)
+	}
+	return msgs, nil
+}
+
+// MessagesAfter returns a page of the room's messages, oldest first, newer
+// than after.
+func (db *DB) MessagesAfter(ctx context.Context, room string, after store.MessageID, limit int) ([]store.Message, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	listed, err := db.listedBuckets(ctx, roomBuckets, room)
+	if err != nil {
+		return nil, fmt.Errorf("cassandra: messages of room %q: %w", room, err)
+	}
+	buckets := store.OldestFirstBuckets(listed, after)
+	msgs, err := store.ScanBuckets(ctx, buckets, limit, func(ctx context.Context, b store.Bucket, limit int) ([]store.Message, error) {
+		return readLive(after, limit, func(after store.MessageID, limit int) *gocql.Query {
+			if after.IsZero() {
+				return db.query(ctx, selectOldest, room, int(b), limit)
+			}
+			return db.query(ctx, selectOldestAfter, room, int(b), gocql.UUID(after), limit)
 		}, roomRows(room))
 	})
 	if err != nil {

@@ -14,6 +14,10 @@ const (
 	selectThreads       = `SELECT root_id, author FROM message_replies WHERE room_name = ? AND time_bucket = ? AND root_id IN ?`
 	selectReplies       = `SELECT reply_id FROM message_replies WHERE room_name = ? AND time_bucket = ? AND root_id = ? LIMIT ?`
 	selectRepliesBefore = `SELECT reply_id FROM message_replies WHERE room_name = ? AND time_bucket = ? AND root_id = ? AND reply_id < ? LIMIT ?`
+	// Oldest first reverses the whole clustering order, root_id's too (the
+	// root is one value).
+	selectRepliesAfter  = `SELECT reply_id FROM message_replies WHERE room_name = ? AND time_bucket = ? AND root_id = ? AND reply_id > ? ORDER BY root_id DESC, reply_id ASC LIMIT ?`
+	selectOldestReplies = `SELECT reply_id FROM message_replies WHERE room_name = ? AND time_bucket = ? AND root_id = ? ORDER BY root_id DESC, reply_id ASC LIMIT ?`
 	deleteRepliesOf     = `DELETE FROM message_replies USING TIMESTAMP ? WHERE room_name = ? AND time_bucket = ?`
 )
 
@@ -59,6 +63,23 @@ func (db *DB) ThreadReplies(ctx context.Context, root store.Message, before stor
 	if !before.IsZero() {
 		q = db.query(ctx, selectRepliesBefore, root.Room, b, gocql.UUID(root.ID), gocql.UUID(before), limit)
 	}
+	return db.readReplies(ctx, root, q)
+}
+
+// ThreadRepliesAfter reads a page of the thread's rows oldest first, then
+// the replies, as ThreadReplies does.
+func (db *DB) ThreadRepliesAfter(ctx context.Context, root store.Message, after store.MessageID, limit int) ([]store.Message, error) {
+	b := int(store.BucketOf(root.ID.Time()))
+	q := db.query(ctx, selectOldestReplies, root.Room, b, gocql.UUID(root.ID), limit)
+	if !after.IsZero() {
+		q = db.query(ctx, selectRepliesAfter, root.Room, b, gocql.UUID(root.ID), gocql.UUID(after), limit)
+	}
+	return db.readReplies(ctx, root, q)
+}
+
+// readReplies reads the reply ids q selects, then the replies, in q's
+// order.
+func (db *DB) readReplies(ctx context.Context, root store.Message, q *gocql.Query) ([]store.Message, error) {
 	iter := q.Iter()
 	var (
 		rows []logRow

@@ -201,6 +201,18 @@ func (db *DB) GroupMessages(ctx context.Context, group string, windows []store.W
 	return nonNil(page), err
 }
 
+// GroupMessagesAfter reads the group's messages in the windows, oldest
+// first, along the plan of store.PlanSegmentsAfter.
+func (db *DB) GroupMessagesAfter(ctx context.Context, group string, windows []store.Window, after store.MessageID, limit int) ([]store.Message, error) {
+	end, err := db.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	page, err := db.stream(group).PageAfter(ctx, windows, after, limit)
+	return nonNil(page), err
+}
+
 // stream is the conversation's stream, to be read within an operation
 // begun already.
 func (db *DB) stream(id string) store.Stream {
@@ -221,6 +233,25 @@ func (db *DB) stream(id string) store.Stream {
 				return nil, nil
 			}
 			return db.readMessages(ctx, id, p, lower, upper, false, limit)
+		},
+		ReadOldestFirst: func(ctx context.Context, s store.Segment, limit int) ([]store.Message, error) {
+			// The same range, whose upper end After (exclusive) may also
+			// bound, read backwards.
+			p := messagePartition(id, s.Bucket)
+			lower, upper := []byte(p), p.end()
+			if !s.Before.IsZero() {
+				lower = p.desc(s.Before).next()
+			}
+			if !s.From.IsZero() {
+				upper = p.desc(s.From).next()
+			}
+			if !s.After.IsZero() {
+				upper = p.desc(s.After)
+			}
+			if bytes.Compare(lower, upper) >= 0 {
+				return nil, nil
+			}
+			return db.readMessages(ctx, id, p, lower, upper, true, limit)
 		},
 	}
 }

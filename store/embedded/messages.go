@@ -108,6 +108,36 @@ func (db *DB) Messages(ctx context.Context, room string, before store.MessageID,
 	return nonNil(page), nil
 }
 
+// MessagesAfter returns up to limit messages of the room newer than after,
+// oldest first, walking its days from after's to the newest.
+func (db *DB) MessagesAfter(ctx context.Context, room string, after store.MessageID, limit int) ([]store.Message, error) {
+	end, err := db.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+
+	listed, err := db.buckets(ctx, room)
+	if err != nil {
+		return nil, err
+	}
+	buckets := store.OldestFirstBuckets(listed, after)
+	page, err := store.ScanBuckets(ctx, buckets, limit, func(ctx context.Context, b store.Bucket, limit int) ([]store.Message, error) {
+		p := messagePartition(room, b)
+		// Rows are newest first in key order: newer than the cursor is
+		// before it, read backwards.
+		upper := p.end()
+		if !after.IsZero() {
+			upper = p.desc(after)
+		}
+		return db.readMessages(ctx, room, p, p, upper, true, limit)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return nonNil(page), nil
+}
+
 // buckets lists the room's non-empty days from messages_bucket.
 func (db *DB) buckets(ctx context.Context, room string) ([]store.Bucket, error) {
 	listed, err := db.listBuckets(ctx, bucketPartition(room))

@@ -54,8 +54,30 @@ func (db *DB) ThreadReplies(ctx context.Context, root store.Message, before stor
 	if !before.IsZero() {
 		lower = p.desc(before).next()
 	}
+	return db.readReplies(ctx, root, p, lower, p.end(), false, limit)
+}
+
+// ThreadRepliesAfter reads the thread's rows oldest first from the cursor,
+// and each reply by id.
+func (db *DB) ThreadRepliesAfter(ctx context.Context, root store.Message, after store.MessageID, limit int) ([]store.Message, error) {
+	end, err := db.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	p := threadKey(root.Room, root.ID)
+	upper := p.end()
+	if !after.IsZero() {
+		upper = p.desc(after)
+	}
+	return db.readReplies(ctx, root, p, p, upper, true, limit)
+}
+
+// readReplies reads up to limit replies of the thread's partition p within
+// [lower, upper), newest first or, if reverse, oldest first.
+func (db *DB) readReplies(ctx context.Context, root store.Message, p key, lower, upper []byte, reverse bool, limit int) ([]store.Message, error) {
 	replies := []store.Message{}
-	err = db.scan(ctx, lower, p.end(), false, func(k, _ []byte) (bool, error) {
+	err := db.scan(ctx, lower, upper, reverse, func(k, _ []byte) (bool, error) {
 		id, err := parseDesc(k[len(p):])
 		if err != nil {
 			return false, err

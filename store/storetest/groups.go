@@ -386,6 +386,10 @@ func testGroupWindows(t *testing.T, s ConversationStore) {
 				return s.GroupMessages(ctx, g.Name, ws, before, limit)
 			})
 			checkMessages(t, fmt.Sprintf("GroupMessages for %q paged by %d", login, limit), got, want)
+			got = pageUp(t, fmt.Sprintf("GroupMessagesAfter(%q) for %q", g.Name, login), store.MessageID{}, limit, func(after store.MessageID, limit int) ([]store.Message, error) {
+				return s.GroupMessagesAfter(ctx, g.Name, ws, after, limit)
+			})
+			checkMessages(t, fmt.Sprintf("GroupMessagesAfter for %q paged by %d", login, limit), newestFirst(got), want)
 		}
 	}
 
@@ -401,6 +405,21 @@ func testGroupWindows(t *testing.T, s ConversationStore) {
 			return s.GroupMessages(ctx, g.Name, bobs, before, limit)
 		})
 		checkMessages(t, what+" paged by 2", got, want)
+	}
+	// And up from cursors: before his first window, inside it, at its last
+	// tick, between his windows, at the start of the second.
+	for _, after := range []store.MessageID{msgs[1].ID, msgs[3].ID, msgs[6].ID, store.MessageIDAt(d(5, 0)), msgs[11].ID} {
+		var want []store.Message
+		for _, m := range inWindows(msgs, bobs, store.MessageID{}) {
+			if m.ID.Compare(after) > 0 {
+				want = append(want, m)
+			}
+		}
+		what := fmt.Sprintf("GroupMessagesAfter for bob after %s", after.Time().Format(time.RFC3339Nano))
+		got := pageUp(t, what, after, 2, func(after store.MessageID, limit int) ([]store.Message, error) {
+			return s.GroupMessagesAfter(ctx, g.Name, bobs, after, limit)
+		})
+		checkMessages(t, what+" paged by 2", newestFirst(got), want)
 	}
 
 	// No windows, or a window with no message in it: nothing.

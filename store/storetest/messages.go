@@ -164,6 +164,44 @@ func pageDown(t *testing.T, what string, before store.MessageID, limit int, read
 	return all
 }
 
+// pageUp pages through an oldest-first listing newer than after, limit at a
+// time, following each page's last id, as pageDown does the other way.
+func pageUp(t *testing.T, what string, after store.MessageID, limit int, read func(after store.MessageID, limit int) ([]store.Message, error)) []store.Message {
+	t.Helper()
+	var all []store.Message
+	short := -1 // the first page with fewer than limit messages
+	for page := 0; ; page++ {
+		if page > 1000 {
+			t.Fatalf("%s paging with limit %d never ends", what, limit)
+		}
+		call := fmt.Sprintf("%s after %v, limit %d (page %d)", what, after.Time().Format(time.RFC3339Nano), limit, page)
+		msgs, err := read(after, limit)
+		if err != nil {
+			t.Fatalf("%s = %v, want nil", call, err)
+		}
+		if len(msgs) == 0 {
+			break
+		}
+		if len(msgs) > limit {
+			t.Fatalf("%s returned %d messages, want at most %d", call, len(msgs), limit)
+		}
+		if short >= 0 {
+			t.Errorf("%s returned %d messages after page %d came short, want full pages until the last", call, len(msgs), short)
+		}
+		if len(msgs) < limit {
+			short = page
+		}
+		for i, m := range msgs {
+			if !after.IsZero() && m.ID.Compare(after) <= 0 {
+				t.Fatalf("%s[%d] = %s, not newer than the cursor", call, i, fmtMessage(m))
+			}
+			after = m.ID
+		}
+		all = append(all, msgs...)
+	}
+	return all
+}
+
 // pageOldestFirst reads the messages posted to the room after the cursor
 // from its log, limit at a time, as pageNewestFirst does.
 func pageOldestFirst(t *testing.T, ctx context.Context, s store.Store, room string, after store.MessageID, limit int) []store.Message {
@@ -242,6 +280,35 @@ func testMessagesPaging(t *testing.T, s store.Store) {
 	checkMessages(t, "Messages before an empty day", pageNewestFirst(t, ctx, s, room.Name, emptyDay, 4), newestFirst(asc[:6]))
 	between := store.MessageIDAt(asc[8].ID.Time().Add(time.Minute))
 	checkMessages(t, "Messages before the equal instants", pageNewestFirst(t, ctx, s, room.Name, between, 4), newestFirst(asc[:9]))
+}
+
+// testMessagesAfter pages oldest first with MessagesAfter through messages
+// spread over ten days, from the oldest and from cursors: the pages
+// concatenate to the messages newer than the cursor, with no gap and no
+// duplicate.
+func testMessagesAfter(t *testing.T, s store.Store) {
+	ctx := newContext(t)
+	alice, room := chatRoom(t, ctx, s, "upward")
+	bob := mustCreateUser(t, ctx, s, "bob")
+	asc := postSpread(t, ctx, s, room.Name, alice.UserRef, bob.UserRef)
+	up := func(after store.MessageID, limit int) []store.Message {
+		return pageUp(t, fmt.Sprintf("MessagesAfter(%q)", room.Name), after, limit, func(after store.MessageID, limit int) ([]store.Message, error) {
+			return s.MessagesAfter(ctx, room.Name, after, limit)
+		})
+	}
+	for _, limit := range []int{4, 1, 7, 100} {
+		checkMessages(t, fmt.Sprintf("MessagesAfter paged by %d", limit), up(store.MessageID{}, limit), asc)
+	}
+	emptyDay := store.MessageIDAt(store.BucketOf(time.Now()).Start().Add(-6 * 24 * time.Hour))
+	checkMessages(t, "MessagesAfter an empty day", up(emptyDay, 4), asc[6:])
+	checkMessages(t, "MessagesAfter the second equal instant", up(asc[7].ID, 2), asc[8:])
+	checkMessages(t, "MessagesAfter the last tick of a day", up(asc[3].ID, 3), asc[4:])
+	checkMessages(t, "MessagesAfter the newest", up(asc[len(asc)-1].ID, 3), nil)
+
+	// A page up from a cursor meets the page down from it.
+	mid := asc[12].ID
+	down := mustMessages(t, ctx, s, room.Name, mid, 100)
+	checkMessages(t, "Messages down and up from a cursor", append(newestFirst(up(mid, 5)), append([]store.Message{asc[12]}, down...)...), newestFirst(asc))
 }
 
 // testRoomEventsPaging pages the log of messages spread over ten days,

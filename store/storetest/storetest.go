@@ -115,6 +115,7 @@ func groups() []group[store.Store] {
 			{"NewestFirst", testMessagesNewestFirst},
 			{"Empty", testMessagesEmpty},
 			{"Paging", testMessagesPaging},
+			{"After", testMessagesAfter},
 			{"System", testMessagesSystem},
 			{"ReadYourWrites", testMessagesReadYourWrites},
 			{"ConcurrentPosts", testMessagesConcurrentPosts},

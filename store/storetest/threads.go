@@ -83,6 +83,14 @@ func testThreads(t *testing.T, s ConversationStore) {
 		before = page[len(page)-1].ID
 	}
 	checkMessages(t, "ThreadReplies paged by 3", paged, []store.Message{replies[3], replies[2], gone, replies[0]})
+	up := pageUp(t, "ThreadRepliesAfter", store.MessageID{}, 3, func(after store.MessageID, limit int) ([]store.Message, error) {
+		return s.ThreadRepliesAfter(ctx, root, after, limit)
+	})
+	checkMessages(t, "ThreadRepliesAfter paged by 3", up, []store.Message{replies[0], gone, replies[2], replies[3]})
+	up = pageUp(t, "ThreadRepliesAfter", replies[0].ID, 2, func(after store.MessageID, limit int) ([]store.Message, error) {
+		return s.ThreadRepliesAfter(ctx, root, after, limit)
+	})
+	checkMessages(t, "ThreadRepliesAfter the first reply", up, []store.Message{gone, replies[2], replies[3]})
 
 	if _, _, err := s.DeleteRoom(ctx, room.Name, alice.UserRef); err != nil {
 		t.Fatal(err)
