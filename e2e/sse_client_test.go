@@ -1,21 +1,9 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
-	"time"
-
-	"github.com/killrchat/chatql/internal/testenv"
 )
-
-// sseClientDir holds the graphql-sse client's scenarios; its node_modules
-// come from `npm ci --prefix clients/graphql-sse`.
-const sseClientDir = "clients/graphql-sse"
 
 // The official graphql-sse client, run by node against the real server in
 // both of its modes: distinct connections (POST with Accept:
@@ -26,43 +14,20 @@ const sseClientDir = "clients/graphql-sse"
 // refused a room it is not in; a bad token is refused. In single connection
 // mode the member's operations share one event stream.
 func TestOfficialSSEClient(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		testenv.Missing(t, "node is not installed", "the npm SSE client tests")
-	}
-	if _, err := os.Stat(filepath.Join(repoRoot, sseClientDir, "node_modules", "graphql-sse")); err != nil {
-		testenv.Missing(t, sseClientDir+"/node_modules is missing (npm ci --prefix "+sseClientDir+")", "the npm SSE client tests")
-	}
 	ts := startServer(t, testConfig(t))
 	alice, bob := ts.user(t, "alice"), ts.user(t, "bob")
-	type room struct {
-		Name     string `json:"name"`
-		After    string `json:"after"`
-		Replayed string `json:"replayed"`
-	}
-	// prepare creates alice's room with two messages: a client follows it
-	// from the first, so it is replayed the second.
-	prepare := func(name string) room {
-		mustDo(t, alice, createRoom, map[string]any{"n": name}, nil)
-		var ids [2]string
-		for i := range ids {
-			var out struct{ PostMessage struct{ ID string } }
-			mustDo(t, alice, postMessage, map[string]any{"r": name, "c": "before " + name}, &out)
-			ids[i] = out.PostMessage.ID
-		}
-		return room{Name: name, After: ids[0], Replayed: ids[1]}
-	}
+	prepare := func(name string) clientRoom { return prepareClientRoom(t, alice, name) }
 	type rooms struct {
-		First   room `json:"first"`
-		Second  room `json:"second"`
-		Stopped room `json:"stopped"`
+		First   clientRoom `json:"first"`
+		Second  clientRoom `json:"second"`
+		Stopped clientRoom `json:"stopped"`
 	}
 	mustDo(t, alice, createRoom, map[string]any{"n": "closed"}, nil)
 	modes := map[string]rooms{
 		"distinct": {First: prepare("distinct-1"), Second: prepare("distinct-2"), Stopped: prepare("distinct-stopped")},
 		"single":   {First: prepare("single-1"), Second: prepare("single-2"), Stopped: prepare("single-stopped")},
 	}
-	arg, _ := json.Marshal(map[string]any{
+	stdout := npmClient{"clients/graphql-sse", "graphql-sse", "the npm SSE client tests"}.run(t, map[string]any{
 		"http":       ts.URL,
 		"member":     alice.Token,
 		"outsider":   bob.Token,
@@ -70,15 +35,6 @@ func TestOfficialSSEClient(t *testing.T) {
 		"distinct":   modes["distinct"],
 		"single":     modes["single"],
 	})
-	ctx, cancel := context.WithTimeout(testContext(t), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(repoRoot, sseClientDir, "scenarios.mjs"), string(arg))
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node scenarios: %v (output %s)", err, stdout)
-	}
-	t.Logf("client saw: %s", stdout)
 
 	type failure struct {
 		Status int
@@ -92,13 +48,6 @@ func TestOfficialSSEClient(t *testing.T) {
 			Data   json.RawMessage
 			Errors []struct{ Message, Code string }
 		}
-	}
-	type followed struct {
-		Timeout   bool
-		Completed bool
-		Events    []struct{ Kind, ID, Content string }
-		Error     *failure
-		PostError string
 	}
 	type seen struct {
 		FollowConnects int
@@ -117,22 +66,13 @@ func TestOfficialSSEClient(t *testing.T) {
 
 	for _, name := range []string{"distinct", "single"} {
 		m, rs := got[name], modes[name]
-		var follows []followed
+		var follows []clientFollow
 		if err := json.Unmarshal(m.Follow, &follows); err != nil || len(follows) != 2 {
 			t.Errorf("%s: following two rooms at once: got %s", name, m.Follow)
-			follows = make([]followed, 2)
+			follows = make([]clientFollow, 2)
 		}
-		for i, r := range []room{rs.First, rs.Second} {
-			f := follows[i]
-			kinds := make([]string, len(f.Events))
-			for i, ev := range f.Events {
-				kinds[i] = ev.Kind
-			}
-			if f.Timeout || !f.Completed || f.Error != nil || f.PostError != "" || len(f.Events) != 3 ||
-				f.Events[0].ID != r.Replayed || f.Events[1].Content != "live in "+r.Name ||
-				strings.Join(kinds, ",") != "MESSAGE_POSTED,MESSAGE_POSTED,ROOM_DELETED" {
-				t.Errorf("%s: following %s: got %s; want the replayed message, the live one, ROOM_DELETED, then complete", name, r.Name, show(f))
-			}
+		for i, r := range []clientRoom{rs.First, rs.Second} {
+			follows[i].check(t, name, r)
 		}
 		if s := m.Stopped; s.Timeout || s.Events != 1 || s.Error != nil {
 			t.Errorf("%s: stopping a subscription: got %s, want one event and no error", name, show(s))
