@@ -126,7 +126,11 @@ func (s *Service) FollowRoom(ctx context.Context, me store.UserRef, room string,
 			after = store.Cursor{ID: start}
 		}
 	}
-	return s.Streams.OpenRoom(ctx, room, me, after, rd.Sees)
+	var sees func(store.Message) bool // nil: every message of the room, and no call per event
+	if rd.Windows != nil {
+		sees = rd.Sees
+	}
+	return s.Streams.OpenRoom(ctx, room, me, after, sees)
 }
 
 // FollowInbox opens me's stream of their inbox events after the cursor
