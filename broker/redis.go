@@ -506,8 +506,7 @@ func (r *Redis) queueResync(ctx context.Context, pipe redis.Pipeliner, topic str
 		r.queuePublish(ctx, pipe, topic, resync)
 		return nil
 	}
-	hash, ids := r.sequenceKeys(topic)
-	return queueScript(ctx, pipe, resetSequenceScript, []string{r.channel(topic), hash, ids}, resync, r.publishCommand())
+	return queueScript(ctx, pipe, resetSequenceScript, r.sequenceKeys(topic), resync, r.publishCommand())
 }
 
 func (r *Redis) queuePublish(ctx context.Context, pipe redis.Pipeliner, topic string, payload []byte) {

@@ -66,15 +66,15 @@ redis.call('DEL', KEYS[2], KEYS[3])
 return redis.call(ARGV[2], KEYS[1], ARGV[1])
 `)
 
-// sequenceKeys are the keys of topic's sequence, in the hash slot of its
-// channel.
-func (r *Redis) sequenceKeys(topic string) (hash, ids string) {
+// sequenceKeys are the keys of the scripts of topic's sequence: its
+// channel, then its counter and its ids, in the channel's hash slot.
+func (r *Redis) sequenceKeys(topic string) []string {
 	ch := r.channel(topic)
 	at := len(r.prefix)
 	if r.sharded {
 		at = strings.IndexByte(ch, '}') + 1
 	}
-	return ch[:at] + "seq:" + ch[at:], ch[:at] + "seqids:" + ch[at:]
+	return []string{ch, ch[:at] + "seq:" + ch[at:], ch[:at] + "seqids:" + ch[at:]}
 }
 
 // sequenced reports whether topic's logged events are numbered: a room's
@@ -92,8 +92,7 @@ func (r *Redis) publishCommand() string {
 // queueSequenced publishes payload, the event id's encoding, numbered in
 // topic's sequence.
 func (r *Redis) queueSequenced(ctx context.Context, pipe redis.Pipeliner, topic, id string, payload []byte) *scriptRun {
-	hash, ids := r.sequenceKeys(topic)
-	return queueScript(ctx, pipe, publishSequencedScript, []string{r.channel(topic), hash, ids}, payload[1:], id, r.publishCommand())
+	return queueScript(ctx, pipe, publishSequencedScript, r.sequenceKeys(topic), payload[1:], id, r.publishCommand())
 }
 
 // scriptRun is a script queued in a pipeline by its hash (EVALSHA), to be
@@ -136,7 +135,7 @@ func (r *Redis) runUncached(ctx context.Context, cmds []redis.Cmder, runs []*scr
 
 // SequenceAfter reads room's sequence after at (see Sequencer).
 func (r *Redis) SequenceAfter(ctx context.Context, room string, at store.Cursor, limit int) ([]store.Cursor, bool, error) {
-	_, ids := r.sequenceKeys(RoomTopic(room))
+	ids := r.sequenceKeys(RoomTopic(room))[2]
 	n := at.Seq
 	if n == 0 {
 		score, err := r.client.ZScore(ctx, ids, at.ID.String()).Result()
