@@ -28,7 +28,7 @@ func wantPosted(t *testing.T) Event {
 func sameEvent(t *testing.T, what string, got, want Event) {
 	t.Helper()
 	if got.ID != want.ID || got.Kind != want.Kind || got.Room != want.Room || got.User != want.User || got.Online != want.Online ||
-		(got.Message == nil) != (want.Message == nil) || got.Message != nil && *got.Message != *want.Message {
+		(got.Message == nil) != (want.Message == nil) || got.Message != nil && !reflect.DeepEqual(*got.Message, *want.Message) {
 		t.Fatalf("%s:\n got %+v %+v\nwant %+v %+v", what, got, got.Message, want, want.Message)
 	}
 }

@@ -110,6 +110,9 @@ type Message struct {
 	// ReplyTo is the root of the thread the message replies in, a message
 	// of the same room; zero for a message that is no reply.
 	ReplyTo MessageID
+	// Attachments are the files it carries, in the order sent (at most
+	// MaxAttachments); none for a deleted message.
+	Attachments []Attachment
 }
 
 // PostedAt is the time encoded in the message's timeuuid.

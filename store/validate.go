@@ -14,6 +14,8 @@ const (
 	MaxBioLength      = 500  // characters
 	MaxBannerLength   = 200  // characters
 	MaxMessageLength  = 4000 // characters of one message
+	MaxAttachments    = 10   // files of one message
+	MaxFileNameLength = 255  // bytes of an attachment's name
 	MinPasswordLength = 8
 	MaxPasswordLength = 72 // bytes: bcrypt ignores anything longer
 )

@@ -220,7 +220,7 @@ func wantUnread(t *testing.T, ctx context.Context, s store.Conversations, login,
 // the millisecond.
 func checkConversation(t *testing.T, what string, got, want store.Conversation) {
 	t.Helper()
-	if got.ID != want.ID || got.Kind != want.Kind || got.Peer != want.Peer || got.LastMessage != want.LastMessage ||
+	if got.ID != want.ID || got.Kind != want.Kind || got.Peer != want.Peer || !sameMessage(got.LastMessage, want.LastMessage) ||
 		got.Unread != want.Unread || !sameWindows(got.Windows, want.Windows) {
 		t.Errorf("%s =\n  %s\nwant\n  %s", what, fmtConversation(got), fmtConversation(want))
 	}
@@ -254,7 +254,7 @@ func sameWindows(a, b []store.Window) bool {
 
 func fmtConversation(c store.Conversation) string {
 	last := "none"
-	if !c.LastMessage.ID.IsZero() || c.LastMessage != (store.Message{}) {
+	if !c.LastMessage.ID.IsZero() || !sameMessage(c.LastMessage, (store.Message{})) {
 		last = fmtMessage(c.LastMessage)
 	}
 	return fmt.Sprintf("{ID:%s Kind:%q Peer:%+v Unread:%d Windows:%s LastMessage:%s}", c.ID, c.Kind, c.Peer, c.Unread, fmtWindows(c.Windows), last)

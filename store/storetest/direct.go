@@ -120,7 +120,7 @@ func testDirectLastMessageOutOfOrder(t *testing.T, s ConversationStore) {
 	// An old message from days ago changes nothing either: alice has read
 	// past it, and bob's mark stays at his newer one.
 	mustSendDirect(t, ctx, s, bob, alice, store.MessageIDAt(time.Now().Add(-72*time.Hour)), "ancient")
-	if c := mustConversation(t, ctx, s, alice.Login, id); c.LastMessage != newer || c.Unread != 0 || c.ReadUpTo != newer.ID {
+	if c := mustConversation(t, ctx, s, alice.Login, id); !sameMessage(c.LastMessage, newer) || c.Unread != 0 || c.ReadUpTo != newer.ID {
 		t.Errorf("Conversation(alice) after an old message = %s, want last message %s, read up to it", fmtConversation(c), fmtMessage(newer))
 	}
 	if c := mustConversation(t, ctx, s, bob.Login, id); c.Unread != 1 || c.ReadUpTo != older.ID {
@@ -190,7 +190,7 @@ func testDirectConcurrent(t *testing.T, s ConversationStore) {
 		newest := msgs[first+perRound-1]
 		for _, u := range []store.UserRef{alice, bob} {
 			c := mustConversation(t, ctx, s, u.Login, id)
-			if c.LastMessage != newest {
+			if !sameMessage(c.LastMessage, newest) {
 				t.Fatalf("round %d: Conversation(%q).LastMessage = %s, want the newest, %s", round, u.Login, fmtMessage(c.LastMessage), fmtMessage(newest))
 			}
 			upTo, ok := marked[u.Login]
@@ -313,7 +313,7 @@ func testInboxOrder(t *testing.T, s ConversationStore) {
 			t.Errorf("Inbox(%q) entry %s: want unread messages from %s", me.Login, fmtConversation(counted), peers[1].Login)
 		}
 		counted.Unread, counted.Mentions = 0, 0
-		if c.ID != counted.ID || c.Kind != counted.Kind || c.Peer != counted.Peer || c.LastMessage != counted.LastMessage || c.Unread != 0 || c.Mentions != 0 {
+		if c.ID != counted.ID || c.Kind != counted.Kind || c.Peer != counted.Peer || !sameMessage(c.LastMessage, counted.LastMessage) || c.Unread != 0 || c.Mentions != 0 {
 			t.Errorf("InboxEntries(%q) entry %s, want %s uncounted", me.Login, fmtConversation(c), fmtConversation(counted))
 		}
 	}
@@ -408,7 +408,7 @@ func testMarkReadOwnInboxOnly(t *testing.T, s ConversationStore) {
 	wantUnread(t, ctx, s, bob.Login, id, 0)
 	wantUnread(t, ctx, s, alice.Login, id, 0)
 	wantUnread(t, ctx, s, bob.Login, other, 1)
-	if c := mustConversation(t, ctx, s, bob.Login, other); c.LastMessage != c1 {
+	if c := mustConversation(t, ctx, s, bob.Login, other); !sameMessage(c.LastMessage, c1) {
 		t.Errorf("Conversation(bob, carol) = %s, want last message %s", fmtConversation(c), fmtMessage(c1))
 	}
 }

@@ -57,7 +57,7 @@ func sameEvent(got, want store.Event) bool {
 	if got.Message == nil || want.Message == nil {
 		return got.Message == nil && want.Message == nil
 	}
-	return *got.Message == *want.Message
+	return sameMessage(*got.Message, *want.Message)
 }
 
 // checkEvent compares one event.

@@ -207,7 +207,7 @@ func testGroupPost(t *testing.T, s ConversationStore) {
 	m2 := mustPostGroup(t, ctx, s, g.Name, store.NewMessageID(), bob, "hi alice", members)
 	for login, unread := range map[string]int{alice.Login: 1, bob.Login: 0, carol.Login: 2} {
 		c := mustConversation(t, ctx, s, login, g.Name)
-		if c.Kind != store.GroupConversation || c.LastMessage != m2 || c.Unread != unread || len(c.Windows) != 1 {
+		if c.Kind != store.GroupConversation || !sameMessage(c.LastMessage, m2) || c.Unread != unread || len(c.Windows) != 1 {
 			t.Errorf("Conversation(%q) = %s, want a group with last message %s, %d unread and one window", login, fmtConversation(c), fmtMessage(m2), unread)
 		}
 		checkInboxEntry(t, fmt.Sprintf("Inbox(%q)", login), mustInbox(t, ctx, s, login), c)

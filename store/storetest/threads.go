@@ -59,7 +59,7 @@ func testThreads(t *testing.T, s ConversationStore) {
 	checkThread(t, got, old.ID, 1, carol)
 	checkThread(t, got, lonely.ID, 0)
 
-	if m := mustMessage(t, ctx, s, late.ID); m != late {
+	if m := mustMessage(t, ctx, s, late.ID); !sameMessage(m, late) {
 		t.Errorf("Message(reply) = %s, want %s", fmtMessage(m), fmtMessage(late))
 	}
 	checkMessages(t, "Messages of the room", mustMessages(t, ctx, s, room.Name, store.MessageID{}, 10),
@@ -124,9 +124,10 @@ func testThreadsElsewhere(t *testing.T, s ConversationStore) {
 	}
 	checkThread(t, got, groupRoot.ID, 1, bob)
 	checkThread(t, got, dmRoot.ID, 1, bob)
-	for root, want := range map[store.Message]store.Message{groupRoot: groupReply, dmRoot: dmReply} {
+	for _, c := range [][2]store.Message{{groupRoot, groupReply}, {dmRoot, dmReply}} {
+		root, want := c[0], c[1]
 		page, err := s.ThreadReplies(ctx, root, store.MessageID{}, 10)
-		if err != nil || len(page) != 1 || page[0] != want {
+		if err != nil || len(page) != 1 || !sameMessage(page[0], want) {
 			t.Errorf("ThreadReplies(%s) = %s, %v; want %s", root.Room, fmtMessages(page), err, fmtMessage(want))
 		}
 	}
