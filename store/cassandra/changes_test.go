@@ -2,6 +2,7 @@ package cassandra
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ func TestEditRacingDelete(t *testing.T) {
 	}
 
 	tombstone := store.Message{Room: m.Room, ID: m.ID, Author: alice, Deleted: true}
-	if got, err := db.Message(ctx, m.ID); err != nil || got != tombstone {
+	if got, err := db.Message(ctx, m.ID); err != nil || !reflect.DeepEqual(got, tombstone) {
 		t.Errorf("Message = %+v, %v; want the tombstone", got, err)
 	}
 	if got, err := db.Messages(ctx, m.Room, store.MessageID{}, 1); err != nil || len(got) != 1 || got[0] != tombstone {

@@ -182,7 +182,7 @@ func TestRestart(t *testing.T) {
 	if !before.Hidden.Hidden || !reflect.DeepEqual(inRoom(before.ByBob), posted) {
 		t.Errorf("before the restart: Message(hidden) = %+v, MessagesByAuthor(bob) = %v; want it hidden, and %v", before.Hidden, before.ByBob, posted)
 	}
-	if c := before.DirectOfBob; c.Unread != 1 || c.LastMessage != dm || c.Peer != alice.UserRef {
+	if c := before.DirectOfBob; c.Unread != 1 || !reflect.DeepEqual(c.LastMessage, dm) || c.Peer != alice.UserRef {
 		t.Errorf("bob's direct conversation = %+v, want 1 unread, last message %+v from alice", c, dm)
 	}
 	if w := before.GroupOfBob.Windows; len(w) != 1 || w[0].To.IsZero() {
