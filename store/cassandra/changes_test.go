@@ -44,7 +44,7 @@ func TestEditRacingDelete(t *testing.T) {
 		t.Errorf("Messages = %+v, %v; want the tombstone", got, err)
 	}
 	for _, login := range []string{alice.Login, bob.Login} {
-		if c, err := db.Conversation(ctx, login, m.Room); err != nil || c.LastMessage != tombstone {
+		if c, err := db.Conversation(ctx, login, m.Room); err != nil || !reflect.DeepEqual(c.LastMessage, tombstone) {
 			t.Errorf("%s's entry: last message %+v, %v; want the tombstone", login, c.LastMessage, err)
 		}
 	}

@@ -165,7 +165,7 @@ func TestInboxStrayRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(inbox) != 1 || inbox[0].ID != id || inbox[0].Unread != store.UnreadCap || inbox[0].LastMessage != last {
+	if len(inbox) != 1 || inbox[0].ID != id || inbox[0].Unread != store.UnreadCap || !reflect.DeepEqual(inbox[0].LastMessage, last) {
 		t.Errorf("Inbox = %+v, want only %q with %d unread (the cap) and last message %+v", inbox, id, store.UnreadCap, last)
 	}
 	for _, other := range []string{"deleted-group", "hidden-only", "left-only", "marked-only"} {

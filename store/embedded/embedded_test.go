@@ -381,7 +381,7 @@ func TestDeleteRoomIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(byAlice) != 2 || byAlice[0] != kept {
+	if len(byAlice) != 2 || !reflect.DeepEqual(byAlice[0], kept) {
 		t.Errorf("MessagesByAuthor(alice) after DeleteRoom = %+v, want the two messages of kept, newest %+v", byAlice, kept)
 	}
 	if c, err := db.Conversation(ctx, "alice", "gone"); !errors.Is(err, store.ErrNotFound) {

@@ -128,7 +128,7 @@ func TestOpenPreLogStore(t *testing.T) {
 
 	// The history reads as before; the logs start empty.
 	msgs, err := db.Messages(ctx, room.Name, store.MessageID{}, 10)
-	if err != nil || len(msgs) != 2 || !msgs[0].System || msgs[1] != old {
+	if err != nil || len(msgs) != 2 || !msgs[0].System || !reflect.DeepEqual(msgs[1], old) {
 		t.Errorf("Messages after the upgrade = %+v, %v; want the post and the join", msgs, err)
 	}
 	for _, r := range []string{room.Name, group.Name} {
