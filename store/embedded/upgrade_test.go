@@ -3,6 +3,7 @@ package embedded
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
