@@ -149,7 +149,7 @@ func TestOpenPreLogStore(t *testing.T) {
 	}
 	for _, after := range []store.MessageID{{}, old.ID} {
 		evs, err := db.RoomEvents(ctx, room.Name, after, 10)
-		if err != nil || len(evs) != 1 || evs[0].ID != fresh.ID || evs[0].Kind != store.MessagePosted || *evs[0].Message != fresh {
+		if err != nil || len(evs) != 1 || evs[0].ID != fresh.ID || evs[0].Kind != store.MessagePosted || !reflect.DeepEqual(*evs[0].Message, fresh) {
 			t.Errorf("RoomEvents(%v) after a post = %+v, %v; want its MessagePosted alone", after, evs, err)
 		}
 	}
