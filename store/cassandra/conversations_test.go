@@ -205,7 +205,7 @@ func TestHideLastMessage(t *testing.T) {
 	wantLast := func(what string, want store.Message) {
 		t.Helper()
 		for _, login := range []string{alice.Login, bob.Login} {
-			if got := mustConv(t, db, ctx, login, id).LastMessage; got != want {
+			if got := mustConv(t, db, ctx, login, id).LastMessage; !reflect.DeepEqual(got, want) {
 				t.Errorf("%s: last message of %q = %+v, want %+v", what, login, got, want)
 			}
 		}
