@@ -238,7 +238,7 @@ func TestHideLastMessage(t *testing.T) {
 	hide(m)
 	m.Hidden = true
 	for _, login := range []string{alice.Login, bob.Login} {
-		if got := mustConv(t, db, ctx, login, g.Name).LastMessage; got != m {
+		if got := mustConv(t, db, ctx, login, g.Name).LastMessage; !reflect.DeepEqual(got, m) {
 			t.Errorf("group: last message of %q = %+v, want %+v", login, got, m)
 		}
 	}
