@@ -300,7 +300,7 @@ func TestGhostRows(t *testing.T) {
 			got = append(got, msgs...)
 			before = msgs[len(msgs)-1].ID
 		}
-		if !slices.Equal(got, want) {
+		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s read %d messages %v, want %d", name, len(got), got, len(want))
 		}
 	}
