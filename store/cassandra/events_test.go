@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -236,11 +237,11 @@ func TestDeleteRoomListing(t *testing.T) {
 		t.Errorf("listing of the new room = %v, %v; want only the day of its post", listed, err)
 	}
 	msgs, err := one.Messages(ctx, r.Name, store.MessageID{}, 10)
-	if err != nil || len(msgs) != 1 || msgs[0] != m {
+	if err != nil || len(msgs) != 1 || !reflect.DeepEqual(msgs[0], m) {
 		t.Errorf("Messages of the new room = %+v, %v; want its one post", msgs, err)
 	}
 	evs, err := one.RoomEvents(ctx, r.Name, store.MessageID{}, 10)
-	if err != nil || len(evs) != 1 || evs[0].ID != m.ID || evs[0].Kind != store.MessagePosted || *evs[0].Message != m {
+	if err != nil || len(evs) != 1 || evs[0].ID != m.ID || evs[0].Kind != store.MessagePosted || !reflect.DeepEqual(*evs[0].Message, m) {
 		t.Errorf("RoomEvents of the new room = %v, %v; want its one post", kindsOf(evs), err)
 	}
 }

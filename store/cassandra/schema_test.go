@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -79,7 +80,7 @@ func TestMigrateFromV1(t *testing.T) {
 		t.Errorf("Room(legacy) = %+v, %v; want the public room of version 1", r, err)
 	}
 	msgs, err := db.Messages(ctx, "legacy", store.MessageID{}, 10)
-	if err != nil || len(msgs) != 1 || msgs[0] != old {
+	if err != nil || len(msgs) != 1 || !reflect.DeepEqual(msgs[0], old) {
 		t.Errorf("Messages(legacy) = %+v, %v; want [%+v], visible", msgs, err, old)
 	}
 	// Not in the index, but it can be hidden, without creating index rows.
