@@ -323,7 +323,8 @@ type MessageIndex interface {
 	// the millisecond), in every copy of it, the inbox entries' last
 	// message included, and logs MessageEdited (a fresh id, User by): in
 	// the room's log, or in both users' inbox logs for a direct message.
-	// Of racing edits the latest at wins in every copy. Returns ErrNotFound
+	// Of racing edits the latest at wins in every copy. An edit clears the
+	// message's Preview (the chat sets the new content's). Returns ErrNotFound
 	// if there is no such message or it is deleted (an edit racing a
 	// delete never brings the content back). The caller checks who may.
 	EditMessage(ctx context.Context, m Message, by UserRef, content string, at time.Time) (Event, error)
@@ -334,6 +335,15 @@ type MessageIndex interface {
 	// Deleting a deleted message changes nothing and logs nothing (the
 	// zero Event). Returns ErrNotFound if there is no such message.
 	DeleteMessage(ctx context.Context, m Message, by UserRef) (Event, error)
+
+	// SetPreview stores p as the preview of m (as it was read: its
+	// EditedAt says which version of the content p is of) in every copy
+	// of it, the inbox entries' last message included, and logs
+	// MessagePreviewed as EditMessage logs its event (User, m's author).
+	// It changes nothing and logs nothing (the zero Event) when m was
+	// edited since, or deleted: the preview is of content it no longer
+	// has. Returns ErrNotFound if there is no such message.
+	SetPreview(ctx context.Context, m Message, p LinkPreview) (Event, error)
 }
 
 // ByNewestMessage is the inbox's order: by last message, newest first;

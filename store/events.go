@@ -26,6 +26,10 @@ const (
 	// MessageDeleted: User deleted Message, now a tombstone. Also an inbox
 	// event of both users of a direct conversation.
 	MessageDeleted EventKind = "MESSAGE_DELETED"
+	// MessagePreviewed: the server fetched the preview of the first link
+	// in Message (User, its author), now in its Preview. Also an inbox
+	// event of both users of a direct conversation.
+	MessagePreviewed EventKind = "MESSAGE_PREVIEWED"
 	// RoomDeleted: User, the creator, deleted the room. It is the last
 	// event of the room. It is never read from a log: deleting a room
 	// deletes its log, content and all. Subscribers learn of it live, or

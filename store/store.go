@@ -113,6 +113,22 @@ type Message struct {
 	// Attachments are the files it carries, in the order sent (at most
 	// MaxAttachments); none for a deleted message.
 	Attachments []Attachment
+	// Preview is what the server found at the first link of the content
+	// (SetPreview), shown under the message; nil until then, and after an
+	// edit or a delete.
+	Preview *LinkPreview
+}
+
+// LinkPreview is a summary of a web page a message links to, read from the
+// page's Open Graph tags (or its title): the card under the message.
+type LinkPreview struct {
+	URL         string
+	Title       string
+	Description string
+	SiteName    string
+	// ImageURL is the page's image, as it gives it (absolute); clients
+	// load it themselves.
+	ImageURL string
 }
 
 // PostedAt is the time encoded in the message's timeuuid.
