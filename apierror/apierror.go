@@ -14,6 +14,7 @@ import (
 
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/files"
 	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
 )
@@ -28,6 +29,12 @@ const (
 	Internal        = "INTERNAL"
 	// RateLimited comes with extensions.retryAfter, the seconds to wait.
 	RateLimited = "RATE_LIMITED"
+	// QuotaExceeded: the caller's files would take more than their quota.
+	QuotaExceeded = "QUOTA_EXCEEDED"
+	// Unavailable: a service the request needs (the object store) failed
+	// or is slow; retrying later may succeed. It comes with
+	// extensions.retryAfter.
+	Unavailable = "UNAVAILABLE"
 )
 
 // The codes of verdicts on the request itself, given before any resolver
@@ -47,6 +54,7 @@ const (
 // errors with (any other code counts as OTHER). A new code goes here too.
 var Codes = []string{
 	Unauthenticated, Forbidden, NotFound, Conflict, BadUserInput, Internal, RateLimited,
+	QuotaExceeded, Unavailable,
 	ParseFailed, ValidationFailed, ComplexityExceeded, BadRequest, PayloadTooLarge,
 	PersistedQueryNotFound, TooManyConnections,
 }
@@ -54,6 +62,10 @@ var Codes = []string{
 // busyRetryAfter is the retryAfter hint, in seconds, of a refusal because
 // too many passwords are being hashed.
 const busyRetryAfter = 1
+
+// unavailableRetryAfter is the retryAfter hint, in seconds, of an
+// UNAVAILABLE error.
+const unavailableRetryAfter = 5
 
 // Of maps an error to its client-facing code. Only errors wrapping a known
 // sentinel have messages meant for clients (public); everything else is
@@ -72,6 +84,10 @@ func Of(err error) (code string, public bool) {
 		return Conflict, true
 	case errors.Is(err, store.ErrInvalid):
 		return BadUserInput, true
+	case errors.Is(err, store.ErrQuota):
+		return QuotaExceeded, true
+	case errors.Is(err, files.ErrUnavailable):
+		return Unavailable, true
 	case errors.As(err, new(*ratelimit.Exceeded)):
 		return RateLimited, true
 	case errors.Is(err, broker.ErrSlowSubscriber), errors.Is(err, broker.ErrClosed):
@@ -88,6 +104,9 @@ func RetryAfter(err error) (seconds int, ok bool) {
 	}
 	if errors.Is(err, auth.ErrBusy) {
 		return busyRetryAfter, true
+	}
+	if errors.Is(err, files.ErrUnavailable) {
+		return unavailableRetryAfter, true
 	}
 	return 0, false
 }

@@ -57,6 +57,11 @@ func (s *Service) DeleteAccount(ctx context.Context, acct store.Account) error {
 		s.Sessions.EndUser(login)
 	}
 	s.announce(ctx, store.AccountDeleted, login)
+	if s.Files != nil {
+		if err := s.Files.DiscardOwner(ctx, login); err != nil {
+			s.Log.WarnContext(ctx, "files: a deleted user's files could not be doomed", "login", login, "err", err)
+		}
+	}
 	// The account is gone whatever the client does now: the leaves run on
 	// if it hangs up.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveTimeout)

@@ -151,7 +151,7 @@ func TestMembershipEndRefusesPosts(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, inst := range []*Service{here, there} {
-				if _, err := inst.Post(ctx, bob, room, "hello", nil, nil); err != nil {
+				if _, err := inst.Post(ctx, bob, room, Draft{Content: "hello"}); err != nil {
 					t.Fatal(err)
 				}
 				if page, err := history(ctx, inst, bob, room); err != nil || len(page) == 0 {
@@ -171,14 +171,14 @@ func TestMembershipEndRefusesPosts(t *testing.T) {
 			if err := c.end(room); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := here.Post(ctx, bob, room, "still here?", nil, nil); !errors.Is(err, c.want) {
+			if _, err := here.Post(ctx, bob, room, Draft{Content: "still here?"}); !errors.Is(err, c.want) {
 				t.Fatalf("post on the instance that ended the membership = %v, want %v", err, c.want)
 			}
 			if _, err := history(ctx, here, bob, room); !errors.Is(err, c.want) {
 				t.Fatalf("history on the instance that ended the membership = %v, want %v", err, c.want)
 			}
 			waitUntil(t, func() bool { ok, _ := there.Memberships.mayPost(room, "bob"); return !ok })
-			if _, err := there.Post(ctx, bob, room, "still here?", nil, nil); !errors.Is(err, c.want) {
+			if _, err := there.Post(ctx, bob, room, Draft{Content: "still here?"}); !errors.Is(err, c.want) {
 				t.Fatalf("post on the other instance = %v, want %v", err, c.want)
 			}
 			if _, err := history(ctx, there, bob, room); !errors.Is(err, c.want) {
@@ -191,7 +191,7 @@ func TestMembershipEndRefusesPosts(t *testing.T) {
 	if _, err := here.CreateRoom(ctx, alice, "after", store.PublicRoom, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := there.Post(ctx, alice, "after", "hello", nil, nil); err != nil {
+	if _, err := there.Post(ctx, alice, "after", Draft{Content: "hello"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Publish(ctx, broker.AnnouncementsTopic, store.Event{Kind: broker.Resync}); err != nil {

@@ -32,57 +32,89 @@ type Pages struct {
 	At func(ctx context.Context, id string) (store.Message, error)
 }
 
+// Draft is a message as its sender gives it.
+type Draft struct {
+	Content string
+	// Attachments are the ids of files the sender uploaded (see
+	// files.Service), sent with the message.
+	Attachments []string
+	// ClientMessageID makes a retried send return the first one (see
+	// sendOnce).
+	ClientMessageID *string
+	// ReplyTo names a message of the conversation the sender may read,
+	// whose thread the message joins.
+	ReplyTo *string
+}
+
+// validate checks what can be checked of a draft without the store: its
+// content, which may be empty when files carry the message.
+func (d Draft) validate() error {
+	if d.Content == "" && len(d.Attachments) > 0 {
+		return nil
+	}
+	return store.ValidateContent(d.Content)
+}
+
 // Post stores me's message in a room or group and publishes it: to the
 // room's subscribers, to the group's members' inboxes, to those it
-// mentions. replyTo names a message of the room me may read, whose thread
-// it joins. A clientMessageID makes a retried post return the first one
-// (see sendOnce).
-func (s *Service) Post(ctx context.Context, me store.UserRef, room, content string, clientMessageID, replyTo *string) (*store.Message, error) {
+// mentions.
+func (s *Service) Post(ctx context.Context, me store.UserRef, room string, d Draft) (*store.Message, error) {
 	if err := s.limit(ctx, ratelimit.Post, me); err != nil {
 		return nil, err
 	}
-	if err := store.ValidateContent(content); err != nil {
+	if err := d.validate(); err != nil {
 		return nil, err
 	}
 	kind, members, err := s.postAudience(ctx, room, me)
 	if err != nil {
 		return nil, err
 	}
-	root, err := s.replyRoot(ctx, replyTo, room, me)
+	root, err := s.replyRoot(ctx, d.ReplyTo, room, me)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkFiles(ctx, me, d.Attachments); err != nil {
 		return nil, err
 	}
 	w := s.beginRoomWrite(ctx, room)
 	defer w.end()
-	msg := store.Message{Room: room, ID: s.newMessageID(), Author: me, Content: content, ReplyTo: root}
-	return s.sendOnce(ctx, clientMessageID, msg, func(msg store.Message) error {
+	msg := store.Message{Room: room, ID: s.newMessageID(), Author: me, Content: d.Content, ReplyTo: root}
+	posted, err := s.sendOnce(ctx, d.ClientMessageID, msg, func(msg *store.Message) error {
+		if err := s.claimFiles(ctx, msg, d.Attachments); err != nil {
+			return err
+		}
 		if kind == store.PrivateGroup {
-			if err := s.Store.PostGroupMessage(ctx, msg, members); err != nil {
+			if err := s.Store.PostGroupMessage(ctx, *msg, members); err != nil {
 				return err
 			}
-			unread := store.Event{ID: msg.ID, Kind: store.UnreadChanged, Room: room, Message: &msg, User: me}
+			unread := store.Event{ID: msg.ID, Kind: store.UnreadChanged, Room: room, Message: msg, User: me}
 			for _, p := range members {
 				if p.Login != me.Login {
 					s.publishTo(ctx, broker.UserTopic(p.Login), unread)
 				}
 			}
-		} else if err := s.Store.PostMessage(ctx, msg); err != nil {
+		} else if err := s.Store.PostMessage(ctx, *msg); err != nil {
 			return err
 		}
+		s.attachedFiles(ctx, msg)
 		s.Typists.Stop(room, me.Login)
-		w.publish(store.PostedEvent(msg))
-		s.notifyMentions(ctx, msg, kind, members)
+		w.publish(store.PostedEvent(*msg))
+		s.notifyMentions(ctx, *msg, kind, members)
 		return nil
 	}, func(stored store.Message) { w.publish(store.PostedEvent(stored)) })
+	if err == nil {
+		s.preview(ctx, *posted)
+	}
+	return posted, err
 }
 
 // SendDirect stores me's direct message to another user and publishes it
 // to both inboxes, unless either blocked the other.
-func (s *Service) SendDirect(ctx context.Context, me store.UserRef, to, content string, clientMessageID, replyTo *string) (*store.Message, error) {
+func (s *Service) SendDirect(ctx context.Context, me store.UserRef, to string, d Draft) (*store.Message, error) {
 	if err := s.limit(ctx, ratelimit.DirectMessage, me); err != nil {
 		return nil, err
 	}
-	if err := store.ValidateContent(content); err != nil {
+	if err := d.validate(); err != nil {
 		return nil, err
 	}
 	if err := store.ValidateLogin(to); err != nil {
@@ -99,22 +131,33 @@ func (s *Service) SendDirect(ctx context.Context, me store.UserRef, to, content 
 		return nil, err
 	}
 	conv := store.DirectConversationID(me.Login, to)
-	root, err := s.replyRoot(ctx, replyTo, conv, me)
+	root, err := s.replyRoot(ctx, d.ReplyTo, conv, me)
 	if err != nil {
 		return nil, err
 	}
-	msg := store.Message{Room: conv, ID: s.newMessageID(), Author: me, Content: content, ReplyTo: root}
+	if err := s.checkFiles(ctx, me, d.Attachments); err != nil {
+		return nil, err
+	}
+	msg := store.Message{Room: conv, ID: s.newMessageID(), Author: me, Content: d.Content, ReplyTo: root}
 	announce := func(msg store.Message) {
 		s.publishEvent(ctx, store.Event{ID: msg.ID, Kind: store.DirectMessage, Room: conv, Message: &msg, User: me})
 	}
-	return s.sendOnce(ctx, clientMessageID, msg, func(msg store.Message) error {
-		if err := s.Store.SendDirect(ctx, msg, peer.UserRef); err != nil {
+	sent, err := s.sendOnce(ctx, d.ClientMessageID, msg, func(msg *store.Message) error {
+		if err := s.claimFiles(ctx, msg, d.Attachments); err != nil {
 			return err
 		}
+		if err := s.Store.SendDirect(ctx, *msg, peer.UserRef); err != nil {
+			return err
+		}
+		s.attachedFiles(ctx, msg)
 		s.Typists.Stop(conv, me.Login)
-		announce(msg)
+		announce(*msg)
 		return nil
 	}, announce)
+	if err == nil {
+		s.preview(ctx, *sent)
+	}
+	return sent, err
 }
 
 // Edit replaces the content of me's message id.
@@ -122,11 +165,11 @@ func (s *Service) Edit(ctx context.Context, me store.UserRef, id, content string
 	if err := s.limit(ctx, ratelimit.Post, me); err != nil {
 		return nil, err
 	}
-	if err := store.ValidateContent(content); err != nil {
-		return nil, err
-	}
 	msg, err := s.readableMessage(ctx, id, me)
 	if err != nil {
+		return nil, err
+	}
+	if err := (Draft{Content: content, Attachments: attachmentIDs(msg.Attachments)}).validate(); err != nil {
 		return nil, err
 	}
 	switch {
@@ -143,7 +186,11 @@ func (s *Service) Edit(ctx context.Context, me store.UserRef, id, content string
 	if err != nil {
 		return nil, err
 	}
-	return s.changedMessage(ctx, ev, msg.ID)
+	edited, err := s.changedMessage(ctx, ev, msg.ID)
+	if err == nil && !ev.ID.IsZero() {
+		s.preview(ctx, *edited)
+	}
+	return edited, err
 }
 
 // moderated returns the message id for me to delete or hide (the verb
@@ -172,6 +219,7 @@ func (s *Service) Delete(ctx context.Context, me store.UserRef, id string) (*sto
 	if err != nil {
 		return nil, err
 	}
+	s.discardFiles(ctx, msg)
 	return s.changedMessage(ctx, ev, msg.ID)
 }
 

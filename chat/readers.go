@@ -64,6 +64,14 @@ func Content(m *store.Message, viewer store.UserRef) string {
 	return m.Content
 }
 
+// Attachments are the files of m that viewer may see: those of Content.
+func Attachments(m *store.Message, viewer store.UserRef) []store.Attachment {
+	if m.Hidden && !SeesHiddenContent(m, viewer) {
+		return nil
+	}
+	return m.Attachments
+}
+
 // reader returns me's Reader of the conversation, or why me may read none
 // of it: FORBIDDEN (not a participant of a public room, banned from a
 // group, not a party of a direct conversation) or NOT_FOUND (no such room,

@@ -19,7 +19,7 @@ import (
 // the message and died before its event left the instance: nobody
 // following live would ever get it, since nothing tells them of a gap.
 // Subscribers who did get it drop the repeat by its id.
-func (s *Service) sendOnce(ctx context.Context, clientMessageID *string, msg store.Message, send func(store.Message) error, announce func(store.Message)) (*store.Message, error) {
+func (s *Service) sendOnce(ctx context.Context, clientMessageID *string, msg store.Message, send func(*store.Message) error, announce func(store.Message)) (*store.Message, error) {
 	if clientMessageID != nil {
 		if err := store.ValidateClientMessageID(*clientMessageID); err != nil {
 			return nil, err
@@ -43,7 +43,7 @@ func (s *Service) sendOnce(ctx context.Context, clientMessageID *string, msg sto
 			msg.ID = prior.ID
 		}
 	}
-	if err := send(msg); err != nil {
+	if err := send(&msg); err != nil {
 		return nil, err
 	}
 	return &msg, nil

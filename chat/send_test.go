@@ -24,9 +24,9 @@ func TestSendOnce(t *testing.T) {
 	r := &Service{Store: db}
 	alice := store.UserRef{Login: "alice", Firstname: "A", Lastname: "L"}
 	sends := 0
-	post := func(m store.Message) error {
+	post := func(m *store.Message) error {
 		sends++
-		return db.PostMessage(ctx, m)
+		return db.PostMessage(ctx, *m)
 	}
 	var announced []store.MessageID
 	announce := func(m store.Message) { announced = append(announced, m.ID) }

@@ -13,10 +13,12 @@ package chat
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/broker"
+	"github.com/killrchat/chatql/files"
 	"github.com/killrchat/chatql/presence"
 	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
@@ -52,6 +54,10 @@ type Service struct {
 	// MaxRoomsPerUser caps the rooms and groups a user takes part in
 	// (DefaultMaxRoomsPerUser when 0).
 	MaxRoomsPerUser int
+	// Files keeps the files people send; nil refuses them.
+	Files *files.Service
+	// Previews fetches the cards of links in messages; nil fetches none.
+	Previews Previewer
 	// Clock makes the ids of posted messages and orders the rooms' writes
 	// (roomorder.go); nil is this machine's clock.
 	Clock *store.IDClock
@@ -60,6 +66,10 @@ type Service struct {
 	history historyReads
 	// roomLines order each room's events by id as they leave (roomorder.go).
 	roomLines roomLines
+	// previewsUnderWay holds a token per preview being fetched
+	// (previews.go).
+	previewsOnce     sync.Once
+	previewsUnderWay chan struct{}
 }
 
 // newMessageID is a fresh id of the instance's clock.

@@ -31,8 +31,10 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	Attachment() AttachmentResolver
 	Conversation() ConversationResolver
 	InboxEvent() InboxEventResolver
+	LinkPreview() LinkPreviewResolver
 	Message() MessageResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
@@ -48,6 +50,18 @@ type DirectiveRoot struct {
 }
 
 type ComplexityRoot struct {
+	Attachment struct {
+		Blurhash    func(childComplexity int) int
+		ContentType func(childComplexity int) int
+		Height      func(childComplexity int) int
+		ID          func(childComplexity int) int
+		Name        func(childComplexity int) int
+		Size        func(childComplexity int) int
+		Thumbnails  func(childComplexity int) int
+		URL         func(childComplexity int) int
+		Width       func(childComplexity int) int
+	}
+
 	AuthPayload struct {
 		ExpiresAt        func(childComplexity int) int
 		RefreshExpiresAt func(childComplexity int) int
@@ -68,6 +82,17 @@ type ComplexityRoot struct {
 		Unread      func(childComplexity int) int
 	}
 
+	FileQuota struct {
+		LimitBytes   func(childComplexity int) int
+		MaxFileBytes func(childComplexity int) int
+		UsedBytes    func(childComplexity int) int
+	}
+
+	HttpHeader struct {
+		Name  func(childComplexity int) int
+		Value func(childComplexity int) int
+	}
+
 	InboxEvent struct {
 		Conversation   func(childComplexity int) int
 		ConversationID func(childComplexity int) int
@@ -78,7 +103,16 @@ type ComplexityRoot struct {
 		User           func(childComplexity int) int
 	}
 
+	LinkPreview struct {
+		Description func(childComplexity int) int
+		ImageURL    func(childComplexity int) int
+		SiteName    func(childComplexity int) int
+		Title       func(childComplexity int) int
+		URL         func(childComplexity int) int
+	}
+
 	Message struct {
+		Attachments    func(childComplexity int) int
 		Author         func(childComplexity int) int
 		AuthorBlocked  func(childComplexity int) int
 		Content        func(childComplexity int) int
@@ -89,6 +123,7 @@ type ComplexityRoot struct {
 		LatestRepliers func(childComplexity int) int
 		Mentions       func(childComplexity int) int
 		PostedAt       func(childComplexity int) int
+		Preview        func(childComplexity int) int
 		Reactions      func(childComplexity int) int
 		ReplyCount     func(childComplexity int) int
 		ReplyToID      func(childComplexity int) int
@@ -113,7 +148,9 @@ type ComplexityRoot struct {
 		BanUser           func(childComplexity int, room string, login string) int
 		BlockUser         func(childComplexity int, login string) int
 		ChangePassword    func(childComplexity int, oldPassword string, newPassword string) int
+		CompleteUpload    func(childComplexity int, id string) int
 		CreateRoom        func(childComplexity int, input model.CreateRoomInput) int
+		CreateUpload      func(childComplexity int, name string, contentType string, size int) int
 		DeleteAccount     func(childComplexity int, password string) int
 		DeleteMessage     func(childComplexity int, id string) int
 		DeleteRoom        func(childComplexity int, room string) int
@@ -126,11 +163,11 @@ type ComplexityRoot struct {
 		Logout            func(childComplexity int) int
 		MarkRead          func(childComplexity int, conversation string, upTo string) int
 		MuteConversation  func(childComplexity int, conversation string, muted *bool) int
-		PostMessage       func(childComplexity int, room string, content string, clientMessageID *string, replyTo *string) int
+		PostMessage       func(childComplexity int, room string, content string, attachments []string, clientMessageID *string, replyTo *string) int
 		RefreshToken      func(childComplexity int, token string) int
 		RemoveParticipant func(childComplexity int, room string, login string) int
 		RemoveReaction    func(childComplexity int, messageID string, emoji string) int
-		SendDirectMessage func(childComplexity int, to string, content string, clientMessageID *string, replyTo *string) int
+		SendDirectMessage func(childComplexity int, to string, content string, attachments []string, clientMessageID *string, replyTo *string) int
 		Signup            func(childComplexity int, input model.SignupInput) int
 		Typing            func(childComplexity int, conversation string, active *bool) int
 		UnbanUser         func(childComplexity int, room string, login string) int
@@ -148,6 +185,7 @@ type ComplexityRoot struct {
 	Query struct {
 		BlockedUsers   func(childComplexity int, first *int, after *string) int
 		DirectMessages func(childComplexity int, with string, first *int, after *string, last *int, before *string, around *string) int
+		FileQuota      func(childComplexity int) int
 		Inbox          func(childComplexity int) int
 		Me             func(childComplexity int) int
 		Message        func(childComplexity int, id string) int
@@ -208,6 +246,20 @@ type ComplexityRoot struct {
 		RoomEvents  func(childComplexity int, room string, after *string, presence *bool) int
 	}
 
+	Thumbnail struct {
+		Height func(childComplexity int) int
+		URL    func(childComplexity int) int
+		Width  func(childComplexity int) int
+	}
+
+	Upload struct {
+		ExpiresAt func(childComplexity int) int
+		Headers   func(childComplexity int) int
+		ID        func(childComplexity int) int
+		Method    func(childComplexity int) int
+		URL       func(childComplexity int) int
+	}
+
 	User struct {
 		Bio       func(childComplexity int) int
 		Email     func(childComplexity int) int
@@ -234,6 +286,13 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type AttachmentResolver interface {
+	Width(ctx context.Context, obj *store.Attachment) (*int, error)
+	Height(ctx context.Context, obj *store.Attachment) (*int, error)
+	Blurhash(ctx context.Context, obj *store.Attachment) (*string, error)
+	URL(ctx context.Context, obj *store.Attachment) (string, error)
+	Thumbnails(ctx context.Context, obj *store.Attachment) ([]model.Thumbnail, error)
+}
 type ConversationResolver interface {
 	Kind(ctx context.Context, obj *store.Conversation) (model.ConversationKind, error)
 	Peer(ctx context.Context, obj *store.Conversation) (*store.UserRef, error)
@@ -244,6 +303,9 @@ type ConversationResolver interface {
 }
 type InboxEventResolver interface {
 	Conversation(ctx context.Context, obj *model.InboxEvent) (*store.Conversation, error)
+}
+type LinkPreviewResolver interface {
+	ImageURL(ctx context.Context, obj *store.LinkPreview) (*string, error)
 }
 type MessageResolver interface {
 	Content(ctx context.Context, obj *store.Message) (string, error)
@@ -256,15 +318,18 @@ type MessageResolver interface {
 	ReplyToID(ctx context.Context, obj *store.Message) (*string, error)
 	ReplyCount(ctx context.Context, obj *store.Message) (int, error)
 	LatestRepliers(ctx context.Context, obj *store.Message) ([]store.UserRef, error)
+	Attachments(ctx context.Context, obj *store.Message) ([]store.Attachment, error)
 }
 type MutationResolver interface {
-	SendDirectMessage(ctx context.Context, to string, content string, clientMessageID *string, replyTo *string) (*store.Message, error)
+	SendDirectMessage(ctx context.Context, to string, content string, attachments []string, clientMessageID *string, replyTo *string) (*store.Message, error)
 	MarkRead(ctx context.Context, conversation string, upTo string) (*store.Conversation, error)
 	AddGroupMember(ctx context.Context, group string, login string) (*store.Room, error)
 	MuteConversation(ctx context.Context, conversation string, muted *bool) (bool, error)
 	Typing(ctx context.Context, conversation string, active *bool) (bool, error)
 	HideMessage(ctx context.Context, id string) (*store.Message, error)
-	PostMessage(ctx context.Context, room string, content string, clientMessageID *string, replyTo *string) (*store.Message, error)
+	CreateUpload(ctx context.Context, name string, contentType string, size int) (*model.Upload, error)
+	CompleteUpload(ctx context.Context, id string) (*store.Attachment, error)
+	PostMessage(ctx context.Context, room string, content string, attachments []string, clientMessageID *string, replyTo *string) (*store.Message, error)
 	EditMessage(ctx context.Context, id string, content string) (*store.Message, error)
 	DeleteMessage(ctx context.Context, id string) (*store.Message, error)
 	AddReaction(ctx context.Context, messageID string, emoji string) (*store.Message, error)
@@ -294,6 +359,7 @@ type QueryResolver interface {
 	Message(ctx context.Context, id string) (*store.Message, error)
 	Presence(ctx context.Context, logins []string) ([]chat.UserPresence, error)
 	MyMessages(ctx context.Context, first *int, after *string) (*model.MessageConnection, error)
+	FileQuota(ctx context.Context) (*model.FileQuota, error)
 	Messages(ctx context.Context, room string, first *int, after *string, last *int, before *string, around *string) (*model.MessageConnection, error)
 	Thread(ctx context.Context, messageID string, first *int, after *string, last *int, before *string, around *string) (*model.MessageConnection, error)
 	Room(ctx context.Context, name string) (*store.Room, error)
@@ -346,6 +412,61 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 	ec := newExecutionContext(nil, e, nil)
 	_ = ec
 	switch typeName + "." + field {
+
+	case "Attachment.blurhash":
+		if e.ComplexityRoot.Attachment.Blurhash == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attachment.Blurhash(childComplexity), true
+	case "Attachment.contentType":
+		if e.ComplexityRoot.Attachment.ContentType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attachment.ContentType(childComplexity), true
+	case "Attachment.height":
+		if e.ComplexityRoot.Attachment.Height == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attachment.Height(childComplexity), true
+	case "Attachment.id":
+		if e.ComplexityRoot.Attachment.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attachment.ID(childComplexity), true
+	case "Attachment.name":
+		if e.ComplexityRoot.Attachment.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attachment.Name(childComplexity), true
+	case "Attachment.size":
+		if e.ComplexityRoot.Attachment.Size == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attachment.Size(childComplexity), true
+	case "Attachment.thumbnails":
+		if e.ComplexityRoot.Attachment.Thumbnails == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attachment.Thumbnails(childComplexity), true
+	case "Attachment.url":
+		if e.ComplexityRoot.Attachment.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attachment.URL(childComplexity), true
+	case "Attachment.width":
+		if e.ComplexityRoot.Attachment.Width == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attachment.Width(childComplexity), true
 
 	case "AuthPayload.expiresAt":
 		if e.ComplexityRoot.AuthPayload.ExpiresAt == nil {
@@ -433,6 +554,38 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Conversation.Unread(childComplexity), true
 
+	case "FileQuota.limitBytes":
+		if e.ComplexityRoot.FileQuota.LimitBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FileQuota.LimitBytes(childComplexity), true
+	case "FileQuota.maxFileBytes":
+		if e.ComplexityRoot.FileQuota.MaxFileBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FileQuota.MaxFileBytes(childComplexity), true
+	case "FileQuota.usedBytes":
+		if e.ComplexityRoot.FileQuota.UsedBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FileQuota.UsedBytes(childComplexity), true
+
+	case "HttpHeader.name":
+		if e.ComplexityRoot.HttpHeader.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HttpHeader.Name(childComplexity), true
+	case "HttpHeader.value":
+		if e.ComplexityRoot.HttpHeader.Value == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HttpHeader.Value(childComplexity), true
+
 	case "InboxEvent.conversation":
 		if e.ComplexityRoot.InboxEvent.Conversation == nil {
 			break
@@ -476,6 +629,43 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.InboxEvent.User(childComplexity), true
 
+	case "LinkPreview.description":
+		if e.ComplexityRoot.LinkPreview.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LinkPreview.Description(childComplexity), true
+	case "LinkPreview.imageUrl":
+		if e.ComplexityRoot.LinkPreview.ImageURL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LinkPreview.ImageURL(childComplexity), true
+	case "LinkPreview.siteName":
+		if e.ComplexityRoot.LinkPreview.SiteName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LinkPreview.SiteName(childComplexity), true
+	case "LinkPreview.title":
+		if e.ComplexityRoot.LinkPreview.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LinkPreview.Title(childComplexity), true
+	case "LinkPreview.url":
+		if e.ComplexityRoot.LinkPreview.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LinkPreview.URL(childComplexity), true
+
+	case "Message.attachments":
+		if e.ComplexityRoot.Message.Attachments == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.Attachments(childComplexity), true
 	case "Message.author":
 		if e.ComplexityRoot.Message.Author == nil {
 			break
@@ -536,6 +726,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Message.PostedAt(childComplexity), true
+	case "Message.preview":
+		if e.ComplexityRoot.Message.Preview == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.Preview(childComplexity), true
 	case "Message.reactions":
 		if e.ComplexityRoot.Message.Reactions == nil {
 			break
@@ -659,6 +855,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ChangePassword(childComplexity, args["oldPassword"].(string), args["newPassword"].(string)), true
+	case "Mutation.completeUpload":
+		if e.ComplexityRoot.Mutation.CompleteUpload == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_completeUpload_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CompleteUpload(childComplexity, args["id"].(string)), true
 	case "Mutation.createRoom":
 		if e.ComplexityRoot.Mutation.CreateRoom == nil {
 			break
@@ -670,6 +877,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateRoom(childComplexity, args["input"].(model.CreateRoomInput)), true
+	case "Mutation.createUpload":
+		if e.ComplexityRoot.Mutation.CreateUpload == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createUpload_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateUpload(childComplexity, args["name"].(string), args["contentType"].(string), args["size"].(int)), true
 	case "Mutation.deleteAccount":
 		if e.ComplexityRoot.Mutation.DeleteAccount == nil {
 			break
@@ -807,7 +1025,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.PostMessage(childComplexity, args["room"].(string), args["content"].(string), args["clientMessageId"].(*string), args["replyTo"].(*string)), true
+		return e.ComplexityRoot.Mutation.PostMessage(childComplexity, args["room"].(string), args["content"].(string), args["attachments"].([]string), args["clientMessageId"].(*string), args["replyTo"].(*string)), true
 	case "Mutation.refreshToken":
 		if e.ComplexityRoot.Mutation.RefreshToken == nil {
 			break
@@ -851,7 +1069,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.SendDirectMessage(childComplexity, args["to"].(string), args["content"].(string), args["clientMessageId"].(*string), args["replyTo"].(*string)), true
+		return e.ComplexityRoot.Mutation.SendDirectMessage(childComplexity, args["to"].(string), args["content"].(string), args["attachments"].([]string), args["clientMessageId"].(*string), args["replyTo"].(*string)), true
 	case "Mutation.signup":
 		if e.ComplexityRoot.Mutation.Signup == nil {
 			break
@@ -955,6 +1173,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.DirectMessages(childComplexity, args["with"].(string), args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["around"].(*string)), true
+	case "Query.fileQuota":
+		if e.ComplexityRoot.Query.FileQuota == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.FileQuota(childComplexity), true
 	case "Query.inbox":
 		if e.ComplexityRoot.Query.Inbox == nil {
 			break
@@ -1251,6 +1475,56 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Subscription.RoomEvents(childComplexity, args["room"].(string), args["after"].(*string), args["presence"].(*bool)), true
 
+	case "Thumbnail.height":
+		if e.ComplexityRoot.Thumbnail.Height == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Thumbnail.Height(childComplexity), true
+	case "Thumbnail.url":
+		if e.ComplexityRoot.Thumbnail.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Thumbnail.URL(childComplexity), true
+	case "Thumbnail.width":
+		if e.ComplexityRoot.Thumbnail.Width == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Thumbnail.Width(childComplexity), true
+
+	case "Upload.expiresAt":
+		if e.ComplexityRoot.Upload.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Upload.ExpiresAt(childComplexity), true
+	case "Upload.headers":
+		if e.ComplexityRoot.Upload.Headers == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Upload.Headers(childComplexity), true
+	case "Upload.id":
+		if e.ComplexityRoot.Upload.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Upload.ID(childComplexity), true
+	case "Upload.method":
+		if e.ComplexityRoot.Upload.Method == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Upload.Method(childComplexity), true
+	case "Upload.url":
+		if e.ComplexityRoot.Upload.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Upload.URL(childComplexity), true
+
 	case "User.bio":
 		if e.ComplexityRoot.User.Bio == nil {
 			break
@@ -1490,6 +1764,8 @@ enum InboxEventKind {
   MESSAGE_EDITED
   """A direct message was deleted; ` + "`" + `message` + "`" + ` is its tombstone."""
   MESSAGE_DELETED
+  """The server fetched the card of the first link in ` + "`" + `message` + "`" + `, a direct message, now in its ` + "`" + `preview` + "`" + `."""
+  MESSAGE_PREVIEWED
   """` + "`" + `message` + "`" + `, a direct message, got or lost a reaction."""
   REACTION_CHANGED
   """` + "`" + `message` + "`" + `, in a room or group the caller takes part in, mentions them as @login."""
@@ -1541,10 +1817,12 @@ extend type Query {
 }
 
 extend type Mutation {
-  """Sends a direct message; the recipient must exist. Content is 1 to 4000 characters."""
+  """Sends a direct message; the recipient must exist. Content is 1 to 4000 characters, or 0 with attachments."""
   sendDirectMessage(
     to: String!
     content: String!
+    """Files the message carries, as for ` + "`" + `postMessage` + "`" + `."""
+    attachments: [ID!]
     """
     The caller's own name for this message (1 to 64 letters, digits, '.', '_', ':' or '-'; a UUID
     will do), which makes the send safe to retry: a send under a name used in the last 7 days
@@ -1590,6 +1868,99 @@ extend type Subscription {
   ): InboxEvent!
 }
 `, BuiltIn: false},
+	{Name: "../schema/files.graphqls", Input: `"""
+A file a message carries. Its bytes are not in the API: ` + "`" + `url` + "`" + ` (and an image's ` + "`" + `thumbnails` + "`" + `) are
+signed links to them, valid for at least an hour and given only to readers of the message.
+"""
+type Attachment {
+  """The file's id, from ` + "`" + `createUpload` + "`" + `."""
+  id: ID!
+  """The name its sender gave it, made safe: no path, no control or direction-changing characters."""
+  name: String!
+  """The type read from its bytes (never the one declared); images are image/jpeg, image/png, image/gif or image/webp."""
+  contentType: String!
+  """Its size in bytes, as served (an image's metadata removed)."""
+  size: Int!
+  """An image's width in pixels, as shown (its orientation applied); null for other files."""
+  width: Int
+  """An image's height in pixels; null for other files."""
+  height: Int
+  """A blurhash (blurha.sh) of an image, to show while it loads; null for other files."""
+  blurhash: String
+  """
+  A signed link to the file, valid for at least an hour. Images are served inline; any other file
+  as a download (Content-Disposition: attachment), never rendered on the file's origin.
+  """
+  url: String!
+  """An image's thumbnails, smallest first (each fits in a square of 160 and 640 pixels; never larger than the image); none for other files."""
+  thumbnails: [Thumbnail!]! @listSize(assumedSize: 2)
+}
+
+"""A scaled copy of an image."""
+type Thumbnail {
+  """Its width in pixels."""
+  width: Int!
+  """Its height in pixels."""
+  height: Int!
+  """A signed link to it, valid for at least an hour."""
+  url: String!
+}
+
+"""A header of the upload's request, which the client sends as given."""
+type HttpHeader {
+  name: String!
+  value: String!
+}
+
+"""Where and how to send a file's bytes: ` + "`" + `createUpload` + "`" + `'s answer."""
+type Upload {
+  """The file's id: pass it to ` + "`" + `completeUpload` + "`" + `, and to ` + "`" + `postMessage` + "`" + ` or ` + "`" + `sendDirectMessage` + "`" + ` in ` + "`" + `attachments` + "`" + `."""
+  id: ID!
+  """The method of the upload request: PUT."""
+  method: String!
+  """The URL to send the file's bytes to, as the request's whole body. It is signed: it takes exactly the size and content type declared, once, until ` + "`" + `expiresAt` + "`" + `."""
+  url: String!
+  """Headers the request must carry as given (the content type among them)."""
+  headers: [HttpHeader!]! @listSize(assumedSize: 4)
+  """When the URL stops working."""
+  expiresAt: Time!
+}
+
+"""The caller's use of their file quota."""
+type FileQuota {
+  """Bytes the caller's files take: those sent, and those uploaded but not yet sent or swept."""
+  usedBytes: Float!
+  """Bytes they may take at most."""
+  limitBytes: Float!
+  """The largest file accepted, in bytes."""
+  maxFileBytes: Float!
+}
+
+extend type Query {
+  """The caller's use of their file quota. Needs a token."""
+  fileQuota: FileQuota!
+}
+
+extend type Mutation {
+  """
+  Starts sending a file: declares its name, content type and size (1 byte to the largest file
+  accepted, see ` + "`" + `fileQuota` + "`" + `), and answers where to send its bytes. The bytes never pass through
+  the API: the client sends them with the request given (` + "`" + `Upload` + "`" + `), then may check them with
+  ` + "`" + `completeUpload` + "`" + ` and sends the file with a message (` + "`" + `attachments` + "`" + `). A file not sent within a
+  day is removed. QUOTA_EXCEEDED when the caller's files would exceed their quota; UNAVAILABLE
+  (with ` + "`" + `retryAfter` + "`" + `) when the object store fails.
+  """
+  createUpload(name: String!, contentType: String!, size: Int!): Upload!
+  """
+  Checks the bytes uploaded for one of the caller's files and returns it as a message will carry
+  it. Bytes that are not what was declared (another type, an image that does not decode, or one
+  of more pixels than allowed) give BAD_USER_INPUT, and the file is removed. An image loses its
+  metadata (location, camera) and gains thumbnails. Sending a file with a message completes it
+  if this was not called; calling it first reports a bad file before the message is written.
+  """
+  completeUpload(id: ID!): Attachment!
+}
+`, BuiltIn: false},
 	{Name: "../schema/messages.graphqls", Input: `"""A message in a room."""
 type Message {
   """A time-based UUID (timeuuid) assigned by the server: unique, and ordered by time."""
@@ -1631,6 +2002,28 @@ type Message {
   replyCount: Int!
   """Who replied last, newest first, at most 3."""
   latestRepliers: [UserSummary!]! @listSize(assumedSize: 3)
+  """The files it carries, in the order sent (at most 10); none for a deleted message, and none but for its author while it is hidden."""
+  attachments: [Attachment!]! @listSize(assumedSize: 2)
+  """
+  The card of the first link in its content (the page's title, description and image), fetched by
+  the server after the post: null until then (MESSAGE_PREVIEWED tells when it arrives), for a
+  content without a link, or when the page gave nothing.
+  """
+  preview: LinkPreview
+}
+
+"""What the server read of a web page a message links to (its Open Graph tags, or its title)."""
+type LinkPreview {
+  """The page's address."""
+  url: String!
+  """Its title."""
+  title: String!
+  """Its description; empty if it gives none."""
+  description: String!
+  """The site's name; empty if it gives none."""
+  siteName: String!
+  """The page's image, as the page gives it (the client loads it from there); null if none."""
+  imageUrl: String
 }
 
 """One kind of reaction to a message."""
@@ -1678,6 +2071,8 @@ enum RoomEventKind {
   MESSAGE_EDITED
   """A message was deleted; ` + "`" + `message` + "`" + ` is its tombstone."""
   MESSAGE_DELETED
+  """The server fetched the card of the first link in ` + "`" + `message` + "`" + `, now in its ` + "`" + `preview` + "`" + `."""
+  MESSAGE_PREVIEWED
   """` + "`" + `user` + "`" + ` added or removed a reaction to ` + "`" + `message` + "`" + `, whose ` + "`" + `reactions` + "`" + ` are as they are now."""
   REACTION_CHANGED
   """
@@ -1748,10 +2143,18 @@ extend type Query {
 }
 
 extend type Mutation {
-  """Posts a message as the caller, who must be a participant. Content is 1 to 4000 characters."""
+  """
+  Posts a message as the caller, who must be a participant. Content is 1 to 4000 characters, or
+  0 with attachments (their caption).
+  """
   postMessage(
     room: String!
     content: String!
+    """
+    Files the message carries (ids from ` + "`" + `createUpload` + "`" + `, at most 10), each of the caller's and sent
+    once. A file whose bytes do not check gives BAD_USER_INPUT and nothing is posted.
+    """
+    attachments: [ID!]
     """
     The caller's own name for this message (1 to 64 letters, digits, '.', '_', ':' or '-'; a UUID
     will do), which makes the send safe to retry: a send under a name used in the last 7 days
@@ -2166,6 +2569,30 @@ var parsedSchema = gqlparser.MustLoadSchema(sources...)
 // Each function is generated once per unique object type, deduplicating the
 // switch statements that were previously inlined in every fieldContext_* function.
 
+func (ec *executionContext) childFields_Attachment(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Attachment_id(ctx, field)
+	case "name":
+		return ec.fieldContext_Attachment_name(ctx, field)
+	case "contentType":
+		return ec.fieldContext_Attachment_contentType(ctx, field)
+	case "size":
+		return ec.fieldContext_Attachment_size(ctx, field)
+	case "width":
+		return ec.fieldContext_Attachment_width(ctx, field)
+	case "height":
+		return ec.fieldContext_Attachment_height(ctx, field)
+	case "blurhash":
+		return ec.fieldContext_Attachment_blurhash(ctx, field)
+	case "url":
+		return ec.fieldContext_Attachment_url(ctx, field)
+	case "thumbnails":
+		return ec.fieldContext_Attachment_thumbnails(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Attachment", field.Name)
+}
+
 func (ec *executionContext) childFields_AuthPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "token":
@@ -2206,6 +2633,28 @@ func (ec *executionContext) childFields_Conversation(ctx context.Context, field 
 	return nil, fmt.Errorf("no field named %q was found under type Conversation", field.Name)
 }
 
+func (ec *executionContext) childFields_FileQuota(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "usedBytes":
+		return ec.fieldContext_FileQuota_usedBytes(ctx, field)
+	case "limitBytes":
+		return ec.fieldContext_FileQuota_limitBytes(ctx, field)
+	case "maxFileBytes":
+		return ec.fieldContext_FileQuota_maxFileBytes(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FileQuota", field.Name)
+}
+
+func (ec *executionContext) childFields_HttpHeader(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_HttpHeader_name(ctx, field)
+	case "value":
+		return ec.fieldContext_HttpHeader_value(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type HttpHeader", field.Name)
+}
+
 func (ec *executionContext) childFields_InboxEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "kind":
@@ -2224,6 +2673,22 @@ func (ec *executionContext) childFields_InboxEvent(ctx context.Context, field gr
 		return ec.fieldContext_InboxEvent_cursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type InboxEvent", field.Name)
+}
+
+func (ec *executionContext) childFields_LinkPreview(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "url":
+		return ec.fieldContext_LinkPreview_url(ctx, field)
+	case "title":
+		return ec.fieldContext_LinkPreview_title(ctx, field)
+	case "description":
+		return ec.fieldContext_LinkPreview_description(ctx, field)
+	case "siteName":
+		return ec.fieldContext_LinkPreview_siteName(ctx, field)
+	case "imageUrl":
+		return ec.fieldContext_LinkPreview_imageUrl(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LinkPreview", field.Name)
 }
 
 func (ec *executionContext) childFields_Message(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2258,6 +2723,10 @@ func (ec *executionContext) childFields_Message(ctx context.Context, field graph
 		return ec.fieldContext_Message_replyCount(ctx, field)
 	case "latestRepliers":
 		return ec.fieldContext_Message_latestRepliers(ctx, field)
+	case "attachments":
+		return ec.fieldContext_Message_attachments(ctx, field)
+	case "preview":
+		return ec.fieldContext_Message_preview(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Message", field.Name)
 }
@@ -2382,6 +2851,34 @@ func (ec *executionContext) childFields_RoomEvent(ctx context.Context, field gra
 		return ec.fieldContext_RoomEvent_cursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RoomEvent", field.Name)
+}
+
+func (ec *executionContext) childFields_Thumbnail(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "width":
+		return ec.fieldContext_Thumbnail_width(ctx, field)
+	case "height":
+		return ec.fieldContext_Thumbnail_height(ctx, field)
+	case "url":
+		return ec.fieldContext_Thumbnail_url(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Thumbnail", field.Name)
+}
+
+func (ec *executionContext) childFields_Upload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Upload_id(ctx, field)
+	case "method":
+		return ec.fieldContext_Upload_method(ctx, field)
+	case "url":
+		return ec.fieldContext_Upload_url(ctx, field)
+	case "headers":
+		return ec.fieldContext_Upload_headers(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_Upload_expiresAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Upload", field.Name)
 }
 
 func (ec *executionContext) childFields_User(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2666,6 +3163,20 @@ func (ec *executionContext) field_Mutation_changePassword_args(ctx context.Conte
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_completeUpload_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createRoom_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2677,6 +3188,36 @@ func (ec *executionContext) field_Mutation_createRoom_args(ctx context.Context, 
 		return nil, err
 	}
 	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_createUpload_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "contentType",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["contentType"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "size",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNInt2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["size"] = arg2
 	return args, nil
 }
 
@@ -2893,22 +3434,30 @@ func (ec *executionContext) field_Mutation_postMessage_args(ctx context.Context,
 		return nil, err
 	}
 	args["content"] = arg1
-	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "clientMessageId",
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "attachments",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["attachments"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "clientMessageId",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["clientMessageId"] = arg2
-	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "replyTo",
+	args["clientMessageId"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "replyTo",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOID2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["replyTo"] = arg3
+	args["replyTo"] = arg4
 	return args, nil
 }
 
@@ -2989,22 +3538,30 @@ func (ec *executionContext) field_Mutation_sendDirectMessage_args(ctx context.Co
 		return nil, err
 	}
 	args["content"] = arg1
-	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "clientMessageId",
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "attachments",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["attachments"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "clientMessageId",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["clientMessageId"] = arg2
-	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "replyTo",
+	args["clientMessageId"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "replyTo",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOID2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["replyTo"] = arg3
+	args["replyTo"] = arg4
 	return args, nil
 }
 
@@ -3584,6 +4141,222 @@ func (ec *executionContext) field___Type_fields_args(ctx context.Context, rawArg
 
 // region    **************************** field.gotpl *****************************
 
+func (ec *executionContext) _Attachment_id(ctx context.Context, field graphql.CollectedField, obj *store.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Attachment_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v store.MessageID) graphql.Marshaler {
+			return ec.marshalNID2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐMessageID(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Attachment_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Attachment", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Attachment_name(ctx context.Context, field graphql.CollectedField, obj *store.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Attachment_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Attachment_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Attachment", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Attachment_contentType(ctx context.Context, field graphql.CollectedField, obj *store.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Attachment_contentType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ContentType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Attachment_contentType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Attachment", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Attachment_size(ctx context.Context, field graphql.CollectedField, obj *store.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Attachment_size(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Size, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Attachment_size(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Attachment", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Attachment_width(ctx context.Context, field graphql.CollectedField, obj *store.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Attachment_width(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Attachment().Width(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Attachment_width(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Attachment", field, true, true, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Attachment_height(ctx context.Context, field graphql.CollectedField, obj *store.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Attachment_height(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Attachment().Height(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Attachment_height(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Attachment", field, true, true, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Attachment_blurhash(ctx context.Context, field graphql.CollectedField, obj *store.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Attachment_blurhash(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Attachment().Blurhash(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Attachment_blurhash(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Attachment", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Attachment_url(ctx context.Context, field graphql.CollectedField, obj *store.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Attachment_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Attachment().URL(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Attachment_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Attachment", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Attachment_thumbnails(ctx context.Context, field graphql.CollectedField, obj *store.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Attachment_thumbnails(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Attachment().Thumbnails(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.Thumbnail) graphql.Marshaler {
+			return ec.marshalNThumbnail2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐThumbnailᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Attachment_thumbnails(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Attachment",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Thumbnail(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _AuthPayload_token(ctx context.Context, field graphql.CollectedField, obj *model.AuthPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3933,6 +4706,121 @@ func (ec *executionContext) fieldContext_Conversation_muted(_ context.Context, f
 	return graphql.NewScalarFieldContext("Conversation", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
+func (ec *executionContext) _FileQuota_usedBytes(ctx context.Context, field graphql.CollectedField, obj *model.FileQuota) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FileQuota_usedBytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UsedBytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FileQuota_usedBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FileQuota", field, false, false, errors.New("field of type Float does not have child fields"))
+}
+
+func (ec *executionContext) _FileQuota_limitBytes(ctx context.Context, field graphql.CollectedField, obj *model.FileQuota) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FileQuota_limitBytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LimitBytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FileQuota_limitBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FileQuota", field, false, false, errors.New("field of type Float does not have child fields"))
+}
+
+func (ec *executionContext) _FileQuota_maxFileBytes(ctx context.Context, field graphql.CollectedField, obj *model.FileQuota) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FileQuota_maxFileBytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MaxFileBytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FileQuota_maxFileBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FileQuota", field, false, false, errors.New("field of type Float does not have child fields"))
+}
+
+func (ec *executionContext) _HttpHeader_name(ctx context.Context, field graphql.CollectedField, obj *model.HTTPHeader) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HttpHeader_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HttpHeader_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HttpHeader", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _HttpHeader_value(ctx context.Context, field graphql.CollectedField, obj *model.HTTPHeader) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HttpHeader_value(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Value, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HttpHeader_value(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HttpHeader", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _InboxEvent_kind(ctx context.Context, field graphql.CollectedField, obj *model.InboxEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4119,6 +5007,121 @@ func (ec *executionContext) _InboxEvent_cursor(ctx context.Context, field graphq
 }
 func (ec *executionContext) fieldContext_InboxEvent_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("InboxEvent", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _LinkPreview_url(ctx context.Context, field graphql.CollectedField, obj *store.LinkPreview) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LinkPreview_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LinkPreview_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LinkPreview", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _LinkPreview_title(ctx context.Context, field graphql.CollectedField, obj *store.LinkPreview) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LinkPreview_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LinkPreview_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LinkPreview", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _LinkPreview_description(ctx context.Context, field graphql.CollectedField, obj *store.LinkPreview) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LinkPreview_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Description, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LinkPreview_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LinkPreview", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _LinkPreview_siteName(ctx context.Context, field graphql.CollectedField, obj *store.LinkPreview) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LinkPreview_siteName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SiteName, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LinkPreview_siteName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LinkPreview", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _LinkPreview_imageUrl(ctx context.Context, field graphql.CollectedField, obj *store.LinkPreview) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LinkPreview_imageUrl(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.LinkPreview().ImageURL(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_LinkPreview_imageUrl(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LinkPreview", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Message_id(ctx context.Context, field graphql.CollectedField, obj *store.Message) (ret graphql.Marshaler) {
@@ -4493,6 +5496,70 @@ func (ec *executionContext) fieldContext_Message_latestRepliers(_ context.Contex
 	return fc, nil
 }
 
+func (ec *executionContext) _Message_attachments(ctx context.Context, field graphql.CollectedField, obj *store.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_attachments(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Message().Attachments(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []store.Attachment) graphql.Marshaler {
+			return ec.marshalNAttachment2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐAttachmentᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Message_attachments(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Message",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Attachment(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Message_preview(ctx context.Context, field graphql.CollectedField, obj *store.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_preview(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Preview, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.LinkPreview) graphql.Marshaler {
+			return ec.marshalOLinkPreview2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐLinkPreview(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Message_preview(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Message",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LinkPreview(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _MessageConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.MessageConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4622,7 +5689,7 @@ func (ec *executionContext) _Mutation_sendDirectMessage(ctx context.Context, fie
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().SendDirectMessage(ctx, fc.Args["to"].(string), fc.Args["content"].(string), fc.Args["clientMessageId"].(*string), fc.Args["replyTo"].(*string))
+			return ec.Resolvers.Mutation().SendDirectMessage(ctx, fc.Args["to"].(string), fc.Args["content"].(string), fc.Args["attachments"].([]string), fc.Args["clientMessageId"].(*string), fc.Args["replyTo"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *store.Message) graphql.Marshaler {
@@ -4876,6 +5943,94 @@ func (ec *executionContext) fieldContext_Mutation_hideMessage(ctx context.Contex
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_createUpload(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createUpload(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateUpload(ctx, fc.Args["name"].(string), fc.Args["contentType"].(string), fc.Args["size"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Upload) graphql.Marshaler {
+			return ec.marshalNUpload2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUpload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createUpload(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Upload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createUpload_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_completeUpload(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_completeUpload(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CompleteUpload(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Attachment) graphql.Marshaler {
+			return ec.marshalNAttachment2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐAttachment(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_completeUpload(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Attachment(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_completeUpload_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_postMessage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4886,7 +6041,7 @@ func (ec *executionContext) _Mutation_postMessage(ctx context.Context, field gra
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().PostMessage(ctx, fc.Args["room"].(string), fc.Args["content"].(string), fc.Args["clientMessageId"].(*string), fc.Args["replyTo"].(*string))
+			return ec.Resolvers.Mutation().PostMessage(ctx, fc.Args["room"].(string), fc.Args["content"].(string), fc.Args["attachments"].([]string), fc.Args["clientMessageId"].(*string), fc.Args["replyTo"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *store.Message) graphql.Marshaler {
@@ -6167,6 +7322,38 @@ func (ec *executionContext) fieldContext_Query_myMessages(ctx context.Context, f
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_fileQuota(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_fileQuota(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().FileQuota(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.FileQuota) graphql.Marshaler {
+			return ec.marshalNFileQuota2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐFileQuota(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_fileQuota(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FileQuota(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_messages(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7344,6 +8531,199 @@ func (ec *executionContext) fieldContext_Subscription_roomEvents(ctx context.Con
 		return fc, err
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Thumbnail_width(ctx context.Context, field graphql.CollectedField, obj *model.Thumbnail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Thumbnail_width(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Width, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Thumbnail_width(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Thumbnail", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Thumbnail_height(ctx context.Context, field graphql.CollectedField, obj *model.Thumbnail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Thumbnail_height(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Height, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Thumbnail_height(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Thumbnail", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Thumbnail_url(ctx context.Context, field graphql.CollectedField, obj *model.Thumbnail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Thumbnail_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Thumbnail_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Thumbnail", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Upload_id(ctx context.Context, field graphql.CollectedField, obj *model.Upload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Upload_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Upload_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Upload", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Upload_method(ctx context.Context, field graphql.CollectedField, obj *model.Upload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Upload_method(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Method, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Upload_method(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Upload", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Upload_url(ctx context.Context, field graphql.CollectedField, obj *model.Upload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Upload_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Upload_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Upload", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Upload_headers(ctx context.Context, field graphql.CollectedField, obj *model.Upload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Upload_headers(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Headers, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.HTTPHeader) graphql.Marshaler {
+			return ec.marshalNHttpHeader2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐHTTPHeaderᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Upload_headers(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Upload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HttpHeader(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Upload_expiresAt(ctx context.Context, field graphql.CollectedField, obj *model.Upload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Upload_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Upload_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Upload", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
 func (ec *executionContext) _User_login(ctx context.Context, field graphql.CollectedField, obj *store.User) (ret graphql.Marshaler) {
@@ -8867,6 +10247,249 @@ func (ec *executionContext) unmarshalInputSignupInput(ctx context.Context, obj a
 
 // region    **************************** object.gotpl ****************************
 
+var attachmentImplementors = []string{"Attachment"}
+
+func (ec *executionContext) _Attachment(ctx context.Context, sel ast.SelectionSet, obj *store.Attachment) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, attachmentImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Attachment")
+		case "id":
+			out.Values[i] = ec._Attachment_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "name":
+			out.Values[i] = ec._Attachment_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "contentType":
+			out.Values[i] = ec._Attachment_contentType(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "size":
+			out.Values[i] = ec._Attachment_size(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "width":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Attachment_width(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "height":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Attachment_height(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "blurhash":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Attachment_blurhash(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "url":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Attachment_url(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "thumbnails":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Attachment_thumbnails(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var authPayloadImplementors = []string{"AuthPayload"}
 
 func (ec *executionContext) _AuthPayload(ctx context.Context, sel ast.SelectionSet, obj *model.AuthPayload) graphql.Marshaler {
@@ -9168,6 +10791,97 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 	return out
 }
 
+var fileQuotaImplementors = []string{"FileQuota"}
+
+func (ec *executionContext) _FileQuota(ctx context.Context, sel ast.SelectionSet, obj *model.FileQuota) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, fileQuotaImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FileQuota")
+		case "usedBytes":
+			out.Values[i] = ec._FileQuota_usedBytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "limitBytes":
+			out.Values[i] = ec._FileQuota_limitBytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "maxFileBytes":
+			out.Values[i] = ec._FileQuota_maxFileBytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var httpHeaderImplementors = []string{"HttpHeader"}
+
+func (ec *executionContext) _HttpHeader(ctx context.Context, sel ast.SelectionSet, obj *model.HTTPHeader) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, httpHeaderImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("HttpHeader")
+		case "name":
+			out.Values[i] = ec._HttpHeader_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "value":
+			out.Values[i] = ec._HttpHeader_value(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var inboxEventImplementors = []string{"InboxEvent"}
 
 func (ec *executionContext) _InboxEvent(ctx context.Context, sel ast.SelectionSet, obj *model.InboxEvent) graphql.Marshaler {
@@ -9248,6 +10962,97 @@ func (ec *executionContext) _InboxEvent(ctx context.Context, sel ast.SelectionSe
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var linkPreviewImplementors = []string{"LinkPreview"}
+
+func (ec *executionContext) _LinkPreview(ctx context.Context, sel ast.SelectionSet, obj *store.LinkPreview) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, linkPreviewImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LinkPreview")
+		case "url":
+			out.Values[i] = ec._LinkPreview_url(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "title":
+			out.Values[i] = ec._LinkPreview_title(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "description":
+			out.Values[i] = ec._LinkPreview_description(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "siteName":
+			out.Values[i] = ec._LinkPreview_siteName(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "imageUrl":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._LinkPreview_imageUrl(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -9620,6 +11425,49 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 			}
 
 			out.Values[i] = innerFunc(ctx, out)
+		case "attachments":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Message_attachments(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Values[i] = innerFunc(ctx, out)
+		case "preview":
+			out.Values[i] = ec._Message_preview(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -9785,6 +11633,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "hideMessage":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_hideMessage(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createUpload":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createUpload(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "completeUpload":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_completeUpload(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -10142,6 +12004,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_myMessages(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "fileQuota":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_fileQuota(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -10935,6 +12819,112 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 	}
 }
 
+var thumbnailImplementors = []string{"Thumbnail"}
+
+func (ec *executionContext) _Thumbnail(ctx context.Context, sel ast.SelectionSet, obj *model.Thumbnail) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, thumbnailImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Thumbnail")
+		case "width":
+			out.Values[i] = ec._Thumbnail_width(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "height":
+			out.Values[i] = ec._Thumbnail_height(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "url":
+			out.Values[i] = ec._Thumbnail_url(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var uploadImplementors = []string{"Upload"}
+
+func (ec *executionContext) _Upload(ctx context.Context, sel ast.SelectionSet, obj *model.Upload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, uploadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Upload")
+		case "id":
+			out.Values[i] = ec._Upload_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "method":
+			out.Values[i] = ec._Upload_method(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "url":
+			out.Values[i] = ec._Upload_url(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "headers":
+			out.Values[i] = ec._Upload_headers(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "expiresAt":
+			out.Values[i] = ec._Upload_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var userImplementors = []string{"User"}
 
 func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj *store.User) graphql.Marshaler {
@@ -11618,6 +13608,36 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 
 // region    ***************************** type.gotpl *****************************
 
+func (ec *executionContext) marshalNAttachment2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐAttachment(ctx context.Context, sel ast.SelectionSet, v store.Attachment) graphql.Marshaler {
+	return ec._Attachment(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNAttachment2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐAttachmentᚄ(ctx context.Context, sel ast.SelectionSet, v []store.Attachment) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAttachment2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐAttachment(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNAttachment2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐAttachment(ctx context.Context, sel ast.SelectionSet, v *store.Attachment) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Attachment(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNAuthPayload2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐAuthPayload(ctx context.Context, sel ast.SelectionSet, v *model.AuthPayload) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -11689,6 +13709,52 @@ func (ec *executionContext) unmarshalNCreateRoomInput2githubᚗcomᚋkillrchat�
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNFileQuota2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐFileQuota(ctx context.Context, sel ast.SelectionSet, v *model.FileQuota) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._FileQuota(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNFloat2float64(ctx context.Context, v any) (float64, error) {
+	res, err := graphql.UnmarshalFloatContext(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNFloat2float64(ctx context.Context, sel ast.SelectionSet, v float64) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalFloatContext(v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return graphql.WrapContextMarshaler(ctx, res)
+}
+
+func (ec *executionContext) marshalNHttpHeader2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐHTTPHeader(ctx context.Context, sel ast.SelectionSet, v model.HTTPHeader) graphql.Marshaler {
+	return ec._HttpHeader(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNHttpHeader2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐHTTPHeaderᚄ(ctx context.Context, sel ast.SelectionSet, v []model.HTTPHeader) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNHttpHeader2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐHTTPHeader(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalNID2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐMessageID(ctx context.Context, v any) (store.MessageID, error) {
 	var res store.MessageID
 	err := res.UnmarshalGQL(v)
@@ -11743,6 +13809,22 @@ func (ec *executionContext) unmarshalNInt2int(ctx context.Context, v any) (int, 
 func (ec *executionContext) marshalNInt2int(ctx context.Context, sel ast.SelectionSet, v int) graphql.Marshaler {
 	_ = sel
 	res := graphql.MarshalInt(v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
+func (ec *executionContext) unmarshalNInt2int64(ctx context.Context, v any) (int64, error) {
+	res, err := graphql.UnmarshalInt64(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNInt2int64(ctx context.Context, sel ast.SelectionSet, v int64) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalInt64(v)
 	if res == graphql.Null {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -11969,6 +14051,26 @@ func (ec *executionContext) marshalNString2ᚕstringᚄ(ctx context.Context, sel
 	return ret
 }
 
+func (ec *executionContext) marshalNThumbnail2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐThumbnail(ctx context.Context, sel ast.SelectionSet, v model.Thumbnail) graphql.Marshaler {
+	return ec._Thumbnail(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNThumbnail2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐThumbnailᚄ(ctx context.Context, sel ast.SelectionSet, v []model.Thumbnail) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNThumbnail2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐThumbnail(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalNTime2timeᚐTime(ctx context.Context, v any) (time.Time, error) {
 	res, err := graphql.UnmarshalTime(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -11983,6 +14085,16 @@ func (ec *executionContext) marshalNTime2timeᚐTime(ctx context.Context, sel as
 		}
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNUpload2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUpload(ctx context.Context, sel ast.SelectionSet, v *model.Upload) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Upload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNUser2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUser(ctx context.Context, sel ast.SelectionSet, v *store.User) graphql.Marshaler {
@@ -12222,6 +14334,41 @@ func (ec *executionContext) marshalOConversation2ᚖgithubᚗcomᚋkillrchatᚋc
 	return ec._Conversation(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalOID2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNID2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOID2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNID2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalOID2ᚖstring(ctx context.Context, v any) (*string, error) {
 	if v == nil {
 		return nil, nil
@@ -12256,6 +14403,13 @@ func (ec *executionContext) marshalOInt2ᚖint(ctx context.Context, sel ast.Sele
 	_ = ctx
 	res := graphql.MarshalInt(*v)
 	return res
+}
+
+func (ec *executionContext) marshalOLinkPreview2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐLinkPreview(ctx context.Context, sel ast.SelectionSet, v *store.LinkPreview) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._LinkPreview(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalOMessage2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐMessage(ctx context.Context, sel ast.SelectionSet, v *store.Message) graphql.Marshaler {
@@ -12492,6 +14646,7 @@ func init() {
 		resolverMethod("Message", "replyToId", ResolverRoot.Message, MessageResolver.ReplyToID),
 		resolverMethod("Message", "replyCount", ResolverRoot.Message, MessageResolver.ReplyCount),
 		resolverMethod("Message", "latestRepliers", ResolverRoot.Message, MessageResolver.LatestRepliers),
+		resolverMethod("Message", "attachments", ResolverRoot.Message, MessageResolver.Attachments),
 		resolverMethod("Reaction", "reactedByMe", ResolverRoot.Reaction, ReactionResolver.ReactedByMe),
 		resolverMethod("UserSummary", "firstname", ResolverRoot.UserSummary, UserSummaryResolver.Firstname),
 		resolverMethod("UserSummary", "lastname", ResolverRoot.UserSummary, UserSummaryResolver.Lastname),

@@ -70,6 +70,7 @@ type storeCalls struct {
 	RotateSession      storeCall
 	SendDirect         storeCall
 	Session            storeCall
+	SetPreview         storeCall
 	ThreadReplies      storeCall
 	ThreadRepliesAfter storeCall
 	ThreadSummaries    storeCall
@@ -134,6 +135,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		RotateSession:      m.call("RotateSession"),
 		SendDirect:         m.call("SendDirect"),
 		Session:            m.call("Session"),
+		SetPreview:         m.call("SetPreview"),
 		ThreadReplies:      m.call("ThreadReplies"),
 		ThreadRepliesAfter: m.call("ThreadRepliesAfter"),
 		ThreadSummaries:    m.call("ThreadSummaries"),
@@ -512,6 +514,13 @@ func (s *timedStore) Session(ctx context.Context, a1 string, a2 string) (store.S
 	start := now()
 	r0, err := s.Store.Session(ctx, a1, a2)
 	s.calls.Session.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) SetPreview(ctx context.Context, a1 store.Message, a2 store.LinkPreview) (store.Event, error) {
+	start := now()
+	r0, err := s.Store.SetPreview(ctx, a1, a2)
+	s.calls.SetPreview.done(ctx, start, err)
 	return r0, err
 }
 

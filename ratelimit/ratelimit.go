@@ -23,6 +23,7 @@ const (
 	Login                       // login attempts, per login tried
 	LoginAddress                // login attempts, per client address
 	Typing                      // typing, per user
+	Upload                      // createUpload, completeUpload, per user
 	numActions
 )
 
@@ -34,10 +35,11 @@ var actionNames = [numActions]struct{ key, words, name string }{
 	Login:         {"login", "login attempts for this login", "login"},
 	LoginAddress:  {"login-addr", "login attempts from this address", "login_address"},
 	Typing:        {"typing", "typing notices", "typing"},
+	Upload:        {"upload", "uploads", "upload"},
 }
 
 // Name is the action's name in metrics: post, room_change,
-// direct_message, signup, login, login_address, typing.
+// direct_message, signup, login, login_address, typing, upload.
 func (a Action) Name() string { return actionNames[a].name }
 
 // Actions are every limited action.
@@ -65,6 +67,7 @@ var DefaultLimits = Limits{
 	Login:         {Rate: 10, Period: time.Minute, Burst: 10},
 	LoginAddress:  {Rate: 10, Period: time.Minute, Burst: 10},
 	Typing:        {Rate: 5, Period: time.Second, Burst: 10},
+	Upload:        {Rate: 2, Period: time.Second, Burst: 20},
 }
 
 // Limiter limits how often each key may do one action.

@@ -70,12 +70,12 @@ func (r *inboxEventResolver) Conversation(ctx context.Context, obj *model.InboxE
 }
 
 // SendDirectMessage is the resolver for the sendDirectMessage field.
-func (r *mutationResolver) SendDirectMessage(ctx context.Context, to string, content string, clientMessageID *string, replyTo *string) (*store.Message, error) {
+func (r *mutationResolver) SendDirectMessage(ctx context.Context, to string, content string, attachments []string, clientMessageID *string, replyTo *string) (*store.Message, error) {
 	me, err := auth.UserFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return r.Service.SendDirect(ctx, me, to, content, clientMessageID, replyTo)
+	return r.Service.SendDirect(ctx, me, to, chat.Draft{Content: content, Attachments: attachments, ClientMessageID: clientMessageID, ReplyTo: replyTo})
 }
 
 // MarkRead is the resolver for the markRead field.

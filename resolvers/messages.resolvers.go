@@ -10,10 +10,19 @@ import (
 	"time"
 
 	"github.com/killrchat/chatql/auth"
+	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/graph/model"
 	"github.com/killrchat/chatql/store"
 )
+
+// ImageURL is the resolver for the imageUrl field.
+func (r *linkPreviewResolver) ImageURL(ctx context.Context, obj *store.LinkPreview) (*string, error) {
+	if obj.ImageURL == "" {
+		return nil, nil
+	}
+	return &obj.ImageURL, nil
+}
 
 // Content is the resolver for the content field.
 func (r *messageResolver) Content(ctx context.Context, obj *store.Message) (string, error) {
@@ -64,13 +73,19 @@ func (r *messageResolver) LatestRepliers(ctx context.Context, obj *store.Message
 	return nonNil(t.LatestRepliers), err
 }
 
+// Attachments is the resolver for the attachments field.
+func (r *messageResolver) Attachments(ctx context.Context, obj *store.Message) ([]store.Attachment, error) {
+	me, _ := auth.UserFrom(ctx)
+	return nonNil(chat.Attachments(obj, me)), nil
+}
+
 // PostMessage is the resolver for the postMessage field.
-func (r *mutationResolver) PostMessage(ctx context.Context, room string, content string, clientMessageID *string, replyTo *string) (*store.Message, error) {
+func (r *mutationResolver) PostMessage(ctx context.Context, room string, content string, attachments []string, clientMessageID *string, replyTo *string) (*store.Message, error) {
 	me, err := auth.UserFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return r.Service.Post(ctx, me, room, content, clientMessageID, replyTo)
+	return r.Service.Post(ctx, me, room, chat.Draft{Content: content, Attachments: attachments, ClientMessageID: clientMessageID, ReplyTo: replyTo})
 }
 
 // EditMessage is the resolver for the editMessage field.
@@ -153,6 +168,9 @@ func (r *subscriptionResolver) RoomEvents(ctx context.Context, room string, afte
 	return channel(r.Resolver, ctx, watched, s.Run, RoomEventOf), nil
 }
 
+// LinkPreview returns graph.LinkPreviewResolver implementation.
+func (r *Resolver) LinkPreview() graph.LinkPreviewResolver { return &linkPreviewResolver{r} }
+
 // Message returns graph.MessageResolver implementation.
 func (r *Resolver) Message() graph.MessageResolver { return &messageResolver{r} }
 
@@ -160,6 +178,7 @@ func (r *Resolver) Message() graph.MessageResolver { return &messageResolver{r} 
 func (r *Resolver) Reaction() graph.ReactionResolver { return &reactionResolver{r} }
 
 type (
-	messageResolver  struct{ *Resolver }
-	reactionResolver struct{ *Resolver }
+	linkPreviewResolver struct{ *Resolver }
+	messageResolver     struct{ *Resolver }
+	reactionResolver    struct{ *Resolver }
 )

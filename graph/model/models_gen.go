@@ -38,6 +38,22 @@ type CreateRoomInput struct {
 	Kind *RoomKind `json:"kind,omitempty"`
 }
 
+// The caller's use of their file quota.
+type FileQuota struct {
+	// Bytes the caller's files take: those sent, and those uploaded but not yet sent or swept.
+	UsedBytes float64 `json:"usedBytes"`
+	// Bytes they may take at most.
+	LimitBytes float64 `json:"limitBytes"`
+	// The largest file accepted, in bytes.
+	MaxFileBytes float64 `json:"maxFileBytes"`
+}
+
+// A header of the upload's request, which the client sends as given.
+type HTTPHeader struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
 // A change in the caller's inbox.
 type InboxEvent struct {
 	// What happened.
@@ -156,6 +172,30 @@ type SignupInput struct {
 type Subscription struct {
 }
 
+// A scaled copy of an image.
+type Thumbnail struct {
+	// Its width in pixels.
+	Width int `json:"width"`
+	// Its height in pixels.
+	Height int `json:"height"`
+	// A signed link to it, valid for at least an hour.
+	URL string `json:"url"`
+}
+
+// Where and how to send a file's bytes: `createUpload`'s answer.
+type Upload struct {
+	// The file's id: pass it to `completeUpload`, and to `postMessage` or `sendDirectMessage` in `attachments`.
+	ID string `json:"id"`
+	// The method of the upload request: PUT.
+	Method string `json:"method"`
+	// The URL to send the file's bytes to, as the request's whole body. It is signed: it takes exactly the size and content type declared, once, until `expiresAt`.
+	URL string `json:"url"`
+	// Headers the request must carry as given (the content type among them).
+	Headers []HTTPHeader `json:"headers"`
+	// When the URL stops working.
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
 // What an inbox entry is about.
 type ConversationKind string
 
@@ -231,6 +271,8 @@ const (
 	InboxEventKindMessageEdited InboxEventKind = "MESSAGE_EDITED"
 	// A direct message was deleted; `message` is its tombstone.
 	InboxEventKindMessageDeleted InboxEventKind = "MESSAGE_DELETED"
+	// The server fetched the card of the first link in `message`, a direct message, now in its `preview`.
+	InboxEventKindMessagePreviewed InboxEventKind = "MESSAGE_PREVIEWED"
 	// `message`, a direct message, got or lost a reaction.
 	InboxEventKindReactionChanged InboxEventKind = "REACTION_CHANGED"
 	// `message`, in a room or group the caller takes part in, mentions them as @login.
@@ -250,6 +292,7 @@ var AllInboxEventKind = []InboxEventKind{
 	InboxEventKindAddedToGroup,
 	InboxEventKindMessageEdited,
 	InboxEventKindMessageDeleted,
+	InboxEventKindMessagePreviewed,
 	InboxEventKindReactionChanged,
 	InboxEventKindMentioned,
 	InboxEventKindTypingStarted,
@@ -259,7 +302,7 @@ var AllInboxEventKind = []InboxEventKind{
 
 func (e InboxEventKind) IsValid() bool {
 	switch e {
-	case InboxEventKindDirectMessage, InboxEventKindUnreadChanged, InboxEventKindAddedToGroup, InboxEventKindMessageEdited, InboxEventKindMessageDeleted, InboxEventKindReactionChanged, InboxEventKindMentioned, InboxEventKindTypingStarted, InboxEventKindTypingStopped, InboxEventKindPresenceChanged:
+	case InboxEventKindDirectMessage, InboxEventKindUnreadChanged, InboxEventKindAddedToGroup, InboxEventKindMessageEdited, InboxEventKindMessageDeleted, InboxEventKindMessagePreviewed, InboxEventKindReactionChanged, InboxEventKindMentioned, InboxEventKindTypingStarted, InboxEventKindTypingStopped, InboxEventKindPresenceChanged:
 		return true
 	}
 	return false
@@ -318,6 +361,8 @@ const (
 	RoomEventKindMessageEdited RoomEventKind = "MESSAGE_EDITED"
 	// A message was deleted; `message` is its tombstone.
 	RoomEventKindMessageDeleted RoomEventKind = "MESSAGE_DELETED"
+	// The server fetched the card of the first link in `message`, now in its `preview`.
+	RoomEventKindMessagePreviewed RoomEventKind = "MESSAGE_PREVIEWED"
 	// `user` added or removed a reaction to `message`, whose `reactions` are as they are now.
 	RoomEventKindReactionChanged RoomEventKind = "REACTION_CHANGED"
 	// `user` marked the room read up to `message`. Live only: it has no cursor and is not replayed
@@ -353,6 +398,7 @@ var AllRoomEventKind = []RoomEventKind{
 	RoomEventKindMessageHidden,
 	RoomEventKindMessageEdited,
 	RoomEventKindMessageDeleted,
+	RoomEventKindMessagePreviewed,
 	RoomEventKindReactionChanged,
 	RoomEventKindReadUpto,
 	RoomEventKindTypingStarted,
@@ -367,7 +413,7 @@ var AllRoomEventKind = []RoomEventKind{
 
 func (e RoomEventKind) IsValid() bool {
 	switch e {
-	case RoomEventKindMessagePosted, RoomEventKindParticipantJoined, RoomEventKindParticipantLeft, RoomEventKindRoomDeleted, RoomEventKindMessageHidden, RoomEventKindMessageEdited, RoomEventKindMessageDeleted, RoomEventKindReactionChanged, RoomEventKindReadUpto, RoomEventKindTypingStarted, RoomEventKindTypingStopped, RoomEventKindPresenceChanged, RoomEventKindModeratorAppointed, RoomEventKindModeratorDismissed, RoomEventKindParticipantRemoved, RoomEventKindParticipantBanned, RoomEventKindParticipantUnbanned:
+	case RoomEventKindMessagePosted, RoomEventKindParticipantJoined, RoomEventKindParticipantLeft, RoomEventKindRoomDeleted, RoomEventKindMessageHidden, RoomEventKindMessageEdited, RoomEventKindMessageDeleted, RoomEventKindMessagePreviewed, RoomEventKindReactionChanged, RoomEventKindReadUpto, RoomEventKindTypingStarted, RoomEventKindTypingStopped, RoomEventKindPresenceChanged, RoomEventKindModeratorAppointed, RoomEventKindModeratorDismissed, RoomEventKindParticipantRemoved, RoomEventKindParticipantBanned, RoomEventKindParticipantUnbanned:
 		return true
 	}
 	return false

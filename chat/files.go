@@ -1,0 +1,126 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/killrchat/chatql/files"
+	"github.com/killrchat/chatql/ratelimit"
+	"github.com/killrchat/chatql/store"
+)
+
+// ErrNoFiles refuses files on a server that keeps none.
+var ErrNoFiles = fmt.Errorf("%w: this server keeps no files", store.ErrForbidden)
+
+// CreateUpload starts me's upload of a file (see files.Service).
+func (s *Service) CreateUpload(ctx context.Context, me store.UserRef, name, contentType string, size int64) (files.Upload, error) {
+	if s.Files == nil {
+		return files.Upload{}, ErrNoFiles
+	}
+	if err := s.limit(ctx, ratelimit.Upload, me); err != nil {
+		return files.Upload{}, err
+	}
+	return s.Files.CreateUpload(ctx, me.Login, name, contentType, size)
+}
+
+// CompleteUpload checks the bytes me uploaded for a file.
+func (s *Service) CompleteUpload(ctx context.Context, me store.UserRef, id string) (store.File, error) {
+	if s.Files == nil {
+		return store.File{}, ErrNoFiles
+	}
+	if err := s.limit(ctx, ratelimit.Upload, me); err != nil {
+		return store.File{}, err
+	}
+	fid, err := files.ParseFileID(id)
+	if err != nil {
+		return store.File{}, err
+	}
+	return s.Files.Complete(ctx, me.Login, fid)
+}
+
+// FileQuota is me's use of their quota: the bytes their files take, and
+// the limits.
+func (s *Service) FileQuota(ctx context.Context, me store.UserRef) (used int64, limits files.Limits, err error) {
+	if s.Files == nil {
+		return 0, files.Limits{}, ErrNoFiles
+	}
+	used, err = s.Files.Records.FileBytes(ctx, me.Login)
+	return used, s.Files.Limits, err
+}
+
+// checkFiles completes the files a draft attaches before the message is
+// written, so that the checking of an image (seconds for a large one) is
+// not made while the conversation's writes wait (see beginRoomWrite).
+func (s *Service) checkFiles(ctx context.Context, me store.UserRef, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if s.Files == nil {
+		return ErrNoFiles
+	}
+	if len(ids) > store.MaxAttachments {
+		return store.Invalidf("invalid attachments: a message carries at most %d files", store.MaxAttachments)
+	}
+	for _, id := range ids {
+		fid, err := files.ParseFileID(id)
+		if err != nil {
+			return err
+		}
+		f, err := s.Files.Complete(ctx, me.Login, fid)
+		if err != nil && !(errors.Is(err, store.ErrConflict) && f.State == store.FileClaimed) {
+			return err
+		}
+	}
+	return nil
+}
+
+// claimFiles makes the files ids msg's attachments, claimed for it.
+func (s *Service) claimFiles(ctx context.Context, msg *store.Message, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	atts, err := s.Files.Claim(ctx, msg.Author.Login, ids, msg.Room, msg.ID)
+	msg.Attachments = atts
+	return err
+}
+
+// attachedFiles records that msg, stored, holds its files.
+func (s *Service) attachedFiles(ctx context.Context, msg *store.Message) {
+	if s.Files != nil {
+		s.Files.Attached(ctx, msg.Author.Login, msg.Attachments)
+	}
+}
+
+// discardFiles removes the files of msg, deleted.
+func (s *Service) discardFiles(ctx context.Context, msg store.Message) {
+	if s.Files == nil || len(msg.Attachments) == 0 {
+		return
+	}
+	if err := s.Files.Discard(context.WithoutCancel(ctx), msg.Author.Login, msg.Attachments); err != nil {
+		s.Log.WarnContext(ctx, "files: the files of a deleted message stay until the owner's are swept", "message", msg.ID, "err", err)
+	}
+}
+
+// MessageHolds reports whether the stored message id, of room, holds the
+// file: the test the files' sweep makes of a file claimed by a message
+// whose post may have failed.
+func (s *Service) MessageHolds(ctx context.Context, room string, id store.MessageID, file store.FileID) (bool, error) {
+	m, err := s.Store.Message(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return m.Room == room && !m.Deleted && slices.ContainsFunc(m.Attachments, func(a store.Attachment) bool { return a.ID == file }), nil
+}
+
+func attachmentIDs(atts []store.Attachment) []string {
+	ids := make([]string, len(atts))
+	for i, a := range atts {
+		ids[i] = a.ID.String()
+	}
+	return ids
+}
