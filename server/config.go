@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/chat"
+	"github.com/killrchat/chatql/files"
 	"github.com/killrchat/chatql/presence"
 	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
@@ -109,6 +111,31 @@ type Config struct {
 	// user (before connection_init, or anonymous).
 	MaxUnauthenticatedWebsockets int
 
+	// Files is where the bytes of sent files live: "disk" (under
+	// DataDir/files, served by the server at /files/) or "s3" (S3URL).
+	Files string
+	// S3URL names the S3-compatible object store when Files is "s3".
+	S3URL string
+	// PublicURL is the scheme://host[:port] clients reach the server at,
+	// which the signed URLs of files on disk start with; empty: the host
+	// each request came to.
+	PublicURL string
+	// FileLimits bound files: their size, the quota, images' pixels, and
+	// how long signed URLs and unsent files last.
+	FileLimits files.Limits
+	// FileSweepInterval is how often the instance sweeps files that are
+	// due: unsent ones after FileLimits.UnattachedTTL, and those of deleted
+	// messages and accounts it could not remove at once.
+	FileSweepInterval time.Duration
+	// LinkPreviews turns on the cards of links in messages, fetched by the
+	// server from the pages they link to.
+	LinkPreviews bool
+	// LinkPreviewsAllowLoopback lets previews be fetched from loopback
+	// addresses, which are refused otherwise (as private and link-local
+	// ones always are): for tests, whose pages are on loopback. It has no
+	// flag.
+	LinkPreviewsAllowLoopback bool
+
 	// Cassandra selects and tunes the cluster when Store is "cassandra".
 	Cassandra cassandra.Config
 }
@@ -151,6 +178,18 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.IntVar(&c.MaxUnauthenticatedWebsockets, "max-unauthenticated-websockets", env.int("CHAT_MAX_UNAUTHENTICATED_WEBSOCKETS", 1000), "websockets open without a user (before connection_init, or anonymous) before upgrades are refused with 503 (CHAT_MAX_UNAUTHENTICATED_WEBSOCKETS)")
 	origins := fs.String("allowed-origins", env.str("CHAT_ALLOWED_ORIGINS", "*"), "comma-separated browser origins allowed to call the API, * for any (CHAT_ALLOWED_ORIGINS)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", env.duration("CHAT_SHUTDOWN_TIMEOUT", 15*time.Second), "how long shutdown waits for in-flight requests (CHAT_SHUTDOWN_TIMEOUT)")
+	fs.StringVar(&c.Files, "files", env.str("CHAT_FILES", "disk"), "where sent files are kept: disk (under the data dir, served by the server) or s3 (CHAT_FILES)")
+	fs.StringVar(&c.S3URL, "s3-url", env.str("CHAT_S3_URL", ""), "the S3-compatible object store of -files s3: "+s3URLForm+" (CHAT_S3_URL)")
+	fs.StringVar(&c.PublicURL, "public-url", env.str("CHAT_PUBLIC_URL", ""), "scheme://host[:port] clients reach this server at, for the signed URLs of files on disk; empty: the host each request names (CHAT_PUBLIC_URL)")
+	c.FileLimits = files.DefaultLimits
+	fs.Int64Var(&c.FileLimits.MaxFileBytes, "max-file-bytes", int64(env.int("CHAT_MAX_FILE_BYTES", int(files.DefaultLimits.MaxFileBytes))), "largest file accepted, in bytes (CHAT_MAX_FILE_BYTES)")
+	fs.Int64Var(&c.FileLimits.QuotaBytes, "file-quota-bytes", int64(env.int("CHAT_FILE_QUOTA_BYTES", int(files.DefaultLimits.QuotaBytes))), "bytes of files one user may keep (CHAT_FILE_QUOTA_BYTES)")
+	fs.Int64Var(&c.FileLimits.MaxImagePixels, "max-image-pixels", int64(env.int("CHAT_MAX_IMAGE_PIXELS", int(files.DefaultLimits.MaxImagePixels))), "largest image accepted, in pixels (width x height), checked before decoding (CHAT_MAX_IMAGE_PIXELS)")
+	fs.DurationVar(&c.FileLimits.UploadURLTTL, "upload-url-ttl", env.duration("CHAT_UPLOAD_URL_TTL", files.DefaultLimits.UploadURLTTL), "how long a signed upload URL is valid (CHAT_UPLOAD_URL_TTL)")
+	fs.DurationVar(&c.FileLimits.DownloadURLTTL, "download-url-ttl", env.duration("CHAT_DOWNLOAD_URL_TTL", files.DefaultLimits.DownloadURLTTL), "how long a signed download URL is valid at least; a file keeps one URL for a while so browsers cache it (CHAT_DOWNLOAD_URL_TTL)")
+	fs.DurationVar(&c.FileLimits.UnattachedTTL, "unsent-file-ttl", env.duration("CHAT_UNSENT_FILE_TTL", files.DefaultLimits.UnattachedTTL), "how long an uploaded file may wait to be sent with a message before it is removed (CHAT_UNSENT_FILE_TTL)")
+	fs.DurationVar(&c.FileSweepInterval, "file-sweep-interval", env.duration("CHAT_FILE_SWEEP_INTERVAL", 5*time.Minute), "how often unsent files and those of deleted messages are swept (CHAT_FILE_SWEEP_INTERVAL)")
+	fs.BoolVar(&c.LinkPreviews, "link-previews", env.bool("CHAT_LINK_PREVIEWS", true), "fetch the card (title, description, image) of the first link in each message; private, loopback and link-local addresses are never fetched (CHAT_LINK_PREVIEWS)")
 	c.RateLimits = ratelimit.DefaultLimits
 	for _, f := range rateFlags {
 		l := &c.RateLimits[f.action]
@@ -233,6 +272,22 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	case "embedded", "cassandra":
 	default:
 		return c, fmt.Errorf("unknown store %q: want embedded or cassandra", c.Store)
+	}
+	switch {
+	case c.Files != "disk" && c.Files != "s3":
+		return c, fmt.Errorf("unknown files backend %q: want disk or s3", c.Files)
+	case c.Files == "s3" && c.S3URL == "":
+		return c, fmt.Errorf("files on s3 need -s3-url (CHAT_S3_URL): %s", s3URLForm)
+	case c.FileLimits.MaxFileBytes < 1 || c.FileLimits.QuotaBytes < c.FileLimits.MaxFileBytes || c.FileLimits.MaxImagePixels < 1:
+		return c, fmt.Errorf("file limits: the largest file (%d bytes) must be at least 1 byte and at most the quota (%d), and images need at least 1 pixel", c.FileLimits.MaxFileBytes, c.FileLimits.QuotaBytes)
+	case c.FileLimits.UploadURLTTL < time.Second || c.FileLimits.DownloadURLTTL < time.Second || c.FileLimits.UnattachedTTL < time.Second || c.FileSweepInterval <= 0:
+		return c, fmt.Errorf("file durations: the URLs' TTLs and the unsent files' must be at least 1s, and the sweep interval positive")
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return c, fmt.Errorf("public URL %q: want scheme://host[:port], such as https://chat.example.com", c.PublicURL)
+		}
+		c.PublicURL = strings.TrimSuffix(c.PublicURL, "/")
 	}
 	return c, nil
 }

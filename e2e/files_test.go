@@ -1,0 +1,297 @@
+package e2e
+
+// Files: uploads straight to the object store through signed URLs, checked
+// images without their metadata, downloads only readers of the message get,
+// and every way a file goes (its message deleted, never sent, a bad one).
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/killrchat/chatql/internal/chatclient"
+	"github.com/killrchat/chatql/server"
+)
+
+func TestFiles(t *testing.T) { forEachFileStore(t, testFiles) }
+
+// attachmentFields is what the tests read of an attachment.
+const attachmentFields = `id name contentType size width height blurhash url thumbnails { width height url }`
+
+type attachment struct {
+	ID, Name, ContentType string
+	Size                  int
+	Width, Height         *int
+	Blurhash              *string
+	URL                   string
+	Thumbnails            []struct {
+		Width, Height int
+		URL           string
+	}
+}
+
+func testFiles(t *testing.T, cfg server.Config) {
+	ts := startServer(t, cfg)
+	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
+	mustDo(t, alice, `mutation { createRoom(name: "pics") { name } }`, nil, nil)
+	mustDo(t, bob, `mutation { joinRoom(room: "pics") { name } }`, nil, nil)
+
+	// An image with a location in its metadata: sent, it has none, and
+	// thumbnails.
+	photo := pngWithText(t, 900, 600, "GPS", "48.8584 N, 2.2945 E")
+	id := upload(t, alice, "../../holiday\u202egnp.png", "image/png", photo)
+	var done struct{ CompleteUpload attachment }
+	mustDo(t, alice, `mutation($id: ID!) { completeUpload(id: $id) { `+attachmentFields+` } }`, map[string]any{"id": id}, &done)
+	a := done.CompleteUpload
+	if a.ContentType != "image/png" || a.Width == nil || *a.Width != 900 || *a.Height != 600 || a.Blurhash == nil || a.Name != "holidaygnp.png" {
+		t.Fatalf("completed image = %+v", a)
+	}
+	var posted struct{ PostMessage struct{ ID string } }
+	mustDo(t, alice, `mutation($a: [ID!]) { postMessage(room: "pics", content: "", attachments: $a) { id } }`, map[string]any{"a": []string{id}}, &posted)
+
+	got := readAttachments(t, bob, "pics")
+	if len(got) != 1 || got[0].ID != id || len(got[0].Thumbnails) != 2 {
+		t.Fatalf("bob reads attachments %+v", got)
+	}
+	body, h := download(t, got[0].URL, http.StatusOK)
+	if bytes.Contains(body, []byte("2.2945")) || h.Get("Content-Type") != "image/png" || h.Get("X-Content-Type-Options") != "nosniff" {
+		t.Fatalf("downloaded image: %d bytes, location kept: %v, headers %v", len(body), bytes.Contains(body, []byte("2.2945")), h)
+	}
+	if img, err := png.Decode(bytes.NewReader(body)); err != nil || img.Bounds().Dx() != 900 {
+		t.Fatalf("downloaded image does not decode as the image sent: %v", err)
+	}
+	thumb, _ := download(t, got[0].Thumbnails[1].URL, http.StatusOK)
+	if cfg, _, err := image.DecodeConfig(bytes.NewReader(thumb)); err != nil || cfg.Width != got[0].Thumbnails[1].Width || cfg.Width > 640 {
+		t.Fatalf("thumbnail: %v %+v, want %+v", err, cfg, got[0].Thumbnails[1])
+	}
+	// Someone who may not read the message gets no URL.
+	wantCode(t, carol, "FORBIDDEN", `query { messages(room: "pics") { edges { node { attachments { url } } } } }`, nil)
+
+	// A file that is no image is served as a download, whatever it holds.
+	page := []byte("<html><script>alert(1)</script></html>")
+	doc := upload(t, alice, "page.html", "text/html", page)
+	mustDo(t, alice, `mutation($a: [ID!]) { postMessage(room: "pics", content: "notes", attachments: $a) { id } }`, map[string]any{"a": []string{doc}}, nil)
+	got = readAttachments(t, bob, "pics")
+	if len(got) != 2 || got[0].ContentType == "text/html" || got[0].Width != nil {
+		t.Fatalf("a page sent as a file: %+v", got[0])
+	}
+	_, h = download(t, got[0].URL, http.StatusOK)
+	if !strings.HasPrefix(h.Get("Content-Disposition"), "attachment") || strings.Contains(h.Get("Content-Type"), "html") {
+		t.Fatalf("a page sent as a file is served with %v", h)
+	}
+
+	// Sent once, by its owner only.
+	wantCode(t, alice, "CONFLICT", `mutation($a: [ID!]) { postMessage(room: "pics", content: "again", attachments: $a) { id } }`, map[string]any{"a": []string{id}})
+	other := upload(t, alice, "other.png", "image/png", pngWithText(t, 10, 10, "", ""))
+	wantCode(t, bob, "NOT_FOUND", `mutation($a: [ID!]) { postMessage(room: "pics", content: "mine?", attachments: $a) { id } }`, map[string]any{"a": []string{other}})
+
+	// Deleting the message deletes its files.
+	var quota struct{ FileQuota struct{ UsedBytes float64 } }
+	mustDo(t, alice, `{ fileQuota { usedBytes } }`, nil, &quota)
+	before := quota.FileQuota.UsedBytes
+	mustDo(t, alice, `mutation($id: ID!) { deleteMessage(id: $id) { deleted } }`, map[string]any{"id": posted.PostMessage.ID}, nil)
+	download(t, got[1].URL, http.StatusNotFound)
+	download(t, got[1].Thumbnails[0].URL, http.StatusNotFound)
+	mustDo(t, alice, `{ fileQuota { usedBytes } }`, nil, &quota)
+	if quota.FileQuota.UsedBytes >= before {
+		t.Fatalf("quota used %v after the message's deletion, %v before", quota.FileQuota.UsedBytes, before)
+	}
+}
+
+func TestBadFiles(t *testing.T) { forEachFileStore(t, testBadFiles) }
+
+// testBadFiles sends every kind of bad file: each gets a coded error and
+// leaves nothing.
+func testBadFiles(t *testing.T, cfg server.Config) {
+	cfg.FileLimits.MaxFileBytes = 1 << 20
+	cfg.FileLimits.MaxImagePixels = 10_000_000
+	ts := startServer(t, cfg)
+	alice := ts.user(t, "alice")
+	create := `mutation($n: String!, $t: String!, $s: Int!) { createUpload(name: $n, contentType: $t, size: $s) { id } }`
+	wantCode(t, alice, "BAD_USER_INPUT", create, map[string]any{"n": "empty.txt", "t": "text/plain", "s": 0})
+	wantCode(t, alice, "BAD_USER_INPUT", create, map[string]any{"n": "big.bin", "t": "application/octet-stream", "s": 2 << 20})
+	wantCode(t, alice, "BAD_USER_INPUT", create, map[string]any{"n": "x", "t": "not a type", "s": 10})
+
+	complete := `mutation($id: ID!) { completeUpload(id: $id) { id } }`
+	for name, c := range map[string]struct {
+		contentType string
+		data        []byte
+	}{
+		"lying type":      {"image/png", []byte("just some text, not a picture")},
+		"truncated image": {"image/png", pngWithText(t, 300, 300, "", "")[:200]},
+		"pixel bomb":      {"image/png", pngHeaderOnly(50_000, 50_000)},
+	} {
+		id := upload(t, alice, name, c.contentType, c.data)
+		wantCode(t, alice, "BAD_USER_INPUT", complete, map[string]any{"id": id})
+		// The refused file is gone, record and bytes.
+		wantCode(t, alice, "NOT_FOUND", complete, map[string]any{"id": id})
+	}
+	var quota struct{ FileQuota struct{ UsedBytes float64 } }
+	mustDo(t, alice, `{ fileQuota { usedBytes } }`, nil, &quota)
+	if quota.FileQuota.UsedBytes != 0 {
+		t.Fatalf("refused files take %v bytes of the quota", quota.FileQuota.UsedBytes)
+	}
+
+	// The signed upload URL takes exactly what was declared, signed as given.
+	req := createUpload(t, alice, "a.txt", "text/plain", 5)
+	if code := put(t, req, "text/plain", []byte("12345678")); code < 400 {
+		t.Errorf("a PUT of another size answered %d", code)
+	}
+	if code := put(t, req, "text/html", []byte("12345")); code < 400 {
+		t.Errorf("a PUT of another type answered %d", code)
+	}
+	tampered := req
+	tampered.URL = strings.Replace(req.URL, "a.txt", "b.txt", 1) + "0"
+	if code := put(t, tampered, "text/plain", []byte("12345")); code != http.StatusForbidden {
+		t.Errorf("a PUT with a tampered URL answered %d", code)
+	}
+	if code := put(t, req, "text/plain", []byte("12345")); code >= 300 {
+		t.Fatalf("the PUT as signed answered %d", code)
+	}
+}
+
+// forEachFileStore runs test on each store, with files on local disk; and
+// on S3 when the tests have one.
+func forEachFileStore(t *testing.T, test func(t *testing.T, cfg server.Config)) {
+	forEachStore(t, test)
+	if url := s3URL(t); url != "" {
+		t.Run("s3", func(t *testing.T) {
+			cfg := testConfig(t)
+			cfg.Files, cfg.S3URL = "s3", url
+			test(t, cfg)
+		})
+	}
+}
+
+// The upload and download of files.
+
+type uploadRequest struct {
+	ID, Method, URL string
+	Headers         []struct{ Name, Value string }
+}
+
+func createUpload(t *testing.T, c *chatclient.Client, name, contentType string, size int) uploadRequest {
+	t.Helper()
+	var out struct{ CreateUpload uploadRequest }
+	mustDo(t, c, `mutation($n: String!, $t: String!, $s: Int!) { createUpload(name: $n, contentType: $t, size: $s) { id method url headers { name value } } }`,
+		map[string]any{"n": name, "t": contentType, "s": size}, &out)
+	return out.CreateUpload
+}
+
+// upload creates an upload and PUTs data to it, as a client would.
+func upload(t *testing.T, c *chatclient.Client, name, contentType string, data []byte) string {
+	t.Helper()
+	req := createUpload(t, c, name, contentType, len(data))
+	if code := put(t, req, contentType, data); code >= 300 {
+		t.Fatalf("PUT %s answered %d", name, code)
+	}
+	return req.ID
+}
+
+// put sends data with the upload's request, its content type replaced by
+// contentType; it returns the status.
+func put(t *testing.T, u uploadRequest, contentType string, data []byte) int {
+	t.Helper()
+	req, err := http.NewRequestWithContext(testContext(t), u.Method, u.URL, bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range u.Headers {
+		req.Header.Set(h.Name, h.Value)
+	}
+	req.Header.Set("Content-Type", contentType)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res.StatusCode
+}
+
+// download GETs a signed URL, wanting the status.
+func download(t *testing.T, url string, status int) ([]byte, http.Header) {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != status {
+		t.Fatalf("GET %s: %d, want %d", url, res.StatusCode, status)
+	}
+	return body, res.Header
+}
+
+// readAttachments reads the attachments of a room's messages, newest first.
+func readAttachments(t *testing.T, c *chatclient.Client, room string) []attachment {
+	t.Helper()
+	var out struct {
+		Messages struct {
+			Edges []struct {
+				Node struct{ Attachments []attachment }
+			}
+		}
+	}
+	mustDo(t, c, `query($r: String!) { messages(room: $r) { edges { node { attachments { `+attachmentFields+` } } } } }`, map[string]any{"r": room}, &out)
+	var atts []attachment
+	for _, e := range out.Messages.Edges {
+		atts = append(atts, e.Node.Attachments...)
+	}
+	return atts
+}
+
+// Images made for the tests.
+
+// pngWithText is a w x h PNG with a tEXt chunk key: value, as cameras and
+// editors write them.
+func pngWithText(t *testing.T, w, h int, key, value string) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			img.Set(x, y, color.RGBA{uint8(x), uint8(y), uint8(x + y), 255})
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	if key == "" {
+		return buf.Bytes()
+	}
+	data := buf.Bytes()
+	const afterIHDR = 8 + 8 + 13 + 4
+	return append(append(append([]byte{}, data[:afterIHDR]...), pngChunk("tEXt", []byte(key+"\x00"+value))...), data[afterIHDR:]...)
+}
+
+// pngHeaderOnly is a PNG that claims w x h pixels and holds none: a few
+// bytes a decoder that trusted it would allocate gigabytes for.
+func pngHeaderOnly(w, h uint32) []byte {
+	ihdr := make([]byte, 13)
+	binary.BigEndian.PutUint32(ihdr[0:], w)
+	binary.BigEndian.PutUint32(ihdr[4:], h)
+	ihdr[8], ihdr[9] = 8, 2 // 8-bit RGB
+	out := []byte("\x89PNG\r\n\x1a\n")
+	out = append(out, pngChunk("IHDR", ihdr)...)
+	out = append(out, pngChunk("IDAT", []byte{0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01})...)
+	return append(out, pngChunk("IEND", nil)...)
+}
+
+func pngChunk(kind string, data []byte) []byte {
+	out := binary.BigEndian.AppendUint32(nil, uint32(len(data)))
+	out = append(out, kind...)
+	out = append(out, data...)
+	return binary.BigEndian.AppendUint32(out, crc32.ChecksumIEEE(out[4:]))
+}
