@@ -13,14 +13,13 @@ import (
 )
 
 // newTransport returns an HTTP transport that ignores proxy settings and
-// dials only through f.dialContext.
+// dials only through f.dialContext. It sets no timeouts of its own: the
+// context of each fetch bounds the whole exchange.
 func (f *Fetcher) newTransport() *http.Transport {
 	return &http.Transport{
 		Proxy:                  nil,
 		DialContext:            f.dialContext,
 		ForceAttemptHTTP2:      true,
-		TLSHandshakeTimeout:    f.opts.Timeout,
-		ResponseHeaderTimeout:  f.opts.Timeout,
 		MaxResponseHeaderBytes: 64 << 10,
 		MaxIdleConns:           32,
 		IdleConnTimeout:        30 * time.Second,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -178,7 +179,7 @@ func (f *Fetcher) fetchAndRemember(ctx context.Context, key string, u *url.URL) 
 	ctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
 	defer cancel()
 	p, err := f.fetch(ctx, u)
-	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if isTimeout(ctx, err) {
 		err = fmt.Errorf("%w after %v: %w", ErrTimeout, f.opts.Timeout, err)
 	}
 	ttl := f.opts.CacheTTL
@@ -188,6 +189,16 @@ func (f *Fetcher) fetchAndRemember(ctx context.Context, key string, u *url.URL) 
 	e := cacheEntry{preview: p, err: err, expires: f.now().Add(ttl)}
 	f.cache.Add(key, e)
 	return e
+}
+
+// isTimeout reports whether err is the failure of a fetch that ran out of
+// time: its context expired, or the network reported a timeout.
+func isTimeout(ctx context.Context, err error) bool {
+	if err == nil {
+		return false
+	}
+	var netErr net.Error
+	return errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout()
 }
 
 // fetch requests u and parses the head of the HTML page it returns.
