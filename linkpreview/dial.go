@@ -45,16 +45,17 @@ func (f *Fetcher) dialContext(ctx context.Context, network, address string) (net
 	}
 	for _, a := range addrs {
 		if !f.allowed(a) {
-			return nil, fmt.Errorf("%w: %s resolves to %s", ErrRefused, host, a)
+			return nil, fmt.Errorf("%w: host %s has address %s", ErrRefused, host, a)
 		}
 	}
 	return f.dialEach(ctx, network, addrs, uint16(port))
 }
 
-// resolve returns the addresses of host, which may be an IP literal.
+// resolve returns the addresses of host, which may be an IP literal, with
+// IPv4-mapped IPv6 addresses turned into plain IPv4 ones.
 func (f *Fetcher) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
 	if a, err := netip.ParseAddr(host); err == nil {
-		return []netip.Addr{a}, nil
+		return []netip.Addr{a.Unmap()}, nil
 	}
 	addrs, err := f.lookup(ctx, host)
 	if err != nil {
@@ -62,6 +63,9 @@ func (f *Fetcher) resolve(ctx context.Context, host string) ([]netip.Addr, error
 	}
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("linkpreview: %s has no addresses", host)
+	}
+	for i, a := range addrs {
+		addrs[i] = a.Unmap()
 	}
 	return addrs, nil
 }
