@@ -87,16 +87,23 @@ func urlExtent(s string) int {
 	return len(s)
 }
 
+// closers maps each closing bracket that trimTrailing may drop to its
+// opening partner.
+var closers = map[byte]byte{')': '(', ']': '[', '}': '{'}
+
 // trimTrailing removes punctuation that ends a sentence rather than the URL,
 // and closing brackets that have no opening partner inside the URL.
 func trimTrailing(s string) string {
+	unmatched := map[byte]int{}
+	for closer, opener := range closers {
+		unmatched[closer] = strings.Count(s, string(closer)) - strings.Count(s, string(opener))
+	}
 	for s != "" {
 		last := s[len(s)-1]
 		switch {
 		case strings.IndexByte(".,!?;:'*", last) >= 0:
-		case last == ')' && strings.Count(s, ")") > strings.Count(s, "("):
-		case last == ']' && strings.Count(s, "]") > strings.Count(s, "["):
-		case last == '}' && strings.Count(s, "}") > strings.Count(s, "{"):
+		case closers[last] != 0 && unmatched[last] > 0:
+			unmatched[last]--
 		default:
 			return s
 		}
