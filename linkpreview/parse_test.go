@@ -128,8 +128,12 @@ func TestParseStopsAtHead(t *testing.T) {
 	if got.Title != "Head" || got.Description != "" {
 		t.Errorf("got %+v; want only the head's title", got)
 	}
-	noHeadEnd := `<title>T</title><body><meta name="description" content="late">`
-	if got := parseString(t, "https://example.com/", noHeadEnd); got.Description != "" {
-		t.Errorf("description %q read from the body", got.Description)
+	for _, page := range []string{
+		`<title>T</title><body><meta name="description" content="late">`,
+		`<title>T</title></head><meta name="description" content="late">`,
+	} {
+		if got := parseString(t, "https://example.com/", page); got.Description != "" {
+			t.Errorf("description %q read from after the head in %q", got.Description, page)
+		}
 	}
 }
