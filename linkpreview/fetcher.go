@@ -14,6 +14,7 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/net/html/charset"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/killrchat/chatql/store"
@@ -217,15 +218,28 @@ func (f *Fetcher) fetch(ctx context.Context, u *url.URL) (store.LinkPreview, err
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return store.LinkPreview{}, fmt.Errorf("%w: %s from %s", ErrStatus, resp.Status, u.Redacted())
 	}
-	body := bufio.NewReaderSize(io.LimitReader(resp.Body, f.opts.MaxBytes), 512)
-	if !isHTML(resp.Header.Get("Content-Type"), body) {
-		return store.LinkPreview{}, fmt.Errorf("%w: %s is %q", ErrNotHTML, u.Redacted(), resp.Header.Get("Content-Type"))
+	contentType := resp.Header.Get("Content-Type")
+	body := bufio.NewReaderSize(io.LimitReader(resp.Body, f.opts.MaxBytes), 1024)
+	if !isHTML(contentType, body) {
+		return store.LinkPreview{}, fmt.Errorf("%w: %s is %q", ErrNotHTML, u.Redacted(), contentType)
 	}
-	p, err := parse(body, resp.Request.URL)
+	p, err := parse(decodeUTF8(contentType, body), resp.Request.URL)
 	if err != nil {
 		return store.LinkPreview{}, fmt.Errorf("linkpreview: reading %s: %w", u.Redacted(), err)
 	}
 	return p, nil
+}
+
+// decodeUTF8 returns body converted to UTF-8 from the character encoding
+// named by the Content-Type header, a byte order mark or a meta tag in the
+// first kilobyte, as browsers determine it.
+func decodeUTF8(contentType string, body *bufio.Reader) io.Reader {
+	start, _ := body.Peek(1024)
+	enc, name, _ := charset.DetermineEncoding(start, contentType)
+	if name == "utf-8" {
+		return body
+	}
+	return enc.NewDecoder().Reader(body)
 }
 
 // isHTML reports whether a response is an HTML page, by its Content-Type

@@ -535,3 +535,22 @@ func (c *fakeClock) Advance(d time.Duration) {
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
 }
+
+func TestFetchDecodesCharsets(t *testing.T) {
+	pages := map[string]struct{ contentType, body string }{
+		"header":   {"text/html; charset=ISO-8859-1", "<head><title>caf\xe9</title></head>"},
+		"meta tag": {"text/html", `<head><meta charset="windows-1252"><title>caf` + "\xe9" + `</title></head>`},
+		"utf-8":    {"text/html; charset=utf-8", "<head><title>caf\u00e9</title></head>"},
+	}
+	f := loopbackFetcher(t)
+	for name, page := range pages {
+		srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", page.contentType)
+			fmt.Fprint(w, page.body)
+		})
+		got, err := f.Fetch(context.Background(), srv.URL)
+		if err != nil || got.Title != "caf\u00e9" {
+			t.Errorf("%s: got %+v, %v; want title café", name, got, err)
+		}
+	}
+}
