@@ -84,7 +84,8 @@ func (o Options) withDefaults() Options {
 }
 
 // Fetcher fetches link previews, caching them and sharing one fetch among
-// concurrent callers asking for the same URL. It is safe for concurrent use.
+// concurrent callers asking for the same URL. It is safe for concurrent use;
+// make one with New.
 type Fetcher struct {
 	opts      Options
 	client    *http.Client
@@ -130,6 +131,9 @@ func (f *Fetcher) Close() {
 // ErrTooManyRedirects or ErrTimeout where they apply. A cancelled ctx stops
 // the wait but not a fetch that other callers share.
 func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (store.LinkPreview, error) {
+	if err := ctx.Err(); err != nil {
+		return store.LinkPreview{}, err
+	}
 	u, err := parseTarget(rawURL)
 	if err != nil {
 		return store.LinkPreview{}, err

@@ -140,6 +140,31 @@ func TestFetchTooManyRedirects(t *testing.T) {
 	}
 }
 
+func TestFetchNoRedirects(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/elsewhere", http.StatusFound)
+	})
+	f := newFetcher(t, Options{AllowLoopback: true, MaxRedirects: -1})
+	if _, err := f.Fetch(context.Background(), srv.URL); !errors.Is(err, ErrTooManyRedirects) {
+		t.Fatalf("err = %v, want ErrTooManyRedirects", err)
+	}
+	if n := srv.requests.Load(); n != 1 {
+		t.Errorf("server saw %d requests, want 1", n)
+	}
+}
+
+func TestFetchCancelledContext(t *testing.T) {
+	srv := newServer(t, htmlPage(ogPage))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := loopbackFetcher(t).Fetch(ctx, srv.URL); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if n := srv.requests.Load(); n != 0 {
+		t.Errorf("server saw %d requests for a cancelled caller, want none", n)
+	}
+}
+
 func TestFetchNotHTML(t *testing.T) {
 	for _, ct := range []string{"image/png", "text/plain; charset=utf-8", "application/json", "bogus;;"} {
 		srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
