@@ -70,8 +70,8 @@ func (f *Fetcher) resolve(ctx context.Context, host string) ([]netip.Addr, error
 	return addrs, nil
 }
 
-// dialEach connects to the first of addrs that accepts, returning the last
-// error if none does.
+// dialEach connects to the first of addrs that accepts, returning all the
+// errors if none does.
 func (f *Fetcher) dialEach(ctx context.Context, network string, addrs []netip.Addr, port uint16) (net.Conn, error) {
 	dialer := &net.Dialer{Timeout: f.opts.Timeout, Control: f.control}
 	var errs []error

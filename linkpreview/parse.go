@@ -119,6 +119,17 @@ func (h *head) pick(max int, keys ...string) string {
 	return ""
 }
 
+// pickURL returns the first of the keys' values that is not blank, with
+// surrounding white space removed but otherwise as written.
+func (h *head) pickURL(keys ...string) string {
+	for _, k := range keys {
+		if v := strings.TrimSpace(h.meta[k]); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
 // preview assembles the preview, falling back from Open Graph to Twitter
 // tags and then to the title and description.
 func (h *head) preview(page *url.URL) store.LinkPreview {
@@ -126,9 +137,9 @@ func (h *head) preview(page *url.URL) store.LinkPreview {
 	if title == "" {
 		title = clean(h.title, MaxTitleLength)
 	}
-	image := h.pick(MaxURLLength, "og:image", "og:image:url", "og:image:secure_url", "twitter:image", "twitter:image:src")
+	image := h.pickURL("og:image", "og:image:url", "og:image:secure_url", "twitter:image", "twitter:image:src")
 	return store.LinkPreview{
-		URL:         canonicalURL(page, h.pick(MaxURLLength, "og:url")),
+		URL:         canonicalURL(page, h.pickURL("og:url")),
 		Title:       title,
 		Description: h.pick(MaxDescriptionLength, "og:description", "twitter:description", "description"),
 		SiteName:    h.pick(MaxSiteNameLength, "og:site_name"),
@@ -152,7 +163,7 @@ func canonicalURL(page *url.URL, ogURL string) string {
 // http or https URL with a host, without user information and not too long;
 // otherwise it returns "".
 func resolveHTTP(page *url.URL, ref string) string {
-	if ref == "" {
+	if ref == "" || len(ref) > MaxURLLength {
 		return ""
 	}
 	r, err := url.Parse(ref)

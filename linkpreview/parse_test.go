@@ -88,6 +88,8 @@ func TestParseImageURL(t *testing.T) {
 		{"data:image/png;base64,AAAA", ""},
 		{"file:///etc/passwd", ""},
 		{"https://user:pw@example.com/e.png", ""},
+		{"  /spaced.png\n", "https://example.com/spaced.png"},
+		{"/" + strings.Repeat("long", MaxURLLength/4), ""},
 	}
 	for _, tc := range tests {
 		page := `<head><meta property="og:image" content="` + tc.image + `"></head>`
