@@ -2,6 +2,7 @@ package linkpreview
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/url"
 	"strings"
@@ -156,7 +157,7 @@ func canonicalURL(page *url.URL, ogURL string) string {
 			return c
 		}
 	}
-	return page.String()
+	return escapeRaw(page.String())
 }
 
 // resolveHTTP resolves ref against page and returns it if the result is an
@@ -174,10 +175,30 @@ func resolveHTTP(page *url.URL, ref string) string {
 	if checkURL(abs) != nil {
 		return ""
 	}
-	if s := abs.String(); len(s) <= MaxURLLength {
+	if s := escapeRaw(abs.String()); len(s) <= MaxURLLength {
 		return s
 	}
 	return ""
+}
+
+// escapeRaw percent-encodes the bytes of a URL that are not valid UTF-8,
+// and spaces, which url.URL leaves as they are in a query: the result means
+// the same to a server and is valid UTF-8.
+func escapeRaw(s string) string {
+	if utf8.ValidString(s) && !strings.Contains(s, " ") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == ' ' || r == utf8.RuneError && size == 1 {
+			fmt.Fprintf(&b, "%%%02X", s[i])
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
 }
 
 // clean replaces invalid UTF-8, turns control characters into spaces,

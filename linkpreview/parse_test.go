@@ -89,6 +89,7 @@ func TestParseImageURL(t *testing.T) {
 		{"file:///etc/passwd", ""},
 		{"https://user:pw@example.com/e.png", ""},
 		{"  /spaced.png\n", "https://example.com/spaced.png"},
+		{"/q?a=\xa3 b", "https://example.com/q?a=%A3%20b"},
 		{"/" + strings.Repeat("long", MaxURLLength/4), ""},
 	}
 	for _, tc := range tests {
