@@ -84,12 +84,14 @@ func (s *Store) DownloadURL(ctx context.Context, key string, ttl time.Duration, 
 	return s.url(ctx, grant{method: "GET", key: key, expires: exp, resp: h}), nil
 }
 
-// expiry is the Unix second at which a URL signed now for ttl expires.
+// expiry is the Unix second at which a URL signed now for ttl expires: the
+// first second at or after now+ttl.
 func (s *Store) expiry(ttl time.Duration) (int64, error) {
 	if ttl <= 0 || ttl > maxTTL {
 		return 0, fmt.Errorf("disk: ttl %v is not in (0, %v]", ttl, maxTTL)
 	}
-	return s.now().Add(ttl + time.Second - 1).Unix(), nil
+	end := s.now().Add(ttl).UnixNano()
+	return (end + int64(time.Second) - 1) / int64(time.Second), nil
 }
 
 // url is the signed URL of g.
@@ -155,7 +157,7 @@ func (s *Store) verify(method, key string, q url.Values) (grant, error) {
 	if err != nil || len(sig) != signatureLen || !hmac.Equal(sig, s.sign(g)) {
 		return g, errSignature
 	}
-	if s.now().Unix() > g.expires {
+	if s.now().Unix() >= g.expires {
 		return g, errExpired
 	}
 	return g, nil

@@ -1,0 +1,214 @@
+package disk
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/killrchat/chatql/files"
+	"github.com/killrchat/chatql/files/objectstest"
+)
+
+var secret = []byte("0123456789abcdef0123456789abcdef")
+
+// newStore returns a Store in a fresh directory, mounted at /files/ of a
+// real HTTP server, and the directory.
+func newStore(t *testing.T, opts Options) (*Store, string) {
+	t.Helper()
+	dir := t.TempDir()
+	var srv *httptest.Server
+	base := func(context.Context) string { return srv.URL }
+	s, err := New(dir, secret, base, "/files/", opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/files/", s)
+	srv = httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return s, dir
+}
+
+func TestConformance(t *testing.T) {
+	objectstest.Run(t, func(t *testing.T) files.Objects {
+		s, dir := newStore(t, Options{})
+		t.Cleanup(func() { checkNoTemp(t, dir) })
+		return s
+	})
+}
+
+// checkNoTemp fails t if a write left a temporary file.
+func checkNoTemp(t *testing.T, dir string) {
+	t.Helper()
+	left, err := os.ReadDir(filepath.Join(dir, "tmp"))
+	if err != nil || len(left) > 0 {
+		t.Errorf("tmp/ holds %v (%v), want nothing", left, err)
+	}
+}
+
+func TestNewRefusesBadArguments(t *testing.T) {
+	base := func(context.Context) string { return "http://x" }
+	if _, err := New(t.TempDir(), []byte("short"), base, "/files/", Options{}); err == nil {
+		t.Error("New accepted a 5-byte secret")
+	}
+	if _, err := New(t.TempDir(), secret, base, "/files", Options{}); err == nil {
+		t.Error("New accepted a prefix without a trailing slash")
+	}
+}
+
+func TestSecondPutConflicts(t *testing.T) {
+	s, dir := newStore(t, Options{})
+	key := objectstest.Key(t)
+	req, err := s.UploadURL(context.Background(), key, "text/plain", 5, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := objectstest.Do(t, req, []byte("first")); code != http.StatusOK {
+		t.Fatalf("first PUT: %d %s", code, body)
+	}
+	if code, body := objectstest.Do(t, req, []byte("other")); code != http.StatusConflict {
+		t.Fatalf("second PUT: %d %s, want 409", code, body)
+	}
+	objectstest.CheckContent(t, s, key, []byte("first"), "text/plain")
+	checkNoTemp(t, dir)
+}
+
+func TestRefusalReasons(t *testing.T) {
+	s, _ := newStore(t, Options{})
+	key := objectstest.Key(t)
+	req, err := s.UploadURL(context.Background(), key, "text/plain", 5, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tampered := req
+	tampered.URL = objectstest.Tamper(t, req.URL)
+	if code, body := objectstest.Do(t, tampered, []byte("hello")); code != http.StatusForbidden || body != "invalid signature\n" {
+		t.Errorf("tampered PUT = %d %q, want 403 invalid signature", code, body)
+	}
+	s.now = func() time.Time { return time.Now().Add(2 * time.Minute) }
+	if code, body := objectstest.Do(t, req, []byte("hello")); code != http.StatusForbidden || body != "URL expired\n" {
+		t.Errorf("expired PUT = %d %q, want 403 URL expired", code, body)
+	}
+}
+
+func TestDownloadHeaders(t *testing.T) {
+	s, _ := newStore(t, Options{})
+	c, key := context.Background(), objectstest.Key(t)
+	data := []byte("0123456789")
+	if err := s.Put(c, key, bytes.NewReader(data), 10, "image/png"); err != nil {
+		t.Fatal(err)
+	}
+	u, err := s.DownloadURL(c, key, time.Hour, files.ResponseHeaders{ContentDisposition: "inline"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body := objectstest.Get(t, u)
+	want := map[string]string{
+		"Content-Type":            "image/png",
+		"Content-Disposition":     "inline",
+		"X-Content-Type-Options":  "nosniff",
+		"Content-Security-Policy": "default-src 'none'; sandbox",
+	}
+	for k, v := range want {
+		if got := resp.Header.Get(k); got != v {
+			t.Errorf("%s = %q, want %q", k, got, v)
+		}
+	}
+	cc := resp.Header.Get("Cache-Control")
+	age, err := strconv.Atoi(strings.TrimPrefix(cc, "private, max-age="))
+	if err != nil || age < 3590 || age > 3601 {
+		t.Errorf("Cache-Control = %q, want private, max-age=~3600", cc)
+	}
+	if !bytes.Equal(body, data) {
+		t.Errorf("body = %q", body)
+	}
+	etag := resp.Header.Get("ETag")
+	r, _ := http.NewRequest(http.MethodGet, u, nil)
+	r.Header.Set("Range", "bytes=2-4")
+	resp = do(t, r)
+	if resp.StatusCode != http.StatusPartialContent || resp.Header.Get("Content-Range") != "bytes 2-4/10" {
+		t.Errorf("Range GET = %d %q", resp.StatusCode, resp.Header.Get("Content-Range"))
+	}
+	r, _ = http.NewRequest(http.MethodGet, u, nil)
+	r.Header.Set("If-None-Match", etag)
+	if resp = do(t, r); etag == "" || resp.StatusCode != http.StatusNotModified {
+		t.Errorf("If-None-Match %q GET = %d, want 304", etag, resp.StatusCode)
+	}
+}
+
+func do(t *testing.T, r *http.Request) *http.Response {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
+func TestCORS(t *testing.T) {
+	s, _ := newStore(t, Options{AllowedOrigins: []string{"https://app.example"}})
+	req, err := s.UploadURL(context.Background(), objectstest.Key(t), "text/plain", 5, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	preflight := func(origin string) *http.Response {
+		r, _ := http.NewRequest(http.MethodOptions, req.URL, nil)
+		r.Header.Set("Origin", origin)
+		r.Header.Set("Access-Control-Request-Method", "PUT")
+		r.Header.Set("Access-Control-Request-Headers", "content-type")
+		return do(t, r)
+	}
+	resp := preflight("https://app.example")
+	if resp.StatusCode != http.StatusNoContent ||
+		resp.Header.Get("Access-Control-Allow-Origin") != "https://app.example" ||
+		!strings.Contains(resp.Header.Get("Access-Control-Allow-Methods"), "PUT") ||
+		!strings.Contains(resp.Header.Get("Access-Control-Allow-Headers"), "Content-Type") {
+		t.Errorf("preflight from the allowed origin = %d %v", resp.StatusCode, resp.Header)
+	}
+	resp = preflight("https://evil.example")
+	if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("preflight from another origin = %d %v", resp.StatusCode, resp.Header)
+	}
+	any, _ := newStore(t, Options{AllowedOrigins: []string{"*"}})
+	req, _ = any.UploadURL(context.Background(), objectstest.Key(t), "text/plain", 5, time.Minute)
+	if resp := preflight("https://anywhere.example"); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("preflight with * = %d", resp.StatusCode)
+	}
+}
+
+func TestHandlerRefusesBadPaths(t *testing.T) {
+	s, _ := newStore(t, Options{})
+	for _, p := range []string{"/files/../secret", "/files/a/../b", "/files/A", "/files/", "/other/a"} {
+		r := httptest.NewRequest(http.MethodGet, "http://x/", nil)
+		r.URL.Path = p
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		if w.Code != http.StatusNotFound {
+			t.Errorf("GET %s = %d, want 404", p, w.Code)
+		}
+	}
+}
+
+func TestChunkedUploadOfAnotherSize(t *testing.T) {
+	s, dir := newStore(t, Options{})
+	key := objectstest.Key(t)
+	req, _ := s.UploadURL(context.Background(), key, "text/plain", 5, time.Minute)
+	for _, body := range []string{"hell", "hello!"} {
+		r, _ := http.NewRequest(http.MethodPut, req.URL, strings.NewReader(body))
+		r.ContentLength = -1 // chunked: the handler must count
+		r.Header.Set("Content-Type", "text/plain")
+		if resp := do(t, r); resp.StatusCode/100 == 2 {
+			t.Errorf("chunked PUT of %q accepted", body)
+		}
+		objectstest.CheckMissing(t, s, key)
+	}
+	checkNoTemp(t, dir)
+}
