@@ -140,9 +140,11 @@ func testSignedUploadRefusals(t *testing.T, o files.Objects) {
 	}
 	refused := func(what, key string, req files.SignedRequest, body []byte) {
 		t.Helper()
-		if code, msg := Do(t, req, body); code/100 == 2 {
+		code, msg := Do(t, req, body)
+		if code/100 == 2 {
 			t.Errorf("%s: accepted (%d %s)", what, code, msg)
 		}
+		t.Logf("%s: refused with %d %.300s", what, code, strings.Join(strings.Fields(msg), " "))
 		CheckMissing(t, o, key)
 	}
 	key := Key(t)
