@@ -105,10 +105,14 @@ read_pid() {
   printf '%s\n' "$pid"
 }
 
-# True if an S3 server answers on the port: an anonymous ListBuckets gets an
-# S3 XML answer (403 AccessDenied from versitygw).
+# True if an S3 server answers on the port: an anonymous ListBuckets, sent
+# with bash alone, gets an S3 XML answer (403 AccessDenied from versitygw).
 s3_ping() {
-  curl -s -m 5 "http://$S3_HOST:$S3_PORT/" 2>/dev/null | grep -q '<Error>\|<ListAllMyBucketsResult'
+  timeout 5 bash -c '
+      exec 3<>"/dev/tcp/$0/$1" || exit 1
+      printf "GET / HTTP/1.0\r\nHost: %s:%s\r\n\r\n" "$0" "$1" >&3
+      cat <&3
+    ' "$S3_HOST" "$S3_PORT" 2>/dev/null | grep -q '<Error>\|<ListAllMyBucketsResult'
 }
 
 port_open() {
