@@ -31,6 +31,7 @@ func Run(t *testing.T, newObjects func(t *testing.T) files.Objects) {
 	t.Run("PutShortReader", func(t *testing.T) { testPutShortReader(t, newObjects(t)) })
 	t.Run("InvalidKeys", func(t *testing.T) { testInvalidKeys(t, newObjects(t)) })
 	t.Run("SignedUpload", func(t *testing.T) { testSignedUpload(t, newObjects(t)) })
+	t.Run("SignedUploadOnce", func(t *testing.T) { testSignedUploadOnce(t, newObjects(t)) })
 	t.Run("SignedUploadRefusals", func(t *testing.T) { testSignedUploadRefusals(t, newObjects(t)) })
 	t.Run("SignedDownload", func(t *testing.T) { testSignedDownload(t, newObjects(t)) })
 	t.Run("Expiry", func(t *testing.T) { testExpiry(t, newObjects(t)) })
@@ -126,6 +127,36 @@ func testSignedUpload(t *testing.T, o files.Objects) {
 		t.Fatalf("signed PUT: %d %s", code, body)
 	}
 	CheckContent(t, o, key, data, "image/png")
+}
+
+// testSignedUploadOnce: a signed URL stores one object and cannot replace
+// it, nor replace one stored by Put.
+func testSignedUploadOnce(t *testing.T, o files.Objects) {
+	c, key := ctx(t), Key(t)
+	req, err := o.UploadURL(c, key, "text/plain", 5, time.Minute)
+	if err != nil {
+		t.Fatalf("UploadURL: %v", err)
+	}
+	if code, body := Do(t, req, []byte("first")); code/100 != 2 {
+		t.Fatalf("first PUT: %d %s", code, body)
+	}
+	code, body := Do(t, req, []byte("again"))
+	if code/100 == 2 {
+		t.Errorf("second PUT of the signed URL accepted: %d %s", code, body)
+	}
+	t.Logf("second PUT refused with %d", code)
+	CheckContent(t, o, key, []byte("first"), "text/plain")
+	put := Key(t)
+	if err := o.Put(c, put, strings.NewReader("by put"), 6, "text/plain"); err != nil {
+		t.Fatalf("Put: %v", err)
+	}
+	if req, err = o.UploadURL(c, put, "text/plain", 5, time.Minute); err != nil {
+		t.Fatalf("UploadURL: %v", err)
+	}
+	if code, body := Do(t, req, []byte("again")); code/100 == 2 {
+		t.Errorf("signed PUT over an object stored by Put accepted: %d %s", code, body)
+	}
+	CheckContent(t, o, put, []byte("by put"), "text/plain")
 }
 
 func testSignedUploadRefusals(t *testing.T, o files.Objects) {

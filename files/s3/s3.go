@@ -130,8 +130,14 @@ func (s *Store) op(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, s.timeout)
 }
 
-// UploadURL presigns a PUT of key whose signature covers the Content-Type
-// and Content-Length headers of the returned request.
+// UploadURL presigns a PUT of key whose signature covers the Content-Type,
+// Content-Length and If-None-Match: * headers of the returned request: the
+// store refuses another type or size (403) and, being a conditional write,
+// an existing key (412), so that a signed URL cannot replace a checked
+// object (AWS S3, MinIO and versitygw honour If-None-Match on PUT; a store
+// that ignores it lets a second PUT of the same URL replace the object).
+// A bucket used from browsers needs a CORS rule allowing PUT with these
+// headers from the web app's origin.
 func (s *Store) UploadURL(ctx context.Context, key, contentType string, size int64, ttl time.Duration) (files.SignedRequest, error) {
 	if err := files.CheckKey(key); err != nil {
 		return files.SignedRequest{}, err
@@ -139,7 +145,11 @@ func (s *Store) UploadURL(ctx context.Context, key, contentType string, size int
 	if size < 0 {
 		return files.SignedRequest{}, fmt.Errorf("s3: negative size %d", size)
 	}
-	headers := map[string]string{"Content-Type": contentType, "Content-Length": strconv.FormatInt(size, 10)}
+	headers := map[string]string{
+		"Content-Type":   contentType,
+		"Content-Length": strconv.FormatInt(size, 10),
+		"If-None-Match":  "*",
+	}
 	h := http.Header{}
 	for k, v := range headers {
 		h.Set(k, v)

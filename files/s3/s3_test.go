@@ -166,9 +166,9 @@ func TestCancelledContext(t *testing.T) {
 	}
 }
 
-// TestUploadURLSignsTypeAndLength: the presigned PUT's signature covers the
+// TestUploadURLSignsHeaders: the presigned PUT's signature covers the
 // headers that the conformance suite changes.
-func TestUploadURLSignsTypeAndLength(t *testing.T) {
+func TestUploadURLSignsHeaders(t *testing.T) {
 	s, err := New(context.Background(), Config{Endpoint: "http://127.0.0.1:1", Bucket: "bucket", AccessKey: "a", SecretKey: "s", PathStyle: true})
 	if err != nil {
 		t.Fatal(err)
@@ -181,8 +181,8 @@ func TestUploadURLSignsTypeAndLength(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := u.Query().Get("X-Amz-SignedHeaders"); got != "content-length;content-type;host" {
-		t.Errorf("X-Amz-SignedHeaders = %q, want content-length;content-type;host", got)
+	if got := u.Query().Get("X-Amz-SignedHeaders"); got != "content-length;content-type;host;if-none-match" {
+		t.Errorf("X-Amz-SignedHeaders = %q, want content-length;content-type;host;if-none-match", got)
 	}
 	if req.Headers["Content-Length"] != "42" || req.Headers["Content-Type"] != "image/png" || u.Path != "/bucket/a/b" {
 		t.Errorf("UploadURL = %+v", req)
