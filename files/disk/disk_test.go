@@ -3,6 +3,7 @@ package disk
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -209,6 +210,51 @@ func TestChunkedUploadOfAnotherSize(t *testing.T) {
 			t.Errorf("chunked PUT of %q accepted", body)
 		}
 		objectstest.CheckMissing(t, s, key)
+	}
+	checkNoTemp(t, dir)
+}
+
+// TestConcurrentPutsStoreOne: of concurrent PUTs of one signed URL, one
+// stores its body and the others get 409, whatever their interleaving
+// (the check before writing cannot decide it; the link that commits does).
+func TestConcurrentPutsStoreOne(t *testing.T) {
+	s, dir := newStore(t, Options{})
+	for round := 0; round < 20; round++ {
+		key := objectstest.Key(t)
+		req, err := s.UploadURL(context.Background(), key, "text/plain", 4, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 6
+		codes := make(chan int, n)
+		bodies := make(chan []byte, n)
+		start := make(chan struct{})
+		for i := 0; i < n; i++ {
+			body := []byte(fmt.Sprintf("b%03d", i))
+			go func() {
+				<-start
+				code, _ := objectstest.Do(t, req, body)
+				codes <- code
+				if code == http.StatusOK {
+					bodies <- body
+				}
+			}()
+		}
+		close(start)
+		ok := 0
+		for i := 0; i < n; i++ {
+			switch code := <-codes; code {
+			case http.StatusOK:
+				ok++
+			case http.StatusConflict:
+			default:
+				t.Errorf("PUT = %d, want 200 or 409", code)
+			}
+		}
+		if ok != 1 {
+			t.Fatalf("round %d: %d PUTs succeeded, want 1", round, ok)
+		}
+		objectstest.CheckContent(t, s, key, <-bodies, "text/plain")
 	}
 	checkNoTemp(t, dir)
 }
