@@ -174,6 +174,12 @@ func TestCORS(t *testing.T) {
 		!strings.Contains(resp.Header.Get("Access-Control-Allow-Headers"), "Content-Type") {
 		t.Errorf("preflight from the allowed origin = %d %v", resp.StatusCode, resp.Header)
 	}
+	r, _ := http.NewRequest(http.MethodPut, req.URL, strings.NewReader("hello"))
+	r.Header.Set("Content-Type", "text/plain")
+	r.Header.Set("Origin", "https://app.example")
+	if resp := do(t, r); resp.StatusCode != http.StatusOK || resp.Header.Get("Access-Control-Allow-Origin") != "https://app.example" {
+		t.Errorf("PUT from the allowed origin = %d, Access-Control-Allow-Origin %q", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
+	}
 	resp = preflight("https://evil.example")
 	if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Access-Control-Allow-Origin") != "" {
 		t.Errorf("preflight from another origin = %d %v", resp.StatusCode, resp.Header)
@@ -257,4 +263,24 @@ func TestConcurrentPutsStoreOne(t *testing.T) {
 		objectstest.CheckContent(t, s, key, <-bodies, "text/plain")
 	}
 	checkNoTemp(t, dir)
+}
+
+func TestPutOfALongerReader(t *testing.T) {
+	s, dir := newStore(t, Options{})
+	key := objectstest.Key(t)
+	if err := s.Put(context.Background(), key, strings.NewReader("too long"), 3, "text/plain"); err == nil {
+		t.Error("Put of 8 bytes announced as 3 succeeded")
+	}
+	objectstest.CheckMissing(t, s, key)
+	checkNoTemp(t, dir)
+}
+
+func TestMaxSize(t *testing.T) {
+	s, _ := newStore(t, Options{MaxSize: 100})
+	if _, err := s.UploadURL(context.Background(), objectstest.Key(t), "text/plain", 101, time.Minute); err == nil {
+		t.Error("UploadURL of 101 bytes with MaxSize 100 succeeded")
+	}
+	if _, err := s.UploadURL(context.Background(), objectstest.Key(t), "text/plain", 100, time.Minute); err != nil {
+		t.Errorf("UploadURL of 100 bytes with MaxSize 100: %v", err)
+	}
 }

@@ -212,10 +212,10 @@ func (s *Store) Open(ctx context.Context, key string) (io.ReadCloser, files.Obje
 	if err == nil {
 		st, err = obj.Stat()
 	}
-	if err != nil || !timer.Stop() {
-		if err == nil {
-			err = context.DeadlineExceeded
-		}
+	if !timer.Stop() && ctx.Err() == nil { // the timeout cancelled the request
+		err = fmt.Errorf("no answer within %v: %w", s.timeout, context.DeadlineExceeded)
+	}
+	if err != nil {
 		cancel()
 		if obj != nil {
 			obj.Close()

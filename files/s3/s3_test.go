@@ -20,15 +20,21 @@ import (
 // prints it.
 const URLVar = "CHAT_S3_URL"
 
-// newStore connects to the bucket of CHAT_S3_URL, creating it if need be,
-// or reports the server missing.
-func newStore(t *testing.T) *Store {
+// testConfig is the Config of CHAT_S3_URL, creating the bucket, or it
+// reports the server missing.
+func testConfig(t *testing.T) Config {
 	t.Helper()
 	cfg, err := ParseURL(testenv.Service(t, URLVar, "the S3 tests"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.CreateBucket = true
+	return cfg
+}
+
+// newStore connects to the bucket of cfg.
+func newStore(t *testing.T, cfg Config) *Store {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s, err := New(ctx, cfg)
@@ -39,7 +45,8 @@ func newStore(t *testing.T) *Store {
 }
 
 func TestConformance(t *testing.T) {
-	objectstest.Run(t, func(t *testing.T) files.Objects { return newStore(t) })
+	cfg := testConfig(t)
+	objectstest.Run(t, func(t *testing.T) files.Objects { return newStore(t, cfg) })
 }
 
 func TestParseURL(t *testing.T) {
@@ -106,7 +113,7 @@ func silentServer(t *testing.T) string {
 // never answers and at one that answers 503: every operation fails with
 // files.ErrUnavailable within the timeout.
 func TestUnavailable(t *testing.T) {
-	const timeout = 2 * time.Second
+	const timeout = time.Second
 	unavailable := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
