@@ -87,7 +87,26 @@ func New(dir string, secret []byte, base func(context.Context) string, prefix st
 			return nil, fmt.Errorf("disk: %w", err)
 		}
 	}
+	s.removeStaleTemp(staleTemp)
 	return s, nil
+}
+
+// staleTemp is the age past which a temporary file is left over from a
+// crash rather than a write in progress (of this or another server sharing
+// the directory).
+const staleTemp = 24 * time.Hour
+
+// removeStaleTemp removes the temporary files older than age.
+func (s *Store) removeStaleTemp(age time.Duration) {
+	entries, err := os.ReadDir(s.tmp)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil && s.now().Sub(fi.ModTime()) > age {
+			os.Remove(filepath.Join(s.tmp, e.Name()))
+		}
+	}
 }
 
 // path is the file of key's object.

@@ -284,3 +284,30 @@ func TestMaxSize(t *testing.T) {
 		t.Errorf("UploadURL of 100 bytes with MaxSize 100: %v", err)
 	}
 }
+
+func TestNewRemovesStaleTemp(t *testing.T) {
+	dir := t.TempDir()
+	base := func(context.Context) string { return "http://x" }
+	if _, err := New(dir, secret, base, "/files/", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	stale, fresh := filepath.Join(dir, "tmp", "put-stale"), filepath.Join(dir, "tmp", "put-fresh")
+	for _, p := range []string{stale, fresh} {
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-25 * time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(dir, secret, base, "/files/", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("stale temporary file: %v, want removed", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("fresh temporary file: %v, want kept", err)
+	}
+}

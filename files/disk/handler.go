@@ -108,7 +108,7 @@ func (s *Store) putError(w http.ResponseWriter, err error) {
 	case errors.Is(err, files.ErrUnavailable):
 		http.Error(w, "storage failed", http.StatusServiceUnavailable)
 	default:
-		http.Error(w, "body size differs from the signed one", http.StatusBadRequest)
+		http.Error(w, "body size differs from the signed one, or the body was cut", http.StatusBadRequest)
 	}
 }
 
