@@ -142,7 +142,7 @@ cmd_install() {
     return 0
   fi
   command -v "$GO" >/dev/null 2>&1 || die "$GO not found: Go builds versitygw"
-  log "building versitygw $VERSITYGW_VERSION into $BIN_DIR (go install; about a minute on 2 cores) ..."
+  log "building versitygw $VERSITYGW_VERSION into $BIN_DIR (go install; 1-3 minutes on 2 cores) ..."
   local start=$SECONDS
   mkdir -p "$BIN_DIR"
   # Outside the repo, so that its go.mod plays no part.
