@@ -1,9 +1,11 @@
 # Everyday commands. `make test` needs Go alone; `make test-integration`
-# starts a real Cassandra node and a real Redis (scripts/), installs chromium
-# for the browser tests, and runs every test against them.
+# starts a real Cassandra node, a real Redis and a real S3 server (versitygw,
+# built by scripts/s3.sh), installs chromium for the browser tests, and runs
+# every test against them.
 GO              ?= go
 CASSANDRA_HOSTS ?= 127.0.0.1
 REDIS_URL       ?= redis://127.0.0.1:6379/0
+S3_URL          ?= $(shell scripts/s3.sh url)
 
 .PHONY: run test test-integration test-cluster bench fuzz generate check-generated lint services services-stop browser
 
@@ -31,17 +33,19 @@ lint:
 services:
 	scripts/cassandra.sh start
 	scripts/redis.sh start
+	scripts/s3.sh start
 
 services-stop:
+	-scripts/s3.sh stop
 	-scripts/redis.sh stop
 	-scripts/cassandra.sh stop
 
 # Every test, with the backends required: a missing service is a failure.
 # The services stay up for the next run; the last line says how to stop them.
 test-integration: services browser
-	@status=0; CHAT_REQUIRE_BACKENDS=1 CHAT_CASSANDRA_HOSTS=$(CASSANDRA_HOSTS) CHAT_REDIS_URL=$(REDIS_URL) \
+	@status=0; CHAT_REQUIRE_BACKENDS=1 CHAT_CASSANDRA_HOSTS=$(CASSANDRA_HOSTS) CHAT_REDIS_URL=$(REDIS_URL) CHAT_S3_URL=$(S3_URL) \
 		$(GO) test -race -count=1 -timeout 20m ./... || status=$$?; \
-	echo "Cassandra and Redis keep running for the next run: 'make services-stop' stops them."; \
+	echo "Cassandra, Redis and the S3 server keep running for the next run: 'make services-stop' stops them."; \
 	exit $$status
 
 # The failure tests on real clusters, started by the project's scripts and

@@ -23,18 +23,25 @@ var ErrUnavailable = errors.New("object store unavailable")
 
 // Objects is an object store: named byte strings, written whole, read
 // whole, and signed URLs that let a client write or read one object
-// directly for a short time. Keys are made by this package (see Keys): a
-// few path segments of [a-z0-9-].
+// directly for a short time. Keys are made by this package: a few path
+// segments of [a-z0-9-] (CheckKey); every method refuses another key with
+// ErrInvalidKey.
 type Objects interface {
 	// UploadURL signs a request that stores exactly size bytes of
-	// contentType under key, valid for ttl. A request with another size,
-	// type or key, after ttl or with a changed signature is refused.
+	// contentType under key, valid for ttl (rounded up to a whole second;
+	// at most 7 days). A request with another size, type or key, after ttl
+	// or with a changed signature is refused, and so is one whose key
+	// already holds an object: a signed URL never replaces an object. The
+	// client sends the request's headers as given, except Content-Length,
+	// which HTTP clients set from the body.
 	UploadURL(ctx context.Context, key, contentType string, size int64, ttl time.Duration) (SignedRequest, error)
-	// DownloadURL signs a GET of key valid for ttl; the response carries
-	// the headers of h.
+	// DownloadURL signs a GET of key valid for ttl (rounded up to a whole
+	// second; at most 7 days); the response carries the headers of h (the
+	// stored content type when h's is empty).
 	DownloadURL(ctx context.Context, key string, ttl time.Duration, h ResponseHeaders) (string, error)
-	// Put stores size bytes read from r under key, durably before it
-	// returns.
+	// Put stores size bytes read from r under key, replacing any object
+	// there, durably before it returns. If r ends before size bytes,
+	// nothing is stored.
 	Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) error
 	// Open reads the object under key (ErrNotFound). The caller closes it.
 	Open(ctx context.Context, key string) (io.ReadCloser, ObjectInfo, error)

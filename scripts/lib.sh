@@ -1,4 +1,4 @@
-# Shared by scripts/cassandra.sh and scripts/redis.sh; sourced, not run.
+# Shared by scripts/cassandra.sh, scripts/redis.sh and scripts/s3.sh; sourced, not run.
 # The sourcing script sets LOG_TAG and PID_FILE and defines read_pid,
 # pid_alive (its own test that the pid is still its service) and take_lock.
 
