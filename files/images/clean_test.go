@@ -86,6 +86,7 @@ func TestCleanJPEGDropsPersonalMetadataAndKeepsICC(t *testing.T) {
 		jpegSegment(0xED, []byte(plantedIPTC)),
 		jpegSegment(markerCOM, []byte(plantedComment)),
 		jpegSegment(markerAPP2, []byte(plantedICC)),
+		jpegSegment(markerAPP2, []byte("MPF\x00second image by "+plantedSerial)),
 	)
 	dirty = append(dirty, []byte("trailing "+plantedSerial)...)
 	if !bytes.Contains(dirty, []byte(plantedSerial)) {
@@ -95,7 +96,7 @@ func TestCleanJPEGDropsPersonalMetadataAndKeepsICC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, secret := range []string{"Exif", plantedSerial, plantedGPSRef, plantedComment, "xmpmeta", "Photoshop", "8BIM"} {
+	for _, secret := range []string{"Exif", "MPF", plantedSerial, plantedGPSRef, plantedComment, "xmpmeta", "Photoshop", "8BIM"} {
 		if bytes.Contains(clean, []byte(secret)) {
 			t.Errorf("clean JPEG still contains %q", secret)
 		}
