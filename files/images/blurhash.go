@@ -49,7 +49,8 @@ func blurhashSample(img image.Image) *image.RGBA {
 	b := img.Bounds()
 	w, h := ThumbnailSize(b.Dx(), b.Dy(), blurhashSampleSide)
 	sample := image.NewRGBA(image.Rect(0, 0, max(w, 1), max(h, 1)))
-	draw.BiLinear.Scale(sample, sample.Rect, img, b, draw.Src, nil)
+	small := shrink(img, blurhashSampleSide)
+	draw.BiLinear.Scale(sample, sample.Rect, small, small.Bounds(), draw.Src, nil)
 	return sample
 }
 

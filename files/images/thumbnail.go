@@ -60,7 +60,8 @@ func Thumbnail(clean []byte, maxSide int) (data []byte, contentType string, widt
 	b := img.Bounds()
 	width, height = ThumbnailSize(b.Dx(), b.Dy(), maxSide)
 	scaled := image.NewRGBA(image.Rect(0, 0, width, height))
-	draw.CatmullRom.Scale(scaled, scaled.Rect, img, b, draw.Src, nil)
+	small := shrink(img, maxSide)
+	draw.CatmullRom.Scale(scaled, scaled.Rect, small, small.Bounds(), draw.Src, nil)
 	data, contentType, err = encodeThumbnail(scaled)
 	return data, contentType, width, height, err
 }
