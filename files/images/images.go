@@ -16,12 +16,17 @@
 // Nothing is allocated in proportion to an image's claimed dimensions before
 // they are checked against Limits: the header is read with DecodeConfig, and
 // the metadata is removed by walking the file's segments, chunks or blocks,
-// which allocates at most one copy of the input. After the check, decoding
-// holds at most 8 bytes per pixel (16-bit PNG; JPEG needs 3 or 4, GIF 1 per
-// frame pixel), and turning an image the right way up adds a 4-byte-per-pixel
-// copy. Clean therefore holds at most about 2×len(data) + 12×MaxPixels bytes
-// (a GIF: 2×len(data) + MaxTotalPixels + 4×MaxPixels), and Thumbnail about
-// len(data) + 12×MaxPixels bytes plus its small output.
+// which allocates at most one copy of the input. After the check, a decoded
+// image holds at most 8 bytes a pixel (16-bit PNG; a JPEG 3, or 4 if CMYK;
+// a GIF 1 a frame pixel). Turning a JPEG upright adds a 4-byte-a-pixel
+// image (and a grey or CMYK JPEG another for reading it as RGBA), and the
+// block averaging before scaling (blurhash, thumbnails) reads any decoded
+// image but a colour JPEG through a 4-byte-a-pixel RGBA copy. So Clean
+// holds at most about 2×len(data) + 12×MaxPixels bytes (an animated GIF:
+// 2×len(data) + MaxTotalPixels + 8×MaxPixels), and Thumbnail about
+// len(data) + 12×DefaultLimits.MaxPixels plus its small output: with the
+// default 40-megapixel limit, under half a gigabyte in the worst case and
+// about 100 MB for a 12-megapixel photo.
 package images
 
 import (
