@@ -16,17 +16,23 @@
 // Nothing is allocated in proportion to an image's claimed dimensions before
 // they are checked against Limits: the header is read with DecodeConfig, and
 // the metadata is removed by walking the file's segments, chunks or blocks,
-// which allocates at most one copy of the input. After the check, a decoded
-// image holds at most 8 bytes a pixel (16-bit PNG; a JPEG 3, or 4 if CMYK;
-// a GIF 1 a frame pixel). Turning a JPEG upright adds a 4-byte-a-pixel
-// image (and a grey or CMYK JPEG another for reading it as RGBA), and the
-// block averaging before scaling (blurhash, thumbnails) reads any decoded
-// image but a colour JPEG through a 4-byte-a-pixel RGBA copy. So Clean
-// holds at most about 2×len(data) + 12×MaxPixels bytes (an animated GIF:
-// 2×len(data) + MaxTotalPixels + 8×MaxPixels), and Thumbnail about
-// len(data) + 12×DefaultLimits.MaxPixels plus its small output: with the
-// default 40-megapixel limit, under half a gigabyte in the worst case and
-// about 100 MB for a 12-megapixel photo.
+// which allocates at most one copy of the input. After the check:
+//
+//   - A decoded image holds at most 8 bytes a pixel (16-bit PNG; a JPEG 3,
+//     or 4 if CMYK; a GIF 1 a frame pixel, MaxTotalPixels in all). While a
+//     progressive JPEG decodes, its coefficients take 4 more bytes a pixel
+//     for each colour component (up to 16 for CMYK), freed once it is done.
+//   - Turning a JPEG upright adds a 4-byte-a-pixel image (a grey or CMYK
+//     JPEG another 4 to be read as RGBA).
+//   - Block averaging before scaling (blurhash, thumbnails) reads any image
+//     but a colour JPEG through a 4-byte-a-pixel RGBA copy.
+//
+// So Clean and Thumbnail hold at most about 2×len(data) + 20×MaxPixels bytes
+// at their peak (a progressive CMYK JPEG while it decodes; 12×MaxPixels
+// after), plus MaxTotalPixels for an animated GIF. With the default
+// 40-megapixel limit that is under a gigabyte in the very worst case, and
+// about 100 MB for an ordinary 12-megapixel photo. A server that cleans
+// several uploads at once should bound how many run together.
 package images
 
 import (
