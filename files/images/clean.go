@@ -26,9 +26,12 @@ const reencodeQuality = 92
 // decode completely gives ErrCorrupt.
 //
 // Metadata is removed without re-encoding (see stripJPEG, stripPNG,
-// stripGIF and stripWebP), except for a JPEG whose EXIF orientation is not
-// 1: it is turned upright and re-encoded at quality 92, keeping its ICC
-// profile, since the orientation is lost with the EXIF data.
+// stripGIF and stripWebP), except for a JPEG or PNG whose EXIF orientation
+// is not 1: since the orientation goes with the EXIF data, the image is
+// turned upright and re-encoded (a JPEG at quality 92, a PNG losslessly as
+// 8-bit RGBA), keeping its ICC profile and colour chunks. The EXIF
+// orientation of a WebP is ignored, as there is no WebP encoder to turn it
+// with; WebP writers rarely set one.
 func Clean(data []byte, limits Limits) (clean []byte, info Info, err error) {
 	limits = limits.withDefaults()
 	contentType := sniffImage(data)
@@ -38,7 +41,7 @@ func Clean(data []byte, limits Limits) (clean []byte, info Info, err error) {
 	if err := checkConfig(data, contentType, limits); err != nil {
 		return nil, Info{}, err
 	}
-	clean, orientation, err := strip(data, contentType, limits)
+	clean, turn, err := strip(data, contentType, limits)
 	if err != nil {
 		return nil, Info{}, err
 	}
@@ -46,9 +49,9 @@ func Clean(data []byte, limits Limits) (clean []byte, info Info, err error) {
 	if err != nil {
 		return nil, Info{}, err
 	}
-	if orientation != 1 {
-		img = orient(img, orientation)
-		if clean, err = encodeUprightJPEG(img, clean); err != nil {
+	if turn.orientation != 1 {
+		img = orient(img, turn.orientation)
+		if clean, err = turn.encode(img); err != nil {
 			return nil, Info{}, err
 		}
 	}
@@ -94,25 +97,40 @@ func checkConfig(data []byte, contentType string, limits Limits) error {
 	return nil
 }
 
+// uprighting is how to turn a stripped image upright: its EXIF
+// orientation, and (unless that is 1) how to encode the turned image with
+// the colour information of the original.
+type uprighting struct {
+	orientation int
+	encode      func(image.Image) ([]byte, error)
+}
+
+// upright is the uprighting of an image that is upright already.
+var upright = uprighting{orientation: 1}
+
 // strip removes the metadata of an image of contentType without decoding
-// its pixels and returns its EXIF orientation (1 unless a JPEG says
-// otherwise). A GIF with too many frame pixels is refused here.
-func strip(data []byte, contentType string, limits Limits) ([]byte, int, error) {
+// its pixels, and says how to turn it upright. A GIF with too many frame
+// pixels is refused here.
+func strip(data []byte, contentType string, limits Limits) ([]byte, uprighting, error) {
 	switch contentType {
 	case JPEG:
 		parts, err := stripJPEG(data)
-		return parts.clean, parts.orientation, err
+		return parts.clean, uprighting{parts.orientation, func(img image.Image) ([]byte, error) {
+			return encodeUprightJPEG(img, parts.icc)
+		}}, err
 	case PNG:
-		clean, err := stripPNG(data)
-		return clean, 1, err
+		parts, err := stripPNG(data)
+		return parts.clean, uprighting{parts.orientation, func(img image.Image) ([]byte, error) {
+			return encodeUprightPNG(img, parts.colour)
+		}}, err
 	case GIF:
 		clean, err := stripCheckedGIF(data, limits)
-		return clean, 1, err
+		return clean, upright, err
 	case WebP:
 		clean, err := stripWebP(data)
-		return clean, 1, err
+		return clean, upright, err
 	}
-	return nil, 1, ErrUnsupported
+	return nil, upright, ErrUnsupported
 }
 
 // stripCheckedGIF strips a GIF and refuses it if its frames hold more
@@ -185,18 +203,24 @@ func onScreen(frame image.Image, width, height int) image.Image {
 	return canvas
 }
 
-// encodeUprightJPEG encodes an image turned upright as JPEG, carrying over
-// the ICC profile segments of the original clean JPEG.
-func encodeUprightJPEG(img image.Image, original []byte) ([]byte, error) {
-	parts, err := stripJPEG(original)
-	if err != nil {
-		return nil, err
-	}
+// encodeUprightJPEG encodes an image turned upright as JPEG, with the ICC
+// profile segments of the original.
+func encodeUprightJPEG(img image.Image, icc [][]byte) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: reencodeQuality}); err != nil {
 		return nil, fmt.Errorf("images: re-encoding JPEG: %w", err)
 	}
-	return insertSegments(buf.Bytes(), parts.icc), nil
+	return insertSegments(buf.Bytes(), icc), nil
+}
+
+// encodeUprightPNG encodes an image turned upright as PNG (losslessly, but
+// as 8-bit RGBA), with the colour chunks of the original.
+func encodeUprightPNG(img image.Image, colour [][]byte) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		return nil, fmt.Errorf("images: re-encoding PNG: %w", err)
+	}
+	return insertPNGChunks(buf.Bytes(), colour), nil
 }
 
 // insertSegments returns a JPEG with segments inserted right after its SOI

@@ -197,6 +197,31 @@ func TestCleanPNGDropsTextAndEXIFChunks(t *testing.T) {
 	}
 }
 
+func TestCleanPNGAppliesEXIFOrientation8(t *testing.T) {
+	red, blue := color.RGBA{255, 0, 0, 255}, color.RGBA{0, 0, 255, 255}
+	srgb := pngChunk("sRGB", []byte{0})
+	sideways := insertAfterIHDR(encodePNG(t, halves(60, 30, red, blue)),
+		srgb, pngChunk("eXIf", exifTIFF(8)))
+	clean, info, err := Clean(sideways, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Width != 30 || info.Height != 60 {
+		t.Fatalf("info %dx%d, want 30x60", info.Width, info.Height)
+	}
+	img, err := png.Decode(bytes.NewReader(clean))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A quarter turn anticlockwise brings the left (red) half to the bottom.
+	if img.At(15, 5) != color.Color(color.RGBA{0, 0, 255, 255}) || img.At(15, 55) != color.Color(color.RGBA{255, 0, 0, 255}) {
+		t.Errorf("top %v, bottom %v: want blue over red", img.At(15, 5), img.At(15, 55))
+	}
+	if bytes.Contains(clean, []byte("eXIf")) || bytes.Contains(clean, []byte(plantedSerial)) || !bytes.Contains(clean, srgb) {
+		t.Error("re-encoded PNG has EXIF or lost its sRGB chunk")
+	}
+}
+
 func TestCleanRefusesTruncatedAndCorruptImages(t *testing.T) {
 	jpegData := encodeJPEG(t, photo(64, 64))
 	pngData := encodePNG(t, photo(64, 64))

@@ -20,11 +20,28 @@ var keptPNGChunks = map[string]bool{
 // pngChunkOverhead is the size of a chunk's length, type and CRC fields.
 const pngChunkOverhead = 12
 
+// colourPNGChunks are the kept chunks that say how to show the pixels'
+// colours, carried over when a PNG is re-encoded upright.
+var colourPNGChunks = map[string]bool{
+	"gAMA": true, "cHRM": true, "sRGB": true, "iCCP": true, "cICP": true,
+}
+
+// pngParts is what stripPNG finds in a PNG.
+type pngParts struct {
+	// clean is the PNG without metadata chunks and trailing bytes.
+	clean []byte
+	// colour holds the kept colour chunks, whole, in order.
+	colour [][]byte
+	// orientation is the orientation of the eXIf chunk (1 if absent).
+	orientation int
+}
+
 // stripPNG copies the signature and the kept chunks of a PNG up to and
 // including IEND, without re-encoding, and drops anything after IEND.
-func stripPNG(data []byte) ([]byte, error) {
+func stripPNG(data []byte) (pngParts, error) {
+	parts := pngParts{orientation: 1}
 	if !bytes.HasPrefix(data, pngSignature) {
-		return nil, fmt.Errorf("%w: PNG signature missing", ErrCorrupt)
+		return parts, fmt.Errorf("%w: PNG signature missing", ErrCorrupt)
 	}
 	out := make([]byte, 0, len(data))
 	out = append(out, pngSignature...)
@@ -32,16 +49,45 @@ func stripPNG(data []byte) ([]byte, error) {
 	for {
 		chunkType, end, err := nextPNGChunk(data, pos)
 		if err != nil {
-			return nil, err
+			return parts, err
 		}
-		if keptPNGChunks[chunkType] {
-			out = append(out, data[pos:end]...)
+		chunk := data[pos:end]
+		switch {
+		case keptPNGChunks[chunkType]:
+			out = append(out, chunk...)
+			if colourPNGChunks[chunkType] {
+				parts.colour = append(parts.colour, chunk)
+			}
+		case chunkType == "eXIf" && parts.orientation == 1:
+			parts.orientation = pngEXIFOrientation(chunk[8 : len(chunk)-4])
 		}
 		if chunkType == "IEND" {
-			return out, nil
+			parts.clean = out
+			return parts, nil
 		}
 		pos = end
 	}
+}
+
+// pngEXIFOrientation returns the orientation in an eXIf chunk's data,
+// which is TIFF data (some writers put a JPEG-style "Exif" prefix first).
+func pngEXIFOrientation(exif []byte) int {
+	return tiffOrientation(bytes.TrimPrefix(exif, exifSignature))
+}
+
+// insertPNGChunks returns a PNG with chunks inserted right after its IHDR
+// chunk, which Go's encoder writes first.
+func insertPNGChunks(pngData []byte, chunks [][]byte) []byte {
+	if len(chunks) == 0 {
+		return pngData
+	}
+	at := len(pngSignature) + pngChunkOverhead + 13 // IHDR's data is 13 bytes
+	out := make([]byte, 0, len(pngData)+len(chunks)*64)
+	out = append(out, pngData[:at]...)
+	for _, c := range chunks {
+		out = append(out, c...)
+	}
+	return append(out, pngData[at:]...)
 }
 
 // nextPNGChunk returns the type of the chunk at data[pos:] and where it
