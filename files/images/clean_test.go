@@ -32,12 +32,32 @@ func TestSniffByBytesNotName(t *testing.T) {
 		{"notes.txt", []byte("hello there"), "text/plain; charset=utf-8"},
 		{"report.pdf", []byte("%PDF-1.7\n"), "application/pdf"},
 		{"binary", []byte{0, 1, 2, 3, 0xfe, 0xff, 0x10}, "application/octet-stream"},
+		{"song.mp3", []byte("ID3\x03\x00\x00\x00\x00\x00\x00"), "audio/mpeg"},
+		{"clip.mp4", []byte("\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom"), "video/mp4"},
+		{"voice.ogg", []byte("OggS\x00\x02"), "application/ogg"},
+		{"utf-16 text", []byte("\xfe\xff\x00h\x00i"), "text/plain; charset=utf-16be"},
+		{"page.xml", []byte("<?xml version=\"1.0\"?><html xmlns=\"http://www.w3.org/1999/xhtml\"/>"), "text/plain; charset=utf-8"},
 		{"bitmap is not a supported image", []byte("BM\x00\x00\x00\x00\x00\x00"), "application/octet-stream"},
 	}
 	for _, c := range cases {
 		if got := Sniff(c.data); got != c.want {
 			t.Errorf("%s: Sniff = %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+func TestCleanJPEGDropsStrayBytesBetweenSegments(t *testing.T) {
+	original := encodeJPEG(t, photo(16, 16))
+	dirty := insertAfterSOI(original, jpegSegment(markerCOM, []byte("hi")), []byte("junk"+plantedSerial))
+	if _, err := jpeg.Decode(bytes.NewReader(dirty)); err != nil {
+		t.Fatalf("Go does not decode the test JPEG: %v", err)
+	}
+	clean, _, err := Clean(dirty, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(clean, original) {
+		t.Error("the stray bytes were not dropped")
 	}
 }
 

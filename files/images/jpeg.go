@@ -86,11 +86,15 @@ func stripJPEG(data []byte) (jpegParts, error) {
 	}
 }
 
-// nextJPEGMarker returns the marker byte at data[pos:] and where its 0xFF
-// starts, skipping fill bytes (repeated 0xFF).
+// nextJPEGMarker returns the first marker byte at or after data[pos] and
+// where its 0xFF starts. Like libjpeg and Go's decoder, it skips stray
+// bytes before the marker (which are dropped) and fill bytes (repeated
+// 0xFF).
 func nextJPEGMarker(data []byte, pos int) (marker byte, start int, err error) {
-	if pos >= len(data) || data[pos] != 0xFF {
-		return 0, 0, fmt.Errorf("%w: JPEG truncated or missing marker", ErrCorrupt)
+	if skip := bytes.IndexByte(data[min(pos, len(data)):], 0xFF); skip >= 0 {
+		pos += skip
+	} else {
+		return 0, 0, fmt.Errorf("%w: JPEG truncated before end of image", ErrCorrupt)
 	}
 	for pos+1 < len(data) && data[pos+1] == 0xFF {
 		pos++
