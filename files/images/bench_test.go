@@ -6,13 +6,18 @@ import (
 	"testing"
 )
 
-// benchPhoto is a 12-megapixel (4000×3000) JPEG with EXIF, made once.
+// benchPhoto is a 12-megapixel (4000×3000) JPEG with EXIF, made once:
+// gradients with pseudo-random grain, so that it compresses about as badly
+// as a phone's photo (a few megabytes at quality 90).
 var benchPhoto = sync.OnceValue(func() []byte {
 	img := image.NewRGBA(image.Rect(0, 0, 4000, 3000))
+	grain := uint32(1)
 	for y := 0; y < 3000; y++ {
 		for x := 0; x < 4000; x++ {
+			grain = grain*1664525 + 1013904223
+			n := uint8(grain>>24) & 0x1F
 			p := img.Pix[img.PixOffset(x, y):]
-			p[0], p[1], p[2], p[3] = uint8(x/16), uint8(y/12), uint8((x^y)&0x3F+96), 255
+			p[0], p[1], p[2], p[3] = uint8(x/16)+n, uint8(y/12)+n, uint8((x^y)&0x3F+96)+n/2, 255
 		}
 	}
 	return insertAfterSOI(encodeJPEG(&testing.B{}, img), exifAPP1(1))
@@ -51,6 +56,19 @@ func BenchmarkThumbnail12MP(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+func BenchmarkThumbnails12MPBothSides(b *testing.B) {
+	clean, _, err := Clean(benchPhoto(), Limits{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Thumbnails(clean, SmallThumbnailSide, PreviewSide); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

@@ -50,20 +50,53 @@ func scaleSide(side, num, den int) int {
 // Thumbnail checks the image's header against DefaultLimits before it
 // decodes it, and returns the errors of Clean.
 func Thumbnail(clean []byte, maxSide int) (data []byte, contentType string, width, height int, err error) {
-	if maxSide <= 0 {
-		return nil, "", 0, 0, fmt.Errorf("images: thumbnail side %d is not positive", maxSide)
-	}
-	img, err := decodeClean(clean)
+	thumbs, err := Thumbnails(clean, maxSide)
 	if err != nil {
 		return nil, "", 0, 0, err
 	}
+	t := thumbs[0]
+	return t.Data, t.ContentType, t.Width, t.Height, nil
+}
+
+// Thumb is one encoded thumbnail.
+type Thumb struct {
+	Data          []byte
+	ContentType   string
+	Width, Height int
+}
+
+// Thumbnails makes the thumbnail of a clean image for each of maxSides, as
+// Thumbnail does, decoding the image only once: the server makes its small
+// thumbnail and its preview together with
+// Thumbnails(clean, SmallThumbnailSide, PreviewSide).
+func Thumbnails(clean []byte, maxSides ...int) ([]Thumb, error) {
+	for _, side := range maxSides {
+		if side <= 0 {
+			return nil, fmt.Errorf("images: thumbnail side %d is not positive", side)
+		}
+	}
+	img, err := decodeClean(clean)
+	if err != nil {
+		return nil, err
+	}
+	thumbs := make([]Thumb, len(maxSides))
+	for i, side := range maxSides {
+		if thumbs[i], err = thumbnailOf(img, side); err != nil {
+			return nil, err
+		}
+	}
+	return thumbs, nil
+}
+
+// thumbnailOf scales img to fit in maxSide×maxSide and encodes it.
+func thumbnailOf(img image.Image, maxSide int) (Thumb, error) {
 	b := img.Bounds()
-	width, height = ThumbnailSize(b.Dx(), b.Dy(), maxSide)
+	width, height := ThumbnailSize(b.Dx(), b.Dy(), maxSide)
 	scaled := image.NewRGBA(image.Rect(0, 0, width, height))
 	small := shrink(img, maxSide)
 	draw.CatmullRom.Scale(scaled, scaled.Rect, small, small.Bounds(), draw.Src, nil)
-	data, contentType, err = encodeThumbnail(scaled)
-	return data, contentType, width, height, err
+	data, contentType, err := encodeThumbnail(scaled)
+	return Thumb{Data: data, ContentType: contentType, Width: width, Height: height}, err
 }
 
 // decodeClean checks and decodes the first image of clean bytes.

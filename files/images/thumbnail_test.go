@@ -47,6 +47,30 @@ func TestThumbnailOfPhotoIsAJPEGOfTheComputedSize(t *testing.T) {
 	}
 }
 
+func TestThumbnailsDecodeOnceAndMatchThumbnail(t *testing.T) {
+	clean := encodeJPEG(t, photo(900, 1200))
+	thumbs, err := Thumbnails(clean, SmallThumbnailSide, PreviewSide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(thumbs) != 2 {
+		t.Fatalf("%d thumbnails, want 2", len(thumbs))
+	}
+	for i, side := range []int{SmallThumbnailSide, PreviewSide} {
+		data, typ, w, h, err := Thumbnail(clean, side)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := thumbs[i]
+		if !bytes.Equal(got.Data, data) || got.ContentType != typ || got.Width != w || got.Height != h {
+			t.Errorf("side %d: Thumbnails gave %s %dx%d, Thumbnail %s %dx%d", side, got.ContentType, got.Width, got.Height, typ, w, h)
+		}
+	}
+	if _, err := Thumbnails(clean, 160, -1); err == nil {
+		t.Error("a negative side is accepted")
+	}
+}
+
 func TestThumbnailKeepsTransparencyAsPNG(t *testing.T) {
 	sticker := image.NewNRGBA(image.Rect(0, 0, 400, 200))
 	for y := 50; y < 150; y++ {
