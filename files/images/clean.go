@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"image"
+	"image/draw"
 	"image/gif"
 	"image/jpeg"
 	"image/png"
@@ -199,7 +200,7 @@ func onScreen(frame image.Image, width, height int) image.Image {
 		return frame
 	}
 	canvas := image.NewRGBA(screen)
-	drawOver(canvas, frame)
+	draw.Draw(canvas, frame.Bounds(), frame, frame.Bounds().Min, draw.Over)
 	return canvas
 }
 

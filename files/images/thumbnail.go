@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"image"
-	stddraw "image/draw"
 	"image/gif"
 	"image/jpeg"
 	"image/png"
@@ -47,8 +46,10 @@ func scaleSide(side, num, den int) int {
 // black. The choice is made on the scaled pixels, not on the format, so an
 // opaque PNG screenshot gets a JPEG thumbnail.
 //
-// Thumbnail checks the image's header against DefaultLimits before it
-// decodes it, and returns the errors of Clean.
+// Thumbnail checks the image's header against DefaultLimits (not the
+// Limits given to Clean: a server that raises them must keep its images
+// within the defaults to thumbnail them) before it decodes it, and returns
+// the errors of Clean.
 func Thumbnail(clean []byte, maxSide int) (data []byte, contentType string, width, height int, err error) {
 	thumbs, err := Thumbnails(clean, maxSide)
 	if err != nil {
@@ -143,9 +144,4 @@ func encodeThumbnail(img *image.RGBA) ([]byte, string, error) {
 		return nil, "", fmt.Errorf("images: encoding thumbnail: %w", err)
 	}
 	return buf.Bytes(), PNG, nil
-}
-
-// drawOver draws a frame over a canvas at the frame's position.
-func drawOver(canvas stddraw.Image, frame image.Image) {
-	stddraw.Draw(canvas, frame.Bounds(), frame, frame.Bounds().Min, stddraw.Over)
 }
