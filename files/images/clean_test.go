@@ -163,6 +163,27 @@ func TestCleanJPEGAppliesOrientation6(t *testing.T) {
 	}
 }
 
+func TestOrientYCbCrMatchesOrientRGBA(t *testing.T) {
+	src := image.NewYCbCr(image.Rect(2, 3, 12, 9), image.YCbCrSubsampleRatio420)
+	for i := range src.Y {
+		src.Y[i] = uint8(40 + i)
+	}
+	for i := range src.Cb {
+		src.Cb[i], src.Cr[i] = uint8(100+i), uint8(140-i)
+	}
+	for o := 2; o <= 8; o++ {
+		fast, slow := toRGBA(orient(src, o)), orientRGBA(toRGBA(src), o)
+		if fast.Rect != slow.Rect {
+			t.Fatalf("orientation %d: %v and %v", o, fast.Rect, slow.Rect)
+		}
+		for i := range fast.Pix {
+			if d := int(fast.Pix[i]) - int(slow.Pix[i]); d < -1 || d > 1 {
+				t.Fatalf("orientation %d: byte %d is %d, want %d", o, i, fast.Pix[i], slow.Pix[i])
+			}
+		}
+	}
+}
+
 func TestOrientationsMapCorners(t *testing.T) {
 	// A 3×2 image whose pixels are numbered 0..5 in reading order.
 	src := image.NewRGBA(image.Rect(0, 0, 3, 2))

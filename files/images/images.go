@@ -22,8 +22,9 @@
 //     or 4 if CMYK; a GIF 1 a frame pixel, MaxTotalPixels in all). While a
 //     progressive JPEG decodes, its coefficients take 4 more bytes a pixel
 //     for each colour component (up to 16 for CMYK), freed once it is done.
-//   - Turning a JPEG upright adds a 4-byte-a-pixel image (a grey or CMYK
-//     JPEG another 4 to be read as RGBA).
+//   - Turning an image upright adds a copy: 3 bytes a pixel for a colour
+//     JPEG, and for any other image 4 bytes a pixel plus another 4 for
+//     reading it as RGBA.
 //   - Block averaging before scaling (blurhash, thumbnails) reads any image
 //     but a colour JPEG through a 4-byte-a-pixel RGBA copy.
 //

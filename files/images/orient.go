@@ -2,52 +2,59 @@ package images
 
 import (
 	"image"
-	"image/color"
 	"image/draw"
 )
 
 // orient returns img turned the right way up for its EXIF orientation
-// (2 to 8), as a new RGBA image; orientation 1 returns img itself. A YCbCr
-// image (a decoded JPEG) is read in place, other images through an RGBA
-// copy.
+// (2 to 8) as a new image; orientation 1 returns img itself. A YCbCr image
+// (a decoded colour JPEG) is turned into a full-resolution YCbCr image,
+// which is what the JPEG encoder reads fastest; any other image into RGBA.
 func orient(img image.Image, orientation int) image.Image {
 	if orientation <= 1 || orientation > 8 {
 		return img
 	}
-	b := img.Bounds()
-	w, h := b.Dx(), b.Dy()
-	dw, dh := w, h
-	if orientation >= 5 {
-		dw, dh = h, w
+	if ycc, ok := img.(*image.YCbCr); ok {
+		return orientYCbCr(ycc, orientation)
 	}
-	dst := image.NewRGBA(image.Rect(0, 0, dw, dh))
-	pixel := pixelReader(img)
-	for y := 0; y < dh; y++ {
-		row := dst.Pix[y*dst.Stride:]
-		for x := 0; x < dw; x++ {
-			sx, sy := sourcePoint(orientation, x, y, w, h)
-			pixel(row[4*x:4*x+4], sx, sy)
+	return orientRGBA(toRGBA(img), orientation)
+}
+
+// orientedRect returns the bounds of a w×h image once upright.
+func orientedRect(orientation, w, h int) image.Rectangle {
+	if orientation >= 5 {
+		w, h = h, w
+	}
+	return image.Rect(0, 0, w, h)
+}
+
+// orientYCbCr turns a YCbCr image upright, keeping full-resolution chroma.
+func orientYCbCr(src *image.YCbCr, orientation int) *image.YCbCr {
+	r := src.Rect
+	dst := image.NewYCbCr(orientedRect(orientation, r.Dx(), r.Dy()), image.YCbCrSubsampleRatio444)
+	for y := 0; y < dst.Rect.Dy(); y++ {
+		for x := 0; x < dst.Rect.Dx(); x++ {
+			sx, sy := sourcePoint(orientation, x, y, r.Dx(), r.Dy())
+			sx, sy = sx+r.Min.X, sy+r.Min.Y
+			d, ci := y*dst.YStride+x, src.COffset(sx, sy)
+			dst.Y[d] = src.Y[src.YOffset(sx, sy)]
+			dst.Cb[d], dst.Cr[d] = src.Cb[ci], src.Cr[ci]
 		}
 	}
 	return dst
 }
 
-// pixelReader returns a function that copies the RGBA colour of img's
-// pixel (x, y), counted from its top-left corner, to p.
-func pixelReader(img image.Image) func(p []uint8, x, y int) {
-	if ycc, ok := img.(*image.YCbCr); ok {
-		minX, minY := ycc.Rect.Min.X, ycc.Rect.Min.Y
-		return func(p []uint8, x, y int) {
-			x, y = x+minX, y+minY
-			ci := ycc.COffset(x, y)
-			p[0], p[1], p[2] = color.YCbCrToRGB(ycc.Y[ycc.YOffset(x, y)], ycc.Cb[ci], ycc.Cr[ci])
-			p[3] = 0xFF
+// orientRGBA turns an RGBA image whose bounds start at (0, 0) upright.
+func orientRGBA(src *image.RGBA, orientation int) *image.RGBA {
+	w, h := src.Rect.Dx(), src.Rect.Dy()
+	dst := image.NewRGBA(orientedRect(orientation, w, h))
+	for y := 0; y < dst.Rect.Dy(); y++ {
+		row := dst.Pix[y*dst.Stride:]
+		for x := 0; x < dst.Rect.Dx(); x++ {
+			sx, sy := sourcePoint(orientation, x, y, w, h)
+			copy(row[4*x:4*x+4], src.Pix[src.PixOffset(sx, sy):])
 		}
 	}
-	rgba := toRGBA(img)
-	return func(p []uint8, x, y int) {
-		copy(p, rgba.Pix[rgba.PixOffset(x, y):][:4])
-	}
+	return dst
 }
 
 // sourcePoint returns the pixel of a w×h source image shown at (x, y) once
