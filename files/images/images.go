@@ -29,8 +29,8 @@
 //     but a colour JPEG through a 4-byte-a-pixel RGBA copy.
 //
 // So Clean and Thumbnail hold at most about 2×len(data) + 20×MaxPixels bytes
-// at their peak (a progressive CMYK JPEG while it decodes; 12×MaxPixels
-// after), plus MaxTotalPixels for an animated GIF. With the default
+// at their peak (a progressive CMYK JPEG while it decodes; a 16-bit PNG
+// being turned upright holds 16), plus MaxTotalPixels for an animated GIF. With the default
 // 40-megapixel limit that is under a gigabyte in the very worst case, and
 // about 100 MB for an ordinary 12-megapixel photo. A server that cleans
 // several uploads at once should bound how many run together.
