@@ -26,11 +26,14 @@
 //     JPEG, and for any other image 4 bytes a pixel plus another 4 for
 //     reading it as RGBA.
 //   - Block averaging before scaling (blurhash, thumbnails) reads any image
-//     but a colour JPEG through a 4-byte-a-pixel RGBA copy.
+//     but a colour JPEG through a 4-byte-a-pixel RGBA copy, and scaling a
+//     thumbnail of side maxSide takes a buffer of at most 64×maxSide² bytes
+//     (26 MB for a preview, 1.6 MB for a small thumbnail).
 //
 // So Clean and Thumbnail hold at most about 2×len(data) + 20×MaxPixels bytes
 // at their peak (a progressive CMYK JPEG while it decodes; a 16-bit PNG
-// being turned upright holds 16), plus MaxTotalPixels for an animated GIF. With the default
+// being turned upright holds 16), plus MaxTotalPixels for an animated GIF
+// and, in Thumbnail, the scaler's buffer. With the default
 // 40-megapixel limit that is under a gigabyte in the very worst case, and
 // about 100 MB for an ordinary 12-megapixel photo. A server that cleans
 // several uploads at once should bound how many run together.

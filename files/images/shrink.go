@@ -5,18 +5,20 @@ import (
 	"image/color"
 )
 
-// shrink returns img reduced by the largest whole factor that keeps it at
-// least twice maxSide on its longest side, averaging each factor×factor
-// block of pixels (partial blocks at the edges average what they hold). An
-// image too small to shrink is returned as it is.
+// shrink returns img reduced by the largest whole factor that keeps its
+// longest side at least maxSide (so below twice maxSide), averaging each
+// factor×factor block of pixels (partial blocks at the edges average what
+// they hold). An image less than twice maxSide is returned as it is.
 //
 // Scaling a large photo straight to a thumbnail filters every source pixel
-// through the scaler's kernel, which is slow; averaging blocks first is a
-// cheap, alias-free way to do most of the reduction, and the scaler then
-// works on an image a few times the thumbnail's size.
+// through the scaler's kernel, which is slow, and the kernel scaler holds
+// 32 bytes for each source row times thumbnail column. Averaging blocks
+// first does most of the reduction cheaply and without aliasing, and leaves
+// the scaler less than twice the thumbnail's size to reduce: its buffer is
+// then at most 64×maxSide² bytes (26 MB for a 640-pixel preview).
 func shrink(img image.Image, maxSide int) image.Image {
 	b := img.Bounds()
-	factor := max(b.Dx(), b.Dy()) / (2 * max(maxSide, 1))
+	factor := max(b.Dx(), b.Dy()) / max(maxSide, 1)
 	if factor < 2 {
 		return img
 	}

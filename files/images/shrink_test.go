@@ -20,7 +20,7 @@ func TestShrinkAveragesBlocks(t *testing.T) {
 			img.SetRGBA(x, y, c)
 		}
 	}
-	got := toRGBA(shrink(img, 1)) // a factor of 10/(2×1) = 5
+	got := toRGBA(shrink(img, 2)) // a factor of 10/2 = 5
 	if got.Rect.Dx() != 2 || got.Rect.Dy() != 1 {
 		t.Fatalf("shrunk to %v, want 2x1", got.Rect)
 	}
@@ -45,7 +45,7 @@ func TestShrinkYCbCrMatchesShrinkingItsRGBA(t *testing.T) {
 		for i := range ycc.Cb {
 			ycc.Cb[i], ycc.Cr[i] = uint8(110+i%30), uint8(120+i%20)
 		}
-		fast, slow := toRGBA(shrink(ycc, 20)), shrinkRGBA(toRGBA(ycc), 5)
+		fast, slow := toRGBA(shrink(ycc, 40)), shrinkRGBA(toRGBA(ycc), 5)
 		if fast.Rect != slow.Rect || fast.Rect.Dx() != 40 || fast.Rect.Dy() != 30 {
 			t.Fatalf("%v: shrunk to %v and %v, want 40x30", ratio, fast.Rect, slow.Rect)
 		}
@@ -58,9 +58,12 @@ func TestShrinkYCbCrMatchesShrinkingItsRGBA(t *testing.T) {
 }
 
 func TestShrinkLeavesSmallImagesAlone(t *testing.T) {
-	// 639/(2×160) is 1: no whole factor of 2 or more keeps 320 pixels.
-	img := photo(639, 200)
+	// 319/160 is 1: no whole factor of 2 or more keeps 160 pixels.
+	img := photo(319, 200)
 	if shrink(img, 160) != image.Image(img) {
-		t.Error("a 639x200 image was shrunk for a 160 thumbnail")
+		t.Error("a 319x200 image was shrunk for a 160 thumbnail")
+	}
+	if got := shrink(photo(320, 200), 160).Bounds(); got.Dx() != 160 || got.Dy() != 100 {
+		t.Errorf("a 320x200 image was shrunk to %v, want 160x100", got)
 	}
 }
