@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -69,7 +70,7 @@ func TestWireVersion3(t *testing.T) {
 	ev.Message.EditedAt = time.UnixMilli(1764000000123).UTC()
 	ev.Message.Deleted = true
 	ev.Message.ReplyTo, _ = store.ParseMessageID(hideID)
-	golden := `{"v":4,"id":"` + postID + `","kind":"MESSAGE_EDITED","room":"tea","user":{"login":"alice","first":"Alice","last":"Liddell"},` +
+	golden := `{"v":5,"id":"` + postID + `","kind":"MESSAGE_EDITED","room":"tea","user":{"login":"alice","first":"Alice","last":"Liddell"},` +
 		`"msg":{"id":"` + postID + `","author":{"login":"alice","first":"Alice","last":"Liddell"},"content":"hi \"there\"","system":true,` +
 		`"edited":1764000000123,"deleted":true,"reply":"` + hideID + `"}}`
 	b, err := encodeEvent(ev)
@@ -165,7 +166,23 @@ func fill(t *testing.T, v reflect.Value, path string) {
 			*x = time.UnixMilli(1764000000123 + int64(i)).UTC()
 		case *store.MessageID:
 			*x = store.NewMessageID()
+		case *int64:
+			*x = 1000 + int64(i)
+		case *int:
+			*x = 1000 + i
 		default:
+			if f.Kind() == reflect.Slice {
+				f.Set(reflect.MakeSlice(f.Type(), 2, 2))
+				for j := range f.Len() {
+					fill(t, f.Index(j), fmt.Sprintf("%s[%d]", name, j))
+				}
+				continue
+			}
+			if f.Kind() == reflect.Pointer {
+				f.Set(reflect.New(f.Type().Elem()))
+				fill(t, f.Elem(), name)
+				continue
+			}
 			if f.Kind() != reflect.Struct {
 				t.Fatalf("%s: a %s, which this test cannot fill yet: teach it, and the wire format", name, f.Type())
 			}
