@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -233,5 +234,46 @@ func testSetPreviewGroup(t *testing.T, s ConversationStore) {
 	checkCopies(t, ctx, s, last, alice.Login, bob.Login)
 	if got := mustMessage(t, ctx, s, first.ID); !sameMessage(got, previewed(first, somePreview("https://d2.example"))) {
 		t.Errorf("Message(first) after its second preview = %s", fmtMessage(got))
+	}
+}
+
+// testSetPreviewRacingEdit: a preview of the content an edit racing it
+// replaces never shows, whichever lands first: the edit clears it, or
+// SetPreview finds the message edited, or (on a backend that checks
+// before it writes) the copies ignore a preview of an older edit.
+func testSetPreviewRacingEdit(t *testing.T, s ConversationStore) {
+	ctx := newContext(t)
+	alice, bob, _ := dmUsers(t, ctx, s)
+	room := mustCreateRoom(t, ctx, s, "previewrace", alice)
+	for i := range 4 {
+		m := withFiles(store.Message{Room: room.Name, ID: store.NewMessageID(), Author: alice, Content: "https://f.example"}, 1)
+		direct := i%2 == 1
+		if direct {
+			m = withFiles(directMessage(alice, bob, store.NewMessageID(), "https://f.example"), 1)
+			if err := s.SendDirect(ctx, m, bob); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := s.PostMessage(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now()
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if _, err := s.EditMessage(ctx, m, alice, "https://g.example", at); err != nil {
+				t.Errorf("EditMessage = %v", err)
+			}
+		})
+		wg.Go(func() {
+			if _, err := s.SetPreview(ctx, m, somePreview("https://f.example")); err != nil {
+				t.Errorf("SetPreview = %v", err)
+			}
+		})
+		wg.Wait()
+		want := edited(m, "https://g.example", at)
+		if direct {
+			checkCopies(t, ctx, s, want, alice.Login, bob.Login)
+		} else {
+			checkCopies(t, ctx, s, want)
+		}
 	}
 }

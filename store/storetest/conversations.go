@@ -90,6 +90,7 @@ func conversationGroups() []group[ConversationStore] {
 			{"Preview", testSetPreview},
 			{"PreviewDirect", testSetPreviewDirect},
 			{"PreviewGroup", testSetPreviewGroup},
+			{"PreviewRacingEdit", testSetPreviewRacingEdit},
 		}},
 	}
 }

@@ -405,3 +405,63 @@ func testDoomOwnerFiles(t *testing.T, s store.Store) {
 	checkFileBytes(t, ctx, s, "all removed", owner, 0)
 	checkDue(t, "all removed", ownDue(t, ctx, s, owner, time.Now(), 1000))
 }
+
+// testFilesBytesConcurrent: changes of one owner's bytes by racing
+// creates, completions and removals of different files all count: once
+// every file is removed the owner has no bytes.
+func testFilesBytesConcurrent(t *testing.T, s store.Store) {
+	ctx := newContext(t)
+	owner := newLogin(t, "bytesrace")
+	keep := mustCreateFile(t, ctx, s, owner, time.Now(), 7)
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Go(func() {
+			f := newFile(owner, time.Now(), int64(100+i))
+			if err := s.CreateFile(ctx, f, noQuota); err != nil {
+				t.Errorf("CreateFile = %v", err)
+				return
+			}
+			if err := s.CompleteFile(ctx, owner, readied(f, int64(50+i))); err != nil {
+				t.Errorf("CompleteFile = %v", err)
+			}
+			if err := s.RemoveFile(ctx, owner, f.ID); err != nil {
+				t.Errorf("RemoveFile = %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	checkFileBytes(t, ctx, s, "after the racing changes", owner, keep.Size)
+}
+
+// testFilesAttachRacingDoom: a file whose message is deleted while it is
+// being attached ends doomed and due, whichever comes first.
+func testFilesAttachRacingDoom(t *testing.T, s store.Store) {
+	ctx := newContext(t)
+	owner := newLogin(t, "attachrace")
+	base := oldTimes()
+	for i := range 5 {
+		f := mustReadyFile(t, ctx, s, owner, base.Add(time.Duration(i)*time.Second), 1)
+		msg := store.NewMessageID()
+		if err := s.ClaimFiles(ctx, owner, []store.FileID{f.ID}, "room", msg); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if err := s.AttachFiles(ctx, owner, []store.FileID{f.ID}); err != nil {
+				t.Errorf("AttachFiles = %v", err)
+			}
+		})
+		wg.Go(func() {
+			if err := s.DoomFiles(ctx, owner, []store.FileID{f.ID}); err != nil {
+				t.Errorf("DoomFiles = %v", err)
+			}
+		})
+		wg.Wait()
+		f.State, f.Room, f.Message = store.FileDoomed, "room", msg
+		checkFile(t, ctx, s, "attached and doomed at once", f)
+		checkDue(t, "attached and doomed at once", ownDue(t, ctx, s, owner, base, 1000), f)
+		if err := s.RemoveFile(ctx, owner, f.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -147,6 +147,8 @@ func groups() []group[store.Store] {
 			{"ClaimRacing", testFilesClaimRacing},
 			{"DueFiles", testDueFiles},
 			{"DoomOwnerFiles", testDoomOwnerFiles},
+			{"BytesConcurrent", testFilesBytesConcurrent},
+			{"AttachRacingDoom", testFilesAttachRacingDoom},
 		}},
 	}
 }
