@@ -85,6 +85,11 @@ func (db *DB) CreateFile(ctx context.Context, f store.File, quota int64) error {
 			return errors.Join(fmt.Errorf("file %v of %q: %d bytes on %d, quota %d: %w", f.ID, f.Owner, f.Size, bytes.n(), quota, store.ErrQuota), err)
 		}
 		if !listed {
+			if _, err := db.fileRow(ctx, f.Owner, f.ID); err == nil {
+				return fmt.Errorf("file %v: %w", f.ID, store.ErrConflict)
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return fail(err)
+			}
 			fo := newFanout(2)
 			fo.Go(func() error { return db.write(ctx, insertDay, day).Exec() })
 			fo.Go(func() error { return db.write(ctx, insertSweep, day, gocql.UUID(f.ID), f.Owner).Exec() })
@@ -103,8 +108,13 @@ func (db *DB) CreateFile(ctx context.Context, f store.File, quota int64) error {
 		if applied {
 			return nil
 		}
-		if _, err := db.fileRow(ctx, f.Owner, f.ID); err == nil {
-			return fmt.Errorf("file %v: %w", f.ID, store.ErrConflict)
+		if existing, err := db.fileRow(ctx, f.Owner, f.ID); err == nil {
+			// Created meanwhile: the sweep's row is its own unless it is
+			// attached or doomed already.
+			if existing.State == store.FileAttached || existing.State == store.FileDoomed {
+				err = db.write(ctx, deleteSweep, day, gocql.UUID(f.ID), f.Owner).Exec()
+			}
+			return errors.Join(fmt.Errorf("file %v: %w", f.ID, store.ErrConflict), err)
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return fail(err)
 		}
@@ -368,6 +378,8 @@ func (db *DB) DueFiles(ctx context.Context, createdBefore time.Time, limit int) 
 	}
 	due = append(due, made...)
 	slices.SortFunc(due, func(a, b store.File) int { return a.ID.Compare(b.ID) })
+	// A file being doomed is listed in both for a moment (see doomFile).
+	due = slices.CompactFunc(due, func(a, b store.File) bool { return a.ID == b.ID && a.Owner == b.Owner })
 	due = due[:min(limit, len(due))]
 	for i, f := range due {
 		switch rec, err := db.fileRow(ctx, f.Owner, f.ID); {
