@@ -101,7 +101,12 @@ func (db *DB) CreateFile(ctx context.Context, f store.File, quota int64) error {
 		b := db.fileBatch(ctx)
 		b.Query(insertFile, f.Owner, gocql.UUID(f.ID), int(store.FilePending), f.Name, f.ContentType, f.Size, f.Width, f.Height, f.Blurhash)
 		b.Query(setFileBytes, bytes.n()+f.Size, f.Owner, bytes.value())
-		applied, err := db.execFileBatch(b)
+		applied, err := db.execFileBatch(ctx, b, db.settleFile(f.Owner, f.ID, func(_ store.File, ok bool) casOutcome {
+			if ok {
+				return casApplied // its id is fresh: the record is this one
+			}
+			return casNotApplied
+		}))
 		if err != nil {
 			return fail(err)
 		}
@@ -128,13 +133,26 @@ func (db *DB) fileBatch(ctx context.Context) *gocql.Batch {
 }
 
 // execFileBatch executes a conditional batch and reports whether it
-// applied.
-func (db *DB) execFileBatch(b *gocql.Batch) (bool, error) {
+// applied; an unknown outcome is settled by settle (see lwt).
+func (db *DB) execFileBatch(ctx context.Context, b *gocql.Batch, settle settleFunc) (bool, error) {
 	applied, iter, err := db.session.MapExecuteBatchCAS(b, map[string]any{})
-	if err != nil {
-		return false, err
+	if err == nil {
+		err = iter.Close()
 	}
-	return applied, iter.Close()
+	return settleUnknown(ctx, applied, err, settle)
+}
+
+// settleFile returns the read-back of a change of owner's file id: at
+// serial consistency, outcome says from the file found (ok false: none)
+// what became of the change.
+func (db *DB) settleFile(owner string, id store.FileID, outcome func(f store.File, ok bool) casOutcome) settleFunc {
+	return func(ctx context.Context) (casOutcome, error) {
+		f, err := db.serialFile(ctx, owner, id)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return casNotApplied, err
+		}
+		return outcome(f, err == nil), nil
+	}
 }
 
 // ownerBytes is the static column bytes as read: nil when it was never
@@ -188,6 +206,16 @@ func (db *DB) File(ctx context.Context, owner string, id store.FileID) (store.Fi
 
 // fileRow reads a row of files, or fails with ErrNotFound.
 func (db *DB) fileRow(ctx context.Context, owner string, id store.FileID) (store.File, error) {
+	return db.readFile(ctx, db.query, owner, id)
+}
+
+// serialFile reads a row of files at serial consistency (see serialRead),
+// to settle a change whose outcome is unknown.
+func (db *DB) serialFile(ctx context.Context, owner string, id store.FileID) (store.File, error) {
+	return db.readFile(ctx, db.serialRead, owner, id)
+}
+
+func (db *DB) readFile(ctx context.Context, query func(ctx context.Context, stmt string, args ...any) *gocql.Query, owner string, id store.FileID) (store.File, error) {
 	if id.IsZero() {
 		return store.File{}, fmt.Errorf("file %v of %q: %w", id, owner, store.ErrNotFound)
 	}
@@ -196,7 +224,7 @@ func (db *DB) fileRow(ctx context.Context, owner string, id store.FileID) (store
 		state   int
 		message gocql.UUID
 	)
-	err := db.query(ctx, selectFile, owner, gocql.UUID(id)).Scan(&state, &f.Name, &f.ContentType, &f.Size, &f.Width, &f.Height, &f.Blurhash, &message, &f.Room)
+	err := query(ctx, selectFile, owner, gocql.UUID(id)).Scan(&state, &f.Name, &f.ContentType, &f.Size, &f.Width, &f.Height, &f.Blurhash, &message, &f.Room)
 	if errors.Is(err, gocql.ErrNotFound) || err == nil && state == 0 {
 		// A row without a state is what a change racing a removal leaves.
 		return store.File{}, fmt.Errorf("file %v of %q: %w", id, owner, store.ErrNotFound)
@@ -231,7 +259,15 @@ func (db *DB) CompleteFile(ctx context.Context, owner string, a store.Attachment
 		b := db.fileBatch(ctx)
 		b.Query(completeFile, int(store.FileReady), a.Name, a.ContentType, a.Size, a.Width, a.Height, a.Blurhash, owner, gocql.UUID(a.ID), int(store.FilePending))
 		b.Query(setFileBytes, bytes.n()+a.Size-f.Size, owner, bytes.value())
-		applied, err := db.execFileBatch(b)
+		applied, err := db.execFileBatch(ctx, b, db.settleFile(owner, a.ID, func(f store.File, ok bool) casOutcome {
+			switch {
+			case ok && f.State == store.FilePending:
+				return casNotApplied
+			case ok && f.State == store.FileReady && f.Attachment == a:
+				return casApplied
+			}
+			return casRejected
+		}))
 		if err != nil {
 			return fail(err)
 		}
@@ -266,7 +302,24 @@ func (db *DB) ClaimFiles(ctx context.Context, owner string, ids []store.FileID, 
 	for _, id := range ids {
 		b.Query(claimFile, int(store.FileClaimed), gocql.UUID(message), room, owner, gocql.UUID(id), int(store.FileReady))
 	}
-	applied, err := db.execFileBatch(b)
+	applied, err := db.execFileBatch(ctx, b, func(ctx context.Context) (casOutcome, error) {
+		ready := 0
+		for _, id := range ids {
+			f, err := db.serialFile(ctx, owner, id)
+			switch {
+			case err != nil && !errors.Is(err, store.ErrNotFound):
+				return casNotApplied, err
+			case err == nil && f.State == store.FileReady:
+				ready++
+			case err != nil || f.State != store.FileClaimed || f.Message != message:
+				return casRejected, nil
+			}
+		}
+		if ready == len(ids) {
+			return casNotApplied, nil
+		}
+		return casApplied, nil // all or none: one claimed by message is all
+	})
 	if err != nil {
 		return fail(err)
 	}
@@ -293,7 +346,16 @@ func uniqueFiles(ids []store.FileID) []store.FileID {
 // unknown, are left as they are.
 func (db *DB) AttachFiles(ctx context.Context, owner string, ids []store.FileID) error {
 	for _, id := range uniqueFiles(ids) {
-		applied, err := execCAS(db.query(ctx, changeState, int(store.FileAttached), owner, gocql.UUID(id), int(store.FileClaimed)), nil)
+		applied, err := lwt(ctx, db.query(ctx, changeState, int(store.FileAttached), owner, gocql.UUID(id), int(store.FileClaimed)), nil,
+			db.settleFile(owner, id, func(f store.File, ok bool) casOutcome {
+				switch {
+				case ok && f.State == store.FileAttached:
+					return casApplied
+				case ok && f.State == store.FileClaimed:
+					return casNotApplied
+				}
+				return casRejected
+			}))
 		if err == nil && applied {
 			err = db.write(ctx, deleteSweep, int(store.BucketOf(id.Time())), gocql.UUID(id), owner).Exec()
 		}
@@ -326,7 +388,16 @@ func (db *DB) doomFile(ctx context.Context, owner string, id store.FileID) error
 	if err := db.write(ctx, insertSweep, doomedDay, gocql.UUID(id), owner).Exec(); err != nil {
 		return err
 	}
-	applied, err := execCAS(db.query(ctx, doomFile, int(store.FileDoomed), owner, gocql.UUID(id)), nil)
+	applied, err := lwt(ctx, db.query(ctx, doomFile, int(store.FileDoomed), owner, gocql.UUID(id)), nil,
+		db.settleFile(owner, id, func(f store.File, ok bool) casOutcome {
+			switch {
+			case ok && f.State == store.FileDoomed:
+				return casApplied
+			case ok:
+				return casNotApplied
+			}
+			return casRejected
+		}))
 	if err != nil || !applied {
 		return err // not applied: removed meanwhile, and the sweep's row is harmless
 	}
@@ -443,7 +514,12 @@ func (db *DB) RemoveFile(ctx context.Context, owner string, id store.FileID) err
 		b := db.fileBatch(ctx)
 		b.Query(deleteFile, owner, gocql.UUID(id), int(f.State))
 		b.Query(setFileBytes, bytes.n()-f.Size, owner, bytes.value())
-		applied, err := db.execFileBatch(b)
+		applied, err := db.execFileBatch(ctx, b, db.settleFile(owner, id, func(_ store.File, ok bool) casOutcome {
+			if ok {
+				return casNotApplied
+			}
+			return casApplied
+		}))
 		if err != nil {
 			return fail(err)
 		}
