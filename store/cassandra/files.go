@@ -29,7 +29,11 @@ var _ store.Files = (*DB)(nil)
 // written before its record and deleted after the change that takes it
 // off, so a crash in between leaves a row too many, never one too few: the
 // sweep reads a row whose record is gone as a doomed file, whose
-// RemoveFile then deletes the row.
+// RemoveFile then deletes the row, and DueFiles passes over (and deletes)
+// the row of an attached file.
+//
+// An LWT whose outcome is unknown (a timeout) is settled by reading the
+// file back at serial consistency, as lwt.go does.
 
 const (
 	fileColumns     = `state, name, content_type, size, width, height, blurhash, message_id, room_name`
@@ -452,15 +456,24 @@ func (db *DB) DueFiles(ctx context.Context, createdBefore time.Time, limit int) 
 	// A file being doomed is listed in both for a moment (see doomFile).
 	due = slices.CompactFunc(due, func(a, b store.File) bool { return a.ID == b.ID && a.Owner == b.Owner })
 	due = due[:min(limit, len(due))]
-	for i, f := range due {
-		switch rec, err := db.fileRow(ctx, f.Owner, f.ID); {
+	files := make([]store.File, 0, len(due))
+	for _, f := range due {
+		rec, err := db.fileRow(ctx, f.Owner, f.ID)
+		switch {
+		case err == nil && rec.State == store.FileAttached:
+			// AttachFiles stopped before it took the file off its day.
+			if err := db.write(ctx, deleteSweep, int(store.BucketOf(f.ID.Time())), gocql.UUID(f.ID), f.Owner).Exec(); err != nil {
+				return fail(err)
+			}
+			continue
 		case err == nil:
-			due[i] = rec
+			f = rec
 		case !errors.Is(err, store.ErrNotFound):
 			return fail(err)
 		}
+		files = append(files, f)
 	}
-	return due, nil
+	return files, nil
 }
 
 // sweepDays reads the listed days of file_sweep up to last, oldest first.
