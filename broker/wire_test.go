@@ -87,6 +87,36 @@ func TestWireVersion3(t *testing.T) {
 	sameEvent(t, "version 3", got, ev)
 }
 
+// The version 5 payload is fixed: later versions must keep decoding it. It
+// carries a message's attachments and link preview.
+func TestWireVersion5(t *testing.T) {
+	ev := wantPosted(t)
+	ev.Kind = store.MessagePreviewed
+	fileID, _ := store.ParseMessageID(hideID)
+	ev.Message.Attachments = []store.Attachment{
+		{ID: fileID, Name: "cat.png", ContentType: "image/png", Size: 1234, Width: 640, Height: 480, Blurhash: "LEHV6n"},
+		{ID: fileID, Name: "a.pdf", ContentType: "application/pdf", Size: 99},
+	}
+	ev.Message.Preview = &store.LinkPreview{URL: "https://example.com", Title: "Ex", Description: "D", SiteName: "S", ImageURL: "https://example.com/i.png"}
+	golden := `{"v":5,"id":"` + postID + `","kind":"MESSAGE_PREVIEWED","room":"tea","user":{"login":"alice","first":"Alice","last":"Liddell"},` +
+		`"msg":{"id":"` + postID + `","author":{"login":"alice","first":"Alice","last":"Liddell"},"content":"hi \"there\"","system":true,` +
+		`"files":[{"id":"` + hideID + `","name":"cat.png","type":"image/png","size":1234,"w":640,"h":480,"blur":"LEHV6n"},` +
+		`{"id":"` + hideID + `","name":"a.pdf","type":"application/pdf","size":99}],` +
+		`"preview":{"url":"https://example.com","title":"Ex","desc":"D","site":"S","image":"https://example.com/i.png"}}}`
+	b, err := encodeEvent(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != golden {
+		t.Fatalf("encoded\n %s\nwant\n %s", b, golden)
+	}
+	got, err := decodeEvent([]byte(golden))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameEvent(t, "version 5", got, ev)
+}
+
 // Every kind round-trips, with and without an id or a message; a newer
 // version's unknown fields are skipped.
 func TestWireRoundTrip(t *testing.T) {
@@ -125,7 +155,8 @@ func TestWireRoundTrip(t *testing.T) {
 func TestWireRefusesGarbage(t *testing.T) {
 	for _, b := range []string{``, `null`, `[]`, `{}`, `{"v":2,"kind":"MESSAGE_POSTED","id":"nope"}`,
 		`{"v":2,"kind":"MESSAGE_POSTED","msg":{"id":"00000000-0000-0000-0000-000000000000"}}`, `{"kind":"X","user":7}`,
-		`{"v":3,"kind":"MESSAGE_POSTED","msg":{"id":"` + postID + `","reply":"nope"}}`} {
+		`{"v":3,"kind":"MESSAGE_POSTED","msg":{"id":"` + postID + `","reply":"nope"}}`,
+		`{"v":5,"kind":"MESSAGE_POSTED","msg":{"id":"` + postID + `","files":[{"id":"nope"}]}}`} {
 		if ev, err := decodeEvent([]byte(b)); err == nil {
 			t.Errorf("decodeEvent(%q) = %+v, want an error", b, ev)
 		}
