@@ -56,6 +56,7 @@ const (
 	selectDoomedFiles = `SELECT file_id, owner FROM file_sweep WHERE day = ? LIMIT ?`
 	insertDay         = `INSERT INTO file_sweep_days (sweep, day) VALUES (0, ?)`
 	selectDays        = `SELECT day FROM file_sweep_days WHERE sweep = 0`
+	deleteDay         = `DELETE FROM file_sweep_days USING TIMESTAMP ? WHERE sweep = 0 AND day = ?`
 	maxFileTrials     = 50
 )
 
@@ -94,10 +95,12 @@ func (db *DB) CreateFile(ctx context.Context, f store.File, quota int64) error {
 			} else if !errors.Is(err, store.ErrNotFound) {
 				return fail(err)
 			}
-			fo := newFanout(2)
-			fo.Go(func() error { return db.write(ctx, insertDay, day).Exec() })
-			fo.Go(func() error { return db.write(ctx, insertSweep, day, gocql.UUID(f.ID), f.Owner).Exec() })
-			if err := fo.Wait(); err != nil {
+			// The row, then its day's listing, so that the listing's
+			// write time is after the row's (see pruneDay).
+			if err := db.write(ctx, insertSweep, day, gocql.UUID(f.ID), f.Owner).Exec(); err != nil {
+				return fail(err)
+			}
+			if err := db.write(ctx, insertDay, day).Exec(); err != nil {
 				return fail(err)
 			}
 			listed = true
@@ -443,9 +446,16 @@ func (db *DB) DueFiles(ctx context.Context, createdBefore time.Time, limit int) 
 	}
 	before := gocql.UUID(store.MinMessageID(createdBefore))
 	var made []store.File
+	prunable := min(store.BucketOf(createdBefore), store.BucketOf(time.Now().Add(-pruneAfter)))
 	for _, day := range days {
+		readAt, found := time.Now().UnixMicro(), len(made)
 		if made, err = scanSweep(db.query(ctx, selectSweep, day, before, limit-len(made)).Iter(), made); err != nil {
 			return fail(err)
+		}
+		if len(made) == found && day < int(prunable) {
+			if err := db.pruneDay(ctx, day, readAt); err != nil {
+				return fail(err)
+			}
 		}
 		if len(made) >= limit {
 			break
@@ -474,6 +484,20 @@ func (db *DB) DueFiles(ctx context.Context, createdBefore time.Time, limit int) 
 		files = append(files, f)
 	}
 	return files, nil
+}
+
+// pruneAfter is how old a day of file_sweep must be for DueFiles to take
+// its listing off once it reads it empty: files are made now, so no new
+// row is expected in it.
+const pruneAfter = 48 * time.Hour
+
+// pruneDay deletes the listing of a day of file_sweep that a read begun at
+// readAt (Unix microseconds) found empty. The delete is at readAt: a file
+// made in that day after the read writes its row, then the listing, at a
+// later time, which the delete does not shadow, so no row is left
+// unlisted (clocks agreeing within the time between the two).
+func (db *DB) pruneDay(ctx context.Context, day int, readAt int64) error {
+	return db.write(ctx, deleteDay, readAt, day).Exec()
 }
 
 // sweepDays reads the listed days of file_sweep up to last, oldest first.
