@@ -251,8 +251,9 @@ func scanEntry(iter *gocql.Iter) (c store.Conversation, ok, more bool) {
 			Content: lastContent,
 			System:  lastSystem,
 			Hidden:  hiddenID == lastID,
-			// No message has empty content: the delete erased it.
-			Deleted: lastContent == "",
+			// Only a message of attachments alone has empty content, and
+			// the delete erased them too.
+			Deleted: lastContent == "" && filesOf != lastID,
 		}
 		if replyOf == lastID {
 			c.LastMessage.ReplyTo = store.MessageID(replyTo)

@@ -89,6 +89,15 @@ func testAttachmentsEveryReadPath(t *testing.T, s ConversationStore) {
 		t.Fatalf("SendDirect(reply) = %v", err)
 	}
 	checkCopies(t, ctx, s, dmReply, alice.Login, bob.Login)
+	filesOnly := withFiles(directMessage(alice, bob, store.NewMessageID(), ""), 1)
+	if err := s.SendDirect(ctx, filesOnly, bob); err != nil {
+		t.Fatalf("SendDirect(attachments alone) = %v", err)
+	}
+	checkCopies(t, ctx, s, filesOnly, alice.Login, bob.Login)
+	if _, err := s.DeleteMessage(ctx, filesOnly, alice); err != nil {
+		t.Fatal(err)
+	}
+	checkCopies(t, ctx, s, deleted(filesOnly), alice.Login, bob.Login)
 	if dm != direct.Room {
 		t.Fatalf("conversation %q, want %q", direct.Room, dm)
 	}
