@@ -13,12 +13,15 @@ import (
 // Go field changes nothing on the wire and instances of two versions can
 // run side by side during a rolling deploy.
 //
-// Version 4 (this one):
+// Version 5 (this one):
 //
-//	{"seq":12,"v":4,"id":"<timeuuid>","kind":"MESSAGE_EDITED","room":"tea-party",
+//	{"seq":12,"v":5,"id":"<timeuuid>","kind":"MESSAGE_EDITED","room":"tea-party",
 //	 "user":{"login":"alice","first":"Alice","last":"Liddell"},
 //	 "msg":{"id":"<timeuuid>","author":{...},"content":"hi","system":true,"hidden":true,
-//	        "edited":1764000000123,"deleted":true,"reply":"<timeuuid>"},
+//	        "edited":1764000000123,"deleted":true,"reply":"<timeuuid>",
+//	        "files":[{"id":"<timeuuid>","name":"cat.png","type":"image/png","size":1234,
+//	                  "w":640,"h":480,"blur":"LEHV6n"}],
+//	        "preview":{"url":"https://...","title":"..","desc":"..","site":"..","image":"https://..."}},
 //	 "online":true}
 //
 // id is absent for an event that no log holds (RESYNC, READ_UPTO, ROOM_DELETED
@@ -29,6 +32,13 @@ import (
 // state. seq is a room's logged event's place in the room's sequence
 // (store.Cursor), which the Redis script that publishes the event writes
 // in (see publishSequencedScript); absent when there is none.
+//
+// files are the message's attachments, in order; preview its link
+// preview.
+//
+// Version 4 is version 5 without the message's files and preview: an
+// instance of version 4 shows a newer sender's message without them until
+// it is upgraded.
 //
 // Version 3 is version 4 without seq.
 //
@@ -45,7 +55,7 @@ import (
 // A newer version than wireVersion is decoded as far as its fields are
 // known (versions only ever add fields); an undecodable payload makes the
 // topic's subscribers resync from the log.
-const wireVersion = 4
+const wireVersion = 5
 
 type wireEvent struct {
 	V       int          `json:"v"`
@@ -82,6 +92,49 @@ type wireMessage struct {
 	Edited  int64  `json:"edited,omitempty"`
 	Deleted bool   `json:"deleted,omitempty"`
 	ReplyTo string `json:"reply,omitempty"`
+	// Version 5.
+	Files   []wireFile   `json:"files,omitempty"`
+	Preview *wirePreview `json:"preview,omitempty"`
+}
+
+// wireFile is an attachment of a message.
+type wireFile struct {
+	ID          string `json:"id"`
+	Name        string `json:"name,omitempty"`
+	ContentType string `json:"type,omitempty"`
+	Size        int64  `json:"size,omitempty"`
+	Width       int    `json:"w,omitempty"`
+	Height      int    `json:"h,omitempty"`
+	Blurhash    string `json:"blur,omitempty"`
+}
+
+// wirePreview is a message's link preview.
+type wirePreview struct {
+	URL         string `json:"url"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"desc,omitempty"`
+	SiteName    string `json:"site,omitempty"`
+	ImageURL    string `json:"image,omitempty"`
+}
+
+func toWireFiles(as []store.Attachment) []wireFile {
+	var out []wireFile
+	for _, a := range as {
+		out = append(out, wireFile{ID: a.ID.String(), Name: a.Name, ContentType: a.ContentType, Size: a.Size, Width: a.Width, Height: a.Height, Blurhash: a.Blurhash})
+	}
+	return out
+}
+
+func (ws wireMessage) attachments() ([]store.Attachment, error) {
+	var out []store.Attachment
+	for _, f := range ws.Files {
+		id, err := store.ParseMessageID(f.ID)
+		if err != nil {
+			return nil, fmt.Errorf("decode event message file: %w", err)
+		}
+		out = append(out, store.Attachment{ID: id, Name: f.Name, ContentType: f.ContentType, Size: f.Size, Width: f.Width, Height: f.Height, Blurhash: f.Blurhash})
+	}
+	return out, nil
 }
 
 type v1Message struct {
@@ -114,6 +167,10 @@ func encodeEvent(ev Event) ([]byte, error) {
 		}
 		if !m.ReplyTo.IsZero() {
 			w.Message.ReplyTo = m.ReplyTo.String()
+		}
+		w.Message.Files = toWireFiles(m.Attachments)
+		if p := m.Preview; p != nil {
+			w.Message.Preview = &wirePreview{URL: p.URL, Title: p.Title, Description: p.Description, SiteName: p.SiteName, ImageURL: p.ImageURL}
 		}
 	}
 	b, err := json.Marshal(w)
@@ -154,6 +211,12 @@ func decodeEvent(b []byte) (Event, error) {
 			if msg.ReplyTo, err = store.ParseMessageID(m.ReplyTo); err != nil {
 				return Event{}, fmt.Errorf("decode event message reply: %w", err)
 			}
+		}
+		if msg.Attachments, err = m.attachments(); err != nil {
+			return Event{}, err
+		}
+		if p := m.Preview; p != nil {
+			msg.Preview = &store.LinkPreview{URL: p.URL, Title: p.Title, Description: p.Description, SiteName: p.SiteName, ImageURL: p.ImageURL}
 		}
 		ev.Message = msg
 	case w.V1Message != nil:

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -69,7 +70,7 @@ func TestWireVersion3(t *testing.T) {
 	ev.Message.EditedAt = time.UnixMilli(1764000000123).UTC()
 	ev.Message.Deleted = true
 	ev.Message.ReplyTo, _ = store.ParseMessageID(hideID)
-	golden := `{"v":4,"id":"` + postID + `","kind":"MESSAGE_EDITED","room":"tea","user":{"login":"alice","first":"Alice","last":"Liddell"},` +
+	golden := `{"v":5,"id":"` + postID + `","kind":"MESSAGE_EDITED","room":"tea","user":{"login":"alice","first":"Alice","last":"Liddell"},` +
 		`"msg":{"id":"` + postID + `","author":{"login":"alice","first":"Alice","last":"Liddell"},"content":"hi \"there\"","system":true,` +
 		`"edited":1764000000123,"deleted":true,"reply":"` + hideID + `"}}`
 	b, err := encodeEvent(ev)
@@ -84,6 +85,36 @@ func TestWireVersion3(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameEvent(t, "version 3", got, ev)
+}
+
+// The version 5 payload is fixed: later versions must keep decoding it. It
+// carries a message's attachments and link preview.
+func TestWireVersion5(t *testing.T) {
+	ev := wantPosted(t)
+	ev.Kind = store.MessagePreviewed
+	fileID, _ := store.ParseMessageID(hideID)
+	ev.Message.Attachments = []store.Attachment{
+		{ID: fileID, Name: "cat.png", ContentType: "image/png", Size: 1234, Width: 640, Height: 480, Blurhash: "LEHV6n"},
+		{ID: fileID, Name: "a.pdf", ContentType: "application/pdf", Size: 99},
+	}
+	ev.Message.Preview = &store.LinkPreview{URL: "https://example.com", Title: "Ex", Description: "D", SiteName: "S", ImageURL: "https://example.com/i.png"}
+	golden := `{"v":5,"id":"` + postID + `","kind":"MESSAGE_PREVIEWED","room":"tea","user":{"login":"alice","first":"Alice","last":"Liddell"},` +
+		`"msg":{"id":"` + postID + `","author":{"login":"alice","first":"Alice","last":"Liddell"},"content":"hi \"there\"","system":true,` +
+		`"files":[{"id":"` + hideID + `","name":"cat.png","type":"image/png","size":1234,"w":640,"h":480,"blur":"LEHV6n"},` +
+		`{"id":"` + hideID + `","name":"a.pdf","type":"application/pdf","size":99}],` +
+		`"preview":{"url":"https://example.com","title":"Ex","desc":"D","site":"S","image":"https://example.com/i.png"}}}`
+	b, err := encodeEvent(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != golden {
+		t.Fatalf("encoded\n %s\nwant\n %s", b, golden)
+	}
+	got, err := decodeEvent([]byte(golden))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameEvent(t, "version 5", got, ev)
 }
 
 // Every kind round-trips, with and without an id or a message; a newer
@@ -124,7 +155,8 @@ func TestWireRoundTrip(t *testing.T) {
 func TestWireRefusesGarbage(t *testing.T) {
 	for _, b := range []string{``, `null`, `[]`, `{}`, `{"v":2,"kind":"MESSAGE_POSTED","id":"nope"}`,
 		`{"v":2,"kind":"MESSAGE_POSTED","msg":{"id":"00000000-0000-0000-0000-000000000000"}}`, `{"kind":"X","user":7}`,
-		`{"v":3,"kind":"MESSAGE_POSTED","msg":{"id":"` + postID + `","reply":"nope"}}`} {
+		`{"v":3,"kind":"MESSAGE_POSTED","msg":{"id":"` + postID + `","reply":"nope"}}`,
+		`{"v":5,"kind":"MESSAGE_POSTED","msg":{"id":"` + postID + `","files":[{"id":"nope"}]}}`} {
 		if ev, err := decodeEvent([]byte(b)); err == nil {
 			t.Errorf("decodeEvent(%q) = %+v, want an error", b, ev)
 		}
@@ -165,7 +197,23 @@ func fill(t *testing.T, v reflect.Value, path string) {
 			*x = time.UnixMilli(1764000000123 + int64(i)).UTC()
 		case *store.MessageID:
 			*x = store.NewMessageID()
+		case *int64:
+			*x = 1000 + int64(i)
+		case *int:
+			*x = 1000 + i
 		default:
+			if f.Kind() == reflect.Slice {
+				f.Set(reflect.MakeSlice(f.Type(), 2, 2))
+				for j := range f.Len() {
+					fill(t, f.Index(j), fmt.Sprintf("%s[%d]", name, j))
+				}
+				continue
+			}
+			if f.Kind() == reflect.Pointer {
+				f.Set(reflect.New(f.Type().Elem()))
+				fill(t, f.Elem(), name)
+				continue
+			}
 			if f.Kind() != reflect.Struct {
 				t.Fatalf("%s: a %s, which this test cannot fill yet: teach it, and the wire format", name, f.Type())
 			}

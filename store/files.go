@@ -77,7 +77,7 @@ var ErrQuota = errors.New("file quota exceeded")
 type Files interface {
 	// CreateFile records f as FilePending and adds f.Size to its owner's
 	// bytes, unless that makes them exceed quota (ErrQuota, nothing
-	// written). Its ID is new.
+	// written). Its ID is new (ErrConflict if a file of the owner has it).
 	CreateFile(ctx context.Context, f File, quota int64) error
 	// File reads one of owner's files (ErrNotFound: none of theirs has id).
 	File(ctx context.Context, owner string, id FileID) (File, error)
@@ -94,7 +94,8 @@ type Files interface {
 	// is not FileReady, ErrNotFound if one is not owner's.
 	ClaimFiles(ctx context.Context, owner string, ids []FileID, room string, message MessageID) error
 	// AttachFiles turns FileClaimed files into FileAttached, taking them
-	// off the sweep's list: called once their message is stored.
+	// off the sweep's list: called once their message is stored. Files in
+	// another state (doomed meanwhile), or unknown, are left as they are.
 	AttachFiles(ctx context.Context, owner string, ids []FileID) error
 	// DoomFiles turns owner's files ids, in any state, into FileDoomed and
 	// puts them on the sweep's list, due now. Unknown ids are skipped.
@@ -102,7 +103,9 @@ type Files interface {
 	// DoomOwnerFiles dooms every file of owner (their account is deleted).
 	DoomOwnerFiles(ctx context.Context, owner string) error
 	// DueFiles lists up to limit files on the sweep's list created before
-	// createdBefore, or doomed (at any time), oldest first.
+	// createdBefore, or doomed (at any time), oldest first. A listed file
+	// whose record is gone (a crash between RemoveFile's writes) comes as
+	// FileDoomed with its ID and Owner alone, for the sweep to remove.
 	DueFiles(ctx context.Context, createdBefore time.Time, limit int) ([]File, error)
 	// RemoveFile deletes the record of owner's file id, whatever its state,
 	// takes it off the sweep's list and subtracts its size from the owner's

@@ -151,6 +151,7 @@ type Store interface {
 	Mutes
 	Moderation
 	Profiles
+	Files
 
 	// CreateUser stores a new account. Logins are unique: the write is a
 	// compare-and-set (INSERT ... IF NOT EXISTS), so of many concurrent signups

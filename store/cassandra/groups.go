@@ -16,7 +16,12 @@ import (
 // other member. The author's inbox writes go in one single-partition
 // unlogged batch; the log rows one write each; fanoutParallelism at a time.
 func (db *DB) PostGroupMessage(ctx context.Context, m store.Message, members []store.UserRef) error {
-	ts, id, author := writeTime(m.ID), gocql.UUID(m.ID), userUDT(m.Author)
+	ts, id := writeTime(m.ID), gocql.UUID(m.ID)
+	files, err := attachmentsValue(m.Attachments)
+	if err != nil {
+		return fmt.Errorf("cassandra: post message to group %q: %w", m.Room, err)
+	}
+	stmt, lastOf := lastMessage(m, nil, files)
 	ev := store.Event{ID: m.ID, Kind: store.UnreadChanged, Room: m.Room, User: m.Author, Message: &m}
 	seen := make(map[string]bool, len(members))
 	var extra []func() error
@@ -25,10 +30,7 @@ func (db *DB) PostGroupMessage(ctx context.Context, m store.Message, members []s
 			continue
 		}
 		seen[u.Login] = true
-		stmt, last := setLastGroup, []any{ts, id, m.Content, author, m.System, u.Login, m.Room, sentinelID}
-		if !m.ReplyTo.IsZero() {
-			stmt, last = setLastGroupReply, []any{ts, id, m.Content, author, m.System, id, gocql.UUID(m.ReplyTo), u.Login, m.Room, sentinelID}
-		}
+		last := lastOf(u.Login)
 		if u.Login == m.Author.Login {
 			extra = append(extra, func() error {
 				b := db.inboxBatch(ctx)

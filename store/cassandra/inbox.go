@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -40,17 +41,10 @@ var sentinelID = gocql.UUID{0, 0, 0, 0, 0, 0, 0x10, 0, 0x80, 0x80, 0x80, 0x80, 0
 
 const (
 	summaryRow = ` WHERE login = ? AND conversation_id = ? AND message_id = ?`
-	// last_* of a message; kind and peer ride along, constant per entry.
+	// setLastDirect is what lastMessage writes for a direct message
+	// without a thread or attachments (the tests write entries with it).
 	setLastDirect = `UPDATE conversations_by_user USING TIMESTAMP ?
 		SET kind = 'direct', peer = ?, last_message_id = ?, last_message = ?, last_author = ?, last_system = ?` + summaryRow
-	setLastGroup = `UPDATE conversations_by_user USING TIMESTAMP ?
-		SET kind = 'group', last_message_id = ?, last_message = ?, last_author = ?, last_system = ?` + summaryRow
-	// The same for a reply, with its thread (see schema_v14.cql); the
-	// tuple is a literal of markers, as setLastEdit's.
-	setLastDirectReply = `UPDATE conversations_by_user USING TIMESTAMP ?
-		SET kind = 'direct', peer = ?, last_message_id = ?, last_message = ?, last_author = ?, last_system = ?, last_reply = (?, ?)` + summaryRow
-	setLastGroupReply = `UPDATE conversations_by_user USING TIMESTAMP ?
-		SET kind = 'group', last_message_id = ?, last_message = ?, last_author = ?, last_system = ?, last_reply = (?, ?)` + summaryRow
 	// hideLast names the newest hidden message, at that message's time: the
 	// last message is hidden if it is the one named.
 	hideLast = `UPDATE conversations_by_user USING TIMESTAMP ? SET last_hidden_id = ?`
@@ -59,9 +53,10 @@ const (
 	// The tuple is a literal of three markers: gocql v1.7.0 counts a
 	// tuple marker's elements as values but marshals it from one.
 	setLastEdit = `UPDATE conversations_by_user USING TIMESTAMP ? SET last_edit = (?, ?, ?)`
-	// eraseLast erases a deleted message's content, at its time: a tie,
-	// which the tombstones win, if it is the last message.
-	eraseLast = `DELETE last_message, last_edit FROM conversations_by_user USING TIMESTAMP ?`
+	// eraseLast erases a deleted message's content, attachments and
+	// preview, at its time: a tie, which the tombstones win, if it is the
+	// last message.
+	eraseLast = `DELETE last_message, last_edit, last_files, last_preview FROM conversations_by_user USING TIMESTAMP ?`
 	// setReadMark moves the read mark, at the time of the message it names.
 	setReadMark        = `UPDATE conversations_by_user USING TIMESTAMP ? SET read_upto = ?` + summaryRow
 	openWindowStmt     = `UPDATE conversations_by_user SET kind = 'group', joined_at = joined_at + ?` + summaryRow
@@ -70,7 +65,7 @@ const (
 	deleteConversation = `DELETE FROM conversations_by_user USING TIMESTAMP ? WHERE login = ? AND conversation_id = ?`
 
 	entryColumns = `conversation_id, message_id, kind, peer, last_message_id, last_message, last_author,
-		last_system, last_hidden_id, last_edit, read_upto, joined_at, left_at, last_reply`
+		last_system, last_hidden_id, last_edit, read_upto, joined_at, left_at, last_reply, last_files, last_preview`
 	selectInbox = `SELECT ` + entryColumns + ` FROM conversations_by_user WHERE login = ?`
 	selectEntry = `SELECT ` + entryColumns + ` FROM conversations_by_user WHERE login = ? AND conversation_id = ? AND message_id = ?`
 )
@@ -93,29 +88,25 @@ func (db *DB) SendDirect(ctx context.Context, m store.Message, to store.UserRef)
 	if want := store.DirectConversationID(m.Author.Login, to.Login); m.Room != want {
 		return store.Invalidf("direct message from %q to %q: its conversation is %q, not %q", m.Author.Login, to.Login, want, m.Room)
 	}
-	ts, id, author := writeTime(m.ID), gocql.UUID(m.ID), userUDT(m.Author)
-	stmt := setLastDirect
-	last := func(login string, peer store.UserRef) []any {
-		if !m.ReplyTo.IsZero() {
-			return []any{ts, userUDT(peer), id, m.Content, author, m.System, id, gocql.UUID(m.ReplyTo), login, m.Room, sentinelID}
-		}
-		return []any{ts, userUDT(peer), id, m.Content, author, m.System, login, m.Room, sentinelID}
+	ts, id := writeTime(m.ID), gocql.UUID(m.ID)
+	files, err := attachmentsValue(m.Attachments)
+	if err != nil {
+		return fmt.Errorf("cassandra: send direct message to %q: %w", to.Login, err)
 	}
-	if !m.ReplyTo.IsZero() {
-		stmt = setLastDirectReply
-	}
+	stmt, last := lastMessage(m, &to, files)
 	ev := store.Event{ID: m.ID, Kind: store.DirectMessage, Room: m.Room, User: m.Author, Message: &m}
 	extra := []func() error{db.inboxEventWrite(ctx, m.Author.Login, ev), func() error {
 		b := db.inboxBatch(ctx)
-		b.Query(stmt, last(m.Author.Login, to)...)
+		b.Query(stmt, last(m.Author.Login)...)
 		b.Query(setReadMark, ts, id, m.Author.Login, m.Room, sentinelID)
 		inboxListing(b, m.Author.Login, ev.ID)
 		return db.session.ExecuteBatch(b)
 	}}
 	if to.Login != m.Author.Login {
+		stmt, last := lastMessage(m, &m.Author, files)
 		extra = append(extra, func() error {
 			b := db.inboxBatch(ctx)
-			b.Query(stmt, last(to.Login, m.Author)...)
+			b.Query(stmt, last(to.Login)...)
 			inboxListing(b, to.Login, ev.ID)
 			return db.session.ExecuteBatch(b)
 		}, db.inboxEventWrite(ctx, to.Login, ev))
@@ -124,6 +115,38 @@ func (db *DB) SendDirect(ctx context.Context, m store.Message, to store.UserRef)
 		return fmt.Errorf("cassandra: send direct message to %q: %w", to.Login, err)
 	}
 	return nil
+}
+
+// lastMessage returns the statement setting m as the last message of an
+// entry, of a direct conversation with peer or of a group (peer nil), and
+// its arguments for the entry's owner. The thread (last_reply) and the
+// attachments (files, as attachmentsValue binds them: last_files) are set
+// only when the message has them, so a message writes no null.
+func lastMessage(m store.Message, peer *store.UserRef, files any) (string, func(login string) []any) {
+	ts, id, author := writeTime(m.ID), gocql.UUID(m.ID), userUDT(m.Author)
+	var set strings.Builder
+	set.WriteString(`UPDATE conversations_by_user USING TIMESTAMP ? SET `)
+	args := []any{ts}
+	if peer != nil {
+		set.WriteString(`kind = 'direct', peer = ?, `)
+		args = append(args, userUDT(*peer))
+	} else {
+		set.WriteString(`kind = 'group', `)
+	}
+	set.WriteString(`last_message_id = ?, last_message = ?, last_author = ?, last_system = ?`)
+	args = append(args, id, m.Content, author, m.System)
+	if !m.ReplyTo.IsZero() {
+		set.WriteString(`, last_reply = (?, ?)`)
+		args = append(args, id, gocql.UUID(m.ReplyTo))
+	}
+	if files != gocql.UnsetValue {
+		set.WriteString(`, last_files = (?, ?)`)
+		args = append(args, id, files)
+	}
+	set.WriteString(summaryRow)
+	return set.String(), func(login string) []any {
+		return append(slices.Clone(args), login, m.Room, sentinelID)
+	}
 }
 
 // Inbox returns login's entries, newest message first: one read of its
@@ -204,8 +227,11 @@ func scanEntry(iter *gocql.Iter) (c store.Conversation, ok, more bool) {
 		joined, left                      []time.Time
 	)
 	var edit lastEdit // a tuple scans into one destination per element
-	var replyOf, replyTo gocql.UUID
-	if !iter.Scan(&c.ID, &first, &kind, &peer, &lastID, &lastContent, &lastAuthor, &lastSystem, &hiddenID, &edit.ID, &edit.At, &edit.Content, &readUpTo, &joined, &left, &replyOf, &replyTo) {
+	var replyOf, replyTo, filesOf, previewOf gocql.UUID
+	var files string
+	var preview previewCell
+	if !iter.Scan(&c.ID, &first, &kind, &peer, &lastID, &lastContent, &lastAuthor, &lastSystem, &hiddenID, &edit.ID, &edit.At, &edit.Content, &readUpTo, &joined, &left, &replyOf, &replyTo,
+		&filesOf, &files, &previewOf, &preview.version, &preview.json) {
 		return store.Conversation{}, false, false
 	}
 	if first != sentinelID || kind == "" {
@@ -225,14 +251,21 @@ func scanEntry(iter *gocql.Iter) (c store.Conversation, ok, more bool) {
 			Content: lastContent,
 			System:  lastSystem,
 			Hidden:  hiddenID == lastID,
-			// No message has empty content: the delete erased it.
-			Deleted: lastContent == "",
+			// Only a message of attachments alone has empty content, and
+			// the delete erased them too.
+			Deleted: lastContent == "" && filesOf != lastID,
 		}
 		if replyOf == lastID {
 			c.LastMessage.ReplyTo = store.MessageID(replyTo)
 		}
 		if edit.ID == lastID && !c.LastMessage.Deleted {
 			c.LastMessage.Content, c.LastMessage.EditedAt = edit.Content, edit.At.UTC()
+		}
+		if filesOf == lastID && !c.LastMessage.Deleted {
+			c.LastMessage.Attachments = decodeAttachments(files)
+		}
+		if previewOf == lastID && !c.LastMessage.Deleted {
+			c.LastMessage.Preview = preview.of(c.LastMessage.EditedAt)
 		}
 	}
 	return c, true, true

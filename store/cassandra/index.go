@@ -15,13 +15,13 @@ import (
 // written with its stream copy by writeMessage.
 
 const (
-	insertByID = `INSERT INTO messages_by_id (message_id, room_name, author, content, system_message, reply_to, visible)
-		VALUES (?, ?, ?, ?, ?, ?, true) USING TIMESTAMP ?`
+	insertByID = `INSERT INTO messages_by_id (message_id, room_name, author, content, system_message, reply_to, attachments, visible)
+		VALUES (?, ?, ?, ?, ?, ?, ?, true) USING TIMESTAMP ?`
 	selectByID = `SELECT room_name, ` + stateColumns + ` FROM messages_by_id WHERE message_id = ?`
 	deleteByID = `DELETE FROM messages_by_id WHERE message_id = ?`
 
-	insertByAuthor = `INSERT INTO messages_by_author (author_login, time_bucket, message_id, room_name, author, content, system_message, reply_to, visible)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, true) USING TIMESTAMP ?`
+	insertByAuthor = `INSERT INTO messages_by_author (author_login, time_bucket, message_id, room_name, author, content, system_message, reply_to, attachments, visible)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, true) USING TIMESTAMP ?`
 	byAuthorColumns      = `message_id, room_name, ` + stateColumns
 	selectByAuthor       = `SELECT ` + byAuthorColumns + ` FROM messages_by_author WHERE author_login = ? AND time_bucket = ? LIMIT ?`
 	selectByAuthorBefore = `SELECT ` + byAuthorColumns + ` FROM messages_by_author WHERE author_login = ? AND time_bucket = ? AND message_id < ? LIMIT ?`
@@ -165,7 +165,9 @@ func (db *DB) HideMessage(ctx context.Context, m store.Message, by store.UserRef
 
 // EditMessage writes the content and edited_at of every copy USING
 // TIMESTAMP the edit's time, so the latest edit wins everywhere, and the
-// entries' last_edit at the message's time (see schema_v7.cql).
+// entries' last_edit at the message's time (see schema_v7.cql). The
+// preview goes without a write: it names the edit it is of, no longer the
+// message's (see previewCell).
 func (db *DB) EditMessage(ctx context.Context, m store.Message, by store.UserRef, content string, at time.Time) (store.Event, error) {
 	// The write time is the edit's to the microsecond, and after the
 	// message's own, which edited_at's millisecond may not be.
@@ -181,13 +183,14 @@ func (db *DB) EditMessage(ctx context.Context, m store.Message, by store.UserRef
 		},
 		copy:  []statement{{`UPDATE %[1]s USING TIMESTAMP ? SET content = ?, edited_at = ? WHERE %[2]s`, []any{ts, content, at}}},
 		entry: []statement{{setLastEdit, []any{writeTime(m.ID), gocql.UUID(m.ID), at, content}}},
-		apply: func(m *store.Message) { m.Content, m.EditedAt = content, at },
+		apply: func(m *store.Message) { m.Content, m.EditedAt, m.Preview = content, at, nil },
 	})
 }
 
-// DeleteMessage sets deleted = true in every copy and erases its content and
-// edited_at by tombstones at erasedAt; in the inbox entries it erases last_message and
-// last_edit by tombstones at the message's time, which win a tie, so the
+// DeleteMessage sets deleted = true in every copy and erases its content,
+// edited_at, attachments and preview by tombstones at erasedAt; in the inbox
+// entries it erases last_message, last_edit, last_files and last_preview by
+// tombstones at the message's time, which win a tie, so the
 // entry's content goes if the message is its last and a newer message's is
 // untouched.
 func (db *DB) DeleteMessage(ctx context.Context, m store.Message, by store.UserRef) (store.Event, error) {
@@ -196,10 +199,12 @@ func (db *DB) DeleteMessage(ctx context.Context, m store.Message, by store.UserR
 		changes: func(stored store.Message) (bool, error) { return !stored.Deleted, nil },
 		copy: []statement{
 			{cql: `UPDATE %[1]s SET deleted = true WHERE %[2]s`},
-			{`DELETE content, edited_at FROM %[1]s USING TIMESTAMP ? WHERE %[2]s`, []any{erasedAt}},
+			{`DELETE content, edited_at, attachments, preview FROM %[1]s USING TIMESTAMP ? WHERE %[2]s`, []any{erasedAt}},
 		},
 		entry: []statement{{eraseLast, []any{writeTime(m.ID)}}},
-		apply: func(m *store.Message) { m.Content, m.EditedAt, m.Deleted = "", time.Time{}, true },
+		apply: func(m *store.Message) {
+			m.Content, m.EditedAt, m.Deleted, m.Attachments, m.Preview = "", time.Time{}, true, nil, nil
+		},
 	})
 }
 

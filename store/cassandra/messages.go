@@ -12,8 +12,8 @@ import (
 const (
 	// Every copy of a message is written at the message's time, so that an
 	// edit, written at its own, later time, wins even over a retried post.
-	insertMessage = `INSERT INTO chat_room_messages (room_name, time_bucket, message_id, author, content, system_message, reply_to, visible)
-		VALUES (?, ?, ?, ?, ?, ?, ?, true) USING TIMESTAMP ?`
+	insertMessage = `INSERT INTO chat_room_messages (room_name, time_bucket, message_id, author, content, system_message, reply_to, attachments, visible)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, true) USING TIMESTAMP ?`
 	insertReply    = `INSERT INTO message_replies (room_name, time_bucket, root_id, reply_id, author) VALUES (?, ?, ?, ?, ?) USING TIMESTAMP ?`
 	messageColumns = `message_id, ` + stateColumns
 	// Newest first is the table's clustering order; oldest first reverses it.
@@ -85,25 +85,29 @@ func (db *DB) writeLogged(ctx context.Context, m store.Message, ev *store.Event,
 	if !m.ReplyTo.IsZero() {
 		replyTo = (*gocql.UUID)(&m.ReplyTo)
 	}
+	files, err := attachmentsValue(m.Attachments)
+	if err != nil {
+		return err
+	}
 	fo := newFanout(fanoutParallelism)
 	db.listBuckets(ctx, fo, m, b)
 	fo.Go(func() error {
 		if ev == nil {
-			return db.query(ctx, insertMessage, m.Room, int(b), id, author, m.Content, m.System, replyTo, ts).Exec()
+			return db.query(ctx, insertMessage, m.Room, int(b), id, author, m.Content, m.System, replyTo, files, ts).Exec()
 		}
 		// Idempotent: the message row names its timestamp, and the event
 		// row is written once, by id.
 		batch := db.session.NewBatch(gocql.UnloggedBatch).WithContext(ctx).RetryPolicy(retryElsewhere)
 		batch.Entries = append(batch.Entries,
-			gocql.BatchEntry{Stmt: insertMessage, Args: []any{m.Room, int(b), id, author, m.Content, m.System, replyTo, ts}, Idempotent: true},
+			gocql.BatchEntry{Stmt: insertMessage, Args: []any{m.Room, int(b), id, author, m.Content, m.System, replyTo, files, ts}, Idempotent: true},
 			gocql.BatchEntry{Stmt: insertRoomEvent, Args: roomEventArgs(*ev), Idempotent: true})
 		return db.session.ExecuteBatch(batch)
 	})
 	fo.Go(func() error {
-		return db.query(ctx, insertByID, id, m.Room, author, m.Content, m.System, replyTo, ts).Exec()
+		return db.query(ctx, insertByID, id, m.Room, author, m.Content, m.System, replyTo, files, ts).Exec()
 	})
 	fo.Go(func() error {
-		return db.query(ctx, insertByAuthor, m.Author.Login, int(b), id, m.Room, author, m.Content, m.System, replyTo, ts).Exec()
+		return db.query(ctx, insertByAuthor, m.Author.Login, int(b), id, m.Room, author, m.Content, m.System, replyTo, files, ts).Exec()
 	})
 	if !m.ReplyTo.IsZero() {
 		fo.Go(func() error {
@@ -208,7 +212,7 @@ func roomRows(room string) rowReader {
 
 // stateColumns are the columns of every copy of a message after its key
 // (and, in the index, its room), as messageState scans them.
-const stateColumns = `author, content, system_message, visible, edited_at, deleted, reply_to`
+const stateColumns = `author, content, system_message, visible, edited_at, deleted, reply_to, attachments, preview`
 
 // messageState is a message's stateColumns as scanned.
 type messageState struct {
@@ -219,10 +223,12 @@ type messageState struct {
 	editedAt time.Time
 	deleted  *bool
 	replyTo  gocql.UUID
+	files    string
+	preview  previewCell
 }
 
 func (st *messageState) dest() []any {
-	return []any{&st.author, &st.content, &st.system, &st.visible, &st.editedAt, &st.deleted, &st.replyTo}
+	return []any{&st.author, &st.content, &st.system, &st.visible, &st.editedAt, &st.deleted, &st.replyTo, &st.files, &st.preview.version, &st.preview.json}
 }
 
 // fill sets m's state and reports whether the row is a message: a row
@@ -238,7 +244,10 @@ func (st *messageState) fill(m *store.Message) bool {
 	}
 	if m.Deleted { // a tombstone, whatever an edit racing the delete wrote
 		m.Content, m.EditedAt = "", time.Time{}
+		return st.author.Login != ""
 	}
+	m.Attachments = decodeAttachments(st.files)
+	m.Preview = st.preview.of(m.EditedAt)
 	return st.author.Login != ""
 }
 

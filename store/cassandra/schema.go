@@ -82,6 +82,11 @@ var schemaV13 string
 //go:embed schema_v14.cql
 var schemaV14 string
 
+// schemaV15 adds files, and the attachments and link previews of messages.
+//
+//go:embed schema_v15.cql
+var schemaV15 string
+
 // A migration is one schema version: CQL statements separated by ';', then
 // the conversion of the data, if any.
 type migration struct {
@@ -111,6 +116,7 @@ var migrations = []migration{
 	{version: 12, description: "chat_rooms.moderators, chat_rooms.banned", cql: schemaV12},
 	{version: 13, description: "users.deleted", cql: schemaV13},
 	{version: 14, description: "conversations_by_user.last_reply", cql: schemaV14},
+	{version: 15, description: "files, file_sweep, file_sweep_days, attachments and previews of messages", cql: schemaV15},
 }
 
 // createMigrationsTable repeats schema.cql's statement: the table must exist

@@ -106,18 +106,18 @@ func (db *DB) EditMessage(ctx context.Context, m store.Message, by store.UserRef
 		if !at.After(r.EditedAt) {
 			return false, nil
 		}
-		r.Content, r.EditedAt = content, at
+		r.Content, r.EditedAt, r.Preview = content, at, nil
 		return true, nil
 	})
 }
 
-// DeleteMessage erases the message's content (see changeMessage): the rows
+// DeleteMessage erases the message's content, attachments and preview (see changeMessage): the rows
 // are rewritten without it, which pebble's compactions then drop from disk.
 // Deleting a deleted message changes nothing and logs nothing.
 func (db *DB) DeleteMessage(ctx context.Context, m store.Message, by store.UserRef) (store.Event, error) {
 	return db.changeMessage(ctx, m, by, store.MessageDeleted, func(r *messageRow) (bool, error) {
 		changed := !r.Deleted
-		r.Content, r.EditedAt, r.Deleted = "", time.Time{}, true
+		r.Content, r.EditedAt, r.Deleted, r.Files, r.Preview = "", time.Time{}, true, nil, nil
 		return changed, nil
 	})
 }

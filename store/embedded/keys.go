@@ -43,6 +43,12 @@ const (
 	// tableRoomBans holds the logins banned from each room, a partition
 	// per room: Cassandra keeps them in chat_rooms.banned.
 	tableRoomBans = "room_bans"
+	// tableFiles holds the records of the files people send, a partition
+	// per owner; tableFileOwners each owner's bytes; tableFileSweep the
+	// sweep's list (see fileSweepKey).
+	tableFiles      = "files"
+	tableFileOwners = "file_owners"
+	tableFileSweep  = "file_sweep"
 
 	// tableRoomMembers is no Cassandra table but this store's index of
 	// chat_rooms' participants (see membersPartition), and tableMeta holds
@@ -328,3 +334,28 @@ func unreadKey(login, id string, message store.MessageID) key {
 // readMarksBuilt is the row of store_meta that says the unread rows of the
 // versions before read marks are converted (see buildReadMarks).
 func readMarksBuilt() key { return tuple(tableMeta).str("read_marks") }
+
+// filesPartition holds owner's files, by id.
+func filesPartition(owner string) key { return tuple(tableFiles).str(owner) }
+
+func fileKey(owner string, id store.FileID) key { return filesPartition(owner).asc(id) }
+
+// fileOwnerKey is the row of file_owners holding the sum of owner's files'
+// sizes.
+func fileOwnerKey(owner string) key { return tuple(tableFileOwners).str(owner) }
+
+// doomedDay is the day of file_sweep that lists the doomed files, due
+// whenever they were made: no file is made on day 0.
+const doomedDay store.Bucket = 0
+
+// fileSweepDay prefixes the sweep's rows of one day: the files made that
+// day and not yet attached, or at doomedDay the doomed files, oldest
+// first.
+func fileSweepDay(day store.Bucket) key { return tuple(tableFileSweep).int(int64(day)) }
+
+// fileSweepKey is the sweep's row of owner's file id: in the day of its
+// id, or at doomedDay once it is doomed. The owner follows the id, so that
+// the rows lie in the order of the files' times.
+func fileSweepKey(day store.Bucket, id store.FileID, owner string) key {
+	return fileSweepDay(day).asc(id).str(owner)
+}

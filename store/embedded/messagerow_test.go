@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
@@ -15,7 +16,7 @@ func sameRow(a, b messageRow) bool {
 	_, bo := b.EditedAt.Zone()
 	ta, tb := a.EditedAt, b.EditedAt
 	a.EditedAt, b.EditedAt = time.Time{}, time.Time{}
-	return a == b && ta.Equal(tb) && ao == bo
+	return reflect.DeepEqual(a, b) && ta.Equal(tb) && ao == bo
 }
 
 func sampleRows() []messageRow {
@@ -27,6 +28,8 @@ func sampleRows() []messageRow {
 		{Author: userRef{"carol", "Carol", "C"}, Content: "<b>&amp;</b>"},
 		{Author: userRef{"dave", "", ""}, Content: "", Deleted: true, ReplyTo: store.NewMessageID()},
 		{Author: userRef{"eve", "Eve", "E"}, Content: "\xff invalid", EditedAt: edited.In(time.FixedZone("", 2*3600)), ReplyTo: store.NewMessageID()},
+		{Author: userRef{"fay", "Fay", "F"}, Content: "a cat", Files: []fileRow{{ID: store.NewMessageID(), Name: "cat.png", ContentType: "image/png", Size: 1234, Width: 64, Height: 48, Blurhash: "LEHV6n"}}},
+		{Author: userRef{"gus", "Gus", "G"}, Content: "see https://example.com", Preview: &previewRow{URL: "https://example.com", Title: "Example"}},
 	}
 }
 

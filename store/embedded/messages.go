@@ -62,6 +62,7 @@ func (db *DB) addMessage(b *batch, m store.Message) error {
 		return store.Invalidf("message in room %q has no id", m.Room)
 	}
 	day := store.BucketOf(m.ID.Time())
+	m.Preview = nil // a new message has none: SetPreview sets it, as in the cassandra backend
 	b.set(messageKey(m.Room, m.ID), newMessageRow(m))
 	b.set(messageByIDKey(m.ID), newIndexRow(m))
 	b.set(authorMessageKey(m.Author.Login, m.ID), newIndexRow(m))

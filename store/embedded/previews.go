@@ -2,12 +2,19 @@ package embedded
 
 import (
 	"context"
-	"errors"
 
 	"github.com/killrchat/chatql/store"
 )
 
-// SetPreview is not written yet (the branch files-store writes it).
+// SetPreview stores p as the message's preview (see changeMessage), logged
+// as by its author, unless the message was deleted or edited since m was
+// read: its EditedAt is no longer m's.
 func (db *DB) SetPreview(ctx context.Context, m store.Message, p store.LinkPreview) (store.Event, error) {
-	return store.Event{}, errors.ErrUnsupported
+	return db.changeMessage(ctx, m, m.Author, store.MessagePreviewed, func(r *messageRow) (bool, error) {
+		if r.Deleted || !r.EditedAt.Equal(m.EditedAt) {
+			return false, nil
+		}
+		r.Preview = newPreviewRow(&p)
+		return true, nil
+	})
 }

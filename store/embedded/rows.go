@@ -61,6 +61,67 @@ type messageRow struct {
 	EditedAt time.Time       `json:"e,omitzero"`
 	Deleted  bool            `json:"d,omitempty"`
 	ReplyTo  store.MessageID `json:"t,omitzero"`
+	// Files and Preview are store.Message's Attachments and Preview. The
+	// fast parser (decodeMessage) does not know them: a row with either
+	// takes encoding/json.
+	Files   []fileRow   `json:"f,omitempty"`
+	Preview *previewRow `json:"p,omitempty"`
+}
+
+// fileRow is an attachment of a message (store.Attachment).
+type fileRow struct {
+	ID          store.FileID `json:"i"`
+	Name        string       `json:"n,omitempty"`
+	ContentType string       `json:"t,omitempty"`
+	Size        int64        `json:"s,omitempty"`
+	Width       int          `json:"w,omitempty"`
+	Height      int          `json:"h,omitempty"`
+	Blurhash    string       `json:"b,omitempty"`
+}
+
+// previewRow is a message's link preview (store.LinkPreview).
+type previewRow struct {
+	URL         string `json:"u"`
+	Title       string `json:"t,omitempty"`
+	Description string `json:"d,omitempty"`
+	SiteName    string `json:"s,omitempty"`
+	ImageURL    string `json:"i,omitempty"`
+}
+
+func fileRows(as []store.Attachment) []fileRow {
+	var rows []fileRow
+	for _, a := range as {
+		rows = append(rows, fileRow{ID: a.ID, Name: a.Name, ContentType: a.ContentType, Size: a.Size, Width: a.Width, Height: a.Height, Blurhash: a.Blurhash})
+	}
+	return rows
+}
+
+func attachments(rows []fileRow) []store.Attachment {
+	var as []store.Attachment
+	for _, r := range rows {
+		as = append(as, r.attachment())
+	}
+	return as
+}
+
+func (r fileRow) attachment() store.Attachment {
+	return store.Attachment{ID: r.ID, Name: r.Name, ContentType: r.ContentType, Size: r.Size, Width: r.Width, Height: r.Height, Blurhash: r.Blurhash}
+}
+
+func newPreviewRow(p *store.LinkPreview) *previewRow {
+	if p == nil {
+		return nil
+	}
+	row := previewRow(*p)
+	return &row
+}
+
+func (r *previewRow) preview() *store.LinkPreview {
+	if r == nil {
+		return nil
+	}
+	p := store.LinkPreview(*r)
+	return &p
 }
 
 // Rows of messages_bucket have no columns besides the key: the value is
@@ -252,11 +313,17 @@ func (r roomRow) hasParticipant(login string) bool {
 }
 
 func newMessageRow(m store.Message) messageRow {
-	return messageRow{Author: refRow(m.Author), Content: m.Content, System: m.System, Hidden: m.Hidden, EditedAt: m.EditedAt, Deleted: m.Deleted, ReplyTo: m.ReplyTo}
+	return messageRow{
+		Author: refRow(m.Author), Content: m.Content, System: m.System, Hidden: m.Hidden, EditedAt: m.EditedAt, Deleted: m.Deleted, ReplyTo: m.ReplyTo,
+		Files: fileRows(m.Attachments), Preview: newPreviewRow(m.Preview),
+	}
 }
 
 func (r messageRow) message(room string, id store.MessageID) store.Message {
-	return store.Message{Room: room, ID: id, Author: r.Author.ref(), Content: r.Content, System: r.System, Hidden: r.Hidden, EditedAt: r.EditedAt, Deleted: r.Deleted, ReplyTo: r.ReplyTo}
+	return store.Message{
+		Room: room, ID: id, Author: r.Author.ref(), Content: r.Content, System: r.System, Hidden: r.Hidden, EditedAt: r.EditedAt, Deleted: r.Deleted, ReplyTo: r.ReplyTo,
+		Attachments: attachments(r.Files), Preview: r.Preview.preview(),
+	}
 }
 
 // indexRow is a row of messages_by_id or messages_by_author: a message
@@ -352,4 +419,25 @@ func (r conversationRow) conversation(id string) store.Conversation {
 		c.Windows = append(c.Windows, store.Window{From: w.From, To: w.To})
 	}
 	return c
+}
+
+// fileRecordRow is a row of files; the owner and the id are in the key.
+type fileRecordRow struct {
+	fileRow
+	State   store.FileState `json:"st"`
+	Message store.MessageID `json:"m,omitzero"`
+	Room    string          `json:"r,omitempty"`
+}
+
+func newFileRecordRow(f store.File) fileRecordRow {
+	return fileRecordRow{fileRow: fileRows([]store.Attachment{f.Attachment})[0], State: f.State, Message: f.Message, Room: f.Room}
+}
+
+func (r fileRecordRow) file(owner string) store.File {
+	return store.File{Attachment: r.attachment(), Owner: owner, State: r.State, Message: r.Message, Room: r.Room}
+}
+
+// fileOwnerRow is a row of file_owners.
+type fileOwnerRow struct {
+	Bytes int64 `json:"b"`
 }

@@ -85,6 +85,13 @@ func conversationGroups() []group[ConversationStore] {
 			{"HideFormerMember", testIndexHideFormerMember},
 			{"DeleteRoom", testIndexDeleteRoom},
 		}},
+		{"Attachments", []convTest{
+			{"EveryReadPath", testAttachmentsEveryReadPath},
+			{"Preview", testSetPreview},
+			{"PreviewDirect", testSetPreviewDirect},
+			{"PreviewGroup", testSetPreviewGroup},
+			{"PreviewRacingEdit", testSetPreviewRacingEdit},
+		}},
 	}
 }
 

@@ -245,8 +245,8 @@ func checkMessages(t *testing.T, what string, got, want []store.Message) {
 }
 
 func fmtMessage(m store.Message) string {
-	return fmt.Sprintf("{Room:%s ID:%v (%s) Author:%+v Content:%q System:%v Hidden:%v EditedAt:%s Deleted:%v ReplyTo:%v}",
-		m.Room, m.ID, m.ID.Time().Format(time.RFC3339Nano), m.Author, m.Content, m.System, m.Hidden, m.EditedAt.Format(time.RFC3339Nano), m.Deleted, m.ReplyTo)
+	return fmt.Sprintf("{Room:%s ID:%v (%s) Author:%+v Content:%q System:%v Hidden:%v EditedAt:%s Deleted:%v ReplyTo:%v Attachments:%+v Preview:%+v}",
+		m.Room, m.ID, m.ID.Time().Format(time.RFC3339Nano), m.Author, m.Content, m.System, m.Hidden, m.EditedAt.Format(time.RFC3339Nano), m.Deleted, m.ReplyTo, m.Attachments, m.Preview)
 }
 
 // fmtMessages lists messages briefly: content and id time.

@@ -138,6 +138,18 @@ func groups() []group[store.Store] {
 			{"ConcurrentPosts", testRoomEventsConcurrentPosts},
 			{"JoinLeaveOnce", testRoomEventsJoinLeaveOnce},
 		}},
+		{"Files", []storeTest{
+			{"Lifecycle", testFilesLifecycle},
+			{"Quota", testFilesQuota},
+			{"QuotaConcurrent", testFilesQuotaConcurrent},
+			{"OtherOwner", testFilesOtherOwner},
+			{"ClaimAllOrNone", testFilesClaimAllOrNone},
+			{"ClaimRacing", testFilesClaimRacing},
+			{"DueFiles", testDueFiles},
+			{"DoomOwnerFiles", testDoomOwnerFiles},
+			{"BytesConcurrent", testFilesBytesConcurrent},
+			{"AttachRacingDoom", testFilesAttachRacingDoom},
+		}},
 	}
 }
 
