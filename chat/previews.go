@@ -34,7 +34,9 @@ func (s *Service) preview(ctx context.Context, m store.Message) {
 		s.Log.DebugContext(ctx, "previews: too many under way; this message gets none", "message", m.ID)
 		return
 	}
+	s.previewsRunning.Add(1)
 	go func() {
+		defer s.previewsRunning.Done()
 		defer func() { <-s.previewSlots() }()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), previewTimeout)
 		defer cancel()
@@ -56,3 +58,7 @@ func (s *Service) previewSlots() chan struct{} {
 	s.previewsOnce.Do(func() { s.previewsUnderWay = make(chan struct{}, maxPreviewsAtOnce) })
 	return s.previewsUnderWay
 }
+
+// WaitPreviews waits for the previews under way, which end within
+// previewTimeout: before the store they write to is closed.
+func (s *Service) WaitPreviews() { s.previewsRunning.Wait() }

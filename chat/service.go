@@ -70,6 +70,7 @@ type Service struct {
 	// (previews.go).
 	previewsOnce     sync.Once
 	previewsUnderWay chan struct{}
+	previewsRunning  sync.WaitGroup
 }
 
 // newMessageID is a fresh id of the instance's clock.

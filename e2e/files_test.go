@@ -13,10 +13,13 @@ import (
 	"image/png"
 	"io"
 	"net/http"
+	"net/url"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/killrchat/chatql/internal/chatclient"
+	"github.com/killrchat/chatql/internal/testenv"
 	"github.com/killrchat/chatql/server"
 )
 
@@ -40,8 +43,8 @@ type attachment struct {
 func testFiles(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	alice, bob, carol := ts.user(t, "alice"), ts.user(t, "bob"), ts.user(t, "carol")
-	mustDo(t, alice, `mutation { createRoom(name: "pics") { name } }`, nil, nil)
-	mustDo(t, bob, `mutation { joinRoom(room: "pics") { name } }`, nil, nil)
+	mustDo(t, alice, createRoom, map[string]any{"n": "pics"}, nil)
+	mustDo(t, bob, joinRoom, map[string]any{"r": "pics"}, nil)
 
 	// An image with a location in its metadata: sent, it has none, and
 	// thumbnails.
@@ -61,7 +64,7 @@ func testFiles(t *testing.T, cfg server.Config) {
 		t.Fatalf("bob reads attachments %+v", got)
 	}
 	body, h := download(t, got[0].URL, http.StatusOK)
-	if bytes.Contains(body, []byte("2.2945")) || h.Get("Content-Type") != "image/png" || h.Get("X-Content-Type-Options") != "nosniff" {
+	if bytes.Contains(body, []byte("2.2945")) || h.Get("Content-Type") != "image/png" || h.Get("Content-Encoding") != "" || (cfg.Files == "disk" && h.Get("X-Content-Type-Options") != "nosniff") {
 		t.Fatalf("downloaded image: %d bytes, location kept: %v, headers %v", len(body), bytes.Contains(body, []byte("2.2945")), h)
 	}
 	if img, err := png.Decode(bytes.NewReader(body)); err != nil || img.Bounds().Dx() != 900 {
@@ -158,16 +161,31 @@ func testBadFiles(t *testing.T, cfg server.Config) {
 }
 
 // forEachFileStore runs test on each store, with files on local disk; and
-// on S3 when the tests have one.
+// with files on S3, on Cassandra when the tests have it (the production
+// pairing), else on the embedded store.
 func forEachFileStore(t *testing.T, test func(t *testing.T, cfg server.Config)) {
 	forEachStore(t, test)
-	if url := s3URL(t); url != "" {
-		t.Run("s3", func(t *testing.T) {
-			cfg := testConfig(t)
-			cfg.Files, cfg.S3URL = "s3", url
-			test(t, cfg)
-		})
+	t.Run("s3", func(t *testing.T) {
+		cfg := testConfig(t)
+		if os.Getenv("CHAT_CASSANDRA_HOSTS") != "" {
+			cfg = cassandraConfig(t)
+		}
+		cfg.Files, cfg.S3URL = "s3", s3URL(t)
+		test(t, cfg)
+	})
+}
+
+// s3URL is the S3 store of the tests, CHAT_S3_URL, whose bucket the server
+// creates if need be.
+func s3URL(t *testing.T) string {
+	u, err := url.Parse(testenv.Service(t, "CHAT_S3_URL", "the tests of files on S3"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	q := u.Query()
+	q.Set("create", "true")
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // The upload and download of files.
@@ -244,7 +262,7 @@ func readAttachments(t *testing.T, c *chatclient.Client, room string) []attachme
 			}
 		}
 	}
-	mustDo(t, c, `query($r: String!) { messages(room: $r) { edges { node { attachments { `+attachmentFields+` } } } } }`, map[string]any{"r": room}, &out)
+	mustDo(t, c, `query($r: String!) { messages(room: $r, first: 50) { edges { node { attachments { `+attachmentFields+` } } } } }`, map[string]any{"r": room}, &out)
 	var atts []attachment
 	for _, e := range out.Messages.Edges {
 		atts = append(atts, e.Node.Attachments...)

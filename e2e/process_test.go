@@ -101,6 +101,10 @@ func chatqlEnv(cfg server.Config) []string {
 		"CHAT_REDIS_CHANNEL_PREFIX="+cfg.RedisChannelPrefix,
 		"CHAT_PRESENCE_TTL="+cfg.PresenceTTL.String(),
 		"CHAT_PRESENCE_GRACE="+cfg.PresenceGrace.String(),
+		"CHAT_FILES="+cfg.Files,
+		"CHAT_S3_URL="+cfg.S3URL,
+		"CHAT_UNSENT_FILE_TTL="+cfg.FileLimits.UnattachedTTL.String(),
+		"CHAT_FILE_SWEEP_INTERVAL="+cfg.FileSweepInterval.String(),
 	)
 }
 
@@ -114,6 +118,7 @@ var rateLimitVars = map[ratelimit.Action]string{
 	ratelimit.Signup:        "CHAT_RATE_SIGNUPS_PER_ADDRESS",
 	ratelimit.Login:         "CHAT_RATE_LOGINS_PER_LOGIN",
 	ratelimit.LoginAddress:  "CHAT_RATE_LOGINS_PER_ADDRESS",
+	ratelimit.Upload:        "CHAT_RATE_UPLOADS",
 }
 
 // TestRateLimitVars: the server reads each action's limit from its

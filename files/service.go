@@ -22,7 +22,9 @@ type Limits struct {
 	// QuotaBytes caps the files one user keeps at once, sent or pending.
 	QuotaBytes int64
 	// MaxImagePixels caps an image's width times height, checked before
-	// its pixels are decoded: decoding takes 4 bytes a pixel.
+	// its pixels are decoded: checking an image takes up to 20 bytes a
+	// pixel (see package images), and as many are checked at once as there
+	// are CPUs. An animated GIF's frames may have twice as many in all.
 	MaxImagePixels int64
 	// UploadURLTTL is how long a signed upload URL is valid.
 	UploadURLTTL time.Duration
@@ -39,7 +41,7 @@ type Limits struct {
 var DefaultLimits = Limits{
 	MaxFileBytes:   25 << 20,
 	QuotaBytes:     1 << 30,
-	MaxImagePixels: 50_000_000,
+	MaxImagePixels: images.DefaultLimits.MaxPixels,
 	UploadURLTTL:   15 * time.Minute,
 	DownloadURLTTL: time.Hour,
 	UnattachedTTL:  24 * time.Hour,
@@ -47,7 +49,7 @@ var DefaultLimits = Limits{
 
 // ThumbnailSides are the sizes of an image's thumbnails: each fits in a
 // square of the side, in pixels.
-var ThumbnailSides = []int{160, 640}
+var ThumbnailSides = []int{images.SmallThumbnailSide, images.PreviewSide}
 
 // Service takes people's files from the request to upload one to the
 // message that carries it, and removes them when they go: with the message,
@@ -283,7 +285,7 @@ func (s *Service) storeImage(ctx context.Context, a store.Attachment, data []byt
 	case <-ctx.Done():
 		return a, ctx.Err()
 	}
-	clean, info, err := images.Clean(data, images.Limits{MaxPixels: s.Limits.MaxImagePixels, MaxBytes: s.Limits.MaxFileBytes})
+	clean, info, err := images.Clean(data, images.Limits{MaxPixels: s.Limits.MaxImagePixels, MaxTotalPixels: 2 * s.Limits.MaxImagePixels})
 	if err != nil {
 		return a, imageError(a.ID, err)
 	}
@@ -292,12 +294,12 @@ func (s *Service) storeImage(ctx context.Context, a store.Attachment, data []byt
 	if err := s.Objects.Put(ctx, imageKey(a.ID), bytes.NewReader(clean), a.Size, a.ContentType); err != nil {
 		return a, err
 	}
-	for _, side := range ThumbnailSides {
-		thumb, contentType, _, _, err := images.Thumbnail(clean, side)
-		if err != nil {
-			return a, imageError(a.ID, err)
-		}
-		if err := s.Objects.Put(ctx, thumbnailKey(a.ID, side), bytes.NewReader(thumb), int64(len(thumb)), contentType); err != nil {
+	thumbs, err := images.Thumbnails(clean, ThumbnailSides...)
+	if err != nil {
+		return a, imageError(a.ID, err)
+	}
+	for i, thumb := range thumbs {
+		if err := s.Objects.Put(ctx, thumbnailKey(a.ID, ThumbnailSides[i]), bytes.NewReader(thumb.Data), int64(len(thumb.Data)), thumb.ContentType); err != nil {
 			return a, err
 		}
 	}

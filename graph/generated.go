@@ -2003,7 +2003,7 @@ type Message {
   """Who replied last, newest first, at most 3."""
   latestRepliers: [UserSummary!]! @listSize(assumedSize: 3)
   """The files it carries, in the order sent (at most 10); none for a deleted message, and none but for its author while it is hidden."""
-  attachments: [Attachment!]! @listSize(assumedSize: 2)
+  attachments: [Attachment!]! @listSize(assumedSize: 1)
   """
   The card of the first link in its content (the page's title, description and image), fetched by
   the server after the post: null until then (MESSAGE_PREVIEWED tells when it arrives), for a
@@ -10316,7 +10316,7 @@ func (ec *executionContext) _Attachment(ctx context.Context, sel ast.SelectionSe
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = innerFunc(ctx, out)
 		case "height":
 			field := field
 
@@ -10354,7 +10354,7 @@ func (ec *executionContext) _Attachment(ctx context.Context, sel ast.SelectionSe
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = innerFunc(ctx, out)
 		case "blurhash":
 			field := field
 
@@ -10392,7 +10392,7 @@ func (ec *executionContext) _Attachment(ctx context.Context, sel ast.SelectionSe
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = innerFunc(ctx, out)
 		case "url":
 			field := field
 
@@ -10430,7 +10430,7 @@ func (ec *executionContext) _Attachment(ctx context.Context, sel ast.SelectionSe
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = innerFunc(ctx, out)
 		case "thumbnails":
 			field := field
 
@@ -10468,7 +10468,7 @@ func (ec *executionContext) _Attachment(ctx context.Context, sel ast.SelectionSe
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = innerFunc(ctx, out)
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11052,7 +11052,7 @@ func (ec *executionContext) _LinkPreview(ctx context.Context, sel ast.SelectionS
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = innerFunc(ctx, out)
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -13613,7 +13613,7 @@ func (ec *executionContext) marshalNAttachment2githubᚗcomᚋkillrchatᚋchatql
 }
 
 func (ec *executionContext) marshalNAttachment2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐAttachmentᚄ(ctx context.Context, sel ast.SelectionSet, v []store.Attachment) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSliceInline(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNAttachment2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐAttachment(ctx, sel, v[i])
@@ -14056,7 +14056,7 @@ func (ec *executionContext) marshalNThumbnail2githubᚗcomᚋkillrchatᚋchatql�
 }
 
 func (ec *executionContext) marshalNThumbnail2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐThumbnailᚄ(ctx context.Context, sel ast.SelectionSet, v []model.Thumbnail) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSliceInline(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNThumbnail2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐThumbnail(ctx, sel, v[i])
@@ -14637,6 +14637,12 @@ func (ec *executionContext) marshalO__Type2ᚖgithubᚗcomᚋ99designsᚋgqlgen�
 // graph/pages.go.
 func init() {
 	pageMethods = []pageMethod{
+		resolverMethod("Attachment", "width", ResolverRoot.Attachment, AttachmentResolver.Width),
+		resolverMethod("Attachment", "height", ResolverRoot.Attachment, AttachmentResolver.Height),
+		resolverMethod("Attachment", "blurhash", ResolverRoot.Attachment, AttachmentResolver.Blurhash),
+		resolverMethod("Attachment", "url", ResolverRoot.Attachment, AttachmentResolver.URL),
+		resolverMethod("Attachment", "thumbnails", ResolverRoot.Attachment, AttachmentResolver.Thumbnails),
+		resolverMethod("LinkPreview", "imageUrl", ResolverRoot.LinkPreview, LinkPreviewResolver.ImageURL),
 		resolverMethod("Message", "content", ResolverRoot.Message, MessageResolver.Content),
 		modelMethod("Message", "postedAt", (*store.Message).PostedAt),
 		resolverMethod("Message", "editedAt", ResolverRoot.Message, MessageResolver.EditedAt),

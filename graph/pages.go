@@ -308,6 +308,8 @@ var leafWriters = map[reflect.Type]leaf{
 	reflect.TypeFor[bool]():            leafWriter[bool]{[]string{"Boolean"}, false, writeBool},
 	reflect.TypeFor[*bool]():           leafWriter[*bool]{[]string{"Boolean"}, false, writePointer(writeBool)},
 	reflect.TypeFor[int]():             leafWriter[int]{[]string{"Int"}, false, writeInt},
+	reflect.TypeFor[*int]():            leafWriter[*int]{[]string{"Int"}, false, writePointer(writeInt)},
+	reflect.TypeFor[int64]():           leafWriter[int64]{[]string{"Int"}, false, writeInt64},
 	reflect.TypeFor[time.Time]():       leafWriter[time.Time]{[]string{"Time"}, false, writeTime},
 	reflect.TypeFor[*time.Time]():      leafWriter[*time.Time]{[]string{"Time"}, false, writePointer(writeTime)},
 	reflect.TypeFor[store.MessageID](): leafWriter[store.MessageID]{[]string{"ID"}, false, writeMessageID},
@@ -333,6 +335,8 @@ func writeString(e *pageEncoder, s string) bool { e.b = appendQuoted(e.b, s); re
 func writeBool(e *pageEncoder, v bool) bool { e.b = strconv.AppendBool(e.b, v); return false }
 
 func writeInt(e *pageEncoder, n int) bool { e.b = strconv.AppendInt(e.b, int64(n), 10); return false }
+
+func writeInt64(e *pageEncoder, n int64) bool { e.b = strconv.AppendInt(e.b, n, 10); return false }
 
 // writeMessageID writes id as its MarshalGQL does: its hex digits and
 // dashes need no escape.

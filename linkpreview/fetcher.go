@@ -259,3 +259,14 @@ func isHTML(contentType string, body *bufio.Reader) bool {
 	}
 	return mediaType == "text/html" || mediaType == "application/xhtml+xml"
 }
+
+// Preview fetches the card of the first link in a message's content: ok is
+// false when the content links nowhere, or the page gives no title.
+func (f *Fetcher) Preview(ctx context.Context, content string) (p store.LinkPreview, ok bool, err error) {
+	link, found := FirstLink(content)
+	if !found {
+		return p, false, nil
+	}
+	p, err = f.Fetch(ctx, link)
+	return p, err == nil && p.Title != "", err
+}

@@ -19,6 +19,7 @@ type timedStore struct {
 type storeCalls struct {
 	Account            storeCall
 	AddGroupMember     storeCall
+	AttachFiles        storeCall
 	Bans               storeCall
 	Block              storeCall
 	BlockedUsers       storeCall
@@ -26,7 +27,10 @@ type storeCalls struct {
 	BlocksBetween      storeCall
 	ChangePassword     storeCall
 	ClaimClientMessage storeCall
+	ClaimFiles         storeCall
+	CompleteFile       storeCall
 	Conversation       storeCall
+	CreateFile         storeCall
 	CreateRoom         storeCall
 	CreateSession      storeCall
 	CreateUser         storeCall
@@ -35,7 +39,12 @@ type storeCalls struct {
 	DeleteRoom         storeCall
 	DeleteSession      storeCall
 	DeleteSessions     storeCall
+	DoomFiles          storeCall
+	DoomOwnerFiles     storeCall
+	DueFiles           storeCall
 	EditMessage        storeCall
+	File               storeCall
+	FileBytes          storeCall
 	GroupMessages      storeCall
 	GroupMessagesAfter storeCall
 	HideMessage        storeCall
@@ -62,6 +71,7 @@ type storeCalls struct {
 	PostMessage        storeCall
 	React              storeCall
 	Reactions          storeCall
+	RemoveFile         storeCall
 	Room               storeCall
 	RoomConversations  storeCall
 	RoomEvents         storeCall
@@ -84,6 +94,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 	return &storeCalls{
 		Account:            m.call("Account"),
 		AddGroupMember:     m.call("AddGroupMember"),
+		AttachFiles:        m.call("AttachFiles"),
 		Bans:               m.call("Bans"),
 		Block:              m.call("Block"),
 		BlockedUsers:       m.call("BlockedUsers"),
@@ -91,7 +102,10 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		BlocksBetween:      m.call("BlocksBetween"),
 		ChangePassword:     m.call("ChangePassword"),
 		ClaimClientMessage: m.call("ClaimClientMessage"),
+		ClaimFiles:         m.call("ClaimFiles"),
+		CompleteFile:       m.call("CompleteFile"),
 		Conversation:       m.call("Conversation"),
+		CreateFile:         m.call("CreateFile"),
 		CreateRoom:         m.call("CreateRoom"),
 		CreateSession:      m.call("CreateSession"),
 		CreateUser:         m.call("CreateUser"),
@@ -100,7 +114,12 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		DeleteRoom:         m.call("DeleteRoom"),
 		DeleteSession:      m.call("DeleteSession"),
 		DeleteSessions:     m.call("DeleteSessions"),
+		DoomFiles:          m.call("DoomFiles"),
+		DoomOwnerFiles:     m.call("DoomOwnerFiles"),
+		DueFiles:           m.call("DueFiles"),
 		EditMessage:        m.call("EditMessage"),
+		File:               m.call("File"),
+		FileBytes:          m.call("FileBytes"),
 		GroupMessages:      m.call("GroupMessages"),
 		GroupMessagesAfter: m.call("GroupMessagesAfter"),
 		HideMessage:        m.call("HideMessage"),
@@ -127,6 +146,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		PostMessage:        m.call("PostMessage"),
 		React:              m.call("React"),
 		Reactions:          m.call("Reactions"),
+		RemoveFile:         m.call("RemoveFile"),
 		Room:               m.call("Room"),
 		RoomConversations:  m.call("RoomConversations"),
 		RoomEvents:         m.call("RoomEvents"),
@@ -158,6 +178,13 @@ func (s *timedStore) AddGroupMember(ctx context.Context, a1 string, a2 store.Use
 	r0, r1, err := s.Store.AddGroupMember(ctx, a1, a2, a3, a4)
 	s.calls.AddGroupMember.done(ctx, start, err)
 	return r0, r1, err
+}
+
+func (s *timedStore) AttachFiles(ctx context.Context, a1 string, a2 []store.MessageID) error {
+	start := now()
+	err := s.Store.AttachFiles(ctx, a1, a2)
+	s.calls.AttachFiles.done(ctx, start, err)
+	return err
 }
 
 func (s *timedStore) Bans(ctx context.Context, a1 string) ([]string, error) {
@@ -209,11 +236,32 @@ func (s *timedStore) ClaimClientMessage(ctx context.Context, a1 string, a2 strin
 	return r0, r1, err
 }
 
+func (s *timedStore) ClaimFiles(ctx context.Context, a1 string, a2 []store.MessageID, a3 string, a4 store.MessageID) error {
+	start := now()
+	err := s.Store.ClaimFiles(ctx, a1, a2, a3, a4)
+	s.calls.ClaimFiles.done(ctx, start, err)
+	return err
+}
+
+func (s *timedStore) CompleteFile(ctx context.Context, a1 string, a2 store.Attachment) error {
+	start := now()
+	err := s.Store.CompleteFile(ctx, a1, a2)
+	s.calls.CompleteFile.done(ctx, start, err)
+	return err
+}
+
 func (s *timedStore) Conversation(ctx context.Context, a1 string, a2 string) (store.Conversation, error) {
 	start := now()
 	r0, err := s.Store.Conversation(ctx, a1, a2)
 	s.calls.Conversation.done(ctx, start, err)
 	return r0, err
+}
+
+func (s *timedStore) CreateFile(ctx context.Context, a1 store.File, a2 int64) error {
+	start := now()
+	err := s.Store.CreateFile(ctx, a1, a2)
+	s.calls.CreateFile.done(ctx, start, err)
+	return err
 }
 
 func (s *timedStore) CreateRoom(ctx context.Context, a1 store.Room) error {
@@ -272,10 +320,45 @@ func (s *timedStore) DeleteSessions(ctx context.Context, a1 string, a2 string) e
 	return err
 }
 
+func (s *timedStore) DoomFiles(ctx context.Context, a1 string, a2 []store.MessageID) error {
+	start := now()
+	err := s.Store.DoomFiles(ctx, a1, a2)
+	s.calls.DoomFiles.done(ctx, start, err)
+	return err
+}
+
+func (s *timedStore) DoomOwnerFiles(ctx context.Context, a1 string) error {
+	start := now()
+	err := s.Store.DoomOwnerFiles(ctx, a1)
+	s.calls.DoomOwnerFiles.done(ctx, start, err)
+	return err
+}
+
+func (s *timedStore) DueFiles(ctx context.Context, a1 time.Time, a2 int) ([]store.File, error) {
+	start := now()
+	r0, err := s.Store.DueFiles(ctx, a1, a2)
+	s.calls.DueFiles.done(ctx, start, err)
+	return r0, err
+}
+
 func (s *timedStore) EditMessage(ctx context.Context, a1 store.Message, a2 store.UserRef, a3 string, a4 time.Time) (store.Event, error) {
 	start := now()
 	r0, err := s.Store.EditMessage(ctx, a1, a2, a3, a4)
 	s.calls.EditMessage.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) File(ctx context.Context, a1 string, a2 store.MessageID) (store.File, error) {
+	start := now()
+	r0, err := s.Store.File(ctx, a1, a2)
+	s.calls.File.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) FileBytes(ctx context.Context, a1 string) (int64, error) {
+	start := now()
+	r0, err := s.Store.FileBytes(ctx, a1)
+	s.calls.FileBytes.done(ctx, start, err)
 	return r0, err
 }
 
@@ -459,6 +542,13 @@ func (s *timedStore) Reactions(ctx context.Context, a1 []store.Message, a2 strin
 	r0, err := s.Store.Reactions(ctx, a1, a2)
 	s.calls.Reactions.done(ctx, start, err)
 	return r0, err
+}
+
+func (s *timedStore) RemoveFile(ctx context.Context, a1 string, a2 store.MessageID) error {
+	start := now()
+	err := s.Store.RemoveFile(ctx, a1, a2)
+	s.calls.RemoveFile.done(ctx, start, err)
+	return err
 }
 
 func (s *timedStore) Room(ctx context.Context, a1 string) (store.Room, error) {

@@ -113,11 +113,3 @@ func (r *queryResolver) FileQuota(ctx context.Context) (*model.FileQuota, error)
 func (r *Resolver) Attachment() graph.AttachmentResolver { return &attachmentResolver{r} }
 
 type attachmentResolver struct{ *Resolver }
-
-// positive is n, or null for zero.
-func positive(n int) *int {
-	if n <= 0 {
-		return nil
-	}
-	return &n
-}

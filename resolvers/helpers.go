@@ -303,3 +303,12 @@ func visibleContent(ctx context.Context, m *store.Message) string {
 	me, _ := auth.UserFrom(ctx)
 	return chat.Content(m, me)
 }
+
+// positive is n, or null for zero: an attachment's width and height, which
+// only images have.
+func positive(n int) *int {
+	if n <= 0 {
+		return nil
+	}
+	return &n
+}

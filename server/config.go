@@ -13,6 +13,7 @@ import (
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/files"
+	"github.com/killrchat/chatql/files/images"
 	"github.com/killrchat/chatql/presence"
 	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
@@ -278,8 +279,10 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("unknown files backend %q: want disk or s3", c.Files)
 	case c.Files == "s3" && c.S3URL == "":
 		return c, fmt.Errorf("files on s3 need -s3-url (CHAT_S3_URL): %s", s3URLForm)
-	case c.FileLimits.MaxFileBytes < 1 || c.FileLimits.QuotaBytes < c.FileLimits.MaxFileBytes || c.FileLimits.MaxImagePixels < 1:
-		return c, fmt.Errorf("file limits: the largest file (%d bytes) must be at least 1 byte and at most the quota (%d), and images need at least 1 pixel", c.FileLimits.MaxFileBytes, c.FileLimits.QuotaBytes)
+	case c.FileLimits.MaxFileBytes < 1 || c.FileLimits.QuotaBytes < c.FileLimits.MaxFileBytes:
+		return c, fmt.Errorf("file limits: the largest file (%d bytes) must be at least 1 byte and at most the quota (%d)", c.FileLimits.MaxFileBytes, c.FileLimits.QuotaBytes)
+	case c.FileLimits.MaxImagePixels < 1 || c.FileLimits.MaxImagePixels > images.DefaultLimits.MaxPixels:
+		return c, fmt.Errorf("max image pixels %d: want 1 to %d", c.FileLimits.MaxImagePixels, images.DefaultLimits.MaxPixels)
 	case c.FileLimits.UploadURLTTL < time.Second || c.FileLimits.DownloadURLTTL < time.Second || c.FileLimits.UnattachedTTL < time.Second || c.FileSweepInterval <= 0:
 		return c, fmt.Errorf("file durations: the URLs' TTLs and the unsent files' must be at least 1s, and the sweep interval positive")
 	}

@@ -40,6 +40,7 @@ import (
 	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/httpapi"
+	"github.com/killrchat/chatql/linkpreview"
 	"github.com/killrchat/chatql/live"
 	"github.com/killrchat/chatql/metrics"
 	"github.com/killrchat/chatql/playground"
@@ -74,10 +75,17 @@ type Server struct {
 	presence      *presence.Tracker
 	presenceRedis redis.UniversalClient
 	stopPresence  func()
-	passwords     *auth.Passwords
-	profiles      *chat.Profiles
-	streams       *stream.Source
-	live          *live.Transport
+	// files serves the signed URLs of files on disk (nil on S3);
+	// stopSweeper ends the sweep of files and waits; previews fetches
+	// link previews (nil when off), which core runs in the background.
+	files       http.Handler
+	stopSweeper func()
+	previews    *linkpreview.Fetcher
+	core        *chat.Service
+	passwords   *auth.Passwords
+	profiles    *chat.Profiles
+	streams     *stream.Source
+	live        *live.Transport
 	// metrics is the server's Prometheus registry and instruments, served
 	// at /metrics (see metricsHandler).
 	metrics *metrics.Metrics
@@ -186,6 +194,16 @@ func NewOnStore(ctx context.Context, cfg Config, log *slog.Logger, st store.Stor
 	if cfg.MembershipTTL > 0 {
 		core.Memberships = chat.NewMemberships(0, cfg.MembershipTTL)
 	}
+	if core.Files, s.files, err = openFiles(ctx, cfg, s.store, secret, log); err != nil {
+		endStreams()
+		_ = s.broker.Close()
+		return nil, err
+	}
+	if s.previews = openPreviews(cfg); s.previews != nil {
+		core.Previews = s.previews
+	}
+	s.core = core
+	s.startSweeper(streams)
 	res := &resolvers.Resolver{Service: core, Tokens: tokens}
 	if err := res.FollowAnnouncements(streams, sessions.EndUser); err != nil {
 		endStreams()
@@ -374,7 +392,10 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 	mux.Handle(playground.Prefix, playground.Assets())
 	addresses := ratelimit.NewAddresses(s.cfg.TrustedProxies)
 	limits := httpapi.Limits{MaxBody: s.cfg.MaxBodyBytes, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout}
-	mux.Handle("/query", s.cors(limits.Handler(sessions.Middleware(addresses.Middleware(gql)))))
+	mux.Handle("/query", s.cors(limits.Handler(sessions.Middleware(addresses.Middleware(withRequestBase(gql))))))
+	if s.files != nil {
+		mux.Handle(filesPath, s.files)
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", s.readyz)
 	if s.cfg.MetricsAddr == "" {
@@ -516,6 +537,11 @@ func (s *Server) Close(ctx context.Context) error {
 	s.endRequests()
 	err = errors.Join(err, s.presence.Close(ctx))
 	s.stopPresence()
+	s.stopSweeper()
+	s.core.WaitPreviews()
+	if s.previews != nil {
+		s.previews.Close()
+	}
 	if s.presenceRedis != nil {
 		err = errors.Join(err, s.presenceRedis.Close())
 	}

@@ -196,7 +196,10 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, co
 	}
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	_, err := s.client.PutObject(ctx, s.bucket, key, r, size, minio.PutObjectOptions{ContentType: contentType})
+	// A plain PUT with a Content-MD5, not minio-go's default over http
+	// (aws-chunked signed chunks), which some S3 servers keep as the
+	// object's Content-Encoding and serve to browsers that cannot decode it.
+	_, err := s.client.PutObject(ctx, s.bucket, key, r, size, minio.PutObjectOptions{ContentType: contentType, SendContentMd5: true, DisableContentSha256: true})
 	return s.fail(ctx, "put", key, err)
 }
 

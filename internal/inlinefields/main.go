@@ -40,10 +40,11 @@ import (
 var inline = []string{
 	"Message", "MessageConnection", "MessageEdge", "PageInfo", "Reaction",
 	"ReadMark", "RoomEvent", "InboxEvent", "UserPresence", "UserSummary",
+	"Attachment", "Thumbnail", "LinkPreview",
 }
 
 // page lists the GraphQL types of a page of messages (MessageConnection).
-var page = []string{"MessageConnection", "MessageEdge", "PageInfo", "Message", "Reaction", "UserSummary"}
+var page = []string{"MessageConnection", "MessageEdge", "PageInfo", "Message", "Reaction", "UserSummary", "Attachment", "Thumbnail", "LinkPreview"}
 
 // Go type names of the GraphQL types in gqlgen's marshaller names, where
 // they differ.
