@@ -81,8 +81,8 @@ func (benchResolvers) AuthorBlocked(context.Context, *store.Message) (*bool, err
 func (benchResolvers) Attachments(context.Context, *store.Message) ([]store.Attachment, error) {
 	return []store.Attachment{}, nil
 }
-func (benchResolvers) ReplyToID(context.Context, *store.Message) (*string, error)   { return nil, nil }
-func (benchResolvers) ReplyCount(context.Context, *store.Message) (int, error)      { return 0, nil }
+func (benchResolvers) ReplyToID(context.Context, *store.Message) (*string, error) { return nil, nil }
+func (benchResolvers) ReplyCount(context.Context, *store.Message) (int, error)    { return 0, nil }
 func (benchResolvers) LatestRepliers(context.Context, *store.Message) ([]store.UserRef, error) {
 	return []store.UserRef{}, nil
 }
