@@ -124,3 +124,47 @@ func attachmentIDs(atts []store.Attachment) []string {
 	}
 	return ids
 }
+
+// roomFilesPage is how many messages roomFiles reads at a time.
+const roomFilesPage = 500
+
+// roomFiles lists the files of every message of a room its creator me is
+// about to delete, by owner: the files of a room go with it, and its
+// messages, which say what they are, go first. It reads the whole history
+// once; for anyone but the creator (whose delete the store refuses) it
+// reads nothing.
+func (s *Service) roomFiles(ctx context.Context, room string, me store.UserRef) (map[string][]store.Attachment, error) {
+	if s.Files == nil {
+		return nil, nil
+	}
+	m, err := s.Store.Membership(ctx, room, me.Login)
+	if err != nil || m.Creator.Login != me.Login {
+		return nil, nil // the store's DeleteRoom gives the reason
+	}
+	byOwner := map[string][]store.Attachment{}
+	var before store.MessageID
+	for {
+		page, err := s.Store.Messages(ctx, room, before, roomFilesPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, msg := range page {
+			if len(msg.Attachments) > 0 {
+				byOwner[msg.Author.Login] = append(byOwner[msg.Author.Login], msg.Attachments...)
+			}
+		}
+		if len(page) < roomFilesPage {
+			return byOwner, nil
+		}
+		before = page[len(page)-1].ID
+	}
+}
+
+// discardRoomFiles removes the files of a deleted room's messages.
+func (s *Service) discardRoomFiles(ctx context.Context, byOwner map[string][]store.Attachment) {
+	for owner, atts := range byOwner {
+		if err := s.Files.Discard(context.WithoutCancel(ctx), owner, atts); err != nil {
+			s.Log.WarnContext(ctx, "files: the files of a deleted room stay until their owner's are swept", "owner", owner, "err", err)
+		}
+	}
+}

@@ -105,8 +105,12 @@ func (s *Service) DeleteRoom(ctx context.Context, me store.UserRef, room string)
 	if err := s.limit(ctx, ratelimit.RoomChange, me); err != nil {
 		return nil, err
 	}
+	files, err := s.roomFiles(ctx, room, me)
+	if err != nil {
+		return nil, err
+	}
 	var deleted store.Room
-	_, err := s.inLine(ctx, room, func() (ev store.Event, err error) {
+	_, err = s.inLine(ctx, room, func() (ev store.Event, err error) {
 		deleted, ev, err = s.Store.DeleteRoom(ctx, room, me)
 		s.membershipEnded(ctx, room, "", err)
 		return ev, err
@@ -114,6 +118,7 @@ func (s *Service) DeleteRoom(ctx context.Context, me store.UserRef, room string)
 	if err != nil {
 		return nil, err
 	}
+	s.discardRoomFiles(ctx, files)
 	return &deleted, nil
 }
 

@@ -106,6 +106,19 @@ func testFiles(t *testing.T, cfg server.Config) {
 	if quota.FileQuota.UsedBytes >= before {
 		t.Fatalf("quota used %v after the message's deletion, %v before", quota.FileQuota.UsedBytes, before)
 	}
+
+	// Deleting a room deletes the files of its messages, whoever sent them.
+	mustDo(t, alice, createRoom, map[string]any{"n": "album"}, nil)
+	mustDo(t, bob, joinRoom, map[string]any{"r": "album"}, nil)
+	for _, c := range []*chatclient.Client{alice, bob} {
+		id := upload(t, c, "snap.png", "image/png", pngWithText(t, 20, 20, "", ""))
+		mustDo(t, c, `mutation($a: [ID!]) { postMessage(room: "album", content: "", attachments: $a) { id } }`, map[string]any{"a": []string{id}}, nil)
+	}
+	inAlbum := readAttachments(t, bob, "album")
+	mustDo(t, alice, `mutation { deleteRoom(room: "album") { name } }`, nil, nil)
+	for _, a := range inAlbum {
+		download(t, a.URL, http.StatusNotFound)
+	}
 }
 
 func TestBadFiles(t *testing.T) { forEachFileStore(t, testBadFiles) }
