@@ -13,9 +13,12 @@ import (
 	"image/png"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/killrchat/chatql/internal/chatclient"
@@ -325,4 +328,52 @@ func pngChunk(kind string, data []byte) []byte {
 	out = append(out, kind...)
 	out = append(out, data...)
 	return binary.BigEndian.AppendUint32(out, crc32.ChecksumIEEE(out[4:]))
+}
+
+// TestFilesWhileObjectStoreIsDown cuts the server off its S3 store: posts
+// without files go on, checking an upload fails with UNAVAILABLE and a
+// retryAfter, a post with a file not yet checked fails and posts nothing;
+// once the store is back, the same upload checks and posts.
+func TestFilesWhileObjectStoreIsDown(t *testing.T) {
+	target, err := url.Parse(s3URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var down atomic.Bool
+	forward := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(w, "the object store is down", http.StatusBadGateway)
+			return
+		}
+		forward.ServeHTTP(w, r) // keeps r.Host, which the signatures cover
+	}))
+	t.Cleanup(proxy.Close)
+	through := *target
+	through.Host = strings.TrimPrefix(proxy.URL, "http://")
+	q := through.Query()
+	q.Set("timeout", "2s")
+	through.RawQuery = q.Encode()
+
+	cfg := testConfig(t)
+	cfg.Files, cfg.S3URL = "s3", through.String()
+	_, alice, _, _ := teaParty(t, cfg)
+	image := pngWithText(t, 40, 30, "", "")
+	id := upload(t, alice, "early.png", "image/png", image)
+
+	down.Store(true)
+	mustDo(t, alice, `mutation { postMessage(room: "tea-party", content: "still here") { id } }`, nil, nil)
+	e := wantCode(t, alice, "UNAVAILABLE", `mutation($id: ID!) { completeUpload(id: $id) { id } }`, map[string]any{"id": id})
+	if e.Extensions["retryAfter"] == nil {
+		t.Errorf("UNAVAILABLE without retryAfter: %+v", e)
+	}
+	wantCode(t, alice, "UNAVAILABLE", `mutation($a: [ID!]) { postMessage(room: "tea-party", content: "with a file", attachments: $a) { id } }`, map[string]any{"a": []string{id}})
+
+	down.Store(false)
+	mustDo(t, alice, `mutation($id: ID!) { completeUpload(id: $id) { id } }`, map[string]any{"id": id}, nil)
+	mustDo(t, alice, `mutation($a: [ID!]) { postMessage(room: "tea-party", content: "with a file", attachments: $a) { id } }`, map[string]any{"a": []string{id}}, nil)
+	atts := readAttachments(t, alice, "tea-party")
+	if len(atts) != 1 || atts[0].ID != id {
+		t.Fatalf("after the outage the room holds the files %+v, want the one posted once", atts)
+	}
 }
