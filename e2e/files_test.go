@@ -193,7 +193,7 @@ func forEachFileStore(t *testing.T, test func(t *testing.T, cfg server.Config)) 
 
 // s3URL is the S3 store of the tests, CHAT_S3_URL, whose bucket the server
 // creates if need be.
-func s3URL(t *testing.T) string {
+func s3URL(t testing.TB) string {
 	u, err := url.Parse(testenv.Service(t, "CHAT_S3_URL", "the tests of files on S3"))
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +211,7 @@ type uploadRequest struct {
 	Headers         []struct{ Name, Value string }
 }
 
-func createUpload(t *testing.T, c *chatclient.Client, name, contentType string, size int) uploadRequest {
+func createUpload(t testing.TB, c *chatclient.Client, name, contentType string, size int) uploadRequest {
 	t.Helper()
 	var out struct{ CreateUpload uploadRequest }
 	mustDo(t, c, `mutation($n: String!, $t: String!, $s: Int!) { createUpload(name: $n, contentType: $t, size: $s) { id method url headers { name value } } }`,
@@ -220,7 +220,7 @@ func createUpload(t *testing.T, c *chatclient.Client, name, contentType string, 
 }
 
 // upload creates an upload and PUTs data to it, as a client would.
-func upload(t *testing.T, c *chatclient.Client, name, contentType string, data []byte) string {
+func upload(t testing.TB, c *chatclient.Client, name, contentType string, data []byte) string {
 	t.Helper()
 	req := createUpload(t, c, name, contentType, len(data))
 	if code := put(t, req, contentType, data); code >= 300 {
@@ -231,7 +231,7 @@ func upload(t *testing.T, c *chatclient.Client, name, contentType string, data [
 
 // put sends data with the upload's request, its content type replaced by
 // contentType; it returns the status.
-func put(t *testing.T, u uploadRequest, contentType string, data []byte) int {
+func put(t testing.TB, u uploadRequest, contentType string, data []byte) int {
 	t.Helper()
 	req, err := http.NewRequestWithContext(testContext(t), u.Method, u.URL, bytes.NewReader(data))
 	if err != nil {
@@ -251,7 +251,7 @@ func put(t *testing.T, u uploadRequest, contentType string, data []byte) int {
 }
 
 // download GETs a signed URL, wanting the status.
-func download(t *testing.T, url string, status int) ([]byte, http.Header) {
+func download(t testing.TB, url string, status int) ([]byte, http.Header) {
 	t.Helper()
 	res, err := http.Get(url)
 	if err != nil {
@@ -269,7 +269,7 @@ func download(t *testing.T, url string, status int) ([]byte, http.Header) {
 }
 
 // readAttachments reads the attachments of a room's messages, newest first.
-func readAttachments(t *testing.T, c *chatclient.Client, room string) []attachment {
+func readAttachments(t testing.TB, c *chatclient.Client, room string) []attachment {
 	t.Helper()
 	var out struct {
 		Messages struct {
@@ -290,7 +290,7 @@ func readAttachments(t *testing.T, c *chatclient.Client, room string) []attachme
 
 // pngWithText is a w x h PNG with a tEXt chunk key: value, as cameras and
 // editors write them.
-func pngWithText(t *testing.T, w, h int, key, value string) []byte {
+func pngWithText(t testing.TB, w, h int, key, value string) []byte {
 	t.Helper()
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	for y := range h {
