@@ -93,6 +93,18 @@ func testFiles(t *testing.T, cfg server.Config) {
 		t.Fatalf("a page sent as a file is served with %v", h)
 	}
 
+	// A hidden message's files are its author's alone, as its content.
+	var hidden struct{ PostMessage struct{ ID string } }
+	secret := upload(t, alice, "secret.png", "image/png", pngWithText(t, 12, 12, "", ""))
+	mustDo(t, alice, `mutation($a: [ID!]) { postMessage(room: "pics", content: "oops", attachments: $a) { id } }`, map[string]any{"a": []string{secret}}, &hidden)
+	mustDo(t, alice, `mutation($id: ID!) { hideMessage(id: $id) { id } }`, map[string]any{"id": hidden.PostMessage.ID}, nil)
+	if got := readAttachments(t, bob, "pics"); len(got) != 2 {
+		t.Fatalf("bob reads %d attachments with a hidden message's, want the 2 of the others", len(got))
+	}
+	if got := readAttachments(t, alice, "pics"); len(got) != 3 || got[0].ID != secret {
+		t.Fatalf("the author reads %+v, want her hidden message's file first", got)
+	}
+
 	// Sent once, by its owner only.
 	wantCode(t, alice, "CONFLICT", `mutation($a: [ID!]) { postMessage(room: "pics", content: "again", attachments: $a) { id } }`, map[string]any{"a": []string{id}})
 	other := upload(t, alice, "other.png", "image/png", pngWithText(t, 10, 10, "", ""))
