@@ -59,8 +59,19 @@ func testFiles(t *testing.T, cfg server.Config) {
 	if a.ContentType != "image/png" || a.Width == nil || *a.Width != 900 || *a.Height != 600 || a.Blurhash == nil || a.Name != "holidaygnp.png" {
 		t.Fatalf("completed image = %+v", a)
 	}
+	live := ts.live(t, bob, `subscription { roomEvents(room: "pics") { kind message { attachments { url thumbnails { url } } } } }`, nil)
 	var posted struct{ PostMessage struct{ ID string } }
 	mustDo(t, alice, `mutation($a: [ID!]) { postMessage(room: "pics", content: "", attachments: $a) { id } }`, map[string]any{"a": []string{id}}, &posted)
+	// Subscribers get the files with the post, at URLs that work.
+	ev := nextOf[struct {
+		Kind    string
+		Message struct{ Attachments []attachment }
+	}](t, live)
+	if len(ev.Message.Attachments) != 1 {
+		t.Fatalf("the post's event carries %+v", ev)
+	}
+	download(t, ev.Message.Attachments[0].URL, http.StatusOK)
+	download(t, ev.Message.Attachments[0].Thumbnails[0].URL, http.StatusOK)
 
 	got := readAttachments(t, bob, "pics")
 	if len(got) != 1 || got[0].ID != id || len(got[0].Thumbnails) != 2 {

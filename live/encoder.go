@@ -32,6 +32,9 @@ type encoders struct {
 	// seesHidden reports whether viewer may read the content of the
 	// hidden message m (Config.SeesHiddenContent).
 	seesHidden func(m *store.Message, viewer store.UserRef) bool
+	// scope names what else of a subscriber's context an encoding depends
+	// on (Config.Scope); nil: nothing.
+	scope func(ctx context.Context) (string, func(context.Context) context.Context)
 
 	mu    sync.Mutex
 	byKey map[string]*encoder
@@ -89,8 +92,14 @@ type resultKey struct {
 
 // acquire returns the encoder of the operation's selection set, creating it
 // from this operation if it is the first. Release it when done.
-func (e *encoders) acquire(rc *graphql.OperationContext, field graphql.CollectedField) *encoder {
+func (e *encoders) acquire(ctx context.Context, rc *graphql.OperationContext, field graphql.CollectedField) *encoder {
 	key, perViewer := selectionKey(rc, field)
+	carry := func(ctx context.Context) context.Context { return ctx }
+	if e.scope != nil {
+		var scope string
+		scope, carry = e.scope(ctx)
+		key += "\x00" + scope
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if enc := e.byKey[key]; enc != nil {
@@ -100,7 +109,7 @@ func (e *encoders) acquire(rc *graphql.OperationContext, field graphql.Collected
 	if e.byKey == nil {
 		e.byKey = make(map[string]*encoder)
 	}
-	enc := e.newEncoder(rc, key)
+	enc := e.newEncoder(rc, key, carry)
 	enc.refs, enc.perViewer = 1, perViewer
 	e.byKey[key] = enc
 	return enc
@@ -119,11 +128,11 @@ func (e *encoders) release(enc *encoder) {
 	}
 }
 
-func (e *encoders) newEncoder(rc *graphql.OperationContext, key string) *encoder {
+func (e *encoders) newEncoder(rc *graphql.OperationContext, key string, carry func(context.Context) context.Context) *encoder {
 	schema, feed := e.schema()
 	exec := executor.New(schema)
 	exec.SetErrorPresenter(e.errors)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(carry(context.Background()))
 	// The operation context of the subscriber that came first serves all:
 	// nothing in it but the selection set matters here, and its field
 	// cache is safe for concurrent use. It was validated against the

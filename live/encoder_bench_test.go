@@ -36,7 +36,7 @@ func BenchmarkRoomEventEncode(b *testing.B) {
 		b.Fatal("not a roomEvents subscription")
 	}
 	encs := encoders{schema: res.FeedSchema, errors: graphql.DefaultErrorPresenter, epoch: res.Profiles.Epoch, seesHidden: chat.SeesHiddenContent}
-	enc := encs.acquire(rc, field)
+	enc := encs.acquire(context.Background(), rc, field)
 	defer encs.release(enc)
 	author := store.UserRef{Login: "alice", Firstname: "Alice", Lastname: "Liddell"}
 	event := func() *store.Event {

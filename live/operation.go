@@ -107,7 +107,7 @@ func (op *operation) start(kind string, payload json.RawMessage) {
 	// From here on the stream needs only the shared encoder: the operation
 	// context (its document, variables and field caches) is let go.
 	r := &roomSubscription{op: op, stream: stream, alias: field.Alias, viewer: stream.Viewer(),
-		enc: op.c.t.encoders.acquire(rc, field), prefix: framePrefix(op.c.proto, op.id)}
+		enc: op.c.t.encoders.acquire(ctx, rc, field), prefix: framePrefix(op.c.proto, op.id)}
 	handedOff = true
 	r.start()
 }

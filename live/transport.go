@@ -48,6 +48,12 @@ type Config struct {
 	// (resolvers.WithStreamError): the operation then fails with that
 	// error instead of completing.
 	StreamError func(ctx context.Context) (_ context.Context, err func() error)
+	// Scope, if set, names what of a subscriber's connection context an
+	// encoding depends on besides the viewer (the host the client reached
+	// the server at, which files' signed URLs start with), and returns a
+	// context that carries it: subscribers share an encoder only within
+	// one scope, whose encodings run in the context it returns.
+	Scope func(ctx context.Context) (scope string, carry func(context.Context) context.Context)
 	// ProfileEpoch changes whenever the users' names an event shows may
 	// have changed (resolvers.Profiles.Epoch): an event encoded in an older
 	// epoch is encoded again. Nil if names never change.
@@ -149,6 +155,7 @@ func New(cfg Config) *Transport {
 	cfg.Accept.Subprotocols = []string{graphqlTransportWS.name, graphqlWS.name}
 	t := &Transport{cfg: cfg, conns: make(map[*conn]struct{}), encoders: encoders{
 		schema: cfg.FeedSchema, errors: cfg.ErrorPresenter, epoch: cfg.ProfileEpoch, seesHidden: cfg.SeesHiddenContent,
+		scope: cfg.Scope,
 	}}
 	go t.watch()
 	return t

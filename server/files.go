@@ -76,6 +76,19 @@ func withRequestBase(next http.Handler) http.Handler {
 	})
 }
 
+// requestBaseScope is the scope of a subscriber's encodings (live.Config):
+// the host its connection came to, which signed URLs of files on disk start
+// with when no public URL is configured.
+func requestBaseScope(ctx context.Context) (string, func(context.Context) context.Context) {
+	base, _ := ctx.Value(requestBaseKey{}).(string)
+	return base, func(ctx context.Context) context.Context {
+		if base == "" {
+			return ctx
+		}
+		return context.WithValue(ctx, requestBaseKey{}, base)
+	}
+}
+
 // publicBase returns the scheme://host signed URLs start with: the
 // configured public URL, or else the host the request came to.
 func publicBase(configured string) func(context.Context) string {

@@ -335,6 +335,7 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 		SeesHiddenContent: chat.SeesHiddenContent,
 		StreamError:       resolvers.WithStreamError,
 		ProfileEpoch:      res.Profiles.Epoch,
+		Scope:             requestBaseScope,
 		Authenticate:      websocketAuth(sessions),
 		SessionEnd:        sessions.Watch,
 		Connected:         s.connected,
