@@ -68,8 +68,10 @@ func (s *Service) checkFiles(ctx context.Context, me store.UserRef, ids []string
 		if err != nil {
 			return err
 		}
-		f, err := s.Files.Complete(ctx, me.Login, fid)
-		if err != nil && !(errors.Is(err, store.ErrConflict) && f.State == store.FileClaimed) {
+		// A file already claimed or sent is for the claim to judge: a
+		// retried send of its message (clientMessageId) finds the message
+		// and claims nothing.
+		if _, err := s.Files.Complete(ctx, me.Login, fid); err != nil && !errors.Is(err, store.ErrConflict) {
 			return err
 		}
 	}

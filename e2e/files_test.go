@@ -116,6 +116,21 @@ func testFiles(t *testing.T, cfg server.Config) {
 		t.Fatalf("the author reads %+v, want her hidden message's file first", got)
 	}
 
+	// A send retried under its clientMessageId returns the first, files and all.
+	retried := upload(t, alice, "retry.png", "image/png", pngWithText(t, 8, 8, "", ""))
+	var first, second struct {
+		PostMessage struct {
+			ID          string
+			Attachments []struct{ ID string }
+		}
+	}
+	send := `mutation($a: [ID!]) { postMessage(room: "pics", content: "again?", attachments: $a, clientMessageId: "retry-1") { id attachments { id } } }`
+	mustDo(t, alice, send, map[string]any{"a": []string{retried}}, &first)
+	mustDo(t, alice, send, map[string]any{"a": []string{retried}}, &second)
+	if second.PostMessage.ID != first.PostMessage.ID || len(second.PostMessage.Attachments) != 1 || second.PostMessage.Attachments[0].ID != retried {
+		t.Fatalf("a retried send answered %+v, the first %+v", second.PostMessage, first.PostMessage)
+	}
+
 	// Sent once, by its owner only.
 	wantCode(t, alice, "CONFLICT", `mutation($a: [ID!]) { postMessage(room: "pics", content: "again", attachments: $a) { id } }`, map[string]any{"a": []string{id}})
 	other := upload(t, alice, "other.png", "image/png", pngWithText(t, 10, 10, "", ""))

@@ -122,3 +122,18 @@ func (s *Server) startSweeper(ctx context.Context) {
 	}()
 	s.stopSweeper = func() { stop(); <-done }
 }
+
+// fileOrigins are where the signed URLs of files point, for the web app's
+// content policy: the S3 store, or the configured public URL of files on
+// disk (the app's own origin otherwise).
+func (s *Server) fileOrigins() []string {
+	switch {
+	case s.cfg.Files == "s3":
+		if c, err := s3.ParseURL(s.cfg.S3URL); err == nil {
+			return []string{c.Origin()}
+		}
+	case s.cfg.PublicURL != "":
+		return []string{s.cfg.PublicURL}
+	}
+	return nil
+}

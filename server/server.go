@@ -388,7 +388,7 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 	gql.SetRecoverFunc(res.Recover)
 
 	mux := http.NewServeMux()
-	mux.Handle("/", webapp.Handler())
+	mux.Handle("/", webapp.Handler(s.fileOrigins()...))
 	mux.Handle(playground.Path, playground.Page("chatql", "/query"))
 	mux.Handle(playground.Prefix, playground.Assets())
 	addresses := ratelimit.NewAddresses(s.cfg.TrustedProxies)

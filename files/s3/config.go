@@ -46,3 +46,18 @@ func ParseURL(s string) (Config, error) {
 	}
 	return cfg, nil
 }
+
+// Origin is the scheme://host[:port] of the store's signed URLs, which a web
+// page that uploads and shows files must be allowed to reach: the endpoint,
+// or the bucket's own host with virtual-hosted addressing.
+func (c Config) Origin() string {
+	u, err := url.Parse(c.Endpoint)
+	if err != nil {
+		return c.Endpoint
+	}
+	host := u.Host
+	if !c.PathStyle {
+		host = c.Bucket + "." + host
+	}
+	return u.Scheme + "://" + host
+}
