@@ -41,6 +41,7 @@ const queries = {
   createUpload: `mutation Upload($name: String!, $type: String!, $size: Int!) {
     createUpload(name: $name, contentType: $type, size: $size) { id method url headers { name value } expiresAt } }`,
   completeUpload: `mutation Complete($id: ID!) { completeUpload(id: $id) { ${attachmentFields} } }`,
+  message: `query Message($id: ID!) { message(id: $id) { ${messageFields} } }`,
   fileQuota: `query Quota { fileQuota { usedBytes limitBytes maxFileBytes } }`,
   edit: `mutation Edit($id: ID!, $content: String!) { editMessage(id: $id, content: $content) { ${messageFields} } }`,
   delete: `mutation Delete($id: ID!) { deleteMessage(id: $id) { ${messageFields} } }`,
@@ -684,7 +685,7 @@ function render(message) {
     return li;
   }
 
-  if (!message.deleted && message.attachments?.length) li.append(renderAttachments(message.attachments));
+  if (!message.deleted && message.attachments?.length) li.append(renderAttachments(message));
   if (!message.deleted && message.preview) li.append(renderPreview(message.preview));
 
   if (!message.system && !message.deleted) {
@@ -729,10 +730,10 @@ function render(message) {
 // pixel thumbnail (the smallest there is if the image is small), in a box of
 // their size reserved before they load, each a link to the whole image;
 // other files as download links with their name and size.
-function renderAttachments(attachments) {
+function renderAttachments(message) {
   const box = document.createElement("div");
   box.className = "attachments";
-  for (const a of attachments) {
+  for (const a of message.attachments) {
     const link = document.createElement("a");
     link.href = a.url;
     link.target = "_blank";
@@ -748,6 +749,7 @@ function renderAttachments(attachments) {
       img.height = thumb.height;
       img.loading = "lazy";
       img.decoding = "async";
+      img.addEventListener("error", () => refreshLinks(message), { once: true });
       link.append(img);
     } else {
       link.className = "file";
@@ -758,6 +760,21 @@ function renderAttachments(attachments) {
     box.append(link);
   }
   return box;
+}
+
+// refreshLinks reads a message again when one of its images does not load:
+// its signed URLs last an hour or more, and a page stays open longer. Once a
+// minute at most for each message.
+const linksRead = new Map(); // message id -> when its links were read again
+async function refreshLinks(message) {
+  if (Date.now() - (linksRead.get(message.id) ?? 0) < 60_000) return;
+  linksRead.set(message.id, Date.now());
+  try {
+    const { message: fresh } = await api.gql(queries.message, { id: message.id });
+    if (fresh) show(fresh, false);
+  } catch {
+    /* the image stays missing; its link still opens the file */
+  }
 }
 
 // renderPreview shows the card of the page a message links to. Its image is
