@@ -482,6 +482,7 @@ const scenarios = {
     }));
     check(shown.width === "640" && shown.height === "400" && shown.natural === 640, `the image shows ${JSON.stringify(shown)}, want its 640x400 thumbnail`);
     check(shown.src !== shown.href && shown.target === "_blank", `the image links to ${shown.href} (target ${shown.target}), want the whole image in a new tab`);
+    await shot(reader, "webapp-files-image");
     const whole = await fetch(shown.href);
     check(whole.ok && (await whole.arrayBuffer()).byteLength > 0, `the whole image answers ${whole.status}`);
 
@@ -494,6 +495,9 @@ const scenarios = {
     const text = await download.textContent();
     check(/notes\.txt · 1\.2 kB/.test(text), `the download link reads ${JSON.stringify(text)}, want "notes.txt · 1.2 kB"`);
     check((await download.locator("img").count()) === 0, "a text file shows as an image");
+    const got = await fetch(await download.getAttribute("href"));
+    const body = got.ok ? await got.text() : "";
+    check(body === "a".repeat(1200), `the download link answers ${got.status} with ${body.length} bytes, want the file`);
 
     // Two images in one message: one pasted into the message box, one dropped on the conversation.
     await sender.evaluate(async () => {

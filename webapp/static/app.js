@@ -590,7 +590,12 @@ function onInboxEvent(e) {
 function show(message, posted) {
   const known = shown.get(message.id);
   if (known) {
+    // An update (an edit, a preview card) may grow the message: the history
+    // stays at its bottom if it was there.
+    const list = $("messages");
+    const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 60;
     known.li.replaceWith(render(message));
+    if (atBottom) list.scrollTop = list.scrollHeight;
     return;
   }
   if (!posted) return; // an edit or reaction of a message older than the pages read
