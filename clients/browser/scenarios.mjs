@@ -450,7 +450,8 @@ const scenarios = {
   // and sends it; otto sees it inline from its 640 px thumbnail, which
   // loads, in a box of its size. A text file goes without a caption and
   // shows as a download link with its size. Two images, one pasted and one
-  // dropped on the conversation, go in one message. A .png that is text is
+  // dropped on the conversation, go in one message. A send whose answer is
+  // lost, sent again, posts the message and its file once. A .png that is text is
   // refused with a sentence on its chip, and nothing is posted until it is
   // removed. A link's preview card appears live; a deleted message shows no
   // files.
@@ -524,6 +525,32 @@ const scenarios = {
     await send(sender, "Two at once");
     for (const name of ["pasted.png", "dropped.png"]) await item(reader, "Two at once").locator(`img[alt="${name}"]`).waitFor();
 
+    // A send whose answer is lost, sent again: the message and its file are posted once.
+    let lost = 0;
+    await sender.route(`${cfg.url}/query`, async (route) => {
+      if (lost === 0 && (route.request().postData() ?? "").includes("postMessage")) {
+        lost++;
+        await route.fetch(); // the server stores the message...
+        return route.abort("failed"); // ...and the page never hears of it
+      }
+      return route.continue();
+    });
+    await sender.locator("#file-input").setInputFiles({ name: "again.png", mimeType: "image/png", buffer: png(64, 64) });
+    await chips.and(sender.locator(".chip.ready")).waitFor();
+    const again = sender.getByLabel("Message", { exact: true });
+    await again.fill("Once, with its file");
+    await again.press("Enter");
+    await sender.locator("#conversation-error").filter({ hasText: /did not answer/ }).waitFor();
+    check(lost === 1 && (await chips.count()) === 1, "after a lost answer the file's chip is gone");
+    await again.press("Enter");
+    await item(sender, "Once, with its file").locator('img[alt="again.png"]').waitFor();
+    await chips.first().waitFor({ state: "detached" });
+    check((await again.inputValue()) === "" && (await sender.locator("#conversation-error").textContent()) === "",
+      `after the retry the box holds ${JSON.stringify(await again.inputValue())} and the page says ${JSON.stringify(await sender.locator("#conversation-error").textContent())}`);
+    check((await item(sender, "Once, with its file").count()) === 1, "the retried message shows twice");
+    await sender.unroute(`${cfg.url}/query`);
+    await item(reader, "Once, with its file").locator('img[alt="again.png"]').waitFor();
+
     // A lying file: a .png that is text. Its chip says so; the message is not posted.
     await sender.locator("#file-input").setInputFiles({ name: "lie.png", mimeType: "image/png", buffer: Buffer.from("I am not a picture at all\n") });
     const failed = chips.and(sender.locator(".chip.failed"));
@@ -544,7 +571,7 @@ const scenarios = {
     const { messages: history } = await gql(
       'query { messages(room: "gallery", first: 10) { edges { node { system content attachments { name } } } } }', {}, otto);
     const posted = history.edges.filter((e) => !e.node.system).map((e) => [e.node.content, e.node.attachments.map((a) => a.name).join("+")]).reverse();
-    const want = [["A picture", "photo.png"], ["", "notes.txt"], ["Two at once", "pasted.png+dropped.png"]];
+    const want = [["A picture", "photo.png"], ["", "notes.txt"], ["Two at once", "pasted.png+dropped.png"], ["Once, with its file", "again.png"]];
     check(JSON.stringify(posted) === JSON.stringify(want), `the room holds ${JSON.stringify(posted)}, want ${JSON.stringify(want)}`);
 
     // A link: its preview card appears live on the reader's page.
@@ -562,7 +589,7 @@ const scenarios = {
     await item(sender, "A picture").getByRole("button", { name: "Delete" }).click();
     await reader.locator(`#messages li.deleted`).first().waitFor();
     await reader.locator('img[alt="photo.png"]').waitFor({ state: "detached" });
-    return "files: a picked PNG shown inline from its loaded 640 px thumbnail, a download link with its size, pasted and dropped images in one message, a lying .png refused in words with nothing posted, a live link preview, no files once deleted";
+    return "files: a picked PNG shown inline from its loaded 640 px thumbnail, a download link with its size, pasted and dropped images in one message, a send with a file retried after a lost answer posted once, a lying .png refused in words with nothing posted, a live link preview, no files once deleted";
   },
 
   // The playground at /playground runs a query, and a subscription that

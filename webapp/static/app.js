@@ -1043,15 +1043,25 @@ $("composer").addEventListener("submit", async (e) => {
       if (open !== conv) return;
       const attachments = batch.map((f) => f.attachment.id);
       const key = JSON.stringify([open.id, replyTo?.id ?? null, content, attachments]);
-      if (pendingSend?.key !== key) pendingSend = { key, id: crypto.randomUUID() };
+      if (pendingSend?.key !== key) pendingSend = { key, id: crypto.randomUUID(), tries: 0 };
       const vars = { content, id: pendingSend.id, replyTo: replyTo?.id ?? null, attachments: attachments.length ? attachments : null };
-      const sent =
-        open.kind === "room"
-          ? (await api.gql(queries.post, { room: open.name, ...vars })).postMessage
-          : (await api.gql(queries.sendDirect, { to: open.peer, ...vars })).sendDirectMessage;
+      let sent = null;
+      try {
+        pendingSend.tries++;
+        sent =
+          open.kind === "room"
+            ? (await api.gql(queries.post, { room: open.name, ...vars })).postMessage
+            : (await api.gql(queries.sendDirect, { to: open.peer, ...vars })).sendDirectMessage;
+      } catch (err) {
+        // A retry whose files the server says were sent already: the try
+        // whose answer was lost posted them (the server checks the files
+        // before the message's name). The message is there: read it.
+        if (!(err.code === "CONFLICT" && attachments.length && pendingSend.tries > 1)) throw err;
+        refreshNewest();
+      }
       pendingSend = null;
       for (const f of batch) removeFile(f);
-      show(sent, true);
+      if (sent) show(sent, true);
       if (open.kind === "dm") loadInboxSoon();
     }
     typingSent = 0;
