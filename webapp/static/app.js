@@ -747,6 +747,8 @@ function renderAttachments(message) {
     if (thumb) {
       link.className = "image";
       link.title = `${a.name} (opens the whole image)`;
+      const placeholder = a.blurhash && blurhashImage(a.blurhash);
+      if (placeholder) link.style.backgroundImage = `url("${placeholder}")`;
       const img = document.createElement("img");
       img.src = thumb.url;
       img.alt = a.name;
@@ -765,6 +767,74 @@ function renderAttachments(message) {
     box.append(link);
   }
   return box;
+}
+
+// blurhashImage paints a blurhash (blurha.sh) as a small PNG data URL, shown
+// behind an image while it loads; null if the hash does not decode.
+const blurhashes = new Map(); // hash -> data URL
+function blurhashImage(hash) {
+  if (blurhashes.has(hash)) return blurhashes.get(hash);
+  let url = null;
+  try {
+    const digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz#$%*+,-.:;=?@[]^_{|}~";
+    const num = (str) => {
+      let v = 0;
+      for (const c of str) {
+        const d = digits.indexOf(c);
+        if (d < 0) throw new Error("not base 83");
+        v = v * 83 + d;
+      }
+      return v;
+    };
+    const size = num(hash[0]);
+    const nx = (size % 9) + 1;
+    const ny = Math.floor(size / 9) + 1;
+    if (hash.length !== 4 + 2 * nx * ny) throw new Error("bad length");
+    const max = (num(hash[1]) + 1) / 166;
+    const toLinear = (v) => ((v /= 255) <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
+    const toSRGB = (v) => {
+      v = Math.min(1, Math.max(0, v));
+      return Math.round(v <= 0.0031308 ? v * 12.92 * 255 : (1.055 * v ** (1 / 2.4) - 0.055) * 255);
+    };
+    const signPow = (v) => Math.sign(v) * Math.abs(v) ** 2;
+    const colors = [];
+    for (let i = 0; i < nx * ny; i++) {
+      if (i === 0) {
+        const v = num(hash.slice(2, 6));
+        colors.push([toLinear(v >> 16), toLinear((v >> 8) & 255), toLinear(v & 255)]);
+      } else {
+        const v = num(hash.slice(4 + i * 2, 6 + i * 2));
+        colors.push([Math.floor(v / 361), Math.floor(v / 19) % 19, v % 19].map((q) => signPow((q - 9) / 9) * max));
+      }
+    }
+    const w = 32;
+    const h = 32;
+    const canvas = document.createElement("canvas");
+    canvas.width = w;
+    canvas.height = h;
+    const ctx = canvas.getContext("2d");
+    const pixels = ctx.createImageData(w, h);
+    for (let y = 0; y < h; y++) {
+      for (let x = 0; x < w; x++) {
+        const rgb = [0, 0, 0];
+        for (let j = 0; j < ny; j++) {
+          for (let i = 0; i < nx; i++) {
+            const basis = Math.cos((Math.PI * x * i) / w) * Math.cos((Math.PI * y * j) / h);
+            const c = colors[i + j * nx];
+            for (let k = 0; k < 3; k++) rgb[k] += c[k] * basis;
+          }
+        }
+        const o = 4 * (x + y * w);
+        pixels.data.set([toSRGB(rgb[0]), toSRGB(rgb[1]), toSRGB(rgb[2]), 255], o);
+      }
+    }
+    ctx.putImageData(pixels, 0, 0);
+    url = canvas.toDataURL("image/png");
+  } catch {
+    /* the neutral colour of the box stays */
+  }
+  blurhashes.set(hash, url);
+  return url;
 }
 
 // refreshLinks reads a message again when one of its images does not load:
