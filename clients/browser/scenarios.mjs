@@ -586,12 +586,29 @@ const scenarios = {
     }
     await shot(reader, "webapp-files");
 
+    // A direct message with a file and a link: the reader, in the conversation, sees both arrive live.
+    await reader.goto(`${cfg.url}/#dm/nora`);
+    await live(reader);
+    await sender.goto(`${cfg.url}/#dm/otto`);
+    await live(sender);
+    await sender.locator("#file-input").setInputFiles({ name: "letter.pdf", mimeType: "application/pdf", buffer: Buffer.from("%PDF-1.4\n%%EOF\n") });
+    await chips.and(sender.locator(".chip.ready")).waitFor();
+    const caption = cfg.pageURL ? `The letter, and ${cfg.pageURL}` : "The letter";
+    await send(sender, caption);
+    const letter = item(reader, caption);
+    await letter.locator("a.file", { hasText: "letter.pdf" }).waitFor();
+    if (cfg.pageURL) await letter.locator("aside.preview .title", { hasText: "The Looking-Glass House" }).waitFor();
+    await reader.goto(`${cfg.url}/#room/gallery`);
+    await live(reader);
+    await sender.goto(`${cfg.url}/#room/gallery`);
+    await item(sender, "A picture").waitFor();
+
     // Deleted, the picture's message shows no files.
     sender.on("dialog", (d) => d.accept());
     await item(sender, "A picture").getByRole("button", { name: "Delete" }).click();
     await reader.locator(`#messages li.deleted`).first().waitFor();
     await reader.locator('img[alt="photo.png"]').waitFor({ state: "detached" });
-    return "files: a picked PNG shown inline from its loaded 640 px thumbnail, a download link with its size, pasted and dropped images in one message, a send with a file retried after a lost answer posted once, a lying .png refused in words with nothing posted, a live link preview, no files once deleted";
+    return "files: a picked PNG shown inline from its loaded 640 px thumbnail, a download link with its size, pasted and dropped images in one message, a send with a file retried after a lost answer posted once, a lying .png refused in words with nothing posted, a live link preview, a direct message's file and preview, no files once deleted";
   },
 
   // The playground at /playground runs a query, and a subscription that
