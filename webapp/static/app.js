@@ -757,6 +757,7 @@ function renderAttachments(message) {
       img.loading = "lazy";
       img.decoding = "async";
       img.addEventListener("error", () => refreshLinks(message), { once: true });
+      img.addEventListener("load", () => link.classList.add("loaded")); // no blur behind a transparent image
       link.append(img);
     } else {
       link.className = "file";
