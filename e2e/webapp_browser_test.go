@@ -69,6 +69,8 @@ func TestWebAppInBrowser(t *testing.T) {
 	cfg.TokenTTL = 20 * time.Second
 	// A page for a message to link to, on loopback: its card (Open Graph
 	// tags) shows under the message.
+	// A small file quota (4 MiB a user): a larger file is refused.
+	cfg.FileLimits.QuotaBytes = 4 << 20
 	cfg.LinkPreviews = true
 	cfg.LinkPreviewsAllowLoopback = true
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

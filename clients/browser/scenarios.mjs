@@ -448,13 +448,14 @@ const scenarios = {
 
   // Files from the app: nora picks a PNG (the file input), adds a caption
   // and sends it; otto sees it inline from its 640 px thumbnail, which
-  // loads, in a box of its size. A text file goes without a caption and
-  // shows as a download link with its size. Two images, one pasted and one
-  // dropped on the conversation, go in one message. A send whose answer is
-  // lost, sent again, posts the message and its file once. A .png that is text is
-  // refused with a sentence on its chip, and nothing is posted until it is
-  // removed. A link's preview card appears live; a deleted message shows no
-  // files.
+  // loads, in a box of its size with its blurhash behind. A text file goes
+  // without a caption and shows as a download link with its size. Two
+  // images, one pasted and one dropped on the conversation, go in one
+  // message. A send whose answer is lost, sent again, posts the message and
+  // its file once. A .png that is text is refused with a sentence on its
+  // chip, and nothing is posted until it is removed; a file over the quota
+  // is refused in words too. A link's preview card appears live, in a room
+  // and a direct conversation. A deleted message shows no files.
   async files() {
     const nora = await user("nora");
     const otto = await user("otto");
@@ -570,6 +571,17 @@ const scenarios = {
     await failed.waitFor({ state: "detached" });
     check((await box.inputValue()) === "This should not be posted", "removing the file emptied the box");
     await box.fill("");
+
+    // Over the quota (4 MiB here): the chip says so in words, and stays so on a retry.
+    await sender.locator("#file-input").setInputFiles({ name: "big.bin", mimeType: "application/octet-stream", buffer: Buffer.alloc(5_000_000, 7) });
+    const quota = failed.filter({ hasText: "big.bin" });
+    await quota.filter({ hasText: "You have used your file quota" }).waitFor();
+    check(!/QUOTA_EXCEEDED/.test(await quota.textContent()), "the quota error shows the API's code");
+    await quota.getByRole("button", { name: "Retry big.bin" }).click();
+    await quota.filter({ hasText: "You have used your file quota" }).waitFor();
+    await quota.getByRole("button", { name: "Remove big.bin" }).click();
+    await quota.waitFor({ state: "detached" });
+
     const { messages: history } = await gql(
       'query { messages(room: "gallery", first: 10) { edges { node { system content attachments { name } } } } }', {}, otto);
     const posted = history.edges.filter((e) => !e.node.system).map((e) => [e.node.content, e.node.attachments.map((a) => a.name).join("+")]).reverse();
@@ -608,7 +620,7 @@ const scenarios = {
     await item(sender, "A picture").getByRole("button", { name: "Delete" }).click();
     await reader.locator(`#messages li.deleted`).first().waitFor();
     await reader.locator('img[alt="photo.png"]').waitFor({ state: "detached" });
-    return "files: a picked PNG shown inline from its loaded 640 px thumbnail, a download link with its size, pasted and dropped images in one message, a send with a file retried after a lost answer posted once, a lying .png refused in words with nothing posted, a live link preview, a direct message's file and preview, no files once deleted";
+    return "files: a picked PNG shown inline from its loaded 640 px thumbnail, a download link with its size, pasted and dropped images in one message, a send with a file retried after a lost answer posted once, a lying .png refused in words with nothing posted, a file over the quota refused in words, a live link preview, a direct message's file and preview, no files once deleted";
   },
 
   // The playground at /playground runs a query, and a subscription that
