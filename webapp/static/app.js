@@ -1186,6 +1186,9 @@ function startUpload(f) {
     (err) => {
       f.state = "failed";
       f.error = fileErrorText(f.file, err);
+      // The server removed a refused file, and sweeps unsent ones after a
+      // day: a retry sends it again.
+      if (err.code === "BAD_USER_INPUT" || err.code === "NOT_FOUND") f.sent = false;
     },
   ).finally(() => {
     if (!f.gone) renderFile(f);
@@ -1199,9 +1202,9 @@ async function uploadFile(f) {
   const { file } = f;
   if (file.size === 0) throw new FileError(`${file.name} is empty.`);
   if (maxFileBytes === null) {
-    maxFileBytes = await api.gql(queries.fileQuota).then((d) => d.fileQuota.maxFileBytes, () => 0);
+    maxFileBytes = await api.gql(queries.fileQuota).then((d) => d.fileQuota.maxFileBytes, () => null);
   }
-  if (maxFileBytes > 0 && file.size > maxFileBytes) throw new FileError(`${file.name} is too large: files are at most ${humanSize(maxFileBytes)}.`);
+  if (maxFileBytes !== null && file.size > maxFileBytes) throw new FileError(`${file.name} is too large: files are at most ${humanSize(maxFileBytes)}.`);
   if (!f.sent) {
     const { createUpload: upload } = await api.gql(queries.createUpload, { name: file.name, type: file.type || "application/octet-stream", size: file.size });
     if (f.gone) return null;
@@ -1255,6 +1258,8 @@ function fileErrorText(file, err) {
       return file ? `You have used your file quota: ${name} does not fit. Delete messages with files to make room.` : "You have used your file quota.";
     case "RATE_LIMITED":
       return `You are sending files too fast. ${later}`;
+    case "NOT_FOUND":
+      return `${name} is no longer on the server (files not sent go after a day). Retry to upload it again.`;
     case "UNAVAILABLE":
       return `Files cannot be uploaded right now. ${later}`;
     default:
