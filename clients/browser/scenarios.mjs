@@ -620,7 +620,7 @@ const scenarios = {
     await item(sender, "A picture").getByRole("button", { name: "Delete" }).click();
     await reader.locator(`#messages li.deleted`).first().waitFor();
     await reader.locator('img[alt="photo.png"]').waitFor({ state: "detached" });
-    return "files: a picked PNG shown inline from its loaded 640 px thumbnail, a download link with its size, pasted and dropped images in one message, a send with a file retried after a lost answer posted once, a lying .png refused in words with nothing posted, a file over the quota refused in words, a live link preview, a direct message's file and preview, no files once deleted";
+    return "a picked PNG shown inline from its loaded 640 px thumbnail, a download link with its size, pasted and dropped images in one message, a send with a file retried after a lost answer posted once, a lying .png refused in words with nothing posted, a file over the quota refused in words, a live link preview, a direct message's file and preview, no files once deleted";
   },
 
   // The playground at /playground runs a query, and a subscription that
