@@ -86,6 +86,12 @@ func serve(t testing.TB, srv *server.Server) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveOn(t, srv, ln)
+}
+
+// serveOn runs srv on ln until the test ends.
+func serveOn(t testing.TB, srv *server.Server, ln net.Listener) *testServer {
+	t.Helper()
 	go srv.Serve(ln)
 	t.Cleanup(func() {
 		_ = srv.Close(context.Background())

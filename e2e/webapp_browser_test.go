@@ -3,6 +3,9 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"github.com/killrchat/chatql/internal/testenv"
+	"github.com/killrchat/chatql/server"
 )
 
 // browserDir holds the browser tests' scenarios (clients/browser): Node
@@ -33,7 +37,10 @@ const scenariosVar = "CHAT_BROWSER_SCENARIOS"
 // nothing twice, a room's creator moderates, blocks, mutes and edits her
 // profile from the app, the app refreshes its token (and its websocket)
 // before the short access tokens expire, and the playground runs a query
-// and a subscription. The scenarios are clients/browser/scenarios.mjs.
+// and a subscription. Files: a picked PNG shows inline for the other user
+// from a thumbnail that loads, a text file as a download link, a lying
+// .png is refused in words with nothing posted, and a link's preview card
+// arrives live. The scenarios are clients/browser/scenarios.mjs.
 func TestWebAppInBrowser(t *testing.T) {
 	browser, err := exec.LookPath("chromium")
 	if err != nil {
@@ -60,12 +67,43 @@ func TestWebAppInBrowser(t *testing.T) {
 	// its websocket (closed with 4401 when the old token expires), while
 	// the scenarios run.
 	cfg.TokenTTL = 20 * time.Second
-	ts := startServer(t, cfg)
+	// A page for a message to link to, on loopback: its card (Open Graph
+	// tags) shows under the message.
+	// A small file quota (4 MiB a user): a larger file is refused.
+	cfg.FileLimits.QuotaBytes = 4 << 20
+	cfg.LinkPreviews = true
+	cfg.LinkPreviewsAllowLoopback = true
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(`<!doctype html><html><head><title>glass</title>
+<meta property="og:title" content="The Looking-Glass House">
+<meta property="og:description" content="Through the glass, and what Alice found there.">
+<meta property="og:site_name" content="Wonderland Gazette">
+</head><body>A page.</body></html>`))
+	}))
+	t.Cleanup(page.Close)
+	// The signed URLs of files start with the server's public URL. Unset,
+	// they start with the host each request names, but those of live
+	// events (encoded once for every subscriber, with no request) start
+	// with http://localhost, which a browser at 127.0.0.1:port cannot load:
+	// so the server is told its address, as a deployment is.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.PublicURL = "http://" + ln.Addr().String()
+	srv, err := server.New(context.Background(), cfg, testLogger())
+	if err != nil {
+		ln.Close()
+		t.Fatalf("server.New: %v", err)
+	}
+	ts := serveOn(t, srv, ln)
 	args := map[string]any{
 		"url":         strings.TrimSuffix(ts.URL, "/query"),
 		"chromium":    browser,
 		"screenshots": artifacts,
 		"tokenTTL":    cfg.TokenTTL.Seconds(),
+		"pageURL":     page.URL + "/looking-glass",
 	}
 	if only := os.Getenv(scenariosVar); only != "" {
 		args["only"] = strings.Split(only, ",")
@@ -81,7 +119,7 @@ func TestWebAppInBrowser(t *testing.T) {
 		t.Fatalf("browser scenarios: %v (screenshots in %s)", err, artifacts)
 	}
 	if os.Getenv(scenariosVar) == "" {
-		for _, name := range []string{"webapp-live", "webapp-history", "webapp-offline", "webapp-moderation", "playground-subscription"} {
+		for _, name := range []string{"webapp-live", "webapp-history", "webapp-offline", "webapp-moderation", "webapp-files", "webapp-files-error", "playground-subscription"} {
 			if _, err := os.Stat(filepath.Join(artifacts, name+".png")); err != nil {
 				t.Errorf("no screenshot %s: %v", name, err)
 			}

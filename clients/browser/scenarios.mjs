@@ -7,6 +7,7 @@
 import { chromium } from "playwright-core";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { deflateSync } from "node:zlib";
 
 const cfg = JSON.parse(process.argv[2]);
 mkdirSync(cfg.screenshots, { recursive: true });
@@ -95,6 +96,44 @@ async function send(page, text) {
 
 async function live(page) {
   await page.locator('#connection[data-state="live"]').waitFor();
+}
+
+// png encodes a width x height RGB image (a gradient) as a PNG.
+function png(width, height) {
+  const crcTable = Array.from({ length: 256 }, (_, n) => {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    return c >>> 0;
+  });
+  const crc = (buf) => {
+    let c = 0xffffffff;
+    for (const b of buf) c = crcTable[(c ^ b) & 0xff] ^ (c >>> 8);
+    return (c ^ 0xffffffff) >>> 0;
+  };
+  const chunk = (type, data) => {
+    const out = Buffer.alloc(12 + data.length);
+    out.writeUInt32BE(data.length, 0);
+    out.write(type, 4, "ascii");
+    data.copy(out, 8);
+    out.writeUInt32BE(crc(out.subarray(4, 8 + data.length)), 8 + data.length);
+    return out;
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header[8] = 8; // bit depth
+  header[9] = 2; // RGB
+  const rows = Buffer.alloc((width * 3 + 1) * height);
+  for (let y = 0; y < height; y++) {
+    const row = y * (width * 3 + 1);
+    for (let x = 0; x < width; x++) {
+      rows[row + 1 + x * 3] = (x * 255) / width;
+      rows[row + 2 + x * 3] = (y * 255) / height;
+      rows[row + 3 + x * 3] = 160;
+    }
+  }
+  const signature = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+  return Buffer.concat([signature, chunk("IHDR", header), chunk("IDAT", deflateSync(rows)), chunk("IEND", Buffer.alloc(0))]);
 }
 
 function check(cond, what) {
@@ -405,6 +444,183 @@ const scenarios = {
     await message(page, "Tick tock").waitFor();
     await live(page);
     return `the app refreshed its ${cfg.tokenTTL}s token and stayed live past its expiry, and a reload kept the session`;
+  },
+
+  // Files from the app: nora picks a PNG (the file input), adds a caption
+  // and sends it; otto sees it inline from its 640 px thumbnail, which
+  // loads, in a box of its size with its blurhash behind. A text file goes
+  // without a caption and shows as a download link with its size. Two
+  // images, one pasted and one dropped on the conversation, go in one
+  // message. A send whose answer is lost, sent again, posts the message and
+  // its file once. A .png that is text is refused with a sentence on its
+  // chip, and nothing is posted until it is removed; a file over the quota
+  // is refused in words too. A link's preview card appears live, in a room
+  // and a direct conversation. A deleted message shows no files.
+  async files() {
+    const nora = await user("nora");
+    const otto = await user("otto");
+    await createRoom(nora, "gallery");
+    await joinRoom(otto, "gallery");
+    const sender = await open("nora", "#room/gallery");
+    await loginUI(sender, "nora");
+    await live(sender);
+    const reader = await open("otto", "#room/gallery");
+    await loginUI(reader, "otto");
+    await live(reader);
+
+    // A PNG picked with the file input: its chip shows it uploaded, then it goes with a caption.
+    await sender.getByRole("button", { name: "Attach files" }).waitFor();
+    await sender.locator("#file-input").setInputFiles({ name: "photo.png", mimeType: "image/png", buffer: png(800, 500) });
+    const chips = sender.locator("#composer-files .chip");
+    await chips.filter({ hasText: "photo.png" }).and(sender.locator(".chip.ready")).waitFor();
+    await send(sender, "A picture");
+    await chips.first().waitFor({ state: "detached" });
+    const photo = item(reader, "A picture").locator('.attachments img[alt="photo.png"]');
+    await photo.waitFor();
+    await reader.waitForFunction((img) => img.complete && img.naturalWidth > 0, await photo.elementHandle());
+    const shown = await photo.evaluate((img) => ({
+      src: img.src, width: img.getAttribute("width"), height: img.getAttribute("height"), natural: img.naturalWidth,
+      href: img.closest("a").href, target: img.closest("a").target,
+      placeholder: img.closest("a").style.backgroundImage.slice(0, 30),
+    }));
+    check(shown.placeholder.startsWith('url("data:image/png'), `behind the image is ${shown.placeholder}, want its blurhash`);
+    check(shown.width === "640" && shown.height === "400" && shown.natural === 640, `the image shows ${JSON.stringify(shown)}, want its 640x400 thumbnail`);
+    check(shown.src !== shown.href && shown.target === "_blank", `the image links to ${shown.href} (target ${shown.target}), want the whole image in a new tab`);
+    await shot(reader, "webapp-files-image");
+    const whole = await fetch(shown.href);
+    check(whole.ok && (await whole.arrayBuffer()).byteLength > 0, `the whole image answers ${whole.status}`);
+
+    // A text file, with no caption: a download link with its name and size.
+    await sender.locator("#file-input").setInputFiles({ name: "notes.txt", mimeType: "text/plain", buffer: Buffer.alloc(1200, "a") });
+    await chips.and(sender.locator(".chip.ready")).waitFor();
+    await sender.getByLabel("Message", { exact: true }).press("Enter");
+    const download = reader.locator("#messages .attachments a.file").filter({ hasText: "notes.txt" });
+    await download.waitFor();
+    const text = await download.textContent();
+    check(/notes\.txt · 1\.2 kB/.test(text), `the download link reads ${JSON.stringify(text)}, want "notes.txt · 1.2 kB"`);
+    check((await download.locator("img").count()) === 0, "a text file shows as an image");
+    const got = await fetch(await download.getAttribute("href"));
+    const body = got.ok ? await got.text() : "";
+    check(body === "a".repeat(1200), `the download link answers ${got.status} with ${body.length} bytes, want the file`);
+
+    // Two images in one message: one pasted into the message box, one dropped on the conversation.
+    await sender.evaluate(async () => {
+      const image = async (w, h, name) => {
+        const canvas = document.createElement("canvas");
+        canvas.width = w;
+        canvas.height = h;
+        canvas.getContext("2d").fillRect(0, 0, w, h);
+        const blob = await new Promise((resolve) => canvas.toBlob(resolve, "image/png"));
+        const dt = new DataTransfer();
+        dt.items.add(new File([blob], name, { type: "image/png" }));
+        return dt;
+      };
+      const box = document.getElementById("composer-input");
+      box.dispatchEvent(new ClipboardEvent("paste", { clipboardData: await image(300, 200, "pasted.png"), bubbles: true, cancelable: true }));
+      const dropped = await image(120, 90, "dropped.png");
+      const target = document.querySelector("main.conversation");
+      target.dispatchEvent(new DragEvent("dragover", { dataTransfer: dropped, bubbles: true, cancelable: true }));
+      target.dispatchEvent(new DragEvent("drop", { dataTransfer: dropped, bubbles: true, cancelable: true }));
+    });
+    await chips.nth(1).waitFor();
+    const names = await chips.locator(".name").allTextContents();
+    check(names.length === 2 && /^pasted\.png/.test(names[0]) && /^dropped\.png/.test(names[1]), `the chips after a paste and a drop: ${JSON.stringify(names)}`);
+    await send(sender, "Two at once");
+    for (const name of ["pasted.png", "dropped.png"]) await item(reader, "Two at once").locator(`img[alt="${name}"]`).waitFor();
+
+    // A send whose answer is lost, sent again: the message and its file are posted once.
+    let lost = 0;
+    await sender.route(`${cfg.url}/query`, async (route) => {
+      if (lost === 0 && (route.request().postData() ?? "").includes("postMessage")) {
+        lost++;
+        await route.fetch(); // the server stores the message...
+        return route.abort("failed"); // ...and the page never hears of it
+      }
+      return route.continue();
+    });
+    await sender.locator("#file-input").setInputFiles({ name: "again.png", mimeType: "image/png", buffer: png(64, 64) });
+    await chips.and(sender.locator(".chip.ready")).waitFor();
+    const again = sender.getByLabel("Message", { exact: true });
+    await again.fill("Once, with its file");
+    await again.press("Enter");
+    await sender.locator("#conversation-error").filter({ hasText: /did not answer/ }).waitFor();
+    check(lost === 1 && (await chips.count()) === 1, "after a lost answer the file's chip is gone");
+    await again.press("Enter");
+    await item(sender, "Once, with its file").locator('img[alt="again.png"]').waitFor();
+    await chips.first().waitFor({ state: "detached" });
+    check((await again.inputValue()) === "" && (await sender.locator("#conversation-error").textContent()) === "",
+      `after the retry the box holds ${JSON.stringify(await again.inputValue())} and the page says ${JSON.stringify(await sender.locator("#conversation-error").textContent())}`);
+    check((await item(sender, "Once, with its file").count()) === 1, "the retried message shows twice");
+    await sender.unroute(`${cfg.url}/query`);
+    await item(reader, "Once, with its file").locator('img[alt="again.png"]').waitFor();
+
+    // A lying file: a .png that is text. Its chip says so; the message is not posted.
+    await sender.locator("#file-input").setInputFiles({ name: "lie.png", mimeType: "image/png", buffer: Buffer.from("I am not a picture at all\n") });
+    const failed = chips.and(sender.locator(".chip.failed"));
+    await failed.filter({ hasText: "lie.png is not a valid image" }).waitFor();
+    const box = sender.getByLabel("Message", { exact: true });
+    await box.fill("This should not be posted");
+    await box.press("Enter");
+    const error = sender.locator("#conversation-error").filter({ hasText: "lie.png is not a valid image" });
+    await error.waitFor();
+    check(!/BAD_USER_INPUT/.test(await error.textContent()), "the error shows the API's code");
+    await shot(sender, "webapp-files-error");
+    // Removed with the keyboard, it goes; the caption stays in the box.
+    await failed.getByRole("button", { name: "Remove lie.png" }).focus();
+    await sender.keyboard.press("Enter");
+    await failed.waitFor({ state: "detached" });
+    check((await box.inputValue()) === "This should not be posted", "removing the file emptied the box");
+    await box.fill("");
+
+    // Over the quota (4 MiB here): the chip says so in words, and stays so on a retry.
+    await sender.locator("#file-input").setInputFiles({ name: "big.bin", mimeType: "application/octet-stream", buffer: Buffer.alloc(5_000_000, 7) });
+    const quota = failed.filter({ hasText: "big.bin" });
+    await quota.filter({ hasText: "You have used your file quota" }).waitFor();
+    check(!/QUOTA_EXCEEDED/.test(await quota.textContent()), "the quota error shows the API's code");
+    await quota.getByRole("button", { name: "Retry big.bin" }).click();
+    await quota.filter({ hasText: "You have used your file quota" }).waitFor();
+    await quota.getByRole("button", { name: "Remove big.bin" }).click();
+    await quota.waitFor({ state: "detached" });
+
+    const { messages: history } = await gql(
+      'query { messages(room: "gallery", first: 10) { edges { node { system content attachments { name } } } } }', {}, otto);
+    const posted = history.edges.filter((e) => !e.node.system).map((e) => [e.node.content, e.node.attachments.map((a) => a.name).join("+")]).reverse();
+    const want = [["A picture", "photo.png"], ["", "notes.txt"], ["Two at once", "pasted.png+dropped.png"], ["Once, with its file", "again.png"]];
+    check(JSON.stringify(posted) === JSON.stringify(want), `the room holds ${JSON.stringify(posted)}, want ${JSON.stringify(want)}`);
+
+    // A link: its preview card appears live on the reader's page.
+    if (cfg.pageURL) {
+      await send(sender, `Read this: ${cfg.pageURL}`);
+      const card = item(reader, `Read this: ${cfg.pageURL}`).locator("aside.preview");
+      await card.locator(".title", { hasText: "The Looking-Glass House" }).waitFor();
+      await card.getByText("Through the glass, and what Alice found there.").waitFor();
+      await card.getByText("Wonderland Gazette").waitFor();
+    }
+    await shot(reader, "webapp-files");
+
+    // A direct message with a file and a link: the reader, in the conversation, sees both arrive live.
+    await reader.goto(`${cfg.url}/#dm/nora`);
+    await live(reader);
+    await sender.goto(`${cfg.url}/#dm/otto`);
+    await live(sender);
+    await sender.locator("#file-input").setInputFiles({ name: "letter.pdf", mimeType: "application/pdf", buffer: Buffer.from("%PDF-1.4\n%%EOF\n") });
+    await chips.and(sender.locator(".chip.ready")).waitFor();
+    const caption = cfg.pageURL ? `The letter, and ${cfg.pageURL}` : "The letter";
+    await send(sender, caption);
+    const letter = item(reader, caption);
+    await letter.locator("a.file", { hasText: "letter.pdf" }).waitFor();
+    if (cfg.pageURL) await letter.locator("aside.preview .title", { hasText: "The Looking-Glass House" }).waitFor();
+    await reader.goto(`${cfg.url}/#room/gallery`);
+    await live(reader);
+    await sender.goto(`${cfg.url}/#room/gallery`);
+    await item(sender, "A picture").waitFor();
+
+    // Deleted, the picture's message shows no files.
+    sender.on("dialog", (d) => d.accept());
+    await item(sender, "A picture").getByRole("button", { name: "Delete" }).click();
+    await reader.locator(`#messages li.deleted`).first().waitFor();
+    await reader.locator('img[alt="photo.png"]').waitFor({ state: "detached" });
+    return "a picked PNG shown inline from its loaded 640 px thumbnail, a download link with its size, pasted and dropped images in one message, a send with a file retried after a lost answer posted once, a lying .png refused in words with nothing posted, a file over the quota refused in words, a live link preview, a direct message's file and preview, no files once deleted";
   },
 
   // The playground at /playground runs a query, and a subscription that

@@ -8,9 +8,15 @@ const $ = (id) => document.getElementById(id);
 const pageSize = 30;
 const quickReactions = ["👍", "🎉", "❤️"];
 
+// The fields the app shows of a file a message carries.
+const attachmentFields = "id name contentType size width height blurhash url thumbnails { width height url }";
+// A message carries at most this many files.
+const maxFiles = 10;
+
 // The fields the app shows of a message, asked for everywhere a message is read.
 const messageFields = `id room content system postedAt hidden editedAt deleted replyToId replyCount mentions
-  author { login firstname lastname } reactions { emoji count reactedByMe }`;
+  author { login firstname lastname } reactions { emoji count reactedByMe }
+  attachments { ${attachmentFields} } preview { url title description siteName imageUrl }`;
 
 const queries = {
   inbox: `query Inbox { inbox { id kind unread mentions muted peerOnline peer { login firstname lastname }
@@ -28,10 +34,15 @@ const queries = {
     kind cursor online user { login firstname } by { login } message { ${messageFields} } } }`,
   inboxEvents: `subscription InboxEvents($after: String) { inboxEvents(after: $after, presence: true) {
     kind cursor conversationId online user { login } message { ${messageFields} } } }`,
-  post: `mutation Post($room: String!, $content: String!, $id: String, $replyTo: ID) {
-    postMessage(room: $room, content: $content, clientMessageId: $id, replyTo: $replyTo) { ${messageFields} } }`,
-  sendDirect: `mutation Send($to: String!, $content: String!, $id: String, $replyTo: ID) {
-    sendDirectMessage(to: $to, content: $content, clientMessageId: $id, replyTo: $replyTo) { ${messageFields} } }`,
+  post: `mutation Post($room: String!, $content: String!, $id: String, $replyTo: ID, $attachments: [ID!]) {
+    postMessage(room: $room, content: $content, clientMessageId: $id, replyTo: $replyTo, attachments: $attachments) { ${messageFields} } }`,
+  sendDirect: `mutation Send($to: String!, $content: String!, $id: String, $replyTo: ID, $attachments: [ID!]) {
+    sendDirectMessage(to: $to, content: $content, clientMessageId: $id, replyTo: $replyTo, attachments: $attachments) { ${messageFields} } }`,
+  createUpload: `mutation Upload($name: String!, $type: String!, $size: Int!) {
+    createUpload(name: $name, contentType: $type, size: $size) { id method url headers { name value } expiresAt } }`,
+  completeUpload: `mutation Complete($id: ID!) { completeUpload(id: $id) { ${attachmentFields} } }`,
+  message: `query Message($id: ID!) { message(id: $id) { ${messageFields} } }`,
+  fileQuota: `query Quota { fileQuota { usedBytes limitBytes maxFileBytes } }`,
   edit: `mutation Edit($id: ID!, $content: String!) { editMessage(id: $id, content: $content) { ${messageFields} } }`,
   delete: `mutation Delete($id: ID!) { deleteMessage(id: $id) { ${messageFields} } }`,
   addReaction: `mutation React($id: ID!, $emoji: String!) { addReaction(messageId: $id, emoji: $emoji) { ${messageFields} } }`,
@@ -358,6 +369,7 @@ function closeConversation() {
   $("messages").replaceChildren();
   $("typing").textContent = "";
   $("composer").hidden = true;
+  clearFiles();
   $("join").hidden = true;
   $("leave").hidden = true;
   $("member-form").hidden = true;
@@ -578,7 +590,12 @@ function onInboxEvent(e) {
 function show(message, posted) {
   const known = shown.get(message.id);
   if (known) {
+    // An update (an edit, a preview card) may grow the message: the history
+    // stays at its bottom if it was there.
+    const list = $("messages");
+    const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 60;
     known.li.replaceWith(render(message));
+    if (atBottom) list.scrollTop = list.scrollHeight;
     return;
   }
   if (!posted) return; // an edit or reaction of a message older than the pages read
@@ -593,7 +610,7 @@ function show(message, posted) {
   list.append(render(message));
   if (atBottom || message.author.login === api.currentUser().login) list.scrollTop = list.scrollHeight;
   if (message.author.login !== api.currentUser().login && !message.system) {
-    $("announce").textContent = `${message.author.login}: ${message.content}`;
+    $("announce").textContent = `${message.author.login}: ${message.content || filesText(message.attachments)}`;
   }
   markReadSoon();
 }
@@ -644,7 +661,7 @@ function render(message) {
     const link = document.createElement("a");
     link.href = `#m-${message.replyToId}`;
     link.className = "reply-to";
-    link.textContent = root ? `↪ ${root.author.login}: ${root.content.slice(0, 40)}` : "↪ in a thread";
+    link.textContent = root ? `↪ ${root.author.login}: ${(root.content || filesText(root.attachments)).slice(0, 40)}` : "↪ in a thread";
     link.addEventListener("click", (e) => {
       e.preventDefault(); // the hash is the open conversation's
       $(`m-${message.replyToId}`)?.scrollIntoView({ block: "center" });
@@ -672,6 +689,9 @@ function render(message) {
     shown.set(message.id, { message, li });
     return li;
   }
+
+  if (!message.deleted && message.attachments?.length) li.append(renderAttachments(message));
+  if (!message.deleted && message.preview) li.append(renderPreview(message.preview));
 
   if (!message.system && !message.deleted) {
     const reactions = document.createElement("div");
@@ -710,6 +730,188 @@ function render(message) {
   shown.set(message.id, { message, li });
   return li;
 }
+
+// renderAttachments shows a message's files: images inline from their 640
+// pixel thumbnail (the smallest there is if the image is small), in a box of
+// their size reserved before they load, each a link to the whole image;
+// other files as download links with their name and size.
+function renderAttachments(message) {
+  const box = document.createElement("div");
+  box.className = "attachments";
+  for (const a of message.attachments) {
+    const link = document.createElement("a");
+    link.href = a.url;
+    link.target = "_blank";
+    link.rel = "noopener noreferrer";
+    const thumb = a.width != null ? (a.thumbnails[1] ?? a.thumbnails[0] ?? { url: a.url, width: a.width, height: a.height }) : null;
+    if (thumb) {
+      link.className = "image";
+      link.title = `${a.name} (opens the whole image)`;
+      const placeholder = a.blurhash && blurhashImage(a.blurhash);
+      if (placeholder) link.style.backgroundImage = `url("${placeholder}")`;
+      const img = document.createElement("img");
+      img.src = thumb.url;
+      img.alt = a.name;
+      img.width = thumb.width;
+      img.height = thumb.height;
+      img.loading = "lazy";
+      img.decoding = "async";
+      img.addEventListener("error", () => refreshLinks(message), { once: true });
+      img.addEventListener("load", () => link.classList.add("loaded")); // no blur behind a transparent image
+      link.append(img);
+    } else {
+      link.className = "file";
+      link.download = a.name;
+      link.textContent = `📄 ${a.name} · ${humanSize(a.size)}`;
+      link.setAttribute("aria-label", `Download ${a.name}, ${humanSize(a.size)}`);
+    }
+    box.append(link);
+  }
+  return box;
+}
+
+// blurhashImage paints a blurhash (blurha.sh) as a small PNG data URL, shown
+// behind an image while it loads; null if the hash does not decode.
+const blurhashes = new Map(); // hash -> data URL
+function blurhashImage(hash) {
+  if (blurhashes.has(hash)) return blurhashes.get(hash);
+  let url = null;
+  try {
+    const digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz#$%*+,-.:;=?@[]^_{|}~";
+    const num = (str) => {
+      let v = 0;
+      for (const c of str) {
+        const d = digits.indexOf(c);
+        if (d < 0) throw new Error("not base 83");
+        v = v * 83 + d;
+      }
+      return v;
+    };
+    const size = num(hash[0]);
+    const nx = (size % 9) + 1;
+    const ny = Math.floor(size / 9) + 1;
+    if (hash.length !== 4 + 2 * nx * ny) throw new Error("bad length");
+    const max = (num(hash[1]) + 1) / 166;
+    const toLinear = (v) => ((v /= 255) <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
+    const toSRGB = (v) => {
+      v = Math.min(1, Math.max(0, v));
+      return Math.round(v <= 0.0031308 ? v * 12.92 * 255 : (1.055 * v ** (1 / 2.4) - 0.055) * 255);
+    };
+    const signPow = (v) => Math.sign(v) * Math.abs(v) ** 2;
+    const colors = [];
+    for (let i = 0; i < nx * ny; i++) {
+      if (i === 0) {
+        const v = num(hash.slice(2, 6));
+        colors.push([toLinear(v >> 16), toLinear((v >> 8) & 255), toLinear(v & 255)]);
+      } else {
+        const v = num(hash.slice(4 + i * 2, 6 + i * 2));
+        colors.push([Math.floor(v / 361), Math.floor(v / 19) % 19, v % 19].map((q) => signPow((q - 9) / 9) * max));
+      }
+    }
+    const w = 32;
+    const h = 32;
+    const canvas = document.createElement("canvas");
+    canvas.width = w;
+    canvas.height = h;
+    const ctx = canvas.getContext("2d");
+    const pixels = ctx.createImageData(w, h);
+    for (let y = 0; y < h; y++) {
+      for (let x = 0; x < w; x++) {
+        const rgb = [0, 0, 0];
+        for (let j = 0; j < ny; j++) {
+          for (let i = 0; i < nx; i++) {
+            const basis = Math.cos((Math.PI * x * i) / w) * Math.cos((Math.PI * y * j) / h);
+            const c = colors[i + j * nx];
+            for (let k = 0; k < 3; k++) rgb[k] += c[k] * basis;
+          }
+        }
+        const o = 4 * (x + y * w);
+        pixels.data.set([toSRGB(rgb[0]), toSRGB(rgb[1]), toSRGB(rgb[2]), 255], o);
+      }
+    }
+    ctx.putImageData(pixels, 0, 0);
+    url = canvas.toDataURL("image/png");
+  } catch {
+    /* the neutral colour of the box stays */
+  }
+  blurhashes.set(hash, url);
+  return url;
+}
+
+// refreshLinks reads a message again when one of its images does not load:
+// its signed URLs last an hour or more, and a page stays open longer. Once a
+// minute at most for each message.
+const linksRead = new Map(); // message id -> when its links were read again
+async function refreshLinks(message) {
+  if (Date.now() - (linksRead.get(message.id) ?? 0) < 60_000) return;
+  linksRead.set(message.id, Date.now());
+  try {
+    const { message: fresh } = await api.gql(queries.message, { id: message.id });
+    if (fresh) show(fresh, false);
+  } catch {
+    /* the image stays missing; its link still opens the file */
+  }
+}
+
+// renderPreview shows the card of the page a message links to. Its image is
+// shown only from this server: the page's policy (and the reader's privacy)
+// keeps the app from loading anything from other sites.
+function renderPreview(p) {
+  const card = document.createElement("aside");
+  card.className = "preview";
+  card.setAttribute("aria-label", `Link preview: ${p.title || p.url}`);
+  if (p.imageUrl && sameOrigin(p.imageUrl)) {
+    const img = document.createElement("img");
+    img.src = p.imageUrl;
+    img.alt = "";
+    img.loading = "lazy";
+    card.append(img);
+  }
+  const text = document.createElement("div");
+  if (p.siteName) {
+    const site = document.createElement("span");
+    site.className = "site";
+    site.textContent = p.siteName;
+    text.append(site);
+  }
+  const title = document.createElement("a");
+  title.className = "title";
+  title.href = p.url;
+  title.target = "_blank";
+  title.rel = "noopener noreferrer";
+  title.textContent = p.title || p.url;
+  text.append(title);
+  if (p.description) {
+    const d = document.createElement("p");
+    d.textContent = p.description;
+    text.append(d);
+  }
+  card.append(text);
+  return card;
+}
+
+function sameOrigin(u) {
+  try {
+    return new URL(u, location.href).origin === location.origin;
+  } catch {
+    return false;
+  }
+}
+
+// humanSize writes a size in bytes as people read it: 980 B, 12 kB, 1.2 MB.
+function humanSize(bytes) {
+  const units = ["B", "kB", "MB", "GB"];
+  let n = bytes;
+  let i = 0;
+  while (n >= 1000 && i < units.length - 1) {
+    n /= 1000;
+    i++;
+  }
+  return i === 0 ? `${n} B` : `${n < 10 ? n.toFixed(1).replace(/\.0$/, "") : Math.round(n)} ${units[i]}`;
+}
+
+const filesText = (attachments) =>
+  attachments?.length === 1 ? `sent ${attachments[0].name}` : `sent ${attachments?.length ?? 0} files`;
 
 function tag(text) {
   const s = document.createElement("span");
@@ -837,7 +1039,7 @@ function setComposerMode(mode) {
   editing = mode?.edit ?? null;
   const bar = $("composer-mode");
   bar.hidden = !mode;
-  if (replyTo) bar.firstElementChild.textContent = `Replying to ${replyTo.author.login}: ${replyTo.content.slice(0, 60)}`;
+  if (replyTo) bar.firstElementChild.textContent = `Replying to ${replyTo.author.login}: ${(replyTo.content || filesText(replyTo.attachments)).slice(0, 60)}`;
   if (editing) {
     bar.firstElementChild.textContent = "Editing your message";
     input.value = editing.content;
@@ -886,32 +1088,277 @@ input.addEventListener("input", () => {
 // message, with a name of its own.
 let pendingSend = null;
 
+let sending = false;
+
 $("composer").addEventListener("submit", async (e) => {
   e.preventDefault();
   const content = input.value.trim();
-  if (!content || !open) return;
+  if (!open || sending) return;
+  if (editing ? !content : !content && files.length === 0) return;
   showConversationError(null);
+  const conv = open;
+  sending = true;
   try {
     if (editing) {
       show((await api.gql(queries.edit, { id: editing.id, content })).editMessage, false);
     } else {
-      const key = JSON.stringify([open.id, replyTo?.id ?? null, content]);
-      if (pendingSend?.key !== key) pendingSend = { key, id: crypto.randomUUID() };
-      const vars = { content, id: pendingSend.id, replyTo: replyTo?.id ?? null };
-      const sent =
-        open.kind === "room"
-          ? (await api.gql(queries.post, { room: open.name, ...vars })).postMessage
-          : (await api.gql(queries.sendDirect, { to: open.peer, ...vars })).sendDirectMessage;
+      // The files first: the message goes once they are all uploaded and checked.
+      const batch = [...files];
+      $("composer").setAttribute("aria-busy", "true");
+      await Promise.all(batch.map((f) => f.done));
+      const failed = batch.find((f) => f.state === "failed");
+      if (failed) {
+        showConversationError(new Error(`${failed.error} Remove it or try again before sending.`));
+        return;
+      }
+      if (open !== conv) return;
+      const attachments = batch.map((f) => f.attachment.id);
+      const key = JSON.stringify([open.id, replyTo?.id ?? null, content, attachments]);
+      if (pendingSend?.key !== key) pendingSend = { key, id: crypto.randomUUID(), tries: 0 };
+      const vars = { content, id: pendingSend.id, replyTo: replyTo?.id ?? null, attachments: attachments.length ? attachments : null };
+      let sent = null;
+      try {
+        pendingSend.tries++;
+        sent =
+          open.kind === "room"
+            ? (await api.gql(queries.post, { room: open.name, ...vars })).postMessage
+            : (await api.gql(queries.sendDirect, { to: open.peer, ...vars })).sendDirectMessage;
+      } catch (err) {
+        // A retry whose files the server says were sent already: the try
+        // whose answer was lost posted them (the server checks the files
+        // before the message's name). The message is there: read it.
+        if (!(err.code === "CONFLICT" && attachments.length && pendingSend.tries > 1)) throw err;
+        refreshNewest();
+      }
       pendingSend = null;
-      show(sent, true);
+      for (const f of batch) removeFile(f);
+      if (sent) show(sent, true);
       if (open.kind === "dm") loadInboxSoon();
     }
     typingSent = 0;
     input.value = "";
     setComposerMode(null);
   } catch (err) {
-    showConversationError(err);
+    showConversationError(err.code === "QUOTA_EXCEEDED" || err.code === "RATE_LIMITED" || err.code === "UNAVAILABLE" ? new Error(fileErrorText(null, err)) : err);
+  } finally {
+    sending = false;
+    $("composer").removeAttribute("aria-busy");
   }
+});
+
+// ---- Files to send ----
+
+// files are the files the next message carries, in the order chosen: each
+// { file, state: "uploading" | "ready" | "failed", progress (0 to 1),
+// upload (createUpload's answer), attachment (completeUpload's), error (in
+// words), done (a promise that settles when its upload ends), chip (its
+// element) }. A file uploads as soon as it is chosen, and is checked
+// (completeUpload) so that a bad file is told before the message is sent.
+let files = [];
+let maxFileBytes = null; // the largest file the server takes, read once
+
+function addFiles(list) {
+  if (!open || $("composer").hidden) return;
+  const chosen = [...list];
+  if (chosen.length === 0) return;
+  showConversationError(null);
+  const room = maxFiles - files.length;
+  if (chosen.length > room) {
+    showConversationError(new Error(`A message carries at most ${maxFiles} files${room > 0 ? `: the first ${room} were added` : ""}.`));
+  }
+  for (const file of chosen.slice(0, Math.max(0, room))) {
+    const f = { file, state: "uploading", progress: 0, upload: null, attachment: null, error: "", done: null, chip: null, gone: false };
+    files.push(f);
+    startUpload(f);
+  }
+  renderFiles();
+}
+
+function startUpload(f) {
+  f.state = "uploading";
+  f.progress = 0;
+  f.error = "";
+  f.done = uploadFile(f).then(
+    (attachment) => {
+      f.attachment = attachment;
+      f.state = "ready";
+    },
+    (err) => {
+      f.state = "failed";
+      f.error = fileErrorText(f.file, err);
+      // The server removed a refused file, and sweeps unsent ones after a
+      // day: a retry sends it again.
+      if (err.code === "BAD_USER_INPUT" || err.code === "NOT_FOUND") f.sent = false;
+    },
+  ).finally(() => {
+    if (!f.gone) renderFile(f);
+  });
+}
+
+// uploadFile sends one file: createUpload, its bytes with the request given,
+// then completeUpload, which checks them. A retry after the bytes were sent
+// only checks them again.
+async function uploadFile(f) {
+  const { file } = f;
+  if (file.size === 0) throw new FileError(`${file.name} is empty.`);
+  if (maxFileBytes === null) {
+    maxFileBytes = await api.gql(queries.fileQuota).then((d) => d.fileQuota.maxFileBytes, () => null);
+  }
+  if (maxFileBytes !== null && file.size > maxFileBytes) throw new FileError(`${file.name} is too large: files are at most ${humanSize(maxFileBytes)}.`);
+  if (!f.sent) {
+    const { createUpload: upload } = await api.gql(queries.createUpload, { name: file.name, type: file.type || "application/octet-stream", size: file.size });
+    if (f.gone) return null;
+    f.upload = upload;
+    await put(f, upload);
+    f.sent = true;
+  }
+  if (f.gone) return null;
+  return (await api.gql(queries.completeUpload, { id: f.upload.id })).completeUpload;
+}
+
+// The headers a page may not set: the browser sets them (Content-Length from the body).
+const browserHeaders = new Set(["content-length", "host", "connection", "expect", "transfer-encoding"]);
+
+// put sends a file's bytes with the upload's request, as given, reporting its progress.
+function put(f, upload) {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open(upload.method, upload.url);
+    for (const h of upload.headers) if (!browserHeaders.has(h.name.toLowerCase())) xhr.setRequestHeader(h.name, h.value);
+    xhr.upload.addEventListener("progress", (e) => {
+      if (!e.lengthComputable || f.gone) return;
+      f.progress = e.loaded / e.total;
+      const bar = f.chip?.querySelector("progress");
+      if (bar) bar.value = f.progress;
+    });
+    xhr.addEventListener("load", () => {
+      if (xhr.status >= 200 && xhr.status < 300) resolve();
+      else reject(new FileError(xhr.status === 403 ? `The upload of ${f.file.name} was refused (its link expired). Try again.` : `The upload of ${f.file.name} failed (HTTP ${xhr.status}). Try again.`));
+    });
+    xhr.addEventListener("error", () => reject(new api.NetworkError()));
+    xhr.addEventListener("abort", () => reject(new FileError(`The upload of ${f.file.name} was stopped.`)));
+    f.xhr = xhr;
+    xhr.send(f.file);
+  });
+}
+
+/** An error of a file, already in words. */
+class FileError extends Error {}
+
+// fileErrorText says what went wrong with a file (file null: with the
+// message's files), in words rather than the API's codes.
+function fileErrorText(file, err) {
+  const name = file?.name ?? "A file";
+  const wait = err.errors?.[0]?.extensions?.retryAfter;
+  const later = wait ? `Try again in ${Math.max(1, Math.ceil(wait))} seconds.` : "Try again in a moment.";
+  switch (err.code) {
+    case "BAD_USER_INPUT":
+      return file && /^image\//.test(file.type) ? `${name} is not a valid image.` : `${name} was refused: ${err.message}`;
+    case "QUOTA_EXCEEDED":
+      return file ? `You have used your file quota: ${name} does not fit. Delete messages with files to make room.` : "You have used your file quota.";
+    case "RATE_LIMITED":
+      return `You are sending files too fast. ${later}`;
+    case "NOT_FOUND":
+      return `${name} is no longer on the server (files not sent go after a day). Retry to upload it again.`;
+    case "UNAVAILABLE":
+      return `Files cannot be uploaded right now. ${later}`;
+    default:
+      return err.message;
+  }
+}
+
+function removeFile(f) {
+  f.gone = true;
+  if (f.state === "uploading") f.xhr?.abort();
+  files = files.filter((x) => x !== f);
+  renderFiles();
+}
+
+function clearFiles() {
+  for (const f of [...files]) removeFile(f);
+}
+
+function renderFiles() {
+  const list = $("composer-files");
+  list.hidden = files.length === 0;
+  list.replaceChildren(...files.map((f) => (f.chip = renderFile(f, false))));
+}
+
+// renderFile draws a file's chip: its name and size, its state (a progress
+// bar while it uploads, what went wrong), and its buttons.
+function renderFile(f, replace = true) {
+  const li = document.createElement("li");
+  li.className = `chip ${f.state}`;
+  const name = document.createElement("span");
+  name.className = "name";
+  name.textContent = `${f.file.name} · ${humanSize(f.file.size)}`;
+  li.append(name);
+  if (f.state === "uploading") {
+    const bar = document.createElement("progress");
+    bar.max = 1;
+    bar.value = f.progress;
+    bar.setAttribute("aria-label", `Uploading ${f.file.name}`);
+    li.append(bar);
+  } else if (f.state === "ready") {
+    li.append(tag("ready"));
+  } else {
+    const error = document.createElement("span");
+    error.className = "error";
+    error.setAttribute("role", "alert");
+    error.textContent = f.error;
+    const retry = button("Retry", () => {
+      startUpload(f);
+      renderFile(f);
+    });
+    retry.setAttribute("aria-label", `Retry ${f.file.name}`);
+    li.append(error, retry);
+  }
+  const remove = button("✕", () => {
+    removeFile(f);
+    input.focus();
+  });
+  remove.setAttribute("aria-label", `Remove ${f.file.name}`);
+  li.append(remove);
+  if (replace && f.chip?.isConnected) {
+    // Keep the keyboard where it was: on the same button of the new chip.
+    const focused = f.chip.contains(document.activeElement) ? document.activeElement.getAttribute("aria-label") : null;
+    f.chip.replaceWith(li);
+    if (focused) [...li.querySelectorAll("button")].find((b) => b.getAttribute("aria-label") === focused)?.focus();
+    if (focused && !li.contains(document.activeElement)) li.querySelector("button")?.focus();
+  }
+  if (replace) f.chip = li;
+  return li;
+}
+
+$("attach").addEventListener("click", () => $("file-input").click());
+$("file-input").addEventListener("change", (e) => {
+  addFiles(e.target.files);
+  e.target.value = ""; // the same file may be picked again
+});
+// Images pasted into the message box (a screenshot, a copied image).
+input.addEventListener("paste", (e) => {
+  const pasted = [...(e.clipboardData?.files ?? [])];
+  if (pasted.length === 0) return;
+  e.preventDefault();
+  addFiles(pasted);
+});
+// Files dropped on the conversation.
+const conversation = document.querySelector("main.conversation");
+const carriesFiles = (e) => [...(e.dataTransfer?.types ?? [])].includes("Files");
+conversation.addEventListener("dragover", (e) => {
+  if (!carriesFiles(e) || $("composer").hidden) return;
+  e.preventDefault();
+  e.dataTransfer.dropEffect = "copy";
+  conversation.classList.add("dropping");
+});
+conversation.addEventListener("dragleave", (e) => {
+  if (!conversation.contains(e.relatedTarget)) conversation.classList.remove("dropping");
+});
+conversation.addEventListener("drop", (e) => {
+  conversation.classList.remove("dropping");
+  if (!carriesFiles(e)) return;
+  e.preventDefault();
+  addFiles(e.dataTransfer.files);
 });
 
 // ---- Start ----
