@@ -381,3 +381,55 @@ func TestNewSenderConfig(t *testing.T) {
 		s.Close()
 	}
 }
+
+func TestSenderIgnoresProxySettings(t *testing.T) {
+	t.Setenv("HTTPS_PROXY", "http://10.0.0.1:3128")
+	t.Setenv("HTTP_PROXY", "http://10.0.0.1:3128")
+	key, _ := GenerateVAPIDKey()
+	s, err := NewSender(Config{Key: key, Contact: testContact})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.transport.Proxy != nil {
+		t.Fatal("the Sender's transport takes a proxy")
+	}
+	if s.client.CheckRedirect == nil {
+		t.Fatal("the Sender's client follows redirects")
+	}
+}
+
+func TestConcurrentSends(t *testing.T) {
+	f := newFixture(t, 5*time.Second)
+	subs := []Subscription{f.sub}
+	for range 3 {
+		ps, err := f.service.Subscribe(f.key.PublicKey())
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs = append(subs, Subscription(ps))
+	}
+	const perSub = 5
+	errs := make(chan error, len(subs)*perSub)
+	for _, sub := range subs {
+		for i := range perSub {
+			go func() {
+				res, err := f.sender.Send(context.Background(), sub, []byte{byte('a' + i)}, Options{TTL: time.Minute})
+				if err == nil && res.Outcome != Delivered {
+					err = errors.New(res.Outcome.String())
+				}
+				errs <- err
+			}()
+		}
+	}
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	for _, sub := range subs {
+		if got := len(f.service.Messages(sub.Endpoint)); got != perSub {
+			t.Errorf("%s received %d messages, want %d", sub.Endpoint, got, perSub)
+		}
+	}
+}
