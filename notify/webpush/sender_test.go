@@ -167,6 +167,24 @@ func TestSendRetryLater(t *testing.T) {
 	}
 }
 
+func TestSendDuringAnOutage(t *testing.T) {
+	f := newFixture(t, 5*time.Second)
+	f.service.FailFor(time.Hour, http.StatusServiceUnavailable, "30")
+	for range 3 {
+		res, err := f.sender.Send(context.Background(), f.sub, []byte("x"), Options{})
+		if err != nil || res.Outcome != RetryLater || res.RetryAfter != 30*time.Second {
+			t.Fatalf("Send during the outage = %+v, %v; want retry after 30s", res, err)
+		}
+	}
+	f.service.FailFor(0, 0, "")
+	if res, err := f.sender.Send(context.Background(), f.sub, []byte("x"), Options{}); err != nil || res.Outcome != Delivered {
+		t.Fatalf("Send after the outage = %+v, %v", res, err)
+	}
+	if got := len(f.service.Messages(f.sub.Endpoint)); got != 1 {
+		t.Fatalf("service recorded %d messages, want 1", got)
+	}
+}
+
 func TestSendHangTimesOut(t *testing.T) {
 	f := newFixture(t, 300*time.Millisecond)
 	f.service.Hang(true)

@@ -58,6 +58,8 @@ type Service struct {
 	mu         sync.Mutex
 	subs       map[string]*subscription
 	failures   []failure
+	outage     failure   // the answer during an outage
+	outageEnds time.Time // when the outage set by FailFor ends
 	hang       bool
 	rejections []string
 	now        func() time.Time
@@ -158,6 +160,16 @@ func (s *Service) FailNext(n, status int, retryAfter string) {
 	}
 }
 
+// FailFor makes every push for the duration d be answered with status,
+// and with a Retry-After header if retryAfter is not empty; pushes queued
+// by FailNext come first. FailFor(0, ...) ends an outage.
+func (s *Service) FailFor(d time.Duration, status int, retryAfter string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.outage = failure{status: status, retryAfter: retryAfter}
+	s.outageEnds = s.now().Add(d)
+}
+
 // Hang makes the service, while on is set, answer no push: requests wait
 // until the client gives up or the service closes.
 func (s *Service) Hang(on bool) {
@@ -222,12 +234,13 @@ func (s *Service) waitForClient(r *http.Request) {
 	}
 }
 
-// nextFailure takes the next queued failure, if any.
+// nextFailure takes the next queued failure, or the outage's answer while
+// an outage lasts.
 func (s *Service) nextFailure() (failure, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.failures) == 0 {
-		return failure{}, false
+		return s.outage, s.now().Before(s.outageEnds)
 	}
 	f := s.failures[0]
 	s.failures = s.failures[1:]
