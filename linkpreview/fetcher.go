@@ -17,6 +17,7 @@ import (
 	"golang.org/x/net/html/charset"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/killrchat/chatql/internal/netguard"
 	"github.com/killrchat/chatql/store"
 )
 
@@ -109,8 +110,8 @@ type cacheEntry struct {
 
 // New returns a Fetcher configured by opts.
 func New(opts Options) *Fetcher {
-	f := &Fetcher{opts: opts.withDefaults(), lookup: lookupNetIP, now: time.Now}
-	f.allowed = defaultPolicy(f.opts.AllowLoopback)
+	f := &Fetcher{opts: opts.withDefaults(), now: time.Now}
+	f.allowed = netguard.PublicOnly(f.opts.AllowLoopback)
 	cache, err := lru.New[string, cacheEntry](f.opts.CacheSize)
 	if err != nil {
 		panic(err) // unreachable: the size is positive
