@@ -48,10 +48,17 @@ func (m *SMTPMailer) Send(ctx context.Context, to string, msg []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.SendTimeout)
 	defer cancel()
 	err := m.send(ctx, to, msg)
-	if err != nil && ctx.Err() != nil {
+	if err != nil && (ctx.Err() != nil || isNetTimeout(err)) {
 		return fmt.Errorf("%w: %w", ErrTimeout, err)
 	}
 	return err
+}
+
+// isNetTimeout reports whether err is a network timeout, such as the
+// client's per-command deadline running out.
+func isNetTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // send connects, runs the transaction and quits. The connection is closed
