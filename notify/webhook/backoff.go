@@ -18,8 +18,9 @@ var schedule = []time.Duration{
 }
 
 // MaxAttempts is the number of attempts, the first included, after which a
-// message that was never delivered is dead.
-var MaxAttempts = len(schedule) + 1
+// message that was never delivered is dead: one more than the retries of
+// the schedule.
+const MaxAttempts = 8
 
 // MaxRetryAfter caps the delay a receiver may ask for with Retry-After.
 const MaxRetryAfter = 10 * time.Hour

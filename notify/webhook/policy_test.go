@@ -111,7 +111,7 @@ func TestNextStopsAfterMaxAttempts(t *testing.T) {
 		}
 		attempts++
 	}
-	if attempts != MaxAttempts || MaxAttempts != 8 {
+	if attempts != MaxAttempts || MaxAttempts != len(schedule)+1 {
 		t.Fatalf("gave up after %d attempts, MaxAttempts %d, want 8", attempts, MaxAttempts)
 	}
 	if _, again := Next(1, Result{Outcome: Delivered}); again {
