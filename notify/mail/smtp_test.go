@@ -11,6 +11,7 @@ import (
 	"net"
 	netmail "net/mail"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -240,14 +241,25 @@ func TestHangingServerTimesOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
 	go func() { // accepts, then never greets
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			t.Cleanup(func() { c.Close() })
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
 		}
 	}()
 	for _, q := range []string{"starttls=false", "starttls=true"} {
