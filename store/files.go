@@ -44,10 +44,12 @@ const (
 	// be attached to one message.
 	FileReady
 	// FileClaimed: a message being posted attaches it (ClaimFiles); the
-	// message id is in the record.
+	// message id is in the record. A claim without a message is a
+	// picture's: the owner's avatar when the record has no room, the
+	// room's icon otherwise.
 	FileClaimed
-	// FileAttached: a stored message holds it; it lives as long as the
-	// message.
+	// FileAttached: a stored message (or a profile, or a room, as its
+	// picture) holds it; it lives as long as its holder holds it.
 	FileAttached
 	// FileDoomed: its message or owner was deleted: the sweep removes its
 	// objects, then the record.
@@ -60,10 +62,15 @@ type File struct {
 	Owner string
 	State FileState
 	// Message is the message that claimed or holds it (FileClaimed,
-	// FileAttached), in Room.
+	// FileAttached), in Room. For a picture it is zero, and Room is the
+	// room whose icon it is, or empty for the owner's avatar.
 	Message MessageID
 	Room    string
 }
+
+// IsPicture reports whether the file was claimed as a picture (an avatar
+// or a room's icon) rather than by a message.
+func (f File) IsPicture() bool { return f.Message.IsZero() }
 
 // ErrQuota: the owner's files would exceed their quota of bytes.
 var ErrQuota = errors.New("file quota exceeded")
@@ -91,7 +98,8 @@ type Files interface {
 	CompleteFile(ctx context.Context, owner string, a Attachment) error
 	// ClaimFiles turns owner's FileReady files ids into FileClaimed by
 	// message in room, all or none: ErrConflict (nothing changed) if one
-	// is not FileReady, ErrNotFound if one is not owner's.
+	// is not FileReady, ErrNotFound if one is not owner's. A zero message
+	// claims them as a picture (see FileClaimed).
 	ClaimFiles(ctx context.Context, owner string, ids []FileID, room string, message MessageID) error
 	// AttachFiles turns FileClaimed files into FileAttached, taking them
 	// off the sweep's list: called once their message is stored. Files in

@@ -307,7 +307,7 @@ func (db *DB) ClaimFiles(ctx context.Context, owner string, ids []store.FileID, 
 	}
 	b := db.fileBatch(ctx)
 	for _, id := range ids {
-		b.Query(claimFile, int(store.FileClaimed), gocql.UUID(message), room, owner, gocql.UUID(id), int(store.FileReady))
+		b.Query(claimFile, int(store.FileClaimed), messageValue(message), room, owner, gocql.UUID(id), int(store.FileReady))
 	}
 	applied, err := db.execFileBatch(ctx, b, func(ctx context.Context) (casOutcome, error) {
 		ready := 0
@@ -334,6 +334,15 @@ func (db *DB) ClaimFiles(ctx context.Context, owner string, ids []store.FileID, 
 		return fmt.Errorf("claim files of %q: one is no longer ready: %w", owner, store.ErrConflict)
 	}
 	return nil
+}
+
+// messageValue binds the message of a claim: null for a picture's (a
+// timeuuid cell cannot hold the zero id).
+func messageValue(message store.MessageID) any {
+	if message.IsZero() {
+		return nil
+	}
+	return gocql.UUID(message)
 }
 
 // uniqueFiles returns ids without repeats, in their first order: a
