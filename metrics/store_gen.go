@@ -80,7 +80,9 @@ type storeCalls struct {
 	RotateSession      storeCall
 	SendDirect         storeCall
 	Session            storeCall
+	SetAvatar          storeCall
 	SetPreview         storeCall
+	SetRoomIcon        storeCall
 	ThreadReplies      storeCall
 	ThreadRepliesAfter storeCall
 	ThreadSummaries    storeCall
@@ -155,7 +157,9 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		RotateSession:      m.call("RotateSession"),
 		SendDirect:         m.call("SendDirect"),
 		Session:            m.call("Session"),
+		SetAvatar:          m.call("SetAvatar"),
 		SetPreview:         m.call("SetPreview"),
+		SetRoomIcon:        m.call("SetRoomIcon"),
 		ThreadReplies:      m.call("ThreadReplies"),
 		ThreadRepliesAfter: m.call("ThreadRepliesAfter"),
 		ThreadSummaries:    m.call("ThreadSummaries"),
@@ -509,7 +513,7 @@ func (s *timedStore) Mutes(ctx context.Context, a1 string, a2 string) (bool, err
 	return r0, err
 }
 
-func (s *timedStore) Names(ctx context.Context, a1 []string) (map[string]store.UserRef, error) {
+func (s *timedStore) Names(ctx context.Context, a1 []string) (map[string]store.PublicProfile, error) {
 	start := now()
 	r0, err := s.Store.Names(ctx, a1)
 	s.calls.Names.done(ctx, start, err)
@@ -607,10 +611,24 @@ func (s *timedStore) Session(ctx context.Context, a1 string, a2 string) (store.S
 	return r0, err
 }
 
+func (s *timedStore) SetAvatar(ctx context.Context, a1 string, a2 *store.Picture) (*store.Picture, error) {
+	start := now()
+	r0, err := s.Store.SetAvatar(ctx, a1, a2)
+	s.calls.SetAvatar.done(ctx, start, err)
+	return r0, err
+}
+
 func (s *timedStore) SetPreview(ctx context.Context, a1 store.Message, a2 store.LinkPreview) (store.Event, error) {
 	start := now()
 	r0, err := s.Store.SetPreview(ctx, a1, a2)
 	s.calls.SetPreview.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) SetRoomIcon(ctx context.Context, a1 string, a2 *store.Picture) (*store.Picture, error) {
+	start := now()
+	r0, err := s.Store.SetRoomIcon(ctx, a1, a2)
+	s.calls.SetRoomIcon.done(ctx, start, err)
 	return r0, err
 }
 

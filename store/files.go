@@ -30,6 +30,14 @@ type Attachment struct {
 	Blurhash string
 }
 
+// Picture is an image shown with a user's name (their avatar) or a room's
+// (its icon): a file of Owner's, whose quota it counts in, that they
+// uploaded and claimed as a picture (see File.IsPicture).
+type Picture struct {
+	Attachment
+	Owner string
+}
+
 // IsImage reports whether the attachment is an image with thumbnails.
 func (a Attachment) IsImage() bool { return a.Width > 0 }
 

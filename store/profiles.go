@@ -45,7 +45,7 @@ func (p ProfileUpdate) Validate() error {
 // as they are now.
 type PublicProfile struct {
 	UserRef
-	Avatar *Attachment
+	Avatar *Picture
 }
 
 // Profiles keeps the users' profiles current: profile changes, batched reads
@@ -78,13 +78,13 @@ type Profiles interface {
 	// replaced, and none brings an avatar back into a deleted account's
 	// tombstone. Returns ErrNotFound if there is no such user or it was
 	// deleted.
-	SetAvatar(ctx context.Context, login string, avatar *Attachment) (old *Attachment, err error)
+	SetAvatar(ctx context.Context, login string, avatar *Picture) (old *Picture, err error)
 
 	// SetRoomIcon makes icon (nil: none) the room's icon and returns the
 	// one it replaces (nil: none), as a compare-and-set of the icon read,
 	// conditional on the room existing (a set never resurrects a deleted
 	// room). Returns ErrNotFound if the room does not exist.
-	SetRoomIcon(ctx context.Context, room string, icon *Attachment) (old *Attachment, err error)
+	SetRoomIcon(ctx context.Context, room string, icon *Picture) (old *Picture, err error)
 
 	// DeleteAccount erases login's profile if its password hash is still
 	// passHash (a compare-and-set, as ChangePassword): names, email, bio and

@@ -34,7 +34,7 @@ type User struct {
 	ChatRooms []string
 	// Avatar is the image the user chose to show with their name
 	// (SetAvatar); nil for none.
-	Avatar *Attachment
+	Avatar *Picture
 }
 
 // Account is a User with the password hash used at login.
@@ -58,7 +58,7 @@ type Room struct {
 	Moderators []UserRef
 	// Icon is the image shown with the room's name (SetRoomIcon); nil for
 	// none.
-	Icon *Attachment
+	Icon *Picture
 }
 
 // HasParticipant reports whether login is among the room's participants.

@@ -11,8 +11,8 @@ import (
 )
 
 // A user's avatar and a room's icon (schema_v16.cql) are the JSON of their
-// image's attachment, as a message's attachments are (fileJSON), in a text
-// column that is null for none.
+// image's attachment, as a message's attachments are (fileJSON), with its
+// owner, in a text column that is null for none.
 const (
 	selectRoomIcon = `SELECT creator_login, icon FROM chat_rooms WHERE room_name = ?`
 	// setRoomIcon is a compare-and-set of the icon read, on the room
@@ -20,12 +20,21 @@ const (
 	setRoomIcon = `UPDATE chat_rooms SET icon = ? WHERE room_name = ? IF creator_login = ? AND icon = ?`
 )
 
+// pictureJSON is a picture as its column holds it.
+type pictureJSON struct {
+	fileJSON
+	Owner string `json:"o"`
+}
+
 // pictureValue binds a picture column: null for none.
-func pictureValue(a *store.Attachment) (any, error) {
+func pictureValue(a *store.Picture) (any, error) {
 	if a == nil {
 		return nil, nil
 	}
-	b, err := json.Marshal(fileJSON{ID: gocql.UUID(a.ID), Name: a.Name, ContentType: a.ContentType, Size: a.Size, Width: a.Width, Height: a.Height, Blurhash: a.Blurhash})
+	b, err := json.Marshal(pictureJSON{
+		fileJSON: fileJSON{ID: gocql.UUID(a.ID), Name: a.Name, ContentType: a.ContentType, Size: a.Size, Width: a.Width, Height: a.Height, Blurhash: a.Blurhash},
+		Owner:    a.Owner,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("encode picture: %w", err)
 	}
@@ -34,17 +43,20 @@ func pictureValue(a *store.Attachment) (any, error) {
 
 // decodePicture reads a picture column; an empty or unreadable one reads
 // as none.
-func decodePicture(s string) *store.Attachment {
-	var f fileJSON
+func decodePicture(s string) *store.Picture {
+	var f pictureJSON
 	if s == "" || json.Unmarshal([]byte(s), &f) != nil {
 		return nil
 	}
-	return &store.Attachment{ID: store.FileID(f.ID), Name: f.Name, ContentType: f.ContentType, Size: f.Size, Width: f.Width, Height: f.Height, Blurhash: f.Blurhash}
+	return &store.Picture{
+		Attachment: store.Attachment{ID: store.FileID(f.ID), Name: f.Name, ContentType: f.ContentType, Size: f.Size, Width: f.Width, Height: f.Height, Blurhash: f.Blurhash},
+		Owner:      f.Owner,
+	}
 }
 
 // samePicture reports whether two pictures are the same file (or both
 // none).
-func samePicture(a, b *store.Attachment) bool {
+func samePicture(a, b *store.Picture) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
@@ -54,13 +66,13 @@ func samePicture(a, b *store.Attachment) bool {
 // SetRoomIcon writes the icon as a compare-and-set of the one read, on the
 // room existing; a change of the icon between the read and the write makes
 // it read and try again.
-func (db *DB) SetRoomIcon(ctx context.Context, room string, icon *store.Attachment) (*store.Attachment, error) {
+func (db *DB) SetRoomIcon(ctx context.Context, room string, icon *store.Picture) (*store.Picture, error) {
 	fail := func(err error) error { return fmt.Errorf("cassandra: set the icon of %q: %w", room, err) }
 	value, err := pictureValue(icon)
 	if err != nil {
 		return nil, fail(err)
 	}
-	read := func(ctx context.Context) (creator string, icon *store.Attachment, err error) {
+	read := func(ctx context.Context) (creator string, icon *store.Picture, err error) {
 		var s string
 		err = db.serialRead(ctx, selectRoomIcon, room).Scan(&creator, &s)
 		if err == nil && creator == "" {

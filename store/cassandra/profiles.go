@@ -93,7 +93,7 @@ func (db *DB) UpdateProfile(ctx context.Context, login string, p store.ProfileUp
 // SetAvatar writes the avatar as a compare-and-set of the one read, on the
 // account standing; another change of either between the read and the
 // write makes it read and try again.
-func (db *DB) SetAvatar(ctx context.Context, login string, avatar *store.Attachment) (*store.Attachment, error) {
+func (db *DB) SetAvatar(ctx context.Context, login string, avatar *store.Picture) (*store.Picture, error) {
 	fail := func(err error) error { return fmt.Errorf("cassandra: set the avatar of %q: %w", login, err) }
 	value, err := pictureValue(avatar)
 	if err != nil {

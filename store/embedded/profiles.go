@@ -32,7 +32,7 @@ func (db *DB) UpdateProfile(ctx context.Context, login string, p store.ProfileUp
 }
 
 // SetAvatar replaces the avatar of the user's row under its lock.
-func (db *DB) SetAvatar(ctx context.Context, login string, avatar *store.Attachment) (*store.Attachment, error) {
+func (db *DB) SetAvatar(ctx context.Context, login string, avatar *store.Picture) (*store.Picture, error) {
 	k := userKey(login)
 	end, err := db.beginLocked(ctx, k)
 	if err != nil {
@@ -54,7 +54,7 @@ func (db *DB) SetAvatar(ctx context.Context, login string, avatar *store.Attachm
 }
 
 // SetRoomIcon replaces the icon of the room's row under its lock.
-func (db *DB) SetRoomIcon(ctx context.Context, room string, icon *store.Attachment) (*store.Attachment, error) {
+func (db *DB) SetRoomIcon(ctx context.Context, room string, icon *store.Picture) (*store.Picture, error) {
 	k := roomKey(room)
 	end, err := db.beginLocked(ctx, k)
 	if err != nil {

@@ -35,7 +35,7 @@ type userRow struct {
 	// taken, everything else is erased.
 	Deleted bool `json:"deleted,omitempty"`
 	// Avatar is the user's picture; nil for none.
-	Avatar *store.Attachment `json:"avatar,omitempty"`
+	Avatar *store.Picture `json:"avatar,omitempty"`
 }
 
 // roomRow is a row of chat_rooms. The creator's login is Creator.Login.
@@ -52,7 +52,7 @@ type roomRow struct {
 	// Moderators are sorted by login, no duplicates.
 	Moderators []userRef `json:"moderators,omitempty"`
 	// Icon is the room's picture; nil for none.
-	Icon *store.Attachment `json:"icon,omitempty"`
+	Icon *store.Picture `json:"icon,omitempty"`
 }
 
 // messageRow is a row of chat_room_messages; the room and the id are in the

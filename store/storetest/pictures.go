@@ -7,21 +7,23 @@ import (
 	"github.com/killrchat/chatql/store"
 )
 
-// picture returns the attachment of an image, as an avatar or an icon
-// holds it.
-func picture(name string) *store.Attachment {
-	return &store.Attachment{ID: store.NewMessageID(), Name: name, ContentType: "image/png", Size: 1234, Width: 640, Height: 480, Blurhash: "LEHV6nWB2yk8pyo0adR*.7kCMdnj"}
+// picture returns an image of owner's, as an avatar or an icon holds it.
+func picture(owner, name string) *store.Picture {
+	return &store.Picture{
+		Attachment: store.Attachment{ID: store.NewMessageID(), Name: name, ContentType: "image/png", Size: 1234, Width: 640, Height: 480, Blurhash: "LEHV6nWB2yk8pyo0adR*.7kCMdnj"},
+		Owner:      owner,
+	}
 }
 
 // checkPicture fails the test unless got is want (both nil, or equal).
-func checkPicture(t *testing.T, what string, got, want *store.Attachment) {
+func checkPicture(t *testing.T, what string, got, want *store.Picture) {
 	t.Helper()
 	if (got == nil) != (want == nil) || got != nil && *got != *want {
 		t.Errorf("%s = %s, want %s", what, fmtPicture(got), fmtPicture(want))
 	}
 }
 
-func fmtPicture(a *store.Attachment) string {
+func fmtPicture(a *store.Picture) string {
 	if a == nil {
 		return "none"
 	}
@@ -37,7 +39,7 @@ func testAvatar(t *testing.T, s store.Store) {
 	other := mustCreateUser(t, ctx, s, "avatarother")
 	checkPicture(t, "a new user's avatar", mustUser(t, ctx, s, a.Login).Avatar, nil)
 
-	first, second := picture("first.png"), picture("second.png")
+	first, second := picture(a.Login, "first.png"), picture(a.Login, "second.png")
 	old, err := s.SetAvatar(ctx, a.Login, first)
 	if err != nil {
 		t.Fatalf("SetAvatar(first) = %v", err)
@@ -96,7 +98,7 @@ func testRoomIcon(t *testing.T, s store.Store) {
 	r := mustCreateRoom(t, ctx, s, "icon", creator.UserRef)
 	checkPicture(t, "a new room's icon", mustRoom(t, ctx, s, r.Name).Icon, nil)
 
-	first, second := picture("first.png"), picture("second.png")
+	first, second := picture(creator.Login, "first.png"), picture("iconmoderator", "second.png")
 	old, err := s.SetRoomIcon(ctx, r.Name, first)
 	if err != nil {
 		t.Fatalf("SetRoomIcon(first) = %v", err)
