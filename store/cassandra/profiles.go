@@ -23,7 +23,7 @@ const (
 		WHERE login = ? IF pass_hash = ?`
 	// setAvatar is a compare-and-set of the avatar read, on the account
 	// standing (a tombstone has no pass_hash).
-	setAvatar = `UPDATE users SET avatar = ? WHERE login = ? IF pass_hash = ? AND avatar = ?`
+	setAvatar       = `UPDATE users SET avatar = ? WHERE login = ? IF pass_hash = ? AND avatar = ?`
 	selectUserRooms = `SELECT chat_rooms FROM users WHERE login = ?`
 	deleteBlocksOf  = `DELETE FROM user_blocks WHERE login = ?`
 	deleteMutesOf   = `DELETE FROM user_mutes WHERE login = ?`
