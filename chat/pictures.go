@@ -54,7 +54,7 @@ func (s *Service) SetAvatar(ctx context.Context, me store.UserRef, id *string) (
 	if err != nil {
 		return nil, err // a claimed file stays for the sweep, which asks FileHeld
 	}
-	s.pictureChanged(ctx, me.Login, pic, old)
+	s.pictureChanged(ctx, pic, old)
 	s.announce(ctx, store.ProfileChanged, me.Login)
 	u.Avatar = pic
 	return &u, nil
@@ -90,7 +90,7 @@ func (s *Service) SetRoomIcon(ctx context.Context, me store.UserRef, room string
 	if err != nil {
 		return nil, err // a claimed file stays for the sweep, which asks FileHeld
 	}
-	s.pictureChanged(ctx, me.Login, pic, old)
+	s.pictureChanged(ctx, pic, old)
 	return s.roomAfter(ctx, room, nil)
 }
 
@@ -109,7 +109,7 @@ func mayChangeIcon(m store.RoomMembership) error {
 
 // samePictureFile reports whether the picture is already the file id (or
 // both are none).
-func samePictureFile(pic *store.Attachment, id *string) bool {
+func samePictureFile(pic *store.Picture, id *string) bool {
 	if pic == nil || id == nil {
 		return pic == nil && id == nil
 	}
@@ -118,7 +118,7 @@ func samePictureFile(pic *store.Attachment, id *string) bool {
 
 // claimPicture claims me's file id as a picture (see files.ClaimPicture);
 // nil claims nothing.
-func (s *Service) claimPicture(ctx context.Context, me store.UserRef, id *string, room string) (*store.Attachment, error) {
+func (s *Service) claimPicture(ctx context.Context, me store.UserRef, id *string, room string) (*store.Picture, error) {
 	if id == nil {
 		return nil, nil
 	}
@@ -132,31 +132,83 @@ func (s *Service) claimPicture(ctx context.Context, me store.UserRef, id *string
 	if err != nil {
 		return nil, err
 	}
-	return &a, nil
+	return &store.Picture{Attachment: a, Owner: me.Login}, nil
 }
 
-// pictureChanged takes the new picture of owner's off the sweep's list and
-// removes the file of the one it replaced (whoever's it was).
-func (s *Service) pictureChanged(ctx context.Context, owner string, pic, old *store.Attachment) {
+// pictureChanged takes the new picture off the sweep's list and removes
+// the file of the one it replaced.
+func (s *Service) pictureChanged(ctx context.Context, pic, old *store.Picture) {
 	if s.Files == nil {
 		return
 	}
 	if pic != nil {
-		s.Files.Attached(ctx, owner, []store.Attachment{*pic})
+		s.Files.Attached(ctx, pic.Owner, []store.Attachment{pic.Attachment})
 	}
 	if old != nil && (pic == nil || old.ID != pic.ID) {
-		s.discardPicture(context.WithoutCancel(ctx), *old)
+		s.discardPicture(ctx, *old)
 	}
 }
 
-// discardPicture removes a picture's file. Its owner is found in the
-// records: an avatar's is the user, an icon's whoever set it.
-func (s *Service) discardPicture(ctx context.Context, pic store.Attachment) {
-	owner, err := s.pictureOwner(ctx, pic)
-	if err == nil {
-		err = s.Files.Discard(ctx, owner, []store.Attachment{pic})
+// discardPicture removes the file of a picture no longer shown: at once if
+// it can, through the sweep otherwise.
+func (s *Service) discardPicture(ctx context.Context, pic store.Picture) {
+	if s.Files == nil {
+		return
 	}
-	if err != nil {
-		s.Log.WarnContext(ctx, "files: a replaced picture's file stays until its owner's are swept", "file", pic.ID, "err", err)
+	if err := s.Files.Discard(context.WithoutCancel(ctx), pic.Owner, []store.Attachment{pic.Attachment}); err != nil {
+		s.Log.WarnContext(ctx, "files: a picture's file stays until its owner's are swept", "file", pic.ID, "owner", pic.Owner, "err", err)
 	}
+}
+
+// pictureHolds reports whether the profile or room a picture's claimed
+// file names took it: the sweep's test (FileHeld).
+func (s *Service) pictureHolds(ctx context.Context, f store.File) (bool, error) {
+	var pic *store.Picture
+	if f.Room == "" {
+		u, err := s.Store.User(ctx, f.Owner)
+		if errors.Is(err, store.ErrNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		pic = u.Avatar
+	} else {
+		r, err := s.Store.Room(ctx, f.Room)
+		if errors.Is(err, store.ErrNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		pic = r.Icon
+	}
+	return pic != nil && pic.ID == f.ID && pic.Owner == f.Owner, nil
+}
+
+// dropIconsOf removes the icons login set of the rooms given (theirs, as
+// their deleted account lists them), whose files go with their account.
+func (s *Service) dropIconsOf(ctx context.Context, login string, rooms []string) error {
+	var errs []error
+	for _, name := range rooms {
+		r, err := s.Store.Room(ctx, name)
+		if err != nil {
+			if !errors.Is(err, store.ErrNotFound) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if r.Icon == nil || r.Icon.Owner != login {
+			continue
+		}
+		old, err := s.Store.SetRoomIcon(ctx, name, nil)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			errs = append(errs, err)
+		}
+		if old != nil && old.Owner != login {
+			// Another's icon came meanwhile, and went: remove its file too.
+			s.discardPicture(ctx, *old)
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -31,7 +31,7 @@ type Profile struct {
 	store.UserRef
 	// Avatar is the user's picture; nil for none (or when the profile
 	// could not be read).
-	Avatar  *store.Attachment
+	Avatar  *store.Picture
 	Deleted bool
 }
 
