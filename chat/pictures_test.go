@@ -122,7 +122,7 @@ func TestPicturesSurviveCrashes(t *testing.T) {
 	}
 	for _, c := range []struct {
 		what, id string
-		want store.FileState
+		want     store.FileState
 	}{
 		{"the avatar the profile took", taken, store.FileAttached},
 		{"the icon the room took", iconTaken, store.FileAttached},
