@@ -8,6 +8,7 @@ import (
 	"image"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/killrchat/chatql/internal/chatclient"
 	"github.com/killrchat/chatql/server"
@@ -206,4 +207,21 @@ func roomIcon(t *testing.T, c *chatclient.Client, room string) *picture {
 	var out struct{ Room struct{ Icon *picture } }
 	mustDo(t, c, `query($r: String!) { room(name: $r) { icon { `+imageFields+` } } }`, map[string]any{"r": room}, &out)
 	return out.Room.Icon
+}
+
+// TestClusterAvatars: an avatar set through one instance shows on another
+// at once, though the other cached the author's profile for an hour: the
+// change is announced as a profile change is.
+func TestClusterAvatars(t *testing.T) {
+	_, alice, bob := acrossCluster(t, across{configure: func(c *server.Config) { c.ProfileTTL = time.Hour }})
+	mustDo(t, alice, postMessage, map[string]any{"r": "across", "c": "hi"}, nil)
+	if a := authorAvatar(t, bob, "across"); a != nil {
+		t.Fatalf("bob on B sees an avatar before alice set one: %+v", a)
+	}
+	id := upload(t, alice, "me.png", "image/png", pngWithText(t, 40, 40, "", ""))
+	mustDo(t, alice, setAvatar, map[string]any{"f": id}, nil)
+	eventually(t, 5*time.Second, "her avatar on B", func() (bool, any) {
+		a := authorAvatar(t, bob, "across")
+		return a != nil && a.ID == id, a
+	})
 }
