@@ -225,3 +225,51 @@ func TestClusterAvatars(t *testing.T) {
 		return a != nil && a.ID == id, a
 	})
 }
+
+func TestPicturesGoWithTheAccount(t *testing.T) { forEachStore(t, testPicturesGoWithTheAccount) }
+
+// testPicturesGoWithTheAccount deletes the account of a user with an
+// avatar, who set the icon of a room they created: the room stays without
+// the icon, and the sweep removes both files.
+func testPicturesGoWithTheAccount(t *testing.T, cfg server.Config) {
+	cfg.FileSweepInterval = 200 * time.Millisecond
+	ts := startServer(t, cfg)
+	alice, bob := ts.user(t, "alice"), ts.user(t, "bob")
+	mustDo(t, alice, createRoom, map[string]any{"n": "pics"}, nil)
+	mustDo(t, bob, joinRoom, map[string]any{"r": "pics"}, nil)
+	mustDo(t, alice, setAvatar, map[string]any{"f": upload(t, alice, "me.png", "image/png", pngWithText(t, 40, 40, "", ""))}, nil)
+	mustDo(t, alice, setRoomIcon, map[string]any{"r": "pics", "f": upload(t, alice, "icon.png", "image/png", pngWithText(t, 40, 40, "", ""))}, nil)
+	mustDo(t, alice, `mutation { postMessage(room: "pics", content: "bye") { id } }`, nil, nil)
+	avatar, icon := authorAvatar(t, bob, "pics"), roomIcon(t, bob, "pics")
+	if avatar == nil || icon == nil {
+		t.Fatalf("bob sees avatar %+v and icon %+v", avatar, icon)
+	}
+
+	mustDo(t, alice, `mutation($p: String!) { deleteAccount(password: $p) }`, map[string]any{"p": "password-alice"}, nil)
+	if got := authorAvatar(t, bob, "pics"); got != nil {
+		t.Errorf("a deleted user's avatar: %+v", got)
+	}
+	if got := roomIcon(t, bob, "pics"); got != nil {
+		t.Errorf("the icon a deleted user set: %+v", got)
+	}
+	eventually(t, 10*time.Second, "the sweep removes the pictures' files", func() (bool, any) {
+		gone := 0
+		for _, url := range []string{avatar.URL, avatar.Thumbnails[0].URL, icon.URL, icon.Thumbnails[1].URL} {
+			if status(t, url) == http.StatusNotFound {
+				gone++
+			}
+		}
+		return gone == 4, gone
+	})
+}
+
+// status GETs a URL and returns its status.
+func status(t *testing.T, url string) int {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
