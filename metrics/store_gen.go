@@ -71,6 +71,7 @@ type storeCalls struct {
 	PostMessage        storeCall
 	React              storeCall
 	Reactions          storeCall
+	ReleaseFiles       storeCall
 	RemoveFile         storeCall
 	Room               storeCall
 	RoomConversations  storeCall
@@ -148,6 +149,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		PostMessage:        m.call("PostMessage"),
 		React:              m.call("React"),
 		Reactions:          m.call("Reactions"),
+		ReleaseFiles:       m.call("ReleaseFiles"),
 		RemoveFile:         m.call("RemoveFile"),
 		Room:               m.call("Room"),
 		RoomConversations:  m.call("RoomConversations"),
@@ -546,6 +548,13 @@ func (s *timedStore) Reactions(ctx context.Context, a1 []store.Message, a2 strin
 	r0, err := s.Store.Reactions(ctx, a1, a2)
 	s.calls.Reactions.done(ctx, start, err)
 	return r0, err
+}
+
+func (s *timedStore) ReleaseFiles(ctx context.Context, a1 string, a2 []store.MessageID) error {
+	start := now()
+	err := s.Store.ReleaseFiles(ctx, a1, a2)
+	s.calls.ReleaseFiles.done(ctx, start, err)
+	return err
 }
 
 func (s *timedStore) RemoveFile(ctx context.Context, a1 string, a2 store.MessageID) error {

@@ -113,6 +113,14 @@ type Files interface {
 	// off the sweep's list: called once their message is stored. Files in
 	// another state (doomed meanwhile), or unknown, are left as they are.
 	AttachFiles(ctx context.Context, owner string, ids []FileID) error
+	// ReleaseFiles turns owner's FileAttached files ids back into
+	// FileClaimed, their holder kept, and puts them back on the sweep's
+	// list (due as a claim of their creation time is): called before their
+	// holder (a profile or room, as its picture) lets them go, so that a
+	// crash after the change leaves them to the sweep, which removes them
+	// unless the holder still holds them. Files in another state, or
+	// unknown, are left as they are.
+	ReleaseFiles(ctx context.Context, owner string, ids []FileID) error
 	// DoomFiles turns owner's files ids, in any state, into FileDoomed and
 	// puts them on the sweep's list, due now. Unknown ids are skipped.
 	DoomFiles(ctx context.Context, owner string, ids []FileID) error

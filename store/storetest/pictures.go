@@ -198,3 +198,60 @@ func testFilesClaimPicture(t *testing.T, s store.Store) {
 	checkFile(t, ctx, s, "an avatar's attached file", avatar)
 	checkFile(t, ctx, s, "an icon's attached file", icon)
 }
+
+// testFilesRelease releases an attached file: it is claimed again, by the
+// same holder, and on the sweep's list; attaching it takes it off again. A
+// file in another state, or unknown, is left as it is.
+func testFilesRelease(t *testing.T, s store.Store) {
+	ctx := newContext(t)
+	owner := newAccount(t, "release").Login
+	at := oldTimes()
+	held := mustReadyFile(t, ctx, s, owner, at, 100)
+	doomed := mustReadyFile(t, ctx, s, owner, at.Add(time.Second), 100)
+	if err := s.ClaimFiles(ctx, owner, []store.FileID{held.ID}, "lobby", store.MessageID{}); err != nil {
+		t.Fatalf("ClaimFiles = %v", err)
+	}
+	if err := s.AttachFiles(ctx, owner, []store.FileID{held.ID}); err != nil {
+		t.Fatalf("AttachFiles = %v", err)
+	}
+	if err := s.DoomFiles(ctx, owner, []store.FileID{doomed.ID}); err != nil {
+		t.Fatalf("DoomFiles = %v", err)
+	}
+	listed := func() map[store.FileID]int {
+		t.Helper()
+		due, err := s.DueFiles(ctx, at.Add(time.Hour), 10_000)
+		if err != nil {
+			t.Fatalf("DueFiles = %v", err)
+		}
+		n := map[store.FileID]int{}
+		for _, f := range due {
+			if f.Owner == owner {
+				n[f.ID]++
+			}
+		}
+		return n
+	}
+	if n := listed(); n[held.ID] != 0 {
+		t.Fatalf("an attached file is listed %d times before its release", n[held.ID])
+	}
+
+	if err := s.ReleaseFiles(ctx, owner, []store.FileID{held.ID, doomed.ID, store.MessageIDAt(at.Add(2 * time.Second))}); err != nil {
+		t.Fatalf("ReleaseFiles = %v", err)
+	}
+	held.State, held.Room = store.FileClaimed, "lobby"
+	checkFile(t, ctx, s, "a released file", held)
+	doomed.State = store.FileDoomed
+	checkFile(t, ctx, s, "a doomed file released", doomed)
+	if n := listed(); n[held.ID] != 1 || n[doomed.ID] != 1 {
+		t.Errorf("after the release, DueFiles lists the released file %d times and the doomed one %d times, want once each", n[held.ID], n[doomed.ID])
+	}
+
+	if err := s.AttachFiles(ctx, owner, []store.FileID{held.ID}); err != nil {
+		t.Fatalf("AttachFiles again = %v", err)
+	}
+	held.State = store.FileAttached
+	checkFile(t, ctx, s, "a released file attached again", held)
+	if n := listed(); n[held.ID] != 0 {
+		t.Errorf("a released file attached again is listed %d times", n[held.ID])
+	}
+}

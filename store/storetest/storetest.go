@@ -147,6 +147,7 @@ func groups() []group[store.Store] {
 			{"OtherOwner", testFilesOtherOwner},
 			{"ClaimAllOrNone", testFilesClaimAllOrNone},
 			{"ClaimPicture", testFilesClaimPicture},
+			{"Release", testFilesRelease},
 			{"ClaimRacing", testFilesClaimRacing},
 			{"DueFiles", testDueFiles},
 			{"DoomOwnerFiles", testDoomOwnerFiles},
