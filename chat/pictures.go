@@ -15,15 +15,19 @@ import (
 // change goes the way a message's files do, so that a crash anywhere
 // leaves no file forever:
 //
-//  1. files.Service.ClaimPicture claims the file as the owner's avatar (or
-//     the room's icon): it is on the sweep's list, claimed.
-//  2. The store sets the picture, as a compare-and-set that returns the
-//     picture it replaced.
-//  3. Attached takes the file off the sweep's list. Should the server die
-//     before, the sweep asks FileHeld, which reads the profile or room:
-//     the file is attached if it took it, removed otherwise.
-//  4. The replaced picture's file is discarded (removed at once, or by the
-//     sweep), as a deleted message's are.
+//  1. files.Service.ClaimPicture claims the new file as the owner's avatar
+//     (or the room's icon): it is on the sweep's list, claimed.
+//  2. The picture it replaces, as read, is released: claimed again by its
+//     holder, back on the sweep's list.
+//  3. The store sets the picture, as a compare-and-set that returns the
+//     picture it really replaced.
+//  4. Attached takes the new file off the sweep's list, and the replaced
+//     one is discarded (removed at once, or by the sweep), as a deleted
+//     message's files are.
+//
+// Should the server die between the steps, the sweep finds claimed files
+// and asks FileHeld, which reads the profile or room: a file it shows is
+// attached (again), any other removed.
 //
 // A room's icon is its setter's file, counted in their quota.
 
@@ -46,6 +50,9 @@ func (s *Service) SetAvatar(ctx context.Context, me store.UserRef, id *string) (
 	pic, err := s.claimPicture(ctx, me, id, "")
 	if err != nil {
 		return nil, err
+	}
+	if err := s.releasePicture(ctx, u.Avatar); err != nil {
+		return nil, err // the new file, claimed, stays for the sweep
 	}
 	old, err := s.Store.SetAvatar(ctx, me.Login, pic)
 	if errors.Is(err, store.ErrNotFound) {
@@ -85,6 +92,9 @@ func (s *Service) SetRoomIcon(ctx context.Context, me store.UserRef, room string
 	pic, err := s.claimPicture(ctx, me, id, room)
 	if err != nil {
 		return nil, err
+	}
+	if err := s.releasePicture(ctx, r.Icon); err != nil {
+		return nil, err // the new file, claimed, stays for the sweep
 	}
 	old, err := s.Store.SetRoomIcon(ctx, room, pic)
 	if err != nil {
@@ -133,6 +143,15 @@ func (s *Service) claimPicture(ctx context.Context, me store.UserRef, id *string
 		return nil, err
 	}
 	return &store.Picture{Attachment: a, Owner: me.Login}, nil
+}
+
+// releasePicture puts the file of a picture about to be replaced back on
+// the sweep's list (see files.Service.Release); nil releases nothing.
+func (s *Service) releasePicture(ctx context.Context, pic *store.Picture) error {
+	if pic == nil || s.Files == nil {
+		return nil
+	}
+	return s.Files.Release(ctx, pic.Owner, []store.Attachment{pic.Attachment})
 }
 
 // pictureChanged takes the new picture off the sweep's list and removes

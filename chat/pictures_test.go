@@ -147,7 +147,56 @@ func TestPicturesSurviveCrashes(t *testing.T) {
 	if got := fileState(t, db, alice.Login, taken); got != 0 {
 		t.Errorf("the replaced avatar's file is in state %d, want removed", got)
 	}
+	// Crashed after the store took a new avatar, before the replaced one
+	// was removed: the sweep removes it, and keeps the new one.
+	replaced, crashed := next, readyImage(t, db, alice.Login)
+	a, err = s.Files.ClaimPicture(ctx, alice.Login, crashed, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.releasePicture(ctx, u.Avatar); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.SetAvatar(ctx, alice.Login, &store.Picture{Attachment: a, Owner: alice.Login}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(files.DefaultLimits.UnattachedTTL + time.Minute)
+	if _, err := s.Files.Sweep(ctx, s.FileHeld, 100); err != nil {
+		t.Fatal(err)
+	}
+	if got := fileState(t, db, alice.Login, replaced); got != 0 {
+		t.Errorf("a replaced avatar released before a crash: state %d after the sweep, want removed", got)
+	}
+	if got := fileState(t, db, alice.Login, crashed); got != store.FileAttached {
+		t.Errorf("the avatar set before a crash: state %d after the sweep, want attached", got)
+	}
+	// Crashed after the release, before the store took the new one: the
+	// sweep attaches the current one again.
+	now = time.Now()
+	a2 := readyImage(t, db, alice.Login)
+	if _, err := s.Files.ClaimPicture(ctx, alice.Login, a2, ""); err != nil {
+		t.Fatal(err)
+	}
+	current, err := db.User(ctx, alice.Login)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.releasePicture(ctx, current.Avatar); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(files.DefaultLimits.UnattachedTTL + time.Minute)
+	if _, err := s.Files.Sweep(ctx, s.FileHeld, 100); err != nil {
+		t.Fatal(err)
+	}
+	if got := fileState(t, db, alice.Login, crashed); got != store.FileAttached {
+		t.Errorf("the avatar released before a crash that kept it: state %d after the sweep, want attached", got)
+	}
+	if got := fileState(t, db, alice.Login, a2); got != 0 {
+		t.Errorf("an avatar never set: state %d after the sweep, want removed", got)
+	}
+
 	// Deleting the room removes its icon's file.
+	now = time.Now()
 	if _, err := s.DeleteRoom(ctx, alice, "pics"); err != nil {
 		t.Fatal(err)
 	}

@@ -412,6 +412,17 @@ func (s *Service) Attached(ctx context.Context, owner string, atts []store.Attac
 	}
 }
 
+// Release puts owner's files atts, held as a picture, back on the sweep's
+// list before their holder lets them go (store.Files.ReleaseFiles): should
+// the server die before Discard, the sweep removes them unless the holder
+// still holds them.
+func (s *Service) Release(ctx context.Context, owner string, atts []store.Attachment) error {
+	if len(atts) == 0 {
+		return nil
+	}
+	return s.Records.ReleaseFiles(ctx, owner, attachmentIDs(atts))
+}
+
 // Discard removes owner's files atts, whose message was deleted: at once
 // if it can, through the sweep otherwise.
 func (s *Service) Discard(ctx context.Context, owner string, atts []store.Attachment) error {
