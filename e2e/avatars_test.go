@@ -195,6 +195,16 @@ func testRoomIcons(t *testing.T, cfg server.Config) {
 	bobsIcon := roomIcon(t, carol, "pics")
 	download(t, bobsIcon.URL, http.StatusOK)
 
+	// In a private group, any member may; others do not see the group.
+	mustDo(t, alice, createKind, map[string]any{"n": "den", "k": "PRIVATE_GROUP"}, nil)
+	mustDo(t, alice, addMember, map[string]any{"g": "den", "l": "bob"}, nil)
+	groupIcon := upload(t, bob, "den.png", "image/png", pngWithText(t, 50, 50, "", ""))
+	mustDo(t, bob, setRoomIcon, map[string]any{"r": "den", "f": groupIcon}, &set)
+	if got := roomIcon(t, alice, "den"); got == nil || got.ID != groupIcon {
+		t.Fatalf("alice sees the group's icon %+v, want bob's %s", got, groupIcon)
+	}
+	wantCode(t, carol, "NOT_FOUND", setRoomIcon, map[string]any{"r": "den", "f": nil})
+
 	// Deleting the room deletes its icon.
 	mustDo(t, alice, `mutation { deleteRoom(room: "pics") { name } }`, nil, nil)
 	download(t, bobsIcon.URL, http.StatusNotFound)
