@@ -2037,7 +2037,7 @@ type HttpHeader {
 
 """Where and how to send a file's bytes: ` + "`" + `createUpload` + "`" + `'s answer."""
 type Upload {
-  """The file's id: pass it to ` + "`" + `completeUpload` + "`" + `, and to ` + "`" + `postMessage` + "`" + ` or ` + "`" + `sendDirectMessage` + "`" + ` in ` + "`" + `attachments` + "`" + `."""
+  """The file's id: pass it to ` + "`" + `completeUpload` + "`" + `, and to ` + "`" + `postMessage` + "`" + ` or ` + "`" + `sendDirectMessage` + "`" + ` in ` + "`" + `attachments` + "`" + `, or, for an image, to ` + "`" + `setAvatar` + "`" + ` or ` + "`" + `setRoomIcon` + "`" + `."""
   id: ID!
   """The method of the upload request: PUT."""
   method: String!
