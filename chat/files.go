@@ -105,10 +105,19 @@ func (s *Service) discardFiles(ctx context.Context, msg store.Message) {
 	}
 }
 
-// MessageHolds reports whether the stored message id, of room, holds the
-// file: the test the files' sweep makes of a file claimed by a message
-// whose post may have failed.
-func (s *Service) MessageHolds(ctx context.Context, room string, id store.MessageID, file store.FileID) (bool, error) {
+// FileHeld reports whether the holder a claimed file names holds it: the
+// files' sweep's test of a file whose message's post, or whose picture's
+// change, may have failed (files.Holds).
+func (s *Service) FileHeld(ctx context.Context, f store.File) (bool, error) {
+	if f.IsPicture() {
+		return s.pictureHolds(ctx, f)
+	}
+	return s.messageHolds(ctx, f.Room, f.Message, f.ID)
+}
+
+// messageHolds reports whether the stored message id, of room, holds the
+// file.
+func (s *Service) messageHolds(ctx context.Context, room string, id store.MessageID, file store.FileID) (bool, error) {
 	m, err := s.Store.Message(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil

@@ -25,16 +25,19 @@ const (
 	profileReadTimeout = 10 * time.Second
 )
 
-// A Profile is what the API shows of a user in a UserSummary: their names as
-// they are now, or that the account was deleted.
+// A Profile is what the API shows of a user in a UserSummary: their names
+// and avatar as they are now, or that the account was deleted.
 type Profile struct {
 	store.UserRef
+	// Avatar is the user's picture; nil for none (or when the profile
+	// could not be read).
+	Avatar  *store.Picture
 	Deleted bool
 }
 
-// Profiles is an instance's cache of its users' current names, which every
-// UserSummary shows instead of the copy a room, message or event stored
-// when it was written (see the schema's UserSummary).
+// Profiles is an instance's cache of its users' current names and avatars,
+// which every UserSummary shows instead of the copy a room, message or
+// event stored when it was written (see the schema's UserSummary).
 //
 // A miss is read from the store in a batch: misses that come while a read
 // is in flight wait together for the next one, so a page of 50 messages by
@@ -72,7 +75,7 @@ type profRead struct {
 	epoch uint64
 	has   map[string]bool
 	done  chan struct{}
-	names map[string]store.UserRef
+	names map[string]store.PublicProfile
 	err   error
 }
 
@@ -233,9 +236,9 @@ func (p *Profiles) run(r *profRead) {
 
 // profileOf is login's profile in what a read found: a login it did not
 // find is a deleted account's (or no account's).
-func profileOf(login string, names map[string]store.UserRef) Profile {
+func profileOf(login string, names map[string]store.PublicProfile) Profile {
 	if u, ok := names[login]; ok {
-		return Profile{UserRef: u}
+		return Profile{UserRef: u.UserRef, Avatar: u.Avatar}
 	}
 	return Profile{UserRef: store.UserRef{Login: login}, Deleted: true}
 }

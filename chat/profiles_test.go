@@ -27,7 +27,7 @@ type namesStore struct {
 	release <-chan struct{} // a read waits for it, if not nil
 }
 
-func (s *namesStore) Names(ctx context.Context, logins []string) (map[string]store.UserRef, error) {
+func (s *namesStore) Names(ctx context.Context, logins []string) (map[string]store.PublicProfile, error) {
 	s.mu.Lock()
 	s.asked = append(s.asked, append([]string{}, logins...))
 	started, release := s.started, s.release
@@ -43,10 +43,10 @@ func (s *namesStore) Names(ctx context.Context, logins []string) (map[string]sto
 	if s.fail != nil {
 		return nil, s.fail
 	}
-	out := map[string]store.UserRef{}
+	out := map[string]store.PublicProfile{}
 	for _, l := range logins {
 		if u, ok := s.names[l]; ok {
-			out[l] = u
+			out[l] = store.PublicProfile{UserRef: u}
 		}
 	}
 	return out, nil

@@ -100,7 +100,7 @@ func (s *Service) roomAfter(ctx context.Context, room string, err error) (*store
 	return &after, nil
 }
 
-// DeleteRoom deletes a room me created, with its messages.
+// DeleteRoom deletes a room me created, with its messages and its icon.
 func (s *Service) DeleteRoom(ctx context.Context, me store.UserRef, room string) (*store.Room, error) {
 	if err := s.limit(ctx, ratelimit.RoomChange, me); err != nil {
 		return nil, err
@@ -119,6 +119,9 @@ func (s *Service) DeleteRoom(ctx context.Context, me store.UserRef, room string)
 		return nil, err
 	}
 	s.discardRoomFiles(ctx, files)
+	if deleted.Icon != nil {
+		s.discardPicture(ctx, *deleted.Icon)
+	}
 	return &deleted, nil
 }
 

@@ -368,6 +368,39 @@ func (s *Service) Claim(ctx context.Context, owner string, ids []string, room st
 	return atts, nil
 }
 
+// ClaimPicture claims owner's file id, which must be an image, as a
+// picture: the owner's avatar when room is empty, the room's icon
+// otherwise. It completes the file if needed; a file that is no image is
+// refused (store.ErrInvalid), one already sent or used is ErrConflict.
+// The caller stores the picture, then calls Attached; should it crash
+// between, the sweep asks its Holds whether the profile or room took it.
+func (s *Service) ClaimPicture(ctx context.Context, owner, id, room string) (store.Attachment, error) {
+	fid, err := ParseFileID(id)
+	if err != nil {
+		return store.Attachment{}, err
+	}
+	f, err := s.Complete(ctx, owner, fid)
+	if errors.Is(err, store.ErrConflict) {
+		return store.Attachment{}, fmt.Errorf("%w: file %s was already sent with a message or used as a picture; upload it again", store.ErrConflict, fid)
+	}
+	if err != nil {
+		return store.Attachment{}, err
+	}
+	if !f.IsImage() {
+		return store.Attachment{}, store.Invalidf("invalid picture: file %s is %s, not an image", fid, f.ContentType)
+	}
+	if s.now().Sub(f.ID.Time()) > s.Limits.UnattachedTTL-s.Limits.UnattachedTTL/8 {
+		return store.Attachment{}, store.Invalidf("invalid picture: file %s was uploaded too long ago to be used; upload it again", fid)
+	}
+	if err := s.Records.ClaimFiles(ctx, owner, []store.FileID{fid}, room, store.MessageID{}); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return store.Attachment{}, fmt.Errorf("%w: file %s was used meanwhile", store.ErrConflict, fid)
+		}
+		return store.Attachment{}, err
+	}
+	return f.Attachment, nil
+}
+
 // Attached records that the message holding owner's files atts is
 // stored. Should it fail, the sweep finds the message and does it.
 func (s *Service) Attached(ctx context.Context, owner string, atts []store.Attachment) {
@@ -377,6 +410,17 @@ func (s *Service) Attached(ctx context.Context, owner string, atts []store.Attac
 	if err := s.Records.AttachFiles(ctx, owner, attachmentIDs(atts)); err != nil {
 		s.Log.WarnContext(ctx, "files: attaching a stored message's files failed; the sweep will", "owner", owner, "err", err)
 	}
+}
+
+// Release puts owner's files atts, held as a picture, back on the sweep's
+// list before their holder lets them go (store.Files.ReleaseFiles): should
+// the server die before Discard, the sweep removes them unless the holder
+// still holds them.
+func (s *Service) Release(ctx context.Context, owner string, atts []store.Attachment) error {
+	if len(atts) == 0 {
+		return nil
+	}
+	return s.Records.ReleaseFiles(ctx, owner, attachmentIDs(atts))
 }
 
 // Discard removes owner's files atts, whose message was deleted: at once
@@ -444,15 +488,18 @@ func (s *Service) signedDownload(ctx context.Context, key string, h ResponseHead
 	return s.Objects.DownloadURL(ctx, key, windowEnd.Sub(now), h)
 }
 
-// MessageHolds reports whether the stored message id of room holds the
-// file: the sweep's test of a claimed file.
-type MessageHolds func(ctx context.Context, room string, id store.MessageID, file store.FileID) (bool, error)
+// Holds reports whether the holder a claimed file names still holds it:
+// the stored message of its room (File.Message), or for a picture the
+// owner's profile (its avatar) or the room (its icon). It is the sweep's
+// test of a claimed file.
+type Holds func(ctx context.Context, f store.File) (bool, error)
 
 // Sweep handles the files due on the store's sweep list, up to limit: a
-// claimed file whose message was stored is attached; any other (pending,
+// claimed file whose holder holds it (its message was stored, or the
+// profile or room took it as its picture) is attached; any other (pending,
 // ready or claimed for longer than UnattachedTTL, or doomed) is removed,
 // objects and record. It returns how many it handled.
-func (s *Service) Sweep(ctx context.Context, holds MessageHolds, limit int) (int, error) {
+func (s *Service) Sweep(ctx context.Context, holds Holds, limit int) (int, error) {
 	due, err := s.Records.DueFiles(ctx, s.now().Add(-s.Limits.UnattachedTTL), limit)
 	if err != nil {
 		return 0, err
@@ -460,9 +507,9 @@ func (s *Service) Sweep(ctx context.Context, holds MessageHolds, limit int) (int
 	handled := 0
 	for _, f := range due {
 		if f.State == store.FileClaimed {
-			held, err := holds(ctx, f.Room, f.Message, f.ID)
+			held, err := holds(ctx, f)
 			if err != nil {
-				s.Log.WarnContext(ctx, "files: sweep could not read a claimed file's message", "file", f.ID, "err", err)
+				s.Log.WarnContext(ctx, "files: sweep could not read a claimed file's holder", "file", f.ID, "err", err)
 				continue
 			}
 			if held {
@@ -480,7 +527,7 @@ func (s *Service) Sweep(ctx context.Context, holds MessageHolds, limit int) (int
 }
 
 // RunSweeper sweeps every interval until ctx ends.
-func (s *Service) RunSweeper(ctx context.Context, holds MessageHolds, interval time.Duration) {
+func (s *Service) RunSweeper(ctx context.Context, holds Holds, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {

@@ -33,6 +33,7 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 type ResolverRoot interface {
 	Attachment() AttachmentResolver
 	Conversation() ConversationResolver
+	Image() ImageResolver
 	InboxEvent() InboxEventResolver
 	LinkPreview() LinkPreviewResolver
 	Message() MessageResolver
@@ -91,6 +92,15 @@ type ComplexityRoot struct {
 	HttpHeader struct {
 		Name  func(childComplexity int) int
 		Value func(childComplexity int) int
+	}
+
+	Image struct {
+		Blurhash   func(childComplexity int) int
+		Height     func(childComplexity int) int
+		ID         func(childComplexity int) int
+		Thumbnails func(childComplexity int) int
+		URL        func(childComplexity int) int
+		Width      func(childComplexity int) int
 	}
 
 	InboxEvent struct {
@@ -168,6 +178,8 @@ type ComplexityRoot struct {
 		RemoveParticipant func(childComplexity int, room string, login string) int
 		RemoveReaction    func(childComplexity int, messageID string, emoji string) int
 		SendDirectMessage func(childComplexity int, to string, content string, attachments []string, clientMessageID *string, replyTo *string) int
+		SetAvatar         func(childComplexity int, file *string) int
+		SetRoomIcon       func(childComplexity int, room string, file *string) int
 		Signup            func(childComplexity int, input model.SignupInput) int
 		Typing            func(childComplexity int, conversation string, active *bool) int
 		UnbanUser         func(childComplexity int, room string, login string) int
@@ -213,6 +225,7 @@ type ComplexityRoot struct {
 		Banner       func(childComplexity int) int
 		CreatedAt    func(childComplexity int) int
 		Creator      func(childComplexity int) int
+		Icon         func(childComplexity int) int
 		Kind         func(childComplexity int) int
 		Moderators   func(childComplexity int) int
 		Name         func(childComplexity int) int
@@ -261,6 +274,7 @@ type ComplexityRoot struct {
 	}
 
 	User struct {
+		Avatar    func(childComplexity int) int
 		Bio       func(childComplexity int) int
 		Email     func(childComplexity int) int
 		Firstname func(childComplexity int) int
@@ -275,6 +289,7 @@ type ComplexityRoot struct {
 	}
 
 	UserSummary struct {
+		Avatar    func(childComplexity int) int
 		Deleted   func(childComplexity int) int
 		Firstname func(childComplexity int) int
 		Lastname  func(childComplexity int) int
@@ -300,6 +315,14 @@ type ConversationResolver interface {
 	LastMessage(ctx context.Context, obj *store.Conversation) (*store.Message, error)
 
 	ReadUpTo(ctx context.Context, obj *store.Conversation) (*string, error)
+}
+type ImageResolver interface {
+	ID(ctx context.Context, obj *store.Picture) (string, error)
+	Width(ctx context.Context, obj *store.Picture) (int, error)
+	Height(ctx context.Context, obj *store.Picture) (int, error)
+	Blurhash(ctx context.Context, obj *store.Picture) (string, error)
+	URL(ctx context.Context, obj *store.Picture) (string, error)
+	Thumbnails(ctx context.Context, obj *store.Picture) ([]model.Thumbnail, error)
 }
 type InboxEventResolver interface {
 	Conversation(ctx context.Context, obj *model.InboxEvent) (*store.Conversation, error)
@@ -338,6 +361,7 @@ type MutationResolver interface {
 	JoinRoom(ctx context.Context, room string) (*store.Room, error)
 	LeaveRoom(ctx context.Context, room string) (*store.Room, error)
 	DeleteRoom(ctx context.Context, room string) (*store.Room, error)
+	SetRoomIcon(ctx context.Context, room string, file *string) (*store.Room, error)
 	AppointModerator(ctx context.Context, room string, login string) (*store.Room, error)
 	DismissModerator(ctx context.Context, room string, login string) (*store.Room, error)
 	RemoveParticipant(ctx context.Context, room string, login string) (*store.Room, error)
@@ -351,6 +375,7 @@ type MutationResolver interface {
 	Logout(ctx context.Context) (bool, error)
 	ChangePassword(ctx context.Context, oldPassword string, newPassword string) (bool, error)
 	UpdateProfile(ctx context.Context, input model.ProfileInput) (*store.User, error)
+	SetAvatar(ctx context.Context, file *string) (*store.User, error)
 	DeleteAccount(ctx context.Context, password string) (bool, error)
 }
 type QueryResolver interface {
@@ -393,6 +418,7 @@ type UserSummaryResolver interface {
 	Firstname(ctx context.Context, obj *store.UserRef) (string, error)
 	Lastname(ctx context.Context, obj *store.UserRef) (string, error)
 	Deleted(ctx context.Context, obj *store.UserRef) (bool, error)
+	Avatar(ctx context.Context, obj *store.UserRef) (*store.Picture, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -585,6 +611,43 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.HttpHeader.Value(childComplexity), true
+
+	case "Image.blurhash":
+		if e.ComplexityRoot.Image.Blurhash == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Image.Blurhash(childComplexity), true
+	case "Image.height":
+		if e.ComplexityRoot.Image.Height == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Image.Height(childComplexity), true
+	case "Image.id":
+		if e.ComplexityRoot.Image.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Image.ID(childComplexity), true
+	case "Image.thumbnails":
+		if e.ComplexityRoot.Image.Thumbnails == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Image.Thumbnails(childComplexity), true
+	case "Image.url":
+		if e.ComplexityRoot.Image.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Image.URL(childComplexity), true
+	case "Image.width":
+		if e.ComplexityRoot.Image.Width == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Image.Width(childComplexity), true
 
 	case "InboxEvent.conversation":
 		if e.ComplexityRoot.InboxEvent.Conversation == nil {
@@ -1070,6 +1133,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SendDirectMessage(childComplexity, args["to"].(string), args["content"].(string), args["attachments"].([]string), args["clientMessageId"].(*string), args["replyTo"].(*string)), true
+	case "Mutation.setAvatar":
+		if e.ComplexityRoot.Mutation.SetAvatar == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setAvatar_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetAvatar(childComplexity, args["file"].(*string)), true
+	case "Mutation.setRoomIcon":
+		if e.ComplexityRoot.Mutation.SetRoomIcon == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setRoomIcon_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetRoomIcon(childComplexity, args["room"].(string), args["file"].(*string)), true
 	case "Mutation.signup":
 		if e.ComplexityRoot.Mutation.Signup == nil {
 			break
@@ -1331,6 +1416,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Room.Creator(childComplexity), true
+	case "Room.icon":
+		if e.ComplexityRoot.Room.Icon == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Room.Icon(childComplexity), true
 	case "Room.kind":
 		if e.ComplexityRoot.Room.Kind == nil {
 			break
@@ -1525,6 +1616,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Upload.URL(childComplexity), true
 
+	case "User.avatar":
+		if e.ComplexityRoot.User.Avatar == nil {
+			break
+		}
+
+		return e.ComplexityRoot.User.Avatar(childComplexity), true
 	case "User.bio":
 		if e.ComplexityRoot.User.Bio == nil {
 			break
@@ -1580,6 +1677,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.UserPresence.Online(childComplexity), true
 
+	case "UserSummary.avatar":
+		if e.ComplexityRoot.UserSummary.Avatar == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserSummary.Avatar(childComplexity), true
 	case "UserSummary.deleted":
 		if e.ComplexityRoot.UserSummary.Deleted == nil {
 			break
@@ -1896,6 +1999,26 @@ type Attachment {
   thumbnails: [Thumbnail!]! @listSize(assumedSize: 2)
 }
 
+"""
+An image shown with a name: a user's avatar (` + "`" + `setAvatar` + "`" + `) or a room's icon (` + "`" + `setRoomIcon` + "`" + `).
+Smaller than an ` + "`" + `Attachment` + "`" + `: what a client needs to draw it. Its links are signed as an
+attachment's are (valid for at least an hour), and given to anyone who sees the name.
+"""
+type Image {
+  """The file's id, from ` + "`" + `createUpload` + "`" + `."""
+  id: ID!
+  """Its width in pixels, as shown."""
+  width: Int!
+  """Its height in pixels."""
+  height: Int!
+  """A blurhash (blurha.sh) of it, to show while it loads."""
+  blurhash: String!
+  """A signed link to the image."""
+  url: String!
+  """Its thumbnails, smallest first (each fits in a square of 160 and 640 pixels; never larger than the image): an avatar is best drawn from the first."""
+  thumbnails: [Thumbnail!]! @listSize(assumedSize: 2)
+}
+
 """A scaled copy of an image."""
 type Thumbnail {
   """Its width in pixels."""
@@ -1914,7 +2037,7 @@ type HttpHeader {
 
 """Where and how to send a file's bytes: ` + "`" + `createUpload` + "`" + `'s answer."""
 type Upload {
-  """The file's id: pass it to ` + "`" + `completeUpload` + "`" + `, and to ` + "`" + `postMessage` + "`" + ` or ` + "`" + `sendDirectMessage` + "`" + ` in ` + "`" + `attachments` + "`" + `."""
+  """The file's id: pass it to ` + "`" + `completeUpload` + "`" + `, and to ` + "`" + `postMessage` + "`" + ` or ` + "`" + `sendDirectMessage` + "`" + ` in ` + "`" + `attachments` + "`" + `, or, for an image, to ` + "`" + `setAvatar` + "`" + ` or ` + "`" + `setRoomIcon` + "`" + `."""
   id: ID!
   """The method of the upload request: PUT."""
   method: String!
@@ -2215,6 +2338,8 @@ type Room {
   banner: String!
   """Who created the room: only they may delete it, and appoint and dismiss its moderators."""
   creator: UserSummary!
+  """The room's picture (` + "`" + `setRoomIcon` + "`" + `); null for none."""
+  icon: Image
   """When the room was created."""
   createdAt: Time!
   """
@@ -2319,6 +2444,14 @@ extend type Mutation {
   Only the creator may (others get FORBIDDEN). Returns the room as it was.
   """
   deleteRoom(room: String!): Room!
+  """
+  Makes one of the caller's uploaded image files the room's icon, as ` + "`" + `setAvatar` + "`" + ` does for a
+  user; null removes it. In a public room only its creator and moderators may; in a private
+  group, any member (as any member may add members); others get FORBIDDEN (NOT_FOUND for a group
+  the caller is not in). The icon counts in the quota of whoever set it, and goes with the room,
+  or with their account. The icon it replaces is removed.
+  """
+  setRoomIcon(room: String!, file: ID): Room!
   """
   Makes ` + "`" + `login` + "`" + `, a participant, a moderator of the room. Only its creator may (FORBIDDEN); a
   non-participant gives NOT_FOUND; at most 100 moderators (BAD_USER_INPUT). Appointing a moderator
@@ -2433,6 +2566,8 @@ type UserSummary {
   lastname: String!
   """Whether the account was deleted (` + "`" + `deleteAccount` + "`" + `): its messages remain, from a deleted user."""
   deleted: Boolean!
+  """The picture the user chose (` + "`" + `setAvatar` + "`" + `), as it is now; null for none, and for a deleted account."""
+  avatar: Image
 }
 
 """A user's own profile, as ` + "`" + `me` + "`" + ` returns it."""
@@ -2447,6 +2582,8 @@ type User {
   email: String!
   """A few words about the user; empty when not given."""
   bio: String!
+  """The user's picture (` + "`" + `setAvatar` + "`" + `); null for none."""
+  avatar: Image
   """
   Names of the rooms the user participates in, sorted, ` + "`" + `first` + "`" + ` (1 to 100)
   at a time after the name ` + "`" + `after` + "`" + `: pass the last name of a page for the
@@ -2547,6 +2684,15 @@ extend type Mutation {
   old messages included. Needs a token.
   """
   updateProfile(input: ProfileInput!): User!
+  """
+  Makes one of the caller's uploaded files (` + "`" + `createUpload` + "`" + `, then its PUT) their avatar, shown
+  with their name wherever a ` + "`" + `UserSummary` + "`" + ` is; null removes it. The file must be an image
+  (BAD_USER_INPUT otherwise) not sent with a message nor used as a picture already (CONFLICT);
+  another user's file id is NOT_FOUND. The file becomes the avatar's: it counts in the caller's
+  quota, and the avatar it replaces is removed (its links stop working). Every instance shows
+  the change within moments. Needs a token.
+  """
+  setAvatar(file: ID): User!
   """
   Deletes the caller's account, given its current password (UNAUTHENTICATED
   if wrong). The login stops working: every access and refresh token of the
@@ -2653,6 +2799,24 @@ func (ec *executionContext) childFields_HttpHeader(ctx context.Context, field gr
 		return ec.fieldContext_HttpHeader_value(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type HttpHeader", field.Name)
+}
+
+func (ec *executionContext) childFields_Image(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Image_id(ctx, field)
+	case "width":
+		return ec.fieldContext_Image_width(ctx, field)
+	case "height":
+		return ec.fieldContext_Image_height(ctx, field)
+	case "blurhash":
+		return ec.fieldContext_Image_blurhash(ctx, field)
+	case "url":
+		return ec.fieldContext_Image_url(ctx, field)
+	case "thumbnails":
+		return ec.fieldContext_Image_thumbnails(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Image", field.Name)
 }
 
 func (ec *executionContext) childFields_InboxEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2795,6 +2959,8 @@ func (ec *executionContext) childFields_Room(ctx context.Context, field graphql.
 		return ec.fieldContext_Room_banner(ctx, field)
 	case "creator":
 		return ec.fieldContext_Room_creator(ctx, field)
+	case "icon":
+		return ec.fieldContext_Room_icon(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Room_createdAt(ctx, field)
 	case "participants":
@@ -2893,6 +3059,8 @@ func (ec *executionContext) childFields_User(ctx context.Context, field graphql.
 		return ec.fieldContext_User_email(ctx, field)
 	case "bio":
 		return ec.fieldContext_User_bio(ctx, field)
+	case "avatar":
+		return ec.fieldContext_User_avatar(ctx, field)
 	case "rooms":
 		return ec.fieldContext_User_rooms(ctx, field)
 	}
@@ -2919,6 +3087,8 @@ func (ec *executionContext) childFields_UserSummary(ctx context.Context, field g
 		return ec.fieldContext_UserSummary_lastname(ctx, field)
 	case "deleted":
 		return ec.fieldContext_UserSummary_deleted(ctx, field)
+	case "avatar":
+		return ec.fieldContext_UserSummary_avatar(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type UserSummary", field.Name)
 }
@@ -3562,6 +3732,42 @@ func (ec *executionContext) field_Mutation_sendDirectMessage_args(ctx context.Co
 		return nil, err
 	}
 	args["replyTo"] = arg4
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setAvatar_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "file",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["file"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setRoomIcon_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "room",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["room"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "file",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["file"] = arg1
 	return args, nil
 }
 
@@ -4819,6 +5025,153 @@ func (ec *executionContext) _HttpHeader_value(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_HttpHeader_value(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("HttpHeader", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Image_id(ctx context.Context, field graphql.CollectedField, obj *store.Picture) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Image_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Image().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Image_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Image", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Image_width(ctx context.Context, field graphql.CollectedField, obj *store.Picture) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Image_width(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Image().Width(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Image_width(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Image", field, true, true, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Image_height(ctx context.Context, field graphql.CollectedField, obj *store.Picture) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Image_height(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Image().Height(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Image_height(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Image", field, true, true, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Image_blurhash(ctx context.Context, field graphql.CollectedField, obj *store.Picture) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Image_blurhash(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Image().Blurhash(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Image_blurhash(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Image", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Image_url(ctx context.Context, field graphql.CollectedField, obj *store.Picture) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Image_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Image().URL(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Image_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Image", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Image_thumbnails(ctx context.Context, field graphql.CollectedField, obj *store.Picture) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Image_thumbnails(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Image().Thumbnails(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.Thumbnail) graphql.Marshaler {
+			return ec.marshalNThumbnail2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐThumbnailᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Image_thumbnails(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Image",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Thumbnail(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _InboxEvent_kind(ctx context.Context, field graphql.CollectedField, obj *model.InboxEvent) (ret graphql.Marshaler) {
@@ -6427,6 +6780,50 @@ func (ec *executionContext) fieldContext_Mutation_deleteRoom(ctx context.Context
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_setRoomIcon(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setRoomIcon(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetRoomIcon(ctx, fc.Args["room"].(string), fc.Args["file"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Room) graphql.Marshaler {
+			return ec.marshalNRoom2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐRoom(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setRoomIcon(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Room(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setRoomIcon_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_appointModerator(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6972,6 +7369,50 @@ func (ec *executionContext) fieldContext_Mutation_updateProfile(ctx context.Cont
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_updateProfile_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setAvatar(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setAvatar(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetAvatar(ctx, fc.Args["file"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setAvatar(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setAvatar_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -7879,6 +8320,38 @@ func (ec *executionContext) fieldContext_Room_creator(_ context.Context, field g
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_UserSummary(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Room_icon(ctx context.Context, field graphql.CollectedField, obj *store.Room) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Room_icon(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Icon, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Picture) graphql.Marshaler {
+			return ec.marshalOImage2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐPicture(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Room_icon(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Room",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Image(ctx, field)
 		},
 	}
 	return fc, nil
@@ -8841,6 +9314,38 @@ func (ec *executionContext) fieldContext_User_bio(_ context.Context, field graph
 	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _User_avatar(ctx context.Context, field graphql.CollectedField, obj *store.User) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_User_avatar(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Avatar, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Picture) graphql.Marshaler {
+			return ec.marshalOImage2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐPicture(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_User_avatar(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "User",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Image(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _User_rooms(ctx context.Context, field graphql.CollectedField, obj *store.User) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9021,6 +9526,38 @@ func (ec *executionContext) _UserSummary_deleted(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_UserSummary_deleted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("UserSummary", field, true, true, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _UserSummary_avatar(ctx context.Context, field graphql.CollectedField, obj *store.UserRef) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserSummary_avatar(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.UserSummary().Avatar(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Picture) graphql.Marshaler {
+			return ec.marshalOImage2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐPicture(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UserSummary_avatar(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UserSummary",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Image(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) ___Directive_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -10882,6 +11419,267 @@ func (ec *executionContext) _HttpHeader(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
+var imageImplementors = []string{"Image"}
+
+func (ec *executionContext) _Image(ctx context.Context, sel ast.SelectionSet, obj *store.Picture) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, imageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Image")
+		case "id":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Image_id(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Values[i] = innerFunc(ctx, out)
+		case "width":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Image_width(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Values[i] = innerFunc(ctx, out)
+		case "height":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Image_height(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Values[i] = innerFunc(ctx, out)
+		case "blurhash":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Image_blurhash(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Values[i] = innerFunc(ctx, out)
+		case "url":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Image_url(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Values[i] = innerFunc(ctx, out)
+		case "thumbnails":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Image_thumbnails(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Values[i] = innerFunc(ctx, out)
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var inboxEventImplementors = []string{"InboxEvent"}
 
 func (ec *executionContext) _InboxEvent(ctx context.Context, sel ast.SelectionSet, obj *model.InboxEvent) graphql.Marshaler {
@@ -11714,6 +12512,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "setRoomIcon":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setRoomIcon(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "appointModerator":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_appointModerator(ctx, field)
@@ -11801,6 +12606,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "updateProfile":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_updateProfile(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setAvatar":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setAvatar(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -12422,6 +13234,11 @@ func (ec *executionContext) _Room(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "icon":
+			out.Values[i] = ec._Room_icon(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "createdAt":
 			out.Values[i] = ec._Room_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -12962,6 +13779,11 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "avatar":
+			out.Values[i] = ec._User_avatar(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "rooms":
 			field := field
 
@@ -13168,6 +13990,44 @@ func (ec *executionContext) _UserSummary(ctx context.Context, sel ast.SelectionS
 				}()
 				res = ec._UserSummary_deleted(ctx, field, obj)
 				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Values[i] = innerFunc(ctx, out)
+		case "avatar":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._UserSummary_avatar(ctx, field, obj)
+				if res == graphql.RequiredNull {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
 				return res
@@ -14387,6 +15247,13 @@ func (ec *executionContext) marshalOID2ᚖstring(ctx context.Context, sel ast.Se
 	return res
 }
 
+func (ec *executionContext) marshalOImage2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐPicture(ctx context.Context, sel ast.SelectionSet, v *store.Picture) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Image(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalOInt2ᚖint(ctx context.Context, v any) (*int, error) {
 	if v == nil {
 		return nil, nil
@@ -14642,6 +15509,12 @@ func init() {
 		resolverMethod("Attachment", "blurhash", ResolverRoot.Attachment, AttachmentResolver.Blurhash),
 		resolverMethod("Attachment", "url", ResolverRoot.Attachment, AttachmentResolver.URL),
 		resolverMethod("Attachment", "thumbnails", ResolverRoot.Attachment, AttachmentResolver.Thumbnails),
+		resolverMethod("Image", "id", ResolverRoot.Image, ImageResolver.ID),
+		resolverMethod("Image", "width", ResolverRoot.Image, ImageResolver.Width),
+		resolverMethod("Image", "height", ResolverRoot.Image, ImageResolver.Height),
+		resolverMethod("Image", "blurhash", ResolverRoot.Image, ImageResolver.Blurhash),
+		resolverMethod("Image", "url", ResolverRoot.Image, ImageResolver.URL),
+		resolverMethod("Image", "thumbnails", ResolverRoot.Image, ImageResolver.Thumbnails),
 		resolverMethod("LinkPreview", "imageUrl", ResolverRoot.LinkPreview, LinkPreviewResolver.ImageURL),
 		resolverMethod("Message", "content", ResolverRoot.Message, MessageResolver.Content),
 		modelMethod("Message", "postedAt", (*store.Message).PostedAt),
@@ -14657,6 +15530,7 @@ func init() {
 		resolverMethod("UserSummary", "firstname", ResolverRoot.UserSummary, UserSummaryResolver.Firstname),
 		resolverMethod("UserSummary", "lastname", ResolverRoot.UserSummary, UserSummaryResolver.Lastname),
 		resolverMethod("UserSummary", "deleted", ResolverRoot.UserSummary, UserSummaryResolver.Deleted),
+		resolverMethod("UserSummary", "avatar", ResolverRoot.UserSummary, UserSummaryResolver.Avatar),
 	}
 }
 

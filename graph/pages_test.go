@@ -94,6 +94,9 @@ func (benchResolvers) Lastname(_ context.Context, u *store.UserRef) (string, err
 	return u.Lastname, nil
 }
 func (benchResolvers) Deleted(context.Context, *store.UserRef) (bool, error) { return false, nil }
+func (benchResolvers) Avatar(context.Context, *store.UserRef) (*store.Picture, error) {
+	return nil, nil
+}
 
 // TestPageFieldsAreBound: every field of every object type of a page of
 // messages, read from the schema, has a writer. A field the derivation

@@ -68,10 +68,10 @@ func BenchmarkRoomEventEncode(b *testing.B) {
 // namesStore knows every user as Alice Liddell.
 type namesStore struct{ store.Store }
 
-func (namesStore) Names(_ context.Context, logins []string) (map[string]store.UserRef, error) {
-	out := make(map[string]store.UserRef, len(logins))
+func (namesStore) Names(_ context.Context, logins []string) (map[string]store.PublicProfile, error) {
+	out := make(map[string]store.PublicProfile, len(logins))
 	for _, l := range logins {
-		out[l] = store.UserRef{Login: l, Firstname: "Alice", Lastname: "Liddell"}
+		out[l] = store.PublicProfile{UserRef: store.UserRef{Login: l, Firstname: "Alice", Lastname: "Liddell"}}
 	}
 	return out, nil
 }

@@ -71,6 +71,7 @@ type storeCalls struct {
 	PostMessage        storeCall
 	React              storeCall
 	Reactions          storeCall
+	ReleaseFiles       storeCall
 	RemoveFile         storeCall
 	Room               storeCall
 	RoomConversations  storeCall
@@ -80,7 +81,9 @@ type storeCalls struct {
 	RotateSession      storeCall
 	SendDirect         storeCall
 	Session            storeCall
+	SetAvatar          storeCall
 	SetPreview         storeCall
+	SetRoomIcon        storeCall
 	ThreadReplies      storeCall
 	ThreadRepliesAfter storeCall
 	ThreadSummaries    storeCall
@@ -146,6 +149,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		PostMessage:        m.call("PostMessage"),
 		React:              m.call("React"),
 		Reactions:          m.call("Reactions"),
+		ReleaseFiles:       m.call("ReleaseFiles"),
 		RemoveFile:         m.call("RemoveFile"),
 		Room:               m.call("Room"),
 		RoomConversations:  m.call("RoomConversations"),
@@ -155,7 +159,9 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		RotateSession:      m.call("RotateSession"),
 		SendDirect:         m.call("SendDirect"),
 		Session:            m.call("Session"),
+		SetAvatar:          m.call("SetAvatar"),
 		SetPreview:         m.call("SetPreview"),
+		SetRoomIcon:        m.call("SetRoomIcon"),
 		ThreadReplies:      m.call("ThreadReplies"),
 		ThreadRepliesAfter: m.call("ThreadRepliesAfter"),
 		ThreadSummaries:    m.call("ThreadSummaries"),
@@ -509,7 +515,7 @@ func (s *timedStore) Mutes(ctx context.Context, a1 string, a2 string) (bool, err
 	return r0, err
 }
 
-func (s *timedStore) Names(ctx context.Context, a1 []string) (map[string]store.UserRef, error) {
+func (s *timedStore) Names(ctx context.Context, a1 []string) (map[string]store.PublicProfile, error) {
 	start := now()
 	r0, err := s.Store.Names(ctx, a1)
 	s.calls.Names.done(ctx, start, err)
@@ -542,6 +548,13 @@ func (s *timedStore) Reactions(ctx context.Context, a1 []store.Message, a2 strin
 	r0, err := s.Store.Reactions(ctx, a1, a2)
 	s.calls.Reactions.done(ctx, start, err)
 	return r0, err
+}
+
+func (s *timedStore) ReleaseFiles(ctx context.Context, a1 string, a2 []store.MessageID) error {
+	start := now()
+	err := s.Store.ReleaseFiles(ctx, a1, a2)
+	s.calls.ReleaseFiles.done(ctx, start, err)
+	return err
 }
 
 func (s *timedStore) RemoveFile(ctx context.Context, a1 string, a2 store.MessageID) error {
@@ -607,10 +620,24 @@ func (s *timedStore) Session(ctx context.Context, a1 string, a2 string) (store.S
 	return r0, err
 }
 
+func (s *timedStore) SetAvatar(ctx context.Context, a1 string, a2 *store.Picture) (*store.Picture, error) {
+	start := now()
+	r0, err := s.Store.SetAvatar(ctx, a1, a2)
+	s.calls.SetAvatar.done(ctx, start, err)
+	return r0, err
+}
+
 func (s *timedStore) SetPreview(ctx context.Context, a1 store.Message, a2 store.LinkPreview) (store.Event, error) {
 	start := now()
 	r0, err := s.Store.SetPreview(ctx, a1, a2)
 	s.calls.SetPreview.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) SetRoomIcon(ctx context.Context, a1 string, a2 *store.Picture) (*store.Picture, error) {
+	start := now()
+	r0, err := s.Store.SetRoomIcon(ctx, a1, a2)
+	s.calls.SetRoomIcon.done(ctx, start, err)
 	return r0, err
 }
 

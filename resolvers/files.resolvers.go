@@ -65,6 +65,36 @@ func (r *attachmentResolver) Thumbnails(ctx context.Context, obj *store.Attachme
 	return thumbs, nil
 }
 
+// ID is the resolver for the id field.
+func (r *imageResolver) ID(ctx context.Context, obj *store.Picture) (string, error) {
+	return obj.ID.String(), nil
+}
+
+// Width is the resolver for the width field.
+func (r *imageResolver) Width(ctx context.Context, obj *store.Picture) (int, error) {
+	return obj.Width, nil
+}
+
+// Height is the resolver for the height field.
+func (r *imageResolver) Height(ctx context.Context, obj *store.Picture) (int, error) {
+	return obj.Height, nil
+}
+
+// Blurhash is the resolver for the blurhash field.
+func (r *imageResolver) Blurhash(ctx context.Context, obj *store.Picture) (string, error) {
+	return obj.Blurhash, nil
+}
+
+// URL is the resolver for the url field.
+func (r *imageResolver) URL(ctx context.Context, obj *store.Picture) (string, error) {
+	return r.Attachment().URL(ctx, &obj.Attachment)
+}
+
+// Thumbnails is the resolver for the thumbnails field.
+func (r *imageResolver) Thumbnails(ctx context.Context, obj *store.Picture) ([]model.Thumbnail, error) {
+	return r.Attachment().Thumbnails(ctx, &obj.Attachment)
+}
+
 // CreateUpload is the resolver for the createUpload field.
 func (r *mutationResolver) CreateUpload(ctx context.Context, name string, contentType string, size int) (*model.Upload, error) {
 	me, err := auth.UserFrom(ctx)
@@ -112,4 +142,10 @@ func (r *queryResolver) FileQuota(ctx context.Context) (*model.FileQuota, error)
 // Attachment returns graph.AttachmentResolver implementation.
 func (r *Resolver) Attachment() graph.AttachmentResolver { return &attachmentResolver{r} }
 
-type attachmentResolver struct{ *Resolver }
+// Image returns graph.ImageResolver implementation.
+func (r *Resolver) Image() graph.ImageResolver { return &imageResolver{r} }
+
+type (
+	attachmentResolver struct{ *Resolver }
+	imageResolver      struct{ *Resolver }
+)

@@ -51,6 +51,15 @@ func (r *mutationResolver) DeleteRoom(ctx context.Context, room string) (*store.
 	return r.Service.DeleteRoom(ctx, me, room)
 }
 
+// SetRoomIcon is the resolver for the setRoomIcon field.
+func (r *mutationResolver) SetRoomIcon(ctx context.Context, room string, file *string) (*store.Room, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.SetRoomIcon(ctx, me, room, file)
+}
+
 // AppointModerator is the resolver for the appointModerator field.
 func (r *mutationResolver) AppointModerator(ctx context.Context, room string, login string) (*store.Room, error) {
 	return r.moderate(ctx, room, login, store.ModeratorAppointed)

@@ -93,6 +93,15 @@ func (r *mutationResolver) UpdateProfile(ctx context.Context, input model.Profil
 	return r.Service.UpdateProfile(ctx, me, store.ProfileUpdate{Firstname: input.Firstname, Lastname: input.Lastname, Bio: input.Bio})
 }
 
+// SetAvatar is the resolver for the setAvatar field.
+func (r *mutationResolver) SetAvatar(ctx context.Context, file *string) (*store.User, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.SetAvatar(ctx, me, file)
+}
+
 // DeleteAccount is the resolver for the deleteAccount field.
 func (r *mutationResolver) DeleteAccount(ctx context.Context, password string) (bool, error) {
 	me, err := auth.UserFrom(ctx)
@@ -145,6 +154,11 @@ func (r *userSummaryResolver) Lastname(ctx context.Context, obj *store.UserRef) 
 // Deleted is the resolver for the deleted field.
 func (r *userSummaryResolver) Deleted(ctx context.Context, obj *store.UserRef) (bool, error) {
 	return r.profile(ctx, obj).Deleted, nil
+}
+
+// Avatar is the resolver for the avatar field.
+func (r *userSummaryResolver) Avatar(ctx context.Context, obj *store.UserRef) (*store.Picture, error) {
+	return r.profile(ctx, obj).Avatar, nil
 }
 
 // User returns graph.UserResolver implementation.

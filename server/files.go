@@ -118,7 +118,7 @@ func (s *Server) startSweeper(ctx context.Context) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.core.Files.RunSweeper(ctx, s.core.MessageHolds, s.cfg.FileSweepInterval)
+		s.core.Files.RunSweeper(ctx, s.core.FileHeld, s.cfg.FileSweepInterval)
 	}()
 	s.stopSweeper = func() { stop(); <-done }
 }

@@ -30,6 +30,14 @@ type Attachment struct {
 	Blurhash string
 }
 
+// Picture is an image shown with a user's name (their avatar) or a room's
+// (its icon): a file of Owner's, whose quota it counts in, that they
+// uploaded and claimed as a picture (see File.IsPicture).
+type Picture struct {
+	Attachment
+	Owner string
+}
+
 // IsImage reports whether the attachment is an image with thumbnails.
 func (a Attachment) IsImage() bool { return a.Width > 0 }
 
@@ -44,10 +52,12 @@ const (
 	// be attached to one message.
 	FileReady
 	// FileClaimed: a message being posted attaches it (ClaimFiles); the
-	// message id is in the record.
+	// message id is in the record. A claim without a message is a
+	// picture's: the owner's avatar when the record has no room, the
+	// room's icon otherwise.
 	FileClaimed
-	// FileAttached: a stored message holds it; it lives as long as the
-	// message.
+	// FileAttached: a stored message (or a profile, or a room, as its
+	// picture) holds it; it lives as long as its holder holds it.
 	FileAttached
 	// FileDoomed: its message or owner was deleted: the sweep removes its
 	// objects, then the record.
@@ -60,10 +70,15 @@ type File struct {
 	Owner string
 	State FileState
 	// Message is the message that claimed or holds it (FileClaimed,
-	// FileAttached), in Room.
+	// FileAttached), in Room. For a picture it is zero, and Room is the
+	// room whose icon it is, or empty for the owner's avatar.
 	Message MessageID
 	Room    string
 }
+
+// IsPicture reports whether the file was claimed as a picture (an avatar
+// or a room's icon) rather than by a message.
+func (f File) IsPicture() bool { return f.Message.IsZero() }
 
 // ErrQuota: the owner's files would exceed their quota of bytes.
 var ErrQuota = errors.New("file quota exceeded")
@@ -91,12 +106,21 @@ type Files interface {
 	CompleteFile(ctx context.Context, owner string, a Attachment) error
 	// ClaimFiles turns owner's FileReady files ids into FileClaimed by
 	// message in room, all or none: ErrConflict (nothing changed) if one
-	// is not FileReady, ErrNotFound if one is not owner's.
+	// is not FileReady, ErrNotFound if one is not owner's. A zero message
+	// claims them as a picture (see FileClaimed).
 	ClaimFiles(ctx context.Context, owner string, ids []FileID, room string, message MessageID) error
 	// AttachFiles turns FileClaimed files into FileAttached, taking them
 	// off the sweep's list: called once their message is stored. Files in
 	// another state (doomed meanwhile), or unknown, are left as they are.
 	AttachFiles(ctx context.Context, owner string, ids []FileID) error
+	// ReleaseFiles turns owner's FileAttached files ids back into
+	// FileClaimed, their holder kept, and puts them back on the sweep's
+	// list (due as a claim of their creation time is): called before their
+	// holder (a profile or room, as its picture) lets them go, so that a
+	// crash after the change leaves them to the sweep, which removes them
+	// unless the holder still holds them. Files in another state, or
+	// unknown, are left as they are.
+	ReleaseFiles(ctx context.Context, owner string, ids []FileID) error
 	// DoomFiles turns owner's files ids, in any state, into FileDoomed and
 	// puts them on the sweep's list, due now. Unknown ids are skipped.
 	DoomFiles(ctx context.Context, owner string, ids []FileID) error

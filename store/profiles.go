@@ -41,6 +41,13 @@ func (p ProfileUpdate) Validate() error {
 	return nil
 }
 
+// PublicProfile is what everyone sees of a user: their names and avatar,
+// as they are now.
+type PublicProfile struct {
+	UserRef
+	Avatar *Picture
+}
+
 // Profiles keeps the users' profiles current: profile changes, batched reads
 // of the public names for the API (which shows every user as their profile
 // is now, not as the copies rooms and messages carry), and account deletion.
@@ -49,7 +56,7 @@ func (p ProfileUpdate) Validate() error {
 // taken (CreateUser gives ErrConflict) so that nobody can sign up as the
 // author of a deleted user's messages, while every other read of it (User,
 // Account, Names, ChangePassword, UpdateProfile, joins) answers ErrNotFound
-// or leaves it out, and its names, email, bio and password hash are erased.
+// or leaves it out, and its names, email, bio, avatar and password hash are erased.
 type Profiles interface {
 	// UpdateProfile applies p to login's profile and returns the profile
 	// as it now is. The write is conditional on the account standing (on
@@ -58,10 +65,26 @@ type Profiles interface {
 	// ErrNotFound if there is no such user or it was deleted.
 	UpdateProfile(ctx context.Context, login string, p ProfileUpdate) (User, error)
 
-	// Names returns the current names of the users among logins who exist,
-	// keyed by login, in one round trip per 100 logins (Cassandra: login IN
-	// (...)). Deleted and unknown logins are absent from the map.
-	Names(ctx context.Context, logins []string) (map[string]UserRef, error)
+	// Names returns the current names and avatars of the users among
+	// logins who exist, keyed by login, in one round trip per 100 logins
+	// (Cassandra: login IN (...)). Deleted and unknown logins are absent
+	// from the map.
+	Names(ctx context.Context, logins []string) (map[string]PublicProfile, error)
+
+	// SetAvatar makes avatar (nil: none) login's avatar and returns the
+	// one it replaces (nil: none). The write is a compare-and-set of the
+	// avatar read (on Cassandra, UPDATE ... IF pass_hash = ? AND avatar =
+	// ?), so of concurrent changes each returns the avatar it really
+	// replaced, and none brings an avatar back into a deleted account's
+	// tombstone. Returns ErrNotFound if there is no such user or it was
+	// deleted.
+	SetAvatar(ctx context.Context, login string, avatar *Picture) (old *Picture, err error)
+
+	// SetRoomIcon makes icon (nil: none) the room's icon and returns the
+	// one it replaces (nil: none), as a compare-and-set of the icon read,
+	// conditional on the room existing (a set never resurrects a deleted
+	// room). Returns ErrNotFound if the room does not exist.
+	SetRoomIcon(ctx context.Context, room string, icon *Picture) (old *Picture, err error)
 
 	// DeleteAccount erases login's profile if its password hash is still
 	// passHash (a compare-and-set, as ChangePassword): names, email, bio and

@@ -32,6 +32,9 @@ type User struct {
 	Bio   string
 	// ChatRooms are the names of the rooms the user participates in, sorted.
 	ChatRooms []string
+	// Avatar is the image the user chose to show with their name
+	// (SetAvatar); nil for none.
+	Avatar *Picture
 }
 
 // Account is a User with the password hash used at login.
@@ -53,6 +56,9 @@ type Room struct {
 	// Moderators are the participants the creator appointed to moderate
 	// (see Moderation), sorted by login.
 	Moderators []UserRef
+	// Icon is the image shown with the room's name (SetRoomIcon); nil for
+	// none.
+	Icon *Picture
 }
 
 // HasParticipant reports whether login is among the room's participants.

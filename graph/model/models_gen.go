@@ -184,7 +184,7 @@ type Thumbnail struct {
 
 // Where and how to send a file's bytes: `createUpload`'s answer.
 type Upload struct {
-	// The file's id: pass it to `completeUpload`, and to `postMessage` or `sendDirectMessage` in `attachments`.
+	// The file's id: pass it to `completeUpload`, and to `postMessage` or `sendDirectMessage` in `attachments`, or, for an image, to `setAvatar` or `setRoomIcon`.
 	ID string `json:"id"`
 	// The method of the upload request: PUT.
 	Method string `json:"method"`

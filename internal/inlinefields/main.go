@@ -40,15 +40,15 @@ import (
 var inline = []string{
 	"Message", "MessageConnection", "MessageEdge", "PageInfo", "Reaction",
 	"ReadMark", "RoomEvent", "InboxEvent", "UserPresence", "UserSummary",
-	"Attachment", "Thumbnail", "LinkPreview",
+	"Attachment", "Thumbnail", "LinkPreview", "Image",
 }
 
 // page lists the GraphQL types of a page of messages (MessageConnection).
-var page = []string{"MessageConnection", "MessageEdge", "PageInfo", "Message", "Reaction", "UserSummary", "Attachment", "Thumbnail", "LinkPreview"}
+var page = []string{"MessageConnection", "MessageEdge", "PageInfo", "Message", "Reaction", "UserSummary", "Attachment", "Thumbnail", "LinkPreview", "Image"}
 
 // Go type names of the GraphQL types in gqlgen's marshaller names, where
 // they differ.
-var goNames = map[string]string{"UserSummary": "UserRef"}
+var goNames = map[string]string{"UserSummary": "UserRef", "Image": "Picture"}
 
 const (
 	concurrent = "out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })"

@@ -307,7 +307,7 @@ func (db *DB) ClaimFiles(ctx context.Context, owner string, ids []store.FileID, 
 	}
 	b := db.fileBatch(ctx)
 	for _, id := range ids {
-		b.Query(claimFile, int(store.FileClaimed), gocql.UUID(message), room, owner, gocql.UUID(id), int(store.FileReady))
+		b.Query(claimFile, int(store.FileClaimed), messageValue(message), room, owner, gocql.UUID(id), int(store.FileReady))
 	}
 	applied, err := db.execFileBatch(ctx, b, func(ctx context.Context) (casOutcome, error) {
 		ready := 0
@@ -334,6 +334,15 @@ func (db *DB) ClaimFiles(ctx context.Context, owner string, ids []store.FileID, 
 		return fmt.Errorf("claim files of %q: one is no longer ready: %w", owner, store.ErrConflict)
 	}
 	return nil
+}
+
+// messageValue binds the message of a claim: null for a picture's (a
+// timeuuid cell cannot hold the zero id).
+func messageValue(message store.MessageID) any {
+	if message.IsZero() {
+		return nil
+	}
+	return gocql.UUID(message)
 }
 
 // uniqueFiles returns ids without repeats, in their first order: a
@@ -371,6 +380,54 @@ func (db *DB) AttachFiles(ctx context.Context, owner string, ids []store.FileID)
 		}
 	}
 	return nil
+}
+
+// ReleaseFiles lists each file in the sweep's day of its id (the row, then
+// the day, as CreateFile does), then makes it claimed on its state being
+// attached; a file found in another state loses the row again, unless it
+// is claimed (released twice), whose row it is.
+func (db *DB) ReleaseFiles(ctx context.Context, owner string, ids []store.FileID) error {
+	for _, id := range uniqueFiles(ids) {
+		if err := db.releaseFile(ctx, owner, id); err != nil {
+			return fmt.Errorf("cassandra: release file %v of %q: %w", id, owner, err)
+		}
+	}
+	return nil
+}
+
+func (db *DB) releaseFile(ctx context.Context, owner string, id store.FileID) error {
+	f, err := db.fileRow(ctx, owner, id)
+	if errors.Is(err, store.ErrNotFound) || err == nil && f.State != store.FileAttached {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	day := int(store.BucketOf(id.Time()))
+	if err := db.write(ctx, insertSweep, day, gocql.UUID(id), owner).Exec(); err != nil {
+		return err
+	}
+	if err := db.write(ctx, insertDay, day).Exec(); err != nil {
+		return err
+	}
+	var state int
+	applied, err := lwt(ctx, db.query(ctx, changeState, int(store.FileClaimed), owner, gocql.UUID(id), int(store.FileAttached)), map[string]any{"state": &state},
+		db.settleFile(owner, id, func(f store.File, ok bool) casOutcome {
+			switch {
+			case ok && f.State == store.FileClaimed:
+				return casApplied
+			case ok && f.State == store.FileAttached:
+				return casNotApplied
+			}
+			if ok {
+				state = int(f.State)
+			}
+			return casRejected
+		}))
+	if err != nil || applied || store.FileState(state) == store.FileClaimed {
+		return err
+	}
+	return db.write(ctx, deleteSweep, day, gocql.UUID(id), owner).Exec()
 }
 
 // DoomFiles lists each file in the sweep's doomed day, makes it doomed

@@ -14,13 +14,16 @@ import (
 const (
 	// A row whose firstname is null holds chat_rooms alone (see
 	// readAccount): no user.
-	selectNames = `SELECT login, firstname, lastname, deleted FROM users WHERE login IN ?`
+	selectNames = `SELECT login, firstname, lastname, deleted, avatar FROM users WHERE login IN ?`
 	// deleteAccount erases everything but the login and the rooms, on the
 	// condition that the password is the one the caller checked; the
 	// tombstone's firstname is '' rather than null, so that the row still
 	// reads as an account's (readAccount), a deleted one.
-	deleteAccount = `UPDATE users SET deleted = true, firstname = '', lastname = null, email = null, bio = null, pass_hash = null
+	deleteAccount = `UPDATE users SET deleted = true, firstname = '', lastname = null, email = null, bio = null, pass_hash = null, avatar = null
 		WHERE login = ? IF pass_hash = ?`
+	// setAvatar is a compare-and-set of the avatar read, on the account
+	// standing (a tombstone has no pass_hash).
+	setAvatar       = `UPDATE users SET avatar = ? WHERE login = ? IF pass_hash = ? AND avatar = ?`
 	selectUserRooms = `SELECT chat_rooms FROM users WHERE login = ?`
 	deleteBlocksOf  = `DELETE FROM user_blocks WHERE login = ?`
 	deleteMutesOf   = `DELETE FROM user_mutes WHERE login = ?`
@@ -87,21 +90,72 @@ func (db *DB) UpdateProfile(ctx context.Context, login string, p store.ProfileUp
 	return store.User{}, fmt.Errorf("cassandra: update profile of %q: the password kept changing, gave up after %d attempts", login, maxCASAttempts)
 }
 
+// SetAvatar writes the avatar as a compare-and-set of the one read, on the
+// account standing; another change of either between the read and the
+// write makes it read and try again.
+func (db *DB) SetAvatar(ctx context.Context, login string, avatar *store.Picture) (*store.Picture, error) {
+	fail := func(err error) error { return fmt.Errorf("cassandra: set the avatar of %q: %w", login, err) }
+	value, err := pictureValue(avatar)
+	if err != nil {
+		return nil, fail(err)
+	}
+	for range maxCASAttempts {
+		a, err := db.readAccount(db.serialRead(ctx, selectUser, login))
+		switch {
+		case errors.Is(err, gocql.ErrNotFound), errors.Is(err, errDeletedAccount):
+			return nil, fmt.Errorf("user %q: %w", login, store.ErrNotFound)
+		case err != nil:
+			return nil, fail(err)
+		}
+		old, err := pictureValue(a.Avatar)
+		if err != nil {
+			return nil, fail(err)
+		}
+		q := db.query(ctx, setAvatar, value, login, a.PassHash, old)
+		applied, err := lwt(ctx, q, nil, func(ctx context.Context) (casOutcome, error) {
+			got, err := db.readAccount(db.serialRead(ctx, selectUser, login))
+			switch {
+			case errors.Is(err, gocql.ErrNotFound), errors.Is(err, errDeletedAccount):
+				return casRejected, nil
+			case err != nil:
+				return 0, err
+			case samePicture(got.Avatar, avatar):
+				return casApplied, nil
+			case samePicture(got.Avatar, a.Avatar) && bytes.Equal(got.PassHash, a.PassHash):
+				return casNotApplied, nil
+			}
+			return casRejected, nil
+		})
+		if err != nil {
+			return nil, fail(err)
+		}
+		if applied {
+			return a.Avatar, nil
+		}
+		// The avatar or the password changed since the read, or the
+		// account went: read again.
+	}
+	return nil, fail(fmt.Errorf("the avatar kept changing, gave up after %d attempts", maxCASAttempts))
+}
+
 // Names reads the users' rows, namesPerQuery logins per query.
-func (db *DB) Names(ctx context.Context, logins []string) (map[string]store.UserRef, error) {
-	out := make(map[string]store.UserRef, len(logins))
+func (db *DB) Names(ctx context.Context, logins []string) (map[string]store.PublicProfile, error) {
+	out := make(map[string]store.PublicProfile, len(logins))
 	for len(logins) > 0 {
 		chunk := logins[:min(len(logins), namesPerQuery)]
 		logins = logins[len(chunk):]
 		iter := db.query(ctx, selectNames, chunk).Iter()
-		var login, lastname string
+		var login, lastname, avatar string
 		var firstname *string
 		var deleted bool
-		for iter.Scan(&login, &firstname, &lastname, &deleted) {
+		for iter.Scan(&login, &firstname, &lastname, &deleted, &avatar) {
 			if firstname != nil && !deleted {
-				out[login] = store.UserRef{Login: login, Firstname: *firstname, Lastname: lastname}
+				out[login] = store.PublicProfile{
+					UserRef: store.UserRef{Login: login, Firstname: *firstname, Lastname: lastname},
+					Avatar:  decodePicture(avatar),
+				}
 			}
-			firstname, deleted, lastname = nil, false, ""
+			firstname, deleted, lastname, avatar = nil, false, "", ""
 		}
 		if err := iter.Close(); err != nil {
 			return nil, fmt.Errorf("cassandra: read names: %w", err)

@@ -13,7 +13,7 @@ import (
 )
 
 const (
-	roomColumns = `room_name, creator, creation_date, banner, participants, kind, moderators`
+	roomColumns = `room_name, creator, creation_date, banner, participants, kind, moderators, icon`
 	insertRoom  = `INSERT INTO chat_rooms (room_name, creator, creator_login, creation_date, banner, participants, kind)
 		VALUES (?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
 	selectRoom       = `SELECT ` + roomColumns + ` FROM chat_rooms WHERE room_name = ?`
@@ -169,9 +169,11 @@ func (db *DB) readRoom(q *gocql.Query) (store.Room, error) {
 	var creator userUDT
 	var participants []userUDT
 	var moderators map[string]userUDT
-	if err := q.Scan(&r.Name, &creator, &r.CreatedAt, &r.Banner, &participants, &r.Kind, &moderators); err != nil {
+	var icon string
+	if err := q.Scan(&r.Name, &creator, &r.CreatedAt, &r.Banner, &participants, &r.Kind, &moderators, &icon); err != nil {
 		return store.Room{}, err
 	}
+	r.Icon = decodePicture(icon)
 	if creator.Login == "" {
 		return store.Room{}, gocql.ErrNotFound
 	}
@@ -197,14 +199,16 @@ func (db *DB) Rooms(ctx context.Context, after string, limit int) ([]store.Room,
 	var creator userUDT
 	var participants []userUDT
 	var moderators map[string]userUDT
-	for iter.Scan(&r.Name, &creator, &r.CreatedAt, &r.Banner, &participants, &r.Kind, &moderators) {
+	var icon string
+	for iter.Scan(&r.Name, &creator, &r.CreatedAt, &r.Banner, &participants, &r.Kind, &moderators, &icon) {
 		if creator.Login != "" { // see readRoom
 			r.Creator = store.UserRef(creator)
 			r.Participants = fromUDTs(participants)
 			r.Moderators = moderatorsOf(moderators)
+			r.Icon = decodePicture(icon)
 			rooms = append(rooms, r)
 		}
-		r, creator, participants, moderators = store.Room{}, userUDT{}, nil, nil
+		r, creator, participants, moderators, icon = store.Room{}, userUDT{}, nil, nil, ""
 	}
 	if err := iter.Close(); err != nil {
 		return nil, fmt.Errorf("cassandra: list rooms after %q: %w", after, err)
@@ -659,7 +663,8 @@ func (db *DB) DeleteRoom(ctx context.Context, name string, by store.UserRef) (st
 		former  []string
 	)
 	var moderators map[string]userUDT
-	err := db.serialRead(ctx, selectDoomed, name).Scan(&r.Name, &creator, &r.CreatedAt, &r.Banner, &ps, &r.Kind, &moderators, &former)
+	var icon string
+	err := db.serialRead(ctx, selectDoomed, name).Scan(&r.Name, &creator, &r.CreatedAt, &r.Banner, &ps, &r.Kind, &moderators, &icon, &former)
 	if err == nil && creator.Login == "" {
 		err = gocql.ErrNotFound // see readRoom
 	}
@@ -669,7 +674,7 @@ func (db *DB) DeleteRoom(ctx context.Context, name string, by store.UserRef) (st
 	if err != nil {
 		return store.Room{}, store.Event{}, fmt.Errorf("cassandra: read room %q: %w", name, err)
 	}
-	r.Creator, r.Participants, r.Moderators = store.UserRef(creator), fromUDTs(ps), moderatorsOf(moderators)
+	r.Creator, r.Participants, r.Moderators, r.Icon = store.UserRef(creator), fromUDTs(ps), moderatorsOf(moderators), decodePicture(icon)
 	for attempt := 1; ; attempt++ {
 		if r.Creator.Login != by.Login {
 			return store.Room{}, store.Event{}, fmt.Errorf("room %q: only its creator may delete it: %w", name, store.ErrForbidden)

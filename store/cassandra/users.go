@@ -14,7 +14,7 @@ import (
 const (
 	insertUser = `INSERT INTO users (login, pass_hash, firstname, lastname, email, bio)
 		VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS`
-	selectUser = `SELECT login, pass_hash, firstname, lastname, email, bio, chat_rooms, deleted
+	selectUser = `SELECT login, pass_hash, firstname, lastname, email, bio, chat_rooms, deleted, avatar
 		FROM users WHERE login = ?`
 	addUserRoom    = `UPDATE users SET chat_rooms = chat_rooms + ? WHERE login = ?`
 	removeUserRoom = `UPDATE users SET chat_rooms = chat_rooms - ? WHERE login = ?`
@@ -86,7 +86,8 @@ func (db *DB) readAccount(q *gocql.Query) (store.Account, error) {
 	var a store.Account
 	var firstname *string
 	var deleted bool
-	err := q.Scan(&a.Login, &a.PassHash, &firstname, &a.Lastname, &a.Email, &a.Bio, &a.ChatRooms, &deleted)
+	var avatar string
+	err := q.Scan(&a.Login, &a.PassHash, &firstname, &a.Lastname, &a.Email, &a.Bio, &a.ChatRooms, &deleted, &avatar)
 	if err == nil && deleted {
 		err = errDeletedAccount
 	}
@@ -97,6 +98,7 @@ func (db *DB) readAccount(q *gocql.Query) (store.Account, error) {
 		return store.Account{}, err
 	}
 	a.Firstname = *firstname
+	a.Avatar = decodePicture(avatar)
 	slices.Sort(a.ChatRooms)
 	return a, nil
 }

@@ -184,6 +184,19 @@ func (db *DB) AttachFiles(ctx context.Context, owner string, ids []store.FileID)
 	})
 }
 
+// ReleaseFiles makes the attached files claimed and lists them in the
+// sweep's day of their id.
+func (db *DB) ReleaseFiles(ctx context.Context, owner string, ids []store.FileID) error {
+	return db.changeFiles(ctx, owner, ids, func(b *batch, id store.FileID, row *fileRecordRow) bool {
+		if row.State != store.FileAttached {
+			return false
+		}
+		row.State = store.FileClaimed
+		b.setEmpty(fileSweepKey(store.BucketOf(id.Time()), id, owner))
+		return true
+	})
+}
+
 // DoomFiles makes the files doomed and moves them to the sweep's doomed
 // day.
 func (db *DB) DoomFiles(ctx context.Context, owner string, ids []store.FileID) error {

@@ -31,22 +31,66 @@ func (db *DB) UpdateProfile(ctx context.Context, login string, p store.ProfileUp
 	return a.User, nil
 }
 
+// SetAvatar replaces the avatar of the user's row under its lock.
+func (db *DB) SetAvatar(ctx context.Context, login string, avatar *store.Picture) (*store.Picture, error) {
+	k := userKey(login)
+	end, err := db.beginLocked(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	row, err := db.user(login)
+	if err != nil {
+		return nil, err
+	}
+	old := row.Avatar
+	row.Avatar = avatar
+	b := db.batch()
+	b.set(k, row)
+	if err := b.commit(); err != nil {
+		return nil, fmt.Errorf("writing the avatar of %q: %w", login, err)
+	}
+	return old, nil
+}
+
+// SetRoomIcon replaces the icon of the room's row under its lock.
+func (db *DB) SetRoomIcon(ctx context.Context, room string, icon *store.Picture) (*store.Picture, error) {
+	k := roomKey(room)
+	end, err := db.beginLocked(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	row, err := db.room(room)
+	if err != nil {
+		return nil, err
+	}
+	old := row.Icon
+	row.Icon = icon
+	b := db.batch()
+	b.set(k, row)
+	if err := b.commit(); err != nil {
+		return nil, fmt.Errorf("writing the icon of %q: %w", room, err)
+	}
+	return old, nil
+}
+
 // Names reads the users' rows one key each: a point read in pebble costs
 // about what a row of a range scan does.
-func (db *DB) Names(ctx context.Context, logins []string) (map[string]store.UserRef, error) {
+func (db *DB) Names(ctx context.Context, logins []string) (map[string]store.PublicProfile, error) {
 	end, err := db.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer end()
-	out := make(map[string]store.UserRef, len(logins))
+	out := make(map[string]store.PublicProfile, len(logins))
 	for _, login := range logins {
 		row, found, err := getRow[userRow](db, userKey(login))
 		if err != nil {
 			return nil, fmt.Errorf("reading user %q: %w", login, err)
 		}
 		if found && !row.Deleted {
-			out[login] = store.UserRef{Login: row.Login, Firstname: row.Firstname, Lastname: row.Lastname}
+			out[login] = store.PublicProfile{UserRef: store.UserRef{Login: row.Login, Firstname: row.Firstname, Lastname: row.Lastname}, Avatar: row.Avatar}
 		}
 	}
 	return out, nil

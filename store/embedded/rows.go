@@ -34,6 +34,8 @@ type userRow struct {
 	// Deleted marks the tombstone of a deleted account: the login stays
 	// taken, everything else is erased.
 	Deleted bool `json:"deleted,omitempty"`
+	// Avatar is the user's picture; nil for none.
+	Avatar *store.Picture `json:"avatar,omitempty"`
 }
 
 // roomRow is a row of chat_rooms. The creator's login is Creator.Login.
@@ -49,6 +51,8 @@ type roomRow struct {
 	Former []string `json:"former_members,omitempty"`
 	// Moderators are sorted by login, no duplicates.
 	Moderators []userRef `json:"moderators,omitempty"`
+	// Icon is the room's picture; nil for none.
+	Icon *store.Picture `json:"icon,omitempty"`
 }
 
 // messageRow is a row of chat_room_messages; the room and the id are in the
@@ -184,6 +188,7 @@ func (r userRow) account() store.Account {
 			Email:     r.Email,
 			Bio:       r.Bio,
 			ChatRooms: append([]string{}, r.ChatRooms...),
+			Avatar:    r.Avatar,
 		},
 		PassHash: r.PassHash,
 	}
@@ -227,6 +232,7 @@ func (r roomRow) room() store.Room {
 		Banner:       r.Banner,
 		Participants: ps,
 		Moderators:   refs(r.Moderators),
+		Icon:         r.Icon,
 	}
 }
 

@@ -44,7 +44,7 @@ func testUpdateProfile(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatalf("Names = %v", err)
 	}
-	checkUserRef(t, "Names after the updates", names[a.Login], want.UserRef)
+	checkUserRef(t, "Names after the updates", names[a.Login].UserRef, want.UserRef)
 
 	// Nothing given changes nothing.
 	got, err = s.UpdateProfile(ctx, a.Login, store.ProfileUpdate{})
@@ -111,7 +111,7 @@ func testNames(t *testing.T, s store.Store) {
 		t.Errorf("Names returned %d users, want %d: %v", len(got), len(want), got)
 	}
 	for login, w := range want {
-		checkUserRef(t, "Names["+login+"]", got[login], w)
+		checkUserRef(t, "Names["+login+"]", got[login].UserRef, w)
 	}
 	if got, err := s.Names(ctx, nil); err != nil || len(got) != 0 {
 		t.Errorf("Names(nil) = %v, %v; want empty", got, err)
