@@ -13,17 +13,24 @@ const attachmentFields = "id name contentType size width height blurhash url thu
 // A message carries at most this many files.
 const maxFiles = 10;
 
+// The fields the app shows of an avatar or a room's icon: its smallest
+// thumbnail and its blurhash, asked for only where one is drawn (an Image's
+// other fields would weigh on every message of a page).
+const pictureFields = "thumbnails { url } blurhash";
+
+// The app's queries; exported for the browser tests, which check that a
+// page of messages stays within the server's query cost limit.
 // The fields the app shows of a message, asked for everywhere a message is read.
 const messageFields = `id room content system postedAt hidden editedAt deleted replyToId replyCount mentions
-  author { login firstname lastname } reactions { emoji count reactedByMe }
+  author { login firstname lastname avatar { ${pictureFields} } } reactions { emoji count reactedByMe }
   attachments { ${attachmentFields} } preview { url title description siteName imageUrl }`;
 
-const queries = {
-  inbox: `query Inbox { inbox { id kind unread mentions muted peerOnline peer { login firstname lastname }
+export const queries = {
+  inbox: `query Inbox { inbox { id kind unread mentions muted peerOnline peer { login firstname lastname avatar { ${pictureFields} } }
     lastMessage { content deleted author { login } } } }`,
   rooms: `query Rooms($after: String) { rooms(first: 20, after: $after) {
-    edges { node { name banner kind } } pageInfo { hasNextPage endCursor } } }`,
-  room: `query Room($name: String!) { room(name: $name) { name banner kind creator { login } moderators { login }
+    edges { node { name banner kind icon { ${pictureFields} } } } pageInfo { hasNextPage endCursor } } }`,
+  room: `query Room($name: String!) { room(name: $name) { name banner kind icon { ${pictureFields} } creator { login } moderators { login }
     participants(first: 100) { login } online(first: 100) { login } } }`,
   messages: `query Messages($room: String!, $first: Int, $after: String) { messages(room: $room, first: $first, after: $after) {
     edges { cursor node { ${messageFields} } } pageInfo { hasNextPage endCursor } } }`,
@@ -53,8 +60,9 @@ const queries = {
   joinRoom: `mutation Join($room: String!) { joinRoom(room: $room) { name } }`,
   addMember: `mutation Add($g: String!, $l: String!) { addGroupMember(group: $g, login: $l) { name } }`,
   leaveRoom: `mutation Leave($room: String!) { leaveRoom(room: $room) { name } }`,
-  me: `query Me { me { login firstname lastname bio } blockedUsers { login } }`,
-  updateProfile: `mutation Profile($input: ProfileInput!) { updateProfile(input: $input) { login firstname lastname bio } }`,
+  me: `query Me { me { login firstname lastname bio avatar { ${pictureFields} } } blockedUsers { login } }`,
+  updateProfile: `mutation Profile($input: ProfileInput!) { updateProfile(input: $input) { login firstname lastname bio avatar { ${pictureFields} } } }`,
+  setAvatar: `mutation Avatar($file: ID) { setAvatar(file: $file) { login firstname lastname bio avatar { ${pictureFields} } } }`,
   block: `mutation Block($l: String!) { blockUser(login: $l) { login } }`,
   unblock: `mutation Unblock($l: String!) { unblockUser(login: $l) { login } }`,
   mute: `mutation Mute($c: ID!, $m: Boolean) { muteConversation(conversation: $c, muted: $m) }`,
@@ -69,7 +77,7 @@ function showSignedIn(user) {
   $("auth").hidden = !!user;
   $("chat").hidden = !user;
   if (user) {
-    $("me").textContent = `${user.firstname} ${user.lastname} (@${user.login})`;
+    renderMe(user);
     startChat();
   } else {
     stopChat();
@@ -160,15 +168,31 @@ let profile = null; // the user's profile, as last read or saved
 
 function showProfile(me) {
   profile = me;
-  $("me").textContent = `${me.firstname} ${me.lastname} (@${me.login})`;
+  renderMe(me);
+  renderAvatarPreview();
+  updateAuthor(me);
 }
 
-// The profile form exists while its panel is open (see index.html).
+// renderMe shows the signed-in user in the top bar: their picture (or
+// initials) beside their name.
+function renderMe(user) {
+  $("me").replaceChildren(avatar(user), ` ${user.firstname} ${user.lastname} (@${user.login})`);
+}
+
+// The profile panel (its picture and its form) exists while it is open (see index.html).
 $("profile").addEventListener("toggle", () => {
   const panel = $("profile");
-  panel.querySelector("form")?.remove();
+  panel.querySelector(".profile-panel")?.remove();
   if (!panel.open) return;
   panel.append($("profile-template").content.cloneNode(true));
+  renderAvatarPreview();
+  $("avatar-choose").addEventListener("click", () => $("avatar-input").click());
+  $("avatar-input").addEventListener("change", (e) => {
+    const [file] = e.target.files;
+    e.target.value = ""; // the same file may be picked again
+    if (file) changeAvatar(file);
+  });
+  $("avatar-remove").addEventListener("click", () => changeAvatar(null));
   $("profile-firstname").value = profile?.firstname ?? "";
   $("profile-lastname").value = profile?.lastname ?? "";
   $("profile-bio").value = profile?.bio ?? "";
@@ -185,6 +209,120 @@ $("profile").addEventListener("toggle", () => {
   });
   $("profile-firstname").focus();
 });
+
+// ---- Avatars ----
+
+// renderAvatarPreview shows the user's picture in the open profile panel,
+// and the button that removes it when there is one.
+function renderAvatarPreview() {
+  const preview = $("avatar-preview");
+  if (!preview || !profile) return;
+  preview.replaceChildren(avatar(profile, { size: "large", label: true }));
+  $("avatar-remove").hidden = !profile.avatar;
+}
+
+let avatarBusy = false;
+
+// changeAvatar makes file the user's picture, uploaded as a message's files
+// are (uploadFile: createUpload, its PUT, completeUpload, which checks it),
+// then set with setAvatar; file null removes the picture.
+async function changeAvatar(file) {
+  if (avatarBusy) return;
+  const status = $("avatar-status");
+  const error = $("avatar-error");
+  error.textContent = "";
+  status.textContent = "";
+  if (file && !/^image\/(jpeg|png|gif|webp)$/.test(file.type)) {
+    error.textContent = `${file.name} is not an image: pick a JPEG, PNG, GIF or WebP picture.`;
+    return;
+  }
+  avatarBusy = true;
+  $("avatar-edit").setAttribute("aria-busy", "true");
+  status.textContent = file ? `Uploading ${file.name}…` : "Removing your picture…";
+  try {
+    let id = null;
+    if (file) id = (await uploadFile({ file, sent: false, upload: null, gone: false, chip: null })).id;
+    showProfile((await api.gql(queries.setAvatar, { file: id })).setAvatar);
+    if ($("avatar-status")) $("avatar-status").textContent = file ? "Your picture is set." : "Your picture was removed.";
+  } catch (err) {
+    if (!$("avatar-error")) return; // the panel was closed meanwhile
+    $("avatar-status").textContent = "";
+    $("avatar-error").textContent = avatarErrorText(file, err);
+  } finally {
+    avatarBusy = false;
+    $("avatar-edit")?.removeAttribute("aria-busy");
+  }
+}
+
+// avatarErrorText says in words why a picture was refused.
+function avatarErrorText(file, err) {
+  if (err.code === "BAD_USER_INPUT") return `${file?.name ?? "That file"} is not an image the server can read: pick a JPEG, PNG, GIF or WebP picture.`;
+  if (err.code === "CONFLICT") return `${file?.name ?? "That file"} is in use already. Pick it again to upload a new copy.`;
+  return file ? fileErrorText(file, err) : err.message;
+}
+
+const pictureKey = (picture) => picture?.blurhash ?? null;
+
+// avatar draws a person's picture (an avatar or a room's icon): a round
+// image of its smallest thumbnail over its blurhash while it loads, or
+// their initials when they have none (or it does not load). Its text is
+// empty unless label is set: the name is shown beside it, and a screen
+// reader need not read it twice. size "small" or "large" (32 px otherwise).
+function avatar(person, { size = "", label = false } = {}) {
+  const name = [person.firstname, person.lastname].filter(Boolean).join(" ") || person.login;
+  const box = document.createElement("span");
+  box.className = `avatar${size ? ` ${size}` : ""}`;
+  const initials = () => {
+    box.classList.add("initials");
+    box.style.removeProperty("background-image");
+    box.style.setProperty("--hue", String(hue(person.login)));
+    const letters = [person.firstname, person.lastname].filter(Boolean).map((w) => Array.from(w)[0]).join("") || Array.from(person.login).slice(0, 2).join("");
+    box.textContent = letters.toUpperCase();
+    if (label) {
+      box.setAttribute("role", "img");
+      box.setAttribute("aria-label", name);
+    } else {
+      box.setAttribute("aria-hidden", "true");
+    }
+  };
+  const thumb = person.avatar?.thumbnails?.[0];
+  if (!thumb) {
+    initials();
+    return box;
+  }
+  const placeholder = person.avatar.blurhash && blurhashImage(person.avatar.blurhash);
+  if (placeholder) box.style.backgroundImage = `url("${placeholder}")`;
+  const img = document.createElement("img");
+  img.src = thumb.url;
+  img.alt = label ? name : "";
+  img.width = img.height = size === "large" ? 64 : size === "small" ? 20 : 32;
+  img.decoding = "async";
+  img.addEventListener("load", () => box.classList.add("loaded"));
+  img.addEventListener("error", () => {
+    img.remove();
+    initials();
+  });
+  box.append(img);
+  return box;
+}
+
+// hue picks a colour for a login's initials, the same on every page.
+function hue(login) {
+  let h = 0;
+  for (const c of login) h = (h * 31 + c.codePointAt(0)) % 360;
+  return h;
+}
+
+// updateAuthor redraws the shown messages of a user whose picture changed,
+// as a newer message (or the user's own profile) tells: the server sends no
+// event when a picture changes.
+function updateAuthor(author) {
+  for (const s of [...shown.values()]) {
+    if (s.message.author.login !== author.login || pictureKey(s.message.author.avatar) === pictureKey(author.avatar)) continue;
+    s.message.author = { ...s.message.author, avatar: author.avatar ?? null };
+    s.li.replaceWith(render(s.message));
+  }
+}
 
 async function setBlocked(login, block) {
   if (block && !confirm(`Block ${login}? Neither of you can send the other direct messages, and their messages are collapsed for you.`)) return;
@@ -229,6 +367,7 @@ function renderInbox() {
     if (open && open.id === c.id) a.setAttribute("aria-current", "page");
     const name = document.createElement("span");
     name.textContent = direct ? `@${c.peer.login}` : c.kind === "GROUP" ? `🔒 ${c.id}` : `# ${c.id}`;
+    if (direct) a.append(avatar(c.peer, { size: "small" }));
     a.append(name);
     if (direct) {
       const dot = document.createElement("span");
@@ -291,6 +430,7 @@ async function loadRooms(more = false) {
       a.href = `#room/${node.name}`;
       a.className = "conversation-link";
       a.textContent = `${node.kind === "PRIVATE_GROUP" ? "🔒" : "#"} ${node.name}`;
+      if (node.icon) a.prepend(avatar({ login: node.name, avatar: node.icon }, { size: "small" }));
       if (node.banner) a.title = node.banner;
       li.append(a);
       return li;
@@ -375,6 +515,7 @@ function closeConversation() {
   $("member-form").hidden = true;
   $("mute").hidden = true;
   $("conversation-title").textContent = "Pick a conversation";
+  $("conversation-icon").replaceChildren();
   $("conversation-info").textContent = "";
 }
 
@@ -383,6 +524,7 @@ async function openConversation(conv) {
   open = conv;
   renderInbox();
   $("conversation-title").textContent = conv.kind === "dm" ? `@${conv.peer}` : `# ${conv.name}`;
+  renderConversationIcon();
   if (conv.kind === "dm") {
     const b = button(blockPeerText(conv.peer), () => setBlocked(conv.peer, !blocked.has(conv.peer)));
     b.id = "block-peer";
@@ -411,6 +553,14 @@ async function openConversation(conv) {
   $("composer-input").focus();
   // A first page too short to scroll: read older ones until it scrolls.
   while (open === conv && list.scrollHeight <= list.clientHeight && (await loadOlder()));
+}
+
+// renderConversationIcon shows the open room's icon beside its name, when it
+// has one, or the peer's picture in a direct conversation (as the inbox read it).
+function renderConversationIcon() {
+  const peer = open?.kind === "dm" ? conversations.find((c) => c.id === open.id)?.peer : null;
+  const picture = open?.kind === "room" ? open.icon && avatar({ login: open.name, avatar: open.icon }) : peer && avatar(peer);
+  $("conversation-icon").replaceChildren(...(picture ? [picture] : []));
 }
 
 function showConversationError(err) {
@@ -599,6 +749,7 @@ function show(message, posted) {
     return;
   }
   if (!posted) return; // an edit or reaction of a message older than the pages read
+  if (!message.system) updateAuthor(message.author); // a picture changed since: its other messages show it too
   const root = message.replyToId && shown.get(message.replyToId);
   if (root) {
     // A new reply: its thread's root counts it (a reply seen before is known above).
@@ -645,6 +796,9 @@ function render(message) {
   li.className = `message${mine && !message.system ? " own" : ""}${message.system ? " system" : ""}${message.deleted ? " deleted" : ""}${message.mentions.includes(me) ? " mention" : ""}`;
   li.id = `m-${message.id}`;
   li.dataset.id = message.id;
+  // The author's picture beside the message, its text beside the picture.
+  const body = document.createElement("div");
+  body.className = "body";
 
   const meta = document.createElement("div");
   meta.className = "meta";
@@ -671,10 +825,14 @@ function render(message) {
   const content = document.createElement("p");
   content.className = "content";
   content.textContent = message.deleted ? "This message was deleted." : message.hidden && !message.content ? "This message was hidden." : message.content;
-  li.append(meta, content);
+  body.append(meta, content);
 
   const who = message.author.login;
-  if (!mine && !message.system && blocked.has(who) && !revealed.has(message.id)) {
+  const isBlocked = !mine && !message.system && blocked.has(who) && !revealed.has(message.id);
+  // A blocked user's picture is not shown either: their initials are.
+  if (!message.system) li.append(avatar(isBlocked ? { ...message.author, avatar: null } : message.author));
+  li.append(body);
+  if (isBlocked) {
     li.classList.add("blocked");
     content.textContent = `A message from ${who}, whom you blocked.`;
     const actions = document.createElement("div");
@@ -685,13 +843,13 @@ function render(message) {
         show(message, false);
       }),
     );
-    li.append(actions);
+    body.append(actions);
     shown.set(message.id, { message, li });
     return li;
   }
 
-  if (!message.deleted && message.attachments?.length) li.append(renderAttachments(message));
-  if (!message.deleted && message.preview) li.append(renderPreview(message.preview));
+  if (!message.deleted && message.attachments?.length) body.append(renderAttachments(message));
+  if (!message.deleted && message.preview) body.append(renderPreview(message.preview));
 
   if (!message.system && !message.deleted) {
     const reactions = document.createElement("div");
@@ -725,7 +883,7 @@ function render(message) {
         }
       }
     }
-    li.append(reactions, actions);
+    body.append(reactions, actions);
   }
   shown.set(message.id, { message, li });
   return li;
@@ -991,6 +1149,8 @@ async function refreshPresence() {
       online = new Set((room.online ?? []).map((u) => u.login));
       conv.participants = room.participants.map((u) => u.login);
       conv.banner = room.banner;
+      conv.icon = room.icon;
+      renderConversationIcon();
       conv.group = room.kind === "PRIVATE_GROUP";
       const moderates = room.creator.login === api.currentUser().login || room.moderators.some((m) => m.login === api.currentUser().login);
       const changed = moderates !== conv.moderates || room.creator.login !== conv.creator;
