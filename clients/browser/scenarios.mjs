@@ -623,6 +623,113 @@ const scenarios = {
     return "a picked PNG shown inline from its loaded 640 px thumbnail, a download link with its size, pasted and dropped images in one message, a send with a file retried after a lost answer posted once, a lying .png refused in words with nothing posted, a file over the quota refused in words, a live link preview, a direct message's file and preview, no files once deleted";
   },
 
+  // Avatars from the app: hatter, without a picture, shows as his initials;
+  // a text file and a lying .png are refused as his picture in words; a PNG
+  // picked in his profile panel becomes his picture, in his top bar and
+  // beside his messages. march, in the same room, sees it beside his next
+  // message (and his earlier one), a round 32 px image from the smallest
+  // thumbnail, loaded, with an empty alt (his name is beside it). Removed,
+  // his initials show again on both pages. A page of 50 messages as the
+  // app asks for it (authors' avatars included) stays within the server's
+  // query cost limit.
+  async avatars() {
+    const hatter = await user("hatter");
+    const march = await user("march");
+    await createRoom(march, "tea-time");
+    await joinRoom(hatter, "tea-time");
+    await post(march, "tea-time", "Clean cup, move down.");
+    const setter = await open("hatter", "#room/tea-time");
+    await loginUI(setter, "hatter");
+    await live(setter);
+    await setter.locator("#me .avatar.initials", { hasText: "HT" }).waitFor();
+    await send(setter, "No room! No room!");
+    const reader = await open("march", "#room/tea-time");
+    await loginUI(reader, "march");
+    await live(reader);
+    const before = item(reader, "No room! No room!").locator(".avatar");
+    await before.and(reader.locator(".initials")).waitFor();
+    check((await before.textContent()) === "HT" && (await before.getAttribute("aria-hidden")) === "true",
+      `hatter's badge reads ${JSON.stringify(await before.textContent())}, hidden: ${await before.getAttribute("aria-hidden")}`);
+
+    // Refused in words: a text file, then a .png that is text.
+    await setter.locator("#profile > summary").click();
+    const panelError = setter.locator("#avatar-error");
+    await setter.locator("#avatar-input").setInputFiles({ name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from("hello") });
+    await panelError.filter({ hasText: "notes.txt is not an image" }).waitFor();
+    await setter.locator("#avatar-input").setInputFiles({ name: "fake.png", mimeType: "image/png", buffer: Buffer.from("I am not a picture at all\n") });
+    await panelError.filter({ hasText: "fake.png is not an image the server can read" }).waitFor();
+    check(!/BAD_USER_INPUT/.test(await panelError.textContent()), "the error shows the API's code");
+
+    // A PNG: his picture, in his top bar and beside his own message.
+    await setter.locator("#avatar-input").setInputFiles({ name: "hat.png", mimeType: "image/png", buffer: png(300, 300) });
+    await setter.locator("#avatar-status", { hasText: "Your picture is set." }).waitFor();
+    check((await panelError.textContent()) === "", `after the PNG the panel says ${JSON.stringify(await panelError.textContent())}`);
+    await setter.locator('#avatar-preview img[alt="Hatter Tester"]').waitFor();
+    const mine = setter.locator("#me .avatar img");
+    await mine.waitFor();
+    await setter.waitForFunction((img) => img.complete && img.naturalWidth > 0, await mine.elementHandle());
+    await item(setter, "No room! No room!").locator(".avatar img").waitFor();
+    await setter.getByRole("button", { name: "Remove picture" }).waitFor();
+    await shot(setter, "webapp-avatar-set");
+    await setter.locator("#profile > summary").click();
+    const { me } = await gql("{ me { avatar { id } } }", {}, hatter);
+    check(me.avatar?.id, "hatter's avatar is not set on the server");
+
+    // march sees it beside hatter's next message, and his earlier one.
+    await send(setter, "Twinkle, twinkle, little bat!");
+    const pic = item(reader, "Twinkle, twinkle, little bat!").locator(".avatar img");
+    await pic.waitFor();
+    await reader.waitForFunction((img) => img.complete && img.naturalWidth > 0, await pic.elementHandle());
+    const drawn = await pic.evaluate((img) => {
+      const box = img.parentElement.getBoundingClientRect();
+      return { alt: img.getAttribute("alt"), natural: img.naturalWidth, width: box.width, height: box.height, radius: getComputedStyle(img.parentElement).borderRadius };
+    });
+    check(drawn.alt === "" && drawn.natural === 160 && drawn.width === 32 && drawn.height === 32 && drawn.radius === "50%",
+      `hatter's avatar shows ${JSON.stringify(drawn)}, want a round 32 px box of the 160 px thumbnail with an empty alt`);
+    await item(reader, "No room! No room!").locator(".avatar img").waitFor();
+    check((await item(reader, "Clean cup, move down.").locator(".avatar.initials").textContent()) === "MT", "march's own message lost his initials");
+    await shot(reader, "webapp-avatars");
+
+    // Removed: the initials again, on both pages.
+    await setter.locator("#profile > summary").click();
+    await setter.getByRole("button", { name: "Remove picture" }).click();
+    await setter.locator("#avatar-status", { hasText: "Your picture was removed." }).waitFor();
+    await setter.locator("#me .avatar.initials", { hasText: "HT" }).waitFor();
+    await setter.locator("#profile > summary").click();
+    await send(setter, "How I wonder what you're at!");
+    await item(reader, "How I wonder what you're at!").locator(".avatar.initials", { hasText: "HT" }).waitFor();
+    await item(reader, "Twinkle, twinkle, little bat!").locator(".avatar.initials", { hasText: "HT" }).waitFor();
+    check((await reader.locator("#messages .avatar img").count()) === 0, "a removed avatar still shows on march's page");
+    const { me: after } = await gql("{ me { avatar { id } } }", {}, hatter);
+    check(after.avatar === null, "hatter's avatar is still set on the server");
+
+    // A page of the history as the app asks for it (authors' avatars
+    // included) stays within the server's query cost limit; so does one of
+    // 50, its messages' selection permitting (its cost is reported).
+    await gql("mutation($f: ID) { setAvatar(file: $f) { login } }", { f: null }, hatter);
+    for (let i = 1; i <= 50; i++) await post(i % 2 ? hatter : march, "tea-time", `tea ${i}`);
+    const pages = await reader.evaluate(async () => {
+      const { queries, pageSize } = await import("/app.js");
+      const api = await import("/api.js");
+      const read = async (first) => {
+        try {
+          const { messages } = await api.gql(queries.messages, { room: "tea-time", first });
+          return { first, count: messages.edges.length };
+        } catch (err) {
+          return { first, error: `${err.code}: ${err.message}` };
+        }
+      };
+      return [await read(pageSize), await read(50)];
+    });
+    check(pages[0].count === pages[0].first && pages[0].first >= 20, `the app's page of messages: ${JSON.stringify(pages[0])}`);
+    const fifty = pages[1].count === 50 ? "a page of 50 fits too" : `a page of 50 does not: ${pages[1].error}`;
+    await reader.reload();
+    await message(reader, "tea 50").waitFor();
+    check((await reader.locator("#conversation-error").textContent()) === "", `march's page says ${await reader.locator("#conversation-error").textContent()}`);
+    for (const name of ["hatter", "march"]) check(!consoleErrors.has(name), `${name}'s console: ${JSON.stringify(consoleErrors.get(name))}`);
+    return `an avatar set from the profile panel (a text file and a lying .png refused in words) shows in the top bar and, loaded from the smallest thumbnail, beside the user's messages on another user's page; removed, the initials show again; the app's page of ${pages[0].first} messages with avatars is within the cost limit (${fifty})`;
+  },
+
   // The playground at /playground runs a query, and a subscription that
   // shows a message posted meanwhile.
   async playground() {

@@ -5,7 +5,7 @@
 import * as api from "./api.js";
 
 const $ = (id) => document.getElementById(id);
-const pageSize = 30;
+export const pageSize = 30; // messages a page of the history reads (exported for the browser tests)
 const quickReactions = ["👍", "🎉", "❤️"];
 
 // The fields the app shows of a file a message carries.
