@@ -703,6 +703,19 @@ const scenarios = {
     const { me: after } = await gql("{ me { avatar { id } } }", {}, hatter);
     check(after.avatar === null, "hatter's avatar is still set on the server");
 
+    // A room's icon (set through the API: the app has no room settings) shows in the rooms list and the header.
+    const bytes = png(200, 120);
+    const { createUpload: up } = await gql("mutation($s: Int!) { createUpload(name: \"icon.png\", contentType: \"image/png\", size: $s) { id method url headers { name value } } }", { s: bytes.length }, march);
+    const put = await fetch(up.url, { method: up.method, headers: Object.fromEntries(up.headers.filter((h) => h.name.toLowerCase() !== "content-length").map((h) => [h.name, h.value])), body: bytes });
+    check(put.ok, `the icon's upload answered ${put.status}`);
+    await gql("mutation($f: ID) { setRoomIcon(room: \"tea-time\", file: $f) { name } }", { f: up.id }, march);
+    await reader.reload();
+    for (const where of ["#rooms a", "#conversation-icon"]) {
+      const icon = reader.locator(`${where} .avatar img`).first();
+      await icon.waitFor();
+      await reader.waitForFunction((img) => img.complete && img.naturalWidth > 0, await icon.elementHandle());
+    }
+
     // A page of the history as the app asks for it (authors' avatars
     // included) stays within the server's query cost limit; so does one of
     // 50, its messages' selection permitting (its cost is reported).
@@ -727,7 +740,7 @@ const scenarios = {
     await message(reader, "tea 50").waitFor();
     check((await reader.locator("#conversation-error").textContent()) === "", `march's page says ${await reader.locator("#conversation-error").textContent()}`);
     for (const name of ["hatter", "march"]) check(!consoleErrors.has(name), `${name}'s console: ${JSON.stringify(consoleErrors.get(name))}`);
-    return `an avatar set from the profile panel (a text file and a lying .png refused in words) shows in the top bar and, loaded from the smallest thumbnail, beside the user's messages on another user's page; removed, the initials show again; the app's page of ${pages[0].first} messages with avatars is within the cost limit (${fifty})`;
+    return `an avatar set from the profile panel (a text file and a lying .png refused in words) shows in the top bar and, loaded from the smallest thumbnail, beside the user's messages on another user's page; removed, the initials show again; a room's icon in the rooms list and header; the app's page of ${pages[0].first} messages with avatars is within the cost limit (${fifty})`;
   },
 
   // The playground at /playground runs a query, and a subscription that
