@@ -40,7 +40,11 @@ const scenariosVar = "CHAT_BROWSER_SCENARIOS"
 // and a subscription. Files: a picked PNG shows inline for the other user
 // from a thumbnail that loads, a text file as a download link, a lying
 // .png is refused in words with nothing posted, and a link's preview card
-// arrives live. The scenarios are clients/browser/scenarios.mjs.
+// arrives live. Avatars: a PNG picked in the profile panel becomes the
+// user's picture, seen loaded beside their messages by another user, and
+// removed gives their initials back; a room's icon shows in the list and
+// header; the app's page of messages stays within the cost limit. The
+// scenarios are clients/browser/scenarios.mjs.
 func TestWebAppInBrowser(t *testing.T) {
 	browser, err := exec.LookPath("chromium")
 	if err != nil {
