@@ -141,9 +141,11 @@ func (db *DB) ClaimFiles(ctx context.Context, owner string, ids []store.FileID, 
 	}
 	defer end()
 
-	b := db.batch()
-	defer b.Close()
-	for _, id := range uniqueFiles(ids) {
+	// Every file is checked before the batch is made: a refused claim has
+	// no batch to close, and commit closes the one it makes.
+	var claimed []fileRecordRow
+	unique := uniqueFiles(ids)
+	for _, id := range unique {
 		row, err := db.fileRecord(owner, id)
 		if err != nil {
 			return err
@@ -152,7 +154,11 @@ func (db *DB) ClaimFiles(ctx context.Context, owner string, ids []store.FileID, 
 			return fmt.Errorf("claiming file %v of %q in state %d: %w", id, owner, row.State, store.ErrConflict)
 		}
 		row.State, row.Room, row.Message = store.FileClaimed, room, message
-		b.set(fileKey(owner, id), row)
+		claimed = append(claimed, row)
+	}
+	b := db.batch()
+	for i, id := range unique {
+		b.set(fileKey(owner, id), claimed[i])
 	}
 	if err := b.commit(); err != nil {
 		return fmt.Errorf("claiming the files of %q: %w", owner, err)
