@@ -87,6 +87,11 @@ var schemaV14 string
 //go:embed schema_v15.cql
 var schemaV15 string
 
+// schemaV16 adds the outbox of notices and push subscriptions.
+//
+//go:embed schema_v16.cql
+var schemaV16 string
+
 // A migration is one schema version: CQL statements separated by ';', then
 // the conversion of the data, if any.
 type migration struct {
@@ -117,6 +122,7 @@ var migrations = []migration{
 	{version: 13, description: "users.deleted", cql: schemaV13},
 	{version: 14, description: "conversations_by_user.last_reply", cql: schemaV14},
 	{version: 15, description: "files, file_sweep, file_sweep_days, attachments and previews of messages", cql: schemaV15},
+	{version: 16, description: "notices, notice_hours, notice_cursors, notice_leases, push_subscriptions", cql: schemaV16},
 }
 
 // createMigrationsTable repeats schema.cql's statement: the table must exist
