@@ -150,6 +150,17 @@ func groups() []group[store.Store] {
 			{"BytesConcurrent", testFilesBytesConcurrent},
 			{"AttachRacingDoom", testFilesAttachRacingDoom},
 		}},
+		{"Outbox", []storeTest{
+			{"Writes", testOutboxWrites},
+			{"Paging", testOutboxPaging},
+			{"Backlog", testOutboxBacklog},
+			{"Cursor", testOutboxCursor},
+			{"LeaseHolders", testLeaseHolders},
+			{"LeaseRacing", testLeaseRacing},
+		}},
+		{"PushSubscriptions", []storeTest{
+			{"Lifecycle", testPushSubscriptions},
+		}},
 	}
 }
 
