@@ -213,8 +213,8 @@ func readNotices(q *gocql.Query, out []store.Notice, limit int) ([]store.Notice,
 		if !iter.Scan(&id, &recipient, &kind, &room, &from, &done) {
 			break
 		}
-		if (done != nil && *done) || kind == "" {
-			continue // handled, or a mark outliving its notice
+		if done != nil && *done {
+			continue // handled (or a mark outliving its notice: see MarkNoticesDone)
 		}
 		out = append(out, store.Notice{ID: store.MessageID(id), Recipient: recipient, Kind: store.NoticeKind(kind), Room: room, From: store.UserRef(from)})
 	}
@@ -223,8 +223,9 @@ func readNotices(q *gocql.Query, out []store.Notice, limit int) ([]store.Notice,
 
 // MarkNoticesDone sets done on each notice, in one batch per partition.
 // An UPDATE makes the row it sets a column of: a mark of a notice no
-// longer kept leaves a row of done alone, which readNotices skips and the
-// table's TTL drops.
+// longer kept leaves a row of done alone (its other cells expired first,
+// or were never written), which readNotices skips as done and the table's
+// TTL drops.
 func (db *DB) MarkNoticesDone(ctx context.Context, shard int, notices []store.Notice) error {
 	if err := checkShard(shard); err != nil {
 		return err

@@ -248,12 +248,17 @@ func testOutboxBacklog(t *testing.T, s store.Store) {
 	want := postNoticesAt(t, ctx, s, room.Name, author, recipients, times...)
 	cursor := store.MessageIDAt(base.Add(-time.Millisecond))
 
+	// Past the window come the notices of other tests: the reading stops
+	// at its end.
+	last := want[len(want)-1]
 	var got []store.Notice
-	for range len(want) {
+	for len(got) < len(want) {
 		page, err := s.PendingNotices(ctx, shard, cursor, 3)
 		if err != nil {
 			t.Fatalf("PendingNotices = %v", err)
 		}
+		checkNoticeOrder(t, page, cursor)
+		page = slices.DeleteFunc(page, func(n store.Notice) bool { return store.CompareNotices(n, last) > 0 })
 		if len(page) == 0 {
 			break
 		}
@@ -262,7 +267,6 @@ func testOutboxBacklog(t *testing.T, s store.Store) {
 				t.Fatalf("a notice not of this test in its window: %v", n)
 			}
 		}
-		checkNoticeOrder(t, page, cursor)
 		got = append(got, page...)
 		if err := s.MarkNoticesDone(ctx, shard, page); err != nil {
 			t.Fatal(err)
