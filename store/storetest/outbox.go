@@ -512,3 +512,41 @@ func testPushSubscriptions(t *testing.T, s store.Store) {
 	list("of a deleted account")
 	previews(login, false)
 }
+
+// testOutboxRacingAdds: of racing adds of one member, each with its
+// notice, the one that adds writes it; the others, which change nothing,
+// leave none (on Cassandra they take back what they wrote ahead of their
+// compare-and-set).
+func testOutboxRacingAdds(t *testing.T, s store.Store) {
+	ctx := newContext(t)
+	alice := mustCreateUser(t, ctx, s, "alice").UserRef
+	bob := mustCreateUser(t, ctx, s, "bob").UserRef
+	start := store.MessageIDAt(time.Now().Add(-time.Second))
+	group := mustCreateGroup(t, ctx, s, "racing", alice)
+	var (
+		mu     sync.Mutex
+		joined []store.MessageID
+		wg     sync.WaitGroup
+	)
+	for range 4 {
+		wg.Go(func() {
+			n := store.Notice{Recipient: bob.Login, Kind: store.NoticeAddedToGroup, From: alice}
+			_, ev, err := s.AddGroupMember(ctx, group.Name, alice, bob, time.Now(), n)
+			if err != nil {
+				t.Errorf("racing AddGroupMember = %v", err)
+				return
+			}
+			if !ev.ID.IsZero() {
+				mu.Lock()
+				joined = append(joined, ev.ID)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(joined) != 1 {
+		t.Fatalf("racing adds of bob: %d added him, want 1", len(joined))
+	}
+	want := []store.Notice{{ID: joined[0], Recipient: bob.Login, Kind: store.NoticeAddedToGroup, Room: group.Name, From: alice}}
+	checkNotices(t, "bob's notices after racing adds", pendingOf(t, ctx, s, store.NoticeShard(bob.Login), start, bob.Login), want)
+}

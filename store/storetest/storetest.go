@@ -152,6 +152,7 @@ func groups() []group[store.Store] {
 		}},
 		{"Outbox", []storeTest{
 			{"Writes", testOutboxWrites},
+			{"RacingAdds", testOutboxRacingAdds},
 			{"Paging", testOutboxPaging},
 			{"Backlog", testOutboxBacklog},
 			{"Cursor", testOutboxCursor},
