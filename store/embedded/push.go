@@ -12,7 +12,8 @@ import (
 var _ store.PushSubscriptions = (*DB)(nil)
 
 // pushRow is a row of push_subscriptions; the login and endpoint are in the
-// key, and the endpoint in the row too, to list it.
+// key, and the endpoint in the row too, to list it. CreatedAt is kept to
+// the millisecond, as Cassandra's timestamp keeps it.
 type pushRow struct {
 	Endpoint  string    `json:"e"`
 	P256dh    string    `json:"p"`
@@ -56,7 +57,7 @@ func (db *DB) AddPushSubscription(ctx context.Context, login string, s store.Pus
 		s.CreatedAt = time.Now()
 	}
 	b := db.batch()
-	b.set(pushKey(login, s.Endpoint), pushRow{Endpoint: s.Endpoint, P256dh: s.P256dh, Auth: s.Auth, Device: s.Device, CreatedAt: s.CreatedAt.UTC()})
+	b.set(pushKey(login, s.Endpoint), pushRow{Endpoint: s.Endpoint, P256dh: s.P256dh, Auth: s.Auth, Device: s.Device, CreatedAt: s.CreatedAt.UTC().Truncate(time.Millisecond)})
 	if err := b.commit(); err != nil {
 		return fmt.Errorf("adding a push subscription of %q: %w", login, err)
 	}
