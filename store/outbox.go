@@ -146,9 +146,10 @@ type Outbox interface {
 	// or renews it if holder has it; it reports false, changing nothing,
 	// while another holder's lease runs. Several instances thus share the
 	// shards, each read by one at a time. Of racing takers exactly one
-	// wins. A lease is held to the second on Cassandra (a TTL in whole
-	// seconds, ttl rounded up), and expires by the store's clock, not the
-	// holder's: a holder should stop reading some time before ttl runs out.
+	// wins. A lease lasts at least ttl, by the store's clock, not the
+	// holder's (a holder should stop reading some time before ttl runs
+	// out); on Cassandra, whose TTLs are whole seconds counted from the
+	// current one, up to a second more.
 	LeaseNoticeShard(ctx context.Context, shard int, holder string, ttl time.Duration) (bool, error)
 }
 

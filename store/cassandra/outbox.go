@@ -332,9 +332,9 @@ func (db *DB) SetNoticeCursor(ctx context.Context, shard int, upTo store.Message
 }
 
 // LeaseNoticeShard takes the lease by INSERT ... IF NOT EXISTS USING TTL,
-// or renews the holder's by UPDATE ... USING TTL ... IF holder = ?. The
-// TTL is in whole seconds, ttl rounded up. A lease that expires between
-// the two is taken again by the insert.
+// or renews the holder's by UPDATE ... USING TTL ... IF holder = ?, for
+// leaseSeconds(ttl). A lease that expires between the two is taken again
+// by the insert.
 func (db *DB) LeaseNoticeShard(ctx context.Context, shard int, holder string, ttl time.Duration) (bool, error) {
 	if err := checkShard(shard); err != nil {
 		return false, err
@@ -342,7 +342,7 @@ func (db *DB) LeaseNoticeShard(ctx context.Context, shard int, holder string, tt
 	if holder == "" || ttl <= 0 {
 		return false, store.Invalidf("lease of shard %d: a holder and a positive ttl are needed", shard)
 	}
-	secs := int(math.Ceil(ttl.Seconds()))
+	secs := leaseSeconds(ttl)
 	for range 3 {
 		var current string
 		settle := db.settleLease(shard, holder, &current)
@@ -370,6 +370,14 @@ func (db *DB) LeaseNoticeShard(ctx context.Context, shard int, holder string, tt
 		// Expired between the insert and the renewal: take it again.
 	}
 	return false, fmt.Errorf("cassandra: lease of shard %d: it keeps changing", shard)
+}
+
+// leaseSeconds is the TTL of a lease for ttl: ttl rounded up to whole
+// seconds, and one more, since Cassandra counts a TTL from the start of
+// the current second (a cell written at 10.9 s with a TTL of 2 expires at
+// 12 s). A lease thus lasts at least ttl, and at most a second more.
+func leaseSeconds(ttl time.Duration) int {
+	return int(math.Ceil(ttl.Seconds())) + 1
 }
 
 // settleLease reads the lease back for a conditional write of holder's:

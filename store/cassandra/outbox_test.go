@@ -39,3 +39,13 @@ func TestNoticeHour(t *testing.T) {
 		t.Errorf("the hour after %v = %d, want %d", at, b, a+1)
 	}
 }
+
+// TestLeaseSeconds: a lease's TTL covers ttl even when written at the end
+// of a second.
+func TestLeaseSeconds(t *testing.T) {
+	for ttl, want := range map[time.Duration]int{time.Second: 2, 1500 * time.Millisecond: 3, 2 * time.Second: 3, time.Millisecond: 2} {
+		if got := leaseSeconds(ttl); got != want {
+			t.Errorf("leaseSeconds(%v) = %d, want %d", ttl, got, want)
+		}
+	}
+}
