@@ -17,158 +17,178 @@ type timedStore struct {
 
 // storeCalls are the series of each method, resolved once.
 type storeCalls struct {
-	Account            storeCall
-	AddGroupMember     storeCall
-	AttachFiles        storeCall
-	Bans               storeCall
-	Block              storeCall
-	BlockedUsers       storeCall
-	Blocks             storeCall
-	BlocksBetween      storeCall
-	ChangePassword     storeCall
-	ClaimClientMessage storeCall
-	ClaimFiles         storeCall
-	CompleteFile       storeCall
-	Conversation       storeCall
-	CreateFile         storeCall
-	CreateRoom         storeCall
-	CreateSession      storeCall
-	CreateUser         storeCall
-	DeleteAccount      storeCall
-	DeleteMessage      storeCall
-	DeleteRoom         storeCall
-	DeleteSession      storeCall
-	DeleteSessions     storeCall
-	DoomFiles          storeCall
-	DoomOwnerFiles     storeCall
-	DueFiles           storeCall
-	EditMessage        storeCall
-	File               storeCall
-	FileBytes          storeCall
-	GroupMessages      storeCall
-	GroupMessagesAfter storeCall
-	HideMessage        storeCall
-	Inbox              storeCall
-	InboxEntries       storeCall
-	InboxEvents        storeCall
-	JoinRoom           storeCall
-	LeaveGroup         storeCall
-	LeaveRoom          storeCall
-	LogMention         storeCall
-	MarkRead           storeCall
-	MarkRoomRead       storeCall
-	Membership         storeCall
-	Message            storeCall
-	Messages           storeCall
-	MessagesAfter      storeCall
-	MessagesByAuthor   storeCall
-	Moderate           storeCall
-	Mute               storeCall
-	Muted              storeCall
-	Mutes              storeCall
-	Names              storeCall
-	PostGroupMessage   storeCall
-	PostMessage        storeCall
-	React              storeCall
-	Reactions          storeCall
-	ReleaseFiles       storeCall
-	RemoveFile         storeCall
-	Room               storeCall
-	RoomConversations  storeCall
-	RoomEvents         storeCall
-	RoomReadMarks      storeCall
-	Rooms              storeCall
-	RotateSession      storeCall
-	SendDirect         storeCall
-	Session            storeCall
-	SetAvatar          storeCall
-	SetPreview         storeCall
-	SetRoomIcon        storeCall
-	ThreadReplies      storeCall
-	ThreadRepliesAfter storeCall
-	ThreadSummaries    storeCall
-	Unblock            storeCall
-	Unmute             storeCall
-	UpdateProfile      storeCall
-	User               storeCall
+	Account                storeCall
+	AddGroupMember         storeCall
+	AddPushSubscription    storeCall
+	AttachFiles            storeCall
+	Bans                   storeCall
+	Block                  storeCall
+	BlockedUsers           storeCall
+	Blocks                 storeCall
+	BlocksBetween          storeCall
+	ChangePassword         storeCall
+	ClaimClientMessage     storeCall
+	ClaimFiles             storeCall
+	CompleteFile           storeCall
+	Conversation           storeCall
+	CreateFile             storeCall
+	CreateRoom             storeCall
+	CreateSession          storeCall
+	CreateUser             storeCall
+	DeleteAccount          storeCall
+	DeleteMessage          storeCall
+	DeleteRoom             storeCall
+	DeleteSession          storeCall
+	DeleteSessions         storeCall
+	DoomFiles              storeCall
+	DoomOwnerFiles         storeCall
+	DueFiles               storeCall
+	EditMessage            storeCall
+	File                   storeCall
+	FileBytes              storeCall
+	GroupMessages          storeCall
+	GroupMessagesAfter     storeCall
+	HideMessage            storeCall
+	Inbox                  storeCall
+	InboxEntries           storeCall
+	InboxEvents            storeCall
+	JoinRoom               storeCall
+	LeaseNoticeShard       storeCall
+	LeaveGroup             storeCall
+	LeaveRoom              storeCall
+	LogMention             storeCall
+	MarkNoticesDone        storeCall
+	MarkRead               storeCall
+	MarkRoomRead           storeCall
+	Membership             storeCall
+	Message                storeCall
+	Messages               storeCall
+	MessagesAfter          storeCall
+	MessagesByAuthor       storeCall
+	Moderate               storeCall
+	Mute                   storeCall
+	Muted                  storeCall
+	Mutes                  storeCall
+	Names                  storeCall
+	NoticeCursor           storeCall
+	PendingNotices         storeCall
+	PostGroupMessage       storeCall
+	PostMessage            storeCall
+	PushPreviews           storeCall
+	PushSubscriptions      storeCall
+	React                  storeCall
+	Reactions              storeCall
+	ReleaseFiles           storeCall
+	RemoveFile             storeCall
+	RemovePushSubscription storeCall
+	Room                   storeCall
+	RoomConversations      storeCall
+	RoomEvents             storeCall
+	RoomReadMarks          storeCall
+	Rooms                  storeCall
+	RotateSession          storeCall
+	SendDirect             storeCall
+	Session                storeCall
+	SetAvatar              storeCall
+	SetNoticeCursor        storeCall
+	SetPreview             storeCall
+	SetPushPreviews        storeCall
+	SetRoomIcon            storeCall
+	ThreadReplies          storeCall
+	ThreadRepliesAfter     storeCall
+	ThreadSummaries        storeCall
+	Unblock                storeCall
+	Unmute                 storeCall
+	UpdateProfile          storeCall
+	User                   storeCall
 }
 
 func newStoreCalls(m *storeMetrics) *storeCalls {
 	return &storeCalls{
-		Account:            m.call("Account"),
-		AddGroupMember:     m.call("AddGroupMember"),
-		AttachFiles:        m.call("AttachFiles"),
-		Bans:               m.call("Bans"),
-		Block:              m.call("Block"),
-		BlockedUsers:       m.call("BlockedUsers"),
-		Blocks:             m.call("Blocks"),
-		BlocksBetween:      m.call("BlocksBetween"),
-		ChangePassword:     m.call("ChangePassword"),
-		ClaimClientMessage: m.call("ClaimClientMessage"),
-		ClaimFiles:         m.call("ClaimFiles"),
-		CompleteFile:       m.call("CompleteFile"),
-		Conversation:       m.call("Conversation"),
-		CreateFile:         m.call("CreateFile"),
-		CreateRoom:         m.call("CreateRoom"),
-		CreateSession:      m.call("CreateSession"),
-		CreateUser:         m.call("CreateUser"),
-		DeleteAccount:      m.call("DeleteAccount"),
-		DeleteMessage:      m.call("DeleteMessage"),
-		DeleteRoom:         m.call("DeleteRoom"),
-		DeleteSession:      m.call("DeleteSession"),
-		DeleteSessions:     m.call("DeleteSessions"),
-		DoomFiles:          m.call("DoomFiles"),
-		DoomOwnerFiles:     m.call("DoomOwnerFiles"),
-		DueFiles:           m.call("DueFiles"),
-		EditMessage:        m.call("EditMessage"),
-		File:               m.call("File"),
-		FileBytes:          m.call("FileBytes"),
-		GroupMessages:      m.call("GroupMessages"),
-		GroupMessagesAfter: m.call("GroupMessagesAfter"),
-		HideMessage:        m.call("HideMessage"),
-		Inbox:              m.call("Inbox"),
-		InboxEntries:       m.call("InboxEntries"),
-		InboxEvents:        m.call("InboxEvents"),
-		JoinRoom:           m.call("JoinRoom"),
-		LeaveGroup:         m.call("LeaveGroup"),
-		LeaveRoom:          m.call("LeaveRoom"),
-		LogMention:         m.call("LogMention"),
-		MarkRead:           m.call("MarkRead"),
-		MarkRoomRead:       m.call("MarkRoomRead"),
-		Membership:         m.call("Membership"),
-		Message:            m.call("Message"),
-		Messages:           m.call("Messages"),
-		MessagesAfter:      m.call("MessagesAfter"),
-		MessagesByAuthor:   m.call("MessagesByAuthor"),
-		Moderate:           m.call("Moderate"),
-		Mute:               m.call("Mute"),
-		Muted:              m.call("Muted"),
-		Mutes:              m.call("Mutes"),
-		Names:              m.call("Names"),
-		PostGroupMessage:   m.call("PostGroupMessage"),
-		PostMessage:        m.call("PostMessage"),
-		React:              m.call("React"),
-		Reactions:          m.call("Reactions"),
-		ReleaseFiles:       m.call("ReleaseFiles"),
-		RemoveFile:         m.call("RemoveFile"),
-		Room:               m.call("Room"),
-		RoomConversations:  m.call("RoomConversations"),
-		RoomEvents:         m.call("RoomEvents"),
-		RoomReadMarks:      m.call("RoomReadMarks"),
-		Rooms:              m.call("Rooms"),
-		RotateSession:      m.call("RotateSession"),
-		SendDirect:         m.call("SendDirect"),
-		Session:            m.call("Session"),
-		SetAvatar:          m.call("SetAvatar"),
-		SetPreview:         m.call("SetPreview"),
-		SetRoomIcon:        m.call("SetRoomIcon"),
-		ThreadReplies:      m.call("ThreadReplies"),
-		ThreadRepliesAfter: m.call("ThreadRepliesAfter"),
-		ThreadSummaries:    m.call("ThreadSummaries"),
-		Unblock:            m.call("Unblock"),
-		Unmute:             m.call("Unmute"),
-		UpdateProfile:      m.call("UpdateProfile"),
-		User:               m.call("User"),
+		Account:                m.call("Account"),
+		AddGroupMember:         m.call("AddGroupMember"),
+		AddPushSubscription:    m.call("AddPushSubscription"),
+		AttachFiles:            m.call("AttachFiles"),
+		Bans:                   m.call("Bans"),
+		Block:                  m.call("Block"),
+		BlockedUsers:           m.call("BlockedUsers"),
+		Blocks:                 m.call("Blocks"),
+		BlocksBetween:          m.call("BlocksBetween"),
+		ChangePassword:         m.call("ChangePassword"),
+		ClaimClientMessage:     m.call("ClaimClientMessage"),
+		ClaimFiles:             m.call("ClaimFiles"),
+		CompleteFile:           m.call("CompleteFile"),
+		Conversation:           m.call("Conversation"),
+		CreateFile:             m.call("CreateFile"),
+		CreateRoom:             m.call("CreateRoom"),
+		CreateSession:          m.call("CreateSession"),
+		CreateUser:             m.call("CreateUser"),
+		DeleteAccount:          m.call("DeleteAccount"),
+		DeleteMessage:          m.call("DeleteMessage"),
+		DeleteRoom:             m.call("DeleteRoom"),
+		DeleteSession:          m.call("DeleteSession"),
+		DeleteSessions:         m.call("DeleteSessions"),
+		DoomFiles:              m.call("DoomFiles"),
+		DoomOwnerFiles:         m.call("DoomOwnerFiles"),
+		DueFiles:               m.call("DueFiles"),
+		EditMessage:            m.call("EditMessage"),
+		File:                   m.call("File"),
+		FileBytes:              m.call("FileBytes"),
+		GroupMessages:          m.call("GroupMessages"),
+		GroupMessagesAfter:     m.call("GroupMessagesAfter"),
+		HideMessage:            m.call("HideMessage"),
+		Inbox:                  m.call("Inbox"),
+		InboxEntries:           m.call("InboxEntries"),
+		InboxEvents:            m.call("InboxEvents"),
+		JoinRoom:               m.call("JoinRoom"),
+		LeaseNoticeShard:       m.call("LeaseNoticeShard"),
+		LeaveGroup:             m.call("LeaveGroup"),
+		LeaveRoom:              m.call("LeaveRoom"),
+		LogMention:             m.call("LogMention"),
+		MarkNoticesDone:        m.call("MarkNoticesDone"),
+		MarkRead:               m.call("MarkRead"),
+		MarkRoomRead:           m.call("MarkRoomRead"),
+		Membership:             m.call("Membership"),
+		Message:                m.call("Message"),
+		Messages:               m.call("Messages"),
+		MessagesAfter:          m.call("MessagesAfter"),
+		MessagesByAuthor:       m.call("MessagesByAuthor"),
+		Moderate:               m.call("Moderate"),
+		Mute:                   m.call("Mute"),
+		Muted:                  m.call("Muted"),
+		Mutes:                  m.call("Mutes"),
+		Names:                  m.call("Names"),
+		NoticeCursor:           m.call("NoticeCursor"),
+		PendingNotices:         m.call("PendingNotices"),
+		PostGroupMessage:       m.call("PostGroupMessage"),
+		PostMessage:            m.call("PostMessage"),
+		PushPreviews:           m.call("PushPreviews"),
+		PushSubscriptions:      m.call("PushSubscriptions"),
+		React:                  m.call("React"),
+		Reactions:              m.call("Reactions"),
+		ReleaseFiles:           m.call("ReleaseFiles"),
+		RemoveFile:             m.call("RemoveFile"),
+		RemovePushSubscription: m.call("RemovePushSubscription"),
+		Room:                   m.call("Room"),
+		RoomConversations:      m.call("RoomConversations"),
+		RoomEvents:             m.call("RoomEvents"),
+		RoomReadMarks:          m.call("RoomReadMarks"),
+		Rooms:                  m.call("Rooms"),
+		RotateSession:          m.call("RotateSession"),
+		SendDirect:             m.call("SendDirect"),
+		Session:                m.call("Session"),
+		SetAvatar:              m.call("SetAvatar"),
+		SetNoticeCursor:        m.call("SetNoticeCursor"),
+		SetPreview:             m.call("SetPreview"),
+		SetPushPreviews:        m.call("SetPushPreviews"),
+		SetRoomIcon:            m.call("SetRoomIcon"),
+		ThreadReplies:          m.call("ThreadReplies"),
+		ThreadRepliesAfter:     m.call("ThreadRepliesAfter"),
+		ThreadSummaries:        m.call("ThreadSummaries"),
+		Unblock:                m.call("Unblock"),
+		Unmute:                 m.call("Unmute"),
+		UpdateProfile:          m.call("UpdateProfile"),
+		User:                   m.call("User"),
 	}
 }
 
@@ -179,11 +199,18 @@ func (s *timedStore) Account(ctx context.Context, a1 string) (store.Account, err
 	return r0, err
 }
 
-func (s *timedStore) AddGroupMember(ctx context.Context, a1 string, a2 store.UserRef, a3 store.UserRef, a4 time.Time) (store.Room, store.Event, error) {
+func (s *timedStore) AddGroupMember(ctx context.Context, a1 string, a2 store.UserRef, a3 store.UserRef, a4 time.Time, a5 ...store.Notice) (store.Room, store.Event, error) {
 	start := now()
-	r0, r1, err := s.Store.AddGroupMember(ctx, a1, a2, a3, a4)
+	r0, r1, err := s.Store.AddGroupMember(ctx, a1, a2, a3, a4, a5...)
 	s.calls.AddGroupMember.done(ctx, start, err)
 	return r0, r1, err
+}
+
+func (s *timedStore) AddPushSubscription(ctx context.Context, a1 string, a2 store.PushSubscription) error {
+	start := now()
+	err := s.Store.AddPushSubscription(ctx, a1, a2)
+	s.calls.AddPushSubscription.done(ctx, start, err)
+	return err
 }
 
 func (s *timedStore) AttachFiles(ctx context.Context, a1 string, a2 []store.MessageID) error {
@@ -417,6 +444,13 @@ func (s *timedStore) JoinRoom(ctx context.Context, a1 string, a2 store.UserRef) 
 	return r0, r1, err
 }
 
+func (s *timedStore) LeaseNoticeShard(ctx context.Context, a1 int, a2 string, a3 time.Duration) (bool, error) {
+	start := now()
+	r0, err := s.Store.LeaseNoticeShard(ctx, a1, a2, a3)
+	s.calls.LeaseNoticeShard.done(ctx, start, err)
+	return r0, err
+}
+
 func (s *timedStore) LeaveGroup(ctx context.Context, a1 string, a2 store.UserRef, a3 time.Time) (store.Event, error) {
 	start := now()
 	r0, err := s.Store.LeaveGroup(ctx, a1, a2, a3)
@@ -436,6 +470,13 @@ func (s *timedStore) LogMention(ctx context.Context, a1 store.Message, a2 []stri
 	r0, err := s.Store.LogMention(ctx, a1, a2)
 	s.calls.LogMention.done(ctx, start, err)
 	return r0, err
+}
+
+func (s *timedStore) MarkNoticesDone(ctx context.Context, a1 int, a2 []store.Notice) error {
+	start := now()
+	err := s.Store.MarkNoticesDone(ctx, a1, a2)
+	s.calls.MarkNoticesDone.done(ctx, start, err)
+	return err
 }
 
 func (s *timedStore) MarkRead(ctx context.Context, a1 string, a2 string, a3 store.MessageID) (store.Event, error) {
@@ -522,18 +563,46 @@ func (s *timedStore) Names(ctx context.Context, a1 []string) (map[string]store.P
 	return r0, err
 }
 
-func (s *timedStore) PostGroupMessage(ctx context.Context, a1 store.Message, a2 []store.UserRef) error {
+func (s *timedStore) NoticeCursor(ctx context.Context, a1 int) (store.MessageID, error) {
 	start := now()
-	err := s.Store.PostGroupMessage(ctx, a1, a2)
+	r0, err := s.Store.NoticeCursor(ctx, a1)
+	s.calls.NoticeCursor.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) PendingNotices(ctx context.Context, a1 int, a2 store.MessageID, a3 int) ([]store.Notice, error) {
+	start := now()
+	r0, err := s.Store.PendingNotices(ctx, a1, a2, a3)
+	s.calls.PendingNotices.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) PostGroupMessage(ctx context.Context, a1 store.Message, a2 []store.UserRef, a3 ...store.Notice) error {
+	start := now()
+	err := s.Store.PostGroupMessage(ctx, a1, a2, a3...)
 	s.calls.PostGroupMessage.done(ctx, start, err)
 	return err
 }
 
-func (s *timedStore) PostMessage(ctx context.Context, a1 store.Message) error {
+func (s *timedStore) PostMessage(ctx context.Context, a1 store.Message, a2 ...store.Notice) error {
 	start := now()
-	err := s.Store.PostMessage(ctx, a1)
+	err := s.Store.PostMessage(ctx, a1, a2...)
 	s.calls.PostMessage.done(ctx, start, err)
 	return err
+}
+
+func (s *timedStore) PushPreviews(ctx context.Context, a1 string) (bool, error) {
+	start := now()
+	r0, err := s.Store.PushPreviews(ctx, a1)
+	s.calls.PushPreviews.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) PushSubscriptions(ctx context.Context, a1 string) ([]store.PushSubscription, error) {
+	start := now()
+	r0, err := s.Store.PushSubscriptions(ctx, a1)
+	s.calls.PushSubscriptions.done(ctx, start, err)
+	return r0, err
 }
 
 func (s *timedStore) React(ctx context.Context, a1 store.Message, a2 store.UserRef, a3 string, a4 bool) (store.Event, error) {
@@ -561,6 +630,13 @@ func (s *timedStore) RemoveFile(ctx context.Context, a1 string, a2 store.Message
 	start := now()
 	err := s.Store.RemoveFile(ctx, a1, a2)
 	s.calls.RemoveFile.done(ctx, start, err)
+	return err
+}
+
+func (s *timedStore) RemovePushSubscription(ctx context.Context, a1 string, a2 string) error {
+	start := now()
+	err := s.Store.RemovePushSubscription(ctx, a1, a2)
+	s.calls.RemovePushSubscription.done(ctx, start, err)
 	return err
 }
 
@@ -606,9 +682,9 @@ func (s *timedStore) RotateSession(ctx context.Context, a1 store.Session, a2 int
 	return err
 }
 
-func (s *timedStore) SendDirect(ctx context.Context, a1 store.Message, a2 store.UserRef) error {
+func (s *timedStore) SendDirect(ctx context.Context, a1 store.Message, a2 store.UserRef, a3 ...store.Notice) error {
 	start := now()
-	err := s.Store.SendDirect(ctx, a1, a2)
+	err := s.Store.SendDirect(ctx, a1, a2, a3...)
 	s.calls.SendDirect.done(ctx, start, err)
 	return err
 }
@@ -627,11 +703,25 @@ func (s *timedStore) SetAvatar(ctx context.Context, a1 string, a2 *store.Picture
 	return r0, err
 }
 
+func (s *timedStore) SetNoticeCursor(ctx context.Context, a1 int, a2 store.MessageID) error {
+	start := now()
+	err := s.Store.SetNoticeCursor(ctx, a1, a2)
+	s.calls.SetNoticeCursor.done(ctx, start, err)
+	return err
+}
+
 func (s *timedStore) SetPreview(ctx context.Context, a1 store.Message, a2 store.LinkPreview) (store.Event, error) {
 	start := now()
 	r0, err := s.Store.SetPreview(ctx, a1, a2)
 	s.calls.SetPreview.done(ctx, start, err)
 	return r0, err
+}
+
+func (s *timedStore) SetPushPreviews(ctx context.Context, a1 string, a2 bool) error {
+	start := now()
+	err := s.Store.SetPushPreviews(ctx, a1, a2)
+	s.calls.SetPushPreviews.done(ctx, start, err)
+	return err
 }
 
 func (s *timedStore) SetRoomIcon(ctx context.Context, a1 string, a2 *store.Picture) (*store.Picture, error) {

@@ -18,7 +18,7 @@ type nopStore struct {
 	err error
 }
 
-func (s nopStore) PostMessage(context.Context, store.Message) error { return s.err }
+func (s nopStore) PostMessage(context.Context, store.Message, ...store.Notice) error { return s.err }
 
 func TestStoreTimesCallsByMethodAndCountsErrorsByKind(t *testing.T) {
 	m := New()

@@ -237,8 +237,9 @@ type Conversations interface {
 	// in the conversation's time bucket, records it as the newest message
 	// of both users' inbox entries and as read by its author, and logs a
 	// DirectMessage event (id m.ID, User the author) in both users' inbox
-	// logs.
-	SendDirect(ctx context.Context, m Message, to UserRef) error
+	// logs. It writes notices to the outbox in the same operation (see
+	// Outbox and NoticesOf).
+	SendDirect(ctx context.Context, m Message, to UserRef, notices ...Notice) error
 
 	// Inbox returns all the conversations of login, direct and group, newest
 	// message first, with unread counts: one partition read, and a count
@@ -265,8 +266,9 @@ type Conversations interface {
 	// inbox entry of every member: as newest message for all, and as read
 	// by its author. It logs PostedEvent(m) in the group's log and
 	// UnreadChanged (id m.ID, Message m, User the author) in the inbox log
-	// of every member but the author.
-	PostGroupMessage(ctx context.Context, m Message, members []UserRef) error
+	// of every member but the author. It writes notices to the outbox in
+	// the same operation (see Outbox and NoticesOf).
+	PostGroupMessage(ctx context.Context, m Message, members []UserRef, notices ...Notice) error
 
 	// AddGroupMember adds u to the private group (UPDATE ... IF EXISTS, as a
 	// join) and opens a membership window at `at` in u's inbox entry. When
@@ -275,10 +277,14 @@ type Conversations interface {
 	// the first message of u's window, logs ParticipantJoined (User u, id the
 	// message's) in the group's log and AddedToGroup (User by, same id) in
 	// u's inbox log, and returns the ParticipantJoined event; adding a member
-	// again changes nothing and returns the zero Event.
+	// again changes nothing and returns the zero Event. When it adds u, it
+	// writes notices to the outbox in the same operation, with the system
+	// message's id, which the caller cannot know beforehand (see
+	// NoticesOf: their ID is left zero); adding a member again writes
+	// none.
 	// Returns ErrNotFound if the group does not exist, ErrForbidden if by is
 	// not a member, ErrInvalid if the room is not a private group.
-	AddGroupMember(ctx context.Context, group string, by UserRef, u UserRef, at time.Time) (Room, Event, error)
+	AddGroupMember(ctx context.Context, group string, by UserRef, u UserRef, at time.Time, notices ...Notice) (Room, Event, error)
 
 	// LeaveGroup removes u from the group's participants and closes their
 	// open membership window at `at`; the entry stays, so u still reads the

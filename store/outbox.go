@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"hash/fnv"
 	"time"
 )
@@ -40,11 +41,65 @@ type Notice struct {
 	From UserRef
 }
 
+// NoticesOf returns the notices a write of the message id in room takes,
+// checked and completed: a notice's zero ID becomes id (AddGroupMember's
+// callers cannot know the id of the system message it makes, so they
+// leave it zero), and its empty Room becomes room. A notice needs a
+// recipient and a kind; one with another message's id is ErrInvalid, as
+// it could not be stored once by a retried write.
+func NoticesOf(id MessageID, room string, notices []Notice) ([]Notice, error) {
+	if len(notices) == 0 {
+		return nil, nil
+	}
+	out := make([]Notice, len(notices))
+	for i, n := range notices {
+		switch {
+		case n.Recipient == "":
+			return nil, Invalidf("notice %d of message %v has no recipient", i, id)
+		case n.Kind == "":
+			return nil, Invalidf("notice of message %v to %q has no kind", id, n.Recipient)
+		case !n.ID.IsZero() && n.ID != id:
+			return nil, Invalidf("notice to %q has id %v, not its message's %v", n.Recipient, n.ID, id)
+		}
+		n.ID = id
+		if n.Room == "" {
+			n.Room = room
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+// CompareNotices orders notices as an outbox shard reads them: by id, then
+// recipient.
+func CompareNotices(a, b Notice) int {
+	if c := a.ID.Compare(b.ID); c != 0 {
+		return c
+	}
+	switch {
+	case a.Recipient < b.Recipient:
+		return -1
+	case a.Recipient > b.Recipient:
+		return 1
+	}
+	return 0
+}
+
+// String names the notice, for errors and logs.
+func (n Notice) String() string {
+	return fmt.Sprintf("%s notice %v to %q", n.Kind, n.ID, n.Recipient)
+}
+
 // NoticeShards is how many partitions the outbox has. A notice's shard is
 // its recipient's (NoticeShard), so one recipient's notices keep their
 // order; each shard is read by one instance at a time, the holder of its
 // lease.
 const NoticeShards = 16
+
+// NoticeRetention is how long a backend keeps a notice at least, done or
+// not: the longest an outage of the notifier may last without losing
+// what it owed.
+const NoticeRetention = 7 * 24 * time.Hour
 
 // NoticeShard is the outbox partition of recipient's notices.
 func NoticeShard(recipient string) int {
@@ -67,7 +122,15 @@ func NoticeShard(recipient string) int {
 // by one (MarkNoticesDone) so that it does not handle them twice.
 type Outbox interface {
 	// PendingNotices returns up to limit notices of shard with ids after
-	// after, not marked done, oldest first (by id, then recipient).
+	// after, not marked done, oldest first (by id, then recipient). It
+	// does not read the shard's cursor: the reader passes it as after, so
+	// a notice written with an id at or before the cursor (its write
+	// landed after the reader moved on) is never returned. A page ends
+	// inside the notices of one id as anywhere else; the reader reads on
+	// from the cursor again once it has marked the page done, not from the
+	// last id it got, which would skip the other recipients of that id.
+	// A backend keeps notices for some days at least (Cassandra: a TTL of
+	// NoticeRetention); the zero after reads what it keeps.
 	PendingNotices(ctx context.Context, shard int, after MessageID, limit int) ([]Notice, error)
 	// MarkNoticesDone marks notices of shard done: PendingNotices skips
 	// them from then on. Marking a notice twice, or one no longer kept,
@@ -75,13 +138,18 @@ type Outbox interface {
 	MarkNoticesDone(ctx context.Context, shard int, notices []Notice) error
 	// NoticeCursor is shard's cursor (the zero id when it has none).
 	NoticeCursor(ctx context.Context, shard int) (MessageID, error)
-	// SetNoticeCursor moves shard's cursor to upTo, never back. A backend
-	// may forget the notices up to it.
+	// SetNoticeCursor moves shard's cursor to upTo, never back: of racing
+	// moves the furthest wins (Cassandra: a lightweight transaction, UPDATE
+	// ... IF cursor < upTo). A backend may forget the notices up to it.
 	SetNoticeCursor(ctx context.Context, shard int, upTo MessageID) error
 	// LeaseNoticeShard takes shard's lease for holder until ttl from now,
 	// or renews it if holder has it; it reports false, changing nothing,
 	// while another holder's lease runs. Several instances thus share the
-	// shards, each read by one at a time.
+	// shards, each read by one at a time. Of racing takers exactly one
+	// wins. A lease lasts at least ttl, by the store's clock, not the
+	// holder's (a holder should stop reading some time before ttl runs
+	// out); on Cassandra, whose TTLs are whole seconds counted from the
+	// current one, up to a second more.
 	LeaseNoticeShard(ctx context.Context, shard int, holder string, ttl time.Duration) (bool, error)
 }
 
@@ -108,6 +176,9 @@ const MaxPushSubscriptions = 20
 type PushSubscriptions interface {
 	// AddPushSubscription registers s for login, replacing the one of the
 	// same endpoint; ErrInvalid when login has MaxPushSubscriptions others.
+	// The cap is a check before the write, not a compare-and-set: on
+	// Cassandra, n racing adds of new endpoints may each see room for
+	// one, and leave login up to n-1 over it.
 	AddPushSubscription(ctx context.Context, login string, s PushSubscription) error
 	// RemovePushSubscription drops login's subscription of endpoint;
 	// dropping a missing one does nothing.
@@ -117,6 +188,7 @@ type PushSubscriptions interface {
 	// SetPushPreviews sets whether login's notifications show the
 	// message's text (true) or only who wrote where (false, the default).
 	SetPushPreviews(ctx context.Context, login string, previews bool) error
-	// PushPreviews reads that choice.
+	// PushPreviews reads that choice. DeleteAccount erases it with the
+	// subscriptions.
 	PushPreviews(ctx context.Context, login string) (bool, error)
 }

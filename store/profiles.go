@@ -90,7 +90,8 @@ type Profiles interface {
 	// passHash (a compare-and-set, as ChangePassword): names, email, bio and
 	// the hash go, the row stays as a tombstone holding the login and the
 	// rooms it still lists, which it returns (the caller leaves them). It
-	// also deletes the user's sessions, blocks and mutes. Returns
+	// also deletes the user's sessions, blocks and mutes, and their push
+	// subscriptions and previews choice. Returns
 	// ErrNotFound if there is no such user (or it is already deleted),
 	// ErrConflict if the password changed meanwhile.
 	DeleteAccount(ctx context.Context, login string, passHash []byte) (rooms []string, err error)

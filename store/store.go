@@ -158,6 +158,8 @@ type Store interface {
 	Moderation
 	Profiles
 	Files
+	Outbox
+	PushSubscriptions
 
 	// CreateUser stores a new account. Logins are unique: the write is a
 	// compare-and-set (INSERT ... IF NOT EXISTS), so of many concurrent signups
@@ -226,9 +228,10 @@ type Store interface {
 	DeleteRoom(ctx context.Context, name string, by UserRef) (Room, Event, error)
 
 	// PostMessage stores m in the time bucket of its id and logs
-	// PostedEvent(m) in the room's log. The caller assigns the id
-	// (NewMessageID) and checks that the author may post.
-	PostMessage(ctx context.Context, m Message) error
+	// PostedEvent(m) in the room's log, and writes notices to the outbox
+	// in the same operation (see Outbox and NoticesOf). The caller assigns
+	// the id (NewMessageID) and checks that the author may post.
+	PostMessage(ctx context.Context, m Message, notices ...Notice) error
 
 	// Messages returns up to limit messages of the room, newest first, that
 	// are strictly older than before (the zero MessageID means "from the

@@ -24,6 +24,7 @@ type DB struct {
 	serial  gocql.SerialConsistency
 
 	listed *listedToday
+	hours  listedHours
 	log    *slog.Logger // nil: silent
 
 	// Joins whose outcome a timeout left unknown are settled in the

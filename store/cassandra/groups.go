@@ -14,9 +14,14 @@ import (
 // MessagePosted event, and in every member's entry: as last message, as
 // read for the author, and with UnreadChanged in the inbox log of every
 // other member. The author's inbox writes go in one single-partition
-// unlogged batch; the log rows one write each; fanoutParallelism at a time.
-func (db *DB) PostGroupMessage(ctx context.Context, m store.Message, members []store.UserRef) error {
+// unlogged batch; the log rows one write each; the notices as noticeWrites
+// groups them; fanoutParallelism at a time.
+func (db *DB) PostGroupMessage(ctx context.Context, m store.Message, members []store.UserRef, notices ...store.Notice) error {
 	ts, id := writeTime(m.ID), gocql.UUID(m.ID)
+	extra, err := db.noticeWrites(ctx, m.ID, m.Room, notices)
+	if err != nil {
+		return err
+	}
 	files, err := attachmentsValue(m.Attachments)
 	if err != nil {
 		return fmt.Errorf("cassandra: post message to group %q: %w", m.Room, err)
@@ -24,7 +29,6 @@ func (db *DB) PostGroupMessage(ctx context.Context, m store.Message, members []s
 	stmt, lastOf := lastMessage(m, nil, files)
 	ev := store.Event{ID: m.ID, Kind: store.UnreadChanged, Room: m.Room, User: m.Author, Message: &m}
 	seen := make(map[string]bool, len(members))
-	var extra []func() error
 	for _, u := range members {
 		if seen[u.Login] {
 			continue
@@ -62,16 +66,18 @@ func (db *DB) openWindow(ctx context.Context, group, login string, at time.Time)
 // JoinRoom, it writes everything outside the group's row first: the group
 // in u's rooms, a window opened at `at` in u's entry, the system message
 // "<by> added <u> to the group" at `at` with its ParticipantJoined event in
-// the group's log and AddedToGroup in u's inbox log. Then it adds the
+// the group's log and AddedToGroup in u's inbox log, and the notices, with
+// the message's id, joining the message's fan-out. Then it adds the
 // participant by a compare-and-set of the participant set
 // (addParticipant), and takes back what it wrote if that does not apply:
 // everything if the group is gone (a delete racing the add either sees u
 // and deletes them, or makes the add fail), or the message and events if a
-// concurrent add of u won (u's window and rooms stay: they are u's). Adding
+// concurrent add of u won (u's window and rooms stay: they are u's; the
+// notices go, the winner wrote its own). Adding
 // a participant again opens no window; but a participant whose entry has no
 // window at all, which only a CreateRoom that failed half-way leaves, gets
 // one.
-func (db *DB) AddGroupMember(ctx context.Context, group string, by store.UserRef, u store.UserRef, at time.Time) (store.Room, store.Event, error) {
+func (db *DB) AddGroupMember(ctx context.Context, group string, by store.UserRef, u store.UserRef, at time.Time, notices ...store.Notice) (store.Room, store.Event, error) {
 	r, err := db.Room(ctx, group)
 	if err != nil {
 		return store.Room{}, store.Event{}, err
@@ -100,11 +106,16 @@ func (db *DB) AddGroupMember(ctx context.Context, group string, by store.UserRef
 	}
 
 	added := store.Event{ID: m.ID, Kind: store.AddedToGroup, Room: group, User: by, Message: &m}
+	writes, err := db.noticeWrites(ctx, m.ID, group, notices)
+	if err != nil {
+		return store.Room{}, store.Event{}, err
+	}
 	takeBack := func(err error, copies bool) error {
 		ctx, cancel := detached(ctx)
 		defer cancel()
 		fo := newFanout(4)
 		fo.Go(func() error { return db.unwriteMessage(ctx, m, true) })
+		fo.Go(func() error { return db.unwriteNotices(ctx, m.ID, group, notices) })
 		fo.Go(func() error {
 			return db.query(ctx, deleteInboxEvent, u.Login, int(store.BucketOf(m.ID.Time())), gocql.UUID(m.ID)).Exec()
 		})
@@ -126,7 +137,7 @@ func (db *DB) AddGroupMember(ctx context.Context, group string, by store.UserRef
 		return db.session.ExecuteBatch(b)
 	})
 	fo.Go(func() error {
-		return db.writeMessage(ctx, m, store.ParticipantJoined, []func() error{db.inboxEventWrite(ctx, u.Login, added)})
+		return db.writeMessage(ctx, m, store.ParticipantJoined, append(writes, db.inboxEventWrite(ctx, u.Login, added)))
 	})
 	if err := fo.Wait(); err != nil {
 		err = fmt.Errorf("cassandra: add %q to group %q: %w", u.Login, group, err)

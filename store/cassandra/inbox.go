@@ -82,9 +82,9 @@ func writeTime(id store.MessageID) int64 { return id.Time().UnixMicro() }
 // DirectMessage in both users' inbox logs. Each user's inbox rows (and the
 // listing of the log's day) are in one partition and go in one unlogged
 // batch, which is applied as one mutation; the log rows are a partition of
-// their own each. Every write is concurrent and idempotent: a failed send
-// is retried as is.
-func (db *DB) SendDirect(ctx context.Context, m store.Message, to store.UserRef) error {
+// their own each, and so are the notices' (see noticeWrites). Every write
+// is concurrent and idempotent: a failed send is retried as is.
+func (db *DB) SendDirect(ctx context.Context, m store.Message, to store.UserRef, notices ...store.Notice) error {
 	if want := store.DirectConversationID(m.Author.Login, to.Login); m.Room != want {
 		return store.Invalidf("direct message from %q to %q: its conversation is %q, not %q", m.Author.Login, to.Login, want, m.Room)
 	}
@@ -111,7 +111,11 @@ func (db *DB) SendDirect(ctx context.Context, m store.Message, to store.UserRef)
 			return db.session.ExecuteBatch(b)
 		}, db.inboxEventWrite(ctx, to.Login, ev))
 	}
-	if err := db.writeMessage(ctx, m, "", extra); err != nil {
+	writes, err := db.noticeWrites(ctx, m.ID, m.Room, notices)
+	if err != nil {
+		return err
+	}
+	if err := db.writeMessage(ctx, m, "", append(extra, writes...)); err != nil {
 		return fmt.Errorf("cassandra: send direct message to %q: %w", to.Login, err)
 	}
 	return nil

@@ -53,16 +53,21 @@ const fanoutParallelism = 16
 // one adds the batchlog's writes to buy an atomicity that retrying buys too
 // (every write is an idempotent upsert of the same values). The event
 // shares the stream copy's partition key and goes in one batch with it. The
-// post lists its day with its copies (see listBuckets).
-func (db *DB) PostMessage(ctx context.Context, m store.Message) error {
-	if err := db.writeMessage(ctx, m, store.MessagePosted, nil); err != nil {
+// post lists its day with its copies (see listBuckets). Its notices join
+// the fan-out (see noticeWrites).
+func (db *DB) PostMessage(ctx context.Context, m store.Message, notices ...store.Notice) error {
+	extra, err := db.noticeWrites(ctx, m.ID, m.Room, notices)
+	if err != nil {
+		return err
+	}
+	if err := db.writeMessage(ctx, m, store.MessagePosted, extra); err != nil {
 		return fmt.Errorf("cassandra: post message to room %q: %w", m.Room, err)
 	}
 	return nil
 }
 
 // writeMessage writes m's three copies, the listing of its day, and the
-// extra writes (inbox updates), concurrently. Unless kind is empty, it logs
+// extra writes (inbox updates, notices), concurrently. Unless kind is empty, it logs
 // the event of m's arrival in m's room: id m.ID, User m.Author, in one
 // single-partition batch with the stream copy (room_events and
 // chat_room_messages share the partition key (room_name, time_bucket), so

@@ -165,10 +165,12 @@ func (db *DB) Names(ctx context.Context, logins []string) (map[string]store.Publ
 }
 
 // DeleteAccount turns the row into a tombstone with UPDATE ... IF pass_hash
-// = ?, then deletes the user's sessions, blocks and mutes. A failure after
-// the tombstone leaves some of those behind: the sessions are unusable
-// (Refresh reads the user), the blocks and mutes invisible (only their owner
-// reads them).
+// = ?, then deletes the user's sessions, blocks, mutes and push
+// subscriptions (their partition, with the previews choice). A failure
+// after the tombstone leaves some of those behind: the sessions are
+// unusable (Refresh reads the user), the blocks and mutes invisible (only
+// their owner reads them); subscriptions left behind would still be read
+// by whoever pushes to the user, who should check that the account stands.
 func (db *DB) DeleteAccount(ctx context.Context, login string, passHash []byte) ([]string, error) {
 	a, err := db.readAccount(db.serialRead(ctx, selectUser, login))
 	switch {
@@ -205,7 +207,7 @@ func (db *DB) DeleteAccount(ctx context.Context, login string, passHash []byte) 
 	if err := db.DeleteSessions(ctx, login, ""); err != nil {
 		return nil, err
 	}
-	for _, stmt := range []string{deleteBlocksOf, deleteMutesOf} {
+	for _, stmt := range []string{deleteBlocksOf, deleteMutesOf, deletePushOf} {
 		if err := db.query(ctx, stmt, login).Exec(); err != nil {
 			return nil, fmt.Errorf("cassandra: delete user %q: %w", login, err)
 		}

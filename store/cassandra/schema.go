@@ -92,6 +92,11 @@ var schemaV15 string
 //go:embed schema_v16.cql
 var schemaV16 string
 
+// schemaV17 adds the outbox of notices and push subscriptions.
+//
+//go:embed schema_v17.cql
+var schemaV17 string
+
 // A migration is one schema version: CQL statements separated by ';', then
 // the conversion of the data, if any.
 type migration struct {
@@ -123,6 +128,7 @@ var migrations = []migration{
 	{version: 14, description: "conversations_by_user.last_reply", cql: schemaV14},
 	{version: 15, description: "files, file_sweep, file_sweep_days, attachments and previews of messages", cql: schemaV15},
 	{version: 16, description: "users.avatar, chat_rooms.icon", cql: schemaV16},
+	{version: 17, description: "notices, notice_hours, notice_cursors, notice_leases, push_subscriptions", cql: schemaV17},
 }
 
 // createMigrationsTable repeats schema.cql's statement: the table must exist

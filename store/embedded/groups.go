@@ -13,14 +13,15 @@ import (
 
 // PostGroupMessage stores m in the group's stream, with its copies and
 // listings (see addMessage), and records it in the inbox entry of every
-// member, read by its author, in one batch. It holds the locks
+// member, read by its author, with its notices (see addNotices), in one
+// batch. It holds the locks
 // of the members' inboxes, for the last-message comparisons, and of the
 // group, whose existence it checks: a post racing DeleteRoom either lands
 // before it, and is deleted with the group, or fails with ErrNotFound
 // instead of leaving entries of a deleted group in the inboxes. (The
 // members' locks already serialize the posts of a group, so the group's
 // costs nothing more.)
-func (db *DB) PostGroupMessage(ctx context.Context, m store.Message, members []store.UserRef) error {
+func (db *DB) PostGroupMessage(ctx context.Context, m store.Message, members []store.UserRef, notices ...store.Notice) error {
 	partitions := []key{roomKey(m.Room)}
 	for _, u := range members {
 		partitions = append(partitions, inboxPartition(u.Login))
@@ -53,6 +54,9 @@ func (db *DB) PostGroupMessage(ctx context.Context, m store.Message, members []s
 			}
 		}
 	}
+	if err == nil {
+		err = db.addNotices(b, m.ID, m.Room, notices)
+	}
 	if err != nil {
 		b.Close()
 		return err
@@ -66,9 +70,10 @@ func (db *DB) PostGroupMessage(ctx context.Context, m store.Message, members []s
 // AddGroupMember adds u to the private group's participants and the group
 // to u's rooms, as JoinRoom does, opens a window at `at` in u's entry of the
 // group, making the entry if u has none, and stores the system message and
-// events of the addition, all in one batch under the locks of the room, u's
-// user row and u's inbox. Adding a participant changes nothing.
-func (db *DB) AddGroupMember(ctx context.Context, group string, by store.UserRef, u store.UserRef, at time.Time) (store.Room, store.Event, error) {
+// events of the addition and the notices (with the message's id), all in
+// one batch under the locks of the room, u's user row and u's inbox. Adding
+// a participant changes nothing.
+func (db *DB) AddGroupMember(ctx context.Context, group string, by store.UserRef, u store.UserRef, at time.Time, notices ...store.Notice) (store.Room, store.Event, error) {
 	rk, uk, ik := roomKey(group), userKey(u.Login), inboxPartition(u.Login)
 	end, err := db.beginLocked(ctx, rk, uk, ik)
 	if err != nil {
@@ -112,6 +117,9 @@ func (db *DB) AddGroupMember(ctx context.Context, group string, by store.UserRef
 	}
 	if err == nil {
 		err = db.logInboxEvent(b, u.Login, added)
+	}
+	if err == nil {
+		err = db.addNotices(b, joined.ID, group, notices)
 	}
 	if err != nil {
 		b.Close()

@@ -22,8 +22,9 @@ var _ store.Conversations = (*DB)(nil)
 
 // SendDirect stores m in the conversation's stream, with its copies and
 // listings (see addMessage), makes it the last message of both users'
-// entries and moves the author's read mark to it, all in one batch.
-func (db *DB) SendDirect(ctx context.Context, m store.Message, to store.UserRef) error {
+// entries and moves the author's read mark to it, and adds its notices
+// (see addNotices), all in one batch.
+func (db *DB) SendDirect(ctx context.Context, m store.Message, to store.UserRef, notices ...store.Notice) error {
 	from := m.Author
 	if want := store.DirectConversationID(from.Login, to.Login); m.Room != want {
 		return store.Invalidf("direct message from %q to %q is in conversation %q, want %q", from.Login, to.Login, m.Room, want)
@@ -48,6 +49,9 @@ func (db *DB) SendDirect(ctx context.Context, m store.Message, to store.UserRef)
 		if err == nil {
 			err = db.logInboxEvent(b, to.Login, ev)
 		}
+	}
+	if err == nil {
+		err = db.addNotices(b, m.ID, m.Room, notices)
 	}
 	if err != nil {
 		b.Close()

@@ -49,6 +49,17 @@ const (
 	tableFiles      = "files"
 	tableFileOwners = "file_owners"
 	tableFileSweep  = "file_sweep"
+	// tableNotices is the outbox, a partition per shard (see noticeKey);
+	// tableNoticeCursors and tableNoticeLeases hold each shard's cursor
+	// and lease.
+	tableNotices       = "notices"
+	tableNoticeCursors = "notice_cursors"
+	tableNoticeLeases  = "notice_leases"
+	// tablePushSubscriptions holds the users' push subscriptions, a
+	// partition per user, and tablePushPreviews their choice of previews:
+	// Cassandra keeps it as a static column of push_subscriptions.
+	tablePushSubscriptions = "push_subscriptions"
+	tablePushPreviews      = "push_previews"
 
 	// tableRoomMembers is no Cassandra table but this store's index of
 	// chat_rooms' participants (see membersPartition), and tableMeta holds
@@ -359,3 +370,26 @@ func fileSweepDay(day store.Bucket) key { return tuple(tableFileSweep).int(int64
 func fileSweepKey(day store.Bucket, id store.FileID, owner string) key {
 	return fileSweepDay(day).asc(id).str(owner)
 }
+
+// noticesPartition is the outbox shard's notices, oldest first.
+func noticesPartition(shard int) key { return tuple(tableNotices).int(int64(shard)) }
+
+// noticesOf prefixes the notices of one id in the shard: one per recipient.
+func noticesOf(shard int, id store.MessageID) key { return noticesPartition(shard).asc(id) }
+
+// noticeKey is the row of one notice: by id, then recipient, the order
+// PendingNotices reads them in.
+func noticeKey(shard int, id store.MessageID, recipient string) key {
+	return noticesOf(shard, id).str(recipient)
+}
+
+func noticeCursorKey(shard int) key { return tuple(tableNoticeCursors).int(int64(shard)) }
+
+func noticeLeaseKey(shard int) key { return tuple(tableNoticeLeases).int(int64(shard)) }
+
+// pushPartition holds login's push subscriptions, by endpoint.
+func pushPartition(login string) key { return tuple(tablePushSubscriptions).str(login) }
+
+func pushKey(login, endpoint string) key { return pushPartition(login).str(endpoint) }
+
+func pushPreviewsKey(login string) key { return tuple(tablePushPreviews).str(login) }

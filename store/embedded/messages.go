@@ -10,12 +10,13 @@ import (
 // PostMessage writes the message into the partition of its day, with its
 // copies by id and by author, and in the same batch lists that day among
 // the room's and the author's days if it is not listed yet (see
-// addMessage) and logs it in the room's log.
+// addMessage) and logs it in the room's log, with its notices (see
+// addNotices).
 //
 // It returns once the message is on disk, like every write of the store;
 // concurrent posts share their fsyncs (see batch.commit), and a post takes
 // no lock, so posts to one room do not wait for one another.
-func (db *DB) PostMessage(ctx context.Context, m store.Message) error {
+func (db *DB) PostMessage(ctx context.Context, m store.Message, notices ...store.Notice) error {
 	end, err := db.begin(ctx)
 	if err != nil {
 		return err
@@ -23,7 +24,11 @@ func (db *DB) PostMessage(ctx context.Context, m store.Message) error {
 	defer end()
 
 	b := db.batch()
-	if err := db.addLoggedMessage(b, store.PostedEvent(m)); err != nil {
+	err = db.addLoggedMessage(b, store.PostedEvent(m))
+	if err == nil {
+		err = db.addNotices(b, m.ID, m.Room, notices)
+	}
+	if err != nil {
 		b.Close()
 		return err
 	}

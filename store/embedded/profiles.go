@@ -97,10 +97,12 @@ func (db *DB) Names(ctx context.Context, logins []string) (map[string]store.Publ
 }
 
 // DeleteAccount replaces the user's row by its tombstone and deletes the
-// user's sessions, blocks and mutes, in one batch.
+// user's sessions, blocks, mutes, push subscriptions and previews choice,
+// in one batch. It holds the lock of the push subscriptions too, so an add
+// racing it lands before (and goes) or after.
 func (db *DB) DeleteAccount(ctx context.Context, login string, passHash []byte) ([]string, error) {
 	k := userKey(login)
-	end, err := db.beginLocked(ctx, k, sessionPartition(login))
+	end, err := db.beginLocked(ctx, k, sessionPartition(login), pushPartition(login))
 	if err != nil {
 		return nil, err
 	}
@@ -118,6 +120,8 @@ func (db *DB) DeleteAccount(ctx context.Context, login string, passHash []byte) 
 	b.deleteRange(sessionPartition(login))
 	b.deleteRange(blocksPartition(login))
 	b.deleteRange(mutesPartition(login))
+	b.deleteRange(pushPartition(login))
+	b.delete(pushPreviewsKey(login))
 	if err := b.commit(); err != nil {
 		return nil, fmt.Errorf("deleting user %q: %w", login, err)
 	}

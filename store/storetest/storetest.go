@@ -154,6 +154,18 @@ func groups() []group[store.Store] {
 			{"BytesConcurrent", testFilesBytesConcurrent},
 			{"AttachRacingDoom", testFilesAttachRacingDoom},
 		}},
+		{"Outbox", []storeTest{
+			{"Writes", testOutboxWrites},
+			{"RacingAdds", testOutboxRacingAdds},
+			{"Paging", testOutboxPaging},
+			{"Backlog", testOutboxBacklog},
+			{"Cursor", testOutboxCursor},
+			{"LeaseHolders", testLeaseHolders},
+			{"LeaseRacing", testLeaseRacing},
+		}},
+		{"PushSubscriptions", []storeTest{
+			{"Lifecycle", testPushSubscriptions},
+		}},
 	}
 }
 

@@ -1,0 +1,219 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/killrchat/chatql/store"
+)
+
+var _ store.Outbox = (*DB)(nil)
+
+// noticeRow is a row of notices; the shard, id and recipient are in the
+// key.
+type noticeRow struct {
+	Kind string  `json:"k"`
+	Room string  `json:"r"`
+	From userRef `json:"f"`
+	Done bool    `json:"d,omitempty"`
+}
+
+// cursorRow is a shard's row of notice_cursors.
+type cursorRow struct {
+	Cursor store.MessageID `json:"c"`
+}
+
+// leaseRow is a shard's row of notice_leases: its holder, until when.
+type leaseRow struct {
+	Holder string    `json:"h"`
+	Until  time.Time `json:"u"`
+}
+
+// addNotices adds to b the notices of the message id in room (see
+// store.NoticesOf), but those already stored: a retried write stores each
+// notice once, and leaves done the ones marked done since. The check reads
+// outside any lock; two writes of one notice racing both write the same
+// row, and a mark racing a first write finds no row and does nothing, as
+// for a notice not kept.
+func (db *DB) addNotices(b *batch, id store.MessageID, room string, notices []store.Notice) error {
+	notices, err := store.NoticesOf(id, room, notices)
+	if err != nil {
+		return err
+	}
+	for _, n := range notices {
+		k := noticeKey(store.NoticeShard(n.Recipient), n.ID, n.Recipient)
+		switch found, err := db.has(k); {
+		case err != nil:
+			return fmt.Errorf("reading the outbox: %w", err)
+		case !found:
+			b.set(k, noticeRow{Kind: string(n.Kind), Room: n.Room, From: refRow(n.From)})
+		}
+	}
+	return nil
+}
+
+// PendingNotices scans the shard after after, skipping the done rows.
+func (db *DB) PendingNotices(ctx context.Context, shard int, after store.MessageID, limit int) ([]store.Notice, error) {
+	if err := checkShard(shard); err != nil || limit <= 0 {
+		return nil, err
+	}
+	end, err := db.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	p := noticesPartition(shard)
+	lower := []byte(p)
+	if !after.IsZero() {
+		lower = noticesOf(shard, after).end()
+	}
+	var out []store.Notice
+	err = db.scan(ctx, lower, p.end(), false, func(k, v []byte) (bool, error) {
+		row, err := decode[noticeRow](v)
+		if err != nil || row.Done {
+			return err == nil, err
+		}
+		n, err := parseNoticeKey(k[len(p):])
+		if err != nil {
+			return false, err
+		}
+		n.Kind, n.Room, n.From = store.NoticeKind(row.Kind), row.Room, row.From.ref()
+		out = append(out, n)
+		return len(out) < limit, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pending notices of shard %d: %w", shard, err)
+	}
+	return out, nil
+}
+
+// parseNoticeKey decodes the id and recipient that follow a notice's
+// partition.
+func parseNoticeKey(b []byte) (store.Notice, error) {
+	if len(b) < descIDLen {
+		return store.Notice{}, fmt.Errorf("notice key %x is too short", b)
+	}
+	id, err := store.MessageIDFromSortKey(b[:descIDLen])
+	if err != nil {
+		return store.Notice{}, err
+	}
+	recipient, _, err := parseStr(b[descIDLen:])
+	return store.Notice{ID: id, Recipient: recipient}, err
+}
+
+// MarkNoticesDone sets the done flag of the notices still kept, under the
+// shard's lock, which SetNoticeCursor holds to forget notices: a mark
+// never brings back a row it forgot.
+func (db *DB) MarkNoticesDone(ctx context.Context, shard int, notices []store.Notice) error {
+	if err := checkShard(shard); err != nil || len(notices) == 0 {
+		return err
+	}
+	end, err := db.beginLocked(ctx, noticesPartition(shard))
+	if err != nil {
+		return err
+	}
+	defer end()
+	b := db.batch()
+	for _, n := range notices {
+		k := noticeKey(shard, n.ID, n.Recipient)
+		row, found, err := getRow[noticeRow](db, k)
+		if err != nil {
+			b.Close()
+			return fmt.Errorf("reading %v: %w", n, err)
+		}
+		if found && !row.Done {
+			row.Done = true
+			b.set(k, row)
+		}
+	}
+	if err := b.commit(); err != nil {
+		return fmt.Errorf("marking notices of shard %d done: %w", shard, err)
+	}
+	return nil
+}
+
+func (db *DB) NoticeCursor(ctx context.Context, shard int) (store.MessageID, error) {
+	if err := checkShard(shard); err != nil {
+		return store.MessageID{}, err
+	}
+	end, err := db.begin(ctx)
+	if err != nil {
+		return store.MessageID{}, err
+	}
+	defer end()
+	row, _, err := getRow[cursorRow](db, noticeCursorKey(shard))
+	if err != nil {
+		return store.MessageID{}, fmt.Errorf("the cursor of shard %d: %w", shard, err)
+	}
+	return row.Cursor, nil
+}
+
+// SetNoticeCursor moves the cursor forward under the shard's lock and, in
+// the same batch, forgets the notices up to it: this store has no TTL to
+// drop them.
+func (db *DB) SetNoticeCursor(ctx context.Context, shard int, upTo store.MessageID) error {
+	if err := checkShard(shard); err != nil {
+		return err
+	}
+	end, err := db.beginLocked(ctx, noticesPartition(shard))
+	if err != nil {
+		return err
+	}
+	defer end()
+	k := noticeCursorKey(shard)
+	row, _, err := getRow[cursorRow](db, k)
+	if err != nil {
+		return fmt.Errorf("the cursor of shard %d: %w", shard, err)
+	}
+	if upTo.Compare(row.Cursor) <= 0 {
+		return nil
+	}
+	b := db.batch()
+	b.set(k, cursorRow{Cursor: upTo})
+	if b.err == nil {
+		b.err = b.DeleteRange(noticesPartition(shard), noticesOf(shard, upTo).end(), nil)
+	}
+	if err := b.commit(); err != nil {
+		return fmt.Errorf("moving the cursor of shard %d: %w", shard, err)
+	}
+	return nil
+}
+
+// LeaseNoticeShard reads, checks and writes the lease under its lock.
+func (db *DB) LeaseNoticeShard(ctx context.Context, shard int, holder string, ttl time.Duration) (bool, error) {
+	if err := checkShard(shard); err != nil {
+		return false, err
+	}
+	if holder == "" || ttl <= 0 {
+		return false, store.Invalidf("lease of shard %d: a holder and a positive ttl are needed", shard)
+	}
+	k := noticeLeaseKey(shard)
+	end, err := db.beginLocked(ctx, k)
+	if err != nil {
+		return false, err
+	}
+	defer end()
+	row, found, err := getRow[leaseRow](db, k)
+	if err != nil {
+		return false, fmt.Errorf("the lease of shard %d: %w", shard, err)
+	}
+	now := time.Now()
+	if found && row.Holder != holder && now.Before(row.Until) {
+		return false, nil
+	}
+	b := db.batch()
+	b.set(k, leaseRow{Holder: holder, Until: now.Add(ttl)})
+	if err := b.commit(); err != nil {
+		return false, fmt.Errorf("leasing shard %d to %q: %w", shard, holder, err)
+	}
+	return true, nil
+}
+
+// checkShard rejects a shard out of [0, NoticeShards).
+func checkShard(shard int) error {
+	if shard < 0 || shard >= store.NoticeShards {
+		return store.Invalidf("outbox shard %d is not in [0, %d)", shard, store.NoticeShards)
+	}
+	return nil
+}
