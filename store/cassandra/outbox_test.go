@@ -14,7 +14,7 @@ import (
 func TestNoticeRetentionMatchesSchema(t *testing.T) {
 	ttl := func(table string) time.Duration {
 		t.Helper()
-		m := regexp.MustCompile(`(?s)CREATE TABLE IF NOT EXISTS ` + table + ` \(.*?\) WITH default_time_to_live = (\d+)`).FindStringSubmatch(schemaV16)
+		m := regexp.MustCompile(`(?s)CREATE TABLE IF NOT EXISTS ` + table + ` \(.*?\) WITH default_time_to_live = (\d+)`).FindStringSubmatch(schemaV17)
 		if m == nil {
 			t.Fatalf("schema_v16.cql gives %s no default_time_to_live", table)
 		}
