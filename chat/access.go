@@ -201,24 +201,27 @@ func (s *Service) mayModerate(ctx context.Context, msg store.Message, me store.U
 
 // replyRoot returns the root of the thread a reply in the conversation
 // joins: the message replyTo names, which me must be able to read, or that
-// message's own root. Nil replyTo: no thread, the zero id.
-func (s *Service) replyRoot(ctx context.Context, replyTo *string, conversation string, me store.UserRef) (store.MessageID, error) {
+// message's own root; and the author of the message replied to, who is told
+// of the reply. Nil replyTo: no thread, the zero id.
+func (s *Service) replyRoot(ctx context.Context, replyTo *string, conversation string, me store.UserRef) (root store.MessageID, parentAuthor string, err error) {
 	if replyTo == nil {
-		return store.MessageID{}, nil
+		return store.MessageID{}, "", nil
 	}
 	parent, err := s.readableMessage(ctx, *replyTo, me)
 	if err != nil {
-		return store.MessageID{}, err
+		return store.MessageID{}, "", err
 	}
 	switch {
 	case parent.Room != conversation:
-		return store.MessageID{}, store.Invalidf("invalid replyTo: message %s is in another conversation", *replyTo)
+		return store.MessageID{}, "", store.Invalidf("invalid replyTo: message %s is in another conversation", *replyTo)
 	case parent.Deleted:
-		return store.MessageID{}, fmt.Errorf("message %s was deleted: %w", *replyTo, store.ErrNotFound)
+		return store.MessageID{}, "", fmt.Errorf("message %s was deleted: %w", *replyTo, store.ErrNotFound)
+	case parent.System:
+		return parent.ID, "", nil
 	case !parent.ReplyTo.IsZero():
-		return parent.ReplyTo, nil
+		return parent.ReplyTo, parent.Author.Login, nil
 	}
-	return parent.ID, nil
+	return parent.ID, parent.Author.Login, nil
 }
 
 // DefaultMaxRoomsPerUser is how many rooms and groups a user may take part

@@ -69,7 +69,7 @@ func (s *Service) Post(ctx context.Context, me store.UserRef, room string, d Dra
 	if err != nil {
 		return nil, err
 	}
-	root, err := s.replyRoot(ctx, d.ReplyTo, room, me)
+	root, parentAuthor, err := s.replyRoot(ctx, d.ReplyTo, room, me)
 	if err != nil {
 		return nil, err
 	}
@@ -83,8 +83,9 @@ func (s *Service) Post(ctx context.Context, me store.UserRef, room string, d Dra
 		if err := s.claimFiles(ctx, msg, d.Attachments); err != nil {
 			return err
 		}
+		notices := s.postNotices(ctx, *msg, kind, members, parentAuthor)
 		if kind == store.PrivateGroup {
-			if err := s.Store.PostGroupMessage(ctx, *msg, members); err != nil {
+			if err := s.Store.PostGroupMessage(ctx, *msg, members, notices...); err != nil {
 				return err
 			}
 			unread := store.Event{ID: msg.ID, Kind: store.UnreadChanged, Room: room, Message: msg, User: me}
@@ -93,7 +94,7 @@ func (s *Service) Post(ctx context.Context, me store.UserRef, room string, d Dra
 					s.publishTo(ctx, broker.UserTopic(p.Login), unread)
 				}
 			}
-		} else if err := s.Store.PostMessage(ctx, *msg); err != nil {
+		} else if err := s.Store.PostMessage(ctx, *msg, notices...); err != nil {
 			return err
 		}
 		s.attachedFiles(ctx, msg)
@@ -131,7 +132,7 @@ func (s *Service) SendDirect(ctx context.Context, me store.UserRef, to string, d
 		return nil, err
 	}
 	conv := store.DirectConversationID(me.Login, to)
-	root, err := s.replyRoot(ctx, d.ReplyTo, conv, me)
+	root, _, err := s.replyRoot(ctx, d.ReplyTo, conv, me)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +147,7 @@ func (s *Service) SendDirect(ctx context.Context, me store.UserRef, to string, d
 		if err := s.claimFiles(ctx, msg, d.Attachments); err != nil {
 			return err
 		}
-		if err := s.Store.SendDirect(ctx, *msg, peer.UserRef); err != nil {
+		if err := s.Store.SendDirect(ctx, *msg, peer.UserRef, directNotices(*msg, to)...); err != nil {
 			return err
 		}
 		s.attachedFiles(ctx, msg)

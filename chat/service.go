@@ -56,6 +56,8 @@ type Service struct {
 	MaxRoomsPerUser int
 	// Files keeps the files people send; nil refuses them.
 	Files *files.Service
+	// Push is the server's Web Push; nil: it sends none.
+	Push *Push
 	// Previews fetches the cards of links in messages; nil fetches none.
 	Previews Previewer
 	// Clock makes the ids of posted messages and orders the rooms' writes

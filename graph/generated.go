@@ -152,39 +152,42 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		AddGroupMember    func(childComplexity int, group string, login string) int
-		AddReaction       func(childComplexity int, messageID string, emoji string) int
-		AppointModerator  func(childComplexity int, room string, login string) int
-		BanUser           func(childComplexity int, room string, login string) int
-		BlockUser         func(childComplexity int, login string) int
-		ChangePassword    func(childComplexity int, oldPassword string, newPassword string) int
-		CompleteUpload    func(childComplexity int, id string) int
-		CreateRoom        func(childComplexity int, input model.CreateRoomInput) int
-		CreateUpload      func(childComplexity int, name string, contentType string, size int) int
-		DeleteAccount     func(childComplexity int, password string) int
-		DeleteMessage     func(childComplexity int, id string) int
-		DeleteRoom        func(childComplexity int, room string) int
-		DismissModerator  func(childComplexity int, room string, login string) int
-		EditMessage       func(childComplexity int, id string, content string) int
-		HideMessage       func(childComplexity int, id string) int
-		JoinRoom          func(childComplexity int, room string) int
-		LeaveRoom         func(childComplexity int, room string) int
-		Login             func(childComplexity int, login string, password string) int
-		Logout            func(childComplexity int) int
-		MarkRead          func(childComplexity int, conversation string, upTo string) int
-		MuteConversation  func(childComplexity int, conversation string, muted *bool) int
-		PostMessage       func(childComplexity int, room string, content string, attachments []string, clientMessageID *string, replyTo *string) int
-		RefreshToken      func(childComplexity int, token string) int
-		RemoveParticipant func(childComplexity int, room string, login string) int
-		RemoveReaction    func(childComplexity int, messageID string, emoji string) int
-		SendDirectMessage func(childComplexity int, to string, content string, attachments []string, clientMessageID *string, replyTo *string) int
-		SetAvatar         func(childComplexity int, file *string) int
-		SetRoomIcon       func(childComplexity int, room string, file *string) int
-		Signup            func(childComplexity int, input model.SignupInput) int
-		Typing            func(childComplexity int, conversation string, active *bool) int
-		UnbanUser         func(childComplexity int, room string, login string) int
-		UnblockUser       func(childComplexity int, login string) int
-		UpdateProfile     func(childComplexity int, input model.ProfileInput) int
+		AddGroupMember             func(childComplexity int, group string, login string) int
+		AddReaction                func(childComplexity int, messageID string, emoji string) int
+		AppointModerator           func(childComplexity int, room string, login string) int
+		BanUser                    func(childComplexity int, room string, login string) int
+		BlockUser                  func(childComplexity int, login string) int
+		ChangePassword             func(childComplexity int, oldPassword string, newPassword string) int
+		CompleteUpload             func(childComplexity int, id string) int
+		CreateRoom                 func(childComplexity int, input model.CreateRoomInput) int
+		CreateUpload               func(childComplexity int, name string, contentType string, size int) int
+		DeleteAccount              func(childComplexity int, password string) int
+		DeleteMessage              func(childComplexity int, id string) int
+		DeleteRoom                 func(childComplexity int, room string) int
+		DismissModerator           func(childComplexity int, room string, login string) int
+		EditMessage                func(childComplexity int, id string, content string) int
+		HideMessage                func(childComplexity int, id string) int
+		JoinRoom                   func(childComplexity int, room string) int
+		LeaveRoom                  func(childComplexity int, room string) int
+		Login                      func(childComplexity int, login string, password string) int
+		Logout                     func(childComplexity int) int
+		MarkRead                   func(childComplexity int, conversation string, upTo string) int
+		MuteConversation           func(childComplexity int, conversation string, muted *bool) int
+		PostMessage                func(childComplexity int, room string, content string, attachments []string, clientMessageID *string, replyTo *string) int
+		RefreshToken               func(childComplexity int, token string) int
+		RegisterPushSubscription   func(childComplexity int, endpoint string, p256dh string, auth string, device *string) int
+		RemoveParticipant          func(childComplexity int, room string, login string) int
+		RemoveReaction             func(childComplexity int, messageID string, emoji string) int
+		SendDirectMessage          func(childComplexity int, to string, content string, attachments []string, clientMessageID *string, replyTo *string) int
+		SetAvatar                  func(childComplexity int, file *string) int
+		SetPushPreviews            func(childComplexity int, previews bool) int
+		SetRoomIcon                func(childComplexity int, room string, file *string) int
+		Signup                     func(childComplexity int, input model.SignupInput) int
+		Typing                     func(childComplexity int, conversation string, active *bool) int
+		UnbanUser                  func(childComplexity int, room string, login string) int
+		UnblockUser                func(childComplexity int, login string) int
+		UnregisterPushSubscription func(childComplexity int, endpoint string) int
+		UpdateProfile              func(childComplexity int, input model.ProfileInput) int
 	}
 
 	PageInfo struct {
@@ -194,19 +197,28 @@ type ComplexityRoot struct {
 		StartCursor     func(childComplexity int) int
 	}
 
+	PushSubscription struct {
+		CreatedAt func(childComplexity int) int
+		Device    func(childComplexity int) int
+		Endpoint  func(childComplexity int) int
+	}
+
 	Query struct {
-		BlockedUsers   func(childComplexity int, first *int, after *string) int
-		DirectMessages func(childComplexity int, with string, first *int, after *string, last *int, before *string, around *string) int
-		FileQuota      func(childComplexity int) int
-		Inbox          func(childComplexity int) int
-		Me             func(childComplexity int) int
-		Message        func(childComplexity int, id string) int
-		Messages       func(childComplexity int, room string, first *int, after *string, last *int, before *string, around *string) int
-		MyMessages     func(childComplexity int, first *int, after *string) int
-		Presence       func(childComplexity int, logins []string) int
-		Room           func(childComplexity int, name string) int
-		Rooms          func(childComplexity int, first *int, after *string) int
-		Thread         func(childComplexity int, messageID string, first *int, after *string, last *int, before *string, around *string) int
+		BlockedUsers      func(childComplexity int, first *int, after *string) int
+		DirectMessages    func(childComplexity int, with string, first *int, after *string, last *int, before *string, around *string) int
+		FileQuota         func(childComplexity int) int
+		Inbox             func(childComplexity int) int
+		Me                func(childComplexity int) int
+		Message           func(childComplexity int, id string) int
+		Messages          func(childComplexity int, room string, first *int, after *string, last *int, before *string, around *string) int
+		MyMessages        func(childComplexity int, first *int, after *string) int
+		Presence          func(childComplexity int, logins []string) int
+		PushPreviews      func(childComplexity int) int
+		PushSubscriptions func(childComplexity int) int
+		Room              func(childComplexity int, name string) int
+		Rooms             func(childComplexity int, first *int, after *string) int
+		Thread            func(childComplexity int, messageID string, first *int, after *string, last *int, before *string, around *string) int
+		VapidPublicKey    func(childComplexity int) int
 	}
 
 	Reaction struct {
@@ -357,6 +369,9 @@ type MutationResolver interface {
 	DeleteMessage(ctx context.Context, id string) (*store.Message, error)
 	AddReaction(ctx context.Context, messageID string, emoji string) (*store.Message, error)
 	RemoveReaction(ctx context.Context, messageID string, emoji string) (*store.Message, error)
+	RegisterPushSubscription(ctx context.Context, endpoint string, p256dh string, auth string, device *string) (*store.PushSubscription, error)
+	UnregisterPushSubscription(ctx context.Context, endpoint string) (bool, error)
+	SetPushPreviews(ctx context.Context, previews bool) (bool, error)
 	CreateRoom(ctx context.Context, input model.CreateRoomInput) (*store.Room, error)
 	JoinRoom(ctx context.Context, room string) (*store.Room, error)
 	LeaveRoom(ctx context.Context, room string) (*store.Room, error)
@@ -387,6 +402,9 @@ type QueryResolver interface {
 	FileQuota(ctx context.Context) (*model.FileQuota, error)
 	Messages(ctx context.Context, room string, first *int, after *string, last *int, before *string, around *string) (*model.MessageConnection, error)
 	Thread(ctx context.Context, messageID string, first *int, after *string, last *int, before *string, around *string) (*model.MessageConnection, error)
+	VapidPublicKey(ctx context.Context) (*string, error)
+	PushSubscriptions(ctx context.Context) ([]store.PushSubscription, error)
+	PushPreviews(ctx context.Context) (bool, error)
 	Room(ctx context.Context, name string) (*store.Room, error)
 	Rooms(ctx context.Context, first *int, after *string) (*model.RoomConnection, error)
 	BlockedUsers(ctx context.Context, first *int, after *string) ([]store.UserRef, error)
@@ -1100,6 +1118,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RefreshToken(childComplexity, args["token"].(string)), true
+	case "Mutation.registerPushSubscription":
+		if e.ComplexityRoot.Mutation.RegisterPushSubscription == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_registerPushSubscription_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RegisterPushSubscription(childComplexity, args["endpoint"].(string), args["p256dh"].(string), args["auth"].(string), args["device"].(*string)), true
 	case "Mutation.removeParticipant":
 		if e.ComplexityRoot.Mutation.RemoveParticipant == nil {
 			break
@@ -1144,6 +1173,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetAvatar(childComplexity, args["file"].(*string)), true
+	case "Mutation.setPushPreviews":
+		if e.ComplexityRoot.Mutation.SetPushPreviews == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setPushPreviews_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetPushPreviews(childComplexity, args["previews"].(bool)), true
 	case "Mutation.setRoomIcon":
 		if e.ComplexityRoot.Mutation.SetRoomIcon == nil {
 			break
@@ -1199,6 +1239,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UnblockUser(childComplexity, args["login"].(string)), true
+	case "Mutation.unregisterPushSubscription":
+		if e.ComplexityRoot.Mutation.UnregisterPushSubscription == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_unregisterPushSubscription_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UnregisterPushSubscription(childComplexity, args["endpoint"].(string)), true
 	case "Mutation.updateProfile":
 		if e.ComplexityRoot.Mutation.UpdateProfile == nil {
 			break
@@ -1235,6 +1286,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PageInfo.StartCursor(childComplexity), true
+
+	case "PushSubscription.createdAt":
+		if e.ComplexityRoot.PushSubscription.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PushSubscription.CreatedAt(childComplexity), true
+	case "PushSubscription.device":
+		if e.ComplexityRoot.PushSubscription.Device == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PushSubscription.Device(childComplexity), true
+	case "PushSubscription.endpoint":
+		if e.ComplexityRoot.PushSubscription.Endpoint == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PushSubscription.Endpoint(childComplexity), true
 
 	case "Query.blockedUsers":
 		if e.ComplexityRoot.Query.BlockedUsers == nil {
@@ -1321,6 +1391,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Presence(childComplexity, args["logins"].([]string)), true
+	case "Query.pushPreviews":
+		if e.ComplexityRoot.Query.PushPreviews == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.PushPreviews(childComplexity), true
+	case "Query.pushSubscriptions":
+		if e.ComplexityRoot.Query.PushSubscriptions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.PushSubscriptions(childComplexity), true
 	case "Query.room":
 		if e.ComplexityRoot.Query.Room == nil {
 			break
@@ -1354,6 +1436,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Thread(childComplexity, args["messageId"].(string), args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["around"].(*string)), true
+	case "Query.vapidPublicKey":
+		if e.ComplexityRoot.Query.VapidPublicKey == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.VapidPublicKey(childComplexity), true
 
 	case "Reaction.count":
 		if e.ComplexityRoot.Reaction.Count == nil {
@@ -2330,6 +2418,48 @@ extend type Subscription {
   ): RoomEvent!
 }
 `, BuiltIn: false},
+	{Name: "../schema/notifications.graphqls", Input: `"""A browser's Web Push subscription, registered for one of the caller's devices."""
+type PushSubscription {
+  """The push service's URL of the subscription, which names it."""
+  endpoint: String!
+  """The name the caller gave the device."""
+  device: String!
+  """When it was registered."""
+  createdAt: Time!
+}
+
+extend type Query {
+  """
+  The server's VAPID public key (RFC 8292), base64url: pass it as ` + "`" + `applicationServerKey` + "`" + ` to the
+  browser's ` + "`" + `pushManager.subscribe` + "`" + `. Null when this server sends no push notifications.
+  """
+  vapidPublicKey: String
+  """The caller's push subscriptions, oldest first. Needs a token."""
+  pushSubscriptions: [PushSubscription!]! @listSize(assumedSize: 20)
+  """Whether the caller's notifications show the message's text (` + "`" + `setPushPreviews` + "`" + `). Needs a token."""
+  pushPreviews: Boolean!
+}
+
+extend type Mutation {
+  """
+  Registers a browser's push subscription (` + "`" + `PushSubscription.toJSON()` + "`" + `: its endpoint and its keys
+  p256dh and auth) for the caller: when they are offline, direct messages, mentions, replies to
+  their messages and being added to a group are pushed to it, one notification per conversation,
+  unless they muted the conversation or blocked the sender. The endpoint must be https; p256dh a
+  P-256 public key (65 bytes, base64url) and auth 16 bytes. At most 20 per user; registering an
+  endpoint again replaces it. A subscription the push service says is gone is dropped.
+  """
+  registerPushSubscription(endpoint: String!, p256dh: String!, auth: String!, device: String = ""): PushSubscription!
+  """Drops one of the caller's push subscriptions; dropping a missing one changes nothing."""
+  unregisterPushSubscription(endpoint: String!): Boolean!
+  """
+  Whether the caller's notifications show the message's text (true) or only who wrote where
+  (false, the default: a notification passes through the browser vendor's push service and shows
+  on a locked screen). Returns the choice.
+  """
+  setPushPreviews(previews: Boolean!): Boolean!
+}
+`, BuiltIn: false},
 	{Name: "../schema/rooms.graphqls", Input: `"""A chat room: its creator and participants are read with it in one go."""
 type Room {
   """The unique name: 2 to 40 characters, lowercase letters, digits, '_' or '-'."""
@@ -2927,6 +3057,18 @@ func (ec *executionContext) childFields_PageInfo(ctx context.Context, field grap
 		return ec.fieldContext_PageInfo_endCursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PageInfo", field.Name)
+}
+
+func (ec *executionContext) childFields_PushSubscription(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "endpoint":
+		return ec.fieldContext_PushSubscription_endpoint(ctx, field)
+	case "device":
+		return ec.fieldContext_PushSubscription_device(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_PushSubscription_createdAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PushSubscription", field.Name)
 }
 
 func (ec *executionContext) childFields_Reaction(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3645,6 +3787,44 @@ func (ec *executionContext) field_Mutation_refreshToken_args(ctx context.Context
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_registerPushSubscription_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "endpoint",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["endpoint"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "p256dh",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["p256dh"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "auth",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["auth"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "device",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["device"] = arg3
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_removeParticipant_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3749,6 +3929,20 @@ func (ec *executionContext) field_Mutation_setAvatar_args(ctx context.Context, r
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_setPushPreviews_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "previews",
+		func(ctx context.Context, v any) (bool, error) {
+			return ec.unmarshalNBoolean2bool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["previews"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_setRoomIcon_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3840,6 +4034,20 @@ func (ec *executionContext) field_Mutation_unblockUser_args(ctx context.Context,
 		return nil, err
 	}
 	args["login"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_unregisterPushSubscription_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "endpoint",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["endpoint"] = arg0
 	return args, nil
 }
 
@@ -6604,6 +6812,138 @@ func (ec *executionContext) fieldContext_Mutation_removeReaction(ctx context.Con
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_registerPushSubscription(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_registerPushSubscription(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RegisterPushSubscription(ctx, fc.Args["endpoint"].(string), fc.Args["p256dh"].(string), fc.Args["auth"].(string), fc.Args["device"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.PushSubscription) graphql.Marshaler {
+			return ec.marshalNPushSubscription2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐPushSubscription(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_registerPushSubscription(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PushSubscription(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_registerPushSubscription_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_unregisterPushSubscription(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_unregisterPushSubscription(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UnregisterPushSubscription(ctx, fc.Args["endpoint"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_unregisterPushSubscription(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_unregisterPushSubscription_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setPushPreviews(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setPushPreviews(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetPushPreviews(ctx, fc.Args["previews"].(bool))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setPushPreviews(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setPushPreviews_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_createRoom(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7555,6 +7895,75 @@ func (ec *executionContext) fieldContext_PageInfo_endCursor(_ context.Context, f
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _PushSubscription_endpoint(ctx context.Context, field graphql.CollectedField, obj *store.PushSubscription) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PushSubscription_endpoint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Endpoint, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PushSubscription_endpoint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PushSubscription", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _PushSubscription_device(ctx context.Context, field graphql.CollectedField, obj *store.PushSubscription) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PushSubscription_device(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Device, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PushSubscription_device(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PushSubscription", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _PushSubscription_createdAt(ctx context.Context, field graphql.CollectedField, obj *store.PushSubscription) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PushSubscription_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PushSubscription_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PushSubscription", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
 func (ec *executionContext) _Query_inbox(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7881,6 +8290,84 @@ func (ec *executionContext) fieldContext_Query_thread(ctx context.Context, field
 		return fc, err
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Query_vapidPublicKey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_vapidPublicKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().VapidPublicKey(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_vapidPublicKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Query", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Query_pushSubscriptions(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_pushSubscriptions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().PushSubscriptions(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []store.PushSubscription) graphql.Marshaler {
+			return ec.marshalNPushSubscription2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐPushSubscriptionᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_pushSubscriptions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PushSubscription(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_pushPreviews(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_pushPreviews(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().PushPreviews(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_pushPreviews(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Query", field, true, true, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _Query_room(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -12484,6 +12971,27 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "registerPushSubscription":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_registerPushSubscription(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "unregisterPushSubscription":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_unregisterPushSubscription(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setPushPreviews":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setPushPreviews(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "createRoom":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createRoom(ctx, field)
@@ -12698,6 +13206,54 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
+var pushSubscriptionImplementors = []string{"PushSubscription"}
+
+func (ec *executionContext) _PushSubscription(ctx context.Context, sel ast.SelectionSet, obj *store.PushSubscription) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, pushSubscriptionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PushSubscription")
+		case "endpoint":
+			out.Values[i] = ec._PushSubscription_endpoint(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "device":
+			out.Values[i] = ec._PushSubscription_device(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._PushSubscription_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var queryImplementors = []string{"Query"}
 
 func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
@@ -12882,6 +13438,72 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_thread(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "vapidPublicKey":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_vapidPublicKey(ctx, field)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "pushSubscriptions":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_pushSubscriptions(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "pushPreviews":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_pushPreviews(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -14749,6 +15371,36 @@ func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋkillrchatᚋchatq
 func (ec *executionContext) unmarshalNProfileInput2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐProfileInput(ctx context.Context, v any) (model.ProfileInput, error) {
 	res, err := ec.unmarshalInputProfileInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNPushSubscription2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐPushSubscription(ctx context.Context, sel ast.SelectionSet, v store.PushSubscription) graphql.Marshaler {
+	return ec._PushSubscription(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNPushSubscription2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐPushSubscriptionᚄ(ctx context.Context, sel ast.SelectionSet, v []store.PushSubscription) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPushSubscription2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐPushSubscription(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNPushSubscription2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐPushSubscription(ctx context.Context, sel ast.SelectionSet, v *store.PushSubscription) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._PushSubscription(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNReaction2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐReaction(ctx context.Context, sel ast.SelectionSet, v store.Reaction) graphql.Marshaler {

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/killrchat/chatql/notify/webpush"
@@ -67,7 +68,12 @@ type Notifier struct {
 	// reached, so that a retry after a failure reaches only the others.
 	mu   sync.Mutex
 	sent map[noticeKey]map[string]bool
+	// handled counts the notices done: told, or not to be told.
+	handled atomic.Uint64
 }
+
+// Handled is how many notices the notifier is done with, told or not.
+func (n *Notifier) Handled() uint64 { return n.handled.Load() }
 
 // The notifier's defaults.
 const (
@@ -170,6 +176,7 @@ func (n *Notifier) drain(ctx context.Context, shard int, until time.Time) (retry
 				return retry, err
 			}
 			n.forget(group)
+			n.handled.Add(uint64(len(group)))
 		}
 		if len(page) < pageSize {
 			break

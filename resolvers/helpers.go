@@ -312,3 +312,7 @@ func positive(n int) *int {
 	}
 	return &n
 }
+
+// caller is the user a request acts for, for resolvers whose arguments
+// shadow package auth (a push subscription's auth key).
+func caller(ctx context.Context) (store.UserRef, error) { return auth.UserFrom(ctx) }

@@ -137,6 +137,19 @@ type Config struct {
 	// flag.
 	LinkPreviewsAllowLoopback bool
 
+	// Push turns on Web Push notifications to people who are away.
+	// VAPIDPrivateKey is the server's VAPID key (every instance shares it);
+	// with the embedded store and none given, one is kept in the data
+	// directory. VAPIDContact is how push services reach the operator.
+	Push            bool
+	VAPIDPrivateKey string
+	VAPIDContact    string
+	// PushAllowLoopback accepts push subscriptions on loopback (the push
+	// service of the tests). NotifyPoll is how often the notifier reads
+	// the outbox when idle (notify.DefaultPoll when 0). Neither has a flag.
+	PushAllowLoopback bool
+	NotifyPoll        time.Duration
+
 	// Cassandra selects and tunes the cluster when Store is "cassandra".
 	Cassandra cassandra.Config
 }
@@ -191,6 +204,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.DurationVar(&c.FileLimits.UnattachedTTL, "unsent-file-ttl", env.duration("CHAT_UNSENT_FILE_TTL", files.DefaultLimits.UnattachedTTL), "how long an uploaded file may wait to be sent with a message before it is removed (CHAT_UNSENT_FILE_TTL)")
 	fs.DurationVar(&c.FileSweepInterval, "file-sweep-interval", env.duration("CHAT_FILE_SWEEP_INTERVAL", 5*time.Minute), "how often unsent files and those of deleted messages are swept (CHAT_FILE_SWEEP_INTERVAL)")
 	fs.BoolVar(&c.LinkPreviews, "link-previews", env.bool("CHAT_LINK_PREVIEWS", true), "fetch the card (title, description, image) of the first link in each message; private, loopback and link-local addresses are never fetched (CHAT_LINK_PREVIEWS)")
+	fs.BoolVar(&c.Push, "push", env.bool("CHAT_PUSH", true), "send Web Push notifications of direct messages, mentions, replies and group additions to people who are offline (CHAT_PUSH)")
+	fs.StringVar(&c.VAPIDPrivateKey, "vapid-private-key", env.str("CHAT_VAPID_PRIVATE_KEY", ""), "the VAPID private key of Web Push (PEM, or the 32-byte scalar in base64url), shared by every instance; generated into the data dir when empty with the embedded store, push off when empty with Cassandra (CHAT_VAPID_PRIVATE_KEY)")
+	fs.StringVar(&c.VAPIDContact, "vapid-contact", env.str("CHAT_VAPID_CONTACT", "https://github.com/killrchat/chatql"), "how push services reach this server's operator: mailto:address or an https URL (CHAT_VAPID_CONTACT)")
 	c.RateLimits = ratelimit.DefaultLimits
 	for _, f := range rateFlags {
 		l := &c.RateLimits[f.action]

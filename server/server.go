@@ -43,6 +43,7 @@ import (
 	"github.com/killrchat/chatql/linkpreview"
 	"github.com/killrchat/chatql/live"
 	"github.com/killrchat/chatql/metrics"
+	"github.com/killrchat/chatql/notify"
 	"github.com/killrchat/chatql/playground"
 	"github.com/killrchat/chatql/presence"
 	"github.com/killrchat/chatql/querylimit"
@@ -78,14 +79,16 @@ type Server struct {
 	// files serves the signed URLs of files on disk (nil on S3);
 	// stopSweeper ends the sweep of files and waits; previews fetches
 	// link previews (nil when off), which core runs in the background.
-	files       http.Handler
-	stopSweeper func()
-	previews    *linkpreview.Fetcher
-	core        *chat.Service
-	passwords   *auth.Passwords
-	profiles    *chat.Profiles
-	streams     *stream.Source
-	live        *live.Transport
+	files        http.Handler
+	stopSweeper  func()
+	stopNotifier func()
+	notifier     *notify.Notifier
+	previews     *linkpreview.Fetcher
+	core         *chat.Service
+	passwords    *auth.Passwords
+	profiles     *chat.Profiles
+	streams      *stream.Source
+	live         *live.Transport
 	// metrics is the server's Prometheus registry and instruments, served
 	// at /metrics (see metricsHandler).
 	metrics *metrics.Metrics
@@ -211,6 +214,14 @@ func NewOnStore(ctx context.Context, cfg Config, log *slog.Logger, st store.Stor
 		return nil, fmt.Errorf("following the instances' announcements: %w", err)
 	}
 	if err := s.startPresence(res); err != nil {
+		endStreams()
+		_ = s.broker.Close()
+		return nil, err
+	}
+	// After presence: the notifier tells only those who are offline.
+	if err := s.startNotifier(streams, core); err != nil {
+		s.stopPresence()
+		s.stopSweeper()
 		endStreams()
 		_ = s.broker.Close()
 		return nil, err
@@ -539,6 +550,7 @@ func (s *Server) Close(ctx context.Context) error {
 	err = errors.Join(err, s.presence.Close(ctx))
 	s.stopPresence()
 	s.stopSweeper()
+	s.stopNotifier()
 	s.core.WaitPreviews()
 	if s.previews != nil {
 		s.previews.Close()

@@ -1,0 +1,70 @@
+package chat
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/killrchat/chatql/notify/webpush"
+	"github.com/killrchat/chatql/ratelimit"
+	"github.com/killrchat/chatql/store"
+)
+
+// Push is what the chat knows of the server's Web Push: the VAPID public
+// key browsers subscribe with, and whether subscriptions on loopback are
+// accepted (tests only).
+type Push struct {
+	PublicKey     string
+	AllowLoopback bool
+}
+
+// errNoPush refuses push subscriptions on a server that sends no pushes.
+var errNoPush = fmt.Errorf("%w: this server sends no push notifications", store.ErrForbidden)
+
+// maxDeviceName bounds the name a user gives a device.
+const maxDeviceName = 64
+
+// VAPIDPublicKey is the server's VAPID public key, or "" when it sends no
+// pushes.
+func (s *Service) VAPIDPublicKey() string {
+	if s.Push == nil {
+		return ""
+	}
+	return s.Push.PublicKey
+}
+
+// RegisterPush registers a browser's push subscription for me.
+func (s *Service) RegisterPush(ctx context.Context, me store.UserRef, sub store.PushSubscription) (store.PushSubscription, error) {
+	if s.Push == nil {
+		return sub, errNoPush
+	}
+	if err := s.limit(ctx, ratelimit.RoomChange, me); err != nil {
+		return sub, err
+	}
+	if err := webpush.Validate(webpush.Subscription{Endpoint: sub.Endpoint, P256dh: sub.P256dh, Auth: sub.Auth}, s.Push.AllowLoopback); err != nil {
+		return sub, store.Invalidf("invalid push subscription: %v", err)
+	}
+	sub.Device = strings.TrimSpace(sub.Device)
+	if !utf8.ValidString(sub.Device) || utf8.RuneCountInString(sub.Device) > maxDeviceName {
+		return sub, store.Invalidf("invalid device name: at most %d characters", maxDeviceName)
+	}
+	sub.CreatedAt = s.now().UTC().Truncate(1e6)
+	return sub, s.Store.AddPushSubscription(ctx, me.Login, sub)
+}
+
+// UnregisterPush drops one of me's push subscriptions.
+func (s *Service) UnregisterPush(ctx context.Context, me store.UserRef, endpoint string) error {
+	if err := s.limit(ctx, ratelimit.RoomChange, me); err != nil {
+		return err
+	}
+	return s.Store.RemovePushSubscription(ctx, me.Login, endpoint)
+}
+
+// SetPushPreviews sets whether me's notifications show the text.
+func (s *Service) SetPushPreviews(ctx context.Context, me store.UserRef, previews bool) error {
+	if err := s.limit(ctx, ratelimit.RoomChange, me); err != nil {
+		return err
+	}
+	return s.Store.SetPushPreviews(ctx, me.Login, previews)
+}

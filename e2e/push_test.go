@@ -1,0 +1,133 @@
+package e2e
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/killrchat/chatql/internal/chatclient"
+	"github.com/killrchat/chatql/notify"
+	"github.com/killrchat/chatql/notify/webpush/pushtest"
+	"github.com/killrchat/chatql/server"
+)
+
+func TestPushNotifications(t *testing.T) { forEachStore(t, testPushNotifications) }
+
+// pushConfig lets the server push to the test's push service, on loopback,
+// and read the outbox often.
+func pushConfig(cfg server.Config) server.Config {
+	cfg.PushAllowLoopback = true
+	cfg.NotifyPoll = 20 * time.Millisecond
+	cfg.PresenceGrace = 0
+	return cfg
+}
+
+// subscribePush has c's browser subscribe at the push service with the
+// server's key and register the subscription.
+func subscribePush(t *testing.T, c *chatclient.Client, service *pushtest.Service, device string) pushtest.Subscription {
+	t.Helper()
+	var key struct{ VapidPublicKey *string }
+	mustDo(t, c, `{ vapidPublicKey }`, nil, &key)
+	if key.VapidPublicKey == nil {
+		t.Fatal("the server has no VAPID key")
+	}
+	sub, err := service.Subscribe(*key.VapidPublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustDo(t, c, `mutation($e: String!, $p: String!, $a: String!, $d: String) { registerPushSubscription(endpoint: $e, p256dh: $p, auth: $a, device: $d) { endpoint } }`,
+		map[string]any{"e": sub.Endpoint, "p": sub.P256dh, "a": sub.Auth, "d": device}, nil)
+	return sub
+}
+
+// pushed waits for the push service to hold n notifications for sub, and
+// decodes them.
+func pushed(t *testing.T, service *pushtest.Service, sub pushtest.Subscription, n int) []notify.Notification {
+	t.Helper()
+	var notes []notify.Notification
+	eventually(t, 10*time.Second, "the pushes arrive", func() (bool, any) {
+		msgs := service.Messages(sub.Endpoint)
+		notes = notes[:0]
+		for _, m := range msgs {
+			var note notify.Notification
+			if err := json.Unmarshal(m.Plaintext, &note); err != nil {
+				t.Fatalf("a push that is no notification: %q", m.Plaintext)
+			}
+			notes = append(notes, note)
+		}
+		return len(notes) >= n, notes
+	})
+	if len(notes) != n {
+		t.Fatalf("%d pushes, want %d: %+v", len(notes), n, notes)
+	}
+	return notes
+}
+
+// testPushNotifications: an offline user is pushed a direct message, a
+// mention and being added to a group, decrypted by the test's push service
+// as a browser would; nothing while they are online, nothing of a muted
+// conversation; a subscription the push service says is gone is dropped.
+func testPushNotifications(t *testing.T, cfg server.Config) {
+	service := pushtest.New(t)
+	ts, alice, bob, _ := teaParty(t, pushConfig(cfg))
+	phone := subscribePush(t, bob, service, "phone")
+
+	mustDo(t, alice, `mutation { sendDirectMessage(to: "bob", content: "are you there?") { id } }`, nil, nil)
+	note := pushed(t, service, phone, 1)[0]
+	if note.Kind != "DIRECT_MESSAGE" || note.Title != "Alice Tester" || note.Body != "New message" || note.Count != 1 {
+		t.Fatalf("the direct message's notification: %+v", note)
+	}
+
+	// With previews the text shows; a mention in a room is told too.
+	mustDo(t, bob, `mutation { setPushPreviews(previews: true) }`, nil, nil)
+	mustDo(t, alice, `mutation { postMessage(room: "tea-party", content: "@bob more tea?") { id } }`, nil, nil)
+	note = pushed(t, service, phone, 2)[1]
+	if note.Kind != "MENTION" || note.Conversation != "tea-party" || note.Body != "@bob more tea?" {
+		t.Fatalf("the mention's notification: %+v", note)
+	}
+
+	// A muted conversation tells nothing; the next message elsewhere is
+	// the next push.
+	mustDo(t, bob, `mutation { muteConversation(conversation: "tea-party") }`, nil, nil)
+	mustDo(t, alice, `mutation { postMessage(room: "tea-party", content: "@bob hello?") { id } }`, nil, nil)
+	mustDo(t, alice, `mutation { sendDirectMessage(to: "bob", content: "second") { id } }`, nil, nil)
+	if note = pushed(t, service, phone, 3)[2]; note.Kind != "DIRECT_MESSAGE" || note.Body != "second" {
+		t.Fatalf("after the muted mention, the next push: %+v", note)
+	}
+
+	// Online, bob is told nothing: he sees it live.
+	live := ts.live(t, bob, `subscription { inboxEvents { kind } }`, nil)
+	waitOnline(t, alice, "bob", true)
+	handled := ts.NoticesHandled()
+	mustDo(t, alice, `mutation { sendDirectMessage(to: "bob", content: "online now") { id } }`, nil, nil)
+	waitFor(t, func() bool { return ts.NoticesHandled() > handled })
+	live.Close()
+	waitOnline(t, alice, "bob", false)
+
+	// Offline again: being added to a group is told, and nothing of the
+	// message sent while he was online.
+	mustDo(t, alice, `mutation { createRoom(input: {name: "den", kind: PRIVATE_GROUP}) { name } }`, nil, nil)
+	mustDo(t, alice, `mutation { addGroupMember(group: "den", login: "bob") { name } }`, nil, nil)
+	if note = pushed(t, service, phone, 4)[3]; note.Kind != "ADDED_TO_GROUP" || note.Conversation != "den" {
+		t.Fatalf("the group addition's notification: %+v", note)
+	}
+
+	// A subscription the push service says is gone is dropped.
+	service.Unsubscribe(phone.Endpoint)
+	mustDo(t, alice, `mutation { sendDirectMessage(to: "bob", content: "still there?") { id } }`, nil, nil)
+	eventually(t, 10*time.Second, "the gone subscription is dropped", func() (bool, any) {
+		var subs struct{ PushSubscriptions []struct{ Endpoint string } }
+		mustDo(t, bob, `{ pushSubscriptions { endpoint } }`, nil, &subs)
+		return len(subs.PushSubscriptions) == 0, subs
+	})
+}
+
+// waitOnline waits until c sees login online (or offline).
+func waitOnline(t *testing.T, c *chatclient.Client, login string, online bool) {
+	t.Helper()
+	eventually(t, 10*time.Second, "presence", func() (bool, any) {
+		var p struct{ Presence []struct{ Online *bool } }
+		mustDo(t, c, `query($l: String!) { presence(logins: [$l]) { online } }`, map[string]any{"l": login}, &p)
+		return len(p.Presence) == 1 && p.Presence[0].Online != nil && *p.Presence[0].Online == online, p
+	})
+}

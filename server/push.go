@@ -1,0 +1,69 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/killrchat/chatql/chat"
+	"github.com/killrchat/chatql/notify"
+	"github.com/killrchat/chatql/notify/webpush"
+)
+
+// vapidKey is the configured VAPID key; with the embedded store and none
+// configured, the one kept in the data directory (made on first start).
+// Nil, with no error, when push is off or has no key.
+func vapidKey(cfg Config, log *slog.Logger) (*webpush.VAPIDKey, error) {
+	switch {
+	case !cfg.Push:
+		return nil, nil
+	case cfg.VAPIDPrivateKey != "":
+		return webpush.ParseVAPIDKey(cfg.VAPIDPrivateKey)
+	case cfg.Store == "embedded":
+		return webpush.LoadOrCreateVAPIDKey(filepath.Join(cfg.DataDir, "vapid.pem"))
+	}
+	log.Warn("push notifications are off: set CHAT_VAPID_PRIVATE_KEY, the same on every instance, to send them")
+	return nil, nil
+}
+
+// startNotifier starts sending the outbox's notices as Web Push
+// notifications, if push is on, until the server closes.
+func (s *Server) startNotifier(ctx context.Context, core *chat.Service) error {
+	s.stopNotifier = func() {}
+	key, err := vapidKey(s.cfg, s.log)
+	if err != nil || key == nil {
+		return err
+	}
+	sender, err := webpush.NewSender(webpush.Config{Key: key, Contact: s.cfg.VAPIDContact, AllowLoopback: s.cfg.PushAllowLoopback})
+	if err != nil {
+		return fmt.Errorf("push notifications: %w", err)
+	}
+	core.Push = &chat.Push{PublicKey: key.PublicKey(), AllowLoopback: s.cfg.PushAllowLoopback}
+	holder := make([]byte, 8)
+	_, _ = rand.Read(holder)
+	n := &notify.Notifier{
+		Outbox: s.store, Subscriptions: s.store, Push: sender, Compose: core.ComposeNotification,
+		Holder: hex.EncodeToString(holder), Log: s.log, Poll: s.cfg.NotifyPoll,
+	}
+	ctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n.Run(ctx)
+	}()
+	s.stopNotifier = func() { stop(); <-done; sender.Close() }
+	s.notifier = n
+	return nil
+}
+
+// NoticesHandled is how many notices this instance's notifier is done
+// with (told, or not to be told): for tests that wait for it.
+func (s *Server) NoticesHandled() uint64 {
+	if s.notifier == nil {
+		return 0
+	}
+	return s.notifier.Handled()
+}
