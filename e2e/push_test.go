@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -130,4 +131,35 @@ func waitOnline(t *testing.T, c *chatclient.Client, login string, online bool) {
 		mustDo(t, c, `query($l: String!) { presence(logins: [$l]) { online } }`, map[string]any{"l": login}, &p)
 		return len(p.Presence) == 1 && p.Presence[0].Online != nil && *p.Presence[0].Online == online, p
 	})
+}
+
+// TestClusterPushesOnce runs two instances on one store and Redis, each
+// with its notifier: every direct message to an offline user is pushed
+// once, whichever instance took it and whichever reads its notice.
+func TestClusterPushesOnce(t *testing.T) {
+	service := pushtest.New(t)
+	cl := startClusterWith(t, 2, redisURL(t), func(_ int, c *server.Config) { *c = pushConfig(*c) })
+	first := cl.instances[0]
+	alice, bob := first.user(t, "alice"), first.user(t, "bob")
+	phone := subscribePush(t, bob, service, "phone")
+	const sends = 6
+	for i := range sends {
+		handled := cl.instances[0].NoticesHandled() + cl.instances[1].NoticesHandled()
+		mustDo(t, cl.on(i%2, alice), `mutation($c: String!) { sendDirectMessage(to: "bob", content: $c) { id } }`, map[string]any{"c": fmt.Sprint("message ", i)}, nil)
+		pushed(t, service, phone, i+1)
+		waitFor(t, func() bool { return cl.instances[0].NoticesHandled()+cl.instances[1].NoticesHandled() > handled })
+	}
+	notes := pushed(t, service, phone, sends)
+	seen := map[string]bool{}
+	for _, n := range notes {
+		for _, id := range n.Notices {
+			if seen[id] {
+				t.Fatalf("notice %s pushed twice: %+v", id, notes)
+			}
+			seen[id] = true
+		}
+	}
+	if len(seen) != sends {
+		t.Fatalf("%d notices pushed, want %d", len(seen), sends)
+	}
 }
