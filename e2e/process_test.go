@@ -105,6 +105,7 @@ func chatqlEnv(cfg server.Config) []string {
 		"CHAT_S3_URL="+cfg.S3URL,
 		"CHAT_UNSENT_FILE_TTL="+cfg.FileLimits.UnattachedTTL.String(),
 		"CHAT_FILE_SWEEP_INTERVAL="+cfg.FileSweepInterval.String(),
+		"CHAT_ALLOW_LOOPBACK_TARGETS="+strconv.FormatBool(cfg.PushAllowLoopback),
 	)
 }
 

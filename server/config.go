@@ -133,8 +133,8 @@ type Config struct {
 	LinkPreviews bool
 	// LinkPreviewsAllowLoopback lets previews be fetched from loopback
 	// addresses, which are refused otherwise (as private and link-local
-	// ones always are): for tests, whose pages are on loopback. It has no
-	// flag.
+	// ones always are): for tests, whose pages are on loopback
+	// (-allow-loopback-targets).
 	LinkPreviewsAllowLoopback bool
 
 	// Push turns on Web Push notifications to people who are away.
@@ -145,8 +145,9 @@ type Config struct {
 	VAPIDPrivateKey string
 	VAPIDContact    string
 	// PushAllowLoopback accepts push subscriptions on loopback (the push
-	// service of the tests). NotifyPoll is how often the notifier reads
-	// the outbox when idle (notify.DefaultPoll when 0). Neither has a flag.
+	// service of the tests; -allow-loopback-targets). NotifyPoll is how
+	// often the notifier reads the outbox when idle (notify.DefaultPoll
+	// when 0); it has no flag.
 	PushAllowLoopback bool
 	NotifyPoll        time.Duration
 
@@ -204,6 +205,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.DurationVar(&c.FileLimits.UnattachedTTL, "unsent-file-ttl", env.duration("CHAT_UNSENT_FILE_TTL", files.DefaultLimits.UnattachedTTL), "how long an uploaded file may wait to be sent with a message before it is removed (CHAT_UNSENT_FILE_TTL)")
 	fs.DurationVar(&c.FileSweepInterval, "file-sweep-interval", env.duration("CHAT_FILE_SWEEP_INTERVAL", 5*time.Minute), "how often unsent files and those of deleted messages are swept (CHAT_FILE_SWEEP_INTERVAL)")
 	fs.BoolVar(&c.LinkPreviews, "link-previews", env.bool("CHAT_LINK_PREVIEWS", true), "fetch the card (title, description, image) of the first link in each message; private, loopback and link-local addresses are never fetched (CHAT_LINK_PREVIEWS)")
+	loopback := fs.Bool("allow-loopback-targets", env.bool("CHAT_ALLOW_LOOPBACK_TARGETS", false), "for tests only: let link previews and push notifications reach loopback addresses, which are refused otherwise (CHAT_ALLOW_LOOPBACK_TARGETS)")
 	fs.BoolVar(&c.Push, "push", env.bool("CHAT_PUSH", true), "send Web Push notifications of direct messages, mentions, replies and group additions to people who are offline (CHAT_PUSH)")
 	fs.StringVar(&c.VAPIDPrivateKey, "vapid-private-key", env.str("CHAT_VAPID_PRIVATE_KEY", ""), "the VAPID private key of Web Push (PEM, or the 32-byte scalar in base64url), shared by every instance; generated into the data dir when empty with the embedded store, push off when empty with Cassandra (CHAT_VAPID_PRIVATE_KEY)")
 	fs.StringVar(&c.VAPIDContact, "vapid-contact", env.str("CHAT_VAPID_CONTACT", "https://github.com/killrchat/chatql"), "how push services reach this server's operator: mailto:address or an https URL (CHAT_VAPID_CONTACT)")
@@ -238,6 +240,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	if env.err != nil {
 		return c, env.err
 	}
+	c.LinkPreviewsAllowLoopback, c.PushAllowLoopback = *loopback, *loopback
 	if err := c.LogLevel.UnmarshalText([]byte(*logLevel)); err != nil {
 		return c, fmt.Errorf("log level %q: %w", *logLevel, err)
 	}
