@@ -147,7 +147,7 @@ func (s *Service) SendDirect(ctx context.Context, me store.UserRef, to string, d
 		if err := s.claimFiles(ctx, msg, d.Attachments); err != nil {
 			return err
 		}
-		if err := s.Store.SendDirect(ctx, *msg, peer.UserRef, directNotices(*msg, to)...); err != nil {
+		if err := s.Store.SendDirect(ctx, *msg, peer.UserRef, s.directNotices(*msg, to)...); err != nil {
 			return err
 		}
 		s.attachedFiles(ctx, msg)

@@ -12,7 +12,8 @@ import (
 	"github.com/killrchat/chatql/store"
 )
 
-// Notices: who is told of a message while they may be away. A notice is
+// Notices: who is told of a message while they may be away (when the
+// server sends pushes: Service.Push). A notice is
 // written with the message (the store's outbox), for every participant the
 // message concerns: the peer of a direct message, those it mentions, the
 // author of the message it replies to, a user added to a group. Whether
@@ -24,6 +25,9 @@ import (
 // reply parent (if any) parentAuthor wrote: a user mentioned and replied
 // to gets one notice, the mention.
 func (s *Service) postNotices(ctx context.Context, msg store.Message, kind store.RoomKind, members []store.UserRef, parentAuthor string) []store.Notice {
+	if s.Push == nil {
+		return nil // nobody reads the outbox
+	}
 	var notices []store.Notice
 	add := func(login string, k store.NoticeKind) {
 		if login == "" || login == msg.Author.Login || slices.ContainsFunc(notices, func(n store.Notice) bool { return n.Recipient == login }) {
@@ -53,7 +57,10 @@ func (s *Service) takesPart(ctx context.Context, room string, kind store.RoomKin
 }
 
 // directNotices is the notice of a direct message to its peer.
-func directNotices(msg store.Message, peer string) []store.Notice {
+func (s *Service) directNotices(msg store.Message, peer string) []store.Notice {
+	if s.Push == nil {
+		return nil
+	}
 	return []store.Notice{{ID: msg.ID, Recipient: peer, Kind: store.NoticeDirectMessage, Room: msg.Room, From: msg.Author}}
 }
 
@@ -157,4 +164,12 @@ func excerpt(m store.Message) string {
 	}
 	runes := []rune(text)
 	return string(runes[:maxExcerpt]) + "…"
+}
+
+// addedNotices is the notice of login's addition to a group by me.
+func (s *Service) addedNotices(group, login string, me store.UserRef) []store.Notice {
+	if s.Push == nil {
+		return nil
+	}
+	return []store.Notice{{Recipient: login, Kind: store.NoticeAddedToGroup, Room: group, From: me}}
 }

@@ -148,8 +148,7 @@ func (s *Service) AddGroupMember(ctx context.Context, me store.UserRef, group, l
 	}
 	var room store.Room
 	joined, err := s.inLine(ctx, group, func() (joined store.Event, err error) {
-		room, joined, err = s.Store.AddGroupMember(ctx, group, me, u.UserRef, s.windowStart(),
-			store.Notice{Recipient: login, Kind: store.NoticeAddedToGroup, Room: group, From: me})
+		room, joined, err = s.Store.AddGroupMember(ctx, group, me, u.UserRef, s.windowStart(), s.addedNotices(group, login, me)...)
 		return joined, err
 	})
 	if err != nil {

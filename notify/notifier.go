@@ -120,28 +120,56 @@ func (n *Notifier) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-// runShard holds shard's lease whenever it can and drains the shard while
-// it does; after a failure it waits longer each time, up to maxBackoff.
+// runShard holds shard's lease whenever it can and, while it does, drains
+// the shard every Poll, renewing the lease every half of its term; after a
+// failure it waits longer each time, up to maxBackoff. Another instance's
+// lease is tried again every third of its term.
 func (n *Notifier) runShard(ctx context.Context, shard int) {
-	wait := n.poll()
+	backoff := n.poll()
 	for ctx.Err() == nil {
+		wait := leaseTTL / 3
 		held, err := n.Outbox.LeaseNoticeShard(ctx, shard, n.Holder, leaseTTL)
 		if err == nil && held {
-			var retry time.Duration
-			retry, err = n.drain(ctx, shard, time.Now().Add(leaseTTL/2))
-			wait = n.poll()
-			if retry > 0 {
-				wait = retry
-			}
+			wait, err = n.hold(ctx, shard, time.Now().Add(leaseTTL/2))
 		}
 		if err != nil && ctx.Err() == nil {
 			n.Log.WarnContext(ctx, "notify: shard failed", "shard", shard, "err", err)
-			wait = min(2*wait, maxBackoff)
+			backoff = min(2*backoff, maxBackoff)
+			wait = backoff
+		} else if err == nil {
+			backoff = n.poll()
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(wait):
+		sleep(ctx, wait)
+	}
+}
+
+// hold drains shard every Poll (or later, when a push service asked for a
+// retry) until renew, when its lease is to be renewed.
+func (n *Notifier) hold(ctx context.Context, shard int, renew time.Time) (time.Duration, error) {
+	for {
+		retry, err := n.drain(ctx, shard, renew)
+		if err != nil {
+			return 0, err
 		}
+		wait := max(n.poll(), retry)
+		if time.Now().Add(wait).After(renew) {
+			return max(time.Until(renew), 0), nil
+		}
+		if !sleep(ctx, wait) {
+			return 0, ctx.Err()
+		}
+	}
+}
+
+// sleep waits d or until ctx ends; it reports whether ctx is still on.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
