@@ -123,7 +123,7 @@ func TestWebAppInBrowser(t *testing.T) {
 		t.Fatalf("browser scenarios: %v (screenshots in %s)", err, artifacts)
 	}
 	if os.Getenv(scenariosVar) == "" {
-		for _, name := range []string{"webapp-live", "webapp-history", "webapp-offline", "webapp-moderation", "webapp-files", "webapp-files-error", "webapp-avatar-set", "webapp-avatars", "playground-subscription"} {
+		for _, name := range []string{"webapp-live", "webapp-history", "webapp-offline", "webapp-moderation", "webapp-files", "webapp-files-error", "webapp-avatar-set", "webapp-avatars", "webapp-notifications", "playground-subscription"} {
 			if _, err := os.Stat(filepath.Join(artifacts, name+".png")); err != nil {
 				t.Errorf("no screenshot %s: %v", name, err)
 			}
