@@ -834,6 +834,29 @@ const scenarios = {
     ];
     check(JSON.stringify(shown) === JSON.stringify(want), `the notifications shown: ${JSON.stringify(shown)}, want ${JSON.stringify(want)}`);
 
+    // A push as the browser delivers it (DevTools' "Push" button): the
+    // worker's push listener parses the JSON and shows it.
+    const cdp = await page.context().newCDPSession(page);
+    const registered = new Promise((resolve) => cdp.on("ServiceWorker.workerRegistrationUpdated", ({ registrations }) => {
+      const r = registrations.find((r) => r.scopeURL === `${cfg.url}/` && !r.isDeleted);
+      if (r) resolve(r.registrationId);
+    }));
+    await cdp.send("ServiceWorker.enable");
+    const data = JSON.stringify({ ...note("Are you asleep?", "m4"), title: "Alice Tester (pushed)" });
+    await cdp.send("ServiceWorker.deliverPushMessage", { origin: cfg.url, registrationId: await registered, data });
+    let pushedNote = null;
+    for (let i = 0; i < 50; i++) {
+      pushedNote = await page.evaluate(async (conv) => {
+        const reg = await navigator.serviceWorker.getRegistration("/");
+        const [n] = await reg.getNotifications({ tag: conv });
+        return n ? { title: n.title, body: n.body, message: n.data.message } : null;
+      }, conv);
+      if (pushedNote?.message === "m4") break;
+      await page.waitForTimeout(100);
+    }
+    const wantPushed = { title: "Alice Tester (pushed)", body: "Are you asleep?", message: "m4" };
+    check(JSON.stringify(pushedNote) === JSON.stringify(wantPushed), `after a push, the conversation's notification: ${JSON.stringify(pushedNote)}, want ${JSON.stringify(wantPushed)}`);
+
     // A notification's conversation opens in the app: the service worker
     // tells the open window (as on a click), and its link works on its own.
     await worker.evaluate((c) => openConversation(c).catch(() => {}), conv); // focus() is refused outside a click
@@ -845,7 +868,7 @@ const scenarios = {
     // Chromium logs why it has no push service here: nothing else is logged.
     const logged = (consoleErrors.get("dormouse") ?? []).filter((e) => !(error && /^Chrome currently does not support the Push API in incognito mode/.test(e)));
     check(logged.length === 0, `dormouse's console: ${JSON.stringify(logged)}`);
-    return `the profile panel's "Turn on notifications" registered the service worker (${sw.scope}) and ${outcome}; the previews checkbox set pushPreviews; the service worker showed one notification per conversation (title and tag checked); a notification's conversation opened in the app`;
+    return `the profile panel's "Turn on notifications" registered the service worker (${sw.scope}) and ${outcome}; the previews checkbox set pushPreviews; the service worker showed one notification per conversation (title and tag checked), and a push delivered through DevTools; a notification's conversation opened in the app`;
   },
 
   // The playground at /playground runs a query, and a subscription that
