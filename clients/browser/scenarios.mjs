@@ -865,10 +865,24 @@ const scenarios = {
     await page.goto(`${cfg.url}/#conversation/treacle-well`);
     await page.locator("#conversation-title", { hasText: "# treacle-well" }).waitFor();
     await page.locator("#composer:not([hidden])").waitFor();
+    // Without the permission: asked on the click, refused, told in words,
+    // and no service worker registered.
+    const refused = await open("alice");
+    await loginUI(refused, "alice");
+    await refused.locator("#profile > summary").click();
+    await refused.getByRole("button", { name: "Turn on notifications" }).click();
+    await refused.locator("#push-error:not(:empty)").waitFor();
+    await refused.locator("#push:not([aria-busy])").waitFor();
+    const told = { error: await refused.locator("#push-error").textContent(), state: await refused.locator("#push-state").textContent() };
+    const wantTold = { error: "Notifications are not on: The browser blocks notifications for this site.", state: "Blocked by the browser: allow notifications for this site in the browser's settings, then turn them on here." };
+    check(JSON.stringify(told) === JSON.stringify(wantTold), `refused the permission, alice's page says ${JSON.stringify(told)}, want ${JSON.stringify(wantTold)}`);
+    check((await refused.evaluate(() => navigator.serviceWorker.getRegistration("/"))) === undefined, "refused the permission, a service worker was registered");
+    await shot(refused, "webapp-notifications-blocked");
+
     // Chromium logs why it has no push service here: nothing else is logged.
     const logged = (consoleErrors.get("dormouse") ?? []).filter((e) => !(error && /^Chrome currently does not support the Push API in incognito mode/.test(e)));
     check(logged.length === 0, `dormouse's console: ${JSON.stringify(logged)}`);
-    return `the profile panel's "Turn on notifications" registered the service worker (${sw.scope}) and ${outcome}; the previews checkbox set pushPreviews; the service worker showed one notification per conversation (title and tag checked), and a push delivered through DevTools; a notification's conversation opened in the app`;
+    return `the profile panel's "Turn on notifications" registered the service worker (${sw.scope}) and ${outcome}; the previews checkbox set pushPreviews; the service worker showed one notification per conversation (title and tag checked), and a push delivered through DevTools; a notification's conversation opened in the app; refused the permission, the app said the browser blocks them`;
   },
 
   // The playground at /playground runs a query, and a subscription that
