@@ -754,7 +754,7 @@ const scenarios = {
   // too.
   async notifications() {
     await createRoom(await user("dormouse"), "treacle-well");
-    await user("alice");
+    await user("caterpillar");
     // A browser context is incognito, where chromium offers no push
     // service and subscribe fails at once. (With a profile on disk it tries
     // Firebase, out of reach here, and does not answer for minutes.)
@@ -818,19 +818,19 @@ const scenarios = {
     // conversation (its tag): a newer push replaces the older.
     const worker = page.context().serviceWorkers().find((w) => w.url() === `${cfg.url}/sw.js`);
     check(worker, "playwright sees no service worker");
-    const conv = "alice:dormouse";
-    const note = (body, message) => ({ kind: "DIRECT_MESSAGE", conversation: conv, title: "Alice Tester", body, count: 1, message, notices: [message] });
+    const conv = "caterpillar:dormouse";
+    const note = (body, message) => ({ kind: "DIRECT_MESSAGE", conversation: conv, title: "Caterpillar Tester", body, count: 1, message, notices: [message] });
     await worker.evaluate((n) => showPush(n), note("New message", "m1"));
     await worker.evaluate((n) => showPush(n), note("2 new messages", "m2"));
-    await worker.evaluate((n) => showPush({ ...n, conversation: "treacle-well", title: "Alice Tester in treacle-well" }), note("New message", "m3"));
+    await worker.evaluate((n) => showPush({ ...n, conversation: "treacle-well", title: "Caterpillar Tester in treacle-well" }), note("New message", "m3"));
     const shown = await page.evaluate(async () => {
       const reg = await navigator.serviceWorker.getRegistration("/");
       return (await reg.getNotifications()).map((n) => ({ title: n.title, body: n.body, tag: n.tag, renotify: n.renotify, data: n.data }));
     });
     shown.sort((a, b) => a.tag.localeCompare(b.tag));
     const want = [
-      { title: "Alice Tester", body: "2 new messages", tag: conv, renotify: true, data: { conversation: conv, message: "m2" } },
-      { title: "Alice Tester in treacle-well", body: "New message", tag: "treacle-well", renotify: true, data: { conversation: "treacle-well", message: "m3" } },
+      { title: "Caterpillar Tester", body: "2 new messages", tag: conv, renotify: true, data: { conversation: conv, message: "m2" } },
+      { title: "Caterpillar Tester in treacle-well", body: "New message", tag: "treacle-well", renotify: true, data: { conversation: "treacle-well", message: "m3" } },
     ];
     check(JSON.stringify(shown) === JSON.stringify(want), `the notifications shown: ${JSON.stringify(shown)}, want ${JSON.stringify(want)}`);
 
@@ -842,7 +842,7 @@ const scenarios = {
       if (r) resolve(r.registrationId);
     }));
     await cdp.send("ServiceWorker.enable");
-    const data = JSON.stringify({ ...note("Are you asleep?", "m4"), title: "Alice Tester (pushed)" });
+    const data = JSON.stringify({ ...note("Are you asleep?", "m4"), title: "Caterpillar Tester (pushed)" });
     await cdp.send("ServiceWorker.deliverPushMessage", { origin: cfg.url, registrationId: await registered, data });
     let pushedNote = null;
     for (let i = 0; i < 50; i++) {
@@ -854,28 +854,28 @@ const scenarios = {
       if (pushedNote?.message === "m4") break;
       await page.waitForTimeout(100);
     }
-    const wantPushed = { title: "Alice Tester (pushed)", body: "Are you asleep?", message: "m4" };
+    const wantPushed = { title: "Caterpillar Tester (pushed)", body: "Are you asleep?", message: "m4" };
     check(JSON.stringify(pushedNote) === JSON.stringify(wantPushed), `after a push, the conversation's notification: ${JSON.stringify(pushedNote)}, want ${JSON.stringify(wantPushed)}`);
 
     // A notification's conversation opens in the app: the service worker
     // tells the open window (as on a click), and its link works on its own.
     await worker.evaluate((c) => openConversation(c).catch(() => {}), conv); // focus() is refused outside a click
-    await page.locator("#conversation-title", { hasText: "@alice" }).waitFor();
-    check((await page.evaluate(() => location.hash)) === "#dm/alice", `the window's hash: ${await page.evaluate(() => location.hash)}`);
+    await page.locator("#conversation-title", { hasText: "@caterpillar" }).waitFor();
+    check((await page.evaluate(() => location.hash)) === "#dm/caterpillar", `the window's hash: ${await page.evaluate(() => location.hash)}`);
     await page.goto(`${cfg.url}/#conversation/treacle-well`);
     await page.locator("#conversation-title", { hasText: "# treacle-well" }).waitFor();
     await page.locator("#composer:not([hidden])").waitFor();
     // Without the permission: asked on the click, refused, told in words,
     // and no service worker registered.
-    const refused = await open("alice");
-    await loginUI(refused, "alice");
+    const refused = await open("caterpillar");
+    await loginUI(refused, "caterpillar");
     await refused.locator("#profile > summary").click();
     await refused.getByRole("button", { name: "Turn on notifications" }).click();
     await refused.locator("#push-error:not(:empty)").waitFor();
     await refused.locator("#push:not([aria-busy])").waitFor();
     const told = { error: await refused.locator("#push-error").textContent(), state: await refused.locator("#push-state").textContent() };
     const wantTold = { error: "Notifications are not on: The browser blocks notifications for this site.", state: "Blocked by the browser: allow notifications for this site in the browser's settings, then turn them on here." };
-    check(JSON.stringify(told) === JSON.stringify(wantTold), `refused the permission, alice's page says ${JSON.stringify(told)}, want ${JSON.stringify(wantTold)}`);
+    check(JSON.stringify(told) === JSON.stringify(wantTold), `refused the permission, caterpillar's page says ${JSON.stringify(told)}, want ${JSON.stringify(wantTold)}`);
     check((await refused.evaluate(() => navigator.serviceWorker.getRegistration("/"))) === undefined, "refused the permission, a service worker was registered");
     await shot(refused, "webapp-notifications-blocked");
 

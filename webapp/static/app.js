@@ -237,7 +237,7 @@ async function pushStatus() {
   let sub = null;
   if (pushSupported()) {
     const reg = await navigator.serviceWorker.getRegistration("/");
-    sub = (await reg?.pushManager.getSubscription()) ?? null;
+    sub = (await reg?.pushManager.getSubscription().catch(() => null)) ?? null;
   }
   const on = !!sub && pushSubscriptions.some((s) => s.endpoint === sub.endpoint);
   return { key: vapidPublicKey, previews: pushPreviews, sub, on };
@@ -263,9 +263,12 @@ function renderPush({ key, previews, on }) {
   const turnOn = $("push-on");
   $("push-previews").checked = previews;
   $("push-previews").disabled = !key;
+  const hadFocus = document.activeElement === turnOn || document.activeElement === off;
   turnOn.hidden = off.hidden = true;
   if (!key) {
     state.textContent = "This server sends no notifications.";
+  } else if (!window.isSecureContext) {
+    state.textContent = "Not available: browsers allow notifications only to a page served over https.";
   } else if (!pushSupported()) {
     state.textContent = "Not supported: this browser cannot receive notifications from a web page.";
   } else if (on) {
@@ -277,6 +280,8 @@ function renderPush({ key, previews, on }) {
     state.textContent = "Off.";
     turnOn.hidden = false;
   }
+  // The button pressed gave way to the other: keep the focus in the section.
+  if (hadFocus) [turnOn, off].find((b) => !b.hidden)?.focus();
 }
 
 // turnPushOn asks the browser's permission (this runs on the button's
