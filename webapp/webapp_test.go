@@ -36,6 +36,16 @@ func TestPageLoadsOnlyItsOwnFiles(t *testing.T) {
 	}
 	// app.js imports api.js.
 	get(t, srv.URL+"/api.js", "text/javascript")
+	// The service worker is at the root (its scope is the whole app), a
+	// script, and the policy lets the page register it: worker-src falls
+	// back to default-src 'self' when neither it nor script-src is set.
+	_, header = get(t, srv.URL+"/sw.js", "text/javascript")
+	csp := header.Get("Content-Security-Policy")
+	if strings.Contains(csp, "worker-src") || strings.Contains(csp, "script-src") {
+		if !regexp.MustCompile(`(worker-src|script-src)[^;]*'self'`).MatchString(csp) {
+			t.Errorf("Content-Security-Policy %q does not allow the app's service worker", csp)
+		}
+	}
 }
 
 func get(t *testing.T, url, wantType string) (string, http.Header) {

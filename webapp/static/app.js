@@ -69,6 +69,11 @@ export const queries = {
   hide: `mutation Hide($id: ID!) { hideMessage(id: $id) { ${messageFields} } }`,
   removeParticipant: `mutation Remove($r: String!, $l: String!) { removeParticipant(room: $r, login: $l) { name } }`,
   ban: `mutation Ban($r: String!, $l: String!) { banUser(room: $r, login: $l) { name } }`,
+  push: `query Push { vapidPublicKey pushPreviews pushSubscriptions { endpoint } }`,
+  registerPush: `mutation RegisterPush($e: String!, $p: String!, $a: String!, $d: String) {
+    registerPushSubscription(endpoint: $e, p256dh: $p, auth: $a, device: $d) { endpoint } }`,
+  unregisterPush: `mutation UnregisterPush($e: String!) { unregisterPushSubscription(endpoint: $e) }`,
+  setPushPreviews: `mutation Previews($p: Boolean!) { setPushPreviews(previews: $p) }`,
 };
 
 // ---- Signing in and out ----
@@ -193,6 +198,10 @@ $("profile").addEventListener("toggle", () => {
     if (file) changeAvatar(file);
   });
   $("avatar-remove").addEventListener("click", () => changeAvatar(null));
+  showPush();
+  $("push-on").addEventListener("click", turnPushOn);
+  $("push-off").addEventListener("click", turnPushOff);
+  $("push-previews").addEventListener("change", setPushPreviews);
   $("profile-firstname").value = profile?.firstname ?? "";
   $("profile-lastname").value = profile?.lastname ?? "";
   $("profile-bio").value = profile?.bio ?? "";
@@ -208,6 +217,173 @@ $("profile").addEventListener("toggle", () => {
     }
   });
   $("profile-firstname").focus();
+});
+
+// ---- Notifications (Web Push) ----
+
+// The browser subscribes at its push service with the server's VAPID key
+// and the server is given the subscription (registerPushSubscription);
+// the service worker (sw.js) shows what is pushed. Permission is asked only
+// when the user presses "Turn on notifications".
+
+const pushSupported = () => "serviceWorker" in navigator && "PushManager" in window && "Notification" in window;
+let pushBusy = false;
+
+// pushStatus reads what the panel shows: the server's key (null: it sends
+// no notifications), the previews choice, and whether this browser's
+// subscription is registered with the server.
+async function pushStatus() {
+  const { vapidPublicKey, pushPreviews, pushSubscriptions } = await api.gql(queries.push);
+  let sub = null;
+  if (pushSupported()) {
+    const reg = await navigator.serviceWorker.getRegistration("/");
+    sub = (await reg?.pushManager.getSubscription().catch(() => null)) ?? null;
+  }
+  const on = !!sub && pushSubscriptions.some((s) => s.endpoint === sub.endpoint);
+  return { key: vapidPublicKey, previews: pushPreviews, sub, on };
+}
+
+// showPush shows the state of notifications in the open profile panel.
+async function showPush() {
+  if (!$("push")) return;
+  let st;
+  try {
+    st = await pushStatus();
+  } catch (err) {
+    if ($("push-state")) $("push-state").textContent = `Could not read the notification settings: ${err.message}`;
+    return;
+  }
+  renderPush(st);
+}
+
+function renderPush({ key, previews, on }) {
+  const state = $("push-state");
+  if (!state) return; // the panel was closed meanwhile
+  const off = $("push-off");
+  const turnOn = $("push-on");
+  $("push-previews").checked = previews;
+  $("push-previews").disabled = !key;
+  const hadFocus = document.activeElement === turnOn || document.activeElement === off;
+  turnOn.hidden = off.hidden = true;
+  if (!key) {
+    state.textContent = "This server sends no notifications.";
+  } else if (!window.isSecureContext) {
+    state.textContent = "Not available: browsers allow notifications only to a page served over https.";
+  } else if (!pushSupported()) {
+    state.textContent = "Not supported: this browser cannot receive notifications from a web page.";
+  } else if (on) {
+    state.textContent = "On: this browser is told of direct messages, mentions and replies while you are away.";
+    off.hidden = false;
+  } else if (Notification.permission === "denied") {
+    state.textContent = "Blocked by the browser: allow notifications for this site in the browser's settings, then turn them on here.";
+  } else {
+    state.textContent = "Off.";
+    turnOn.hidden = false;
+  }
+  // The button pressed gave way to the other: keep the focus in the section.
+  if (hadFocus) [turnOn, off].find((b) => !b.hidden)?.focus();
+}
+
+// turnPushOn asks the browser's permission (this runs on the button's
+// click), registers the service worker, subscribes at the push service and
+// registers the subscription with the server. Whatever fails is told in
+// words, and a subscription the server did not take is dropped again.
+async function turnPushOn() {
+  if (pushBusy) return;
+  pushBusy = true;
+  $("push-error").textContent = "";
+  $("push").setAttribute("aria-busy", "true");
+  let sub = null;
+  try {
+    const permission = await Notification.requestPermission();
+    if (permission !== "granted") {
+      throw new Error(permission === "denied" ? "The browser blocks notifications for this site." : "Notifications were not allowed.");
+    }
+    $("push-state").textContent = "Turning on…";
+    const { vapidPublicKey } = await api.gql(queries.push);
+    if (!vapidPublicKey) throw new Error("This server sends no notifications.");
+    await navigator.serviceWorker.register("/sw.js", { scope: "/" });
+    const reg = await navigator.serviceWorker.ready;
+    // The browser's push service may not answer at all (unreachable):
+    // give up after a while rather than say "Turning on…" forever.
+    let timer = 0;
+    const timedOut = new Error("The browser's push service did not answer within 30 seconds. Try again later.");
+    const late = new Promise((_, reject) => (timer = setTimeout(() => reject(timedOut), 30_000)));
+    try {
+      sub = await Promise.race([reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: base64urlBytes(vapidPublicKey) }), late]);
+    } catch (err) {
+      if (err === timedOut) throw err;
+      throw new Error(`The browser could not subscribe at its push service (${err.name}: ${err.message}).`);
+    } finally {
+      clearTimeout(timer);
+    }
+    const { endpoint, keys } = sub.toJSON();
+    await api.gql(queries.registerPush, { e: endpoint, p: keys.p256dh, a: keys.auth, d: await deviceName() });
+    sub = null; // registered: keep it
+  } catch (err) {
+    await sub?.unsubscribe().catch(() => {});
+    if ($("push-error")) $("push-error").textContent = `Notifications are not on: ${err.message}`;
+  } finally {
+    pushBusy = false;
+    $("push")?.removeAttribute("aria-busy");
+    await showPush();
+  }
+}
+
+// turnPushOff drops the subscription at the server, then in the browser.
+async function turnPushOff() {
+  if (pushBusy) return;
+  pushBusy = true;
+  $("push-error").textContent = "";
+  $("push").setAttribute("aria-busy", "true");
+  try {
+    const reg = await navigator.serviceWorker.getRegistration("/");
+    const sub = await reg?.pushManager.getSubscription();
+    if (sub) {
+      await api.gql(queries.unregisterPush, { e: sub.endpoint });
+      await sub.unsubscribe();
+    }
+  } catch (err) {
+    if ($("push-error")) $("push-error").textContent = `Notifications are still on: ${err.message}`;
+  } finally {
+    pushBusy = false;
+    $("push")?.removeAttribute("aria-busy");
+    await showPush();
+  }
+}
+
+async function setPushPreviews(e) {
+  const box = e.target;
+  $("push-error").textContent = "";
+  box.disabled = true;
+  try {
+    box.checked = (await api.gql(queries.setPushPreviews, { p: box.checked })).setPushPreviews;
+  } catch (err) {
+    box.checked = !box.checked;
+    if ($("push-error")) $("push-error").textContent = `The choice was not saved: ${err.message}`;
+  } finally {
+    box.disabled = false;
+  }
+}
+
+// base64urlBytes decodes the server's VAPID public key for pushManager.subscribe.
+function base64urlBytes(s) {
+  const b64 = s.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (s.length % 4)) % 4);
+  return Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+}
+
+// deviceName names this browser in the user's list of subscriptions.
+async function deviceName() {
+  const ua = navigator.userAgentData;
+  if (!ua) return "this browser";
+  const brand = ua.brands.find((b) => !/not.a.brand/i.test(b.brand))?.brand ?? "A browser";
+  return ua.platform ? `${brand} on ${ua.platform}` : brand;
+}
+
+// A click on a notification in an open window: the service worker asks it
+// to open the conversation.
+navigator.serviceWorker?.addEventListener("message", (e) => {
+  if (typeof e.data?.open === "string") location.hash = `#conversation/${encodeURIComponent(e.data.open)}`;
 });
 
 // ---- Avatars ----
@@ -485,12 +661,21 @@ addEventListener("hashchange", openFromHash);
 
 function openFromHash() {
   if (!started) return;
-  const [, kind, id] = location.hash.match(/^#(room|dm)\/(.+)$/) || [];
+  const [, kind, id] = location.hash.match(/^#(room|dm|conversation)\/(.+)$/) || [];
   if (!kind) {
     closeConversation();
     return;
   }
   const name = decodeURIComponent(id);
+  if (kind === "conversation") {
+    // A notification's link names the conversation by its id: a room's
+    // name, or a direct conversation's two logins joined by ':'.
+    const [a, b] = name.split(":");
+    const peer = a === api.currentUser().login ? b : a;
+    history.replaceState(null, "", b === undefined ? `#room/${a}` : `#dm/${peer}`);
+    openFromHash();
+    return;
+  }
   if (kind === "room") openConversation({ kind, id: name, name });
   else openConversation({ kind, id: [api.currentUser().login, name].sort().join(":"), name, peer: name });
 }
