@@ -97,6 +97,15 @@ pid_alive() {
   return 0
 }
 
+# True if $1 is alive and no zombie: the test while versitygw starts, when
+# its pid may still show the shell that forked it (pid_alive's command line
+# check would take that for a dead server).
+alive_not_zombie() {
+  local pid="$1"
+  [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
+  ! grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null
+}
+
 read_pid() {
   [[ -f "$PID_FILE" ]] || return 1
   local pid
@@ -172,7 +181,7 @@ cmd_start() {
   local start=$SECONDS
   until s3_ping; do
     pid="$(read_pid)" || pid=""
-    if ! pid_alive "$pid"; then
+    if ! alive_not_zombie "$pid"; then
       show_log_tail
       die "versitygw exited"
     fi
