@@ -8,6 +8,7 @@ import (
 
 	"github.com/killrchat/chatql/internal/chatclient"
 	"github.com/killrchat/chatql/notify"
+	"github.com/killrchat/chatql/notify/webpush"
 	"github.com/killrchat/chatql/notify/webpush/pushtest"
 	"github.com/killrchat/chatql/server"
 )
@@ -15,8 +16,14 @@ import (
 func TestPushNotifications(t *testing.T) { forEachStore(t, testPushNotifications) }
 
 // pushConfig lets the server push to the test's push service, on loopback,
-// and read the outbox often.
+// and read the outbox often, with a VAPID key of its own (the embedded
+// store would make one; Cassandra needs one given).
 func pushConfig(cfg server.Config) server.Config {
+	key, err := webpush.GenerateVAPIDKey()
+	if err != nil {
+		panic(err)
+	}
+	cfg.VAPIDPrivateKey = key.PrivateKeyBase64()
 	cfg.PushAllowLoopback = true
 	cfg.NotifyPoll = 20 * time.Millisecond
 	cfg.PresenceGrace = 0
@@ -138,7 +145,11 @@ func waitOnline(t *testing.T, c *chatclient.Client, login string, online bool) {
 // once, whichever instance took it and whichever reads its notice.
 func TestClusterPushesOnce(t *testing.T) {
 	service := pushtest.New(t)
-	cl := startClusterWith(t, 2, redisURL(t), func(_ int, c *server.Config) { *c = pushConfig(*c) })
+	key := pushConfig(testConfig(t)).VAPIDPrivateKey // the instances share it
+	cl := startClusterWith(t, 2, redisURL(t), func(_ int, c *server.Config) {
+		*c = pushConfig(*c)
+		c.VAPIDPrivateKey = key
+	})
 	first := cl.instances[0]
 	alice, bob := first.user(t, "alice"), first.user(t, "bob")
 	phone := subscribePush(t, bob, service, "phone")
