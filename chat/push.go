@@ -68,3 +68,13 @@ func (s *Service) SetPushPreviews(ctx context.Context, me store.UserRef, preview
 	}
 	return s.Store.SetPushPreviews(ctx, me.Login, previews)
 }
+
+// PushSubscriptions lists me's push subscriptions.
+func (s *Service) PushSubscriptions(ctx context.Context, me store.UserRef) ([]store.PushSubscription, error) {
+	return s.Store.PushSubscriptions(ctx, me.Login)
+}
+
+// PushPreviews is me's choice of notifications with the text.
+func (s *Service) PushPreviews(ctx context.Context, me store.UserRef) (bool, error) {
+	return s.Store.PushPreviews(ctx, me.Login)
+}

@@ -61,7 +61,7 @@ func (r *queryResolver) PushSubscriptions(ctx context.Context) ([]store.PushSubs
 	if err != nil {
 		return nil, err
 	}
-	subs, err := r.Store.PushSubscriptions(ctx, me.Login)
+	subs, err := r.Service.PushSubscriptions(ctx, me)
 	return nonNil(subs), err
 }
 
@@ -71,5 +71,5 @@ func (r *queryResolver) PushPreviews(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return r.Store.PushPreviews(ctx, me.Login)
+	return r.Service.PushPreviews(ctx, me)
 }
