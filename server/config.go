@@ -150,6 +150,16 @@ type Config struct {
 	PushAllowLoopback bool
 	NotifyPoll        time.Duration
 
+	// WebhooksAllowLoopback accepts webhook URLs on loopback over http, and
+	// delivers to them (the receivers of tests). WebhookPoll is how often
+	// the deliverer reads the listing of webhooks (notify.DefaultPoll when
+	// 0). WebhookRetryDelay, when set, replaces the retry schedule of
+	// webhook.Next (5 s to 10 h) by that one delay, for tests; the number
+	// of attempts stays webhook.MaxAttempts. None has a flag.
+	WebhooksAllowLoopback bool
+	WebhookPoll           time.Duration
+	WebhookRetryDelay     time.Duration
+
 	// Cassandra selects and tunes the cluster when Store is "cassandra".
 	Cassandra cassandra.Config
 }
