@@ -89,10 +89,10 @@ func newWebhook(room, url string, me store.UserRef, now time.Time) (store.Webhoo
 	if _, err := rand.Read(id); err != nil {
 		return store.Webhook{}, err
 	}
-	now = now.UTC().Truncate(time.Millisecond)
 	return store.Webhook{
 		ID: WebhookIDPrefix + hex.EncodeToString(id), Room: room, URL: url, Secret: secret.Encode(),
-		CreatedBy: me.Login, CreatedAt: now,
+		CreatedBy: me.Login, CreatedAt: now.UTC().Truncate(time.Millisecond),
+		// Not CreatedAt's millisecond, which may precede the last events.
 		WebhookState: store.WebhookState{Cursor: store.MinMessageID(now)},
 	}, nil
 }
