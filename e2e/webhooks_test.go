@@ -346,7 +346,7 @@ func TestWebhookRefusals(t *testing.T) { forEachStore(t, testWebhookRefusals) }
 
 // testWebhookRefusals: private and plain-http URLs, a plain participant,
 // someone outside the room, and an 11th webhook are refused; a moderator
-// may register one.
+// may register one; deleting the room deletes its webhooks.
 func testWebhookRefusals(t *testing.T, cfg server.Config) {
 	_, alice, bob, carol := teaParty(t, webhookConfig(cfg))
 	r := newReceiver(t)
@@ -374,6 +374,13 @@ func testWebhookRefusals(t *testing.T, cfg server.Config) {
 	}
 	mustDo(t, bob, deleteWebhookQ, map[string]any{"id": id}, nil)
 	mustDo(t, alice, createWebhookQ, url(r.srv.URL+"/tenth"), nil)
+
+	// A room made again under a deleted one's name has none of its webhooks.
+	mustDo(t, alice, deleteRoom, map[string]any{"r": "tea-party"}, nil)
+	mustDo(t, alice, createRoom, map[string]any{"n": "tea-party"}, nil)
+	if ws := roomWebhooks(t, alice, "tea-party"); len(ws) != 0 {
+		t.Fatalf("the new room has the deleted one's webhooks: %+v", ws)
+	}
 }
 
 // TestClusterWebhooksOnce runs two instances on one store and Redis, each
