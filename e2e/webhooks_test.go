@@ -346,7 +346,8 @@ func TestWebhookRefusals(t *testing.T) { forEachStore(t, testWebhookRefusals) }
 
 // testWebhookRefusals: private and plain-http URLs, a plain participant,
 // someone outside the room, and an 11th webhook are refused; a moderator
-// may register one; deleting the room deletes its webhooks.
+// may register one, and a private group's creator, not its plain members;
+// deleting the room deletes its webhooks.
 func testWebhookRefusals(t *testing.T, cfg server.Config) {
 	_, alice, bob, carol := teaParty(t, webhookConfig(cfg))
 	r := newReceiver(t)
@@ -374,6 +375,14 @@ func testWebhookRefusals(t *testing.T, cfg server.Config) {
 	}
 	mustDo(t, bob, deleteWebhookQ, map[string]any{"id": id}, nil)
 	mustDo(t, alice, createWebhookQ, url(r.srv.URL+"/tenth"), nil)
+
+	// In a private group, its creator may; a plain member may not, and
+	// someone outside learns nothing of it.
+	mustDo(t, alice, createKind, map[string]any{"n": "den", "k": "PRIVATE_GROUP"}, nil)
+	mustDo(t, alice, addMember, map[string]any{"g": "den", "l": "bob"}, nil)
+	createWebhook(t, alice, "den", r)
+	wantCode(t, bob, "FORBIDDEN", createWebhookQ, map[string]any{"r": "den", "u": r.srv.URL})
+	wantCode(t, carol, "NOT_FOUND", webhooksQ, map[string]any{"r": "den"})
 
 	// A room made again under a deleted one's name has none of its webhooks.
 	mustDo(t, alice, deleteRoom, map[string]any{"r": "tea-party"}, nil)
