@@ -119,6 +119,7 @@ func (s *Service) DeleteRoom(ctx context.Context, me store.UserRef, room string)
 		return nil, err
 	}
 	s.discardRoomFiles(ctx, files)
+	s.dropRoomWebhooks(ctx, room)
 	if deleted.Icon != nil {
 		s.discardPicture(ctx, *deleted.Icon)
 	}

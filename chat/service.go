@@ -56,6 +56,9 @@ type Service struct {
 	MaxRoomsPerUser int
 	// Files keeps the files people send; nil refuses them.
 	Files *files.Service
+	// WebhooksAllowLoopback accepts webhook URLs on loopback over http
+	// (the receivers of tests).
+	WebhooksAllowLoopback bool
 	// Push is the server's Web Push; nil: it sends none.
 	Push *Push
 	// Previews fetches the cards of links in messages; nil fetches none.

@@ -20,6 +20,8 @@ type storeCalls struct {
 	Account                storeCall
 	AddGroupMember         storeCall
 	AddPushSubscription    storeCall
+	AddWebhook             storeCall
+	AllWebhooks            storeCall
 	AttachFiles            storeCall
 	Bans                   storeCall
 	Block                  storeCall
@@ -54,6 +56,7 @@ type storeCalls struct {
 	InboxEvents            storeCall
 	JoinRoom               storeCall
 	LeaseNoticeShard       storeCall
+	LeaseWebhook           storeCall
 	LeaveGroup             storeCall
 	LeaveRoom              storeCall
 	LogMention             storeCall
@@ -81,10 +84,12 @@ type storeCalls struct {
 	ReleaseFiles           storeCall
 	RemoveFile             storeCall
 	RemovePushSubscription storeCall
+	RemoveWebhook          storeCall
 	Room                   storeCall
 	RoomConversations      storeCall
 	RoomEvents             storeCall
 	RoomReadMarks          storeCall
+	RoomWebhooks           storeCall
 	Rooms                  storeCall
 	RotateSession          storeCall
 	SendDirect             storeCall
@@ -94,6 +99,7 @@ type storeCalls struct {
 	SetPreview             storeCall
 	SetPushPreviews        storeCall
 	SetRoomIcon            storeCall
+	SetWebhookState        storeCall
 	ThreadReplies          storeCall
 	ThreadRepliesAfter     storeCall
 	ThreadSummaries        storeCall
@@ -101,6 +107,7 @@ type storeCalls struct {
 	Unmute                 storeCall
 	UpdateProfile          storeCall
 	User                   storeCall
+	Webhook                storeCall
 }
 
 func newStoreCalls(m *storeMetrics) *storeCalls {
@@ -108,6 +115,8 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		Account:                m.call("Account"),
 		AddGroupMember:         m.call("AddGroupMember"),
 		AddPushSubscription:    m.call("AddPushSubscription"),
+		AddWebhook:             m.call("AddWebhook"),
+		AllWebhooks:            m.call("AllWebhooks"),
 		AttachFiles:            m.call("AttachFiles"),
 		Bans:                   m.call("Bans"),
 		Block:                  m.call("Block"),
@@ -142,6 +151,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		InboxEvents:            m.call("InboxEvents"),
 		JoinRoom:               m.call("JoinRoom"),
 		LeaseNoticeShard:       m.call("LeaseNoticeShard"),
+		LeaseWebhook:           m.call("LeaseWebhook"),
 		LeaveGroup:             m.call("LeaveGroup"),
 		LeaveRoom:              m.call("LeaveRoom"),
 		LogMention:             m.call("LogMention"),
@@ -169,10 +179,12 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		ReleaseFiles:           m.call("ReleaseFiles"),
 		RemoveFile:             m.call("RemoveFile"),
 		RemovePushSubscription: m.call("RemovePushSubscription"),
+		RemoveWebhook:          m.call("RemoveWebhook"),
 		Room:                   m.call("Room"),
 		RoomConversations:      m.call("RoomConversations"),
 		RoomEvents:             m.call("RoomEvents"),
 		RoomReadMarks:          m.call("RoomReadMarks"),
+		RoomWebhooks:           m.call("RoomWebhooks"),
 		Rooms:                  m.call("Rooms"),
 		RotateSession:          m.call("RotateSession"),
 		SendDirect:             m.call("SendDirect"),
@@ -182,6 +194,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		SetPreview:             m.call("SetPreview"),
 		SetPushPreviews:        m.call("SetPushPreviews"),
 		SetRoomIcon:            m.call("SetRoomIcon"),
+		SetWebhookState:        m.call("SetWebhookState"),
 		ThreadReplies:          m.call("ThreadReplies"),
 		ThreadRepliesAfter:     m.call("ThreadRepliesAfter"),
 		ThreadSummaries:        m.call("ThreadSummaries"),
@@ -189,6 +202,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		Unmute:                 m.call("Unmute"),
 		UpdateProfile:          m.call("UpdateProfile"),
 		User:                   m.call("User"),
+		Webhook:                m.call("Webhook"),
 	}
 }
 
@@ -211,6 +225,20 @@ func (s *timedStore) AddPushSubscription(ctx context.Context, a1 string, a2 stor
 	err := s.Store.AddPushSubscription(ctx, a1, a2)
 	s.calls.AddPushSubscription.done(ctx, start, err)
 	return err
+}
+
+func (s *timedStore) AddWebhook(ctx context.Context, a1 store.Webhook) error {
+	start := now()
+	err := s.Store.AddWebhook(ctx, a1)
+	s.calls.AddWebhook.done(ctx, start, err)
+	return err
+}
+
+func (s *timedStore) AllWebhooks(ctx context.Context) ([]store.Webhook, error) {
+	start := now()
+	r0, err := s.Store.AllWebhooks(ctx)
+	s.calls.AllWebhooks.done(ctx, start, err)
+	return r0, err
 }
 
 func (s *timedStore) AttachFiles(ctx context.Context, a1 string, a2 []store.MessageID) error {
@@ -451,6 +479,13 @@ func (s *timedStore) LeaseNoticeShard(ctx context.Context, a1 int, a2 string, a3
 	return r0, err
 }
 
+func (s *timedStore) LeaseWebhook(ctx context.Context, a1 string, a2 string, a3 time.Duration) (bool, error) {
+	start := now()
+	r0, err := s.Store.LeaseWebhook(ctx, a1, a2, a3)
+	s.calls.LeaseWebhook.done(ctx, start, err)
+	return r0, err
+}
+
 func (s *timedStore) LeaveGroup(ctx context.Context, a1 string, a2 store.UserRef, a3 time.Time) (store.Event, error) {
 	start := now()
 	r0, err := s.Store.LeaveGroup(ctx, a1, a2, a3)
@@ -640,6 +675,13 @@ func (s *timedStore) RemovePushSubscription(ctx context.Context, a1 string, a2 s
 	return err
 }
 
+func (s *timedStore) RemoveWebhook(ctx context.Context, a1 string) error {
+	start := now()
+	err := s.Store.RemoveWebhook(ctx, a1)
+	s.calls.RemoveWebhook.done(ctx, start, err)
+	return err
+}
+
 func (s *timedStore) Room(ctx context.Context, a1 string) (store.Room, error) {
 	start := now()
 	r0, err := s.Store.Room(ctx, a1)
@@ -665,6 +707,13 @@ func (s *timedStore) RoomReadMarks(ctx context.Context, a1 string, a2 int) ([]st
 	start := now()
 	r0, err := s.Store.RoomReadMarks(ctx, a1, a2)
 	s.calls.RoomReadMarks.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) RoomWebhooks(ctx context.Context, a1 string) ([]store.Webhook, error) {
+	start := now()
+	r0, err := s.Store.RoomWebhooks(ctx, a1)
+	s.calls.RoomWebhooks.done(ctx, start, err)
 	return r0, err
 }
 
@@ -731,6 +780,13 @@ func (s *timedStore) SetRoomIcon(ctx context.Context, a1 string, a2 *store.Pictu
 	return r0, err
 }
 
+func (s *timedStore) SetWebhookState(ctx context.Context, a1 string, a2 store.WebhookState) error {
+	start := now()
+	err := s.Store.SetWebhookState(ctx, a1, a2)
+	s.calls.SetWebhookState.done(ctx, start, err)
+	return err
+}
+
 func (s *timedStore) ThreadReplies(ctx context.Context, a1 store.Message, a2 store.MessageID, a3 int) ([]store.Message, error) {
 	start := now()
 	r0, err := s.Store.ThreadReplies(ctx, a1, a2, a3)
@@ -777,5 +833,12 @@ func (s *timedStore) User(ctx context.Context, a1 string) (store.User, error) {
 	start := now()
 	r0, err := s.Store.User(ctx, a1)
 	s.calls.User.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) Webhook(ctx context.Context, a1 string) (store.Webhook, error) {
+	start := now()
+	r0, err := s.Store.Webhook(ctx, a1)
+	s.calls.Webhook.done(ctx, start, err)
 	return r0, err
 }

@@ -151,6 +151,16 @@ type Config struct {
 	PushAllowLoopback bool
 	NotifyPoll        time.Duration
 
+	// WebhooksAllowLoopback accepts webhook URLs on loopback over http, and
+	// delivers to them (the receivers of tests). WebhookPoll is how often
+	// the deliverer reads the listing of webhooks (notify.DefaultPoll when
+	// 0). WebhookRetryDelay, when set, replaces the retry schedule of
+	// webhook.Next (5 s to 10 h) by that one delay, for tests; the number
+	// of attempts stays webhook.MaxAttempts. None has a flag.
+	WebhooksAllowLoopback bool
+	WebhookPoll           time.Duration
+	WebhookRetryDelay     time.Duration
+
 	// Cassandra selects and tunes the cluster when Store is "cassandra".
 	Cassandra cassandra.Config
 }
@@ -205,7 +215,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.DurationVar(&c.FileLimits.UnattachedTTL, "unsent-file-ttl", env.duration("CHAT_UNSENT_FILE_TTL", files.DefaultLimits.UnattachedTTL), "how long an uploaded file may wait to be sent with a message before it is removed (CHAT_UNSENT_FILE_TTL)")
 	fs.DurationVar(&c.FileSweepInterval, "file-sweep-interval", env.duration("CHAT_FILE_SWEEP_INTERVAL", 5*time.Minute), "how often unsent files and those of deleted messages are swept (CHAT_FILE_SWEEP_INTERVAL)")
 	fs.BoolVar(&c.LinkPreviews, "link-previews", env.bool("CHAT_LINK_PREVIEWS", true), "fetch the card (title, description, image) of the first link in each message; private, loopback and link-local addresses are never fetched (CHAT_LINK_PREVIEWS)")
-	loopback := fs.Bool("allow-loopback-targets", env.bool("CHAT_ALLOW_LOOPBACK_TARGETS", false), "for tests only: let link previews and push notifications reach loopback addresses, which are refused otherwise (CHAT_ALLOW_LOOPBACK_TARGETS)")
+	loopback := fs.Bool("allow-loopback-targets", env.bool("CHAT_ALLOW_LOOPBACK_TARGETS", false), "for tests only: let link previews, push notifications and webhooks reach loopback addresses, which are refused otherwise (CHAT_ALLOW_LOOPBACK_TARGETS)")
 	fs.BoolVar(&c.Push, "push", env.bool("CHAT_PUSH", true), "send Web Push notifications of direct messages, mentions, replies and group additions to people who are offline (CHAT_PUSH)")
 	fs.StringVar(&c.VAPIDPrivateKey, "vapid-private-key", env.str("CHAT_VAPID_PRIVATE_KEY", ""), "the VAPID private key of Web Push (PEM, or the 32-byte scalar in base64url), shared by every instance; generated into the data dir when empty with the embedded store, push off when empty with Cassandra (CHAT_VAPID_PRIVATE_KEY)")
 	fs.StringVar(&c.VAPIDContact, "vapid-contact", env.str("CHAT_VAPID_CONTACT", "https://github.com/killrchat/chatql"), "how push services reach this server's operator: mailto:address or an https URL (CHAT_VAPID_CONTACT)")
@@ -240,7 +250,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	if env.err != nil {
 		return c, env.err
 	}
-	c.LinkPreviewsAllowLoopback, c.PushAllowLoopback = *loopback, *loopback
+	c.LinkPreviewsAllowLoopback, c.PushAllowLoopback, c.WebhooksAllowLoopback = *loopback, *loopback, *loopback
 	if err := c.LogLevel.UnmarshalText([]byte(*logLevel)); err != nil {
 		return c, fmt.Errorf("log level %q: %w", *logLevel, err)
 	}

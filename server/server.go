@@ -83,6 +83,9 @@ type Server struct {
 	stopSweeper  func()
 	stopNotifier func()
 	notifier     *notify.Notifier
+	// stopWebhooks ends the delivery to webhooks and waits.
+	stopWebhooks func()
+	deliverer    *notify.Deliverer
 	previews     *linkpreview.Fetcher
 	core         *chat.Service
 	passwords    *auth.Passwords
@@ -226,6 +229,7 @@ func NewOnStore(ctx context.Context, cfg Config, log *slog.Logger, st store.Stor
 		_ = s.broker.Close()
 		return nil, err
 	}
+	s.startWebhooks(streams, core)
 	s.http = &http.Server{
 		Handler:           s.routes(streams, res, sessions),
 		ReadHeaderTimeout: cfg.ReadTimeout,
@@ -551,6 +555,7 @@ func (s *Server) Close(ctx context.Context) error {
 	s.stopPresence()
 	s.stopSweeper()
 	s.stopNotifier()
+	s.stopWebhooks()
 	s.core.WaitPreviews()
 	if s.previews != nil {
 		s.previews.Close()

@@ -160,6 +160,7 @@ type Store interface {
 	Files
 	Outbox
 	PushSubscriptions
+	Webhooks
 
 	// CreateUser stores a new account. Logins are unique: the write is a
 	// compare-and-set (INSERT ... IF NOT EXISTS), so of many concurrent signups

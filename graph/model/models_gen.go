@@ -511,3 +511,62 @@ func (e RoomKind) MarshalJSON() ([]byte, error) {
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
 }
+
+// Where a webhook's delivery stands.
+type WebhookState string
+
+const (
+	// Events are delivered (or a failed one is retried).
+	WebhookStateActive WebhookState = "ACTIVE"
+	// An event failed for good (every retry, about 28 hours, or the receiver answered 410 Gone):
+	// nothing is delivered until `reviveWebhook`.
+	WebhookStateDead WebhookState = "DEAD"
+)
+
+var AllWebhookState = []WebhookState{
+	WebhookStateActive,
+	WebhookStateDead,
+}
+
+func (e WebhookState) IsValid() bool {
+	switch e {
+	case WebhookStateActive, WebhookStateDead:
+		return true
+	}
+	return false
+}
+
+func (e WebhookState) String() string {
+	return string(e)
+}
+
+func (e *WebhookState) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = WebhookState(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid WebhookState", str)
+	}
+	return nil
+}
+
+func (e WebhookState) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *WebhookState) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e WebhookState) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}

@@ -331,10 +331,15 @@ func (db *DB) SetNoticeCursor(ctx context.Context, shard int, upTo store.Message
 	return fmt.Errorf("cassandra: move the cursor of shard %d: it keeps changing", shard)
 }
 
-// LeaseNoticeShard takes the lease by INSERT ... IF NOT EXISTS USING TTL,
-// or renews the holder's by UPDATE ... USING TTL ... IF holder = ?, for
-// leaseSeconds(ttl). A lease that expires between the two is taken again
-// by the insert.
+// noticeLease is the table of the outbox shards' leases.
+var noticeLease = leaseTable{
+	name:   "shard",
+	insert: insertLease,
+	renew:  renewLease,
+	sel:    selectLease,
+}
+
+// LeaseNoticeShard takes or renews the shard's lease (see leaseTable.take).
 func (db *DB) LeaseNoticeShard(ctx context.Context, shard int, holder string, ttl time.Duration) (bool, error) {
 	if err := checkShard(shard); err != nil {
 		return false, err
@@ -342,26 +347,43 @@ func (db *DB) LeaseNoticeShard(ctx context.Context, shard int, holder string, tt
 	if holder == "" || ttl <= 0 {
 		return false, store.Invalidf("lease of shard %d: a holder and a positive ttl are needed", shard)
 	}
+	return noticeLease.take(ctx, db, shard, holder, ttl)
+}
+
+// A leaseTable is a table of leases, a row per leased thing (its key),
+// holding the holder, with the three statements that take, renew and
+// read a lease: INSERT (key, holder) ... IF NOT EXISTS USING TTL ?,
+// UPDATE ... USING TTL ? SET holder = ? WHERE key = ? IF holder = ?, and
+// SELECT holder ... WHERE key = ?.
+type leaseTable struct {
+	name               string
+	insert, renew, sel string
+}
+
+// take takes the lease of key by the insert, or renews the holder's by the
+// update, for leaseSeconds(ttl). A lease that expires between the two is
+// taken again by the insert.
+func (l leaseTable) take(ctx context.Context, db *DB, key any, holder string, ttl time.Duration) (bool, error) {
 	secs := leaseSeconds(ttl)
 	for range 3 {
 		var current string
-		settle := db.settleLease(shard, holder, &current)
+		settle := l.settle(db, key, holder, &current)
 		applied, err := againIfNotApplied(func() (bool, error) {
-			return lwt(ctx, db.query(ctx, insertLease, shard, holder, secs), map[string]any{"holder": &current}, settle)
+			return lwt(ctx, db.query(ctx, l.insert, key, holder, secs), map[string]any{"holder": &current}, settle)
 		})
 		switch {
 		case err != nil:
-			return false, fmt.Errorf("cassandra: take the lease of shard %d: %w", shard, err)
+			return false, fmt.Errorf("cassandra: take the lease of %s %v: %w", l.name, key, err)
 		case applied:
 			return true, nil
 		case current != holder:
 			return false, nil // another's
 		}
 		current = ""
-		applied, err = lwt(ctx, db.query(ctx, renewLease, secs, holder, shard, holder), map[string]any{"holder": &current}, settle)
+		applied, err = lwt(ctx, db.query(ctx, l.renew, secs, holder, key, holder), map[string]any{"holder": &current}, settle)
 		switch {
 		case err != nil:
-			return false, fmt.Errorf("cassandra: renew the lease of shard %d: %w", shard, err)
+			return false, fmt.Errorf("cassandra: renew the lease of %s %v: %w", l.name, key, err)
 		case applied:
 			return true, nil
 		case current != "":
@@ -369,7 +391,7 @@ func (db *DB) LeaseNoticeShard(ctx context.Context, shard int, holder string, tt
 		}
 		// Expired between the insert and the renewal: take it again.
 	}
-	return false, fmt.Errorf("cassandra: lease of shard %d: it keeps changing", shard)
+	return false, fmt.Errorf("cassandra: lease of %s %v: it keeps changing", l.name, key)
 }
 
 // leaseSeconds is the TTL of a lease for ttl: ttl rounded up to whole
@@ -380,13 +402,13 @@ func leaseSeconds(ttl time.Duration) int {
 	return int(math.Ceil(ttl.Seconds())) + 1
 }
 
-// settleLease reads the lease back for a conditional write of holder's:
+// settle reads the lease of key back for a conditional write of holder's:
 // it is holder's (applied), another's (rejected, its holder in current),
 // or nobody's (not applied).
-func (db *DB) settleLease(shard int, holder string, current *string) settleFunc {
+func (l leaseTable) settle(db *DB, key any, holder string, current *string) settleFunc {
 	return func(ctx context.Context) (casOutcome, error) {
 		var h string
-		err := db.serialRead(ctx, selectLease, shard).Scan(&h)
+		err := db.serialRead(ctx, l.sel, key).Scan(&h)
 		switch {
 		case errors.Is(err, gocql.ErrNotFound):
 			return casNotApplied, nil

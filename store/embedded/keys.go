@@ -60,6 +60,11 @@ const (
 	// Cassandra keeps it as a static column of push_subscriptions.
 	tablePushSubscriptions = "push_subscriptions"
 	tablePushPreviews      = "push_previews"
+	// tableWebhooks holds every room's webhooks with their state, one
+	// partition, by id (Cassandra's webhooks, whose one partition is shard
+	// 0); tableWebhookLeases each webhook's lease.
+	tableWebhooks      = "webhooks"
+	tableWebhookLeases = "webhook_leases"
 
 	// tableRoomMembers is no Cassandra table but this store's index of
 	// chat_rooms' participants (see membersPartition), and tableMeta holds
@@ -393,3 +398,10 @@ func pushPartition(login string) key { return tuple(tablePushSubscriptions).str(
 func pushKey(login, endpoint string) key { return pushPartition(login).str(endpoint) }
 
 func pushPreviewsKey(login string) key { return tuple(tablePushPreviews).str(login) }
+
+// webhooksPartition holds every webhook, by id.
+func webhooksPartition() key { return tuple(tableWebhooks) }
+
+func webhookKey(id string) key { return webhooksPartition().str(id) }
+
+func webhookLeaseKey(id string) key { return tuple(tableWebhookLeases).str(id) }

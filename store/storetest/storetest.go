@@ -166,6 +166,10 @@ func groups() []group[store.Store] {
 		{"PushSubscriptions", []storeTest{
 			{"Lifecycle", testPushSubscriptions},
 		}},
+		{"Webhooks", []storeTest{
+			{"Lifecycle", testWebhooksLifecycle},
+			{"Lease", testWebhookLease},
+		}},
 	}
 }
 
