@@ -897,7 +897,10 @@ function onRoomEvent(e) {
       refreshPresence();
       return;
   }
-  if (e.kind === "MESSAGE_POSTED") setTyping(e.user.login, false);
+  if (e.kind === "MESSAGE_POSTED") {
+    setTyping(e.user.login, false);
+    postedAt.set(e.user.login, Date.now());
+  }
   if (e.message) show(e.message, e.kind === "MESSAGE_POSTED");
 }
 
@@ -1314,8 +1317,14 @@ async function remove(message) {
 
 // ---- Typing and presence ----
 
+// postedAt holds when each user's last post was shown: typing notices and
+// posts travel apart, so a TYPING_STARTED sent before a post can arrive
+// after it, and is ignored for a moment.
+const postedAt = new Map(); // login -> Date.now()
+
 function setTyping(login, active) {
   if (login === api.currentUser().login) return;
+  if (active && Date.now() - (postedAt.get(login) ?? 0) < 1500) return;
   clearTimeout(typists.get(login));
   typists.delete(login);
   // The server sends TYPING_STOPPED; time out too, in case its sender died.
