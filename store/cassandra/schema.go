@@ -97,6 +97,11 @@ var schemaV16 string
 //go:embed schema_v17.cql
 var schemaV17 string
 
+// schemaV18 adds bot accounts and their API keys.
+//
+//go:embed schema_v18.cql
+var schemaV18 string
+
 // A migration is one schema version: CQL statements separated by ';', then
 // the conversion of the data, if any.
 type migration struct {
@@ -129,6 +134,7 @@ var migrations = []migration{
 	{version: 15, description: "files, file_sweep, file_sweep_days, attachments and previews of messages", cql: schemaV15},
 	{version: 16, description: "users.avatar, chat_rooms.icon", cql: schemaV16},
 	{version: 17, description: "notices, notice_hours, notice_cursors, notice_leases, push_subscriptions", cql: schemaV17},
+	{version: 18, description: "users.bot, users.owner, bots_by_owner, bot_keys", cql: schemaV18},
 }
 
 // createMigrationsTable repeats schema.cql's statement: the table must exist

@@ -3,6 +3,7 @@ package embedded
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 
 	"github.com/killrchat/chatql/store"
@@ -60,6 +61,10 @@ const (
 	// Cassandra keeps it as a static column of push_subscriptions.
 	tablePushSubscriptions = "push_subscriptions"
 	tablePushPreviews      = "push_previews"
+	// tableBotKeys finds a bot by its API key's hash; tableBotsByOwner
+	// lists each user's bots, a partition per owner.
+	tableBotKeys     = "bot_keys"
+	tableBotsByOwner = "bots_by_owner"
 
 	// tableRoomMembers is no Cassandra table but this store's index of
 	// chat_rooms' participants (see membersPartition), and tableMeta holds
@@ -393,3 +398,9 @@ func pushPartition(login string) key { return tuple(tablePushSubscriptions).str(
 func pushKey(login, endpoint string) key { return pushPartition(login).str(endpoint) }
 
 func pushPreviewsKey(login string) key { return tuple(tablePushPreviews).str(login) }
+
+// botKeyKey is the row of the bot whose API key hashes to hash.
+func botKeyKey(hash []byte) key { return tuple(tableBotKeys).str(hex.EncodeToString(hash)) }
+
+// botsPartition prefixes the bots of owner, one row per bot after it.
+func botsPartition(owner string) key { return tuple(tableBotsByOwner).str(owner) }
