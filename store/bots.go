@@ -50,7 +50,8 @@ type Bots interface {
 	BotByKey(ctx context.Context, hash []byte) (string, error)
 
 	// SetBotKey makes key the only key of owner's bot login: the old one
-	// stops being found at once. It returns the bot as it now is. Returns
+	// stops being found at once. It returns the bot as it was, with the
+	// old key's hash and prefix. Returns
 	// ErrNotFound if owner has no bot of that login.
 	SetBotKey(ctx context.Context, owner, login string, key BotKey) (Bot, error)
 

@@ -88,7 +88,6 @@ func (db *DB) SetBotKey(ctx context.Context, owner, login string, key store.BotK
 	if err := db.session.ExecuteBatch(b); err != nil {
 		return store.Bot{}, fmt.Errorf("cassandra: write the key of bot %q: %w", login, err)
 	}
-	old.KeyPrefix, old.KeyHash = key.Prefix, key.Hash
 	return old, nil
 }
 

@@ -111,6 +111,7 @@ func (db *DB) SetBotKey(ctx context.Context, owner, login string, key store.BotK
 	if err != nil {
 		return store.Bot{}, err
 	}
+	old := row.bot(owner)
 	b := db.batch()
 	b.delete(botKeyKey(row.KeyHash))
 	row.KeyHash, row.KeyPrefix = key.Hash, key.Prefix
@@ -119,7 +120,7 @@ func (db *DB) SetBotKey(ctx context.Context, owner, login string, key store.BotK
 	if err := b.commit(); err != nil {
 		return store.Bot{}, fmt.Errorf("writing the key of bot %q: %w", login, err)
 	}
-	return row.bot(owner), nil
+	return old, nil
 }
 
 // RemoveBot deletes the listing and the key in one batch, under the lock

@@ -96,8 +96,11 @@ func testBots(t *testing.T, s store.Store) {
 
 	next := newBotKey()
 	got, err := s.SetBotKey(ctx, owner.Login, a.Login, next)
-	if err != nil || got.KeyPrefix != next.Prefix || got.Login != a.Login {
-		t.Errorf("SetBotKey = %+v, %v; want the bot with the new key", got, err)
+	if err != nil || got.KeyPrefix != key.Prefix || !bytes.Equal(got.KeyHash, key.Hash) || got.Login != a.Login {
+		t.Errorf("SetBotKey = %+v, %v; want the bot with its old key", got, err)
+	}
+	if bots, err := s.Bots(ctx, owner.Login); err != nil || len(bots) != 2 || bots[1].Login != a.Login || bots[1].KeyPrefix != next.Prefix {
+		t.Errorf("Bots after SetBotKey = %+v, %v; want %s with the new key", bots, err, a.Login)
 	}
 	wantBotByKey(t, ctx, s, key, "")
 	wantBotByKey(t, ctx, s, next, a.Login)
