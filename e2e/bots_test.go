@@ -243,3 +243,44 @@ func TestBotKeysRateLimited(t *testing.T) {
 		}
 	}
 }
+
+// TestBotKeyRevokedAtOnce: with sessions trusted for an hour, a rotated
+// key still stops working at once on the instance that rotated it, and
+// its websocket is closed there: the instance does not wait for its cache
+// to expire. With Redis (CHAT_REDIS_URL), another instance hears of it and
+// does the same.
+func TestBotKeyRevokedAtOnce(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.JWTSecret = strings.Repeat("r", 32)
+	cfg.SessionCheck = time.Hour
+	ts := startServer(t, cfg)
+	alice := ts.user(t, "alice")
+	mustDo(t, alice, createRoom, map[string]any{"n": "lobby"}, nil)
+	key := createBot(t, alice, "helper")
+	helper := ts.Client.WithToken(key)
+	mustDo(t, helper, joinRoom, map[string]any{"r": "lobby"}, nil)
+	wantMeBot(t, helper, "helper", true) // cached for the hour
+	sub := ts.subscribe(t, helper, chatclient.GraphQLTransportWS, "lobby", nil)
+	mustDo(t, alice, rotateBotQ, map[string]any{"l": "helper"}, nil)
+	wantCode(t, helper, "UNAUTHENTICATED", meBotQ, nil)
+	wantClosed4401(t, sub)
+}
+
+// TestBotKeyRevokedAcrossCluster: with sessions trusted for an hour, a key
+// rotated on one instance stops working at once on the other, which hears
+// the revocation through Redis, and the bot's websocket there is closed
+// 4401.
+func TestBotKeyRevokedAcrossCluster(t *testing.T) {
+	cl := startClusterWith(t, 2, redisURL(t), func(_ int, c *server.Config) { c.SessionCheck = time.Hour })
+	first, second := cl.instances[0], cl.instances[1]
+	alice := first.user(t, "alice")
+	mustDo(t, alice, createRoom, map[string]any{"n": "lobby"}, nil)
+	key := createBot(t, alice, "helper")
+	there := second.Client.WithToken(key)
+	mustDo(t, there, joinRoom, map[string]any{"r": "lobby"}, nil)
+	wantMeBot(t, there, "helper", true) // cached for the hour
+	sub := second.subscribe(t, there, chatclient.GraphQLTransportWS, "lobby", nil)
+	mustDo(t, alice, rotateBotQ, map[string]any{"l": "helper"}, nil)
+	wantClosed4401(t, sub)
+	wantCode(t, there, "UNAUTHENTICATED", meBotQ, nil)
+}
