@@ -123,9 +123,27 @@ func testBots(t *testing.T, cfg server.Config) {
 	wantMeBot(t, alice, "alice", false)
 	mustDo(t, helper, joinRoom, map[string]any{"r": "lobby"}, nil)
 	sub := ts.subscribe(t, helper, chatclient.GraphQLTransportWS, "lobby", nil)
-	mustDo(t, bob, postMessage, map[string]any{"r": "lobby", "c": "hello bot"}, nil)
+	var posted struct{ PostMessage struct{ ID string } }
+	mustDo(t, bob, postMessage, map[string]any{"r": "lobby", "c": "hello bot"}, &posted)
 	if ev := nextAfterJoins(t, sub); ev.Message == nil || ev.Message.Content != "hello bot" {
 		t.Fatalf("the bot's websocket got %+v, want bob's message", ev)
+	}
+	var reacted struct {
+		AddReaction struct {
+			Reactions []struct {
+				Emoji       string
+				Count       int
+				ReactedByMe *bool
+			}
+		}
+	}
+	mustDo(t, helper, `mutation($m: ID!) { addReaction(messageId: $m, emoji: "👍") { reactions { emoji count reactedByMe } } }`,
+		map[string]any{"m": posted.PostMessage.ID}, &reacted)
+	if r := reacted.AddReaction.Reactions; len(r) != 1 || r[0].Count != 1 || r[0].ReactedByMe == nil || !*r[0].ReactedByMe {
+		t.Fatalf("the bot's reaction: %+v, want its 👍", r)
+	}
+	if ev := nextAfterJoins(t, sub); ev.Kind != "REACTION_CHANGED" || ev.User.Login != "helper" {
+		t.Fatalf("the bot's websocket got %+v, want its reaction", ev)
 	}
 	mustDo(t, helper, postMessage, map[string]any{"r": "lobby", "c": "beep"}, nil)
 	if ev := nextAfterJoins(t, sub); ev.Message == nil || ev.Message.Content != "beep" || ev.User.Login != "helper" {
@@ -191,7 +209,20 @@ func testBots(t *testing.T, cfg server.Config) {
 
 	t.Run("Delete", func(t *testing.T) {
 		live := ts.subscribe(t, helper, chatclient.GraphQLTransportWS, "lobby", nil)
+		sse := ts.openSSE(t, key, `subscription { roomEvents(room: \"lobby\") { kind } }`)
 		mustDo(t, alice, deleteBotQ, map[string]any{"l": "helper"}, nil)
+		var buf []byte
+		chunk := make([]byte, 1024)
+		for !strings.Contains(string(buf), "event: complete") {
+			n, err := sse.Body.Read(chunk)
+			buf = append(buf, chunk[:n]...)
+			if err != nil {
+				break
+			}
+		}
+		if !strings.Contains(string(buf), `"UNAUTHENTICATED"`) || !strings.Contains(string(buf), "event: complete") {
+			t.Fatalf("the bot's SSE stream after deleteBot = %q, want an UNAUTHENTICATED error, then complete", buf)
+		}
 		wantCode(t, helper, "UNAUTHENTICATED", meBotQ, nil)
 		wantCode(t, helper, "UNAUTHENTICATED", postMessage, map[string]any{"r": "lobby", "c": "still here?"})
 		wantClosed4401(t, live)
