@@ -236,6 +236,15 @@ func testBots(t *testing.T, cfg server.Config) {
 		wantCode(t, alice, "CONFLICT", createBotQ, map[string]any{"l": "helper", "f": "Again"})
 	})
 
+	t.Run("OwnerDeleted", func(t *testing.T) {
+		dave := ts.user(t, "dave")
+		daves := ts.Client.WithToken(createBot(t, dave, "dave-bot"))
+		wantMeBot(t, daves, "dave-bot", true)
+		mustDo(t, dave, `mutation { deleteAccount(password: "password-dave") }`, nil, nil)
+		wantCode(t, daves, "UNAUTHENTICATED", meBotQ, nil)
+		wantCode(t, ts.Client, "CONFLICT", signupQ, signupVars("dave-bot"))
+	})
+
 	t.Run("AtMost20", func(t *testing.T) {
 		carol := ts.user(t, "carol")
 		for i := range 20 {
