@@ -27,6 +27,11 @@ import (
 // the sessions they belong to are read again (one read per session, however
 // many streams share it), and a stream whose session ended, or whose access
 // token expired, is ended (see Watch).
+//
+// Bots' API keys (see BotKeyPrefix) are checked the same way: read from
+// the store at most once per CheckInterval per instance, refused at once
+// on the instance that revokes one (RevokeKey), and their streams watched
+// like sessions'.
 type Sessions struct {
 	store      store.Store
 	tokens     *Tokens

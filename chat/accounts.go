@@ -41,8 +41,8 @@ func (s *Service) UpdateProfile(ctx context.Context, me store.UserRef, p store.P
 //  2. This instance refuses the user's tokens at once and forgets their
 //     profile; the announcement tells every other instance to do the same.
 //  3. Their files are doomed, their avatar with them, and the rooms they
-//     are in lose the icons they set.
-//     Their bots are deleted with them.
+//     are in lose the icons they set; their bots are deleted as
+//     deleteBot deletes one.
 //  4. The user leaves each room and group the tombstone lists, with the
 //     usual PARTICIPANT_LEFT, which shows them deleted: the account is gone
 //     before anyone sees it leave.
