@@ -26,6 +26,7 @@ type caller struct {
 	user    store.UserRef
 	session string    // the session id of the access token
 	expires time.Time // when the access token expires
+	bot     bool      // authenticated by a bot's API key
 	err     error     // why a presented token was rejected
 }
 
@@ -63,6 +64,13 @@ func WithRejectedToken(ctx context.Context, err error) context.Context {
 func UserFrom(ctx context.Context) (store.UserRef, error) {
 	c, err := callerFrom(ctx)
 	return c.user, err
+}
+
+// IsBot reports whether the request's caller is a bot, authenticated by
+// its API key.
+func IsBot(ctx context.Context) bool {
+	c, err := callerFrom(ctx)
+	return err == nil && c.bot
 }
 
 // SessionFrom returns the verified user of the request and the id of the

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
 )
 
@@ -25,6 +27,11 @@ import (
 // the sessions they belong to are read again (one read per session, however
 // many streams share it), and a stream whose session ended, or whose access
 // token expired, is ended (see Watch).
+//
+// Bots' API keys (see BotKeyPrefix) are checked the same way: read from
+// the store at most once per CheckInterval per instance, refused at once
+// on the instance that revokes one (RevokeKey), and their streams watched
+// like sessions'.
 type Sessions struct {
 	store      store.Store
 	tokens     *Tokens
@@ -34,6 +41,9 @@ type Sessions struct {
 	now        func() time.Time
 
 	cache sessionCache
+	// keys caches API keys as cache does sessions; limits counts bad keys.
+	keys   keyCache
+	limits *ratelimit.Set
 
 	mu       sync.Mutex
 	watchers map[sessionKey]map[*watcher]struct{}
@@ -56,9 +66,12 @@ type SessionConfig struct {
 	// CheckInterval is how long an instance trusts what it read of a
 	// session (DefaultCheckInterval if zero).
 	CheckInterval time.Duration
-	// CacheSize caps the sessions an instance remembers (DefaultCacheSize
-	// if zero).
+	// CacheSize caps the sessions an instance remembers, and the API keys
+	// (DefaultCacheSize if zero).
 	CacheSize int
+	// Limits counts the bad API keys presented, per client address, as
+	// login attempts (nil: no limit).
+	Limits *ratelimit.Set
 }
 
 // Defaults of SessionConfig.
@@ -104,6 +117,8 @@ func NewSessions(ctx context.Context, cfg SessionConfig) (*Sessions, error) {
 		interval:   cfg.CheckInterval,
 		now:        time.Now,
 		cache:      sessionCache{limit: cfg.CacheSize, entries: map[sessionKey]cacheEntry{}},
+		keys:       keyCache{limit: cfg.CacheSize, entries: map[string]keyEntry{}},
+		limits:     cfg.Limits,
 		watchers:   map[sessionKey]map[*watcher]struct{}{},
 		endedUsers: map[string]time.Time{},
 	}
@@ -264,10 +279,13 @@ func (s *Sessions) Verify(ctx context.Context, token string) (Claims, error) {
 	return c, nil
 }
 
-// Authenticate returns ctx carrying the caller the access token names, or,
-// if the token or its session fails verification, the reason, for UserFrom
-// to report.
+// Authenticate returns ctx carrying the caller the access token names, or
+// the bot an API key (BotKeyPrefix...) belongs to, or, if the token or its
+// session fails verification, the reason, for UserFrom to report.
 func (s *Sessions) Authenticate(ctx context.Context, token string) context.Context {
+	if IsBotKey(token) {
+		return s.authenticateKey(ctx, token)
+	}
 	c, err := s.Verify(ctx, token)
 	if err != nil {
 		return WithRejectedToken(ctx, err)
@@ -293,8 +311,11 @@ func (s *Sessions) check(ctx context.Context, k sessionKey) error {
 	return s.load(ctx, k)
 }
 
-// load reads the session and caches the answer.
+// load reads the session, or the API key, and caches the answer.
 func (s *Sessions) load(ctx context.Context, k sessionKey) error {
+	if strings.HasPrefix(k.id, keySessionPrefix) {
+		return s.loadKeySession(ctx, k)
+	}
 	now := s.now()
 	sess, err := s.store.Session(ctx, k.login, k.id)
 	switch {
@@ -331,7 +352,10 @@ func (s *Sessions) Watch(ctx context.Context) context.Context {
 	}
 	k := sessionKey{c.user.Login, c.session}
 	wctx, cancel := context.WithCancelCause(ctx)
-	w := &watcher{cancel: cancel, timer: time.AfterFunc(c.expires.Sub(s.now()), func() { cancel(errTokenExpired) })}
+	w := &watcher{cancel: cancel}
+	if !c.bot { // an API key does not expire
+		w.timer = time.AfterFunc(c.expires.Sub(s.now()), func() { cancel(errTokenExpired) })
+	}
 	s.mu.Lock()
 	if s.watchers[k] == nil {
 		s.watchers[k] = map[*watcher]struct{}{}
@@ -339,7 +363,9 @@ func (s *Sessions) Watch(ctx context.Context) context.Context {
 	s.watchers[k][w] = struct{}{}
 	s.mu.Unlock()
 	context.AfterFunc(wctx, func() {
-		w.timer.Stop()
+		if w.timer != nil {
+			w.timer.Stop()
+		}
 		s.mu.Lock()
 		delete(s.watchers[k], w)
 		if len(s.watchers[k]) == 0 {

@@ -41,7 +41,8 @@ func (s *Service) UpdateProfile(ctx context.Context, me store.UserRef, p store.P
 //  2. This instance refuses the user's tokens at once and forgets their
 //     profile; the announcement tells every other instance to do the same.
 //  3. Their files are doomed, their avatar with them, and the rooms they
-//     are in lose the icons they set.
+//     are in lose the icons they set; their bots are deleted as
+//     deleteBot deletes one.
 //  4. The user leaves each room and group the tombstone lists, with the
 //     usual PARTICIPANT_LEFT, which shows them deleted: the account is gone
 //     before anyone sees it leave.
@@ -59,6 +60,9 @@ func (s *Service) DeleteAccount(ctx context.Context, acct store.Account) error {
 		s.Sessions.EndUser(login)
 	}
 	s.announce(ctx, store.AccountDeleted, login)
+	if err := s.deleteBotsOf(ctx, login); err != nil {
+		s.Log.WarnContext(ctx, "a deleted user's bots could not all be deleted", "login", login, "err", err)
+	}
 	if s.Files != nil {
 		if err := s.dropIconsOf(ctx, login, rooms); err != nil {
 			s.Log.WarnContext(ctx, "files: a deleted user's room icons could not all be removed", "login", login, "err", err)

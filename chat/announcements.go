@@ -78,6 +78,10 @@ func (s *Service) heard(ev *broker.Event, deleted func(login string)) {
 		if deleted != nil {
 			deleted(ev.User.Login)
 		}
+	case store.BotKeyRevoked:
+		if s.Sessions != nil {
+			s.Sessions.RevokeKeyHex(ev.User.Login, ev.Room)
+		}
 	case store.MembershipEnded:
 		if s.Memberships != nil {
 			s.Memberships.forget(ev.Room, ev.User.Login)

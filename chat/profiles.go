@@ -26,13 +26,16 @@ const (
 )
 
 // A Profile is what the API shows of a user in a UserSummary: their names
-// and avatar as they are now, or that the account was deleted.
+// and avatar as they are now, whether they are a bot, or that the account
+// was deleted.
 type Profile struct {
 	store.UserRef
 	// Avatar is the user's picture; nil for none (or when the profile
 	// could not be read).
 	Avatar  *store.Picture
 	Deleted bool
+	// Bot marks a bot account.
+	Bot bool
 }
 
 // Profiles is an instance's cache of its users' current names and avatars,
@@ -238,7 +241,7 @@ func (p *Profiles) run(r *profRead) {
 // find is a deleted account's (or no account's).
 func profileOf(login string, names map[string]store.PublicProfile) Profile {
 	if u, ok := names[login]; ok {
-		return Profile{UserRef: u.UserRef, Avatar: u.Avatar}
+		return Profile{UserRef: u.UserRef, Avatar: u.Avatar, Bot: u.Bot}
 	}
 	return Profile{UserRef: store.UserRef{Login: login}, Deleted: true}
 }

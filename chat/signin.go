@@ -46,6 +46,8 @@ func (s *Service) Login(ctx context.Context, login, password string) (auth.Pair,
 		return auth.Pair{}, store.User{}, s.Passwords.Check(ctx, nil, password)
 	case err != nil:
 		return auth.Pair{}, store.User{}, err
+	case acct.Bot: // bots authenticate with their API key alone
+		return auth.Pair{}, store.User{}, s.Passwords.Check(ctx, nil, password)
 	}
 	if err := s.Passwords.Check(ctx, acct.PassHash, password); err != nil {
 		return auth.Pair{}, store.User{}, err

@@ -72,6 +72,19 @@ type ComplexityRoot struct {
 		User             func(childComplexity int) int
 	}
 
+	Bot struct {
+		CreatedAt func(childComplexity int) int
+		Firstname func(childComplexity int) int
+		KeyPrefix func(childComplexity int) int
+		Lastname  func(childComplexity int) int
+		Login     func(childComplexity int) int
+	}
+
+	BotCreated struct {
+		APIKey func(childComplexity int) int
+		Bot    func(childComplexity int) int
+	}
+
 	Conversation struct {
 		ID          func(childComplexity int) int
 		Kind        func(childComplexity int) int
@@ -160,10 +173,12 @@ type ComplexityRoot struct {
 		BlockUser                  func(childComplexity int, login string) int
 		ChangePassword             func(childComplexity int, oldPassword string, newPassword string) int
 		CompleteUpload             func(childComplexity int, id string) int
+		CreateBot                  func(childComplexity int, login string, firstname string, lastname *string) int
 		CreateRoom                 func(childComplexity int, input model.CreateRoomInput) int
 		CreateUpload               func(childComplexity int, name string, contentType string, size int) int
 		CreateWebhook              func(childComplexity int, room string, url string) int
 		DeleteAccount              func(childComplexity int, password string) int
+		DeleteBot                  func(childComplexity int, login string) int
 		DeleteMessage              func(childComplexity int, id string) int
 		DeleteRoom                 func(childComplexity int, room string) int
 		DeleteWebhook              func(childComplexity int, id string) int
@@ -182,6 +197,7 @@ type ComplexityRoot struct {
 		RemoveParticipant          func(childComplexity int, room string, login string) int
 		RemoveReaction             func(childComplexity int, messageID string, emoji string) int
 		ReviveWebhook              func(childComplexity int, id string) int
+		RotateBotKey               func(childComplexity int, login string) int
 		SendDirectMessage          func(childComplexity int, to string, content string, attachments []string, clientMessageID *string, replyTo *string) int
 		SetAvatar                  func(childComplexity int, file *string) int
 		SetPushPreviews            func(childComplexity int, previews bool) int
@@ -209,6 +225,7 @@ type ComplexityRoot struct {
 
 	Query struct {
 		BlockedUsers      func(childComplexity int, first *int, after *string) int
+		Bots              func(childComplexity int) int
 		DirectMessages    func(childComplexity int, with string, first *int, after *string, last *int, before *string, around *string) int
 		FileQuota         func(childComplexity int) int
 		Inbox             func(childComplexity int) int
@@ -293,6 +310,7 @@ type ComplexityRoot struct {
 	User struct {
 		Avatar    func(childComplexity int) int
 		Bio       func(childComplexity int) int
+		Bot       func(childComplexity int) int
 		Email     func(childComplexity int) int
 		Firstname func(childComplexity int) int
 		Lastname  func(childComplexity int) int
@@ -307,6 +325,7 @@ type ComplexityRoot struct {
 
 	UserSummary struct {
 		Avatar    func(childComplexity int) int
+		Bot       func(childComplexity int) int
 		Deleted   func(childComplexity int) int
 		Firstname func(childComplexity int) int
 		Lastname  func(childComplexity int) int
@@ -413,6 +432,9 @@ type MutationResolver interface {
 	UpdateProfile(ctx context.Context, input model.ProfileInput) (*store.User, error)
 	SetAvatar(ctx context.Context, file *string) (*store.User, error)
 	DeleteAccount(ctx context.Context, password string) (bool, error)
+	CreateBot(ctx context.Context, login string, firstname string, lastname *string) (*model.BotCreated, error)
+	RotateBotKey(ctx context.Context, login string) (*model.BotCreated, error)
+	DeleteBot(ctx context.Context, login string) (bool, error)
 	CreateWebhook(ctx context.Context, room string, url string) (*store.Webhook, error)
 	DeleteWebhook(ctx context.Context, id string) (bool, error)
 	ReviveWebhook(ctx context.Context, id string) (*store.Webhook, error)
@@ -431,6 +453,7 @@ type QueryResolver interface {
 	PushPreviews(ctx context.Context) (bool, error)
 	Room(ctx context.Context, name string) (*store.Room, error)
 	Rooms(ctx context.Context, first *int, after *string) (*model.RoomConnection, error)
+	Bots(ctx context.Context) ([]store.Bot, error)
 	BlockedUsers(ctx context.Context, first *int, after *string) ([]store.UserRef, error)
 	Me(ctx context.Context) (*store.User, error)
 	Webhooks(ctx context.Context, room string) ([]store.Webhook, error)
@@ -462,6 +485,7 @@ type UserSummaryResolver interface {
 	Lastname(ctx context.Context, obj *store.UserRef) (string, error)
 	Deleted(ctx context.Context, obj *store.UserRef) (bool, error)
 	Avatar(ctx context.Context, obj *store.UserRef) (*store.Picture, error)
+	Bot(ctx context.Context, obj *store.UserRef) (bool, error)
 }
 type WebhookResolver interface {
 	Secret(ctx context.Context, obj *store.Webhook) (*string, error)
@@ -578,6 +602,50 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AuthPayload.User(childComplexity), true
+
+	case "Bot.createdAt":
+		if e.ComplexityRoot.Bot.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Bot.CreatedAt(childComplexity), true
+	case "Bot.firstname":
+		if e.ComplexityRoot.Bot.Firstname == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Bot.Firstname(childComplexity), true
+	case "Bot.keyPrefix":
+		if e.ComplexityRoot.Bot.KeyPrefix == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Bot.KeyPrefix(childComplexity), true
+	case "Bot.lastname":
+		if e.ComplexityRoot.Bot.Lastname == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Bot.Lastname(childComplexity), true
+	case "Bot.login":
+		if e.ComplexityRoot.Bot.Login == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Bot.Login(childComplexity), true
+
+	case "BotCreated.apiKey":
+		if e.ComplexityRoot.BotCreated.APIKey == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BotCreated.APIKey(childComplexity), true
+	case "BotCreated.bot":
+		if e.ComplexityRoot.BotCreated.Bot == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BotCreated.Bot(childComplexity), true
 
 	case "Conversation.id":
 		if e.ComplexityRoot.Conversation.ID == nil {
@@ -983,6 +1051,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CompleteUpload(childComplexity, args["id"].(string)), true
+	case "Mutation.createBot":
+		if e.ComplexityRoot.Mutation.CreateBot == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createBot_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateBot(childComplexity, args["login"].(string), args["firstname"].(string), args["lastname"].(*string)), true
 	case "Mutation.createRoom":
 		if e.ComplexityRoot.Mutation.CreateRoom == nil {
 			break
@@ -1027,6 +1106,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteAccount(childComplexity, args["password"].(string)), true
+	case "Mutation.deleteBot":
+		if e.ComplexityRoot.Mutation.DeleteBot == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteBot_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteBot(childComplexity, args["login"].(string)), true
 	case "Mutation.deleteMessage":
 		if e.ComplexityRoot.Mutation.DeleteMessage == nil {
 			break
@@ -1220,6 +1310,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ReviveWebhook(childComplexity, args["id"].(string)), true
+	case "Mutation.rotateBotKey":
+		if e.ComplexityRoot.Mutation.RotateBotKey == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_rotateBotKey_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RotateBotKey(childComplexity, args["login"].(string)), true
 	case "Mutation.sendDirectMessage":
 		if e.ComplexityRoot.Mutation.SendDirectMessage == nil {
 			break
@@ -1386,6 +1487,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.BlockedUsers(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "Query.bots":
+		if e.ComplexityRoot.Query.Bots == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Bots(childComplexity), true
 	case "Query.directMessages":
 		if e.ComplexityRoot.Query.DirectMessages == nil {
 			break
@@ -1796,6 +1903,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.User.Bio(childComplexity), true
+	case "User.bot":
+		if e.ComplexityRoot.User.Bot == nil {
+			break
+		}
+
+		return e.ComplexityRoot.User.Bot(childComplexity), true
 	case "User.email":
 		if e.ComplexityRoot.User.Email == nil {
 			break
@@ -1851,6 +1964,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UserSummary.Avatar(childComplexity), true
+	case "UserSummary.bot":
+		if e.ComplexityRoot.UserSummary.Bot == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserSummary.Bot(childComplexity), true
 	case "UserSummary.deleted":
 		if e.ComplexityRoot.UserSummary.Deleted == nil {
 			break
@@ -2857,6 +2976,8 @@ type UserSummary {
   deleted: Boolean!
   """The picture the user chose (` + "`" + `setAvatar` + "`" + `), as it is now; null for none, and for a deleted account."""
   avatar: Image
+  """Whether the account is a bot's (` + "`" + `createBot` + "`" + `), which posts through the API with its key."""
+  bot: Boolean!
 }
 
 """A user's own profile, as ` + "`" + `me` + "`" + ` returns it."""
@@ -2873,6 +2994,8 @@ type User {
   bio: String!
   """The user's picture (` + "`" + `setAvatar` + "`" + `); null for none."""
   avatar: Image
+  """Whether the account is a bot's (` + "`" + `createBot` + "`" + `)."""
+  bot: Boolean!
   """
   Names of the rooms the user participates in, sorted, ` + "`" + `first` + "`" + ` (1 to 100)
   at a time after the name ` + "`" + `after` + "`" + `: pass the last name of a page for the
@@ -2927,7 +3050,38 @@ type AuthPayload {
   user: User!
 }
 
+"""
+A bot account the caller owns (` + "`" + `createBot` + "`" + `): a user of its own, shown with
+` + "`" + `bot: true` + "`" + `, that authenticates with its API key instead of a password.
+"""
+type Bot {
+  """The bot's login, unique among users and bots."""
+  login: String!
+  """First name."""
+  firstname: String!
+  """Last name; may be empty."""
+  lastname: String!
+  """When the bot was created."""
+  createdAt: Time!
+  """The start of the bot's current API key, to recognise it by; the key itself is shown only once."""
+  keyPrefix: String!
+}
+
+"""A bot and its new API key, shown this once: only its hash is stored."""
+type BotCreated {
+  """The bot."""
+  bot: Bot!
+  """
+  The API key: send it as ` + "`" + `Authorization: Bearer <key>` + "`" + ` over HTTP and SSE,
+  or as ` + "`" + `token` + "`" + ` in a websocket's ` + "`" + `connection_init` + "`" + `. It does not expire;
+  ` + "`" + `rotateBotKey` + "`" + ` replaces it and ` + "`" + `deleteBot` + "`" + ` revokes it.
+  """
+  apiKey: String!
+}
+
 extend type Query {
+  """The bots the caller owns, by login. Needs a token."""
+  bots: [Bot!]! @listSize(assumedSize: 20)
   """The users the caller blocked, by login, ` + "`" + `first` + "`" + ` (1 to 100) at a time after the login ` + "`" + `after` + "`" + `."""
   blockedUsers(first: Int = 100, after: String): [UserSummary!]! @listSize(slicingArguments: ["first"], assumedSize: 100)
   """The logged-in user's profile and rooms. Needs a token."""
@@ -2995,6 +3149,30 @@ extend type Mutation {
   CONFLICT. Needs a token.
   """
   deleteAccount(password: String!): Boolean!
+  """
+  Creates a bot account owned by the caller, and its API key. The login follows
+  the rules of signup's and is unique among users and bots (CONFLICT if taken);
+  the last name may be left out. A bot posts, reacts, joins rooms and sends
+  direct messages through this same API, under the same rate limits as users,
+  and shows ` + "`" + `bot: true` + "`" + ` in every UserSummary. At most 20 bots per owner
+  (BAD_USER_INPUT past that). A bot cannot create bots (FORBIDDEN), nor log in
+  with a password.
+  """
+  createBot(login: String!, firstname: String!, lastname: String): BotCreated!
+  """
+  Gives the caller's bot a new API key and revokes the old one at once: every
+  instance refuses it within CHAT_SESSION_CHECK at most (at once with Redis),
+  and the websockets and streams it opened are closed (4401). NOT_FOUND if the
+  caller owns no such bot.
+  """
+  rotateBotKey(login: String!): BotCreated!
+  """
+  Revokes the API key of the caller's bot and deletes its account as
+  ` + "`" + `deleteAccount` + "`" + ` does: its messages remain, from a deleted user, and its
+  websockets and streams are closed (4401). NOT_FOUND if the caller owns no
+  such bot.
+  """
+  deleteBot(login: String!): Boolean!
 }
 `, BuiltIn: false},
 	{Name: "../schema/webhooks.graphqls", Input: `"""Where a webhook's delivery stands."""
@@ -3105,6 +3283,32 @@ func (ec *executionContext) childFields_AuthPayload(ctx context.Context, field g
 		return ec.fieldContext_AuthPayload_user(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type AuthPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_Bot(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "login":
+		return ec.fieldContext_Bot_login(ctx, field)
+	case "firstname":
+		return ec.fieldContext_Bot_firstname(ctx, field)
+	case "lastname":
+		return ec.fieldContext_Bot_lastname(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Bot_createdAt(ctx, field)
+	case "keyPrefix":
+		return ec.fieldContext_Bot_keyPrefix(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Bot", field.Name)
+}
+
+func (ec *executionContext) childFields_BotCreated(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "bot":
+		return ec.fieldContext_BotCreated_bot(ctx, field)
+	case "apiKey":
+		return ec.fieldContext_BotCreated_apiKey(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type BotCreated", field.Name)
 }
 
 func (ec *executionContext) childFields_Conversation(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3425,6 +3629,8 @@ func (ec *executionContext) childFields_User(ctx context.Context, field graphql.
 		return ec.fieldContext_User_bio(ctx, field)
 	case "avatar":
 		return ec.fieldContext_User_avatar(ctx, field)
+	case "bot":
+		return ec.fieldContext_User_bot(ctx, field)
 	case "rooms":
 		return ec.fieldContext_User_rooms(ctx, field)
 	}
@@ -3453,6 +3659,8 @@ func (ec *executionContext) childFields_UserSummary(ctx context.Context, field g
 		return ec.fieldContext_UserSummary_deleted(ctx, field)
 	case "avatar":
 		return ec.fieldContext_UserSummary_avatar(ctx, field)
+	case "bot":
+		return ec.fieldContext_UserSummary_bot(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type UserSummary", field.Name)
 }
@@ -3743,6 +3951,36 @@ func (ec *executionContext) field_Mutation_completeUpload_args(ctx context.Conte
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_createBot_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "login",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["login"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "firstname",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["firstname"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "lastname",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["lastname"] = arg2
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createRoom_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3820,6 +4058,20 @@ func (ec *executionContext) field_Mutation_deleteAccount_args(ctx context.Contex
 		return nil, err
 	}
 	args["password"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deleteBot_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "login",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["login"] = arg0
 	return args, nil
 }
 
@@ -4170,6 +4422,20 @@ func (ec *executionContext) field_Mutation_reviveWebhook_args(ctx context.Contex
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_rotateBotKey_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "login",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["login"] = arg0
 	return args, nil
 }
 
@@ -5211,6 +5477,176 @@ func (ec *executionContext) fieldContext_AuthPayload_user(_ context.Context, fie
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Bot_login(ctx context.Context, field graphql.CollectedField, obj *store.Bot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Bot_login(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Login, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Bot_login(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Bot", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Bot_firstname(ctx context.Context, field graphql.CollectedField, obj *store.Bot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Bot_firstname(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Firstname, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Bot_firstname(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Bot", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Bot_lastname(ctx context.Context, field graphql.CollectedField, obj *store.Bot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Bot_lastname(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Lastname, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Bot_lastname(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Bot", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Bot_createdAt(ctx context.Context, field graphql.CollectedField, obj *store.Bot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Bot_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Bot_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Bot", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _Bot_keyPrefix(ctx context.Context, field graphql.CollectedField, obj *store.Bot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Bot_keyPrefix(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.KeyPrefix, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Bot_keyPrefix(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Bot", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _BotCreated_bot(ctx context.Context, field graphql.CollectedField, obj *model.BotCreated) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BotCreated_bot(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Bot, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Bot) graphql.Marshaler {
+			return ec.marshalNBot2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐBot(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BotCreated_bot(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "BotCreated",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Bot(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _BotCreated_apiKey(ctx context.Context, field graphql.CollectedField, obj *model.BotCreated) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BotCreated_apiKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.APIKey, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BotCreated_apiKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BotCreated", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Conversation_id(ctx context.Context, field graphql.CollectedField, obj *store.Conversation) (ret graphql.Marshaler) {
@@ -8121,6 +8557,138 @@ func (ec *executionContext) fieldContext_Mutation_deleteAccount(ctx context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_createBot(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createBot(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateBot(ctx, fc.Args["login"].(string), fc.Args["firstname"].(string), fc.Args["lastname"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.BotCreated) graphql.Marshaler {
+			return ec.marshalNBotCreated2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐBotCreated(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createBot(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_BotCreated(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createBot_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_rotateBotKey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_rotateBotKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RotateBotKey(ctx, fc.Args["login"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.BotCreated) graphql.Marshaler {
+			return ec.marshalNBotCreated2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐBotCreated(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_rotateBotKey(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_BotCreated(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_rotateBotKey_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteBot(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteBot(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteBot(ctx, fc.Args["login"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteBot(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteBot_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_createWebhook(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8904,6 +9472,38 @@ func (ec *executionContext) fieldContext_Query_rooms(ctx context.Context, field 
 	if fc.Args, err = ec.field_Query_rooms_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_bots(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_bots(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Bots(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []store.Bot) graphql.Marshaler {
+			return ec.marshalNBot2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐBotᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_bots(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Bot(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -10327,6 +10927,29 @@ func (ec *executionContext) fieldContext_User_avatar(_ context.Context, field gr
 	return fc, nil
 }
 
+func (ec *executionContext) _User_bot(ctx context.Context, field graphql.CollectedField, obj *store.User) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_User_bot(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Bot, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_User_bot(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
 func (ec *executionContext) _User_rooms(ctx context.Context, field graphql.CollectedField, obj *store.User) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10539,6 +11162,29 @@ func (ec *executionContext) fieldContext_UserSummary_avatar(_ context.Context, f
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _UserSummary_bot(ctx context.Context, field graphql.CollectedField, obj *store.UserRef) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserSummary_bot(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.UserSummary().Bot(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserSummary_bot(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserSummary", field, true, true, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _Webhook_id(ctx context.Context, field graphql.CollectedField, obj *store.Webhook) (ret graphql.Marshaler) {
@@ -12365,6 +13011,107 @@ func (ec *executionContext) _AuthPayload(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
+var botImplementors = []string{"Bot"}
+
+func (ec *executionContext) _Bot(ctx context.Context, sel ast.SelectionSet, obj *store.Bot) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, botImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Bot")
+		case "login":
+			out.Values[i] = ec._Bot_login(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "firstname":
+			out.Values[i] = ec._Bot_firstname(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastname":
+			out.Values[i] = ec._Bot_lastname(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._Bot_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "keyPrefix":
+			out.Values[i] = ec._Bot_keyPrefix(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var botCreatedImplementors = []string{"BotCreated"}
+
+func (ec *executionContext) _BotCreated(ctx context.Context, sel ast.SelectionSet, obj *model.BotCreated) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, botCreatedImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("BotCreated")
+		case "bot":
+			out.Values[i] = ec._BotCreated_bot(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "apiKey":
+			out.Values[i] = ec._BotCreated_apiKey(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var conversationImplementors = []string{"Conversation"}
 
 func (ec *executionContext) _Conversation(ctx context.Context, sel ast.SelectionSet, obj *store.Conversation) graphql.Marshaler {
@@ -13925,6 +14672,27 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "createBot":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createBot(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "rotateBotKey":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_rotateBotKey(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteBot":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteBot(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "createWebhook":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createWebhook(ctx, field)
@@ -14362,6 +15130,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_rooms(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "bots":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_bots(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -15242,6 +16032,11 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "bot":
+			out.Values[i] = ec._User_bot(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "rooms":
 			field := field
 
@@ -15486,6 +16281,44 @@ func (ec *executionContext) _UserSummary(ctx context.Context, sel ast.SelectionS
 				}()
 				res = ec._UserSummary_avatar(ctx, field, obj)
 				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Values[i] = innerFunc(ctx, out)
+		case "bot":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._UserSummary_bot(ctx, field, obj)
+				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
 				return res
@@ -16309,6 +17142,46 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 		}
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNBot2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐBot(ctx context.Context, sel ast.SelectionSet, v store.Bot) graphql.Marshaler {
+	return ec._Bot(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNBot2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐBotᚄ(ctx context.Context, sel ast.SelectionSet, v []store.Bot) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNBot2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐBot(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNBot2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐBot(ctx context.Context, sel ast.SelectionSet, v *store.Bot) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Bot(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNBotCreated2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐBotCreated(ctx context.Context, sel ast.SelectionSet, v *model.BotCreated) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._BotCreated(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNConversation2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐConversation(ctx context.Context, sel ast.SelectionSet, v store.Conversation) graphql.Marshaler {
@@ -17388,6 +18261,7 @@ func init() {
 		resolverMethod("UserSummary", "lastname", ResolverRoot.UserSummary, UserSummaryResolver.Lastname),
 		resolverMethod("UserSummary", "deleted", ResolverRoot.UserSummary, UserSummaryResolver.Deleted),
 		resolverMethod("UserSummary", "avatar", ResolverRoot.UserSummary, UserSummaryResolver.Avatar),
+		resolverMethod("UserSummary", "bot", ResolverRoot.UserSummary, UserSummaryResolver.Bot),
 	}
 }
 

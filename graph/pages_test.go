@@ -94,6 +94,7 @@ func (benchResolvers) Lastname(_ context.Context, u *store.UserRef) (string, err
 	return u.Lastname, nil
 }
 func (benchResolvers) Deleted(context.Context, *store.UserRef) (bool, error) { return false, nil }
+func (benchResolvers) Bot(context.Context, *store.UserRef) (bool, error)     { return false, nil }
 func (benchResolvers) Avatar(context.Context, *store.UserRef) (*store.Picture, error) {
 	return nil, nil
 }

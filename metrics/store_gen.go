@@ -28,11 +28,14 @@ type storeCalls struct {
 	BlockedUsers           storeCall
 	Blocks                 storeCall
 	BlocksBetween          storeCall
+	BotByKey               storeCall
+	Bots                   storeCall
 	ChangePassword         storeCall
 	ClaimClientMessage     storeCall
 	ClaimFiles             storeCall
 	CompleteFile           storeCall
 	Conversation           storeCall
+	CreateBot              storeCall
 	CreateFile             storeCall
 	CreateRoom             storeCall
 	CreateSession          storeCall
@@ -82,6 +85,7 @@ type storeCalls struct {
 	React                  storeCall
 	Reactions              storeCall
 	ReleaseFiles           storeCall
+	RemoveBot              storeCall
 	RemoveFile             storeCall
 	RemovePushSubscription storeCall
 	RemoveWebhook          storeCall
@@ -95,6 +99,7 @@ type storeCalls struct {
 	SendDirect             storeCall
 	Session                storeCall
 	SetAvatar              storeCall
+	SetBotKey              storeCall
 	SetNoticeCursor        storeCall
 	SetPreview             storeCall
 	SetPushPreviews        storeCall
@@ -123,11 +128,14 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		BlockedUsers:           m.call("BlockedUsers"),
 		Blocks:                 m.call("Blocks"),
 		BlocksBetween:          m.call("BlocksBetween"),
+		BotByKey:               m.call("BotByKey"),
+		Bots:                   m.call("Bots"),
 		ChangePassword:         m.call("ChangePassword"),
 		ClaimClientMessage:     m.call("ClaimClientMessage"),
 		ClaimFiles:             m.call("ClaimFiles"),
 		CompleteFile:           m.call("CompleteFile"),
 		Conversation:           m.call("Conversation"),
+		CreateBot:              m.call("CreateBot"),
 		CreateFile:             m.call("CreateFile"),
 		CreateRoom:             m.call("CreateRoom"),
 		CreateSession:          m.call("CreateSession"),
@@ -177,6 +185,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		React:                  m.call("React"),
 		Reactions:              m.call("Reactions"),
 		ReleaseFiles:           m.call("ReleaseFiles"),
+		RemoveBot:              m.call("RemoveBot"),
 		RemoveFile:             m.call("RemoveFile"),
 		RemovePushSubscription: m.call("RemovePushSubscription"),
 		RemoveWebhook:          m.call("RemoveWebhook"),
@@ -190,6 +199,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		SendDirect:             m.call("SendDirect"),
 		Session:                m.call("Session"),
 		SetAvatar:              m.call("SetAvatar"),
+		SetBotKey:              m.call("SetBotKey"),
 		SetNoticeCursor:        m.call("SetNoticeCursor"),
 		SetPreview:             m.call("SetPreview"),
 		SetPushPreviews:        m.call("SetPushPreviews"),
@@ -283,6 +293,20 @@ func (s *timedStore) BlocksBetween(ctx context.Context, a1 string, a2 string) (b
 	return r0, r1, err
 }
 
+func (s *timedStore) BotByKey(ctx context.Context, a1 []uint8) (string, error) {
+	start := now()
+	r0, err := s.Store.BotByKey(ctx, a1)
+	s.calls.BotByKey.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) Bots(ctx context.Context, a1 string) ([]store.Bot, error) {
+	start := now()
+	r0, err := s.Store.Bots(ctx, a1)
+	s.calls.Bots.done(ctx, start, err)
+	return r0, err
+}
+
 func (s *timedStore) ChangePassword(ctx context.Context, a1 string, a2 []uint8, a3 []uint8) error {
 	start := now()
 	err := s.Store.ChangePassword(ctx, a1, a2, a3)
@@ -316,6 +340,13 @@ func (s *timedStore) Conversation(ctx context.Context, a1 string, a2 string) (st
 	r0, err := s.Store.Conversation(ctx, a1, a2)
 	s.calls.Conversation.done(ctx, start, err)
 	return r0, err
+}
+
+func (s *timedStore) CreateBot(ctx context.Context, a1 store.Account, a2 store.BotKey, a3 time.Time) error {
+	start := now()
+	err := s.Store.CreateBot(ctx, a1, a2, a3)
+	s.calls.CreateBot.done(ctx, start, err)
+	return err
 }
 
 func (s *timedStore) CreateFile(ctx context.Context, a1 store.File, a2 int64) error {
@@ -661,6 +692,13 @@ func (s *timedStore) ReleaseFiles(ctx context.Context, a1 string, a2 []store.Mes
 	return err
 }
 
+func (s *timedStore) RemoveBot(ctx context.Context, a1 string, a2 string) (store.Bot, error) {
+	start := now()
+	r0, err := s.Store.RemoveBot(ctx, a1, a2)
+	s.calls.RemoveBot.done(ctx, start, err)
+	return r0, err
+}
+
 func (s *timedStore) RemoveFile(ctx context.Context, a1 string, a2 store.MessageID) error {
 	start := now()
 	err := s.Store.RemoveFile(ctx, a1, a2)
@@ -749,6 +787,13 @@ func (s *timedStore) SetAvatar(ctx context.Context, a1 string, a2 *store.Picture
 	start := now()
 	r0, err := s.Store.SetAvatar(ctx, a1, a2)
 	s.calls.SetAvatar.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) SetBotKey(ctx context.Context, a1 string, a2 string, a3 store.BotKey) (store.Bot, error) {
+	start := now()
+	r0, err := s.Store.SetBotKey(ctx, a1, a2, a3)
+	s.calls.SetBotKey.done(ctx, start, err)
 	return r0, err
 }
 

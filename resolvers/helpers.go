@@ -316,3 +316,8 @@ func positive(n int) *int {
 // caller is the user a request acts for, for resolvers whose arguments
 // shadow package auth (a push subscription's auth key).
 func caller(ctx context.Context) (store.UserRef, error) { return auth.UserFrom(ctx) }
+
+// botCreated is the API's view of a bot with its new key.
+func botCreated(b *chat.NewBot) *model.BotCreated {
+	return &model.BotCreated{Bot: &b.Bot, APIKey: b.Key}
+}

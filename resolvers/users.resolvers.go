@@ -114,6 +114,57 @@ func (r *mutationResolver) DeleteAccount(ctx context.Context, password string) (
 	return true, nil
 }
 
+// CreateBot is the resolver for the createBot field.
+func (r *mutationResolver) CreateBot(ctx context.Context, login string, firstname string, lastname *string) (*model.BotCreated, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var last string
+	if lastname != nil {
+		last = *lastname
+	}
+	bot, err := r.Service.CreateBot(ctx, me, login, firstname, last)
+	if err != nil {
+		return nil, err
+	}
+	return botCreated(bot), nil
+}
+
+// RotateBotKey is the resolver for the rotateBotKey field.
+func (r *mutationResolver) RotateBotKey(ctx context.Context, login string) (*model.BotCreated, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bot, err := r.Service.RotateBotKey(ctx, me, login)
+	if err != nil {
+		return nil, err
+	}
+	return botCreated(bot), nil
+}
+
+// DeleteBot is the resolver for the deleteBot field.
+func (r *mutationResolver) DeleteBot(ctx context.Context, login string) (bool, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return false, err
+	}
+	if err := r.Service.DeleteBot(ctx, me, login); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// Bots is the resolver for the bots field.
+func (r *queryResolver) Bots(ctx context.Context) ([]store.Bot, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.Bots(ctx, me)
+}
+
 // BlockedUsers is the resolver for the blockedUsers field.
 func (r *queryResolver) BlockedUsers(ctx context.Context, first *int, after *string) ([]store.UserRef, error) {
 	me, err := auth.UserFrom(ctx)
@@ -159,6 +210,11 @@ func (r *userSummaryResolver) Deleted(ctx context.Context, obj *store.UserRef) (
 // Avatar is the resolver for the avatar field.
 func (r *userSummaryResolver) Avatar(ctx context.Context, obj *store.UserRef) (*store.Picture, error) {
 	return r.profile(ctx, obj).Avatar, nil
+}
+
+// Bot is the resolver for the bot field.
+func (r *userSummaryResolver) Bot(ctx context.Context, obj *store.UserRef) (bool, error) {
+	return r.profile(ctx, obj).Bot, nil
 }
 
 // User returns graph.UserResolver implementation.

@@ -184,7 +184,7 @@ func NewOnStore(ctx context.Context, cfg Config, log *slog.Logger, st store.Stor
 	requests, endRequests := context.WithCancel(context.Background())
 	s.endRequests = endRequests
 	sessions, err := auth.NewSessions(streams, auth.SessionConfig{
-		Store: s.store, Tokens: tokens, Secret: secret, RefreshTTL: cfg.RefreshTTL, CheckInterval: cfg.SessionCheck,
+		Store: s.store, Tokens: tokens, Secret: secret, RefreshTTL: cfg.RefreshTTL, CheckInterval: cfg.SessionCheck, Limits: limits,
 	})
 	if err != nil {
 		endStreams()
@@ -408,7 +408,8 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 	mux.Handle(playground.Prefix, playground.Assets())
 	addresses := ratelimit.NewAddresses(s.cfg.TrustedProxies)
 	limits := httpapi.Limits{MaxBody: s.cfg.MaxBodyBytes, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout}
-	mux.Handle("/query", s.cors(limits.Handler(sessions.Middleware(addresses.Middleware(withRequestBase(gql))))))
+	// The client address first: a bad API key counts against it.
+	mux.Handle("/query", s.cors(limits.Handler(addresses.Middleware(sessions.Middleware(withRequestBase(gql))))))
 	if s.files != nil {
 		mux.Handle(filesPath, s.files)
 	}

@@ -82,6 +82,9 @@ const (
 	// left, were removed or banned); every membership of Room if User.Login
 	// is empty (the room was deleted).
 	MembershipEnded EventKind = "MEMBERSHIP_ENDED"
+	// BotKeyRevoked: the API key of the bot User.Login was replaced or
+	// deleted; Room holds the key's SHA-256 in hex.
+	BotKeyRevoked EventKind = "BOT_KEY_REVOKED"
 )
 
 // Event is one durable change, as its log keeps it. Its id is a timeuuid,

@@ -46,6 +46,8 @@ func (p ProfileUpdate) Validate() error {
 type PublicProfile struct {
 	UserRef
 	Avatar *Picture
+	// Bot marks a bot account.
+	Bot bool
 }
 
 // Profiles keeps the users' profiles current: profile changes, batched reads

@@ -35,6 +35,11 @@ type User struct {
 	// Avatar is the image the user chose to show with their name
 	// (SetAvatar); nil for none.
 	Avatar *Picture
+	// Bot marks a bot account (CreateBot), which authenticates with an
+	// API key, never a password.
+	Bot bool
+	// Owner is the login of the user who owns the bot; empty for a user.
+	Owner string
 }
 
 // Account is a User with the password hash used at login.
@@ -161,6 +166,7 @@ type Store interface {
 	Outbox
 	PushSubscriptions
 	Webhooks
+	Bots
 
 	// CreateUser stores a new account. Logins are unique: the write is a
 	// compare-and-set (INSERT ... IF NOT EXISTS), so of many concurrent signups

@@ -28,6 +28,16 @@ type AuthPayload struct {
 	User *store.User `json:"user"`
 }
 
+// A bot and its new API key, shown this once: only its hash is stored.
+type BotCreated struct {
+	// The bot.
+	Bot *store.Bot `json:"bot"`
+	// The API key: send it as `Authorization: Bearer <key>` over HTTP and SSE,
+	// or as `token` in a websocket's `connection_init`. It does not expire;
+	// `rotateBotKey` replaces it and `deleteBot` revokes it.
+	APIKey string `json:"apiKey"`
+}
+
 // A new room.
 type CreateRoomInput struct {
 	// 2 to 40 characters: lowercase letters, digits, '_' or '-', starting with a letter or digit.

@@ -14,7 +14,7 @@ import (
 const (
 	// A row whose firstname is null holds chat_rooms alone (see
 	// readAccount): no user.
-	selectNames = `SELECT login, firstname, lastname, deleted, avatar FROM users WHERE login IN ?`
+	selectNames = `SELECT login, firstname, lastname, deleted, avatar, bot FROM users WHERE login IN ?`
 	// deleteAccount erases everything but the login and the rooms, on the
 	// condition that the password is the one the caller checked; the
 	// tombstone's firstname is '' rather than null, so that the row still
@@ -147,15 +147,16 @@ func (db *DB) Names(ctx context.Context, logins []string) (map[string]store.Publ
 		iter := db.query(ctx, selectNames, chunk).Iter()
 		var login, lastname, avatar string
 		var firstname *string
-		var deleted bool
-		for iter.Scan(&login, &firstname, &lastname, &deleted, &avatar) {
+		var deleted, bot bool
+		for iter.Scan(&login, &firstname, &lastname, &deleted, &avatar, &bot) {
 			if firstname != nil && !deleted {
 				out[login] = store.PublicProfile{
 					UserRef: store.UserRef{Login: login, Firstname: *firstname, Lastname: lastname},
 					Avatar:  decodePicture(avatar),
+					Bot:     bot,
 				}
 			}
-			firstname, deleted, lastname, avatar = nil, false, "", ""
+			firstname, deleted, bot, lastname, avatar = nil, false, false, "", ""
 		}
 		if err := iter.Close(); err != nil {
 			return nil, fmt.Errorf("cassandra: read names: %w", err)

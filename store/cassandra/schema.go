@@ -102,6 +102,11 @@ var schemaV17 string
 //go:embed schema_v18.cql
 var schemaV18 string
 
+// schemaV19 adds bot accounts and their API keys.
+//
+//go:embed schema_v19.cql
+var schemaV19 string
+
 // A migration is one schema version: CQL statements separated by ';', then
 // the conversion of the data, if any.
 type migration struct {
@@ -135,6 +140,7 @@ var migrations = []migration{
 	{version: 16, description: "users.avatar, chat_rooms.icon", cql: schemaV16},
 	{version: 17, description: "notices, notice_hours, notice_cursors, notice_leases, push_subscriptions", cql: schemaV17},
 	{version: 18, description: "webhooks, webhook_leases", cql: schemaV18},
+	{version: 19, description: "users.bot, users.owner, bots_by_owner, bot_keys", cql: schemaV19},
 }
 
 // createMigrationsTable repeats schema.cql's statement: the table must exist

@@ -14,7 +14,7 @@ import (
 const (
 	insertUser = `INSERT INTO users (login, pass_hash, firstname, lastname, email, bio)
 		VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS`
-	selectUser = `SELECT login, pass_hash, firstname, lastname, email, bio, chat_rooms, deleted, avatar
+	selectUser = `SELECT login, pass_hash, firstname, lastname, email, bio, chat_rooms, deleted, avatar, bot, owner
 		FROM users WHERE login = ?`
 	addUserRoom    = `UPDATE users SET chat_rooms = chat_rooms + ? WHERE login = ?`
 	removeUserRoom = `UPDATE users SET chat_rooms = chat_rooms - ? WHERE login = ?`
@@ -28,8 +28,14 @@ const (
 // twice when a timeout leaves nothing written (againIfNotApplied). The new
 // user is in no room yet, whatever a.ChatRooms says.
 func (db *DB) CreateUser(ctx context.Context, a store.Account) error {
+	return db.createAccount(ctx, a, insertUser, a.Login, a.PassHash, a.Firstname, a.Lastname, a.Email, a.Bio)
+}
+
+// createAccount runs insert, an INSERT ... IF NOT EXISTS of a's row, with
+// args.
+func (db *DB) createAccount(ctx context.Context, a store.Account, insert string, args ...any) error {
 	applied, err := againIfNotApplied(func() (bool, error) {
-		q := db.query(ctx, insertUser, a.Login, a.PassHash, a.Firstname, a.Lastname, a.Email, a.Bio)
+		q := db.query(ctx, insert, args...)
 		return lwt(ctx, q, nil, func(ctx context.Context) (casOutcome, error) {
 			got, err := db.readAccount(db.serialRead(ctx, selectUser, a.Login))
 			switch {
@@ -87,7 +93,7 @@ func (db *DB) readAccount(q *gocql.Query) (store.Account, error) {
 	var firstname *string
 	var deleted bool
 	var avatar string
-	err := q.Scan(&a.Login, &a.PassHash, &firstname, &a.Lastname, &a.Email, &a.Bio, &a.ChatRooms, &deleted, &avatar)
+	err := q.Scan(&a.Login, &a.PassHash, &firstname, &a.Lastname, &a.Email, &a.Bio, &a.ChatRooms, &deleted, &avatar, &a.Bot, &a.Owner)
 	if err == nil && deleted {
 		err = errDeletedAccount
 	}

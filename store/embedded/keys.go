@@ -3,6 +3,7 @@ package embedded
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 
 	"github.com/killrchat/chatql/store"
@@ -65,6 +66,10 @@ const (
 	// 0); tableWebhookLeases each webhook's lease.
 	tableWebhooks      = "webhooks"
 	tableWebhookLeases = "webhook_leases"
+	// tableBotKeys finds a bot by its API key's hash; tableBotsByOwner
+	// lists each user's bots, a partition per owner.
+	tableBotKeys     = "bot_keys"
+	tableBotsByOwner = "bots_by_owner"
 
 	// tableRoomMembers is no Cassandra table but this store's index of
 	// chat_rooms' participants (see membersPartition), and tableMeta holds
@@ -405,3 +410,8 @@ func webhooksPartition() key { return tuple(tableWebhooks) }
 func webhookKey(id string) key { return webhooksPartition().str(id) }
 
 func webhookLeaseKey(id string) key { return tuple(tableWebhookLeases).str(id) }
+// botKeyKey is the row of the bot whose API key hashes to hash.
+func botKeyKey(hash []byte) key { return tuple(tableBotKeys).str(hex.EncodeToString(hash)) }
+
+// botsPartition prefixes the bots of owner, one row per bot after it.
+func botsPartition(owner string) key { return tuple(tableBotsByOwner).str(owner) }

@@ -90,7 +90,7 @@ func (db *DB) Names(ctx context.Context, logins []string) (map[string]store.Publ
 			return nil, fmt.Errorf("reading user %q: %w", login, err)
 		}
 		if found && !row.Deleted {
-			out[login] = store.PublicProfile{UserRef: store.UserRef{Login: row.Login, Firstname: row.Firstname, Lastname: row.Lastname}, Avatar: row.Avatar}
+			out[login] = store.PublicProfile{UserRef: store.UserRef{Login: row.Login, Firstname: row.Firstname, Lastname: row.Lastname}, Avatar: row.Avatar, Bot: row.Bot}
 		}
 	}
 	return out, nil

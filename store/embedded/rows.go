@@ -36,6 +36,9 @@ type userRow struct {
 	Deleted bool `json:"deleted,omitempty"`
 	// Avatar is the user's picture; nil for none.
 	Avatar *store.Picture `json:"avatar,omitempty"`
+	// Bot marks a bot account, Owner the user who owns it.
+	Bot   bool   `json:"bot,omitempty"`
+	Owner string `json:"owner,omitempty"`
 }
 
 // roomRow is a row of chat_rooms. The creator's login is Creator.Login.
@@ -178,6 +181,8 @@ func accountRow(a store.Account) userRow {
 		Lastname:  a.Lastname,
 		Email:     a.Email,
 		Bio:       a.Bio,
+		Bot:       a.Bot,
+		Owner:     a.Owner,
 	}
 }
 
@@ -189,6 +194,8 @@ func (r userRow) account() store.Account {
 			Bio:       r.Bio,
 			ChatRooms: append([]string{}, r.ChatRooms...),
 			Avatar:    r.Avatar,
+			Bot:       r.Bot,
+			Owner:     r.Owner,
 		},
 		PassHash: r.PassHash,
 	}

@@ -173,6 +173,9 @@ func checkUser(t *testing.T, what string, got, want store.User) {
 	if !slices.Equal(got.ChatRooms, want.ChatRooms) {
 		t.Errorf("%s.ChatRooms = %q, want %q", what, got.ChatRooms, want.ChatRooms)
 	}
+	if got.Bot != want.Bot || got.Owner != want.Owner {
+		t.Errorf("%s bot, owner = %v, %q; want %v, %q", what, got.Bot, got.Owner, want.Bot, want.Owner)
+	}
 }
 
 // checkAccount compares accounts, password hash included.

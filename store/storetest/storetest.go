@@ -66,6 +66,11 @@ func groups() []group[store.Store] {
 			{"DeleteAccount", testDeleteAccount},
 			{"DeleteRacingUpdate", testDeleteAccountRacingUpdate},
 		}},
+		{"Bots", []storeTest{
+			{"Lifecycle", testBots},
+			{"ErrConflict", testCreateBotConflict},
+			{"Deleted", testDeleteBot},
+		}},
 		{"Blocks", []storeTest{
 			{"OK", testBlocks},
 			{"Cap", testBlocksCap},
