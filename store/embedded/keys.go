@@ -410,6 +410,7 @@ func webhooksPartition() key { return tuple(tableWebhooks) }
 func webhookKey(id string) key { return webhooksPartition().str(id) }
 
 func webhookLeaseKey(id string) key { return tuple(tableWebhookLeases).str(id) }
+
 // botKeyKey is the row of the bot whose API key hashes to hash.
 func botKeyKey(hash []byte) key { return tuple(tableBotKeys).str(hex.EncodeToString(hash)) }
 
