@@ -180,7 +180,7 @@ func (db *DB) SetNoticeCursor(ctx context.Context, shard int, upTo store.Message
 	return nil
 }
 
-// LeaseNoticeShard reads, checks and writes the lease under its lock.
+// LeaseNoticeShard takes or renews shard's lease (see lease).
 func (db *DB) LeaseNoticeShard(ctx context.Context, shard int, holder string, ttl time.Duration) (bool, error) {
 	if err := checkShard(shard); err != nil {
 		return false, err
@@ -188,7 +188,12 @@ func (db *DB) LeaseNoticeShard(ctx context.Context, shard int, holder string, tt
 	if holder == "" || ttl <= 0 {
 		return false, store.Invalidf("lease of shard %d: a holder and a positive ttl are needed", shard)
 	}
-	k := noticeLeaseKey(shard)
+	return db.lease(ctx, noticeLeaseKey(shard), fmt.Sprintf("shard %d", shard), holder, ttl)
+}
+
+// lease reads, checks and writes the lease under key, of what names, under
+// its lock: holder takes it when it is free or expired, or renews it.
+func (db *DB) lease(ctx context.Context, k key, what, holder string, ttl time.Duration) (bool, error) {
 	end, err := db.beginLocked(ctx, k)
 	if err != nil {
 		return false, err
@@ -196,7 +201,7 @@ func (db *DB) LeaseNoticeShard(ctx context.Context, shard int, holder string, tt
 	defer end()
 	row, found, err := getRow[leaseRow](db, k)
 	if err != nil {
-		return false, fmt.Errorf("the lease of shard %d: %w", shard, err)
+		return false, fmt.Errorf("the lease of %s: %w", what, err)
 	}
 	now := time.Now()
 	if found && row.Holder != holder && now.Before(row.Until) {
@@ -205,7 +210,7 @@ func (db *DB) LeaseNoticeShard(ctx context.Context, shard int, holder string, tt
 	b := db.batch()
 	b.set(k, leaseRow{Holder: holder, Until: now.Add(ttl)})
 	if err := b.commit(); err != nil {
-		return false, fmt.Errorf("leasing shard %d to %q: %w", shard, holder, err)
+		return false, fmt.Errorf("leasing %s to %q: %w", what, holder, err)
 	}
 	return true, nil
 }

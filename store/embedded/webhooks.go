@@ -194,29 +194,10 @@ func (db *DB) SetWebhookState(ctx context.Context, id string, st store.WebhookSt
 	return nil
 }
 
-// LeaseWebhook reads, checks and writes the lease under its lock.
+// LeaseWebhook takes or renews the webhook's lease (see lease).
 func (db *DB) LeaseWebhook(ctx context.Context, id, holder string, ttl time.Duration) (bool, error) {
 	if id == "" || holder == "" || ttl <= 0 {
 		return false, store.Invalidf("lease of webhook %q: an id, a holder and a positive ttl are needed", id)
 	}
-	k := webhookLeaseKey(id)
-	end, err := db.beginLocked(ctx, k)
-	if err != nil {
-		return false, err
-	}
-	defer end()
-	row, found, err := getRow[leaseRow](db, k)
-	if err != nil {
-		return false, fmt.Errorf("the lease of webhook %s: %w", id, err)
-	}
-	now := time.Now()
-	if found && row.Holder != holder && now.Before(row.Until) {
-		return false, nil
-	}
-	b := db.batch()
-	b.set(k, leaseRow{Holder: holder, Until: now.Add(ttl)})
-	if err := b.commit(); err != nil {
-		return false, fmt.Errorf("leasing webhook %s to %q: %w", id, holder, err)
-	}
-	return true, nil
+	return db.lease(ctx, webhookLeaseKey(id), "webhook "+id, holder, ttl)
 }
