@@ -8,27 +8,27 @@ import (
 	"github.com/killrchat/chatql/store"
 )
 
-// notifyMentions logs and publishes MENTIONED to the participants msg, a
-// post of a room or group, mentions (but its author, and those who blocked
-// the author or muted the conversation): a group's members are known, a
-// public room's are checked one by one (at most store.MaxMentions). The
-// message is stored already, so a failure here is logged, not returned:
-// the mentions still count in the inbox, which reads them from the stream.
-func (s *Service) notifyMentions(ctx context.Context, msg store.Message, kind store.RoomKind, members []store.UserRef) {
+// mentionedParticipants are the participants msg, a post of a room or
+// group, mentions (but its author), read once per post for its notices and
+// its MENTIONED events: a group's members are known, a public room's are
+// checked one by one (at most store.MaxMentions).
+func (s *Service) mentionedParticipants(ctx context.Context, msg store.Message, kind store.RoomKind, members []store.UserRef) []string {
 	var logins []string
 	for _, login := range store.Mentions(msg.Content) {
-		if login == msg.Author.Login {
-			continue
-		}
-		if kind == store.PrivateGroup {
-			if slices.ContainsFunc(members, func(u store.UserRef) bool { return u.Login == login }) {
-				logins = append(logins, login)
-			}
-		} else if m, err := s.Store.Membership(ctx, msg.Room, login); err == nil && m.Participant {
+		if login != msg.Author.Login && s.takesPart(ctx, msg.Room, kind, members, login) {
 			logins = append(logins, login)
 		}
 	}
-	logins = slices.DeleteFunc(logins, func(login string) bool { return !s.wantsMentions(ctx, login, msg) })
+	return logins
+}
+
+// notifyMentions logs and publishes MENTIONED to mentioned, the
+// participants msg mentions (mentionedParticipants), but those who blocked
+// the author or muted the conversation. The message is stored already, so
+// a failure here is logged, not returned: the mentions still count in the
+// inbox, which reads them from the stream.
+func (s *Service) notifyMentions(ctx context.Context, msg store.Message, mentioned []string) {
+	logins := slices.DeleteFunc(slices.Clone(mentioned), func(login string) bool { return !s.wantsMentions(ctx, login, msg) })
 	if len(logins) == 0 {
 		return
 	}

@@ -83,7 +83,8 @@ func (s *Service) Post(ctx context.Context, me store.UserRef, room string, d Dra
 		if err := s.claimFiles(ctx, msg, d.Attachments); err != nil {
 			return err
 		}
-		notices := s.postNotices(ctx, *msg, kind, members, parentAuthor)
+		mentioned := s.mentionedParticipants(ctx, *msg, kind, members)
+		notices := s.postNotices(ctx, *msg, kind, members, mentioned, parentAuthor)
 		if kind == store.PrivateGroup {
 			if err := s.Store.PostGroupMessage(ctx, *msg, members, notices...); err != nil {
 				return err
@@ -100,7 +101,7 @@ func (s *Service) Post(ctx context.Context, me store.UserRef, room string, d Dra
 		s.attachedFiles(ctx, msg)
 		s.Typists.Stop(room, me.Login)
 		w.publish(store.PostedEvent(*msg))
-		s.notifyMentions(ctx, *msg, kind, members)
+		s.notifyMentions(ctx, *msg, mentioned)
 		return nil
 	}, func(stored store.Message) { w.publish(store.PostedEvent(stored)) })
 	if err == nil {

@@ -21,10 +21,11 @@ import (
 // not if they are online by then, muted the conversation, blocked the
 // sender, or may not read the message.
 
-// postNotices are the notices of msg, a post to a room or group, whose
-// reply parent (if any) parentAuthor wrote: a user mentioned and replied
-// to gets one notice, the mention.
-func (s *Service) postNotices(ctx context.Context, msg store.Message, kind store.RoomKind, members []store.UserRef, parentAuthor string) []store.Notice {
+// postNotices are the notices of msg, a post to a room or group, to the
+// participants it mentions and to parentAuthor, who wrote the message it
+// replies to (if any): a user mentioned and replied to gets one notice, the
+// mention.
+func (s *Service) postNotices(ctx context.Context, msg store.Message, kind store.RoomKind, members []store.UserRef, mentioned []string, parentAuthor string) []store.Notice {
 	if s.Push == nil {
 		return nil // nobody reads the outbox
 	}
@@ -35,12 +36,10 @@ func (s *Service) postNotices(ctx context.Context, msg store.Message, kind store
 		}
 		notices = append(notices, store.Notice{ID: msg.ID, Recipient: login, Kind: k, Room: msg.Room, From: msg.Author})
 	}
-	for _, login := range store.Mentions(msg.Content) {
-		if s.takesPart(ctx, msg.Room, kind, members, login) {
-			add(login, store.NoticeMention)
-		}
+	for _, login := range mentioned {
+		add(login, store.NoticeMention)
 	}
-	if parentAuthor != "" && s.takesPart(ctx, msg.Room, kind, members, parentAuthor) {
+	if parentAuthor != "" && !slices.Contains(mentioned, parentAuthor) && s.takesPart(ctx, msg.Room, kind, members, parentAuthor) {
 		add(parentAuthor, store.NoticeReply)
 	}
 	return notices
