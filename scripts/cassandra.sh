@@ -62,27 +62,13 @@ VERSION_MARKER="$LIB_DIR/.cassandra-version"
 SYSTEM_LOG="$LOG_DIR/system.log"
 STDOUT_LOG="$LOG_DIR/stdout.log"
 
-LOG_TAG=cassandra.sh
+LOG_TAG=cassandra.sh SERVICE_DIR="$CASSANDRA_HOME"
 # shellcheck source=scripts/lib.sh
 source "$SCRIPT_DIR/lib.sh"
 
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
-
-ensure_gitignore() {
-  # Only relevant for the default location inside the repo.
-  [[ "$CASSANDRA_HOME" == "$REPO_ROOT/.cassandra" ]] || return 0
-  local gi="$REPO_ROOT/.gitignore"
-  if [[ ! -f "$gi" ]] || ! grep -qxF '/.cassandra/' "$gi"; then
-    # Make sure we start on a fresh line if the file lacks a trailing newline.
-    if [[ -s "$gi" && -n "$(tail -c1 "$gi")" ]]; then
-      printf '\n' >>"$gi"
-    fi
-    printf '/.cassandra/\n' >>"$gi"
-    log "added /.cassandra/ to $gi"
-  fi
-}
 
 check_java() {
   command -v "$JAVA" >/dev/null 2>&1 || die "java not found (JAVA_HOME=${JAVA_HOME:-unset}); JDK 17+ is required"
@@ -121,14 +107,6 @@ pid_alive() {
   return 0
 }
 
-read_pid() {
-  [[ -f "$PID_FILE" ]] || return 1
-  local pid
-  pid="$(tr -d '[:space:]' <"$PID_FILE")"
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  printf '%s\n' "$pid"
-}
-
 port_open() {
   (exec 3<>"/dev/tcp/$CASSANDRA_LISTEN/$1") 2>/dev/null
 }
@@ -156,21 +134,6 @@ show_log_tail() {
     fi
   done
   printf -- '-----\n' >&2
-}
-
-# Serialise install/start/stop between concurrent invocations (e.g. parallel
-# test packages all calling `start`). fd 9 is closed for the Cassandra process.
-LOCKED=0
-take_lock() {
-  ((LOCKED)) && return 0
-  command -v flock >/dev/null 2>&1 || return 0
-  mkdir -p "$CASSANDRA_HOME"
-  exec 9>"$CASSANDRA_HOME/.lock"
-  if ! flock -n 9; then
-    log "another cassandra.sh is running against $CASSANDRA_HOME; waiting for it ..."
-    flock -w 900 9 || die "timed out waiting for lock $CASSANDRA_HOME/.lock"
-  fi
-  LOCKED=1
 }
 
 # ---------------------------------------------------------------------------

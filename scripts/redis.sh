@@ -32,7 +32,7 @@ REDIS_HOST="127.0.0.1"
 PID_FILE="$REDIS_DIR/redis-$REDIS_PORT.pid"
 LOG_FILE="$REDIS_DIR/redis-$REDIS_PORT.log"
 
-LOG_TAG=redis.sh
+LOG_TAG=redis.sh SERVICE_DIR="$REDIS_DIR" LOCK_WAIT=300
 # shellcheck source=scripts/lib.sh
 source "$SCRIPT_DIR/lib.sh"
 
@@ -41,35 +41,6 @@ source "$SCRIPT_DIR/lib.sh"
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
-
-ensure_gitignore() {
-  # Only relevant for the default location inside the repo.
-  [[ "$REDIS_DIR" == "$REPO_ROOT/.redis" ]] || return 0
-  local gi="$REPO_ROOT/.gitignore"
-  if [[ ! -f "$gi" ]] || ! grep -qxF '/.redis/' "$gi"; then
-    # Start on a fresh line if the file lacks a trailing newline.
-    if [[ -s "$gi" && -n "$(tail -c1 "$gi")" ]]; then
-      printf '\n' >>"$gi"
-    fi
-    printf '/.redis/\n' >>"$gi"
-    log "added /.redis/ to $gi"
-  fi
-}
-
-# Serialise start/stop between concurrent invocations (parallel test jobs all
-# calling `start`). fd 9 is closed for the redis-server process.
-LOCKED=0
-take_lock() {
-  ((LOCKED)) && return 0
-  command -v flock >/dev/null 2>&1 || return 0
-  mkdir -p "$REDIS_DIR"
-  exec 9>"$REDIS_DIR/.lock"
-  if ! flock -n 9; then
-    log "another redis.sh is running against $REDIS_DIR; waiting for it ..."
-    flock -w 300 9 || die "timed out waiting for lock $REDIS_DIR/.lock"
-  fi
-  LOCKED=1
-}
 
 # True if $1 is a live redis-server process serving our port. The /proc
 # check (redis-server titles itself "redis-server HOST:PORT") guards against
@@ -81,14 +52,6 @@ pid_alive() {
     tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "redis-server.*:$REDIS_PORT\b" || return 1
   fi
   return 0
-}
-
-read_pid() {
-  [[ -f "$PID_FILE" ]] || return 1
-  local pid
-  pid="$(tr -d '[:space:]' <"$PID_FILE")"
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  printf '%s\n' "$pid"
 }
 
 # True if a Redis server answers PING on the port.

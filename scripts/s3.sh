@@ -48,7 +48,7 @@ DATA_DIR="$S3_DIR/data"
 PID_FILE="$S3_DIR/versitygw-$S3_PORT.pid"
 LOG_FILE="$S3_DIR/versitygw-$S3_PORT.log"
 
-LOG_TAG=s3.sh
+LOG_TAG=s3.sh SERVICE_DIR="$S3_DIR"
 # shellcheck source=scripts/lib.sh
 source "$SCRIPT_DIR/lib.sh"
 
@@ -57,34 +57,6 @@ source "$SCRIPT_DIR/lib.sh"
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
-
-ensure_gitignore() {
-  # Only relevant for the default location inside the repo.
-  [[ "$S3_DIR" == "$REPO_ROOT/.s3" ]] || return 0
-  local gi="$REPO_ROOT/.gitignore"
-  if [[ ! -f "$gi" ]] || ! grep -qxF '/.s3/' "$gi"; then
-    if [[ -s "$gi" && -n "$(tail -c1 "$gi")" ]]; then
-      printf '\n' >>"$gi"
-    fi
-    printf '/.s3/\n' >>"$gi"
-    log "added /.s3/ to $gi"
-  fi
-}
-
-# Serialise install/start/stop between concurrent invocations. fd 9 is closed
-# for the server process.
-LOCKED=0
-take_lock() {
-  ((LOCKED)) && return 0
-  command -v flock >/dev/null 2>&1 || return 0
-  mkdir -p "$S3_DIR"
-  exec 9>"$S3_DIR/.lock"
-  if ! flock -n 9; then
-    log "another s3.sh is running against $S3_DIR; waiting for it ..."
-    flock -w 900 9 || die "timed out waiting for lock $S3_DIR/.lock"
-  fi
-  LOCKED=1
-}
 
 # True if $1 is a live versitygw serving our port. The /proc check guards
 # against a stale pid file whose pid got reused, and treats zombies as dead.
@@ -104,14 +76,6 @@ alive_not_zombie() {
   local pid="$1"
   [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
   ! grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null
-}
-
-read_pid() {
-  [[ -f "$PID_FILE" ]] || return 1
-  local pid
-  pid="$(tr -d '[:space:]' <"$PID_FILE")"
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  printf '%s\n' "$pid"
 }
 
 # True if an S3 server answers on the port: an anonymous ListBuckets, sent
