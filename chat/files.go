@@ -50,40 +50,26 @@ func (s *Service) FileQuota(ctx context.Context, me store.UserRef) (used int64, 
 	return used, s.Files.Limits, err
 }
 
-// checkFiles completes the files a draft attaches before the message is
+// prepareFiles completes the files a draft attaches before the message is
 // written, so that the checking of an image (seconds for a large one) is
 // not made while the conversation's writes wait (see beginRoomWrite).
-func (s *Service) checkFiles(ctx context.Context, me store.UserRef, ids []string) error {
+func (s *Service) prepareFiles(ctx context.Context, me store.UserRef, ids []string) ([]store.File, error) {
 	if len(ids) == 0 {
-		return nil
+		return nil, nil
 	}
 	if s.Files == nil {
-		return ErrNoFiles
+		return nil, ErrNoFiles
 	}
-	if len(ids) > store.MaxAttachments {
-		return store.Invalidf("invalid attachments: a message carries at most %d files", store.MaxAttachments)
-	}
-	for _, id := range ids {
-		fid, err := files.ParseFileID(id)
-		if err != nil {
-			return err
-		}
-		// A file already claimed or sent is for the claim to judge: a
-		// retried send of its message (clientMessageId) finds the message
-		// and claims nothing.
-		if _, err := s.Files.Complete(ctx, me.Login, fid); err != nil && !errors.Is(err, store.ErrConflict) {
-			return err
-		}
-	}
-	return nil
+	return s.Files.Prepare(ctx, me.Login, ids)
 }
 
-// claimFiles makes the files ids msg's attachments, claimed for it.
-func (s *Service) claimFiles(ctx context.Context, msg *store.Message, ids []string) error {
-	if len(ids) == 0 {
+// claimFiles makes the files prepared (by prepareFiles) msg's attachments,
+// claimed for it.
+func (s *Service) claimFiles(ctx context.Context, msg *store.Message, prepared []store.File) error {
+	if len(prepared) == 0 {
 		return nil
 	}
-	atts, err := s.Files.Claim(ctx, msg.Author.Login, ids, msg.Room, msg.ID)
+	atts, err := s.Files.Claim(ctx, msg.Author.Login, prepared, msg.Room, msg.ID)
 	msg.Attachments = atts
 	return err
 }

@@ -73,14 +73,15 @@ func (s *Service) Post(ctx context.Context, me store.UserRef, room string, d Dra
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkFiles(ctx, me, d.Attachments); err != nil {
+	prepared, err := s.prepareFiles(ctx, me, d.Attachments)
+	if err != nil {
 		return nil, err
 	}
 	w := s.beginRoomWrite(ctx, room)
 	defer w.end()
 	msg := store.Message{Room: room, ID: s.newMessageID(), Author: me, Content: d.Content, ReplyTo: root}
 	posted, err := s.sendOnce(ctx, d.ClientMessageID, msg, func(msg *store.Message) error {
-		if err := s.claimFiles(ctx, msg, d.Attachments); err != nil {
+		if err := s.claimFiles(ctx, msg, prepared); err != nil {
 			return err
 		}
 		mentioned := s.mentionedParticipants(ctx, *msg, kind, members)
@@ -137,7 +138,8 @@ func (s *Service) SendDirect(ctx context.Context, me store.UserRef, to string, d
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkFiles(ctx, me, d.Attachments); err != nil {
+	prepared, err := s.prepareFiles(ctx, me, d.Attachments)
+	if err != nil {
 		return nil, err
 	}
 	msg := store.Message{Room: conv, ID: s.newMessageID(), Author: me, Content: d.Content, ReplyTo: root}
@@ -145,7 +147,7 @@ func (s *Service) SendDirect(ctx context.Context, me store.UserRef, to string, d
 		s.publishEvent(ctx, store.Event{ID: msg.ID, Kind: store.DirectMessage, Room: conv, Message: &msg, User: me})
 	}
 	sent, err := s.sendOnce(ctx, d.ClientMessageID, msg, func(msg *store.Message) error {
-		if err := s.claimFiles(ctx, msg, d.Attachments); err != nil {
+		if err := s.claimFiles(ctx, msg, prepared); err != nil {
 			return err
 		}
 		if err := s.Store.SendDirect(ctx, *msg, peer.UserRef, s.directNotices(*msg, to)...); err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -321,39 +322,52 @@ func imageError(id store.FileID, err error) error {
 	return err
 }
 
-// Claim marks owner's files ids as those of message, being posted in room,
-// and returns them as its attachments, in order. A file not yet completed
-// is completed first. A file is sent once: a file of another message, or
-// one too old to be sent (it is about to be swept), is refused. A retry of
-// the same message claims its files again.
-func (s *Service) Claim(ctx context.Context, owner string, ids []string, room string, message store.MessageID) ([]store.Attachment, error) {
+// Prepare completes owner's files ids, to be sent with one message, and
+// returns them in order for Claim. It refuses more than MaxAttachments, a
+// file given twice, another's file and one that does not check. A file
+// already sent comes back as it is, for Claim to judge: a retry of its
+// message may be claiming it again.
+func (s *Service) Prepare(ctx context.Context, owner string, ids []string) ([]store.File, error) {
 	if len(ids) > store.MaxAttachments {
 		return nil, store.Invalidf("invalid attachments: a message carries at most %d files", store.MaxAttachments)
 	}
-	fids := make([]store.FileID, 0, len(ids))
-	atts := make([]store.Attachment, 0, len(ids))
-	var toClaim []store.FileID
+	prepared := make([]store.File, 0, len(ids))
 	for _, id := range ids {
 		fid, err := ParseFileID(id)
 		if err != nil {
 			return nil, err
 		}
-		for _, other := range fids {
-			if other == fid {
-				return nil, store.Invalidf("invalid attachments: file %s is given twice", fid)
-			}
+		if slices.ContainsFunc(prepared, func(f store.File) bool { return f.ID == fid }) {
+			return nil, store.Invalidf("invalid attachments: file %s is given twice", fid)
 		}
-		fids = append(fids, fid)
 		f, err := s.Complete(ctx, owner, fid)
-		claimedBefore := errors.Is(err, store.ErrConflict) && f.State == store.FileClaimed && f.Message == message
-		if err != nil && !claimedBefore {
+		if err != nil && !(errors.Is(err, store.ErrConflict) && f.ID == fid) {
 			return nil, err
 		}
-		if !claimedBefore {
-			if s.now().Sub(f.ID.Time()) > s.Limits.UnattachedTTL-s.Limits.UnattachedTTL/8 {
-				return nil, store.Invalidf("invalid attachments: file %s was uploaded too long ago to be sent; upload it again", fid)
-			}
-			toClaim = append(toClaim, fid)
+		prepared = append(prepared, f)
+	}
+	return prepared, nil
+}
+
+// Claim marks owner's files, as Prepare read them, as those of message,
+// being posted in room, and returns them as its attachments, in order. A
+// file is sent once: a file of another message, or one too old to be sent
+// (it is about to be swept), is refused; the claim itself refuses one sent
+// since Prepare read it. A retry of the same message claims its files
+// again.
+func (s *Service) Claim(ctx context.Context, owner string, prepared []store.File, room string, message store.MessageID) ([]store.Attachment, error) {
+	atts := make([]store.Attachment, 0, len(prepared))
+	var toClaim []store.FileID
+	for _, f := range prepared {
+		switch {
+		case f.State == store.FileClaimed && f.Message == message:
+			// Claimed by an earlier try of this message.
+		case f.State != store.FileReady:
+			return nil, fmt.Errorf("%w: file %s was already sent", store.ErrConflict, f.ID)
+		case s.now().Sub(f.ID.Time()) > s.Limits.UnattachedTTL-s.Limits.UnattachedTTL/8:
+			return nil, store.Invalidf("invalid attachments: file %s was uploaded too long ago to be sent; upload it again", f.ID)
+		default:
+			toClaim = append(toClaim, f.ID)
 		}
 		atts = append(atts, f.Attachment)
 	}
