@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -15,6 +16,12 @@ import (
 
 func TestPushNotifications(t *testing.T) { forEachStore(t, testPushNotifications) }
 
+// The notifier's poll and longest backoff in the push tests.
+const (
+	pushPoll   = 20 * time.Millisecond
+	maxBackoff = 500 * time.Millisecond
+)
+
 // pushConfig lets the server push to the test's push service, on loopback,
 // and read the outbox often, with a VAPID key of its own (the embedded
 // store would make one; Cassandra needs one given).
@@ -25,7 +32,8 @@ func pushConfig(cfg server.Config) server.Config {
 	}
 	cfg.VAPIDPrivateKey = key.PrivateKeyBase64()
 	cfg.PushAllowLoopback = true
-	cfg.NotifyPoll = 20 * time.Millisecond
+	cfg.NotifyPoll = pushPoll
+	cfg.NotifyMaxBackoff = maxBackoff
 	cfg.PresenceGrace = 0
 	return cfg
 }
@@ -172,5 +180,57 @@ func TestClusterPushesOnce(t *testing.T) {
 	}
 	if len(seen) != sends {
 		t.Fatalf("%d notices pushed, want %d", len(seen), sends)
+	}
+}
+
+func TestPushBacklogBehindDeadService(t *testing.T) {
+	forEachStore(t, testPushBacklogBehindDeadService)
+}
+
+// testPushBacklogBehindDeadService: while one push service is down, the
+// notices of its subscribers wait in the outbox, tried once per backoff
+// rather than once per notice and poll, and they do not hold up the
+// notices of another service's subscribers; when it is back, each of its
+// subscribers gets one notification of all they missed.
+func testPushBacklogBehindDeadService(t *testing.T, cfg server.Config) {
+	dead, up := pushtest.New(t), pushtest.New(t)
+	dead.FailFor(time.Hour, 503, "")
+	ts, alice, _, carol := teaParty(t, pushConfig(cfg))
+	carolPhone := subscribePush(t, carol, up, "phone")
+	const away, sends = 8, 3
+	phones := make([]pushtest.Subscription, away)
+	for i := range phones {
+		phones[i] = subscribePush(t, ts.user(t, fmt.Sprint("away", i)), dead, "phone")
+	}
+	for i := range away * sends {
+		mustDo(t, alice, `mutation($to: String!, $c: String!) { sendDirectMessage(to: $to, content: $c) { id } }`,
+			map[string]any{"to": fmt.Sprint("away", i%away), "c": fmt.Sprint("message ", i)}, nil)
+	}
+	eventually(t, 10*time.Second, "the dead service is tried", func() (bool, any) { return dead.Attempts() > 0, dead.Attempts() })
+
+	// The backlog does not hold up carol's notifications, each read by a
+	// poll of its own; without the backoff, each of those polls would try
+	// the dead service for each of the backlog's conversations.
+	outage, attempts := time.Now(), dead.Attempts()
+	const told = 30
+	for i := range told {
+		mustDo(t, alice, `mutation($c: String!) { sendDirectMessage(to: "carol", content: $c) { id } }`, map[string]any{"c": fmt.Sprint("tea ", i)}, nil)
+		if note := pushed(t, up, carolPhone, i+1)[i]; note.Body != "New message" {
+			t.Fatalf("carol's notification: %+v", note)
+		}
+	}
+	// Resting 20 ms, then twice as long each time up to maxBackoff: a
+	// few attempts to reach the cap, then about one a cap.
+	tried, doubling := dead.Attempts()-attempts, int(math.Log2(float64(maxBackoff/pushPoll)))+1
+	if allowed := doubling + 2*int(time.Since(outage)/maxBackoff) + 2; tried > allowed {
+		t.Fatalf("the dead service was tried %d times during %d polls over %v, more than once a backoff (%d)", tried, told, time.Since(outage), allowed)
+	}
+
+	dead.FailFor(0, 0, "")
+	for i, phone := range phones {
+		notes := pushed(t, dead, phone, 1)
+		if notes[0].Count != sends {
+			t.Fatalf("away%d's notification stands for %d messages, want %d: %+v", i, notes[0].Count, sends, notes[0])
+		}
 	}
 }

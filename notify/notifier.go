@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,13 +62,23 @@ type Notifier struct {
 	// Poll is how often a held shard is read when it had nothing
 	// (DefaultPoll when zero).
 	Poll time.Duration
+	// MaxBackoff is the longest a failing shard waits, and a push service
+	// that fails rests (DefaultMaxBackoff when zero).
+	MaxBackoff time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 
+	mu sync.Mutex
 	// sent remembers, per notice, the subscriptions a notification of it
-	// reached, so that a retry after a failure reaches only the others.
-	mu   sync.Mutex
+	// reached, so that a retry after a failure reaches only the others;
+	// at most maxRemembered notices (past that, a retry may repeat a push
+	// to a subscription that had it, which the push's Topic collapses).
 	sent map[noticeKey]map[string]bool
+	// rests holds the push services (by origin) that were unreachable
+	// or asked for a retry, until when none of their subscriptions is
+	// tried: a dead push service costs one attempt per backoff, not one
+	// per notice.
+	rests map[string]rest
 	// handled counts the notices done: told, or not to be told.
 	handled atomic.Uint64
 }
@@ -77,13 +88,39 @@ func (n *Notifier) Handled() uint64 { return n.handled.Load() }
 
 // The notifier's defaults.
 const (
-	DefaultLag  = time.Minute
-	DefaultPoll = time.Second
-	leaseTTL    = 15 * time.Second
-	pageSize    = 256
-	maxBackoff  = 5 * time.Minute
-	excerptLen  = 200
+	DefaultLag        = time.Minute
+	DefaultPoll       = time.Second
+	DefaultMaxBackoff = 5 * time.Minute
+	leaseTTL          = 15 * time.Second
+	pageSize          = 256
+	excerptLen        = 200
+	// maxRemembered bounds sent; maxResting bounds rests.
+	maxRemembered = 1 << 16
+	maxResting    = 1 << 12
 )
+
+// rest is a push service's backoff: not tried before until; wait is the
+// backoff that set it, doubled by the next failure.
+type rest struct {
+	until time.Time
+	wait  time.Duration
+}
+
+// scan is what the reader of one shard remembers between its drains. A
+// drain reads the shard from its cursor; but while notices it had to
+// leave for a retry wait for their push services' backoffs, a drain reads
+// on from where the previous one could have missed a notice (one whose
+// write landed after it read past the notice's id: Lag before it began,
+// or where it stopped), so a backlog behind a dead push service is read
+// again once per backoff, not once per Poll.
+type scan struct {
+	// left is the oldest notice left for a retry (zero: none), retryAt
+	// when the drain is to read from the cursor again to retry them.
+	left    store.MessageID
+	retryAt time.Time
+	// from is where the next drain that skips the ones left reads from.
+	from store.MessageID
+}
 
 type noticeKey struct {
 	id        store.MessageID
@@ -102,6 +139,13 @@ func (n *Notifier) lag() time.Duration {
 		return DefaultLag
 	}
 	return n.Lag
+}
+
+func (n *Notifier) maxBackoff() time.Duration {
+	if n.MaxBackoff <= 0 {
+		return DefaultMaxBackoff
+	}
+	return n.MaxBackoff
 }
 
 func (n *Notifier) poll() time.Duration {
@@ -126,15 +170,18 @@ func (n *Notifier) Run(ctx context.Context) {
 // lease is tried again every third of its term.
 func (n *Notifier) runShard(ctx context.Context, shard int) {
 	backoff := n.poll()
+	var sc scan
 	for ctx.Err() == nil {
 		wait := leaseTTL / 3
 		held, err := n.Outbox.LeaseNoticeShard(ctx, shard, n.Holder, leaseTTL)
 		if err == nil && held {
-			wait, err = n.hold(ctx, shard, time.Now().Add(leaseTTL/2))
+			wait, err = n.hold(ctx, shard, &sc, time.Now().Add(leaseTTL/2))
+		} else {
+			sc = scan{} // another holder may have moved the cursor
 		}
 		if err != nil && ctx.Err() == nil {
 			n.Log.WarnContext(ctx, "notify: shard failed", "shard", shard, "err", err)
-			backoff = min(2*backoff, maxBackoff)
+			backoff = min(2*backoff, n.maxBackoff())
 			wait = backoff
 		} else if err == nil {
 			backoff = n.poll()
@@ -143,15 +190,15 @@ func (n *Notifier) runShard(ctx context.Context, shard int) {
 	}
 }
 
-// hold drains shard every Poll (or later, when a push service asked for a
-// retry) until renew, when its lease is to be renewed.
-func (n *Notifier) hold(ctx context.Context, shard int, renew time.Time) (time.Duration, error) {
+// hold drains shard every Poll until renew, when its lease is to be
+// renewed. (Notices left for a retry wait in the scan, not the shard: the
+// others are told meanwhile.)
+func (n *Notifier) hold(ctx context.Context, shard int, sc *scan, renew time.Time) (time.Duration, error) {
 	for {
-		retry, err := n.drain(ctx, shard, renew)
-		if err != nil {
+		if err := n.drain(ctx, shard, sc, renew); err != nil {
 			return 0, err
 		}
-		wait := max(n.poll(), retry)
+		wait := n.poll()
 		if time.Now().Add(wait).After(renew) {
 			return max(time.Until(renew), 0), nil
 		}
@@ -174,44 +221,85 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // drain handles shard's pending notices until none is left or until, when
-// the lease is to be renewed. It returns how long to wait before trying
-// again the notices some push service asked to be retried (0: none).
-func (n *Notifier) drain(ctx context.Context, shard int, until time.Time) (retry time.Duration, err error) {
+// the lease is to be renewed. The notices it leaves for a retry (their
+// push services failed or rest) are read again when the scan's retryAt
+// comes.
+func (n *Notifier) drain(ctx context.Context, shard int, sc *scan, until time.Time) error {
 	cursor, err := n.Outbox.NoticeCursor(ctx, shard)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	after := cursor
-	var oldestLeft store.MessageID // the oldest notice left pending for a retry
+	var retry time.Duration
+	after, left := cursor, store.MessageID{}
+	if !sc.left.IsZero() && time.Now().Before(sc.retryAt) {
+		after, left = maxID(cursor, sc.from), sc.left
+	}
+	from, complete := store.MinMessageID(n.now().Add(-n.lag())), false
 	for time.Now().Before(until) {
 		page, err := n.Outbox.PendingNotices(ctx, shard, after, pageSize)
 		if err != nil {
-			return retry, err
+			return err
+		}
+		full := len(page) == pageSize
+		if full {
+			page = wholeIDs(page)
 		}
 		for _, group := range byConversation(page) {
 			wait, err := n.tell(ctx, group)
 			if err != nil {
-				return retry, err
+				return err
 			}
 			if wait > 0 {
-				if oldestLeft.IsZero() || group[0].ID.Compare(oldestLeft) < 0 {
-					oldestLeft = group[0].ID
+				if left.IsZero() || group[0].ID.Compare(left) < 0 {
+					left = group[0].ID
 				}
 				retry = max(retry, wait)
 				continue
 			}
 			if err := n.Outbox.MarkNoticesDone(ctx, shard, group); err != nil {
-				return retry, err
+				return err
 			}
 			n.forget(group)
 			n.handled.Add(uint64(len(group)))
 		}
-		if len(page) < pageSize {
+		if !full {
+			complete = true
 			break
 		}
 		after = page[len(page)-1].ID
 	}
-	return retry, n.advance(ctx, shard, cursor, oldestLeft)
+	sc.from = from
+	if !complete && after.Compare(from) < 0 {
+		sc.from = after // stopped here
+	}
+	if retry > 0 || left.IsZero() {
+		sc.retryAt = time.Now().Add(max(retry, n.poll()))
+	}
+	sc.left = left
+	return n.advance(ctx, shard, cursor, left)
+}
+
+// wholeIDs drops from a full page the notices of its last id, which may
+// go on in the next page, unless they are all it has (an id has at most a
+// message's mentions and its reply's author, far fewer than a page): the
+// next page is read after the last id handled.
+func wholeIDs(page []store.Notice) []store.Notice {
+	last := page[len(page)-1].ID
+	i := len(page)
+	for i > 0 && page[i-1].ID == last {
+		i--
+	}
+	if i == 0 {
+		return page
+	}
+	return page[:i]
+}
+
+func maxID(a, b store.MessageID) store.MessageID {
+	if a.Compare(b) >= 0 {
+		return a
+	}
+	return b
 }
 
 // advance moves shard's cursor as far as it safely may: to Lag ago, but
@@ -247,30 +335,45 @@ func byConversation(page []store.Notice) [][]store.Notice {
 }
 
 // tell sends one recipient's notification of a conversation's notices to
-// each of their subscriptions that has not had it. A subscription the push
-// service says is gone is dropped. It returns how long to wait before a
-// retry when a push service asked for one (0: done).
+// each of their subscriptions that has not had it and whose push service
+// is not resting. A subscription the push service says is gone is
+// dropped. It returns how long to wait before a retry when a push service
+// asked for one or rests (0: done).
 func (n *Notifier) tell(ctx context.Context, group []store.Notice) (retry time.Duration, err error) {
-	note, ok, err := n.Compose(ctx, group)
-	if err != nil || !ok {
-		return 0, err
-	}
 	recipient := group[0].Recipient
 	subs, err := n.Subscriptions.PushSubscriptions(ctx, recipient)
 	if err != nil {
+		return 0, err
+	}
+	last := group[len(group)-1]
+	due := subs[:0]
+	for _, sub := range subs {
+		if n.reached(last, sub.Endpoint) {
+			continue
+		}
+		if wait := n.resting(sub.Endpoint); wait > 0 {
+			retry = max(retry, wait)
+			continue
+		}
+		due = append(due, sub)
+	}
+	if len(due) == 0 {
+		return retry, nil
+	}
+	note, ok, err := n.Compose(ctx, group)
+	if err != nil || !ok {
 		return 0, err
 	}
 	payload, err := json.Marshal(note)
 	if err != nil {
 		return 0, err
 	}
-	last := group[len(group)-1]
-	for _, sub := range subs {
-		if n.reached(last, sub.Endpoint) {
-			continue
-		}
+	for _, sub := range due {
 		res, err := n.Push.Send(ctx, webpush.Subscription{Endpoint: sub.Endpoint, P256dh: sub.P256dh, Auth: sub.Auth}, payload,
 			webpush.Options{TTL: 24 * time.Hour, Urgency: webpush.UrgencyNormal, Topic: topic(note.Conversation)})
+		if errors.Is(err, context.Canceled) {
+			return retry, err
+		}
 		switch res.Outcome {
 		case webpush.Delivered:
 			n.reach(last, sub.Endpoint)
@@ -279,15 +382,87 @@ func (n *Notifier) tell(ctx context.Context, group []store.Notice) (retry time.D
 				return 0, err
 			}
 		case webpush.RetryLater:
-			retry = max(retry, res.RetryAfter, n.poll())
+			retry = max(retry, n.rest(sub.Endpoint, res.RetryAfter))
+			continue
 		default:
 			n.Log.WarnContext(ctx, "notify: a push was refused", "recipient", recipient, "status", res.StatusCode, "detail", res.Detail, "err", err)
 		}
-		if errors.Is(err, context.Canceled) {
-			return retry, err
-		}
+		n.awake(sub.Endpoint)
 	}
 	return retry, nil
+}
+
+// origin is the push service of an endpoint: its scheme and host.
+func origin(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return endpoint
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// resting is how long endpoint's push service still rests (0: it does
+// not). When a rest has ended, the first to ask may try the service again
+// and, until it knows whether the service is back, the others still see
+// it resting: the shards' readers do not all try it at once.
+func (n *Notifier) resting(endpoint string) time.Duration {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	key := origin(endpoint)
+	r, ok := n.rests[key]
+	if !ok {
+		return 0
+	}
+	if wait := time.Until(r.until); wait > 0 {
+		return wait
+	}
+	n.rests[key] = rest{until: time.Now().Add(r.wait), wait: r.wait}
+	return 0
+}
+
+// rest makes endpoint's push service rest for retryAfter if it asked for
+// it, else for twice its last rest (Poll at first, maxBackoff at most),
+// and returns the rest.
+func (n *Notifier) rest(endpoint string, retryAfter time.Duration) time.Duration {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.rests == nil {
+		n.rests = map[string]rest{}
+	}
+	key := origin(endpoint)
+	r, ok := n.rests[key]
+	if !ok && len(n.rests) >= maxResting {
+		n.pruneResting()
+	}
+	wait := retryAfter
+	if wait <= 0 {
+		wait = min(max(2*r.wait, n.poll()), n.maxBackoff())
+	}
+	n.rests[key] = rest{until: time.Now().Add(wait), wait: wait}
+	return wait
+}
+
+// pruneResting drops the rests that ended; if none has, the map is full of
+// dead push services and the oldest ending one goes.
+func (n *Notifier) pruneResting() {
+	now, first := time.Now(), ""
+	for k, r := range n.rests {
+		if r.until.Before(now) {
+			delete(n.rests, k)
+		} else if first == "" || r.until.Before(n.rests[first].until) {
+			first = k
+		}
+	}
+	if len(n.rests) >= maxResting {
+		delete(n.rests, first)
+	}
+}
+
+// awake ends the rest of endpoint's push service, which answered.
+func (n *Notifier) awake(endpoint string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.rests, origin(endpoint))
 }
 
 func (n *Notifier) reached(nt store.Notice, endpoint string) bool {
@@ -304,6 +479,9 @@ func (n *Notifier) reach(nt store.Notice, endpoint string) {
 	}
 	k := noticeKey{nt.ID, nt.Recipient}
 	if n.sent[k] == nil {
+		if len(n.sent) >= maxRemembered {
+			return
+		}
 		n.sent[k] = map[string]bool{}
 	}
 	n.sent[k][endpoint] = true

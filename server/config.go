@@ -147,9 +147,11 @@ type Config struct {
 	// PushAllowLoopback accepts push subscriptions on loopback (the push
 	// service of the tests; -allow-loopback-targets). NotifyPoll is how
 	// often the notifier reads the outbox when idle (notify.DefaultPoll
-	// when 0); it has no flag.
+	// when 0), NotifyMaxBackoff the longest a push service that fails
+	// rests (notify.DefaultMaxBackoff when 0); they have no flag.
 	PushAllowLoopback bool
 	NotifyPoll        time.Duration
+	NotifyMaxBackoff  time.Duration
 
 	// WebhooksAllowLoopback accepts webhook URLs on loopback over http, and
 	// delivers to them (the receivers of tests). WebhookPoll is how often

@@ -46,7 +46,7 @@ func (s *Server) startNotifier(ctx context.Context, core *chat.Service) error {
 	_, _ = rand.Read(holder)
 	n := &notify.Notifier{
 		Outbox: s.store, Subscriptions: s.store, Push: sender, Compose: core.ComposeNotification,
-		Holder: hex.EncodeToString(holder), Log: s.log, Poll: s.cfg.NotifyPoll,
+		Holder: hex.EncodeToString(holder), Log: s.log, Poll: s.cfg.NotifyPoll, MaxBackoff: s.cfg.NotifyMaxBackoff,
 	}
 	ctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})

@@ -61,6 +61,7 @@ type Service struct {
 	outage     failure   // the answer during an outage
 	outageEnds time.Time // when the outage set by FailFor ends
 	hang       bool
+	attempts   int // pushes asked for, answered or not
 	rejections []string
 	now        func() time.Time
 }
@@ -178,6 +179,14 @@ func (s *Service) Hang(on bool) {
 	s.hang = on
 }
 
+// Attempts returns how many pushes were asked of the service, whatever it
+// answered.
+func (s *Service) Attempts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.attempts
+}
+
 // Rejections returns why pushes were refused for a bad authorization or
 // body, oldest first.
 func (s *Service) Rejections() []string {
@@ -198,6 +207,9 @@ func (s *Service) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not a push", http.StatusMethodNotAllowed)
 		return
 	}
+	s.mu.Lock()
+	s.attempts++
+	s.mu.Unlock()
 	if s.hanging() {
 		s.waitForClient(r)
 		return
