@@ -159,8 +159,8 @@ func (s *Store) Stat(ctx context.Context, key string) (files.ObjectInfo, error) 
 	return o.info, nil
 }
 
-// Delete removes key's object and syncs its directory; a missing object is
-// not an error.
+// Delete removes key's object and syncs its directory, and removes the
+// directories it leaves empty; a missing object is not an error.
 func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := files.CheckKey(key); err != nil {
 		return err
@@ -176,7 +176,12 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if err != nil {
 		return unavailable(err)
 	}
-	return unavailable(syncDir(filepath.Dir(p)))
+	// A concurrent Delete may have removed the directory, synced.
+	if err := syncDir(filepath.Dir(p)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return unavailable(err)
+	}
+	s.pruneDirs(filepath.Dir(p))
+	return nil
 }
 
 // unavailable wraps a failure of the disk in files.ErrUnavailable.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -310,4 +311,69 @@ func TestNewRemovesStaleTemp(t *testing.T) {
 	if _, err := os.Stat(fresh); err != nil {
 		t.Errorf("fresh temporary file: %v, want kept", err)
 	}
+}
+
+// TestDeleteRemovesEmptyDirectories: deleting a file's last object leaves
+// no directory behind; one with objects left stays.
+func TestDeleteRemovesEmptyDirectories(t *testing.T) {
+	s, dir := newStore(t, Options{})
+	ctx := context.Background()
+	for _, key := range []string{"f/one/upload", "f/one/t160", "f/two/upload"} {
+		if err := s.Put(ctx, key, strings.NewReader("data"), 4, "text/plain"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dirs := func() []string {
+		var found []string
+		root := filepath.Join(dir, "objects")
+		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() && p != root {
+				rel, _ := filepath.Rel(root, p)
+				found = append(found, filepath.ToSlash(rel))
+			}
+			return err
+		})
+		return found
+	}
+	for _, step := range []struct {
+		delete string
+		dirs   string
+	}{
+		{"f/one/upload", "f f/one f/two"},
+		{"f/one/t160", "f f/two"},
+		{"f/two/upload", ""},
+		{"f/two/upload", ""}, // deleting a missing object
+	} {
+		if err := s.Delete(ctx, step.delete); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(dirs(), " "); got != step.dirs {
+			t.Fatalf("after deleting %s the directories are %q, want %q", step.delete, got, step.dirs)
+		}
+	}
+}
+
+// TestPutsBesideDeletes: puts into a directory that deletes keep emptying
+// all succeed (a put whose directory was just removed makes it again).
+func TestPutsBesideDeletes(t *testing.T) {
+	s, _ := newStore(t, Options{})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 50 {
+				key := fmt.Sprintf("f/shared/w%d-%d", w, i)
+				if err := s.Put(ctx, key, strings.NewReader("data"), 4, "text/plain"); err != nil {
+					t.Errorf("put %s: %v", key, err)
+					return
+				}
+				objectstest.CheckContent(t, s, key, []byte("data"), "text/plain")
+				if err := s.Delete(ctx, key); err != nil {
+					t.Errorf("delete %s: %v", key, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

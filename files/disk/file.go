@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/killrchat/chatql/files"
@@ -72,14 +73,18 @@ func header(contentType string) []byte {
 // when the name exists, rather than renamed.
 func (s *Store) commit(tmp, key string, replace bool) error {
 	p := s.path(key)
-	if err := s.mkdirs(filepath.Dir(p)); err != nil {
-		return unavailable(err)
-	}
 	var err error
-	if replace {
-		err = os.Rename(tmp, p)
-	} else {
-		err = os.Link(tmp, p)
+	// A Delete emptying the directory may remove it between its making and
+	// the rename: then it is made again.
+	for range 8 {
+		if err = s.mkdirs(filepath.Dir(p)); err == nil && replace {
+			err = os.Rename(tmp, p)
+		} else if err == nil {
+			err = os.Link(tmp, p)
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			break
+		}
 	}
 	if errors.Is(err, os.ErrExist) {
 		return os.ErrExist
@@ -107,6 +112,21 @@ func (s *Store) mkdirs(dir string) error {
 		return err
 	}
 	return syncDir(parent)
+}
+
+// pruneDirs removes dir and its parents below the store's root while they
+// are empty, syncing the parent of each one removed. It is best effort: a
+// directory not empty, or one a Put fills meanwhile, stays.
+func (s *Store) pruneDirs(dir string) {
+	for dir != s.root && strings.HasPrefix(dir, s.root+string(filepath.Separator)) {
+		if os.Remove(dir) != nil {
+			return
+		}
+		dir = filepath.Dir(dir)
+		if syncDir(dir) != nil {
+			return
+		}
+	}
 }
 
 // syncDir fsyncs a directory, making the names in it durable.
