@@ -139,7 +139,9 @@ type ComplexityRoot struct {
 		Attachments    func(childComplexity int) int
 		Author         func(childComplexity int) int
 		AuthorBlocked  func(childComplexity int) int
+		ChatRoom       func(childComplexity int) int
 		Content        func(childComplexity int) int
+		ConversationID func(childComplexity int) int
 		Deleted        func(childComplexity int) int
 		EditedAt       func(childComplexity int) int
 		Hidden         func(childComplexity int) int
@@ -233,6 +235,7 @@ type ComplexityRoot struct {
 		Message           func(childComplexity int, id string) int
 		Messages          func(childComplexity int, room string, first *int, after *string, last *int, before *string, around *string) int
 		MyMessages        func(childComplexity int, first *int, after *string) int
+		Node              func(childComplexity int, id string) int
 		Presence          func(childComplexity int, logins []string) int
 		PushPreviews      func(childComplexity int) int
 		PushSubscriptions func(childComplexity int) int
@@ -259,6 +262,7 @@ type ComplexityRoot struct {
 		Banner       func(childComplexity int) int
 		CreatedAt    func(childComplexity int) int
 		Creator      func(childComplexity int) int
+		ID           func(childComplexity int) int
 		Icon         func(childComplexity int) int
 		Kind         func(childComplexity int) int
 		Moderators   func(childComplexity int) int
@@ -313,6 +317,7 @@ type ComplexityRoot struct {
 		Bot       func(childComplexity int) int
 		Email     func(childComplexity int) int
 		Firstname func(childComplexity int) int
+		ID        func(childComplexity int) int
 		Lastname  func(childComplexity int) int
 		Login     func(childComplexity int) int
 		Rooms     func(childComplexity int, first *int, after *string) int
@@ -328,6 +333,7 @@ type ComplexityRoot struct {
 		Bot       func(childComplexity int) int
 		Deleted   func(childComplexity int) int
 		Firstname func(childComplexity int) int
+		ID        func(childComplexity int) int
 		Lastname  func(childComplexity int) int
 		Login     func(childComplexity int) int
 	}
@@ -383,6 +389,9 @@ type LinkPreviewResolver interface {
 	ImageURL(ctx context.Context, obj *store.LinkPreview) (*string, error)
 }
 type MessageResolver interface {
+	ChatRoom(ctx context.Context, obj *store.Message) (*store.Room, error)
+	ConversationID(ctx context.Context, obj *store.Message) (string, error)
+
 	Content(ctx context.Context, obj *store.Message) (string, error)
 
 	EditedAt(ctx context.Context, obj *store.Message) (*time.Time, error)
@@ -448,6 +457,7 @@ type QueryResolver interface {
 	FileQuota(ctx context.Context) (*model.FileQuota, error)
 	Messages(ctx context.Context, room string, first *int, after *string, last *int, before *string, around *string) (*model.MessageConnection, error)
 	Thread(ctx context.Context, messageID string, first *int, after *string, last *int, before *string, around *string) (*model.MessageConnection, error)
+	Node(ctx context.Context, id string) (model.Node, error)
 	VapidPublicKey(ctx context.Context) (*string, error)
 	PushSubscriptions(ctx context.Context) ([]store.PushSubscription, error)
 	PushPreviews(ctx context.Context) (bool, error)
@@ -466,6 +476,8 @@ type ReadMarkResolver interface {
 	UpTo(ctx context.Context, obj *store.ReadMark) (string, error)
 }
 type RoomResolver interface {
+	ID(ctx context.Context, obj *store.Room) (string, error)
+
 	Participants(ctx context.Context, obj *store.Room, first *int, after *string) ([]store.UserRef, error)
 	Kind(ctx context.Context, obj *store.Room) (model.RoomKind, error)
 	ReadMarks(ctx context.Context, obj *store.Room, first *int) ([]store.ReadMark, error)
@@ -478,9 +490,13 @@ type SubscriptionResolver interface {
 	RoomEvents(ctx context.Context, room string, after *string, presence *bool) (<-chan *model.RoomEvent, error)
 }
 type UserResolver interface {
+	ID(ctx context.Context, obj *store.User) (string, error)
+
 	Rooms(ctx context.Context, obj *store.User, first *int, after *string) ([]string, error)
 }
 type UserSummaryResolver interface {
+	ID(ctx context.Context, obj *store.UserRef) (string, error)
+
 	Firstname(ctx context.Context, obj *store.UserRef) (string, error)
 	Lastname(ctx context.Context, obj *store.UserRef) (string, error)
 	Deleted(ctx context.Context, obj *store.UserRef) (bool, error)
@@ -863,12 +879,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Message.AuthorBlocked(childComplexity), true
+	case "Message.chatRoom":
+		if e.ComplexityRoot.Message.ChatRoom == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.ChatRoom(childComplexity), true
 	case "Message.content":
 		if e.ComplexityRoot.Message.Content == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Message.Content(childComplexity), true
+	case "Message.conversationId":
+		if e.ComplexityRoot.Message.ConversationID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.ConversationID(childComplexity), true
 	case "Message.deleted":
 		if e.ComplexityRoot.Message.Deleted == nil {
 			break
@@ -1556,6 +1584,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.MyMessages(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "Query.node":
+		if e.ComplexityRoot.Query.Node == nil {
+			break
+		}
+
+		args, err := ec.field_Query_node_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Node(childComplexity, args["id"].(string)), true
 	case "Query.presence":
 		if e.ComplexityRoot.Query.Presence == nil {
 			break
@@ -1691,6 +1730,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Room.Creator(childComplexity), true
+	case "Room.id":
+		if e.ComplexityRoot.Room.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Room.ID(childComplexity), true
 	case "Room.icon":
 		if e.ComplexityRoot.Room.Icon == nil {
 			break
@@ -1921,6 +1966,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.User.Firstname(childComplexity), true
+	case "User.id":
+		if e.ComplexityRoot.User.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.User.ID(childComplexity), true
 	case "User.lastname":
 		if e.ComplexityRoot.User.Lastname == nil {
 			break
@@ -1982,6 +2033,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UserSummary.Firstname(childComplexity), true
+	case "UserSummary.id":
+		if e.ComplexityRoot.UserSummary.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserSummary.ID(childComplexity), true
 	case "UserSummary.lastname":
 		if e.ComplexityRoot.UserSummary.Lastname == nil {
 			break
@@ -2451,11 +2508,15 @@ extend type Mutation {
 }
 `, BuiltIn: false},
 	{Name: "../schema/messages.graphqls", Input: `"""A message in a room."""
-type Message {
-  """A time-based UUID (timeuuid) assigned by the server: unique, and ordered by time."""
+type Message implements Node {
+  """A time-based UUID (timeuuid) assigned by the server: unique, and ordered by time. It is the message's global id too (` + "`" + `node` + "`" + `)."""
   id: ID!
-  """The room it was posted in."""
-  room: String!
+  """The name of the room or group it was posted in, or the id of its direct conversation."""
+  room: String! @deprecated(reason: "Use ` + "`" + `chatRoom` + "`" + ` for the room or group (an object), or ` + "`" + `conversationId` + "`" + ` for the same string.")
+  """The room or private group it was posted in, as ` + "`" + `room(name:)` + "`" + ` shows it to the caller; null for a direct message."""
+  chatRoom: Room @viewer
+  """The conversation it was posted in, as the inbox names it (` + "`" + `Conversation.id` + "`" + `): the room's or group's name, or for a direct message the two logins in order joined by ':'."""
+  conversationId: ID!
   """Who posted it; for system messages, who joined or left."""
   author: UserSummary!
   """The text, 1 to 4000 characters."""
@@ -2696,6 +2757,31 @@ extend type Subscription {
   ): RoomEvent!
 }
 `, BuiltIn: false},
+	{Name: "../schema/nodes.graphqls", Input: `"""
+An object with a global id (Relay's Global Object Identification): pass the id to ` + "`" + `node` + "`" + ` to
+read the object again. Ids are opaque: do not build or parse them. A ` + "`" + `UserSummary` + "`" + `, a ` + "`" + `User` + "`" + `
+and a ` + "`" + `Room` + "`" + ` have ids of their own; a message's id is its ` + "`" + `Message.id` + "`" + `, the timeuuid every
+other field and argument takes, which no other kind of id resembles.
+"""
+interface Node {
+  """The object's global id."""
+  id: ID!
+}
+
+extend type Query {
+  """
+  The object with this global id, as the caller may see it: a ` + "`" + `UserSummary` + "`" + ` (any user's public
+  face), the caller's own ` + "`" + `User` + "`" + ` (null for another's), a ` + "`" + `Room` + "`" + ` as ` + "`" + `room` + "`" + ` reads it, or a ` + "`" + `Message` + "`" + `
+  as the caller's reading of history shows it. Null for an object that does not exist and for one
+  the caller may not read alike, so that an id reveals nothing. An id no field gave is
+  BAD_USER_INPUT. Needs a token.
+  """
+  node(
+    """A global id, from the ` + "`" + `id` + "`" + ` of a ` + "`" + `UserSummary` + "`" + `, ` + "`" + `User` + "`" + `, ` + "`" + `Room` + "`" + ` or ` + "`" + `Message` + "`" + `."""
+    id: ID!
+  ): Node
+}
+`, BuiltIn: false},
 	{Name: "../schema/notifications.graphqls", Input: `"""A browser's Web Push subscription, registered for one of the caller's devices."""
 type PushSubscription {
   """The push service's URL of the subscription, which names it."""
@@ -2739,7 +2825,9 @@ extend type Mutation {
 }
 `, BuiltIn: false},
 	{Name: "../schema/rooms.graphqls", Input: `"""A chat room: its creator and participants are read with it in one go."""
-type Room {
+type Room implements Node {
+  """The room's global id (` + "`" + `node` + "`" + `)."""
+  id: ID!
   """The unique name: 2 to 40 characters, lowercase letters, digits, '_' or '-'."""
   name: String!
   """A line shown under the name; empty when not given."""
@@ -2965,7 +3053,9 @@ every instance, or for a few seconds (CHAT_PROFILE_TTL) should the
 announcement be lost. A deleted account shows ` + "`" + `deleted: true` + "`" + ` and empty
 names; its login stays, and is never given to anyone else.
 """
-type UserSummary {
+type UserSummary implements Node {
+  """The user's global id (` + "`" + `node` + "`" + `), the same wherever the user is shown; it does not change."""
+  id: ID!
   """The unique login; kept for a deleted account."""
   login: String!
   """First name; empty for a deleted account."""
@@ -2981,7 +3071,9 @@ type UserSummary {
 }
 
 """A user's own profile, as ` + "`" + `me` + "`" + ` returns it."""
-type User {
+type User implements Node {
+  """The global id of the caller's own profile (` + "`" + `node` + "`" + ` reads it for its user only); their ` + "`" + `UserSummary` + "`" + ` has another."""
+  id: ID!
   """The unique login, chosen at signup."""
   login: String!
   """First name."""
@@ -3417,6 +3509,10 @@ func (ec *executionContext) childFields_Message(ctx context.Context, field graph
 		return ec.fieldContext_Message_id(ctx, field)
 	case "room":
 		return ec.fieldContext_Message_room(ctx, field)
+	case "chatRoom":
+		return ec.fieldContext_Message_chatRoom(ctx, field)
+	case "conversationId":
+		return ec.fieldContext_Message_conversationId(ctx, field)
 	case "author":
 		return ec.fieldContext_Message_author(ctx, field)
 	case "content":
@@ -3521,6 +3617,8 @@ func (ec *executionContext) childFields_ReadMark(ctx context.Context, field grap
 
 func (ec *executionContext) childFields_Room(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_Room_id(ctx, field)
 	case "name":
 		return ec.fieldContext_Room_name(ctx, field)
 	case "banner":
@@ -3617,6 +3715,8 @@ func (ec *executionContext) childFields_Upload(ctx context.Context, field graphq
 
 func (ec *executionContext) childFields_User(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_User_id(ctx, field)
 	case "login":
 		return ec.fieldContext_User_login(ctx, field)
 	case "firstname":
@@ -3649,6 +3749,8 @@ func (ec *executionContext) childFields_UserPresence(ctx context.Context, field 
 
 func (ec *executionContext) childFields_UserSummary(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_UserSummary_id(ctx, field)
 	case "login":
 		return ec.fieldContext_UserSummary_login(ctx, field)
 	case "firstname":
@@ -4812,6 +4914,20 @@ func (ec *executionContext) field_Query_myMessages_args(ctx context.Context, raw
 		return nil, err
 	}
 	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_node_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	return args, nil
 }
 
@@ -6483,6 +6599,61 @@ func (ec *executionContext) _Message_room(ctx context.Context, field graphql.Col
 }
 func (ec *executionContext) fieldContext_Message_room(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Message", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Message_chatRoom(ctx context.Context, field graphql.CollectedField, obj *store.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_chatRoom(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Message().ChatRoom(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Room) graphql.Marshaler {
+			return ec.marshalORoom2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐRoom(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Message_chatRoom(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Message",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Room(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Message_conversationId(ctx context.Context, field graphql.CollectedField, obj *store.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_conversationId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Message().ConversationID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Message_conversationId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Message", field, true, true, errors.New("field of type ID does not have child fields"))
 }
 
 func (ec *executionContext) _Message_author(ctx context.Context, field graphql.CollectedField, obj *store.Message) (ret graphql.Marshaler) {
@@ -9310,6 +9481,50 @@ func (ec *executionContext) fieldContext_Query_thread(ctx context.Context, field
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_node(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Node(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.Node) graphql.Marshaler {
+			return ec.marshalONode2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐNode(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_node(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("FieldContext.Child cannot be called on type INTERFACE")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_node_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_vapidPublicKey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9826,6 +10041,29 @@ func (ec *executionContext) _ReadMark_upTo(ctx context.Context, field graphql.Co
 }
 func (ec *executionContext) fieldContext_ReadMark_upTo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ReadMark", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Room_id(ctx context.Context, field graphql.CollectedField, obj *store.Room) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Room_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Room().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Room_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Room", field, true, true, errors.New("field of type ID does not have child fields"))
 }
 
 func (ec *executionContext) _Room_name(ctx context.Context, field graphql.CollectedField, obj *store.Room) (ret graphql.Marshaler) {
@@ -10780,6 +11018,29 @@ func (ec *executionContext) fieldContext_Upload_expiresAt(_ context.Context, fie
 	return graphql.NewScalarFieldContext("Upload", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
+func (ec *executionContext) _User_id(ctx context.Context, field graphql.CollectedField, obj *store.User) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_User_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.User().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_User_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("User", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
 func (ec *executionContext) _User_login(ctx context.Context, field graphql.CollectedField, obj *store.User) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11038,6 +11299,29 @@ func (ec *executionContext) _UserPresence_online(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_UserPresence_online(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("UserPresence", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _UserSummary_id(ctx context.Context, field graphql.CollectedField, obj *store.UserRef) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserSummary_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.UserSummary().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserSummary_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserSummary", field, true, true, errors.New("field of type ID does not have child fields"))
 }
 
 func (ec *executionContext) _UserSummary_login(ctx context.Context, field graphql.CollectedField, obj *store.UserRef) (ret graphql.Marshaler) {
@@ -12706,6 +12990,47 @@ func (ec *executionContext) unmarshalInputSignupInput(ctx context.Context, obj a
 
 // region    ************************** interface.gotpl ***************************
 
+func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj model.Node) graphql.Marshaler {
+	switch obj := (obj).(type) {
+	case nil:
+		return graphql.Null
+	case store.UserRef:
+		return ec._UserSummary(ctx, sel, &obj)
+	case *store.UserRef:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._UserSummary(ctx, sel, obj)
+	case store.User:
+		return ec._User(ctx, sel, &obj)
+	case *store.User:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._User(ctx, sel, obj)
+	case store.Room:
+		return ec._Room(ctx, sel, &obj)
+	case *store.Room:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Room(ctx, sel, obj)
+	case store.Message:
+		return ec._Message(ctx, sel, &obj)
+	case *store.Message:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Message(ctx, sel, obj)
+	default:
+		if typedObj, ok := obj.(graphql.Marshaler); ok {
+			return typedObj
+		} else {
+			panic(fmt.Errorf("unexpected type %T; non-generated variants of Node must implement graphql.Marshaler", obj))
+		}
+	}
+}
+
 // endregion ************************** interface.gotpl ***************************
 
 // region    **************************** object.gotpl ****************************
@@ -13899,7 +14224,7 @@ func (ec *executionContext) _LinkPreview(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
-var messageImplementors = []string{"Message"}
+var messageImplementors = []string{"Message", "Node"}
 
 func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, obj *store.Message) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, messageImplementors)
@@ -13921,6 +14246,82 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "chatRoom":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Message_chatRoom(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Values[i] = innerFunc(ctx, out)
+		case "conversationId":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Message_conversationId(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Values[i] = innerFunc(ctx, out)
 		case "author":
 			out.Values[i] = ec._Message_author(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -15032,6 +15433,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "node":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_node(ctx, field)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "vapidPublicKey":
 			field := field
 
@@ -15455,7 +15878,7 @@ func (ec *executionContext) _ReadMark(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
-var roomImplementors = []string{"Room"}
+var roomImplementors = []string{"Room", "Node"}
 
 func (ec *executionContext) _Room(ctx context.Context, sel ast.SelectionSet, obj *store.Room) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, roomImplementors)
@@ -15467,6 +15890,44 @@ func (ec *executionContext) _Room(ctx context.Context, sel ast.SelectionSet, obj
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Room")
+		case "id":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Room_id(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "name":
 			out.Values[i] = ec._Room_name(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -15990,7 +16451,7 @@ func (ec *executionContext) _Upload(ctx context.Context, sel ast.SelectionSet, o
 	return out
 }
 
-var userImplementors = []string{"User"}
+var userImplementors = []string{"User", "Node"}
 
 func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj *store.User) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, userImplementors)
@@ -16002,6 +16463,44 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("User")
+		case "id":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._User_id(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "login":
 			out.Values[i] = ec._User_login(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -16139,7 +16638,7 @@ func (ec *executionContext) _UserPresence(ctx context.Context, sel ast.Selection
 	return out
 }
 
-var userSummaryImplementors = []string{"UserSummary"}
+var userSummaryImplementors = []string{"UserSummary", "Node"}
 
 func (ec *executionContext) _UserSummary(ctx context.Context, sel ast.SelectionSet, obj *store.UserRef) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, userSummaryImplementors)
@@ -16151,6 +16650,44 @@ func (ec *executionContext) _UserSummary(ctx context.Context, sel ast.SelectionS
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("UserSummary")
+		case "id":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._UserSummary_id(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Values[i] = innerFunc(ctx, out)
 		case "login":
 			out.Values[i] = ec._UserSummary_login(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -18016,6 +18553,13 @@ func (ec *executionContext) marshalOMessage2ᚖgithubᚗcomᚋkillrchatᚋchatql
 	return ec._Message(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalONode2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐNode(ctx context.Context, sel ast.SelectionSet, v model.Node) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Node(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalORoom2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐRoom(ctx context.Context, sel ast.SelectionSet, v *store.Room) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -18246,6 +18790,8 @@ func init() {
 		resolverMethod("Image", "url", ResolverRoot.Image, ImageResolver.URL),
 		resolverMethod("Image", "thumbnails", ResolverRoot.Image, ImageResolver.Thumbnails),
 		resolverMethod("LinkPreview", "imageUrl", ResolverRoot.LinkPreview, LinkPreviewResolver.ImageURL),
+		resolverMethod("Message", "chatRoom", ResolverRoot.Message, MessageResolver.ChatRoom),
+		resolverMethod("Message", "conversationId", ResolverRoot.Message, MessageResolver.ConversationID),
 		resolverMethod("Message", "content", ResolverRoot.Message, MessageResolver.Content),
 		modelMethod("Message", "postedAt", (*store.Message).PostedAt),
 		resolverMethod("Message", "editedAt", ResolverRoot.Message, MessageResolver.EditedAt),
@@ -18257,6 +18803,7 @@ func init() {
 		resolverMethod("Message", "latestRepliers", ResolverRoot.Message, MessageResolver.LatestRepliers),
 		resolverMethod("Message", "attachments", ResolverRoot.Message, MessageResolver.Attachments),
 		resolverMethod("Reaction", "reactedByMe", ResolverRoot.Reaction, ReactionResolver.ReactedByMe),
+		resolverMethod("UserSummary", "id", ResolverRoot.UserSummary, UserSummaryResolver.ID),
 		resolverMethod("UserSummary", "firstname", ResolverRoot.UserSummary, UserSummaryResolver.Firstname),
 		resolverMethod("UserSummary", "lastname", ResolverRoot.UserSummary, UserSummaryResolver.Lastname),
 		resolverMethod("UserSummary", "deleted", ResolverRoot.UserSummary, UserSummaryResolver.Deleted),

@@ -126,6 +126,11 @@ func (r *readMarkResolver) UpTo(ctx context.Context, obj *store.ReadMark) (strin
 	return obj.UpTo.String(), nil
 }
 
+// ID is the resolver for the id field.
+func (r *roomResolver) ID(ctx context.Context, obj *store.Room) (string, error) {
+	return nodeID(roomNode, obj.Name), nil
+}
+
 // Participants is the resolver for the participants field.
 func (r *roomResolver) Participants(ctx context.Context, obj *store.Room, first *int, after *string) ([]store.UserRef, error) {
 	page, err := sortedPage(obj.Participants, func(u store.UserRef) string { return u.Login }, first, after)

@@ -187,9 +187,19 @@ func (r *queryResolver) Me(ctx context.Context) (*store.User, error) {
 	return r.Service.Me(ctx, me)
 }
 
+// ID is the resolver for the id field.
+func (r *userResolver) ID(ctx context.Context, obj *store.User) (string, error) {
+	return nodeID(profileNode, obj.Login), nil
+}
+
 // Rooms is the resolver for the rooms field.
 func (r *userResolver) Rooms(ctx context.Context, obj *store.User, first *int, after *string) ([]string, error) {
 	return sortedPage(obj.ChatRooms, func(name string) string { return name }, first, after)
+}
+
+// ID is the resolver for the id field.
+func (r *userSummaryResolver) ID(ctx context.Context, obj *store.UserRef) (string, error) {
+	return nodeID(userNode, obj.Login), nil
 }
 
 // Firstname is the resolver for the firstname field.
