@@ -2329,23 +2329,49 @@ extend type Query {
   """The caller's conversations, direct, group and the public rooms they take part in, newest message first, with unread counts."""
   inbox: [Conversation!]! @listSize(assumedSize: 50)
   """The direct messages between the caller and another user, newest first, paged as ` + "`" + `messages` + "`" + ` is (` + "`" + `around` + "`" + ` a message of the conversation)."""
-  directMessages(with: String!, first: Int, after: String, last: Int, before: String, around: ID): MessageConnection! @listSize(slicingArguments: ["first", "last"], assumedSize: 100, sizedFields: ["edges"])
+  directMessages(
+    """The other user's login."""
+    with: String!
+    """How many messages, 1 to 100, going toward older ones from ` + "`" + `after` + "`" + ` (from the newest without it); 50 when neither ` + "`" + `first` + "`" + ` nor ` + "`" + `last` + "`" + ` is given."""
+    first: Int
+    """The cursor of an edge: the page starts just older than it. Not with ` + "`" + `before` + "`" + `, ` + "`" + `last` + "`" + ` or ` + "`" + `around` + "`" + `."""
+    after: String
+    """How many messages, 1 to 100, going toward newer ones from ` + "`" + `before` + "`" + ` (from the oldest without it). Not with ` + "`" + `first` + "`" + `."""
+    last: Int
+    """The cursor of an edge: the page holds the messages just newer than it. Not with ` + "`" + `after` + "`" + `, ` + "`" + `first` + "`" + ` or ` + "`" + `around` + "`" + `."""
+    before: String
+    """The id of a message of the list to open it at: the page holds it, up to half its size of newer ones and older ones for the rest. Not with a cursor."""
+    around: ID
+  ): MessageConnection! @listSize(slicingArguments: ["first", "last"], assumedSize: 100, sizedFields: ["edges"])
   """A message by id, if the caller may read it; null if there is none or the caller may not read it. A malformed id gives BAD_USER_INPUT."""
-  message(id: ID!): Message
+  message(
+    """The message's id (a timeuuid)."""
+    id: ID!
+  ): Message
   """
   Whether each of these users (1 to 100 logins) is online now, in the order asked. ` + "`" + `online` + "`" + ` is null
   for a user the caller shares no room, group or direct conversation with, and for one who does
   not exist: presence is not shown to strangers.
   """
-  presence(logins: [String!]!): [UserPresence!]! @listSize(slicingArguments: ["logins"], assumedSize: 100)
+  presence(
+    """The users asked about, 1 to 100 logins; each is answered in this order."""
+    logins: [String!]!
+  ): [UserPresence!]! @listSize(slicingArguments: ["logins"], assumedSize: 100)
   """The caller's own messages across all conversations, newest first."""
-  myMessages(first: Int = 50, after: String): MessageConnection! @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"])
+  myMessages(
+    """How many messages, 1 to 100."""
+    first: Int = 50
+    """The cursor of an edge: the page starts just older than it."""
+    after: String
+  ): MessageConnection! @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"])
 }
 
 extend type Mutation {
   """Sends a direct message; the recipient must exist. Content is 1 to 4000 characters, or 0 with attachments."""
   sendDirectMessage(
+    """The recipient's login; NOT_FOUND if there is no such user, FORBIDDEN if either blocked the other."""
     to: String!
+    """The text, 1 to 4000 characters (0 with attachments: their caption)."""
     content: String!
     """Files the message carries, as for ` + "`" + `postMessage` + "`" + `."""
     attachments: [ID!]
@@ -2360,15 +2386,30 @@ extend type Mutation {
     replyTo: ID
   ): Message!
   """Marks the conversation's messages read up to and including ` + "`" + `upTo` + "`" + `; a mark only moves forward, so an older ` + "`" + `upTo` + "`" + ` changes nothing. Returns the updated inbox entry."""
-  markRead(conversation: ID!, upTo: ID!): Conversation!
+  markRead(
+    """The conversation's id (` + "`" + `Conversation.id` + "`" + `): a room's or group's name, or a direct conversation's two logins joined by ':'."""
+    conversation: ID!
+    """The id of the newest message read, a message of the conversation."""
+    upTo: ID!
+  ): Conversation!
   """Adds a user to a private group; only members may. BAD_USER_INPUT if the user takes part in as many rooms and groups as a user may (see createRoom). Returns the group."""
-  addGroupMember(group: String!, login: String!): Room!
+  addGroupMember(
+    """The private group's name; the caller must be a member."""
+    group: String!
+    """The login of the user to add."""
+    login: String!
+  ): Room!
   """
   Mutes a conversation the caller takes part in (a room, a group, or a direct conversation's id),
   or unmutes it with ` + "`" + `muted: false` + "`" + `: a muted conversation's inbox entry shows no unread count and
   no mentions, and its @mentions send no MENTIONED event. Its messages still arrive. Returns ` + "`" + `muted` + "`" + `.
   """
-  muteConversation(conversation: ID!, muted: Boolean = true): Boolean!
+  muteConversation(
+    """The conversation's id (` + "`" + `Conversation.id` + "`" + `)."""
+    conversation: ID!
+    """True to mute (the default), false to unmute."""
+    muted: Boolean = true
+  ): Boolean!
   """
   Tells the conversation's other subscribers that the caller is typing (` + "`" + `active` + "`" + `, the default) or
   stopped: a room or group the caller takes part in gets TYPING_STARTED / TYPING_STOPPED room
@@ -2376,9 +2417,17 @@ extend type Mutation {
   user. Nothing is stored. Call it again every few seconds while the user types: a start holds for
   6 seconds, renewals within 3 seconds tell nobody, and posting ends it. Returns ` + "`" + `active` + "`" + `.
   """
-  typing(conversation: ID!, active: Boolean = true): Boolean!
+  typing(
+    """The conversation's id: a room's or group's name, or a direct conversation's (` + "`" + `alice:bob` + "`" + `)."""
+    conversation: ID!
+    """True while typing (the default), false when stopped."""
+    active: Boolean = true
+  ): Boolean!
   """Hides a message. Only its author, or the creator or a moderator of its room, may. Subscribers get MESSAGE_HIDDEN."""
-  hideMessage(id: ID!): Message!
+  hideMessage(
+    """The message's id."""
+    id: ID!
+  ): Message!
 }
 
 extend type Subscription {
@@ -2388,6 +2437,7 @@ extend type Subscription {
   first, then live ones follow, with no gap and no duplicate.
   """
   inboxEvents(
+    """An event's ` + "`" + `cursor` + "`" + `: replay the events logged since, then go live. Absent: live events only."""
     after: String
     """Also deliver PRESENCE_CHANGED events of the caller's direct conversations' other users (off by default)."""
     presence: Boolean = false
@@ -2496,7 +2546,14 @@ extend type Mutation {
   day is removed. QUOTA_EXCEEDED when the caller's files would exceed their quota; UNAVAILABLE
   (with ` + "`" + `retryAfter` + "`" + `) when the object store fails.
   """
-  createUpload(name: String!, contentType: String!, size: Int!): Upload!
+  createUpload(
+    """The file's name as the user knows it, 1 to 255 bytes; shown with the attachment."""
+    name: String!
+    """The file's media type (` + "`" + `image/png` + "`" + `, ` + "`" + `application/pdf` + "`" + `...): the bytes must match it."""
+    contentType: String!
+    """The file's size in bytes: the bytes sent must be exactly this many."""
+    size: Int!
+  ): Upload!
   """
   Checks the bytes uploaded for one of the caller's files and returns it as a message will carry
   it. Bytes that are not what was declared (another type, an image that does not decode, or one
@@ -2504,7 +2561,10 @@ extend type Mutation {
   metadata (location, camera) and gains thumbnails. Sending a file with a message completes it
   if this was not called; calling it first reports a bad file before the message is written.
   """
-  completeUpload(id: ID!): Attachment!
+  completeUpload(
+    """The file's id, from ` + "`" + `createUpload` + "`" + `."""
+    id: ID!
+  ): Attachment!
 }
 `, BuiltIn: false},
 	{Name: "../schema/messages.graphqls", Input: `"""A message in a room."""
@@ -2687,9 +2747,35 @@ extend type Query {
   ` + "`" + `around` + "`" + ` with a cursor are refused. Only participants may read, and a
   group's member reads the messages of their membership windows only.
   """
-  messages(room: String!, first: Int, after: String, last: Int, before: String, around: ID): MessageConnection! @listSize(slicingArguments: ["first", "last"], assumedSize: 100, sizedFields: ["edges"])
+  messages(
+    """The room's or private group's name."""
+    room: String!
+    """How many messages, 1 to 100, going toward older ones from ` + "`" + `after` + "`" + ` (from the newest without it); 50 when neither ` + "`" + `first` + "`" + ` nor ` + "`" + `last` + "`" + ` is given."""
+    first: Int
+    """The cursor of an edge: the page starts just older than it. Not with ` + "`" + `before` + "`" + `, ` + "`" + `last` + "`" + ` or ` + "`" + `around` + "`" + `."""
+    after: String
+    """How many messages, 1 to 100, going toward newer ones from ` + "`" + `before` + "`" + ` (from the oldest without it). Not with ` + "`" + `first` + "`" + `."""
+    last: Int
+    """The cursor of an edge: the page holds the messages just newer than it. Not with ` + "`" + `after` + "`" + `, ` + "`" + `first` + "`" + ` or ` + "`" + `around` + "`" + `."""
+    before: String
+    """The id of a message of the list to open it at: the page holds it, up to half its size of newer ones and older ones for the rest. Not with a cursor."""
+    around: ID
+  ): MessageConnection! @listSize(slicingArguments: ["first", "last"], assumedSize: 100, sizedFields: ["edges"])
   """The replies in a message's thread, newest first, paged as ` + "`" + `messages` + "`" + ` is (` + "`" + `around` + "`" + ` a reply of the thread)."""
-  thread(messageId: ID!, first: Int, after: String, last: Int, before: String, around: ID): MessageConnection! @listSize(slicingArguments: ["first", "last"], assumedSize: 100, sizedFields: ["edges"])
+  thread(
+    """The id of the thread's root."""
+    messageId: ID!
+    """How many messages, 1 to 100, going toward older ones from ` + "`" + `after` + "`" + ` (from the newest without it); 50 when neither ` + "`" + `first` + "`" + ` nor ` + "`" + `last` + "`" + ` is given."""
+    first: Int
+    """The cursor of an edge: the page starts just older than it. Not with ` + "`" + `before` + "`" + `, ` + "`" + `last` + "`" + ` or ` + "`" + `around` + "`" + `."""
+    after: String
+    """How many messages, 1 to 100, going toward newer ones from ` + "`" + `before` + "`" + ` (from the oldest without it). Not with ` + "`" + `first` + "`" + `."""
+    last: Int
+    """The cursor of an edge: the page holds the messages just newer than it. Not with ` + "`" + `after` + "`" + `, ` + "`" + `first` + "`" + ` or ` + "`" + `around` + "`" + `."""
+    before: String
+    """The id of a reply of the thread to open it at, as for ` + "`" + `messages` + "`" + `."""
+    around: ID
+  ): MessageConnection! @listSize(slicingArguments: ["first", "last"], assumedSize: 100, sizedFields: ["edges"])
 }
 
 extend type Mutation {
@@ -2698,7 +2784,9 @@ extend type Mutation {
   0 with attachments (their caption).
   """
   postMessage(
+    """The room's or private group's name."""
     room: String!
+    """The text, 1 to 4000 characters (0 with attachments: their caption)."""
     content: String!
     """
     Files the message carries (ids from ` + "`" + `createUpload` + "`" + `, at most 10), each of the caller's and sent
@@ -2724,23 +2812,41 @@ extend type Mutation {
   group or a direct conversation. Readers see the new content and ` + "`" + `editedAt` + "`" + `; subscribers get
   MESSAGE_EDITED. Someone else's message gives FORBIDDEN; a deleted one, NOT_FOUND.
   """
-  editMessage(id: ID!, content: String!): Message!
+  editMessage(
+    """The id of one of the caller's own messages."""
+    id: ID!
+    """The new text, 1 to 4000 characters."""
+    content: String!
+  ): Message!
   """
   Deletes a message: its author may, and in a room or group its creator and moderators. The content is erased
   from storage and the message becomes a tombstone (` + "`" + `deleted: true` + "`" + `) that keeps its place;
   subscribers get MESSAGE_DELETED. Deleting a deleted message returns the tombstone and changes
   nothing. (` + "`" + `hideMessage` + "`" + ` is the softer tool: it keeps the content for its author.)
   """
-  deleteMessage(id: ID!): Message!
+  deleteMessage(
+    """The message's id."""
+    id: ID!
+  ): Message!
   """
   Adds the caller's reaction to a message they can read (any room, group or direct message):
   an emoji or :shortcode: of 1 to 32 bytes without spaces. A message holds at most 20 kinds; a
   21st gives BAD_USER_INPUT. Adding one the caller has changes nothing. Subscribers get
   REACTION_CHANGED.
   """
-  addReaction(messageId: ID!, emoji: String!): Message!
+  addReaction(
+    """The id of a message the caller may read."""
+    messageId: ID!
+    """The emoji or :shortcode:, 1 to 32 bytes, no spaces."""
+    emoji: String!
+  ): Message!
   """Removes the caller's reaction; removing one the caller has not changes nothing."""
-  removeReaction(messageId: ID!, emoji: String!): Message!
+  removeReaction(
+    """The message's id."""
+    messageId: ID!
+    """The emoji or :shortcode: to take back."""
+    emoji: String!
+  ): Message!
 }
 
 extend type Subscription {
@@ -2750,7 +2856,9 @@ extend type Subscription {
   no duplicate. Only participants may subscribe.
   """
   roomEvents(
+    """The room's or private group's name."""
     room: String!
+    """The cursor of the last event or message seen (a message id will do): replay what was stored since, then go live. Absent: live events only."""
     after: String
     """Also deliver PRESENCE_CHANGED events of the room's participants (off by default: they are frequent in a busy room)."""
     presence: Boolean = false
@@ -2813,15 +2921,30 @@ extend type Mutation {
   P-256 public key (65 bytes, base64url) and auth 16 bytes. At most 20 per user; registering an
   endpoint again replaces it. A subscription the push service says is gone is dropped.
   """
-  registerPushSubscription(endpoint: String!, p256dh: String!, auth: String!, device: String = ""): PushSubscription!
+  registerPushSubscription(
+    """The push service's URL for this browser (` + "`" + `PushSubscription.endpoint` + "`" + `), https."""
+    endpoint: String!
+    """The browser's P-256 public key (` + "`" + `keys.p256dh` + "`" + `), 65 bytes in base64url."""
+    p256dh: String!
+    """The browser's authentication secret (` + "`" + `keys.auth` + "`" + `), 16 bytes in base64url."""
+    auth: String!
+    """A name for the device, for the user to tell their subscriptions apart; may be empty."""
+    device: String = ""
+  ): PushSubscription!
   """Drops one of the caller's push subscriptions; dropping a missing one changes nothing."""
-  unregisterPushSubscription(endpoint: String!): Boolean!
+  unregisterPushSubscription(
+    """The endpoint it was registered with."""
+    endpoint: String!
+  ): Boolean!
   """
   Whether the caller's notifications show the message's text (true) or only who wrote where
   (false, the default: a notification passes through the browser vendor's push service and shows
   on a locked screen). Returns the choice.
   """
-  setPushPreviews(previews: Boolean!): Boolean!
+  setPushPreviews(
+    """True to show the text, false for only who wrote where."""
+    previews: Boolean!
+  ): Boolean!
 }
 `, BuiltIn: false},
 	{Name: "../schema/rooms.graphqls", Input: `"""A chat room: its creator and participants are read with it in one go."""
@@ -2843,7 +2966,12 @@ type Room implements Node {
   the login ` + "`" + `after` + "`" + `: pass the last login of a page for the next one; a page
   shorter than ` + "`" + `first` + "`" + ` is the last. Only participants read and post messages.
   """
-  participants(first: Int = 100, after: String): [UserSummary!]! @listSize(slicingArguments: ["first"], assumedSize: 100)
+  participants(
+    """How many, 1 to 100."""
+    first: Int = 100
+    """A login: the page starts after it."""
+    after: String
+  ): [UserSummary!]! @listSize(slicingArguments: ["first"], assumedSize: 100)
   """Public room or private group."""
   kind: RoomKind!
   """
@@ -2851,13 +2979,19 @@ type Room implements Node {
   them: a large room's receipts stop there. Empty for a private group, and for a caller who does
   not take part. Live changes arrive as READ_UPTO room events.
   """
-  readMarks(first: Int = 100): [ReadMark!]! @listSize(slicingArguments: ["first"], assumedSize: 1000)
+  readMarks(
+    """How many, 1 to 1000."""
+    first: Int = 100
+  ): [ReadMark!]! @listSize(slicingArguments: ["first"], assumedSize: 1000)
   """
   The participants online now (with at least one open connection to any instance), sorted by login,
   at most ` + "`" + `first` + "`" + ` (1 to 1000), among the room's first 10,000 participants by login. Null for a caller who does not take part: presence is shown only
   to people who share a room or conversation. Changes arrive as PRESENCE_CHANGED room events.
   """
-  online(first: Int = 100): [UserSummary!] @listSize(slicingArguments: ["first"], assumedSize: 1000) @cost(weight: "50")
+  online(
+    """How many, 1 to 1000."""
+    first: Int = 100
+  ): [UserSummary!] @listSize(slicingArguments: ["first"], assumedSize: 1000) @cost(weight: "50")
   """
   The participants the creator appointed to moderate (` + "`" + `appointModerator` + "`" + `), sorted by login; at
   most 100. The creator and the moderators remove and ban participants and delete or hide others'
@@ -2868,7 +3002,12 @@ type Room implements Node {
   The logins banned from the room (` + "`" + `banUser` + "`" + `), sorted, ` + "`" + `first` + "`" + ` (1 to 100) at a time after the login
   ` + "`" + `after` + "`" + `. Null unless the caller is its creator or one of its moderators.
   """
-  banned(first: Int = 100, after: String): [String!] @listSize(slicingArguments: ["first"], assumedSize: 100)
+  banned(
+    """How many, 1 to 100."""
+    first: Int = 100
+    """A login: the page starts after it."""
+    after: String
+  ): [String!] @listSize(slicingArguments: ["first"], assumedSize: 100)
 }
 
 """How far a participant has read a room."""
@@ -2915,9 +3054,17 @@ input CreateRoomInput {
 
 extend type Query {
   """A room with its creator and participants; null if there is none or the caller may not see it (a private group they were never in). Needs a token."""
-  room(name: String!): Room
+  room(
+    """The room's or private group's name."""
+    name: String!
+  ): Room
   """All rooms, a page at a time, in a stable order. ` + "`" + `first` + "`" + ` is 1 to 100. Needs a token."""
-  rooms(first: Int = 20, after: String): RoomConnection! @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"])
+  rooms(
+    """How many rooms, 1 to 100."""
+    first: Int = 20
+    """An edge's cursor: the page starts after that room."""
+    after: String
+  ): RoomConnection! @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"])
 }
 
 extend type Mutation {
@@ -2926,20 +3073,32 @@ extend type Mutation {
   BAD_USER_INPUT if the caller takes part in as many rooms and groups as a user may (1,000 unless
   the server says otherwise: CHAT_MAX_ROOMS_PER_USER).
   """
-  createRoom(input: CreateRoomInput!): Room!
+  createRoom(
+    """The new room's name, banner and kind."""
+    input: CreateRoomInput!
+  ): Room!
   """
   Adds the caller to a room and records a system message. NOT_FOUND if the room does not exist (or
   was just deleted); BAD_USER_INPUT if the caller takes part in as many rooms and groups as a user
   may (see createRoom). Joining a room the caller is in changes nothing.
   """
-  joinRoom(room: String!): Room!
+  joinRoom(
+    """The public room's name."""
+    room: String!
+  ): Room!
   """Removes the caller from a room and records a system message. NOT_FOUND if the caller is not in it."""
-  leaveRoom(room: String!): Room!
+  leaveRoom(
+    """The room's or private group's name."""
+    room: String!
+  ): Room!
   """
   Deletes a room, its messages and its place in every participant's room list.
   Only the creator may (others get FORBIDDEN). Returns the room as it was.
   """
-  deleteRoom(room: String!): Room!
+  deleteRoom(
+    """The room's or private group's name."""
+    room: String!
+  ): Room!
   """
   Makes one of the caller's uploaded image files the room's icon, as ` + "`" + `setAvatar` + "`" + ` does for a
   user; null removes it. In a public room only its creator and moderators may; in a private
@@ -2947,18 +3106,33 @@ extend type Mutation {
   the caller is not in). The icon counts in the quota of whoever set it, and goes with the room,
   or with their account. The icon it replaces is removed.
   """
-  setRoomIcon(room: String!, file: ID): Room!
+  setRoomIcon(
+    """The room's or private group's name."""
+    room: String!
+    """The id of one of the caller's uploaded image files; null removes the icon."""
+    file: ID
+  ): Room!
   """
   Makes ` + "`" + `login` + "`" + `, a participant, a moderator of the room. Only its creator may (FORBIDDEN); a
   non-participant gives NOT_FOUND; at most 100 moderators (BAD_USER_INPUT). Appointing a moderator
   again changes nothing. Subscribers get MODERATOR_APPOINTED. Returns the room.
   """
-  appointModerator(room: String!, login: String!): Room!
+  appointModerator(
+    """The room's or private group's name."""
+    room: String!
+    """The login of a participant."""
+    login: String!
+  ): Room!
   """
   Makes a moderator a plain participant again. Only the creator may. Dismissing one who is no
   moderator changes nothing. Subscribers get MODERATOR_DISMISSED. Returns the room.
   """
-  dismissModerator(room: String!, login: String!): Room!
+  dismissModerator(
+    """The room's or private group's name."""
+    room: String!
+    """The moderator's login."""
+    login: String!
+  ): Room!
   """
   Removes a participant from a room, or a member from a private group (ending their membership
   window: they keep reading what was posted while they were a member). The creator may remove
@@ -2967,16 +3141,31 @@ extend type Mutation {
   the removed user's own subscriptions of the room get it and then end. They may join again
   (unless banned). Returns the room.
   """
-  removeParticipant(room: String!, login: String!): Room!
+  removeParticipant(
+    """The room's or private group's name."""
+    room: String!
+    """The participant's login."""
+    login: String!
+  ): Room!
   """
   Bans a login from a room or group, with the same rights as ` + "`" + `removeParticipant` + "`" + `: a participant is
   removed, and the login cannot join, be added, read or subscribe until unbanned (FORBIDDEN). A
   login that takes no part may be banned too. Banning a banned login changes nothing.
   Subscribers get PARTICIPANT_BANNED; the banned user's subscriptions end with it. Returns the room.
   """
-  banUser(room: String!, login: String!): Room!
+  banUser(
+    """The room's or private group's name."""
+    room: String!
+    """The login to ban, a participant or not."""
+    login: String!
+  ): Room!
   """Lifts a ban (creator or moderators). Lifting one there is not changes nothing. Subscribers get PARTICIPANT_UNBANNED. Returns the room."""
-  unbanUser(room: String!, login: String!): Room!
+  unbanUser(
+    """The room's or private group's name."""
+    room: String!
+    """The banned login."""
+    login: String!
+  ): Room!
 }
 `, BuiltIn: false},
 	{Name: "../schema/schema.graphqls", Input: `"""
@@ -3093,7 +3282,12 @@ type User implements Node {
   at a time after the name ` + "`" + `after` + "`" + `: pass the last name of a page for the
   next one; a page shorter than ` + "`" + `first` + "`" + ` is the last.
   """
-  rooms(first: Int = 100, after: String): [String!]! @listSize(slicingArguments: ["first"], assumedSize: 100)
+  rooms(
+    """How many names, 1 to 100."""
+    first: Int = 100
+    """A room's name: the page starts after it."""
+    after: String
+  ): [String!]! @listSize(slicingArguments: ["first"], assumedSize: 100)
 }
 
 """A new account."""
@@ -3175,7 +3369,12 @@ extend type Query {
   """The bots the caller owns, by login. Needs a token."""
   bots: [Bot!]! @listSize(assumedSize: 20)
   """The users the caller blocked, by login, ` + "`" + `first` + "`" + ` (1 to 100) at a time after the login ` + "`" + `after` + "`" + `."""
-  blockedUsers(first: Int = 100, after: String): [UserSummary!]! @listSize(slicingArguments: ["first"], assumedSize: 100)
+  blockedUsers(
+    """How many, 1 to 100."""
+    first: Int = 100
+    """A login: the page starts after it."""
+    after: String
+  ): [UserSummary!]! @listSize(slicingArguments: ["first"], assumedSize: 100)
   """The logged-in user's profile and rooms. Needs a token."""
   me: User!
 }
@@ -3187,22 +3386,39 @@ extend type Mutation {
   carry ` + "`" + `authorBlocked: true` + "`" + ` for the caller, so apps can collapse them. At most 1000 users; blocking
   again changes nothing. Returns the caller's blocked users.
   """
-  blockUser(login: String!): [UserSummary!]! @listSize(assumedSize: 100)
+  blockUser(
+    """The login of the user to block."""
+    login: String!
+  ): [UserSummary!]! @listSize(assumedSize: 100)
   """Unblocks a user; unblocking one not blocked changes nothing. Returns the caller's blocked users."""
-  unblockUser(login: String!): [UserSummary!]! @listSize(assumedSize: 100)
+  unblockUser(
+    """The login of a blocked user."""
+    login: String!
+  ): [UserSummary!]! @listSize(assumedSize: 100)
   """Creates an account. A taken login gives CONFLICT and leaves the existing account untouched."""
-  signup(input: SignupInput!): User!
+  signup(
+    """The new account's login, password and profile."""
+    input: SignupInput!
+  ): User!
   """
   Exchanges a login and password for a new session's tokens. Wrong
   credentials give UNAUTHENTICATED.
   """
-  login(login: String!, password: String!): AuthPayload!
+  login(
+    """The account's login."""
+    login: String!
+    """Its password."""
+    password: String!
+  ): AuthPayload!
   """
   Exchanges a refresh token for a new pair of tokens; the one given is used
   up. A refresh token used a second time gives UNAUTHENTICATED and ends its
   session: every token descending from its login stops working.
   """
-  refreshToken(token: String!): AuthPayload!
+  refreshToken(
+    """The ` + "`" + `refreshToken` + "`" + ` of the last pair, unused."""
+    token: String!
+  ): AuthPayload!
   """Ends the session of the access token: its tokens stop working. Needs a token."""
   logout: Boolean!
   """
@@ -3210,7 +3426,12 @@ extend type Mutation {
   the caller's own session goes on. A wrong oldPassword gives
   UNAUTHENTICATED. Needs a token.
   """
-  changePassword(oldPassword: String!, newPassword: String!): Boolean!
+  changePassword(
+    """The current password."""
+    oldPassword: String!
+    """The new password, 8 to 72 bytes."""
+    newPassword: String!
+  ): Boolean!
   """
   Changes the caller's first name, last name or bio, by signup's rules
   (BAD_USER_INPUT otherwise), and returns the profile as it now is. Every
@@ -3218,7 +3439,10 @@ extend type Mutation {
   and within moments on the others: message authors, participants, events,
   old messages included. Needs a token.
   """
-  updateProfile(input: ProfileInput!): User!
+  updateProfile(
+    """The fields to change; those left out are kept."""
+    input: ProfileInput!
+  ): User!
   """
   Makes one of the caller's uploaded files (` + "`" + `createUpload` + "`" + `, then its PUT) their avatar, shown
   with their name wherever a ` + "`" + `UserSummary` + "`" + ` is; null removes it. The file must be an image
@@ -3227,7 +3451,10 @@ extend type Mutation {
   quota, and the avatar it replaces is removed (its links stop working). Every instance shows
   the change within moments. Needs a token.
   """
-  setAvatar(file: ID): User!
+  setAvatar(
+    """The id of one of the caller's uploaded image files; null removes the avatar."""
+    file: ID
+  ): User!
   """
   Deletes the caller's account, given its current password (UNAUTHENTICATED
   if wrong). The login stops working: every access and refresh token of the
@@ -3240,7 +3467,10 @@ extend type Mutation {
   names). The login is never available again: a signup of it gives
   CONFLICT. Needs a token.
   """
-  deleteAccount(password: String!): Boolean!
+  deleteAccount(
+    """The account's current password."""
+    password: String!
+  ): Boolean!
   """
   Creates a bot account owned by the caller, and its API key. The login follows
   the rules of signup's and is unique among users and bots (CONFLICT if taken);
@@ -3250,21 +3480,34 @@ extend type Mutation {
   (BAD_USER_INPUT past that). A bot cannot create bots (FORBIDDEN), nor log in
   with a password.
   """
-  createBot(login: String!, firstname: String!, lastname: String): BotCreated!
+  createBot(
+    """The bot's login, by signup's rules."""
+    login: String!
+    """The bot's first name, 1 to 64 characters."""
+    firstname: String!
+    """The bot's last name, at most 64 characters; may be left out."""
+    lastname: String
+  ): BotCreated!
   """
   Gives the caller's bot a new API key and revokes the old one at once: every
   instance refuses it within CHAT_SESSION_CHECK at most (at once with Redis),
   and the websockets and streams it opened are closed (4401). NOT_FOUND if the
   caller owns no such bot.
   """
-  rotateBotKey(login: String!): BotCreated!
+  rotateBotKey(
+    """The login of one of the caller's bots."""
+    login: String!
+  ): BotCreated!
   """
   Revokes the API key of the caller's bot and deletes its account as
   ` + "`" + `deleteAccount` + "`" + ` does: its messages remain, from a deleted user, and its
   websockets and streams are closed (4401). NOT_FOUND if the caller owns no
   such bot.
   """
-  deleteBot(login: String!): Boolean!
+  deleteBot(
+    """The login of one of the caller's bots."""
+    login: String!
+  ): Boolean!
 }
 `, BuiltIn: false},
 	{Name: "../schema/webhooks.graphqls", Input: `"""Where a webhook's delivery stands."""
@@ -3312,7 +3555,10 @@ extend type Query {
   The room's webhooks, oldest first, without their secrets. For the room's creator and moderators
   (in a private group, those of them who are members).
   """
-  webhooks(room: String!): [Webhook!]! @listSize(assumedSize: 10)
+  webhooks(
+    """The room's or private group's name."""
+    room: String!
+  ): [Webhook!]! @listSize(assumedSize: 10)
 }
 
 extend type Mutation {
@@ -3323,11 +3569,22 @@ extend type Mutation {
   members). The URL must be https, and not name a private, loopback or otherwise reserved address.
   At most 10 a room. The result carries the signing secret, which is never shown again.
   """
-  createWebhook(room: String!, url: String!): Webhook!
+  createWebhook(
+    """The room's or private group's name."""
+    room: String!
+    """Where to POST the events: an https URL on a public address."""
+    url: String!
+  ): Webhook!
   """Deletes a webhook: nothing more is delivered to it. NOT_FOUND if there is none."""
-  deleteWebhook(id: ID!): Boolean!
+  deleteWebhook(
+    """The webhook's id."""
+    id: ID!
+  ): Boolean!
   """Brings a dead webhook back: delivery resumes with the event it died on. A live one is left as it is."""
-  reviveWebhook(id: ID!): Webhook!
+  reviveWebhook(
+    """The webhook's id."""
+    id: ID!
+  ): Webhook!
 }
 `, BuiltIn: false},
 }
