@@ -2504,7 +2504,9 @@ type Thumbnail {
 
 """A header of the upload's request, which the client sends as given."""
 type HttpHeader {
+  """The header's name."""
   name: String!
+  """Its value."""
   value: String!
 }
 
@@ -3527,14 +3529,19 @@ signed with the webhook's secret (headers webhook-id, webhook-timestamp, webhook
 order of the room's log, at least once (receivers drop duplicates by webhook-id, the event's id).
 """
 type Webhook {
+  """The webhook's id."""
   id: ID!
+  """The room whose events it receives."""
   room: String!
+  """Where the events are posted."""
   url: String!
   """The signing secret (` + "`" + `whsec_...` + "`" + `), shown once: by ` + "`" + `createWebhook` + "`" + `. Null elsewhere."""
   secret: String
   """The login of who registered it."""
   createdBy: String!
+  """When it was registered."""
   createdAt: Time!
+  """Whether events are delivered."""
   state: WebhookState!
   """The failed attempts at the next event since the last delivery."""
   failedAttempts: Int!

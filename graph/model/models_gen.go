@@ -60,7 +60,9 @@ type FileQuota struct {
 
 // A header of the upload's request, which the client sends as given.
 type HTTPHeader struct {
-	Name  string `json:"name"`
+	// The header's name.
+	Name string `json:"name"`
+	// Its value.
 	Value string `json:"value"`
 }
 
