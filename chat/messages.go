@@ -119,7 +119,7 @@ func (s *Service) SendDirect(ctx context.Context, me store.UserRef, to string, d
 	if err := d.validate(); err != nil {
 		return nil, err
 	}
-	if err := store.ValidateLogin(to); err != nil {
+	if err := store.ValidateLoginIn("to", to); err != nil {
 		return nil, err
 	}
 	if to == me.Login {

@@ -21,7 +21,8 @@ func (r *mutationResolver) CreateRoom(ctx context.Context, input model.CreateRoo
 	if err != nil {
 		return nil, err
 	}
-	return r.Service.CreateRoom(ctx, me, input.Name, roomKind(input.Kind), deref(input.Banner))
+	room, err := r.Service.CreateRoom(ctx, me, input.Name, roomKind(input.Kind), deref(input.Banner))
+	return room, store.InInput("input", err)
 }
 
 // JoinRoom is the resolver for the joinRoom field.

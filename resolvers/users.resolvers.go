@@ -39,7 +39,8 @@ func (r *mutationResolver) Signup(ctx context.Context, input model.SignupInput) 
 		Email:   deref(input.Email),
 		Bio:     deref(input.Bio),
 	}
-	return r.Service.Signup(ctx, u, input.Password)
+	created, err := r.Service.Signup(ctx, u, input.Password)
+	return created, store.InInput("input", err)
 }
 
 // Login is the resolver for the login field.
@@ -90,7 +91,8 @@ func (r *mutationResolver) UpdateProfile(ctx context.Context, input model.Profil
 	if err != nil {
 		return nil, err
 	}
-	return r.Service.UpdateProfile(ctx, me, store.ProfileUpdate{Firstname: input.Firstname, Lastname: input.Lastname, Bio: input.Bio})
+	updated, err := r.Service.UpdateProfile(ctx, me, store.ProfileUpdate{Firstname: input.Firstname, Lastname: input.Lastname, Bio: input.Bio})
+	return updated, store.InInput("input", err)
 }
 
 // SetAvatar is the resolver for the setAvatar field.
