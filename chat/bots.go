@@ -153,9 +153,9 @@ func (s *Service) mayOwnBots(ctx context.Context, me store.UserRef) error {
 func validateBot(login, firstname, lastname string) error {
 	var last error
 	if lastname != "" {
-		last = store.ValidateName("lastname", lastname)
+		last = store.ValidateName("lastName", lastname)
 	}
-	return store.JoinInvalid(store.ValidateLogin(login), store.ValidateName("firstname", firstname), last)
+	return store.JoinInvalid(store.ValidateLogin(login), store.ValidateName("firstName", firstname), last)
 }
 
 // botAccount is the account of a new bot: its password hash random bytes

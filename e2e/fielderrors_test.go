@@ -45,18 +45,24 @@ func TestInvalidFieldsAreNamed(t *testing.T) {
 	}{
 		{"signup, every field", ts.Client, `mutation($in: SignupInput!) { signup(input: $in) { login } }`,
 			map[string]any{"in": map[string]any{"login": "X!", "password": "short", "firstname": " ", "lastname": "Ok", "email": "nope", "bio": "fine"}},
-			[]string{"input.login", "input.firstname", "input.email", "input.password"}},
+			[]string{"input.login", "input.firstName", "input.email", "input.password"}},
 		{"signup, one field", ts.Client, `mutation($in: SignupInput!) { signup(input: $in) { login } }`,
-			map[string]any{"in": map[string]any{"login": "dora", "password": "long enough", "firstname": "Dora", "lastname": "\u202eEvil"}},
-			[]string{"input.lastname"}},
+			map[string]any{"in": map[string]any{"login": "dora", "password": "long enough", "firstName": "Dora", "lastName": "\u202eEvil"}},
+			[]string{"input.lastName"}},
+		{"signup, old and new names differ", ts.Client, `mutation($in: SignupInput!) { signup(input: $in) { login } }`,
+			map[string]any{"in": map[string]any{"login": "dora", "password": "long enough", "firstname": "Dora", "firstName": "Dorothy", "lastName": "Gale"}},
+			[]string{"input.firstName"}},
+		{"signup, no first name", ts.Client, `mutation($in: SignupInput!) { signup(input: $in) { login } }`,
+			map[string]any{"in": map[string]any{"login": "dora", "password": "long enough", "lastName": "Gale"}},
+			[]string{"input.firstName"}},
 		{"updateProfile", alice, `mutation($in: ProfileInput!) { updateProfile(input: $in) { login } }`,
 			map[string]any{"in": map[string]any{"firstname": "", "lastname": "", "bio": "ok"}},
-			[]string{"input.firstname", "input.lastname"}},
+			[]string{"input.firstName", "input.lastName"}},
 		{"createRoom", alice, `mutation($in: CreateRoomInput!) { createRoom(input: $in) { name } }`,
 			map[string]any{"in": map[string]any{"name": "Bad Name", "banner": "two\nlines"}},
 			[]string{"input.name", "input.banner"}},
 		{"createBot", alice, `mutation { createBot(login: "B", firstname: "") { apiKey } }`, nil,
-			[]string{"login", "firstname"}},
+			[]string{"login", "firstName"}},
 		{"postMessage", alice, `mutation { postMessage(room: "plaza", content: "  ") { id } }`, nil,
 			[]string{"content"}},
 		{"sendDirectMessage", alice, `mutation { sendDirectMessage(to: "Not A Login", content: "hi") { id } }`, nil,
@@ -70,4 +76,48 @@ func TestInvalidFieldsAreNamed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNamesInCamelCase: firstName and lastName, in and out, alongside the
+// deprecated firstname and lastname, which keep working and agree.
+func TestNamesInCamelCase(t *testing.T) {
+	ts := startServer(t, testConfig(t))
+	const signup = `mutation($in: SignupInput!) { signup(input: $in) { login firstName lastName firstname lastname } }`
+	type names struct {
+		Login     string `json:"login"`
+		FirstName string `json:"firstName"`
+		LastName  string `json:"lastName"`
+		Firstname string `json:"firstname"`
+		Lastname  string `json:"lastname"`
+	}
+	check := func(t *testing.T, what string, got names, first, last string) {
+		t.Helper()
+		if got.FirstName != first || got.Firstname != first || got.LastName != last || got.Lastname != last {
+			t.Errorf("%s: got %+v, want %s %s under both names", what, got, first, last)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		in   map[string]any
+	}{
+		{"new", map[string]any{"login": "dora", "firstName": "Dora", "lastName": "Gale"}},
+		{"deprecated", map[string]any{"login": "toto", "firstname": "Dora", "lastname": "Gale"}},
+		{"both, agreeing", map[string]any{"login": "ozzy", "firstname": "Dora", "firstName": "Dora", "lastName": "Gale"}},
+	} {
+		c.in["password"] = "long enough"
+		var out struct{ Signup names }
+		mustDo(t, ts.Client, signup, map[string]any{"in": c.in}, &out)
+		check(t, "signup with the "+c.name+" names", out.Signup, "Dora", "Gale")
+	}
+	dora := ts.user(t, "dorothy")
+	var updated struct{ UpdateProfile names }
+	mustDo(t, dora, `mutation { updateProfile(input: {firstName: "Dot", lastname: "Gale"}) { login firstName lastName firstname lastname } }`, nil, &updated)
+	check(t, "updateProfile", updated.UpdateProfile, "Dot", "Gale")
+	mustDo(t, dora, createRoom, map[string]any{"n": "kansas"}, nil)
+	var room struct{ Room struct{ Creator names } }
+	mustDo(t, dora, `{ room(name: "kansas") { creator { login firstName lastName firstname lastname } } }`, nil, &room)
+	check(t, "a UserSummary", room.Room.Creator, "Dot", "Gale")
+	var bot struct{ CreateBot struct{ Bot names } }
+	mustDo(t, dora, `mutation { createBot(login: "tin-man", firstName: "Tin", lastName: "Man") { bot { login firstName lastName firstname lastname } } }`, nil, &bot)
+	check(t, "createBot", bot.CreateBot.Bot, "Tin", "Man")
 }

@@ -175,7 +175,7 @@ type ComplexityRoot struct {
 		BlockUser                  func(childComplexity int, login string) int
 		ChangePassword             func(childComplexity int, oldPassword string, newPassword string) int
 		CompleteUpload             func(childComplexity int, id string) int
-		CreateBot                  func(childComplexity int, login string, firstname string, lastname *string) int
+		CreateBot                  func(childComplexity int, login string, firstname *string, lastname *string, firstName *string, lastName *string) int
 		CreateRoom                 func(childComplexity int, input model.CreateRoomInput) int
 		CreateUpload               func(childComplexity int, name string, contentType string, size int) int
 		CreateWebhook              func(childComplexity int, room string, url string) int
@@ -332,8 +332,10 @@ type ComplexityRoot struct {
 		Avatar    func(childComplexity int) int
 		Bot       func(childComplexity int) int
 		Deleted   func(childComplexity int) int
+		FirstName func(childComplexity int) int
 		Firstname func(childComplexity int) int
 		ID        func(childComplexity int) int
+		LastName  func(childComplexity int) int
 		Lastname  func(childComplexity int) int
 		Login     func(childComplexity int) int
 	}
@@ -441,7 +443,7 @@ type MutationResolver interface {
 	UpdateProfile(ctx context.Context, input model.ProfileInput) (*store.User, error)
 	SetAvatar(ctx context.Context, file *string) (*store.User, error)
 	DeleteAccount(ctx context.Context, password string) (bool, error)
-	CreateBot(ctx context.Context, login string, firstname string, lastname *string) (*model.BotCreated, error)
+	CreateBot(ctx context.Context, login string, firstname *string, lastname *string, firstName *string, lastName *string) (*model.BotCreated, error)
 	RotateBotKey(ctx context.Context, login string) (*model.BotCreated, error)
 	DeleteBot(ctx context.Context, login string) (bool, error)
 	CreateWebhook(ctx context.Context, room string, url string) (*store.Webhook, error)
@@ -499,6 +501,8 @@ type UserSummaryResolver interface {
 
 	Firstname(ctx context.Context, obj *store.UserRef) (string, error)
 	Lastname(ctx context.Context, obj *store.UserRef) (string, error)
+	FirstName(ctx context.Context, obj *store.UserRef) (string, error)
+	LastName(ctx context.Context, obj *store.UserRef) (string, error)
 	Deleted(ctx context.Context, obj *store.UserRef) (bool, error)
 	Avatar(ctx context.Context, obj *store.UserRef) (*store.Picture, error)
 	Bot(ctx context.Context, obj *store.UserRef) (bool, error)
@@ -625,7 +629,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Bot.CreatedAt(childComplexity), true
-	case "Bot.firstname":
+	case "Bot.firstname", "Bot.firstName":
 		if e.ComplexityRoot.Bot.Firstname == nil {
 			break
 		}
@@ -637,7 +641,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Bot.KeyPrefix(childComplexity), true
-	case "Bot.lastname":
+	case "Bot.lastname", "Bot.lastName":
 		if e.ComplexityRoot.Bot.Lastname == nil {
 			break
 		}
@@ -1089,7 +1093,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.CreateBot(childComplexity, args["login"].(string), args["firstname"].(string), args["lastname"].(*string)), true
+		return e.ComplexityRoot.Mutation.CreateBot(childComplexity, args["login"].(string), args["firstname"].(*string), args["lastname"].(*string), args["firstName"].(*string), args["lastName"].(*string)), true
 	case "Mutation.createRoom":
 		if e.ComplexityRoot.Mutation.CreateRoom == nil {
 			break
@@ -1960,7 +1964,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.User.Email(childComplexity), true
-	case "User.firstname":
+	case "User.firstname", "User.firstName":
 		if e.ComplexityRoot.User.Firstname == nil {
 			break
 		}
@@ -1972,7 +1976,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.User.ID(childComplexity), true
-	case "User.lastname":
+	case "User.lastname", "User.lastName":
 		if e.ComplexityRoot.User.Lastname == nil {
 			break
 		}
@@ -2027,6 +2031,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UserSummary.Deleted(childComplexity), true
+	case "UserSummary.firstName":
+		if e.ComplexityRoot.UserSummary.FirstName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserSummary.FirstName(childComplexity), true
 	case "UserSummary.firstname":
 		if e.ComplexityRoot.UserSummary.Firstname == nil {
 			break
@@ -2039,6 +2049,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UserSummary.ID(childComplexity), true
+	case "UserSummary.lastName":
+		if e.ComplexityRoot.UserSummary.LastName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserSummary.LastName(childComplexity), true
 	case "UserSummary.lastname":
 		if e.ComplexityRoot.UserSummary.Lastname == nil {
 			break
@@ -3250,9 +3266,13 @@ type UserSummary implements Node {
   """The unique login; kept for a deleted account."""
   login: String!
   """First name; empty for a deleted account."""
-  firstname: String!
+  firstname: String! @deprecated(reason: "Use ` + "`" + `firstName` + "`" + `: the same, named in the API's camelCase.")
   """Last name; empty for a deleted account."""
-  lastname: String!
+  lastname: String! @deprecated(reason: "Use ` + "`" + `lastName` + "`" + `: the same, named in the API's camelCase.")
+  """First name; empty for a deleted account."""
+  firstName: String!
+  """Last name; empty for a deleted account."""
+  lastName: String!
   """Whether the account was deleted (` + "`" + `deleteAccount` + "`" + `): its messages remain, from a deleted user."""
   deleted: Boolean!
   """The picture the user chose (` + "`" + `setAvatar` + "`" + `), as it is now; null for none, and for a deleted account."""
@@ -3268,9 +3288,13 @@ type User implements Node {
   """The unique login, chosen at signup."""
   login: String!
   """First name."""
-  firstname: String!
+  firstname: String! @deprecated(reason: "Use ` + "`" + `firstName` + "`" + `: the same, named in the API's camelCase.")
   """Last name."""
-  lastname: String!
+  lastname: String! @deprecated(reason: "Use ` + "`" + `lastName` + "`" + `: the same, named in the API's camelCase.")
+  """First name."""
+  firstName: String!
+  """Last name."""
+  lastName: String!
   """Email address; empty when not given."""
   email: String!
   """A few words about the user; empty when not given."""
@@ -3298,10 +3322,14 @@ input SignupInput {
   login: String!
   """8 to 72 bytes."""
   password: String!
-  """Required, at most 64 characters."""
-  firstname: String!
-  """Required, at most 64 characters."""
-  lastname: String!
+  """The first name, as ` + "`" + `firstName` + "`" + ` (give one of the two)."""
+  firstname: String @deprecated(reason: "Use ` + "`" + `firstName` + "`" + `: the same, named in the API's camelCase.")
+  """The last name, as ` + "`" + `lastName` + "`" + ` (give one of the two)."""
+  lastname: String @deprecated(reason: "Use ` + "`" + `lastName` + "`" + `: the same, named in the API's camelCase.")
+  """Required (or the deprecated ` + "`" + `firstname` + "`" + `), at most 64 characters."""
+  firstName: String
+  """Required (or the deprecated ` + "`" + `lastname` + "`" + `), at most 64 characters."""
+  lastName: String
   """Optional."""
   email: String
   """Optional, at most 500 characters."""
@@ -3311,9 +3339,13 @@ input SignupInput {
 """A change to the caller's profile: fields left out (or null) are kept."""
 input ProfileInput {
   """Required if given, at most 64 characters."""
-  firstname: String
+  firstname: String @deprecated(reason: "Use ` + "`" + `firstName` + "`" + `: the same, named in the API's camelCase.")
   """Required if given, at most 64 characters."""
-  lastname: String
+  lastname: String @deprecated(reason: "Use ` + "`" + `lastName` + "`" + `: the same, named in the API's camelCase.")
+  """Required if given, at most 64 characters."""
+  firstName: String
+  """Required if given, at most 64 characters."""
+  lastName: String
   """At most 500 characters; an empty string clears it."""
   bio: String
 }
@@ -3346,9 +3378,13 @@ type Bot {
   """The bot's login, unique among users and bots."""
   login: String!
   """First name."""
-  firstname: String!
+  firstname: String! @deprecated(reason: "Use ` + "`" + `firstName` + "`" + `: the same, named in the API's camelCase.")
   """Last name; may be empty."""
-  lastname: String!
+  lastname: String! @deprecated(reason: "Use ` + "`" + `lastName` + "`" + `: the same, named in the API's camelCase.")
+  """First name."""
+  firstName: String!
+  """Last name; may be empty."""
+  lastName: String!
   """When the bot was created."""
   createdAt: Time!
   """The start of the bot's current API key, to recognise it by; the key itself is shown only once."""
@@ -3485,10 +3521,14 @@ extend type Mutation {
   createBot(
     """The bot's login, by signup's rules."""
     login: String!
-    """The bot's first name, 1 to 64 characters."""
-    firstname: String!
+    """The bot's first name, as ` + "`" + `firstName` + "`" + ` (give one of the two)."""
+    firstname: String @deprecated(reason: "Use ` + "`" + `firstName` + "`" + `: the same, named in the API's camelCase.")
+    """The bot's last name, as ` + "`" + `lastName` + "`" + `."""
+    lastname: String @deprecated(reason: "Use ` + "`" + `lastName` + "`" + `: the same, named in the API's camelCase.")
+    """The bot's first name, 1 to 64 characters: required (or the deprecated ` + "`" + `firstname` + "`" + `)."""
+    firstName: String
     """The bot's last name, at most 64 characters; may be left out."""
-    lastname: String
+    lastName: String
   ): BotCreated!
   """
   Gives the caller's bot a new API key and revokes the old one at once: every
@@ -3649,6 +3689,10 @@ func (ec *executionContext) childFields_Bot(ctx context.Context, field graphql.C
 		return ec.fieldContext_Bot_firstname(ctx, field)
 	case "lastname":
 		return ec.fieldContext_Bot_lastname(ctx, field)
+	case "firstName":
+		return ec.fieldContext_Bot_firstName(ctx, field)
+	case "lastName":
+		return ec.fieldContext_Bot_lastName(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Bot_createdAt(ctx, field)
 	case "keyPrefix":
@@ -3987,6 +4031,10 @@ func (ec *executionContext) childFields_User(ctx context.Context, field graphql.
 		return ec.fieldContext_User_firstname(ctx, field)
 	case "lastname":
 		return ec.fieldContext_User_lastname(ctx, field)
+	case "firstName":
+		return ec.fieldContext_User_firstName(ctx, field)
+	case "lastName":
+		return ec.fieldContext_User_lastName(ctx, field)
 	case "email":
 		return ec.fieldContext_User_email(ctx, field)
 	case "bio":
@@ -4021,6 +4069,10 @@ func (ec *executionContext) childFields_UserSummary(ctx context.Context, field g
 		return ec.fieldContext_UserSummary_firstname(ctx, field)
 	case "lastname":
 		return ec.fieldContext_UserSummary_lastname(ctx, field)
+	case "firstName":
+		return ec.fieldContext_UserSummary_firstName(ctx, field)
+	case "lastName":
+		return ec.fieldContext_UserSummary_lastName(ctx, field)
 	case "deleted":
 		return ec.fieldContext_UserSummary_deleted(ctx, field)
 	case "avatar":
@@ -4329,8 +4381,8 @@ func (ec *executionContext) field_Mutation_createBot_args(ctx context.Context, r
 	}
 	args["login"] = arg0
 	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "firstname",
-		func(ctx context.Context, v any) (string, error) {
-			return ec.unmarshalNString2string(ctx, v)
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -4344,6 +4396,22 @@ func (ec *executionContext) field_Mutation_createBot_args(ctx context.Context, r
 		return nil, err
 	}
 	args["lastname"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "firstName",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["firstName"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "lastName",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["lastName"] = arg4
 	return args, nil
 }
 
@@ -5925,6 +5993,52 @@ func (ec *executionContext) _Bot_lastname(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_Bot_lastname(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Bot", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Bot_firstName(ctx context.Context, field graphql.CollectedField, obj *store.Bot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Bot_firstName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Firstname, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Bot_firstName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Bot", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Bot_lastName(ctx context.Context, field graphql.CollectedField, obj *store.Bot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Bot_lastName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Lastname, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Bot_lastName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Bot", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
@@ -9002,7 +9116,7 @@ func (ec *executionContext) _Mutation_createBot(ctx context.Context, field graph
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().CreateBot(ctx, fc.Args["login"].(string), fc.Args["firstname"].(string), fc.Args["lastname"].(*string))
+			return ec.Resolvers.Mutation().CreateBot(ctx, fc.Args["login"].(string), fc.Args["firstname"].(*string), fc.Args["lastname"].(*string), fc.Args["firstName"].(*string), fc.Args["lastName"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.BotCreated) graphql.Marshaler {
@@ -11374,6 +11488,52 @@ func (ec *executionContext) fieldContext_User_lastname(_ context.Context, field 
 	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _User_firstName(ctx context.Context, field graphql.CollectedField, obj *store.User) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_User_firstName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Firstname, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_User_firstName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _User_lastName(ctx context.Context, field graphql.CollectedField, obj *store.User) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_User_lastName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Lastname, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_User_lastName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _User_email(ctx context.Context, field graphql.CollectedField, obj *store.User) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11654,6 +11814,52 @@ func (ec *executionContext) _UserSummary_lastname(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_UserSummary_lastname(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserSummary", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _UserSummary_firstName(ctx context.Context, field graphql.CollectedField, obj *store.UserRef) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserSummary_firstName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.UserSummary().FirstName(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserSummary_firstName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserSummary", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _UserSummary_lastName(ctx context.Context, field graphql.CollectedField, obj *store.UserRef) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserSummary_lastName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.UserSummary().LastName(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserSummary_lastName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("UserSummary", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
@@ -13152,7 +13358,7 @@ func (ec *executionContext) unmarshalInputProfileInput(ctx context.Context, obj 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"firstname", "lastname", "bio"}
+	fieldsInOrder := [...]string{"firstname", "lastname", "firstName", "lastName", "bio"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -13165,14 +13371,28 @@ func (ec *executionContext) unmarshalInputProfileInput(ctx context.Context, obj 
 			if err != nil {
 				return it, err
 			}
-			it.Firstname = data
+			it.OldFirstname = data
 		case "lastname":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastname"))
 			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
 			if err != nil {
 				return it, err
 			}
-			it.Lastname = data
+			it.OldLastname = data
+		case "firstName":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("firstName"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FirstName = data
+		case "lastName":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastName"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastName = data
 		case "bio":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("bio"))
 			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
@@ -13196,7 +13416,7 @@ func (ec *executionContext) unmarshalInputSignupInput(ctx context.Context, obj a
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"login", "password", "firstname", "lastname", "email", "bio"}
+	fieldsInOrder := [...]string{"login", "password", "firstname", "lastname", "firstName", "lastName", "email", "bio"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -13219,18 +13439,32 @@ func (ec *executionContext) unmarshalInputSignupInput(ctx context.Context, obj a
 			it.Password = data
 		case "firstname":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("firstname"))
-			data, err := ec.unmarshalNString2string(ctx, v)
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
 			if err != nil {
 				return it, err
 			}
-			it.Firstname = data
+			it.OldFirstname = data
 		case "lastname":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastname"))
-			data, err := ec.unmarshalNString2string(ctx, v)
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
 			if err != nil {
 				return it, err
 			}
-			it.Lastname = data
+			it.OldLastname = data
+		case "firstName":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("firstName"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FirstName = data
+		case "lastName":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastName"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastName = data
 		case "email":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("email"))
 			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
@@ -13624,6 +13858,16 @@ func (ec *executionContext) _Bot(ctx context.Context, sel ast.SelectionSet, obj 
 			}
 		case "lastname":
 			out.Values[i] = ec._Bot_lastname(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "firstName":
+			out.Values[i] = ec._Bot_firstName(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastName":
+			out.Values[i] = ec._Bot_lastName(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -16780,6 +17024,16 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "firstName":
+			out.Values[i] = ec._User_firstName(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "lastName":
+			out.Values[i] = ec._User_lastName(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "email":
 			out.Values[i] = ec._User_email(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -17005,6 +17259,82 @@ func (ec *executionContext) _UserSummary(ctx context.Context, sel ast.SelectionS
 					}
 				}()
 				res = ec._UserSummary_lastname(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Values[i] = innerFunc(ctx, out)
+		case "firstName":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._UserSummary_firstName(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Values[i] = innerFunc(ctx, out)
+		case "lastName":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._UserSummary_lastName(ctx, field, obj)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -19070,6 +19400,8 @@ func init() {
 		resolverMethod("UserSummary", "id", ResolverRoot.UserSummary, UserSummaryResolver.ID),
 		resolverMethod("UserSummary", "firstname", ResolverRoot.UserSummary, UserSummaryResolver.Firstname),
 		resolverMethod("UserSummary", "lastname", ResolverRoot.UserSummary, UserSummaryResolver.Lastname),
+		resolverMethod("UserSummary", "firstName", ResolverRoot.UserSummary, UserSummaryResolver.FirstName),
+		resolverMethod("UserSummary", "lastName", ResolverRoot.UserSummary, UserSummaryResolver.LastName),
 		resolverMethod("UserSummary", "deleted", ResolverRoot.UserSummary, UserSummaryResolver.Deleted),
 		resolverMethod("UserSummary", "avatar", ResolverRoot.UserSummary, UserSummaryResolver.Avatar),
 		resolverMethod("UserSummary", "bot", ResolverRoot.UserSummary, UserSummaryResolver.Bot),

@@ -98,6 +98,12 @@ func (benchResolvers) Firstname(_ context.Context, u *store.UserRef) (string, er
 func (benchResolvers) Lastname(_ context.Context, u *store.UserRef) (string, error) {
 	return u.Lastname, nil
 }
+func (benchResolvers) FirstName(_ context.Context, u *store.UserRef) (string, error) {
+	return u.Firstname, nil
+}
+func (benchResolvers) LastName(_ context.Context, u *store.UserRef) (string, error) {
+	return u.Lastname, nil
+}
 func (benchResolvers) Deleted(context.Context, *store.UserRef) (bool, error) { return false, nil }
 func (benchResolvers) Bot(context.Context, *store.UserRef) (bool, error)     { return false, nil }
 func (benchResolvers) Avatar(context.Context, *store.UserRef) (*store.Picture, error) {

@@ -321,3 +321,22 @@ func caller(ctx context.Context) (store.UserRef, error) { return auth.UserFrom(c
 func botCreated(b *chat.NewBot) *model.BotCreated {
 	return &model.BotCreated{Bot: &b.Bot, APIKey: b.Key}
 }
+
+// names are the first and last names an input gives, each under its
+// current name (firstName, lastName) or its deprecated one (firstname,
+// lastname): either will do, both if they agree; nil if neither is given.
+func names(oldFirst, first, oldLast, last *string) (*string, *string, error) {
+	f, errFirst := eitherName("firstName", "firstname", oldFirst, first)
+	l, errLast := eitherName("lastName", "lastname", oldLast, last)
+	return f, l, store.JoinInvalid(errFirst, errLast)
+}
+
+func eitherName(field, deprecated string, old, current *string) (*string, error) {
+	switch {
+	case current == nil:
+		return old, nil
+	case old == nil || *old == *current:
+		return current, nil
+	}
+	return nil, store.InvalidField(field, "invalid %s: it differs from the deprecated %s given too: give one of the two", field, deprecated)
+}

@@ -34,8 +34,12 @@ func (r *mutationResolver) UnblockUser(ctx context.Context, login string) ([]sto
 
 // Signup is the resolver for the signup field.
 func (r *mutationResolver) Signup(ctx context.Context, input model.SignupInput) (*store.User, error) {
+	first, last, err := names(input.OldFirstname, input.FirstName, input.OldLastname, input.LastName)
+	if err != nil {
+		return nil, store.InInput("input", err)
+	}
 	u := store.User{
-		UserRef: store.UserRef{Login: input.Login, Firstname: input.Firstname, Lastname: input.Lastname},
+		UserRef: store.UserRef{Login: input.Login, Firstname: deref(first), Lastname: deref(last)},
 		Email:   deref(input.Email),
 		Bio:     deref(input.Bio),
 	}
@@ -91,7 +95,11 @@ func (r *mutationResolver) UpdateProfile(ctx context.Context, input model.Profil
 	if err != nil {
 		return nil, err
 	}
-	updated, err := r.Service.UpdateProfile(ctx, me, store.ProfileUpdate{Firstname: input.Firstname, Lastname: input.Lastname, Bio: input.Bio})
+	first, last, err := names(input.OldFirstname, input.FirstName, input.OldLastname, input.LastName)
+	if err != nil {
+		return nil, store.InInput("input", err)
+	}
+	updated, err := r.Service.UpdateProfile(ctx, me, store.ProfileUpdate{Firstname: first, Lastname: last, Bio: input.Bio})
 	return updated, store.InInput("input", err)
 }
 
@@ -117,16 +125,16 @@ func (r *mutationResolver) DeleteAccount(ctx context.Context, password string) (
 }
 
 // CreateBot is the resolver for the createBot field.
-func (r *mutationResolver) CreateBot(ctx context.Context, login string, firstname string, lastname *string) (*model.BotCreated, error) {
+func (r *mutationResolver) CreateBot(ctx context.Context, login string, firstname *string, lastname *string, firstName *string, lastName *string) (*model.BotCreated, error) {
 	me, err := auth.UserFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var last string
-	if lastname != nil {
-		last = *lastname
+	first, last, err := names(firstname, firstName, lastname, lastName)
+	if err != nil {
+		return nil, err
 	}
-	bot, err := r.Service.CreateBot(ctx, me, login, firstname, last)
+	bot, err := r.Service.CreateBot(ctx, me, login, deref(first), deref(last))
 	if err != nil {
 		return nil, err
 	}
@@ -211,6 +219,16 @@ func (r *userSummaryResolver) Firstname(ctx context.Context, obj *store.UserRef)
 
 // Lastname is the resolver for the lastname field.
 func (r *userSummaryResolver) Lastname(ctx context.Context, obj *store.UserRef) (string, error) {
+	return r.profile(ctx, obj).Lastname, nil
+}
+
+// FirstName is the resolver for the firstName field.
+func (r *userSummaryResolver) FirstName(ctx context.Context, obj *store.UserRef) (string, error) {
+	return r.profile(ctx, obj).Firstname, nil
+}
+
+// LastName is the resolver for the lastName field.
+func (r *userSummaryResolver) LastName(ctx context.Context, obj *store.UserRef) (string, error) {
 	return r.profile(ctx, obj).Lastname, nil
 }
 

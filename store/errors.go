@@ -92,8 +92,8 @@ func JoinInvalid(errs ...error) error {
 }
 
 // InInput returns err with the fields it names taken as fields of the
-// input object passed as the argument arg: "firstname" becomes
-// "input.firstname". Other errors are returned as they are.
+// input object passed as the argument arg: "firstName" becomes
+// "input.firstName". Other errors are returned as they are.
 func InInput(arg string, err error) error {
 	under := func(err error) error {
 		if fe, ok := errors.AsType[*FieldError](err); ok {
