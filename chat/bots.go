@@ -153,9 +153,9 @@ func (s *Service) mayOwnBots(ctx context.Context, me store.UserRef) error {
 func validateBot(login, firstname, lastname string) error {
 	var last error
 	if lastname != "" {
-		last = store.ValidateName("lastName", lastname)
+		last = store.ValidateName("lastname", lastname)
 	}
-	return store.JoinInvalid(store.ValidateLogin(login), store.ValidateName("firstName", firstname), last)
+	return store.JoinInvalid(store.ValidateLogin(login), store.ValidateName("firstname", firstname), last)
 }
 
 // botAccount is the account of a new bot: its password hash random bytes

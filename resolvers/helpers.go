@@ -331,6 +331,19 @@ func names(oldFirst, first, oldLast, last *string) (*string, *string, error) {
 	return f, l, store.JoinInvalid(errFirst, errLast)
 }
 
+// namedAsGiven returns err with its errors about the names (which the core
+// calls firstname and lastname) naming the fields the input used: the
+// camelCase ones, unless it gave only a deprecated one.
+func namedAsGiven(err error, oldFirst, first, oldLast, last *string) error {
+	if oldFirst == nil || first != nil {
+		err = store.RenameField(err, "firstname", "firstName")
+	}
+	if oldLast == nil || last != nil {
+		err = store.RenameField(err, "lastname", "lastName")
+	}
+	return err
+}
+
 func eitherName(field, deprecated string, old, current *string) (*string, error) {
 	switch {
 	case current == nil:

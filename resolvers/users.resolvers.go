@@ -44,7 +44,7 @@ func (r *mutationResolver) Signup(ctx context.Context, input model.SignupInput) 
 		Bio:     deref(input.Bio),
 	}
 	created, err := r.Service.Signup(ctx, u, input.Password)
-	return created, store.InInput("input", err)
+	return created, store.InInput("input", namedAsGiven(err, input.OldFirstname, input.FirstName, input.OldLastname, input.LastName))
 }
 
 // Login is the resolver for the login field.
@@ -100,7 +100,7 @@ func (r *mutationResolver) UpdateProfile(ctx context.Context, input model.Profil
 		return nil, store.InInput("input", err)
 	}
 	updated, err := r.Service.UpdateProfile(ctx, me, store.ProfileUpdate{Firstname: first, Lastname: last, Bio: input.Bio})
-	return updated, store.InInput("input", err)
+	return updated, store.InInput("input", namedAsGiven(err, input.OldFirstname, input.FirstName, input.OldLastname, input.LastName))
 }
 
 // SetAvatar is the resolver for the setAvatar field.
@@ -136,7 +136,7 @@ func (r *mutationResolver) CreateBot(ctx context.Context, login string, firstnam
 	}
 	bot, err := r.Service.CreateBot(ctx, me, login, deref(first), deref(last))
 	if err != nil {
-		return nil, err
+		return nil, namedAsGiven(err, firstname, firstName, lastname, lastName)
 	}
 	return botCreated(bot), nil
 }

@@ -91,13 +91,22 @@ func JoinInvalid(errs ...error) error {
 	return all
 }
 
-// InInput returns err with the fields it names taken as fields of the
-// input object passed as the argument arg: "firstName" becomes
-// "input.firstName". Other errors are returned as they are.
-func InInput(arg string, err error) error {
-	under := func(err error) error {
+// RenameField returns err with its errors about the field from named to
+// instead. Other errors are returned as they are.
+func RenameField(err error, from, to string) error {
+	return mapFields(err, func(field string) string {
+		if field == from {
+			return to
+		}
+		return field
+	})
+}
+
+// mapFields returns err with each FieldError's field mapped by f.
+func mapFields(err error, f func(string) string) error {
+	one := func(err error) error {
 		if fe, ok := errors.AsType[*FieldError](err); ok {
-			return &FieldError{Field: arg + "." + fe.Field, msg: fe.msg}
+			return &FieldError{Field: f(fe.Field), msg: fe.msg}
 		}
 		return err
 	}
@@ -105,11 +114,18 @@ func InInput(arg string, err error) error {
 	if errors.As(err, &many) {
 		out := make(InvalidFields, len(many))
 		for i, e := range many {
-			out[i] = under(e)
+			out[i] = one(e)
 		}
 		return out
 	}
-	return under(err)
+	return one(err)
+}
+
+// InInput returns err with the fields it names taken as fields of the
+// input object passed as the argument arg: "firstName" becomes
+// "input.firstName". Other errors are returned as they are.
+func InInput(arg string, err error) error {
+	return mapFields(err, func(field string) string { return arg + "." + field })
 }
 
 // maxQuoted is how much of a client's input an error message repeats.

@@ -28,10 +28,10 @@ func (p ProfileUpdate) Apply(u User) User {
 func (p ProfileUpdate) Validate() error {
 	var errs []error
 	if p.Firstname != nil {
-		errs = append(errs, ValidateName("firstName", *p.Firstname))
+		errs = append(errs, ValidateName("firstname", *p.Firstname))
 	}
 	if p.Lastname != nil {
-		errs = append(errs, ValidateName("lastName", *p.Lastname))
+		errs = append(errs, ValidateName("lastname", *p.Lastname))
 	}
 	if p.Bio != nil {
 		errs = append(errs, validateText("bio", *p.Bio, 0, MaxBioLength, multiline))

@@ -79,8 +79,8 @@ func (u User) Validate() error {
 	}
 	return JoinInvalid(
 		ValidateLogin(u.Login),
-		ValidateName("firstName", u.Firstname),
-		ValidateName("lastName", u.Lastname),
+		ValidateName("firstname", u.Firstname),
+		ValidateName("lastname", u.Lastname),
 		email,
 		validateText("bio", u.Bio, 0, MaxBioLength, multiline),
 	)
