@@ -7,7 +7,7 @@ CASSANDRA_HOSTS ?= 127.0.0.1
 REDIS_URL       ?= redis://127.0.0.1:6379/0
 S3_URL          ?= $(shell scripts/s3.sh url)
 
-.PHONY: run test test-integration test-cluster bench fuzz generate check-generated lint services services-stop browser
+.PHONY: run test test-integration test-cluster bench fuzz generate check-generated lint schema-check schema-release services services-stop browser
 
 run:
 	$(GO) run .
@@ -29,6 +29,32 @@ lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "not gofmt-ed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
+
+# The schema's checks, with the npm tools of clients/schema-checks (`npm ci
+# --prefix clients/schema-checks` first): graphql-schema-linter with the
+# rules of its .graphql-schema-linterrc, then graphql-inspector's diff
+# against the last release's schema (schema/release/schema.graphql), which
+# fails on a breaking change not listed in
+# schema/release/announced-breaks.txt. Description changes are not listed.
+# verboseChanges turns off the tool's simplifyChanges, which would hide
+# every change to a type under one "implements an interface" (a break
+# included).
+# SCHEMA (the files checked) is for e2e/schemacheck_test.go, which checks
+# that the check fails.
+SCHEMA_TOOLS = clients/schema-checks/node_modules/.bin
+SCHEMA       ?= schema/*.graphqls
+schema-check:
+	@test -x $(SCHEMA_TOOLS)/graphql-inspector || { echo "the schema checks need their npm tools: npm ci --prefix clients/schema-checks"; exit 1; }
+	$(SCHEMA_TOOLS)/graphql-schema-linter --config-directory clients/schema-checks '$(SCHEMA)'
+	$(SCHEMA_TOOLS)/graphql-inspector diff schema/release/schema.graphql '$(SCHEMA)' \
+		--rule verboseChanges --rule ignoreDescriptionChanges --rule clients/schema-checks/announced-breaks.js
+
+# Records the schema as the last release's, the baseline of schema-check's
+# breaking-change check, and empties the list of announced breaks: run it
+# when a release is cut.
+schema-release:
+	@for f in schema/*.graphqls; do echo "# $$f"; cat "$$f"; echo; done > schema/release/schema.graphql
+	@sed -i '/^[^#]/d' schema/release/announced-breaks.txt
 
 services:
 	scripts/cassandra.sh start

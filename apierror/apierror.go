@@ -111,6 +111,17 @@ func RetryAfter(err error) (seconds int, ok bool) {
 	return 0, false
 }
 
+// Field is the input field an error of code BAD_USER_INPUT is about, as
+// the schema names it (its extensions.field): an argument, or a field of
+// an input object under its argument ("input.firstname"); "" when the
+// error names none.
+func Field(err error) string {
+	if fe, ok := errors.AsType[*store.FieldError](err); ok {
+		return fe.Field
+	}
+	return ""
+}
+
 // New is an error with a code and a message for the client.
 func New(code, format string, args ...any) *gqlerror.Error {
 	return &gqlerror.Error{Message: fmt.Sprintf(format, args...), Extensions: map[string]any{"code": code}}

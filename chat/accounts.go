@@ -122,3 +122,14 @@ func (s *Service) announce(ctx context.Context, kind store.EventKind, login stri
 	}
 	s.tellInstances(ctx, store.Event{Kind: kind, User: store.UserRef{Login: login}})
 }
+
+// User is login's public face, which every signed-in user may see (me,
+// the caller, sees what anyone does). NOT_FOUND for a login no account has,
+// a deleted one's included.
+func (s *Service) User(ctx context.Context, me store.UserRef, login string) (store.UserRef, error) {
+	u, err := s.Store.User(ctx, login)
+	if err != nil {
+		return store.UserRef{}, err
+	}
+	return u.UserRef, nil
+}

@@ -149,18 +149,13 @@ func (s *Service) mayOwnBots(ctx context.Context, me store.UserRef) error {
 }
 
 // validateBot checks a bot's login and names by the rules of users'; the
-// last name may be empty.
+// last name may be empty. It reports every invalid field.
 func validateBot(login, firstname, lastname string) error {
-	if err := store.ValidateLogin(login); err != nil {
-		return err
+	var last error
+	if lastname != "" {
+		last = store.ValidateName("lastname", lastname)
 	}
-	if err := store.ValidateName("firstname", firstname); err != nil {
-		return err
-	}
-	if lastname == "" {
-		return nil
-	}
-	return store.ValidateName("lastname", lastname)
+	return store.JoinInvalid(store.ValidateLogin(login), store.ValidateName("firstname", firstname), last)
 }
 
 // botAccount is the account of a new bot: its password hash random bytes

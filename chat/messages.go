@@ -120,7 +120,7 @@ func (s *Service) SendDirect(ctx context.Context, me store.UserRef, to string, d
 	if err := d.validate(); err != nil {
 		return nil, err
 	}
-	if err := store.ValidateLogin(to); err != nil {
+	if err := store.ValidateLoginIn("to", to); err != nil {
 		return nil, err
 	}
 	if to == me.Login {

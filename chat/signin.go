@@ -17,10 +17,7 @@ func (s *Service) Signup(ctx context.Context, u store.User, password string) (*s
 	if err := s.Limits.Allow(ctx, ratelimit.Signup, ratelimit.AddressFrom(ctx)); err != nil {
 		return nil, err
 	}
-	if err := u.Validate(); err != nil {
-		return nil, err
-	}
-	if err := store.ValidatePassword(password); err != nil {
+	if err := store.JoinInvalid(u.Validate(), store.ValidatePassword(password)); err != nil {
 		return nil, err
 	}
 	hash, err := s.Passwords.Hash(ctx, password)
@@ -73,7 +70,7 @@ func (s *Service) Login(ctx context.Context, login, password string) (auth.Pair,
 // ChangePassword replaces me's password if old is it, and ends their other
 // sessions than session.
 func (s *Service) ChangePassword(ctx context.Context, me store.UserRef, session, old, new string) error {
-	if err := store.ValidatePassword(new); err != nil {
+	if err := store.ValidatePasswordIn("newPassword", new); err != nil {
 		return err
 	}
 	acct, err := s.accountWithPassword(ctx, me.Login, old, "the old password")

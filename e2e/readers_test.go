@@ -665,6 +665,12 @@ var readPaths = []readPath{
 		want: readableOnly,
 	},
 	{
+		// node(id:), the global id of a message (its id): null for what
+		// the viewer may not read, as message(id:).
+		name: "node(id)", kinds: "pgd", code: answers, read: readByNodeID,
+		want: readableOnly,
+	},
+	{
 		// thread(messageId:) of the root: its replies the viewer reads; a
 		// root they may not read is NOT_FOUND (ids reveal nothing).
 		name: "thread", kinds: "pgd", read: readThread,
@@ -1043,6 +1049,25 @@ func readByID(ctx context.Context, fx *readersFixture, c *conv, v string) (obser
 	q.WriteString("query {")
 	for i, m := range c.msgs {
 		fmt.Fprintf(&q, " m%d: message(id: %q) { ...M }", i, m.id)
+	}
+	q.WriteString(" }")
+	var out map[string]*gqlMessage
+	var o observed
+	if err := fx.clients[v].Do(ctx, q.String()+readerFields, nil, &out); err != nil {
+		code, err := refusal(err)
+		return o, code, err
+	}
+	for i := range c.msgs {
+		fx.record(&o, c, c.name, out[fmt.Sprintf("m%d", i)])
+	}
+	return o, "", nil
+}
+
+func readByNodeID(ctx context.Context, fx *readersFixture, c *conv, v string) (observed, string, error) {
+	var q strings.Builder
+	q.WriteString("query {")
+	for i, m := range c.msgs {
+		fmt.Fprintf(&q, " m%d: node(id: %q) { ... on Message { ...M } }", i, m.id)
 	}
 	q.WriteString(" }")
 	var out map[string]*gqlMessage

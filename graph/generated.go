@@ -139,7 +139,9 @@ type ComplexityRoot struct {
 		Attachments    func(childComplexity int) int
 		Author         func(childComplexity int) int
 		AuthorBlocked  func(childComplexity int) int
+		ChatRoom       func(childComplexity int) int
 		Content        func(childComplexity int) int
+		ConversationID func(childComplexity int) int
 		Deleted        func(childComplexity int) int
 		EditedAt       func(childComplexity int) int
 		Hidden         func(childComplexity int) int
@@ -173,7 +175,7 @@ type ComplexityRoot struct {
 		BlockUser                  func(childComplexity int, login string) int
 		ChangePassword             func(childComplexity int, oldPassword string, newPassword string) int
 		CompleteUpload             func(childComplexity int, id string) int
-		CreateBot                  func(childComplexity int, login string, firstname string, lastname *string) int
+		CreateBot                  func(childComplexity int, login string, firstname *string, lastname *string, firstName *string, lastName *string) int
 		CreateRoom                 func(childComplexity int, input model.CreateRoomInput) int
 		CreateUpload               func(childComplexity int, name string, contentType string, size int) int
 		CreateWebhook              func(childComplexity int, room string, url string) int
@@ -233,6 +235,7 @@ type ComplexityRoot struct {
 		Message           func(childComplexity int, id string) int
 		Messages          func(childComplexity int, room string, first *int, after *string, last *int, before *string, around *string) int
 		MyMessages        func(childComplexity int, first *int, after *string) int
+		Node              func(childComplexity int, id string) int
 		Presence          func(childComplexity int, logins []string) int
 		PushPreviews      func(childComplexity int) int
 		PushSubscriptions func(childComplexity int) int
@@ -259,6 +262,7 @@ type ComplexityRoot struct {
 		Banner       func(childComplexity int) int
 		CreatedAt    func(childComplexity int) int
 		Creator      func(childComplexity int) int
+		ID           func(childComplexity int) int
 		Icon         func(childComplexity int) int
 		Kind         func(childComplexity int) int
 		Moderators   func(childComplexity int) int
@@ -313,6 +317,7 @@ type ComplexityRoot struct {
 		Bot       func(childComplexity int) int
 		Email     func(childComplexity int) int
 		Firstname func(childComplexity int) int
+		ID        func(childComplexity int) int
 		Lastname  func(childComplexity int) int
 		Login     func(childComplexity int) int
 		Rooms     func(childComplexity int, first *int, after *string) int
@@ -327,7 +332,10 @@ type ComplexityRoot struct {
 		Avatar    func(childComplexity int) int
 		Bot       func(childComplexity int) int
 		Deleted   func(childComplexity int) int
+		FirstName func(childComplexity int) int
 		Firstname func(childComplexity int) int
+		ID        func(childComplexity int) int
+		LastName  func(childComplexity int) int
 		Lastname  func(childComplexity int) int
 		Login     func(childComplexity int) int
 	}
@@ -383,6 +391,9 @@ type LinkPreviewResolver interface {
 	ImageURL(ctx context.Context, obj *store.LinkPreview) (*string, error)
 }
 type MessageResolver interface {
+	ChatRoom(ctx context.Context, obj *store.Message) (*store.Room, error)
+	ConversationID(ctx context.Context, obj *store.Message) (string, error)
+
 	Content(ctx context.Context, obj *store.Message) (string, error)
 
 	EditedAt(ctx context.Context, obj *store.Message) (*time.Time, error)
@@ -432,7 +443,7 @@ type MutationResolver interface {
 	UpdateProfile(ctx context.Context, input model.ProfileInput) (*store.User, error)
 	SetAvatar(ctx context.Context, file *string) (*store.User, error)
 	DeleteAccount(ctx context.Context, password string) (bool, error)
-	CreateBot(ctx context.Context, login string, firstname string, lastname *string) (*model.BotCreated, error)
+	CreateBot(ctx context.Context, login string, firstname *string, lastname *string, firstName *string, lastName *string) (*model.BotCreated, error)
 	RotateBotKey(ctx context.Context, login string) (*model.BotCreated, error)
 	DeleteBot(ctx context.Context, login string) (bool, error)
 	CreateWebhook(ctx context.Context, room string, url string) (*store.Webhook, error)
@@ -448,6 +459,7 @@ type QueryResolver interface {
 	FileQuota(ctx context.Context) (*model.FileQuota, error)
 	Messages(ctx context.Context, room string, first *int, after *string, last *int, before *string, around *string) (*model.MessageConnection, error)
 	Thread(ctx context.Context, messageID string, first *int, after *string, last *int, before *string, around *string) (*model.MessageConnection, error)
+	Node(ctx context.Context, id string) (model.Node, error)
 	VapidPublicKey(ctx context.Context) (*string, error)
 	PushSubscriptions(ctx context.Context) ([]store.PushSubscription, error)
 	PushPreviews(ctx context.Context) (bool, error)
@@ -466,6 +478,8 @@ type ReadMarkResolver interface {
 	UpTo(ctx context.Context, obj *store.ReadMark) (string, error)
 }
 type RoomResolver interface {
+	ID(ctx context.Context, obj *store.Room) (string, error)
+
 	Participants(ctx context.Context, obj *store.Room, first *int, after *string) ([]store.UserRef, error)
 	Kind(ctx context.Context, obj *store.Room) (model.RoomKind, error)
 	ReadMarks(ctx context.Context, obj *store.Room, first *int) ([]store.ReadMark, error)
@@ -478,11 +492,17 @@ type SubscriptionResolver interface {
 	RoomEvents(ctx context.Context, room string, after *string, presence *bool) (<-chan *model.RoomEvent, error)
 }
 type UserResolver interface {
+	ID(ctx context.Context, obj *store.User) (string, error)
+
 	Rooms(ctx context.Context, obj *store.User, first *int, after *string) ([]string, error)
 }
 type UserSummaryResolver interface {
+	ID(ctx context.Context, obj *store.UserRef) (string, error)
+
 	Firstname(ctx context.Context, obj *store.UserRef) (string, error)
 	Lastname(ctx context.Context, obj *store.UserRef) (string, error)
+	FirstName(ctx context.Context, obj *store.UserRef) (string, error)
+	LastName(ctx context.Context, obj *store.UserRef) (string, error)
 	Deleted(ctx context.Context, obj *store.UserRef) (bool, error)
 	Avatar(ctx context.Context, obj *store.UserRef) (*store.Picture, error)
 	Bot(ctx context.Context, obj *store.UserRef) (bool, error)
@@ -609,7 +629,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Bot.CreatedAt(childComplexity), true
-	case "Bot.firstname":
+	case "Bot.firstname", "Bot.firstName":
 		if e.ComplexityRoot.Bot.Firstname == nil {
 			break
 		}
@@ -621,7 +641,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Bot.KeyPrefix(childComplexity), true
-	case "Bot.lastname":
+	case "Bot.lastname", "Bot.lastName":
 		if e.ComplexityRoot.Bot.Lastname == nil {
 			break
 		}
@@ -863,12 +883,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Message.AuthorBlocked(childComplexity), true
+	case "Message.chatRoom":
+		if e.ComplexityRoot.Message.ChatRoom == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.ChatRoom(childComplexity), true
 	case "Message.content":
 		if e.ComplexityRoot.Message.Content == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Message.Content(childComplexity), true
+	case "Message.conversationId":
+		if e.ComplexityRoot.Message.ConversationID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.ConversationID(childComplexity), true
 	case "Message.deleted":
 		if e.ComplexityRoot.Message.Deleted == nil {
 			break
@@ -1061,7 +1093,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.CreateBot(childComplexity, args["login"].(string), args["firstname"].(string), args["lastname"].(*string)), true
+		return e.ComplexityRoot.Mutation.CreateBot(childComplexity, args["login"].(string), args["firstname"].(*string), args["lastname"].(*string), args["firstName"].(*string), args["lastName"].(*string)), true
 	case "Mutation.createRoom":
 		if e.ComplexityRoot.Mutation.CreateRoom == nil {
 			break
@@ -1556,6 +1588,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.MyMessages(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "Query.node":
+		if e.ComplexityRoot.Query.Node == nil {
+			break
+		}
+
+		args, err := ec.field_Query_node_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Node(childComplexity, args["id"].(string)), true
 	case "Query.presence":
 		if e.ComplexityRoot.Query.Presence == nil {
 			break
@@ -1691,6 +1734,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Room.Creator(childComplexity), true
+	case "Room.id":
+		if e.ComplexityRoot.Room.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Room.ID(childComplexity), true
 	case "Room.icon":
 		if e.ComplexityRoot.Room.Icon == nil {
 			break
@@ -1915,13 +1964,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.User.Email(childComplexity), true
-	case "User.firstname":
+	case "User.firstname", "User.firstName":
 		if e.ComplexityRoot.User.Firstname == nil {
 			break
 		}
 
 		return e.ComplexityRoot.User.Firstname(childComplexity), true
-	case "User.lastname":
+	case "User.id":
+		if e.ComplexityRoot.User.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.User.ID(childComplexity), true
+	case "User.lastname", "User.lastName":
 		if e.ComplexityRoot.User.Lastname == nil {
 			break
 		}
@@ -1976,12 +2031,30 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UserSummary.Deleted(childComplexity), true
+	case "UserSummary.firstName":
+		if e.ComplexityRoot.UserSummary.FirstName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserSummary.FirstName(childComplexity), true
 	case "UserSummary.firstname":
 		if e.ComplexityRoot.UserSummary.Firstname == nil {
 			break
 		}
 
 		return e.ComplexityRoot.UserSummary.Firstname(childComplexity), true
+	case "UserSummary.id":
+		if e.ComplexityRoot.UserSummary.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserSummary.ID(childComplexity), true
+	case "UserSummary.lastName":
+		if e.ComplexityRoot.UserSummary.LastName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserSummary.LastName(childComplexity), true
 	case "UserSummary.lastname":
 		if e.ComplexityRoot.UserSummary.Lastname == nil {
 			break
@@ -2272,23 +2345,49 @@ extend type Query {
   """The caller's conversations, direct, group and the public rooms they take part in, newest message first, with unread counts."""
   inbox: [Conversation!]! @listSize(assumedSize: 50)
   """The direct messages between the caller and another user, newest first, paged as ` + "`" + `messages` + "`" + ` is (` + "`" + `around` + "`" + ` a message of the conversation)."""
-  directMessages(with: String!, first: Int, after: String, last: Int, before: String, around: ID): MessageConnection! @listSize(slicingArguments: ["first", "last"], assumedSize: 100, sizedFields: ["edges"])
+  directMessages(
+    """The other user's login."""
+    with: String!
+    """How many messages, 1 to 100, going toward older ones from ` + "`" + `after` + "`" + ` (from the newest without it); 50 when neither ` + "`" + `first` + "`" + ` nor ` + "`" + `last` + "`" + ` is given."""
+    first: Int
+    """The cursor of an edge: the page starts just older than it. Not with ` + "`" + `before` + "`" + `, ` + "`" + `last` + "`" + ` or ` + "`" + `around` + "`" + `."""
+    after: String
+    """How many messages, 1 to 100, going toward newer ones from ` + "`" + `before` + "`" + ` (from the oldest without it). Not with ` + "`" + `first` + "`" + `."""
+    last: Int
+    """The cursor of an edge: the page holds the messages just newer than it. Not with ` + "`" + `after` + "`" + `, ` + "`" + `first` + "`" + ` or ` + "`" + `around` + "`" + `."""
+    before: String
+    """The id of a message of the list to open it at: the page holds it, up to half its size of newer ones and older ones for the rest. Not with a cursor."""
+    around: ID
+  ): MessageConnection! @listSize(slicingArguments: ["first", "last"], assumedSize: 100, sizedFields: ["edges"])
   """A message by id, if the caller may read it; null if there is none or the caller may not read it. A malformed id gives BAD_USER_INPUT."""
-  message(id: ID!): Message
+  message(
+    """The message's id (a timeuuid)."""
+    id: ID!
+  ): Message
   """
   Whether each of these users (1 to 100 logins) is online now, in the order asked. ` + "`" + `online` + "`" + ` is null
   for a user the caller shares no room, group or direct conversation with, and for one who does
   not exist: presence is not shown to strangers.
   """
-  presence(logins: [String!]!): [UserPresence!]! @listSize(slicingArguments: ["logins"], assumedSize: 100)
+  presence(
+    """The users asked about, 1 to 100 logins; each is answered in this order."""
+    logins: [String!]!
+  ): [UserPresence!]! @listSize(slicingArguments: ["logins"], assumedSize: 100)
   """The caller's own messages across all conversations, newest first."""
-  myMessages(first: Int = 50, after: String): MessageConnection! @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"])
+  myMessages(
+    """How many messages, 1 to 100."""
+    first: Int = 50
+    """The cursor of an edge: the page starts just older than it."""
+    after: String
+  ): MessageConnection! @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"])
 }
 
 extend type Mutation {
   """Sends a direct message; the recipient must exist. Content is 1 to 4000 characters, or 0 with attachments."""
   sendDirectMessage(
+    """The recipient's login; NOT_FOUND if there is no such user, FORBIDDEN if either blocked the other."""
     to: String!
+    """The text, 1 to 4000 characters (0 with attachments: their caption)."""
     content: String!
     """Files the message carries, as for ` + "`" + `postMessage` + "`" + `."""
     attachments: [ID!]
@@ -2303,15 +2402,30 @@ extend type Mutation {
     replyTo: ID
   ): Message!
   """Marks the conversation's messages read up to and including ` + "`" + `upTo` + "`" + `; a mark only moves forward, so an older ` + "`" + `upTo` + "`" + ` changes nothing. Returns the updated inbox entry."""
-  markRead(conversation: ID!, upTo: ID!): Conversation!
+  markRead(
+    """The conversation's id (` + "`" + `Conversation.id` + "`" + `): a room's or group's name, or a direct conversation's two logins joined by ':'."""
+    conversation: ID!
+    """The id of the newest message read, a message of the conversation."""
+    upTo: ID!
+  ): Conversation!
   """Adds a user to a private group; only members may. BAD_USER_INPUT if the user takes part in as many rooms and groups as a user may (see createRoom). Returns the group."""
-  addGroupMember(group: String!, login: String!): Room!
+  addGroupMember(
+    """The private group's name; the caller must be a member."""
+    group: String!
+    """The login of the user to add."""
+    login: String!
+  ): Room!
   """
   Mutes a conversation the caller takes part in (a room, a group, or a direct conversation's id),
   or unmutes it with ` + "`" + `muted: false` + "`" + `: a muted conversation's inbox entry shows no unread count and
   no mentions, and its @mentions send no MENTIONED event. Its messages still arrive. Returns ` + "`" + `muted` + "`" + `.
   """
-  muteConversation(conversation: ID!, muted: Boolean = true): Boolean!
+  muteConversation(
+    """The conversation's id (` + "`" + `Conversation.id` + "`" + `)."""
+    conversation: ID!
+    """True to mute (the default), false to unmute."""
+    muted: Boolean = true
+  ): Boolean!
   """
   Tells the conversation's other subscribers that the caller is typing (` + "`" + `active` + "`" + `, the default) or
   stopped: a room or group the caller takes part in gets TYPING_STARTED / TYPING_STOPPED room
@@ -2319,9 +2433,17 @@ extend type Mutation {
   user. Nothing is stored. Call it again every few seconds while the user types: a start holds for
   6 seconds, renewals within 3 seconds tell nobody, and posting ends it. Returns ` + "`" + `active` + "`" + `.
   """
-  typing(conversation: ID!, active: Boolean = true): Boolean!
+  typing(
+    """The conversation's id: a room's or group's name, or a direct conversation's (` + "`" + `alice:bob` + "`" + `)."""
+    conversation: ID!
+    """True while typing (the default), false when stopped."""
+    active: Boolean = true
+  ): Boolean!
   """Hides a message. Only its author, or the creator or a moderator of its room, may. Subscribers get MESSAGE_HIDDEN."""
-  hideMessage(id: ID!): Message!
+  hideMessage(
+    """The message's id."""
+    id: ID!
+  ): Message!
 }
 
 extend type Subscription {
@@ -2331,6 +2453,7 @@ extend type Subscription {
   first, then live ones follow, with no gap and no duplicate.
   """
   inboxEvents(
+    """An event's ` + "`" + `cursor` + "`" + `: replay the events logged since, then go live. Absent: live events only."""
     after: String
     """Also deliver PRESENCE_CHANGED events of the caller's direct conversations' other users (off by default)."""
     presence: Boolean = false
@@ -2397,7 +2520,9 @@ type Thumbnail {
 
 """A header of the upload's request, which the client sends as given."""
 type HttpHeader {
+  """The header's name."""
   name: String!
+  """Its value."""
   value: String!
 }
 
@@ -2439,7 +2564,14 @@ extend type Mutation {
   day is removed. QUOTA_EXCEEDED when the caller's files would exceed their quota; UNAVAILABLE
   (with ` + "`" + `retryAfter` + "`" + `) when the object store fails.
   """
-  createUpload(name: String!, contentType: String!, size: Int!): Upload!
+  createUpload(
+    """The file's name as the user knows it, 1 to 255 bytes; shown with the attachment."""
+    name: String!
+    """The file's media type (` + "`" + `image/png` + "`" + `, ` + "`" + `application/pdf` + "`" + `...): the bytes must match it."""
+    contentType: String!
+    """The file's size in bytes: the bytes sent must be exactly this many."""
+    size: Int!
+  ): Upload!
   """
   Checks the bytes uploaded for one of the caller's files and returns it as a message will carry
   it. Bytes that are not what was declared (another type, an image that does not decode, or one
@@ -2447,15 +2579,22 @@ extend type Mutation {
   metadata (location, camera) and gains thumbnails. Sending a file with a message completes it
   if this was not called; calling it first reports a bad file before the message is written.
   """
-  completeUpload(id: ID!): Attachment!
+  completeUpload(
+    """The file's id, from ` + "`" + `createUpload` + "`" + `."""
+    id: ID!
+  ): Attachment!
 }
 `, BuiltIn: false},
 	{Name: "../schema/messages.graphqls", Input: `"""A message in a room."""
-type Message {
-  """A time-based UUID (timeuuid) assigned by the server: unique, and ordered by time."""
+type Message implements Node {
+  """A time-based UUID (timeuuid) assigned by the server: unique, and ordered by time. It is the message's global id too (` + "`" + `node` + "`" + `)."""
   id: ID!
-  """The room it was posted in."""
-  room: String!
+  """The name of the room or group it was posted in, or the id of its direct conversation."""
+  room: String! @deprecated(reason: "Use ` + "`" + `chatRoom` + "`" + ` for the room or group (an object), or ` + "`" + `conversationId` + "`" + ` for the same string.")
+  """The room or private group it was posted in, as ` + "`" + `room(name:)` + "`" + ` shows it to the caller; null for a direct message."""
+  chatRoom: Room @viewer
+  """The conversation it was posted in, as the inbox names it (` + "`" + `Conversation.id` + "`" + `): the room's or group's name, or for a direct message the two logins in order joined by ':'."""
+  conversationId: ID!
   """Who posted it; for system messages, who joined or left."""
   author: UserSummary!
   """The text, 1 to 4000 characters."""
@@ -2626,9 +2765,35 @@ extend type Query {
   ` + "`" + `around` + "`" + ` with a cursor are refused. Only participants may read, and a
   group's member reads the messages of their membership windows only.
   """
-  messages(room: String!, first: Int, after: String, last: Int, before: String, around: ID): MessageConnection! @listSize(slicingArguments: ["first", "last"], assumedSize: 100, sizedFields: ["edges"])
+  messages(
+    """The room's or private group's name."""
+    room: String!
+    """How many messages, 1 to 100, going toward older ones from ` + "`" + `after` + "`" + ` (from the newest without it); 50 when neither ` + "`" + `first` + "`" + ` nor ` + "`" + `last` + "`" + ` is given."""
+    first: Int
+    """The cursor of an edge: the page starts just older than it. Not with ` + "`" + `before` + "`" + `, ` + "`" + `last` + "`" + ` or ` + "`" + `around` + "`" + `."""
+    after: String
+    """How many messages, 1 to 100, going toward newer ones from ` + "`" + `before` + "`" + ` (from the oldest without it). Not with ` + "`" + `first` + "`" + `."""
+    last: Int
+    """The cursor of an edge: the page holds the messages just newer than it. Not with ` + "`" + `after` + "`" + `, ` + "`" + `first` + "`" + ` or ` + "`" + `around` + "`" + `."""
+    before: String
+    """The id of a message of the list to open it at: the page holds it, up to half its size of newer ones and older ones for the rest. Not with a cursor."""
+    around: ID
+  ): MessageConnection! @listSize(slicingArguments: ["first", "last"], assumedSize: 100, sizedFields: ["edges"])
   """The replies in a message's thread, newest first, paged as ` + "`" + `messages` + "`" + ` is (` + "`" + `around` + "`" + ` a reply of the thread)."""
-  thread(messageId: ID!, first: Int, after: String, last: Int, before: String, around: ID): MessageConnection! @listSize(slicingArguments: ["first", "last"], assumedSize: 100, sizedFields: ["edges"])
+  thread(
+    """The id of the thread's root."""
+    messageId: ID!
+    """How many messages, 1 to 100, going toward older ones from ` + "`" + `after` + "`" + ` (from the newest without it); 50 when neither ` + "`" + `first` + "`" + ` nor ` + "`" + `last` + "`" + ` is given."""
+    first: Int
+    """The cursor of an edge: the page starts just older than it. Not with ` + "`" + `before` + "`" + `, ` + "`" + `last` + "`" + ` or ` + "`" + `around` + "`" + `."""
+    after: String
+    """How many messages, 1 to 100, going toward newer ones from ` + "`" + `before` + "`" + ` (from the oldest without it). Not with ` + "`" + `first` + "`" + `."""
+    last: Int
+    """The cursor of an edge: the page holds the messages just newer than it. Not with ` + "`" + `after` + "`" + `, ` + "`" + `first` + "`" + ` or ` + "`" + `around` + "`" + `."""
+    before: String
+    """The id of a reply of the thread to open it at, as for ` + "`" + `messages` + "`" + `."""
+    around: ID
+  ): MessageConnection! @listSize(slicingArguments: ["first", "last"], assumedSize: 100, sizedFields: ["edges"])
 }
 
 extend type Mutation {
@@ -2637,7 +2802,9 @@ extend type Mutation {
   0 with attachments (their caption).
   """
   postMessage(
+    """The room's or private group's name."""
     room: String!
+    """The text, 1 to 4000 characters (0 with attachments: their caption)."""
     content: String!
     """
     Files the message carries (ids from ` + "`" + `createUpload` + "`" + `, at most 10), each of the caller's and sent
@@ -2663,23 +2830,41 @@ extend type Mutation {
   group or a direct conversation. Readers see the new content and ` + "`" + `editedAt` + "`" + `; subscribers get
   MESSAGE_EDITED. Someone else's message gives FORBIDDEN; a deleted one, NOT_FOUND.
   """
-  editMessage(id: ID!, content: String!): Message!
+  editMessage(
+    """The id of one of the caller's own messages."""
+    id: ID!
+    """The new text, 1 to 4000 characters."""
+    content: String!
+  ): Message!
   """
   Deletes a message: its author may, and in a room or group its creator and moderators. The content is erased
   from storage and the message becomes a tombstone (` + "`" + `deleted: true` + "`" + `) that keeps its place;
   subscribers get MESSAGE_DELETED. Deleting a deleted message returns the tombstone and changes
   nothing. (` + "`" + `hideMessage` + "`" + ` is the softer tool: it keeps the content for its author.)
   """
-  deleteMessage(id: ID!): Message!
+  deleteMessage(
+    """The message's id."""
+    id: ID!
+  ): Message!
   """
   Adds the caller's reaction to a message they can read (any room, group or direct message):
   an emoji or :shortcode: of 1 to 32 bytes without spaces. A message holds at most 20 kinds; a
   21st gives BAD_USER_INPUT. Adding one the caller has changes nothing. Subscribers get
   REACTION_CHANGED.
   """
-  addReaction(messageId: ID!, emoji: String!): Message!
+  addReaction(
+    """The id of a message the caller may read."""
+    messageId: ID!
+    """The emoji or :shortcode:, 1 to 32 bytes, no spaces."""
+    emoji: String!
+  ): Message!
   """Removes the caller's reaction; removing one the caller has not changes nothing."""
-  removeReaction(messageId: ID!, emoji: String!): Message!
+  removeReaction(
+    """The message's id."""
+    messageId: ID!
+    """The emoji or :shortcode: to take back."""
+    emoji: String!
+  ): Message!
 }
 
 extend type Subscription {
@@ -2689,11 +2874,38 @@ extend type Subscription {
   no duplicate. Only participants may subscribe.
   """
   roomEvents(
+    """The room's or private group's name."""
     room: String!
+    """The cursor of the last event or message seen (a message id will do): replay what was stored since, then go live. Absent: live events only."""
     after: String
     """Also deliver PRESENCE_CHANGED events of the room's participants (off by default: they are frequent in a busy room)."""
     presence: Boolean = false
   ): RoomEvent!
+}
+`, BuiltIn: false},
+	{Name: "../schema/nodes.graphqls", Input: `"""
+An object with a global id (Relay's Global Object Identification): pass the id to ` + "`" + `node` + "`" + ` to
+read the object again. Ids are opaque: do not build or parse them. A ` + "`" + `UserSummary` + "`" + `, a ` + "`" + `User` + "`" + `
+and a ` + "`" + `Room` + "`" + ` have ids of their own; a message's id is its ` + "`" + `Message.id` + "`" + `, the timeuuid every
+other field and argument takes, which no other kind of id resembles.
+"""
+interface Node {
+  """The object's global id."""
+  id: ID!
+}
+
+extend type Query {
+  """
+  The object with this global id, as the caller may see it: a ` + "`" + `UserSummary` + "`" + ` (any user's public
+  face), the caller's own ` + "`" + `User` + "`" + ` (null for another's), a ` + "`" + `Room` + "`" + ` as ` + "`" + `room` + "`" + ` reads it, or a ` + "`" + `Message` + "`" + `
+  as the caller's reading of history shows it. Null for an object that does not exist and for one
+  the caller may not read alike, so that an id reveals nothing. An id no field gave is
+  BAD_USER_INPUT. Needs a token.
+  """
+  node(
+    """A global id, from the ` + "`" + `id` + "`" + ` of a ` + "`" + `UserSummary` + "`" + `, ` + "`" + `User` + "`" + `, ` + "`" + `Room` + "`" + ` or ` + "`" + `Message` + "`" + `."""
+    id: ID!
+  ): Node
 }
 `, BuiltIn: false},
 	{Name: "../schema/notifications.graphqls", Input: `"""A browser's Web Push subscription, registered for one of the caller's devices."""
@@ -2727,19 +2939,36 @@ extend type Mutation {
   P-256 public key (65 bytes, base64url) and auth 16 bytes. At most 20 per user; registering an
   endpoint again replaces it. A subscription the push service says is gone is dropped.
   """
-  registerPushSubscription(endpoint: String!, p256dh: String!, auth: String!, device: String = ""): PushSubscription!
+  registerPushSubscription(
+    """The push service's URL for this browser (` + "`" + `PushSubscription.endpoint` + "`" + `), https."""
+    endpoint: String!
+    """The browser's P-256 public key (` + "`" + `keys.p256dh` + "`" + `), 65 bytes in base64url."""
+    p256dh: String!
+    """The browser's authentication secret (` + "`" + `keys.auth` + "`" + `), 16 bytes in base64url."""
+    auth: String!
+    """A name for the device, for the user to tell their subscriptions apart; may be empty."""
+    device: String = ""
+  ): PushSubscription!
   """Drops one of the caller's push subscriptions; dropping a missing one changes nothing."""
-  unregisterPushSubscription(endpoint: String!): Boolean!
+  unregisterPushSubscription(
+    """The endpoint it was registered with."""
+    endpoint: String!
+  ): Boolean!
   """
   Whether the caller's notifications show the message's text (true) or only who wrote where
   (false, the default: a notification passes through the browser vendor's push service and shows
   on a locked screen). Returns the choice.
   """
-  setPushPreviews(previews: Boolean!): Boolean!
+  setPushPreviews(
+    """True to show the text, false for only who wrote where."""
+    previews: Boolean!
+  ): Boolean!
 }
 `, BuiltIn: false},
 	{Name: "../schema/rooms.graphqls", Input: `"""A chat room: its creator and participants are read with it in one go."""
-type Room {
+type Room implements Node {
+  """The room's global id (` + "`" + `node` + "`" + `)."""
+  id: ID!
   """The unique name: 2 to 40 characters, lowercase letters, digits, '_' or '-'."""
   name: String!
   """A line shown under the name; empty when not given."""
@@ -2755,7 +2984,12 @@ type Room {
   the login ` + "`" + `after` + "`" + `: pass the last login of a page for the next one; a page
   shorter than ` + "`" + `first` + "`" + ` is the last. Only participants read and post messages.
   """
-  participants(first: Int = 100, after: String): [UserSummary!]! @listSize(slicingArguments: ["first"], assumedSize: 100)
+  participants(
+    """How many, 1 to 100."""
+    first: Int = 100
+    """A login: the page starts after it."""
+    after: String
+  ): [UserSummary!]! @listSize(slicingArguments: ["first"], assumedSize: 100)
   """Public room or private group."""
   kind: RoomKind!
   """
@@ -2763,13 +2997,19 @@ type Room {
   them: a large room's receipts stop there. Empty for a private group, and for a caller who does
   not take part. Live changes arrive as READ_UPTO room events.
   """
-  readMarks(first: Int = 100): [ReadMark!]! @listSize(slicingArguments: ["first"], assumedSize: 1000)
+  readMarks(
+    """How many, 1 to 1000."""
+    first: Int = 100
+  ): [ReadMark!]! @listSize(slicingArguments: ["first"], assumedSize: 1000)
   """
   The participants online now (with at least one open connection to any instance), sorted by login,
   at most ` + "`" + `first` + "`" + ` (1 to 1000), among the room's first 10,000 participants by login. Null for a caller who does not take part: presence is shown only
   to people who share a room or conversation. Changes arrive as PRESENCE_CHANGED room events.
   """
-  online(first: Int = 100): [UserSummary!] @listSize(slicingArguments: ["first"], assumedSize: 1000) @cost(weight: "50")
+  online(
+    """How many, 1 to 1000."""
+    first: Int = 100
+  ): [UserSummary!] @listSize(slicingArguments: ["first"], assumedSize: 1000) @cost(weight: "50")
   """
   The participants the creator appointed to moderate (` + "`" + `appointModerator` + "`" + `), sorted by login; at
   most 100. The creator and the moderators remove and ban participants and delete or hide others'
@@ -2780,7 +3020,12 @@ type Room {
   The logins banned from the room (` + "`" + `banUser` + "`" + `), sorted, ` + "`" + `first` + "`" + ` (1 to 100) at a time after the login
   ` + "`" + `after` + "`" + `. Null unless the caller is its creator or one of its moderators.
   """
-  banned(first: Int = 100, after: String): [String!] @listSize(slicingArguments: ["first"], assumedSize: 100)
+  banned(
+    """How many, 1 to 100."""
+    first: Int = 100
+    """A login: the page starts after it."""
+    after: String
+  ): [String!] @listSize(slicingArguments: ["first"], assumedSize: 100)
 }
 
 """How far a participant has read a room."""
@@ -2827,9 +3072,17 @@ input CreateRoomInput {
 
 extend type Query {
   """A room with its creator and participants; null if there is none or the caller may not see it (a private group they were never in). Needs a token."""
-  room(name: String!): Room
+  room(
+    """The room's or private group's name."""
+    name: String!
+  ): Room
   """All rooms, a page at a time, in a stable order. ` + "`" + `first` + "`" + ` is 1 to 100. Needs a token."""
-  rooms(first: Int = 20, after: String): RoomConnection! @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"])
+  rooms(
+    """How many rooms, 1 to 100."""
+    first: Int = 20
+    """An edge's cursor: the page starts after that room."""
+    after: String
+  ): RoomConnection! @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"])
 }
 
 extend type Mutation {
@@ -2838,20 +3091,32 @@ extend type Mutation {
   BAD_USER_INPUT if the caller takes part in as many rooms and groups as a user may (1,000 unless
   the server says otherwise: CHAT_MAX_ROOMS_PER_USER).
   """
-  createRoom(input: CreateRoomInput!): Room!
+  createRoom(
+    """The new room's name, banner and kind."""
+    input: CreateRoomInput!
+  ): Room!
   """
   Adds the caller to a room and records a system message. NOT_FOUND if the room does not exist (or
   was just deleted); BAD_USER_INPUT if the caller takes part in as many rooms and groups as a user
   may (see createRoom). Joining a room the caller is in changes nothing.
   """
-  joinRoom(room: String!): Room!
+  joinRoom(
+    """The public room's name."""
+    room: String!
+  ): Room!
   """Removes the caller from a room and records a system message. NOT_FOUND if the caller is not in it."""
-  leaveRoom(room: String!): Room!
+  leaveRoom(
+    """The room's or private group's name."""
+    room: String!
+  ): Room!
   """
   Deletes a room, its messages and its place in every participant's room list.
   Only the creator may (others get FORBIDDEN). Returns the room as it was.
   """
-  deleteRoom(room: String!): Room!
+  deleteRoom(
+    """The room's or private group's name."""
+    room: String!
+  ): Room!
   """
   Makes one of the caller's uploaded image files the room's icon, as ` + "`" + `setAvatar` + "`" + ` does for a
   user; null removes it. In a public room only its creator and moderators may; in a private
@@ -2859,18 +3124,33 @@ extend type Mutation {
   the caller is not in). The icon counts in the quota of whoever set it, and goes with the room,
   or with their account. The icon it replaces is removed.
   """
-  setRoomIcon(room: String!, file: ID): Room!
+  setRoomIcon(
+    """The room's or private group's name."""
+    room: String!
+    """The id of one of the caller's uploaded image files; null removes the icon."""
+    file: ID
+  ): Room!
   """
   Makes ` + "`" + `login` + "`" + `, a participant, a moderator of the room. Only its creator may (FORBIDDEN); a
   non-participant gives NOT_FOUND; at most 100 moderators (BAD_USER_INPUT). Appointing a moderator
   again changes nothing. Subscribers get MODERATOR_APPOINTED. Returns the room.
   """
-  appointModerator(room: String!, login: String!): Room!
+  appointModerator(
+    """The room's or private group's name."""
+    room: String!
+    """The login of a participant."""
+    login: String!
+  ): Room!
   """
   Makes a moderator a plain participant again. Only the creator may. Dismissing one who is no
   moderator changes nothing. Subscribers get MODERATOR_DISMISSED. Returns the room.
   """
-  dismissModerator(room: String!, login: String!): Room!
+  dismissModerator(
+    """The room's or private group's name."""
+    room: String!
+    """The moderator's login."""
+    login: String!
+  ): Room!
   """
   Removes a participant from a room, or a member from a private group (ending their membership
   window: they keep reading what was posted while they were a member). The creator may remove
@@ -2879,16 +3159,31 @@ extend type Mutation {
   the removed user's own subscriptions of the room get it and then end. They may join again
   (unless banned). Returns the room.
   """
-  removeParticipant(room: String!, login: String!): Room!
+  removeParticipant(
+    """The room's or private group's name."""
+    room: String!
+    """The participant's login."""
+    login: String!
+  ): Room!
   """
   Bans a login from a room or group, with the same rights as ` + "`" + `removeParticipant` + "`" + `: a participant is
   removed, and the login cannot join, be added, read or subscribe until unbanned (FORBIDDEN). A
   login that takes no part may be banned too. Banning a banned login changes nothing.
   Subscribers get PARTICIPANT_BANNED; the banned user's subscriptions end with it. Returns the room.
   """
-  banUser(room: String!, login: String!): Room!
+  banUser(
+    """The room's or private group's name."""
+    room: String!
+    """The login to ban, a participant or not."""
+    login: String!
+  ): Room!
   """Lifts a ban (creator or moderators). Lifting one there is not changes nothing. Subscribers get PARTICIPANT_UNBANNED. Returns the room."""
-  unbanUser(room: String!, login: String!): Room!
+  unbanUser(
+    """The room's or private group's name."""
+    room: String!
+    """The banned login."""
+    login: String!
+  ): Room!
 }
 `, BuiltIn: false},
 	{Name: "../schema/schema.graphqls", Input: `"""
@@ -2965,13 +3260,19 @@ every instance, or for a few seconds (CHAT_PROFILE_TTL) should the
 announcement be lost. A deleted account shows ` + "`" + `deleted: true` + "`" + ` and empty
 names; its login stays, and is never given to anyone else.
 """
-type UserSummary {
+type UserSummary implements Node {
+  """The user's global id (` + "`" + `node` + "`" + `), the same wherever the user is shown; it does not change."""
+  id: ID!
   """The unique login; kept for a deleted account."""
   login: String!
   """First name; empty for a deleted account."""
-  firstname: String!
+  firstname: String! @deprecated(reason: "Use ` + "`" + `firstName` + "`" + `: the same, named in the API's camelCase.")
   """Last name; empty for a deleted account."""
-  lastname: String!
+  lastname: String! @deprecated(reason: "Use ` + "`" + `lastName` + "`" + `: the same, named in the API's camelCase.")
+  """First name; empty for a deleted account."""
+  firstName: String!
+  """Last name; empty for a deleted account."""
+  lastName: String!
   """Whether the account was deleted (` + "`" + `deleteAccount` + "`" + `): its messages remain, from a deleted user."""
   deleted: Boolean!
   """The picture the user chose (` + "`" + `setAvatar` + "`" + `), as it is now; null for none, and for a deleted account."""
@@ -2981,13 +3282,19 @@ type UserSummary {
 }
 
 """A user's own profile, as ` + "`" + `me` + "`" + ` returns it."""
-type User {
+type User implements Node {
+  """The global id of the caller's own profile (` + "`" + `node` + "`" + ` reads it for its user only); their ` + "`" + `UserSummary` + "`" + ` has another."""
+  id: ID!
   """The unique login, chosen at signup."""
   login: String!
   """First name."""
-  firstname: String!
+  firstname: String! @deprecated(reason: "Use ` + "`" + `firstName` + "`" + `: the same, named in the API's camelCase.")
   """Last name."""
-  lastname: String!
+  lastname: String! @deprecated(reason: "Use ` + "`" + `lastName` + "`" + `: the same, named in the API's camelCase.")
+  """First name."""
+  firstName: String!
+  """Last name."""
+  lastName: String!
   """Email address; empty when not given."""
   email: String!
   """A few words about the user; empty when not given."""
@@ -3001,7 +3308,12 @@ type User {
   at a time after the name ` + "`" + `after` + "`" + `: pass the last name of a page for the
   next one; a page shorter than ` + "`" + `first` + "`" + ` is the last.
   """
-  rooms(first: Int = 100, after: String): [String!]! @listSize(slicingArguments: ["first"], assumedSize: 100)
+  rooms(
+    """How many names, 1 to 100."""
+    first: Int = 100
+    """A room's name: the page starts after it."""
+    after: String
+  ): [String!]! @listSize(slicingArguments: ["first"], assumedSize: 100)
 }
 
 """A new account."""
@@ -3010,10 +3322,14 @@ input SignupInput {
   login: String!
   """8 to 72 bytes."""
   password: String!
-  """Required, at most 64 characters."""
-  firstname: String!
-  """Required, at most 64 characters."""
-  lastname: String!
+  """The first name, as ` + "`" + `firstName` + "`" + ` (give one of the two)."""
+  firstname: String @deprecated(reason: "Use ` + "`" + `firstName` + "`" + `: the same, named in the API's camelCase.")
+  """The last name, as ` + "`" + `lastName` + "`" + ` (give one of the two)."""
+  lastname: String @deprecated(reason: "Use ` + "`" + `lastName` + "`" + `: the same, named in the API's camelCase.")
+  """Required (or the deprecated ` + "`" + `firstname` + "`" + `), at most 64 characters."""
+  firstName: String
+  """Required (or the deprecated ` + "`" + `lastname` + "`" + `), at most 64 characters."""
+  lastName: String
   """Optional."""
   email: String
   """Optional, at most 500 characters."""
@@ -3023,9 +3339,13 @@ input SignupInput {
 """A change to the caller's profile: fields left out (or null) are kept."""
 input ProfileInput {
   """Required if given, at most 64 characters."""
-  firstname: String
+  firstname: String @deprecated(reason: "Use ` + "`" + `firstName` + "`" + `: the same, named in the API's camelCase.")
   """Required if given, at most 64 characters."""
-  lastname: String
+  lastname: String @deprecated(reason: "Use ` + "`" + `lastName` + "`" + `: the same, named in the API's camelCase.")
+  """Required if given, at most 64 characters."""
+  firstName: String
+  """Required if given, at most 64 characters."""
+  lastName: String
   """At most 500 characters; an empty string clears it."""
   bio: String
 }
@@ -3058,9 +3378,13 @@ type Bot {
   """The bot's login, unique among users and bots."""
   login: String!
   """First name."""
-  firstname: String!
+  firstname: String! @deprecated(reason: "Use ` + "`" + `firstName` + "`" + `: the same, named in the API's camelCase.")
   """Last name; may be empty."""
-  lastname: String!
+  lastname: String! @deprecated(reason: "Use ` + "`" + `lastName` + "`" + `: the same, named in the API's camelCase.")
+  """First name."""
+  firstName: String!
+  """Last name; may be empty."""
+  lastName: String!
   """When the bot was created."""
   createdAt: Time!
   """The start of the bot's current API key, to recognise it by; the key itself is shown only once."""
@@ -3083,7 +3407,12 @@ extend type Query {
   """The bots the caller owns, by login. Needs a token."""
   bots: [Bot!]! @listSize(assumedSize: 20)
   """The users the caller blocked, by login, ` + "`" + `first` + "`" + ` (1 to 100) at a time after the login ` + "`" + `after` + "`" + `."""
-  blockedUsers(first: Int = 100, after: String): [UserSummary!]! @listSize(slicingArguments: ["first"], assumedSize: 100)
+  blockedUsers(
+    """How many, 1 to 100."""
+    first: Int = 100
+    """A login: the page starts after it."""
+    after: String
+  ): [UserSummary!]! @listSize(slicingArguments: ["first"], assumedSize: 100)
   """The logged-in user's profile and rooms. Needs a token."""
   me: User!
 }
@@ -3095,22 +3424,39 @@ extend type Mutation {
   carry ` + "`" + `authorBlocked: true` + "`" + ` for the caller, so apps can collapse them. At most 1000 users; blocking
   again changes nothing. Returns the caller's blocked users.
   """
-  blockUser(login: String!): [UserSummary!]! @listSize(assumedSize: 100)
+  blockUser(
+    """The login of the user to block."""
+    login: String!
+  ): [UserSummary!]! @listSize(assumedSize: 100)
   """Unblocks a user; unblocking one not blocked changes nothing. Returns the caller's blocked users."""
-  unblockUser(login: String!): [UserSummary!]! @listSize(assumedSize: 100)
+  unblockUser(
+    """The login of a blocked user."""
+    login: String!
+  ): [UserSummary!]! @listSize(assumedSize: 100)
   """Creates an account. A taken login gives CONFLICT and leaves the existing account untouched."""
-  signup(input: SignupInput!): User!
+  signup(
+    """The new account's login, password and profile."""
+    input: SignupInput!
+  ): User!
   """
   Exchanges a login and password for a new session's tokens. Wrong
   credentials give UNAUTHENTICATED.
   """
-  login(login: String!, password: String!): AuthPayload!
+  login(
+    """The account's login."""
+    login: String!
+    """Its password."""
+    password: String!
+  ): AuthPayload!
   """
   Exchanges a refresh token for a new pair of tokens; the one given is used
   up. A refresh token used a second time gives UNAUTHENTICATED and ends its
   session: every token descending from its login stops working.
   """
-  refreshToken(token: String!): AuthPayload!
+  refreshToken(
+    """The ` + "`" + `refreshToken` + "`" + ` of the last pair, unused."""
+    token: String!
+  ): AuthPayload!
   """Ends the session of the access token: its tokens stop working. Needs a token."""
   logout: Boolean!
   """
@@ -3118,7 +3464,12 @@ extend type Mutation {
   the caller's own session goes on. A wrong oldPassword gives
   UNAUTHENTICATED. Needs a token.
   """
-  changePassword(oldPassword: String!, newPassword: String!): Boolean!
+  changePassword(
+    """The current password."""
+    oldPassword: String!
+    """The new password, 8 to 72 bytes."""
+    newPassword: String!
+  ): Boolean!
   """
   Changes the caller's first name, last name or bio, by signup's rules
   (BAD_USER_INPUT otherwise), and returns the profile as it now is. Every
@@ -3126,7 +3477,10 @@ extend type Mutation {
   and within moments on the others: message authors, participants, events,
   old messages included. Needs a token.
   """
-  updateProfile(input: ProfileInput!): User!
+  updateProfile(
+    """The fields to change; those left out are kept."""
+    input: ProfileInput!
+  ): User!
   """
   Makes one of the caller's uploaded files (` + "`" + `createUpload` + "`" + `, then its PUT) their avatar, shown
   with their name wherever a ` + "`" + `UserSummary` + "`" + ` is; null removes it. The file must be an image
@@ -3135,7 +3489,10 @@ extend type Mutation {
   quota, and the avatar it replaces is removed (its links stop working). Every instance shows
   the change within moments. Needs a token.
   """
-  setAvatar(file: ID): User!
+  setAvatar(
+    """The id of one of the caller's uploaded image files; null removes the avatar."""
+    file: ID
+  ): User!
   """
   Deletes the caller's account, given its current password (UNAUTHENTICATED
   if wrong). The login stops working: every access and refresh token of the
@@ -3148,7 +3505,10 @@ extend type Mutation {
   names). The login is never available again: a signup of it gives
   CONFLICT. Needs a token.
   """
-  deleteAccount(password: String!): Boolean!
+  deleteAccount(
+    """The account's current password."""
+    password: String!
+  ): Boolean!
   """
   Creates a bot account owned by the caller, and its API key. The login follows
   the rules of signup's and is unique among users and bots (CONFLICT if taken);
@@ -3158,21 +3518,38 @@ extend type Mutation {
   (BAD_USER_INPUT past that). A bot cannot create bots (FORBIDDEN), nor log in
   with a password.
   """
-  createBot(login: String!, firstname: String!, lastname: String): BotCreated!
+  createBot(
+    """The bot's login, by signup's rules."""
+    login: String!
+    """The bot's first name, as ` + "`" + `firstName` + "`" + ` (give one of the two)."""
+    firstname: String @deprecated(reason: "Use ` + "`" + `firstName` + "`" + `: the same, named in the API's camelCase.")
+    """The bot's last name, as ` + "`" + `lastName` + "`" + `."""
+    lastname: String @deprecated(reason: "Use ` + "`" + `lastName` + "`" + `: the same, named in the API's camelCase.")
+    """The bot's first name, 1 to 64 characters: required (or the deprecated ` + "`" + `firstname` + "`" + `)."""
+    firstName: String
+    """The bot's last name, at most 64 characters; may be left out."""
+    lastName: String
+  ): BotCreated!
   """
   Gives the caller's bot a new API key and revokes the old one at once: every
   instance refuses it within CHAT_SESSION_CHECK at most (at once with Redis),
   and the websockets and streams it opened are closed (4401). NOT_FOUND if the
   caller owns no such bot.
   """
-  rotateBotKey(login: String!): BotCreated!
+  rotateBotKey(
+    """The login of one of the caller's bots."""
+    login: String!
+  ): BotCreated!
   """
   Revokes the API key of the caller's bot and deletes its account as
   ` + "`" + `deleteAccount` + "`" + ` does: its messages remain, from a deleted user, and its
   websockets and streams are closed (4401). NOT_FOUND if the caller owns no
   such bot.
   """
-  deleteBot(login: String!): Boolean!
+  deleteBot(
+    """The login of one of the caller's bots."""
+    login: String!
+  ): Boolean!
 }
 `, BuiltIn: false},
 	{Name: "../schema/webhooks.graphqls", Input: `"""Where a webhook's delivery stands."""
@@ -3192,14 +3569,19 @@ signed with the webhook's secret (headers webhook-id, webhook-timestamp, webhook
 order of the room's log, at least once (receivers drop duplicates by webhook-id, the event's id).
 """
 type Webhook {
+  """The webhook's id."""
   id: ID!
+  """The room whose events it receives."""
   room: String!
+  """Where the events are posted."""
   url: String!
   """The signing secret (` + "`" + `whsec_...` + "`" + `), shown once: by ` + "`" + `createWebhook` + "`" + `. Null elsewhere."""
   secret: String
   """The login of who registered it."""
   createdBy: String!
+  """When it was registered."""
   createdAt: Time!
+  """Whether events are delivered."""
   state: WebhookState!
   """The failed attempts at the next event since the last delivery."""
   failedAttempts: Int!
@@ -3220,7 +3602,10 @@ extend type Query {
   The room's webhooks, oldest first, without their secrets. For the room's creator and moderators
   (in a private group, those of them who are members).
   """
-  webhooks(room: String!): [Webhook!]! @listSize(assumedSize: 10)
+  webhooks(
+    """The room's or private group's name."""
+    room: String!
+  ): [Webhook!]! @listSize(assumedSize: 10)
 }
 
 extend type Mutation {
@@ -3231,11 +3616,22 @@ extend type Mutation {
   members). The URL must be https, and not name a private, loopback or otherwise reserved address.
   At most 10 a room. The result carries the signing secret, which is never shown again.
   """
-  createWebhook(room: String!, url: String!): Webhook!
+  createWebhook(
+    """The room's or private group's name."""
+    room: String!
+    """Where to POST the events: an https URL on a public address."""
+    url: String!
+  ): Webhook!
   """Deletes a webhook: nothing more is delivered to it. NOT_FOUND if there is none."""
-  deleteWebhook(id: ID!): Boolean!
+  deleteWebhook(
+    """The webhook's id."""
+    id: ID!
+  ): Boolean!
   """Brings a dead webhook back: delivery resumes with the event it died on. A live one is left as it is."""
-  reviveWebhook(id: ID!): Webhook!
+  reviveWebhook(
+    """The webhook's id."""
+    id: ID!
+  ): Webhook!
 }
 `, BuiltIn: false},
 }
@@ -3293,6 +3689,10 @@ func (ec *executionContext) childFields_Bot(ctx context.Context, field graphql.C
 		return ec.fieldContext_Bot_firstname(ctx, field)
 	case "lastname":
 		return ec.fieldContext_Bot_lastname(ctx, field)
+	case "firstName":
+		return ec.fieldContext_Bot_firstName(ctx, field)
+	case "lastName":
+		return ec.fieldContext_Bot_lastName(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Bot_createdAt(ctx, field)
 	case "keyPrefix":
@@ -3417,6 +3817,10 @@ func (ec *executionContext) childFields_Message(ctx context.Context, field graph
 		return ec.fieldContext_Message_id(ctx, field)
 	case "room":
 		return ec.fieldContext_Message_room(ctx, field)
+	case "chatRoom":
+		return ec.fieldContext_Message_chatRoom(ctx, field)
+	case "conversationId":
+		return ec.fieldContext_Message_conversationId(ctx, field)
 	case "author":
 		return ec.fieldContext_Message_author(ctx, field)
 	case "content":
@@ -3521,6 +3925,8 @@ func (ec *executionContext) childFields_ReadMark(ctx context.Context, field grap
 
 func (ec *executionContext) childFields_Room(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_Room_id(ctx, field)
 	case "name":
 		return ec.fieldContext_Room_name(ctx, field)
 	case "banner":
@@ -3617,12 +4023,18 @@ func (ec *executionContext) childFields_Upload(ctx context.Context, field graphq
 
 func (ec *executionContext) childFields_User(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_User_id(ctx, field)
 	case "login":
 		return ec.fieldContext_User_login(ctx, field)
 	case "firstname":
 		return ec.fieldContext_User_firstname(ctx, field)
 	case "lastname":
 		return ec.fieldContext_User_lastname(ctx, field)
+	case "firstName":
+		return ec.fieldContext_User_firstName(ctx, field)
+	case "lastName":
+		return ec.fieldContext_User_lastName(ctx, field)
 	case "email":
 		return ec.fieldContext_User_email(ctx, field)
 	case "bio":
@@ -3649,12 +4061,18 @@ func (ec *executionContext) childFields_UserPresence(ctx context.Context, field 
 
 func (ec *executionContext) childFields_UserSummary(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_UserSummary_id(ctx, field)
 	case "login":
 		return ec.fieldContext_UserSummary_login(ctx, field)
 	case "firstname":
 		return ec.fieldContext_UserSummary_firstname(ctx, field)
 	case "lastname":
 		return ec.fieldContext_UserSummary_lastname(ctx, field)
+	case "firstName":
+		return ec.fieldContext_UserSummary_firstName(ctx, field)
+	case "lastName":
+		return ec.fieldContext_UserSummary_lastName(ctx, field)
 	case "deleted":
 		return ec.fieldContext_UserSummary_deleted(ctx, field)
 	case "avatar":
@@ -3963,8 +4381,8 @@ func (ec *executionContext) field_Mutation_createBot_args(ctx context.Context, r
 	}
 	args["login"] = arg0
 	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "firstname",
-		func(ctx context.Context, v any) (string, error) {
-			return ec.unmarshalNString2string(ctx, v)
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -3978,6 +4396,22 @@ func (ec *executionContext) field_Mutation_createBot_args(ctx context.Context, r
 		return nil, err
 	}
 	args["lastname"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "firstName",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["firstName"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "lastName",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["lastName"] = arg4
 	return args, nil
 }
 
@@ -4815,6 +5249,20 @@ func (ec *executionContext) field_Query_myMessages_args(ctx context.Context, raw
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_node_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_presence_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5545,6 +5993,52 @@ func (ec *executionContext) _Bot_lastname(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_Bot_lastname(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Bot", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Bot_firstName(ctx context.Context, field graphql.CollectedField, obj *store.Bot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Bot_firstName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Firstname, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Bot_firstName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Bot", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Bot_lastName(ctx context.Context, field graphql.CollectedField, obj *store.Bot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Bot_lastName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Lastname, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Bot_lastName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Bot", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
@@ -6483,6 +6977,61 @@ func (ec *executionContext) _Message_room(ctx context.Context, field graphql.Col
 }
 func (ec *executionContext) fieldContext_Message_room(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Message", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Message_chatRoom(ctx context.Context, field graphql.CollectedField, obj *store.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_chatRoom(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Message().ChatRoom(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Room) graphql.Marshaler {
+			return ec.marshalORoom2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐRoom(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Message_chatRoom(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Message",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Room(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Message_conversationId(ctx context.Context, field graphql.CollectedField, obj *store.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_conversationId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Message().ConversationID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Message_conversationId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Message", field, true, true, errors.New("field of type ID does not have child fields"))
 }
 
 func (ec *executionContext) _Message_author(ctx context.Context, field graphql.CollectedField, obj *store.Message) (ret graphql.Marshaler) {
@@ -8567,7 +9116,7 @@ func (ec *executionContext) _Mutation_createBot(ctx context.Context, field graph
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().CreateBot(ctx, fc.Args["login"].(string), fc.Args["firstname"].(string), fc.Args["lastname"].(*string))
+			return ec.Resolvers.Mutation().CreateBot(ctx, fc.Args["login"].(string), fc.Args["firstname"].(*string), fc.Args["lastname"].(*string), fc.Args["firstName"].(*string), fc.Args["lastName"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.BotCreated) graphql.Marshaler {
@@ -9310,6 +9859,50 @@ func (ec *executionContext) fieldContext_Query_thread(ctx context.Context, field
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_node(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Node(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.Node) graphql.Marshaler {
+			return ec.marshalONode2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐNode(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_node(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("FieldContext.Child cannot be called on type INTERFACE")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_node_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_vapidPublicKey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9826,6 +10419,29 @@ func (ec *executionContext) _ReadMark_upTo(ctx context.Context, field graphql.Co
 }
 func (ec *executionContext) fieldContext_ReadMark_upTo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ReadMark", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Room_id(ctx context.Context, field graphql.CollectedField, obj *store.Room) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Room_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Room().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Room_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Room", field, true, true, errors.New("field of type ID does not have child fields"))
 }
 
 func (ec *executionContext) _Room_name(ctx context.Context, field graphql.CollectedField, obj *store.Room) (ret graphql.Marshaler) {
@@ -10780,6 +11396,29 @@ func (ec *executionContext) fieldContext_Upload_expiresAt(_ context.Context, fie
 	return graphql.NewScalarFieldContext("Upload", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
+func (ec *executionContext) _User_id(ctx context.Context, field graphql.CollectedField, obj *store.User) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_User_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.User().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_User_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("User", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
 func (ec *executionContext) _User_login(ctx context.Context, field graphql.CollectedField, obj *store.User) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10846,6 +11485,52 @@ func (ec *executionContext) _User_lastname(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_User_lastname(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _User_firstName(ctx context.Context, field graphql.CollectedField, obj *store.User) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_User_firstName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Firstname, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_User_firstName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _User_lastName(ctx context.Context, field graphql.CollectedField, obj *store.User) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_User_lastName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Lastname, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_User_lastName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
@@ -11040,6 +11725,29 @@ func (ec *executionContext) fieldContext_UserPresence_online(_ context.Context, 
 	return graphql.NewScalarFieldContext("UserPresence", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
+func (ec *executionContext) _UserSummary_id(ctx context.Context, field graphql.CollectedField, obj *store.UserRef) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserSummary_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.UserSummary().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserSummary_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserSummary", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
 func (ec *executionContext) _UserSummary_login(ctx context.Context, field graphql.CollectedField, obj *store.UserRef) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11106,6 +11814,52 @@ func (ec *executionContext) _UserSummary_lastname(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_UserSummary_lastname(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserSummary", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _UserSummary_firstName(ctx context.Context, field graphql.CollectedField, obj *store.UserRef) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserSummary_firstName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.UserSummary().FirstName(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserSummary_firstName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserSummary", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _UserSummary_lastName(ctx context.Context, field graphql.CollectedField, obj *store.UserRef) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserSummary_lastName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.UserSummary().LastName(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserSummary_lastName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("UserSummary", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
@@ -12604,7 +13358,7 @@ func (ec *executionContext) unmarshalInputProfileInput(ctx context.Context, obj 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"firstname", "lastname", "bio"}
+	fieldsInOrder := [...]string{"firstname", "lastname", "firstName", "lastName", "bio"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -12617,14 +13371,28 @@ func (ec *executionContext) unmarshalInputProfileInput(ctx context.Context, obj 
 			if err != nil {
 				return it, err
 			}
-			it.Firstname = data
+			it.OldFirstname = data
 		case "lastname":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastname"))
 			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
 			if err != nil {
 				return it, err
 			}
-			it.Lastname = data
+			it.OldLastname = data
+		case "firstName":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("firstName"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FirstName = data
+		case "lastName":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastName"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastName = data
 		case "bio":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("bio"))
 			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
@@ -12648,7 +13416,7 @@ func (ec *executionContext) unmarshalInputSignupInput(ctx context.Context, obj a
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"login", "password", "firstname", "lastname", "email", "bio"}
+	fieldsInOrder := [...]string{"login", "password", "firstname", "lastname", "firstName", "lastName", "email", "bio"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -12671,18 +13439,32 @@ func (ec *executionContext) unmarshalInputSignupInput(ctx context.Context, obj a
 			it.Password = data
 		case "firstname":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("firstname"))
-			data, err := ec.unmarshalNString2string(ctx, v)
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
 			if err != nil {
 				return it, err
 			}
-			it.Firstname = data
+			it.OldFirstname = data
 		case "lastname":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastname"))
-			data, err := ec.unmarshalNString2string(ctx, v)
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
 			if err != nil {
 				return it, err
 			}
-			it.Lastname = data
+			it.OldLastname = data
+		case "firstName":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("firstName"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FirstName = data
+		case "lastName":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastName"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastName = data
 		case "email":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("email"))
 			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
@@ -12705,6 +13487,47 @@ func (ec *executionContext) unmarshalInputSignupInput(ctx context.Context, obj a
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
+
+func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj model.Node) graphql.Marshaler {
+	switch obj := (obj).(type) {
+	case nil:
+		return graphql.Null
+	case store.UserRef:
+		return ec._UserSummary(ctx, sel, &obj)
+	case *store.UserRef:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._UserSummary(ctx, sel, obj)
+	case store.User:
+		return ec._User(ctx, sel, &obj)
+	case *store.User:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._User(ctx, sel, obj)
+	case store.Room:
+		return ec._Room(ctx, sel, &obj)
+	case *store.Room:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Room(ctx, sel, obj)
+	case store.Message:
+		return ec._Message(ctx, sel, &obj)
+	case *store.Message:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Message(ctx, sel, obj)
+	default:
+		if typedObj, ok := obj.(graphql.Marshaler); ok {
+			return typedObj
+		} else {
+			panic(fmt.Errorf("unexpected type %T; non-generated variants of Node must implement graphql.Marshaler", obj))
+		}
+	}
+}
 
 // endregion ************************** interface.gotpl ***************************
 
@@ -13035,6 +13858,16 @@ func (ec *executionContext) _Bot(ctx context.Context, sel ast.SelectionSet, obj 
 			}
 		case "lastname":
 			out.Values[i] = ec._Bot_lastname(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "firstName":
+			out.Values[i] = ec._Bot_firstName(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastName":
+			out.Values[i] = ec._Bot_lastName(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -13899,7 +14732,7 @@ func (ec *executionContext) _LinkPreview(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
-var messageImplementors = []string{"Message"}
+var messageImplementors = []string{"Message", "Node"}
 
 func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, obj *store.Message) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, messageImplementors)
@@ -13921,6 +14754,82 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "chatRoom":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Message_chatRoom(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Values[i] = innerFunc(ctx, out)
+		case "conversationId":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Message_conversationId(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Values[i] = innerFunc(ctx, out)
 		case "author":
 			out.Values[i] = ec._Message_author(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -15032,6 +15941,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "node":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_node(ctx, field)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "vapidPublicKey":
 			field := field
 
@@ -15455,7 +16386,7 @@ func (ec *executionContext) _ReadMark(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
-var roomImplementors = []string{"Room"}
+var roomImplementors = []string{"Room", "Node"}
 
 func (ec *executionContext) _Room(ctx context.Context, sel ast.SelectionSet, obj *store.Room) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, roomImplementors)
@@ -15467,6 +16398,44 @@ func (ec *executionContext) _Room(ctx context.Context, sel ast.SelectionSet, obj
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Room")
+		case "id":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Room_id(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "name":
 			out.Values[i] = ec._Room_name(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -15990,7 +16959,7 @@ func (ec *executionContext) _Upload(ctx context.Context, sel ast.SelectionSet, o
 	return out
 }
 
-var userImplementors = []string{"User"}
+var userImplementors = []string{"User", "Node"}
 
 func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj *store.User) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, userImplementors)
@@ -16002,6 +16971,44 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("User")
+		case "id":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._User_id(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "login":
 			out.Values[i] = ec._User_login(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -16014,6 +17021,16 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 			}
 		case "lastname":
 			out.Values[i] = ec._User_lastname(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "firstName":
+			out.Values[i] = ec._User_firstName(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "lastName":
+			out.Values[i] = ec._User_lastName(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -16139,7 +17156,7 @@ func (ec *executionContext) _UserPresence(ctx context.Context, sel ast.Selection
 	return out
 }
 
-var userSummaryImplementors = []string{"UserSummary"}
+var userSummaryImplementors = []string{"UserSummary", "Node"}
 
 func (ec *executionContext) _UserSummary(ctx context.Context, sel ast.SelectionSet, obj *store.UserRef) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, userSummaryImplementors)
@@ -16151,6 +17168,44 @@ func (ec *executionContext) _UserSummary(ctx context.Context, sel ast.SelectionS
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("UserSummary")
+		case "id":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._UserSummary_id(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Values[i] = innerFunc(ctx, out)
 		case "login":
 			out.Values[i] = ec._UserSummary_login(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -16204,6 +17259,82 @@ func (ec *executionContext) _UserSummary(ctx context.Context, sel ast.SelectionS
 					}
 				}()
 				res = ec._UserSummary_lastname(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Values[i] = innerFunc(ctx, out)
+		case "firstName":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._UserSummary_firstName(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Values[i] = innerFunc(ctx, out)
+		case "lastName":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._UserSummary_lastName(ctx, field, obj)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -18016,6 +19147,13 @@ func (ec *executionContext) marshalOMessage2ᚖgithubᚗcomᚋkillrchatᚋchatql
 	return ec._Message(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalONode2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐNode(ctx context.Context, sel ast.SelectionSet, v model.Node) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Node(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalORoom2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐRoom(ctx context.Context, sel ast.SelectionSet, v *store.Room) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -18246,6 +19384,8 @@ func init() {
 		resolverMethod("Image", "url", ResolverRoot.Image, ImageResolver.URL),
 		resolverMethod("Image", "thumbnails", ResolverRoot.Image, ImageResolver.Thumbnails),
 		resolverMethod("LinkPreview", "imageUrl", ResolverRoot.LinkPreview, LinkPreviewResolver.ImageURL),
+		resolverMethod("Message", "chatRoom", ResolverRoot.Message, MessageResolver.ChatRoom),
+		resolverMethod("Message", "conversationId", ResolverRoot.Message, MessageResolver.ConversationID),
 		resolverMethod("Message", "content", ResolverRoot.Message, MessageResolver.Content),
 		modelMethod("Message", "postedAt", (*store.Message).PostedAt),
 		resolverMethod("Message", "editedAt", ResolverRoot.Message, MessageResolver.EditedAt),
@@ -18257,8 +19397,11 @@ func init() {
 		resolverMethod("Message", "latestRepliers", ResolverRoot.Message, MessageResolver.LatestRepliers),
 		resolverMethod("Message", "attachments", ResolverRoot.Message, MessageResolver.Attachments),
 		resolverMethod("Reaction", "reactedByMe", ResolverRoot.Reaction, ReactionResolver.ReactedByMe),
+		resolverMethod("UserSummary", "id", ResolverRoot.UserSummary, UserSummaryResolver.ID),
 		resolverMethod("UserSummary", "firstname", ResolverRoot.UserSummary, UserSummaryResolver.Firstname),
 		resolverMethod("UserSummary", "lastname", ResolverRoot.UserSummary, UserSummaryResolver.Lastname),
+		resolverMethod("UserSummary", "firstName", ResolverRoot.UserSummary, UserSummaryResolver.FirstName),
+		resolverMethod("UserSummary", "lastName", ResolverRoot.UserSummary, UserSummaryResolver.LastName),
 		resolverMethod("UserSummary", "deleted", ResolverRoot.UserSummary, UserSummaryResolver.Deleted),
 		resolverMethod("UserSummary", "avatar", ResolverRoot.UserSummary, UserSummaryResolver.Avatar),
 		resolverMethod("UserSummary", "bot", ResolverRoot.UserSummary, UserSummaryResolver.Bot),

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -449,6 +450,13 @@ type page struct {
 	resolvers []func(ResolverRoot) any
 }
 
+// executorFields are the fields of the page's types that encodePage leaves
+// to the executor, by design: a page that selects one goes to it whole.
+// Message.chatRoom is a Room, whose list fields take arguments and read
+// the caller's rights: a page's messages share one room, which clients
+// read once (room(name:)) rather than on each message.
+var executorFields = map[string]bool{"Message.chatRoom": true}
+
 // pageTypes derives, once, the page's types from MessageConnection, bound
 // to model.MessageConnection (encodePage's value).
 var pageTypes = sync.OnceValue(func() *page {
@@ -481,6 +489,10 @@ func (b *pageBuilder) object(name string, goType reflect.Type) *pageType {
 	t.fields["__typename"] = typeField{write: func(e *pageEncoder, _ unsafe.Pointer, _ *pageField) { e.b = append(e.b, typename...) }}
 	for _, def := range parsedSchema.Types[name].Fields {
 		if strings.HasPrefix(def.Name, "__") {
+			continue
+		}
+		if executorFields[name+"."+def.Name] {
+			t.unbound[def.Name] = errors.New("left to the executor (executorFields)")
 			continue
 		}
 		f, err := b.field(t, def)

@@ -10,6 +10,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/killrchat/chatql/apierror"
+	"github.com/killrchat/chatql/store"
 )
 
 // ErrorPresenter turns every error into a GraphQL error with a code. It is
@@ -63,10 +64,37 @@ func (r *Resolver) present(ctx context.Context, err error) *gqlerror.Error {
 		presented.Message = "internal error"
 	}
 	apierror.Set(presented, code)
+	if field := apierror.Field(err); field != "" {
+		presented.Extensions["field"] = field
+	}
 	if seconds, ok := apierror.RetryAfter(err); ok {
 		presented.Extensions["retryAfter"] = seconds
 	}
 	return presented
+}
+
+// EveryInvalidField is a field middleware (the handler's AroundFields):
+// an error about several invalid fields of one input (store.InvalidFields)
+// becomes one GraphQL error per field, each with its extensions.field, so
+// that a client learns of every mistake at once.
+func EveryInvalidField(ctx context.Context, next graphql.Resolver) (any, error) {
+	res, err := next(ctx)
+	if err == nil {
+		return res, nil
+	}
+	var many store.InvalidFields
+	if !errors.As(err, &many) {
+		return res, err
+	}
+	var locations []gqlerror.Location
+	if fc := graphql.GetFieldContext(ctx); fc != nil && fc.Field.Position != nil && fc.Field.Position.Line > 0 {
+		locations = []gqlerror.Location{{Line: fc.Field.Position.Line, Column: fc.Field.Position.Column}}
+	}
+	list := make(gqlerror.List, len(many))
+	for i, e := range many {
+		list[i] = &gqlerror.Error{Err: e, Message: e.Error(), Path: graphql.GetPath(ctx), Locations: locations}
+	}
+	return res, list
 }
 
 // Recover turns a resolver panic into an INTERNAL error and logs it; the

@@ -321,3 +321,35 @@ func caller(ctx context.Context) (store.UserRef, error) { return auth.UserFrom(c
 func botCreated(b *chat.NewBot) *model.BotCreated {
 	return &model.BotCreated{Bot: &b.Bot, APIKey: b.Key}
 }
+
+// names are the first and last names an input gives, each under its
+// current name (firstName, lastName) or its deprecated one (firstname,
+// lastname): either will do, both if they agree; nil if neither is given.
+func names(oldFirst, first, oldLast, last *string) (*string, *string, error) {
+	f, errFirst := eitherName("firstName", "firstname", oldFirst, first)
+	l, errLast := eitherName("lastName", "lastname", oldLast, last)
+	return f, l, store.JoinInvalid(errFirst, errLast)
+}
+
+// namedAsGiven returns err with its errors about the names (which the core
+// calls firstname and lastname) naming the fields the input used: the
+// camelCase ones, unless it gave only a deprecated one.
+func namedAsGiven(err error, oldFirst, first, oldLast, last *string) error {
+	if oldFirst == nil || first != nil {
+		err = store.RenameField(err, "firstname", "firstName")
+	}
+	if oldLast == nil || last != nil {
+		err = store.RenameField(err, "lastname", "lastName")
+	}
+	return err
+}
+
+func eitherName(field, deprecated string, old, current *string) (*string, error) {
+	switch {
+	case current == nil:
+		return old, nil
+	case old == nil || *old == *current:
+		return current, nil
+	}
+	return nil, store.InvalidField(field, "invalid %s: it differs from the deprecated %s given too: give one of the two", field, deprecated)
+}

@@ -24,6 +24,16 @@ func (r *linkPreviewResolver) ImageURL(ctx context.Context, obj *store.LinkPrevi
 	return &obj.ImageURL, nil
 }
 
+// ChatRoom is the resolver for the chatRoom field.
+func (r *messageResolver) ChatRoom(ctx context.Context, obj *store.Message) (*store.Room, error) {
+	return r.roomOf(ctx, obj)
+}
+
+// ConversationID is the resolver for the conversationId field.
+func (r *messageResolver) ConversationID(ctx context.Context, obj *store.Message) (string, error) {
+	return obj.Room, nil
+}
+
 // Content is the resolver for the content field.
 func (r *messageResolver) Content(ctx context.Context, obj *store.Message) (string, error) {
 	return visibleContent(ctx, obj), nil

@@ -26,6 +26,10 @@ type pageLoader struct {
 	// subscription, which lives long and reads what it needs row by row,
 	// each time.
 	blocked *onceSet
+
+	// The rooms the operation's messages show (Message.chatRoom), by
+	// name, read once each.
+	rooms map[string]*onceRoom
 }
 
 // onceSet is a set read once, when first needed.

@@ -164,7 +164,9 @@ func TestPagesEncodeAsTheExecutor(t *testing.T) {
 func allFields(schema *ast.Schema, typ string) string {
 	var b strings.Builder
 	for _, f := range schema.Types[typ].Fields {
-		if strings.HasPrefix(f.Name, "__") || slices.ContainsFunc(f.Arguments, func(a *ast.ArgumentDefinition) bool { return a.Type.NonNull && a.DefaultValue == nil }) {
+		// Message.chatRoom sends its page to the executor, by design
+		// (graph's executorFields).
+		if strings.HasPrefix(f.Name, "__") || typ+"."+f.Name == "Message.chatRoom" || slices.ContainsFunc(f.Arguments, func(a *ast.ArgumentDefinition) bool { return a.Type.NonNull && a.DefaultValue == nil }) {
 			continue
 		}
 		b.WriteString(f.Name)

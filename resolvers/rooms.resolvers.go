@@ -21,7 +21,8 @@ func (r *mutationResolver) CreateRoom(ctx context.Context, input model.CreateRoo
 	if err != nil {
 		return nil, err
 	}
-	return r.Service.CreateRoom(ctx, me, input.Name, roomKind(input.Kind), deref(input.Banner))
+	room, err := r.Service.CreateRoom(ctx, me, input.Name, roomKind(input.Kind), deref(input.Banner))
+	return room, store.InInput("input", err)
 }
 
 // JoinRoom is the resolver for the joinRoom field.
@@ -124,6 +125,11 @@ func (r *readMarkResolver) User(ctx context.Context, obj *store.ReadMark) (*stor
 // UpTo is the resolver for the upTo field.
 func (r *readMarkResolver) UpTo(ctx context.Context, obj *store.ReadMark) (string, error) {
 	return obj.UpTo.String(), nil
+}
+
+// ID is the resolver for the id field.
+func (r *roomResolver) ID(ctx context.Context, obj *store.Room) (string, error) {
+	return nodeID(roomNode, obj.Name), nil
 }
 
 // Participants is the resolver for the participants field.

@@ -34,12 +34,17 @@ func (r *mutationResolver) UnblockUser(ctx context.Context, login string) ([]sto
 
 // Signup is the resolver for the signup field.
 func (r *mutationResolver) Signup(ctx context.Context, input model.SignupInput) (*store.User, error) {
+	first, last, err := names(input.OldFirstname, input.FirstName, input.OldLastname, input.LastName)
+	if err != nil {
+		return nil, store.InInput("input", err)
+	}
 	u := store.User{
-		UserRef: store.UserRef{Login: input.Login, Firstname: input.Firstname, Lastname: input.Lastname},
+		UserRef: store.UserRef{Login: input.Login, Firstname: deref(first), Lastname: deref(last)},
 		Email:   deref(input.Email),
 		Bio:     deref(input.Bio),
 	}
-	return r.Service.Signup(ctx, u, input.Password)
+	created, err := r.Service.Signup(ctx, u, input.Password)
+	return created, store.InInput("input", namedAsGiven(err, input.OldFirstname, input.FirstName, input.OldLastname, input.LastName))
 }
 
 // Login is the resolver for the login field.
@@ -90,7 +95,12 @@ func (r *mutationResolver) UpdateProfile(ctx context.Context, input model.Profil
 	if err != nil {
 		return nil, err
 	}
-	return r.Service.UpdateProfile(ctx, me, store.ProfileUpdate{Firstname: input.Firstname, Lastname: input.Lastname, Bio: input.Bio})
+	first, last, err := names(input.OldFirstname, input.FirstName, input.OldLastname, input.LastName)
+	if err != nil {
+		return nil, store.InInput("input", err)
+	}
+	updated, err := r.Service.UpdateProfile(ctx, me, store.ProfileUpdate{Firstname: first, Lastname: last, Bio: input.Bio})
+	return updated, store.InInput("input", namedAsGiven(err, input.OldFirstname, input.FirstName, input.OldLastname, input.LastName))
 }
 
 // SetAvatar is the resolver for the setAvatar field.
@@ -115,18 +125,18 @@ func (r *mutationResolver) DeleteAccount(ctx context.Context, password string) (
 }
 
 // CreateBot is the resolver for the createBot field.
-func (r *mutationResolver) CreateBot(ctx context.Context, login string, firstname string, lastname *string) (*model.BotCreated, error) {
+func (r *mutationResolver) CreateBot(ctx context.Context, login string, firstname *string, lastname *string, firstName *string, lastName *string) (*model.BotCreated, error) {
 	me, err := auth.UserFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var last string
-	if lastname != nil {
-		last = *lastname
-	}
-	bot, err := r.Service.CreateBot(ctx, me, login, firstname, last)
+	first, last, err := names(firstname, firstName, lastname, lastName)
 	if err != nil {
 		return nil, err
+	}
+	bot, err := r.Service.CreateBot(ctx, me, login, deref(first), deref(last))
+	if err != nil {
+		return nil, namedAsGiven(err, firstname, firstName, lastname, lastName)
 	}
 	return botCreated(bot), nil
 }
@@ -187,9 +197,19 @@ func (r *queryResolver) Me(ctx context.Context) (*store.User, error) {
 	return r.Service.Me(ctx, me)
 }
 
+// ID is the resolver for the id field.
+func (r *userResolver) ID(ctx context.Context, obj *store.User) (string, error) {
+	return nodeID(profileNode, obj.Login), nil
+}
+
 // Rooms is the resolver for the rooms field.
 func (r *userResolver) Rooms(ctx context.Context, obj *store.User, first *int, after *string) ([]string, error) {
 	return sortedPage(obj.ChatRooms, func(name string) string { return name }, first, after)
+}
+
+// ID is the resolver for the id field.
+func (r *userSummaryResolver) ID(ctx context.Context, obj *store.UserRef) (string, error) {
+	return nodeID(userNode, obj.Login), nil
 }
 
 // Firstname is the resolver for the firstname field.
@@ -199,6 +219,16 @@ func (r *userSummaryResolver) Firstname(ctx context.Context, obj *store.UserRef)
 
 // Lastname is the resolver for the lastname field.
 func (r *userSummaryResolver) Lastname(ctx context.Context, obj *store.UserRef) (string, error) {
+	return r.profile(ctx, obj).Lastname, nil
+}
+
+// FirstName is the resolver for the firstName field.
+func (r *userSummaryResolver) FirstName(ctx context.Context, obj *store.UserRef) (string, error) {
+	return r.profile(ctx, obj).Firstname, nil
+}
+
+// LastName is the resolver for the lastName field.
+func (r *userSummaryResolver) LastName(ctx context.Context, obj *store.UserRef) (string, error) {
 	return r.profile(ctx, obj).Lastname, nil
 }
 

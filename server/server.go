@@ -399,6 +399,7 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 	gql.AroundOperations(endSubscriptionsWith(streams))
 	gql.AroundOperations(resolvers.WithPageLoader)
 	gql.AroundResponses(res.AwaitPublished)
+	gql.AroundFields(resolvers.EveryInvalidField)
 	gql.SetErrorPresenter(res.ErrorPresenter)
 	gql.SetRecoverFunc(res.Recover)
 

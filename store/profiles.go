@@ -23,22 +23,20 @@ func (p ProfileUpdate) Apply(u User) User {
 }
 
 // Validate checks the fields given by signup's rules: names required, at
-// most MaxNameLength characters; a bio of at most MaxBioLength.
+// most MaxNameLength characters; a bio of at most MaxBioLength. It reports
+// every invalid field (InvalidFields).
 func (p ProfileUpdate) Validate() error {
+	var errs []error
 	if p.Firstname != nil {
-		if err := ValidateName("firstname", *p.Firstname); err != nil {
-			return err
-		}
+		errs = append(errs, ValidateName("firstname", *p.Firstname))
 	}
 	if p.Lastname != nil {
-		if err := ValidateName("lastname", *p.Lastname); err != nil {
-			return err
-		}
+		errs = append(errs, ValidateName("lastname", *p.Lastname))
 	}
 	if p.Bio != nil {
-		return validateText("bio", *p.Bio, 0, MaxBioLength, multiline)
+		errs = append(errs, validateText("bio", *p.Bio, 0, MaxBioLength, multiline))
 	}
-	return nil
+	return JoinInvalid(errs...)
 }
 
 // PublicProfile is what everyone sees of a user: their names and avatar,

@@ -31,57 +31,65 @@ const (
 	RoomNameRule = "a room name is 2 to 40 characters: lowercase letters, digits, '_' or '-', starting with a letter or digit"
 )
 
-// ValidateLogin returns an ErrInvalid error unless login follows LoginRule.
-func ValidateLogin(login string) error {
+// ValidateLogin returns a FieldError about the field "login" unless login
+// follows LoginRule.
+func ValidateLogin(login string) error { return ValidateLoginIn("login", login) }
+
+// ValidateLoginIn is ValidateLogin for a login passed as field.
+func ValidateLoginIn(field, login string) error {
 	if !loginPattern.MatchString(login) {
-		return Invalidf("invalid login %s: %s", Quote(login), LoginRule)
+		return InvalidField(field, "invalid login %s: %s", Quote(login), LoginRule)
 	}
 	return nil
 }
 
-// ValidateRoomName returns an ErrInvalid error unless name follows RoomNameRule.
-func ValidateRoomName(name string) error {
+// ValidateRoomName returns a FieldError about the field "room" unless name
+// follows RoomNameRule.
+func ValidateRoomName(name string) error { return validateRoomName("room", name) }
+
+func validateRoomName(field, name string) error {
 	if !roomNamePattern.MatchString(name) {
-		return Invalidf("invalid room name %s: %s", Quote(name), RoomNameRule)
+		return InvalidField(field, "invalid room name %s: %s", Quote(name), RoomNameRule)
 	}
 	return nil
 }
 
-// ValidatePassword returns an ErrInvalid error unless the password's length
-// is within bounds. The password itself never appears in the message.
-func ValidatePassword(password string) error {
+// ValidatePassword returns a FieldError about the field "password" unless
+// the password's length is within bounds. The password itself never
+// appears in the message.
+func ValidatePassword(password string) error { return ValidatePasswordIn("password", password) }
+
+// ValidatePasswordIn is ValidatePassword for a password passed as field.
+func ValidatePasswordIn(field, password string) error {
 	if n := len(password); n < MinPasswordLength || n > MaxPasswordLength {
-		return Invalidf("invalid password: it must be %d to %d bytes long", MinPasswordLength, MaxPasswordLength)
+		return InvalidField(field, "invalid password: it must be %d to %d bytes long", MinPasswordLength, MaxPasswordLength)
 	}
 	return nil
 }
 
-// Validate checks a new user's profile: login, names, email and bio.
+// Validate checks a new user's profile: login, names, email and bio,
+// reporting every invalid field (InvalidFields).
 func (u User) Validate() error {
-	if err := ValidateLogin(u.Login); err != nil {
-		return err
-	}
-	if err := ValidateName("firstname", u.Firstname); err != nil {
-		return err
-	}
-	if err := ValidateName("lastname", u.Lastname); err != nil {
-		return err
-	}
+	var email error
 	if u.Email != "" {
 		at := strings.IndexByte(u.Email, '@')
 		if len(u.Email) > MaxEmailLength || at < 1 || at == len(u.Email)-1 || strings.ContainsFunc(u.Email, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
-			return Invalidf("invalid email %s: it must look like name@example.com and be at most %d characters", Quote(u.Email), MaxEmailLength)
+			email = InvalidField("email", "invalid email %s: it must look like name@example.com and be at most %d characters", Quote(u.Email), MaxEmailLength)
 		}
 	}
-	return validateText("bio", u.Bio, 0, MaxBioLength, multiline)
+	return JoinInvalid(
+		ValidateLogin(u.Login),
+		ValidateName("firstname", u.Firstname),
+		ValidateName("lastname", u.Lastname),
+		email,
+		validateText("bio", u.Bio, 0, MaxBioLength, multiline),
+	)
 }
 
-// Validate checks a new room's name and banner.
+// Validate checks a new room's name and banner, reporting both if both
+// are invalid.
 func (r Room) Validate() error {
-	if err := ValidateRoomName(r.Name); err != nil {
-		return err
-	}
-	return validateText("banner", r.Banner, 0, MaxBannerLength, oneLine)
+	return JoinInvalid(validateRoomName("name", r.Name), validateText("banner", r.Banner, 0, MaxBannerLength, oneLine))
 }
 
 // ValidateName checks a first or last name: required, one line, with no
@@ -97,9 +105,9 @@ func ValidateName(field, name string) error {
 // but tabs and line breaks.
 func ValidateContent(content string) error {
 	if Blank(content) {
-		return Invalidf("invalid message: content must not be blank")
+		return InvalidField("content", "invalid message: content must not be blank")
 	}
-	return validateText("message content", content, 1, MaxMessageLength, message)
+	return validateLabeledText("content", "message content", content, 1, MaxMessageLength, message)
 }
 
 // Blank reports whether s shows nothing: it holds only white space and
@@ -167,19 +175,26 @@ func isBidiControl(r rune) bool {
 	return r == '\u061c' || r == '\u200e' || r == '\u200f' || ('\u202a' <= r && r <= '\u202e') || ('\u2066' <= r && r <= '\u2069')
 }
 
+// validateText checks the text s of field, returning a FieldError.
 func validateText(field, s string, minLen, maxLen int, kind textKind) error {
+	return validateLabeledText(field, field, s, minLen, maxLen, kind)
+}
+
+// validateLabeledText is validateText with the field called label in the
+// messages.
+func validateLabeledText(field, label, s string, minLen, maxLen int, kind textKind) error {
 	if !utf8.ValidString(s) {
-		return Invalidf("invalid %s: it is not valid UTF-8", field)
+		return InvalidField(field, "invalid %s: it is not valid UTF-8", label)
 	}
 	n := utf8.RuneCountInString(s)
 	if minLen > 0 && Blank(s) {
-		return Invalidf("invalid %s: it is required", field)
+		return InvalidField(field, "invalid %s: it is required", label)
 	}
 	if n > maxLen {
-		return Invalidf("invalid %s: it is %d characters, at most %d are allowed", field, n, maxLen)
+		return InvalidField(field, "invalid %s: it is %d characters, at most %d are allowed", label, n, maxLen)
 	}
 	if r, bad := kind.refused(s); bad {
-		return Invalidf("invalid %s: it holds the character %U, which is not allowed there (control and direction-changing characters)", field, r)
+		return InvalidField(field, "invalid %s: it holds the character %U, which is not allowed there (control and direction-changing characters)", label, r)
 	}
 	return nil
 }

@@ -60,7 +60,9 @@ type FileQuota struct {
 
 // A header of the upload's request, which the client sends as given.
 type HTTPHeader struct {
-	Name  string `json:"name"`
+	// The header's name.
+	Name string `json:"name"`
+	// Its value.
 	Value string `json:"value"`
 }
 
@@ -117,9 +119,13 @@ type PageInfo struct {
 // A change to the caller's profile: fields left out (or null) are kept.
 type ProfileInput struct {
 	// Required if given, at most 64 characters.
-	Firstname *string `json:"firstname,omitempty"`
+	OldFirstname *string `json:"firstname,omitempty"`
 	// Required if given, at most 64 characters.
-	Lastname *string `json:"lastname,omitempty"`
+	OldLastname *string `json:"lastname,omitempty"`
+	// Required if given, at most 64 characters.
+	FirstName *string `json:"firstName,omitempty"`
+	// Required if given, at most 64 characters.
+	LastName *string `json:"lastName,omitempty"`
 	// At most 500 characters; an empty string clears it.
 	Bio *string `json:"bio,omitempty"`
 }
@@ -168,10 +174,14 @@ type SignupInput struct {
 	Login string `json:"login"`
 	// 8 to 72 bytes.
 	Password string `json:"password"`
-	// Required, at most 64 characters.
-	Firstname string `json:"firstname"`
-	// Required, at most 64 characters.
-	Lastname string `json:"lastname"`
+	// The first name, as `firstName` (give one of the two).
+	OldFirstname *string `json:"firstname,omitempty"`
+	// The last name, as `lastName` (give one of the two).
+	OldLastname *string `json:"lastname,omitempty"`
+	// Required (or the deprecated `firstname`), at most 64 characters.
+	FirstName *string `json:"firstName,omitempty"`
+	// Required (or the deprecated `lastname`), at most 64 characters.
+	LastName *string `json:"lastName,omitempty"`
 	// Optional.
 	Email *string `json:"email,omitempty"`
 	// Optional, at most 500 characters.
