@@ -11,6 +11,12 @@ import (
 	"github.com/gocql/gocql"
 )
 
+// schemaCurrent is the whole schema of the last version in one file: an
+// empty keyspace is made from it (see migrate).
+//
+//go:embed schema_current.cql
+var schemaCurrent string
+
 // schemaV1 is the initial schema, kept as a .cql file so cqlsh can apply it.
 //
 //go:embed schema.cql
@@ -155,6 +161,8 @@ const (
 	selectKeyspace = `SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?`
 	selectVersions = `SELECT version FROM schema_migrations`
 	selectColumn   = `SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ? AND column_name = ?`
+	selectTables   = `SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?`
+	selectTypes    = `SELECT type_name FROM system_schema.types WHERE keyspace_name = ?`
 	// IF NOT EXISTS keeps the first applied_at when two servers start at once.
 	insertVersion = `INSERT INTO schema_migrations (version, applied_at, description) VALUES (?, ?, ?) IF NOT EXISTS`
 )
@@ -181,8 +189,67 @@ func createKeyspace(ctx context.Context, session *gocql.Session, s settings) err
 // migrate applies, in order, the migrations the keyspace has not recorded.
 // Servers starting at once may both apply a version; every statement is
 // idempotent, and the version is recorded once.
+//
+// An empty keyspace (a new deployment, each test's) is made from
+// schema_current.cql instead, a statement per table and type rather than
+// every version's (each a schema change the cluster must agree on, a
+// fraction of a second on one node), and every version is recorded: TestSchemaCurrentMatchesMigrations proves the two make the
+// same schema. A keyspace with any table or type but schema_migrations,
+// such as one a first start left half made, takes the migrations.
 func migrate(ctx context.Context, session *gocql.Session, keyspace string) error {
-	return migrateTo(ctx, session, keyspace, migrations)
+	if err := execDDL(ctx, session, createMigrationsTable); err != nil {
+		return fmt.Errorf("cassandra: create schema_migrations: %w", err)
+	}
+	empty, err := isEmpty(ctx, session, keyspace)
+	if err != nil {
+		return err
+	}
+	if !empty {
+		return migrateTo(ctx, session, keyspace, migrations)
+	}
+	for _, stmt := range statements(schemaCurrent) {
+		if err := execMigration(ctx, session, keyspace, stmt); err != nil {
+			return fmt.Errorf("cassandra: schema_current.cql: %w\n%s", err, stmt)
+		}
+	}
+	for _, m := range migrations {
+		if err := recordVersion(ctx, session, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isEmpty reports whether the keyspace holds no type and no table but
+// schema_migrations.
+func isEmpty(ctx context.Context, session *gocql.Session, keyspace string) (bool, error) {
+	ks := strings.ToLower(keyspace)
+	for _, q := range []string{selectTables, selectTypes} {
+		iter := session.Query(q, ks).WithContext(ctx).Iter()
+		var name string
+		others := 0
+		for iter.Scan(&name) {
+			if name != "schema_migrations" {
+				others++
+			}
+		}
+		if err := iter.Close(); err != nil {
+			return false, fmt.Errorf("cassandra: read the schema of keyspace %s: %w", keyspace, err)
+		}
+		if others > 0 {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// recordVersion records that the keyspace has m.
+func recordVersion(ctx context.Context, session *gocql.Session, m migration) error {
+	q := session.Query(insertVersion, m.version, time.Now(), m.description).WithContext(ctx)
+	if _, err := execCAS(q, nil); err != nil {
+		return fmt.Errorf("cassandra: record schema version %d: %w", m.version, err)
+	}
+	return nil
 }
 
 // migrateTo applies the given migrations; tests pass a prefix of migrations
@@ -214,9 +281,8 @@ func migrateTo(ctx context.Context, session *gocql.Session, keyspace string, ms 
 				return fmt.Errorf("cassandra: schema version %d: %w", m.version, err)
 			}
 		}
-		q := session.Query(insertVersion, m.version, time.Now(), m.description).WithContext(ctx)
-		if _, err := execCAS(q, nil); err != nil {
-			return fmt.Errorf("cassandra: record schema version %d: %w", m.version, err)
+		if err := recordVersion(ctx, session, m); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -15,19 +15,15 @@ import (
 	"github.com/gocql/gocql"
 )
 
-// schemaCurrent is the whole schema in one file, for readers; the backend
-// runs the migrations instead.
-//
-//go:embed schema_current.cql
-var schemaCurrent string
-
-// TestSchemaCurrentMatchesMigrations opens a fresh keyspace, which applies
-// every migration, and applies schema_current.cql to another: what
-// system_schema holds of the two keyspaces (tables and their options,
-// columns, types, indexes, views, triggers, functions, aggregates) is the
-// same but for the keyspace's name and the tables' ids. Then it opens the
-// second keyspace too, as a server started on a keyspace made by hand
-// would: that succeeds, and changes nothing.
+// TestSchemaCurrentMatchesMigrations applies every migration to a fresh
+// keyspace, and schema_current.cql to another: what system_schema holds of
+// the two keyspaces (tables and their options, columns, types, indexes,
+// views, triggers, functions, aggregates) is the same but for the
+// keyspace's name and the tables' ids. Then it opens the second keyspace
+// too, as a server started on a keyspace made by hand would: that
+// succeeds, and changes nothing. Last, a server opening an empty keyspace
+// (which it makes from schema_current.cql) makes the same schema and
+// records every version.
 func TestSchemaCurrentMatchesMigrations(t *testing.T) {
 	cfg := testConfig(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
@@ -37,8 +33,8 @@ func TestSchemaCurrentMatchesMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(boot.Close) // after the drops: cleanups run last in, first out
-	migrated, current := testKeyspace+"_migrated", testKeyspace+"_current"
-	for _, ks := range []string{migrated, current} {
+	migrated, current, fresh := testKeyspace+"_migrated", testKeyspace+"_current", testKeyspace+"_fresh"
+	for _, ks := range []string{migrated, current, fresh} {
 		drop := func() {
 			if err := execDDL(context.Background(), boot, "DROP KEYSPACE IF EXISTS "+ks); err != nil {
 				t.Errorf("drop keyspace %s: %v", ks, err)
@@ -58,25 +54,32 @@ func TestSchemaCurrentMatchesMigrations(t *testing.T) {
 		}
 		db.Close()
 	}
-	open(migrated)
-
-	if err := execDDL(ctx, boot, "CREATE KEYSPACE "+current+" WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"); err != nil {
+	// session creates keyspace ks and connects to it.
+	session := func(ks string) *gocql.Session {
+		t.Helper()
+		if err := execDDL(ctx, boot, "CREATE KEYSPACE "+ks+" WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"); err != nil {
+			t.Fatal(err)
+		}
+		cluster := gocql.NewCluster(cfg.Hosts...)
+		cluster.Keyspace = ks
+		s, err := cluster.CreateSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		return s
+	}
+	if err := migrateTo(ctx, session(migrated), migrated, migrations); err != nil {
 		t.Fatal(err)
 	}
-	cluster := gocql.NewCluster(cfg.Hosts...)
-	cluster.Keyspace = current
-	session, err := cluster.CreateSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer session.Close()
+	byHand := session(current)
 	for _, stmt := range statements(schemaCurrent) {
-		if err := execDDL(ctx, session, stmt); err != nil {
+		if err := execDDL(ctx, byHand, stmt); err != nil {
 			t.Fatalf("schema_current.cql: %v\n%s", err, stmt)
 		}
 	}
 
-	compare := func(when string) {
+	compare := func(when, current string) {
 		t.Helper()
 		for _, st := range []struct {
 			table string
@@ -111,12 +114,22 @@ func TestSchemaCurrentMatchesMigrations(t *testing.T) {
 			}
 		}
 	}
-	compare("applied")
+	compare("applied", current)
 	if t.Failed() {
 		return
 	}
 	open(current)
-	compare("opened after")
+	compare("opened after", current)
+
+	open(fresh)
+	compare("a server's fresh keyspace", fresh)
+	var recorded int
+	if err := boot.Query("SELECT COUNT(*) FROM " + fresh + ".schema_migrations").Scan(&recorded); err != nil {
+		t.Fatal(err)
+	}
+	if recorded != len(migrations) {
+		t.Fatalf("the fresh keyspace records %d versions, want %d", recorded, len(migrations))
+	}
 }
 
 // schemaRows returns the rows of system_schema.table of keyspace, by the
