@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/chat"
@@ -320,4 +321,13 @@ func caller(ctx context.Context) (store.UserRef, error) { return auth.UserFrom(c
 // botCreated is the API's view of a bot with its new key.
 func botCreated(b *chat.NewBot) *model.BotCreated {
 	return &model.BotCreated{Bot: &b.Bot, APIKey: b.Key}
+}
+
+// secondsOf is a count of seconds as a duration; nil stays nil.
+func secondsOf(seconds *int) *time.Duration {
+	if seconds == nil {
+		return nil
+	}
+	d := time.Duration(*seconds) * time.Second
+	return &d
 }

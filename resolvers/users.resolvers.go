@@ -90,7 +90,7 @@ func (r *mutationResolver) UpdateProfile(ctx context.Context, input model.Profil
 	if err != nil {
 		return nil, err
 	}
-	return r.Service.UpdateProfile(ctx, me, store.ProfileUpdate{Firstname: input.Firstname, Lastname: input.Lastname, Bio: input.Bio})
+	return r.Service.UpdateProfile(ctx, me, store.ProfileUpdate{Firstname: input.Firstname, Lastname: input.Lastname, Bio: input.Bio, ReadReceipts: input.ReadReceipts})
 }
 
 // SetAvatar is the resolver for the setAvatar field.
@@ -185,6 +185,11 @@ func (r *queryResolver) Me(ctx context.Context) (*store.User, error) {
 		return nil, err
 	}
 	return r.Service.Me(ctx, me)
+}
+
+// ReadReceipts is the resolver for the readReceipts field.
+func (r *userResolver) ReadReceipts(ctx context.Context, obj *store.User) (bool, error) {
+	return !obj.NoReadReceipts, nil
 }
 
 // Rooms is the resolver for the rooms field.
