@@ -43,9 +43,12 @@ func (s *Service) SetRoomSettings(ctx context.Context, me store.UserRef, room st
 		d := time.Duration(*c.SlowModeSeconds) * time.Second
 		change.SlowMode = &d
 	}
-	for setting, given := range map[roomSetting]bool{settingBanner: c.Banner != nil, settingTitle: c.Title != nil, settingSlowMode: c.SlowModeSeconds != nil} {
-		if given {
-			if err := mayChange(m, setting); err != nil {
+	for _, f := range []struct {
+		setting roomSetting
+		given   bool
+	}{{settingBanner, c.Banner != nil}, {settingTitle, c.Title != nil}, {settingSlowMode, c.SlowModeSeconds != nil}} {
+		if f.given {
+			if err := mayChange(m, f.setting); err != nil {
 				return nil, err
 			}
 		}
