@@ -35,6 +35,9 @@ const (
 	// or is slow; retrying later may succeed. It comes with
 	// extensions.retryAfter.
 	Unavailable = "UNAVAILABLE"
+	// SlowMode: a post came sooner after the poster's previous one than
+	// the room's slow mode allows. It comes with extensions.retryAfter.
+	SlowMode = "SLOW_MODE"
 )
 
 // The codes of verdicts on the request itself, given before any resolver
@@ -54,7 +57,7 @@ const (
 // errors with (any other code counts as OTHER). A new code goes here too.
 var Codes = []string{
 	Unauthenticated, Forbidden, NotFound, Conflict, BadUserInput, Internal, RateLimited,
-	QuotaExceeded, Unavailable,
+	QuotaExceeded, Unavailable, SlowMode,
 	ParseFailed, ValidationFailed, ComplexityExceeded, BadRequest, PayloadTooLarge,
 	PersistedQueryNotFound, TooManyConnections,
 }
@@ -90,15 +93,20 @@ func Of(err error) (code string, public bool) {
 		return Unavailable, true
 	case errors.As(err, new(*ratelimit.Exceeded)):
 		return RateLimited, true
+	case store.IsPostTooSoon(err):
+		return SlowMode, true
 	case errors.Is(err, broker.ErrSlowSubscriber), errors.Is(err, broker.ErrClosed):
 		return Internal, true
 	}
 	return Internal, false
 }
 
-// RetryAfter is the extensions.retryAfter of a RATE_LIMITED error, in
-// whole seconds; ok is false for any other error.
+// RetryAfter is the extensions.retryAfter of a RATE_LIMITED, UNAVAILABLE
+// or SLOW_MODE error, in whole seconds; ok is false for any other error.
 func RetryAfter(err error) (seconds int, ok bool) {
+	if soon, isSlow := errors.AsType[*store.PostTooSoon](err); isSlow {
+		return soon.RetryAfterSeconds(), true
+	}
 	if ex, isLimit := errors.AsType[*ratelimit.Exceeded](err); isLimit {
 		return ex.RetryAfterSeconds(), true
 	}

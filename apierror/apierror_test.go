@@ -28,6 +28,7 @@ func TestOfMapsEverySentinel(t *testing.T) {
 		{fmt.Errorf("login %q: %w", "x", store.ErrConflict), Conflict, true},
 		{store.Invalidf("name too long"), BadUserInput, true},
 		{fmt.Errorf("post: %w", limited), RateLimited, true},
+		{fmt.Errorf("post: %w", &store.PostTooSoon{Room: "x", RetryAfter: 2500 * time.Millisecond}), SlowMode, true},
 		{broker.ErrSlowSubscriber, Internal, true},
 		{broker.ErrClosed, Internal, true},
 		{errors.New("cassandra: timeout"), Internal, false},
@@ -43,6 +44,9 @@ func TestOfMapsEverySentinel(t *testing.T) {
 	}
 	if s, ok := RetryAfter(auth.ErrBusy); !ok || s != busyRetryAfter {
 		t.Errorf("RetryAfter(ErrBusy) = %d, %v; want %d, true", s, ok, busyRetryAfter)
+	}
+	if s, ok := RetryAfter(&store.PostTooSoon{Room: "x", RetryAfter: 2500 * time.Millisecond}); !ok || s != 3 {
+		t.Errorf("RetryAfter(slow mode, 2.5 s left) = %d, %v; want 3, true", s, ok)
 	}
 	if _, ok := RetryAfter(store.ErrNotFound); ok {
 		t.Error("RetryAfter(ErrNotFound) has a hint")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/killrchat/chatql/store"
 )
@@ -23,6 +24,8 @@ import (
 //     (store.ModerationAction.Check) and hide and delete others' messages:
 //     mayModerate.
 //   - a direct conversation is its two parties': directPeer.
+//   - a room's settings (banner, title, slow mode, icon, pins, invite
+//     links) are changed by those roomRights names: mayChange.
 //
 // A room's subscription is the reader's view too (FollowRoom); it checks
 // again that the viewer takes part when it catches up after a gap.
@@ -104,27 +107,31 @@ func (s *Service) directPeer(ctx context.Context, conversation string, me store.
 // the post goes to. Only a group's post needs them, so only a group's
 // costs a read of the whole room (made after the membership read, and
 // checked again by it). A public room's membership that allows posting is
-// cached (see Memberships): the next posts read nothing.
-func (s *Service) postAudience(ctx context.Context, name string, u store.UserRef) (store.RoomKind, []store.UserRef, error) {
+// cached (see Memberships): the next posts read nothing. slow is the
+// room's slow mode for u: zero for its creator and moderators.
+func (s *Service) postAudience(ctx context.Context, name string, u store.UserRef) (kind store.RoomKind, members []store.UserRef, slow time.Duration, err error) {
 	known, epoch := s.knownPoster(name, u.Login)
 	if known {
-		return store.PublicRoom, nil, nil
+		return store.PublicRoom, nil, 0, nil // the cache holds no room in slow mode
 	}
 	m, err := s.participant(ctx, name, u)
 	if err == nil {
 		s.rememberMembership(epoch, m)
 	}
+	if err == nil && !m.Moderates() {
+		slow = m.SlowMode
+	}
 	if err != nil || m.Kind != store.PrivateGroup {
-		return m.Kind, nil, err
+		return m.Kind, nil, slow, err
 	}
 	group, err := s.Store.Room(ctx, name)
 	if err != nil {
-		return "", nil, err
+		return "", nil, 0, err
 	}
 	if !group.HasParticipant(u.Login) {
-		return "", nil, notParticipant(name, u)
+		return "", nil, 0, notParticipant(name, u)
 	}
-	return group.Kind, group.Participants, nil
+	return group.Kind, group.Participants, slow, nil
 }
 
 // visibleRoom reads a room the caller may see: any public room, and the
@@ -260,4 +267,67 @@ func (s *Service) callerMayTakePartInAnother(ctx context.Context, me store.UserR
 		return err
 	}
 	return s.mayTakePartInAnother(u, true)
+}
+
+// A roomSetting is something about a room its members may change, some of
+// them: roomRights says who.
+type roomSetting string
+
+// The settings of a room.
+const (
+	settingBanner   roomSetting = "banner"
+	settingTitle    roomSetting = "title"
+	settingSlowMode roomSetting = "slow mode"
+	settingIcon     roomSetting = "icon"
+	settingPins     roomSetting = "pinned messages"
+	settingInvites  roomSetting = "invite links"
+)
+
+// Who may change a setting: any participant, or its creator and
+// moderators only.
+type changers int
+
+const (
+	anyParticipant changers = iota + 1
+	moderators
+)
+
+// roomRights is the one table of who may change what, by kind of room. A
+// public room is open to anyone, so its look and its pins are its
+// moderators'; a private group's members add members, and so share its
+// look and pins. Slow mode limits the members, and invite links let
+// strangers in: both are the moderators' in either kind. A public room has
+// no title (its name is its title) and no invite links (anyone may join).
+//
+// Two roles, creator and moderators, are enough for this table: every
+// setting is either everyone's or the moderators', and the creator's own
+// powers (deleting the room, appointing moderators) are single. A new role
+// would be a new value of changers here.
+var roomRights = map[roomSetting]map[store.RoomKind]changers{
+	settingBanner:   {store.PublicRoom: moderators, store.PrivateGroup: anyParticipant},
+	settingTitle:    {store.PrivateGroup: anyParticipant},
+	settingSlowMode: {store.PublicRoom: moderators, store.PrivateGroup: moderators},
+	settingIcon:     {store.PublicRoom: moderators, store.PrivateGroup: anyParticipant},
+	settingPins:     {store.PublicRoom: moderators, store.PrivateGroup: anyParticipant},
+	settingInvites:  {store.PrivateGroup: moderators},
+}
+
+// mayChange checks that the member m may change the setting of their room
+// (roomRights): FORBIDDEN otherwise, BAD_USER_INPUT for a setting the
+// room's kind does not have.
+func mayChange(m store.RoomMembership, setting roomSetting) error {
+	who, ok := roomRights[setting][m.Kind]
+	switch {
+	case !ok && m.Kind == store.PrivateGroup:
+		return store.Invalidf("a private group has no %s", setting)
+	case !ok:
+		return store.Invalidf("a public room has no %s", setting)
+	case who == moderators && !m.Moderates():
+		return fmt.Errorf("%w: only the creator and moderators of %q may change its %s", store.ErrForbidden, m.Room, setting)
+	case who == moderators:
+		return nil // the creator moderates whether or not they take part, as in moderation
+	case !m.Participant:
+		return fmt.Errorf("%w: only the members of %q may change its %s", store.ErrForbidden, m.Room, setting)
+	}
+	return nil
 }

@@ -82,7 +82,7 @@ func TestMembershipChecks(t *testing.T) {
 		if !errors.Is(err, c.wantErr) || err == nil && (!m.Participant || m.Creator != alice) {
 			t.Errorf("participant(%q, %q) = %+v, %v; want error %v", c.room, c.u.Login, m, err, c.wantErr)
 		}
-		kind, members, err := r.postAudience(ctx, c.room, c.u)
+		kind, members, _, err := r.postAudience(ctx, c.room, c.u)
 		var logins []string
 		for _, p := range members {
 			logins = append(logins, p.Login)

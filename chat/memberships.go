@@ -25,10 +25,11 @@ const (
 
 // Memberships is an instance's cache of who may post to which public room:
 // a post by a user the cache knows takes one store round trip (the write)
-// instead of two, and so does a page of its history (the read). It holds only memberships that allow posting (a
-// participant, not banned, of a public room): a refusal is always read
+// instead of two, and so does a page of its history (the read). It holds
+// only memberships that allow posting without more checks (a participant,
+// not banned, of a public room not in slow mode): a refusal is always read
 // afresh, and so is every private group's post, which needs the group's
-// members anyway.
+// members anyway, and every post in slow mode, which takes its turn.
 //
 // An entry lives for TTL at most, and is dropped as soon as the membership
 // may have ended: on this instance by membershipEnded, before the mutation
@@ -78,8 +79,8 @@ func (c *Memberships) mayPost(room, login string) (ok bool, epoch uint64) {
 // remember caches m, read from the store in epoch, if it allows posting
 // and nothing was dropped since the read began.
 func (c *Memberships) remember(epoch uint64, m store.RoomMembership) {
-	if !m.Participant || m.Banned || m.Kind == store.PrivateGroup {
-		return
+	if !m.Participant || m.Banned || m.Kind == store.PrivateGroup || m.SlowMode > 0 {
+		return // a post in slow mode takes its turn: the room's is not cached
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -65,7 +65,7 @@ func (s *Service) Post(ctx context.Context, me store.UserRef, room string, d Dra
 	if err := d.validate(); err != nil {
 		return nil, err
 	}
-	kind, members, err := s.postAudience(ctx, room, me)
+	kind, members, slow, err := s.postAudience(ctx, room, me)
 	if err != nil {
 		return nil, err
 	}
@@ -81,6 +81,13 @@ func (s *Service) Post(ctx context.Context, me store.UserRef, room string, d Dra
 	defer w.end()
 	msg := store.Message{Room: room, ID: s.newMessageID(), Author: me, Content: d.Content, ReplyTo: root}
 	posted, err := s.sendOnce(ctx, d.ClientMessageID, msg, func(msg *store.Message) error {
+		if slow > 0 {
+			// Taken for a first send only: a retry of a stored post is
+			// no new post.
+			if err := s.Store.TakePostTurn(ctx, room, me.Login, s.now(), slow); err != nil {
+				return err
+			}
+		}
 		if err := s.claimFiles(ctx, msg, prepared); err != nil {
 			return err
 		}

@@ -104,18 +104,9 @@ func (s *Service) SetRoomIcon(ctx context.Context, me store.UserRef, room string
 	return s.roomAfter(ctx, room, nil)
 }
 
-// mayChangeIcon says whether the member m may change the room's icon.
-func mayChangeIcon(m store.RoomMembership) error {
-	switch {
-	case m.Kind == store.PrivateGroup && m.Participant:
-		return nil
-	case m.Kind == store.PrivateGroup:
-		return fmt.Errorf("%w: only the members of %q may change its icon", store.ErrForbidden, m.Room)
-	case m.Moderates():
-		return nil
-	}
-	return fmt.Errorf("%w: only the creator and moderators of %q may change its icon", store.ErrForbidden, m.Room)
-}
+// mayChangeIcon says whether the member m may change the room's icon
+// (roomRights).
+func mayChangeIcon(m store.RoomMembership) error { return mayChange(m, settingIcon) }
 
 // samePictureFile reports whether the picture is already the file id (or
 // both are none).

@@ -138,7 +138,19 @@ func (s *Service) FollowRoom(ctx context.Context, me store.UserRef, room string,
 	if rd.Windows != nil {
 		sees = rd.Sees
 	}
-	return s.Streams.OpenRoom(ctx, room, me, after, sees)
+	st, err := s.Streams.OpenRoom(ctx, room, me, after, sees)
+	if err != nil || rd.Windows == nil {
+		return st, err
+	}
+	if sends, err := s.sendsReceipts(ctx, me.Login); err != nil || !sends {
+		// A group's member who sends no receipts sees none (sendReceipt).
+		st.LeaveOut(func(ev *store.Event) bool { return ev.Kind == store.ReadUpTo })
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
+	return st, nil
 }
 
 // FollowInbox opens me's stream of their inbox events after the cursor

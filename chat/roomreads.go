@@ -174,7 +174,83 @@ func (s *Service) MarkRead(ctx context.Context, me store.UserRef, conversation, 
 		return nil, err
 	}
 	s.publishTo(ctx, broker.UserTopic(me.Login), ev)
+	if id != upToMsg.ID {
+		upToMsg = before.LastMessage
+	}
+	if err := s.sendReceipt(ctx, me, conv, upToMsg); err != nil {
+		return nil, err
+	}
 	return &conv, s.applyMute(ctx, me, &conv)
+}
+
+// Read receipts of direct conversations and groups: a reader's mark, kept
+// where a public room's are (RoomReads, a partition per conversation), is
+// their receipt, shown to the others (the peer's Conversation.peerReadUpTo,
+// a group's Room.readMarks) and told live (READ_UPTO: to the peer's inbox,
+// to the group's subscribers). Who chose to send none (User.NoReadReceipts)
+// sends none and, in return, sees none of others': receipts are mutual, as
+// in the messaging apps people know. Marks sent before the choice stay as
+// they were; the choice holds for the subscriptions opened after it.
+
+// sendReceipt records me's receipt of the conversation c up to the message
+// upTo and tells the others, unless me sends none, or (a direct
+// conversation) the peer sees none.
+func (s *Service) sendReceipt(ctx context.Context, me store.UserRef, c store.Conversation, upTo store.Message) error {
+	sends, err := s.sendsReceipts(ctx, me.Login)
+	if err != nil || !sends {
+		return err
+	}
+	if c.Kind == store.GroupConversation {
+		if m, err := s.Store.Membership(ctx, c.ID, me.Login); err != nil || !m.Participant {
+			return err // a former member's reading is theirs alone
+		}
+	}
+	if err := s.Store.MarkRoomRead(ctx, c.ID, me, upTo.ID); err != nil {
+		return err
+	}
+	ev := store.Event{Kind: store.ReadUpTo, Room: c.ID, User: me, Message: &upTo} // no id: in no log
+	if c.Kind == store.GroupConversation {
+		s.publishTo(ctx, broker.RoomTopic(c.ID), ev)
+		return nil
+	}
+	peerSees, err := s.sendsReceipts(ctx, c.Peer.Login)
+	if err == nil && peerSees {
+		s.publishTo(ctx, broker.UserTopic(c.Peer.Login), ev)
+	}
+	return err
+}
+
+// sendsReceipts reports whether login sends (and so sees) read receipts.
+func (s *Service) sendsReceipts(ctx context.Context, login string) (bool, error) {
+	u, err := s.Store.User(ctx, login)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil // a deleted account
+	}
+	return err == nil && !u.NoReadReceipts, err
+}
+
+// PeerReadUpTo is how far the peer of me's direct conversation c has read
+// it (their receipt), the "seen" of me's messages up to it; zero when
+// either of them sends no receipts, and for a group or room.
+func (s *Service) PeerReadUpTo(ctx context.Context, me store.UserRef, c *store.Conversation) (store.MessageID, error) {
+	if c.Kind != store.DirectConversation {
+		return store.MessageID{}, nil
+	}
+	for _, login := range []string{me.Login, c.Peer.Login} {
+		if sends, err := s.sendsReceipts(ctx, login); err != nil || !sends {
+			return store.MessageID{}, err
+		}
+	}
+	marks, err := s.Store.RoomReadMarks(ctx, c.ID, 2)
+	if err != nil {
+		return store.MessageID{}, err
+	}
+	for _, m := range marks {
+		if m.User.Login == c.Peer.Login {
+			return m.UpTo, nil
+		}
+	}
+	return store.MessageID{}, nil
 }
 
 // Inbox is me's conversations and the public rooms they take part in, in

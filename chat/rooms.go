@@ -174,15 +174,17 @@ func (s *Service) Rooms(ctx context.Context, me store.UserRef, after string, lim
 	return s.visibleRooms(ctx, me, after, limit)
 }
 
-// ReadMarks are up to n of a public room's read marks, for its
-// participants; none for others, and none of a group (whose receipts are
-// not shared).
+// ReadMarks are up to n of a room's read marks, for its participants: a
+// public room's, and a group's read receipts (see sendReceipt), none for
+// a member who sends none. None for others.
 func (s *Service) ReadMarks(ctx context.Context, me store.UserRef, room *store.Room, n int) ([]store.ReadMark, error) {
-	if room.Kind == store.PrivateGroup {
-		return []store.ReadMark{}, nil
-	}
 	if m, err := s.Store.Membership(ctx, room.Name, me.Login); err != nil || !m.Participant {
 		return []store.ReadMark{}, nil
+	}
+	if room.Kind == store.PrivateGroup {
+		if sends, err := s.sendsReceipts(ctx, me.Login); err != nil || !sends {
+			return []store.ReadMark{}, err
+		}
 	}
 	return s.Store.RoomReadMarks(ctx, room.Name, n)
 }

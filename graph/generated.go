@@ -35,9 +35,11 @@ type ResolverRoot interface {
 	Conversation() ConversationResolver
 	Image() ImageResolver
 	InboxEvent() InboxEventResolver
+	Invite() InviteResolver
 	LinkPreview() LinkPreviewResolver
 	Message() MessageResolver
 	Mutation() MutationResolver
+	PinnedMessage() PinnedMessageResolver
 	Query() QueryResolver
 	Reaction() ReactionResolver
 	ReadMark() ReadMarkResolver
@@ -86,15 +88,21 @@ type ComplexityRoot struct {
 	}
 
 	Conversation struct {
-		ID          func(childComplexity int) int
-		Kind        func(childComplexity int) int
-		LastMessage func(childComplexity int) int
-		Mentions    func(childComplexity int) int
-		Muted       func(childComplexity int) int
-		Peer        func(childComplexity int) int
-		PeerOnline  func(childComplexity int) int
-		ReadUpTo    func(childComplexity int) int
-		Unread      func(childComplexity int) int
+		ID           func(childComplexity int) int
+		Kind         func(childComplexity int) int
+		LastMessage  func(childComplexity int) int
+		Mentions     func(childComplexity int) int
+		Muted        func(childComplexity int) int
+		Peer         func(childComplexity int) int
+		PeerOnline   func(childComplexity int) int
+		PeerReadUpTo func(childComplexity int) int
+		ReadUpTo     func(childComplexity int) int
+		Unread       func(childComplexity int) int
+	}
+
+	CreatedInvite struct {
+		Invite func(childComplexity int) int
+		Token  func(childComplexity int) int
 	}
 
 	FileQuota struct {
@@ -125,6 +133,15 @@ type ComplexityRoot struct {
 		Message        func(childComplexity int) int
 		Online         func(childComplexity int) int
 		User           func(childComplexity int) int
+	}
+
+	Invite struct {
+		CreatedAt func(childComplexity int) int
+		CreatedBy func(childComplexity int) int
+		ExpiresAt func(childComplexity int) int
+		ID        func(childComplexity int) int
+		MaxUses   func(childComplexity int) int
+		Uses      func(childComplexity int) int
 	}
 
 	LinkPreview struct {
@@ -176,6 +193,7 @@ type ComplexityRoot struct {
 		ChangePassword             func(childComplexity int, oldPassword string, newPassword string) int
 		CompleteUpload             func(childComplexity int, id string) int
 		CreateBot                  func(childComplexity int, login string, firstname *string, lastname *string, firstName *string, lastName *string) int
+		CreateInvite               func(childComplexity int, room string, maxUses *int, expiresInSeconds *int) int
 		CreateRoom                 func(childComplexity int, input model.CreateRoomInput) int
 		CreateUpload               func(childComplexity int, name string, contentType string, size int) int
 		CreateWebhook              func(childComplexity int, room string, url string) int
@@ -187,18 +205,21 @@ type ComplexityRoot struct {
 		DismissModerator           func(childComplexity int, room string, login string) int
 		EditMessage                func(childComplexity int, id string, content string) int
 		HideMessage                func(childComplexity int, id string) int
+		JoinByInvite               func(childComplexity int, token string) int
 		JoinRoom                   func(childComplexity int, room string) int
 		LeaveRoom                  func(childComplexity int, room string) int
 		Login                      func(childComplexity int, login string, password string) int
 		Logout                     func(childComplexity int) int
 		MarkRead                   func(childComplexity int, conversation string, upTo string) int
 		MuteConversation           func(childComplexity int, conversation string, muted *bool) int
+		PinMessage                 func(childComplexity int, id string) int
 		PostMessage                func(childComplexity int, room string, content string, attachments []string, clientMessageID *string, replyTo *string) int
 		RefreshToken               func(childComplexity int, token string) int
 		RegisterPushSubscription   func(childComplexity int, endpoint string, p256dh string, auth string, device *string) int
 		RemoveParticipant          func(childComplexity int, room string, login string) int
 		RemoveReaction             func(childComplexity int, messageID string, emoji string) int
 		ReviveWebhook              func(childComplexity int, id string) int
+		RevokeInvite               func(childComplexity int, room string, id string) int
 		RotateBotKey               func(childComplexity int, login string) int
 		SendDirectMessage          func(childComplexity int, to string, content string, attachments []string, clientMessageID *string, replyTo *string) int
 		SetAvatar                  func(childComplexity int, file *string) int
@@ -208,8 +229,10 @@ type ComplexityRoot struct {
 		Typing                     func(childComplexity int, conversation string, active *bool) int
 		UnbanUser                  func(childComplexity int, room string, login string) int
 		UnblockUser                func(childComplexity int, login string) int
+		UnpinMessage               func(childComplexity int, id string) int
 		UnregisterPushSubscription func(childComplexity int, endpoint string) int
 		UpdateProfile              func(childComplexity int, input model.ProfileInput) int
+		UpdateRoomSettings         func(childComplexity int, room string, input model.RoomSettingsInput) int
 	}
 
 	PageInfo struct {
@@ -217,6 +240,12 @@ type ComplexityRoot struct {
 		HasNextPage     func(childComplexity int) int
 		HasPreviousPage func(childComplexity int) int
 		StartCursor     func(childComplexity int) int
+	}
+
+	PinnedMessage struct {
+		Message  func(childComplexity int) int
+		PinnedAt func(childComplexity int) int
+		PinnedBy func(childComplexity int) int
 	}
 
 	PushSubscription struct {
@@ -258,18 +287,22 @@ type ComplexityRoot struct {
 	}
 
 	Room struct {
-		Banned       func(childComplexity int, first *int, after *string) int
-		Banner       func(childComplexity int) int
-		CreatedAt    func(childComplexity int) int
-		Creator      func(childComplexity int) int
-		ID           func(childComplexity int) int
-		Icon         func(childComplexity int) int
-		Kind         func(childComplexity int) int
-		Moderators   func(childComplexity int) int
-		Name         func(childComplexity int) int
-		Online       func(childComplexity int, first *int) int
-		Participants func(childComplexity int, first *int, after *string) int
-		ReadMarks    func(childComplexity int, first *int) int
+		Banned          func(childComplexity int, first *int, after *string) int
+		Banner          func(childComplexity int) int
+		CreatedAt       func(childComplexity int) int
+		Creator         func(childComplexity int) int
+		ID              func(childComplexity int) int
+		Icon            func(childComplexity int) int
+		Invites         func(childComplexity int) int
+		Kind            func(childComplexity int) int
+		Moderators      func(childComplexity int) int
+		Name            func(childComplexity int) int
+		Online          func(childComplexity int, first *int) int
+		Participants    func(childComplexity int, first *int, after *string) int
+		PinnedMessages  func(childComplexity int) int
+		ReadMarks       func(childComplexity int, first *int) int
+		SlowModeSeconds func(childComplexity int) int
+		Title           func(childComplexity int) int
 	}
 
 	RoomConnection struct {
@@ -312,15 +345,16 @@ type ComplexityRoot struct {
 	}
 
 	User struct {
-		Avatar    func(childComplexity int) int
-		Bio       func(childComplexity int) int
-		Bot       func(childComplexity int) int
-		Email     func(childComplexity int) int
-		Firstname func(childComplexity int) int
-		ID        func(childComplexity int) int
-		Lastname  func(childComplexity int) int
-		Login     func(childComplexity int) int
-		Rooms     func(childComplexity int, first *int, after *string) int
+		Avatar       func(childComplexity int) int
+		Bio          func(childComplexity int) int
+		Bot          func(childComplexity int) int
+		Email        func(childComplexity int) int
+		Firstname    func(childComplexity int) int
+		ID           func(childComplexity int) int
+		Lastname     func(childComplexity int) int
+		Login        func(childComplexity int) int
+		ReadReceipts func(childComplexity int) int
+		Rooms        func(childComplexity int, first *int, after *string) int
 	}
 
 	UserPresence struct {
@@ -375,6 +409,7 @@ type ConversationResolver interface {
 	LastMessage(ctx context.Context, obj *store.Conversation) (*store.Message, error)
 
 	ReadUpTo(ctx context.Context, obj *store.Conversation) (*string, error)
+	PeerReadUpTo(ctx context.Context, obj *store.Conversation) (*string, error)
 }
 type ImageResolver interface {
 	ID(ctx context.Context, obj *store.Picture) (string, error)
@@ -386,6 +421,9 @@ type ImageResolver interface {
 }
 type InboxEventResolver interface {
 	Conversation(ctx context.Context, obj *model.InboxEvent) (*store.Conversation, error)
+}
+type InviteResolver interface {
+	ID(ctx context.Context, obj *store.Invite) (string, error)
 }
 type LinkPreviewResolver interface {
 	ImageURL(ctx context.Context, obj *store.LinkPreview) (*string, error)
@@ -432,6 +470,12 @@ type MutationResolver interface {
 	DismissModerator(ctx context.Context, room string, login string) (*store.Room, error)
 	RemoveParticipant(ctx context.Context, room string, login string) (*store.Room, error)
 	BanUser(ctx context.Context, room string, login string) (*store.Room, error)
+	UpdateRoomSettings(ctx context.Context, room string, input model.RoomSettingsInput) (*store.Room, error)
+	PinMessage(ctx context.Context, id string) (*store.Message, error)
+	UnpinMessage(ctx context.Context, id string) (*store.Message, error)
+	CreateInvite(ctx context.Context, room string, maxUses *int, expiresInSeconds *int) (*chat.NewInvite, error)
+	RevokeInvite(ctx context.Context, room string, id string) (bool, error)
+	JoinByInvite(ctx context.Context, token string) (*store.Room, error)
 	UnbanUser(ctx context.Context, room string, login string) (*store.Room, error)
 	BlockUser(ctx context.Context, login string) ([]store.UserRef, error)
 	UnblockUser(ctx context.Context, login string) ([]store.UserRef, error)
@@ -449,6 +493,10 @@ type MutationResolver interface {
 	CreateWebhook(ctx context.Context, room string, url string) (*store.Webhook, error)
 	DeleteWebhook(ctx context.Context, id string) (bool, error)
 	ReviveWebhook(ctx context.Context, id string) (*store.Webhook, error)
+}
+type PinnedMessageResolver interface {
+	PinnedBy(ctx context.Context, obj *chat.PinnedMessage) (*store.UserRef, error)
+	PinnedAt(ctx context.Context, obj *chat.PinnedMessage) (*time.Time, error)
 }
 type QueryResolver interface {
 	Inbox(ctx context.Context) ([]store.Conversation, error)
@@ -480,6 +528,11 @@ type ReadMarkResolver interface {
 type RoomResolver interface {
 	ID(ctx context.Context, obj *store.Room) (string, error)
 
+	Title(ctx context.Context, obj *store.Room) (*string, error)
+	SlowModeSeconds(ctx context.Context, obj *store.Room) (int, error)
+	PinnedMessages(ctx context.Context, obj *store.Room) ([]chat.PinnedMessage, error)
+	Invites(ctx context.Context, obj *store.Room) ([]store.Invite, error)
+
 	Participants(ctx context.Context, obj *store.Room, first *int, after *string) ([]store.UserRef, error)
 	Kind(ctx context.Context, obj *store.Room) (model.RoomKind, error)
 	ReadMarks(ctx context.Context, obj *store.Room, first *int) ([]store.ReadMark, error)
@@ -494,6 +547,7 @@ type SubscriptionResolver interface {
 type UserResolver interface {
 	ID(ctx context.Context, obj *store.User) (string, error)
 
+	ReadReceipts(ctx context.Context, obj *store.User) (bool, error)
 	Rooms(ctx context.Context, obj *store.User, first *int, after *string) ([]string, error)
 }
 type UserSummaryResolver interface {
@@ -709,6 +763,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Conversation.PeerOnline(childComplexity), true
+	case "Conversation.peerReadUpTo":
+		if e.ComplexityRoot.Conversation.PeerReadUpTo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Conversation.PeerReadUpTo(childComplexity), true
 	case "Conversation.readUpTo":
 		if e.ComplexityRoot.Conversation.ReadUpTo == nil {
 			break
@@ -721,6 +781,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Conversation.Unread(childComplexity), true
+
+	case "CreatedInvite.invite":
+		if e.ComplexityRoot.CreatedInvite.Invite == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreatedInvite.Invite(childComplexity), true
+	case "CreatedInvite.token":
+		if e.ComplexityRoot.CreatedInvite.Token == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreatedInvite.Token(childComplexity), true
 
 	case "FileQuota.limitBytes":
 		if e.ComplexityRoot.FileQuota.LimitBytes == nil {
@@ -833,6 +906,43 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.InboxEvent.User(childComplexity), true
+
+	case "Invite.createdAt":
+		if e.ComplexityRoot.Invite.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Invite.CreatedAt(childComplexity), true
+	case "Invite.createdBy":
+		if e.ComplexityRoot.Invite.CreatedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Invite.CreatedBy(childComplexity), true
+	case "Invite.expiresAt":
+		if e.ComplexityRoot.Invite.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Invite.ExpiresAt(childComplexity), true
+	case "Invite.id":
+		if e.ComplexityRoot.Invite.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Invite.ID(childComplexity), true
+	case "Invite.maxUses":
+		if e.ComplexityRoot.Invite.MaxUses == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Invite.MaxUses(childComplexity), true
+	case "Invite.uses":
+		if e.ComplexityRoot.Invite.Uses == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Invite.Uses(childComplexity), true
 
 	case "LinkPreview.description":
 		if e.ComplexityRoot.LinkPreview.Description == nil {
@@ -1094,6 +1204,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateBot(childComplexity, args["login"].(string), args["firstname"].(*string), args["lastname"].(*string), args["firstName"].(*string), args["lastName"].(*string)), true
+	case "Mutation.createInvite":
+		if e.ComplexityRoot.Mutation.CreateInvite == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createInvite_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateInvite(childComplexity, args["room"].(string), args["maxUses"].(*int), args["expiresInSeconds"].(*int)), true
 	case "Mutation.createRoom":
 		if e.ComplexityRoot.Mutation.CreateRoom == nil {
 			break
@@ -1215,6 +1336,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.HideMessage(childComplexity, args["id"].(string)), true
+	case "Mutation.joinByInvite":
+		if e.ComplexityRoot.Mutation.JoinByInvite == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_joinByInvite_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.JoinByInvite(childComplexity, args["token"].(string)), true
 	case "Mutation.joinRoom":
 		if e.ComplexityRoot.Mutation.JoinRoom == nil {
 			break
@@ -1276,6 +1408,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.MuteConversation(childComplexity, args["conversation"].(string), args["muted"].(*bool)), true
+	case "Mutation.pinMessage":
+		if e.ComplexityRoot.Mutation.PinMessage == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_pinMessage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.PinMessage(childComplexity, args["id"].(string)), true
 	case "Mutation.postMessage":
 		if e.ComplexityRoot.Mutation.PostMessage == nil {
 			break
@@ -1342,6 +1485,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ReviveWebhook(childComplexity, args["id"].(string)), true
+	case "Mutation.revokeInvite":
+		if e.ComplexityRoot.Mutation.RevokeInvite == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_revokeInvite_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RevokeInvite(childComplexity, args["room"].(string), args["id"].(string)), true
 	case "Mutation.rotateBotKey":
 		if e.ComplexityRoot.Mutation.RotateBotKey == nil {
 			break
@@ -1441,6 +1595,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UnblockUser(childComplexity, args["login"].(string)), true
+	case "Mutation.unpinMessage":
+		if e.ComplexityRoot.Mutation.UnpinMessage == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_unpinMessage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UnpinMessage(childComplexity, args["id"].(string)), true
 	case "Mutation.unregisterPushSubscription":
 		if e.ComplexityRoot.Mutation.UnregisterPushSubscription == nil {
 			break
@@ -1463,6 +1628,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UpdateProfile(childComplexity, args["input"].(model.ProfileInput)), true
+	case "Mutation.updateRoomSettings":
+		if e.ComplexityRoot.Mutation.UpdateRoomSettings == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateRoomSettings_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateRoomSettings(childComplexity, args["room"].(string), args["input"].(model.RoomSettingsInput)), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -1488,6 +1664,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PageInfo.StartCursor(childComplexity), true
+
+	case "PinnedMessage.message":
+		if e.ComplexityRoot.PinnedMessage.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PinnedMessage.Message(childComplexity), true
+	case "PinnedMessage.pinnedAt":
+		if e.ComplexityRoot.PinnedMessage.PinnedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PinnedMessage.PinnedAt(childComplexity), true
+	case "PinnedMessage.pinnedBy":
+		if e.ComplexityRoot.PinnedMessage.PinnedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PinnedMessage.PinnedBy(childComplexity), true
 
 	case "PushSubscription.createdAt":
 		if e.ComplexityRoot.PushSubscription.CreatedAt == nil {
@@ -1746,6 +1941,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Room.Icon(childComplexity), true
+	case "Room.invites":
+		if e.ComplexityRoot.Room.Invites == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Room.Invites(childComplexity), true
 	case "Room.kind":
 		if e.ComplexityRoot.Room.Kind == nil {
 			break
@@ -1786,6 +1987,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Room.Participants(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "Room.pinnedMessages":
+		if e.ComplexityRoot.Room.PinnedMessages == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Room.PinnedMessages(childComplexity), true
 	case "Room.readMarks":
 		if e.ComplexityRoot.Room.ReadMarks == nil {
 			break
@@ -1797,6 +2004,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Room.ReadMarks(childComplexity, args["first"].(*int)), true
+	case "Room.slowModeSeconds":
+		if e.ComplexityRoot.Room.SlowModeSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Room.SlowModeSeconds(childComplexity), true
+	case "Room.title":
+		if e.ComplexityRoot.Room.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Room.Title(childComplexity), true
 
 	case "RoomConnection.edges":
 		if e.ComplexityRoot.RoomConnection.Edges == nil {
@@ -1988,6 +2207,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.User.Login(childComplexity), true
+	case "User.readReceipts":
+		if e.ComplexityRoot.User.ReadReceipts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.User.ReadReceipts(childComplexity), true
 	case "User.rooms":
 		if e.ComplexityRoot.User.Rooms == nil {
 			break
@@ -2157,6 +2382,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	inputUnmarshalMap := graphql.BuildUnmarshalerMap(
 		ec.unmarshalInputCreateRoomInput,
 		ec.unmarshalInputProfileInput,
+		ec.unmarshalInputRoomSettingsInput,
 		ec.unmarshalInputSignupInput,
 	)
 	first := true
@@ -2280,6 +2506,12 @@ type Conversation {
   unread: Int!
   """The newest message the caller has marked read (markRead or a post of their own); null when none."""
   readUpTo: ID
+  """
+  How far the other user of a direct conversation has read it (their read receipt): the caller's
+  messages up to it are "seen". Null for a group (see ` + "`" + `Room.readMarks` + "`" + `), before any receipt, and
+  when either user sends no read receipts (` + "`" + `updateProfile(input: {readReceipts: false})` + "`" + `).
+  """
+  peerReadUpTo: ID
   """How many of the unread messages mention the caller as @login (counted among the same newest 100)."""
   mentions: Int!
   """The caller muted the conversation (muteConversation): ` + "`" + `unread` + "`" + ` and ` + "`" + `mentions` + "`" + ` are 0 and @mentions do not notify."""
@@ -2321,6 +2553,12 @@ enum InboxEventKind {
   TYPING_STOPPED
   """` + "`" + `user` + "`" + `, the other user of a direct conversation, came online or went offline: see ` + "`" + `online` + "`" + `. Ephemeral, like typing; only with ` + "`" + `inboxEvents(presence: true)` + "`" + `."""
   PRESENCE_CHANGED
+  """
+  ` + "`" + `user` + "`" + `, the other user of a direct conversation, read it up to ` + "`" + `message` + "`" + ` (their read receipt:
+  see ` + "`" + `Conversation.peerReadUpTo` + "`" + `). Live only, no cursor; not sent when either user sends no
+  receipts.
+  """
+  READ_UPTO
 }
 
 """A change in the caller's inbox."""
@@ -2704,8 +2942,9 @@ enum RoomEventKind {
   """` + "`" + `user` + "`" + ` added or removed a reaction to ` + "`" + `message` + "`" + `, whose ` + "`" + `reactions` + "`" + ` are as they are now."""
   REACTION_CHANGED
   """
-  ` + "`" + `user` + "`" + ` marked the room read up to ` + "`" + `message` + "`" + `. Live only: it has no cursor and is not replayed
-  (read marks are state, kept in ` + "`" + `Room.readMarks` + "`" + `, not history).
+  ` + "`" + `user` + "`" + ` marked the room read up to ` + "`" + `message` + "`" + `: in a group, their read receipt, which members who
+  send none do not get. Live only: it has no cursor and is not replayed (read marks are state,
+  kept in ` + "`" + `Room.readMarks` + "`" + `, not history).
   """
   READ_UPTO
   """
@@ -2732,6 +2971,12 @@ enum RoomEventKind {
   PARTICIPANT_BANNED
   """` + "`" + `by` + "`" + ` lifted the ban of ` + "`" + `user` + "`" + `."""
   PARTICIPANT_UNBANNED
+  """` + "`" + `user` + "`" + ` changed the room's banner, title or slow mode (` + "`" + `updateRoomSettings` + "`" + `); ` + "`" + `message` + "`" + ` is the system message that records it. Read the room again for the new values."""
+  ROOM_SETTINGS_CHANGED
+  """` + "`" + `user` + "`" + ` pinned ` + "`" + `message` + "`" + ` (` + "`" + `pinMessage` + "`" + `)."""
+  MESSAGE_PINNED
+  """` + "`" + `user` + "`" + ` unpinned ` + "`" + `message` + "`" + `."""
+  MESSAGE_UNPINNED
 }
 
 """Something that happened in a room."""
@@ -2971,8 +3216,29 @@ type Room implements Node {
   id: ID!
   """The unique name: 2 to 40 characters, lowercase letters, digits, '_' or '-'."""
   name: String!
-  """A line shown under the name; empty when not given."""
+  """A line shown under the name, the room's topic (` + "`" + `updateRoomSettings` + "`" + `); empty when not given."""
   banner: String!
+  """A private group's title, shown instead of its name (` + "`" + `updateRoomSettings` + "`" + `); null when none, and for a public room."""
+  title: String
+  """
+  Slow mode: the least number of seconds between two posts of a participant who is neither the
+  creator nor a moderator (` + "`" + `updateRoomSettings` + "`" + `); 0 when off. A post too soon is refused with
+  SLOW_MODE and ` + "`" + `extensions.retryAfter` + "`" + `.
+  """
+  slowModeSeconds: Int!
+  """
+  The messages pinned to the room (` + "`" + `pinMessage` + "`" + `), the newest pin first, at most 50: those the
+  caller may read. A group member does not see pinned the messages of times they were not a
+  member, nobody sees a deleted message pinned, and a hidden one is shown pinned to its author
+  only. Empty for a caller who reads nothing of the room. Changes arrive as MESSAGE_PINNED and
+  MESSAGE_UNPINNED room events.
+  """
+  pinnedMessages: [PinnedMessage!]! @listSize(assumedSize: 50) @cost(weight: "10")
+  """
+  A private group's invite links (` + "`" + `createInvite` + "`" + `), the newest first, without their tokens, for its
+  creator and moderators; null for others and for a public room.
+  """
+  invites: [Invite!] @listSize(assumedSize: 20)
   """Who created the room: only they may delete it, and appoint and dismiss its moderators."""
   creator: UserSummary!
   """The room's picture (` + "`" + `setRoomIcon` + "`" + `); null for none."""
@@ -2993,9 +3259,11 @@ type Room implements Node {
   """Public room or private group."""
   kind: RoomKind!
   """
-  Who has read the public room how far (` + "`" + `markRead` + "`" + `), by login, at most ` + "`" + `first` + "`" + ` (1 to 1000) of
-  them: a large room's receipts stop there. Empty for a private group, and for a caller who does
-  not take part. Live changes arrive as READ_UPTO room events.
+  Who has read the room how far (` + "`" + `markRead` + "`" + `), by login, at most ` + "`" + `first` + "`" + ` (1 to 1000) of them: a
+  large room's receipts stop there. In a private group, these are the members' read receipts:
+  empty for a caller who sends none (` + "`" + `updateProfile(input: {readReceipts: false})` + "`" + `), and without
+  the members who send none. Empty for a caller who does not take part. Live changes arrive as
+  READ_UPTO room events.
   """
   readMarks(
     """How many, 1 to 1000."""
@@ -3026,6 +3294,53 @@ type Room implements Node {
     """A login: the page starts after it."""
     after: String
   ): [String!] @listSize(slicingArguments: ["first"], assumedSize: 100)
+}
+
+"""A message pinned to a room."""
+type PinnedMessage {
+  """The message, as the caller reads it."""
+  message: Message!
+  """Who pinned it."""
+  pinnedBy: UserSummary!
+  """When."""
+  pinnedAt: Time!
+}
+
+"""
+An invite link of a private group: whoever holds its token joins the group with ` + "`" + `joinByInvite` + "`" + `,
+until it expires, has been used ` + "`" + `maxUses` + "`" + ` times or is revoked. Only the token's SHA-256 is kept.
+"""
+type Invite {
+  """The invite's id (the hex SHA-256 of its token): pass it to ` + "`" + `revokeInvite` + "`" + `."""
+  id: ID!
+  """Who made it: joiners are added as if by them."""
+  createdBy: UserSummary!
+  """When it was made."""
+  createdAt: Time!
+  """When it stops letting anyone in."""
+  expiresAt: Time!
+  """How many joins it allows."""
+  maxUses: Int!
+  """How many joins it made."""
+  uses: Int!
+}
+
+"""A new invite link."""
+type CreatedInvite {
+  """The token to share (in a link of the app's): shown this once, never stored."""
+  token: String!
+  """The invite."""
+  invite: Invite!
+}
+
+"""A change to a room's settings: each field given is set, the others are kept."""
+input RoomSettingsInput {
+  """The line under the name, the topic: at most 200 characters, one line; an empty string clears it. In a public room its creator and moderators set it; in a group, any member."""
+  banner: String
+  """A private group's title: at most 80 characters, one line; an empty string clears it. Any member sets it; a public room has none (BAD_USER_INPUT)."""
+  title: String
+  """Slow mode: 0 (off) to 21600 seconds between two posts of a participant. The creator and moderators set it, and are not slowed."""
+  slowModeSeconds: Int
 }
 
 """How far a participant has read a room."""
@@ -3177,6 +3492,66 @@ extend type Mutation {
     """The login to ban, a participant or not."""
     login: String!
   ): Room!
+  """
+  Changes the room's banner (its topic), a group's title or the slow mode, each as the room's
+  rights allow (see ` + "`" + `RoomSettingsInput` + "`" + `; FORBIDDEN otherwise, NOT_FOUND for a group the caller is
+  not in). Subscribers get ROOM_SETTINGS_CHANGED, whose ` + "`" + `message` + "`" + ` is the system message that
+  records it; a change to the same values changes nothing. Returns the room.
+  """
+  updateRoomSettings(
+    """The room's or private group's name."""
+    room: String!
+    """The settings to change; those not given stay."""
+    input: RoomSettingsInput!
+  ): Room!
+  """
+  Pins a message of a room or group to it (see ` + "`" + `Room.pinnedMessages` + "`" + `): in a public room its
+  creator and moderators may, in a group any member. A deleted message, a direct message, or a
+  51st pin give BAD_USER_INPUT. Pinning a pinned message changes nothing. Subscribers get
+  MESSAGE_PINNED. Returns the message.
+  """
+  pinMessage(
+    """The message's id."""
+    id: ID!
+  ): Message!
+  """Unpins a message, with the rights of ` + "`" + `pinMessage` + "`" + `. Subscribers get MESSAGE_UNPINNED; unpinning a message not pinned changes nothing. Returns the message."""
+  unpinMessage(
+    """The message's id."""
+    id: ID!
+  ): Message!
+  """
+  Makes an invite link to a private group: its creator and moderators may (FORBIDDEN otherwise;
+  BAD_USER_INPUT for a public room, which anyone may join). It lets ` + "`" + `maxUses` + "`" + ` (1 to 1000;
+  default 1) users join until ` + "`" + `expiresInSeconds` + "`" + ` (60 to 2592000; default 604800, a week) have
+  passed. A group holds at most 20 usable invites. The token is in the answer only.
+  """
+  createInvite(
+    """The private group's name."""
+    room: String!
+    """How many users may join with it, 1 to 1000; 1 when not given."""
+    maxUses: Int
+    """How long it lasts, 60 to 2592000 seconds; a week when not given."""
+    expiresInSeconds: Int
+  ): CreatedInvite!
+  """Revokes an invite link (creator and moderators): it lets nobody in any more. NOT_FOUND if the group has no such invite."""
+  revokeInvite(
+    """The private group's name."""
+    room: String!
+    """The invite's id (` + "`" + `Room.invites` + "`" + `)."""
+    id: ID!
+  ): Boolean!
+  """
+  Joins the private group of an invite token, as if its maker added the caller
+  (` + "`" + `addGroupMember` + "`" + `: the members get PARTICIPANT_JOINED, the caller ADDED_TO_GROUP). NOT_FOUND for
+  an unknown or revoked token; FORBIDDEN when it expired or was used up, when the caller is
+  banned from the group, when either the caller or the invite's maker blocked the other, or when
+  its maker no longer manages the group's invites. A caller in the group already is answered the
+  group and uses nothing. Racing joins never pass the invite's limit.
+  """
+  joinByInvite(
+    """The invite's token, as ` + "`" + `createInvite` + "`" + ` answered it."""
+    token: String!
+  ): Room!
   """Lifts a ban (creator or moderators). Lifting one there is not changes nothing. Subscribers get PARTICIPANT_UNBANNED. Returns the room."""
   unbanUser(
     """The room's or private group's name."""
@@ -3304,6 +3679,11 @@ type User implements Node {
   """Whether the account is a bot's (` + "`" + `createBot` + "`" + `)."""
   bot: Boolean!
   """
+  Whether the user sends read receipts in direct conversations and groups (` + "`" + `updateProfile` + "`" + `);
+  true unless they turned them off. One who sends none sees none of others'.
+  """
+  readReceipts: Boolean!
+  """
   Names of the rooms the user participates in, sorted, ` + "`" + `first` + "`" + ` (1 to 100)
   at a time after the name ` + "`" + `after` + "`" + `: pass the last name of a page for the
   next one; a page shorter than ` + "`" + `first` + "`" + ` is the last.
@@ -3348,6 +3728,12 @@ input ProfileInput {
   lastName: String
   """At most 500 characters; an empty string clears it."""
   bio: String
+  """
+  Whether to send read receipts in direct conversations and groups (true by default). Receipts
+  are mutual: with false the caller's reading is not shown to others, and others' receipts are
+  not shown to the caller.
+  """
+  readReceipts: Boolean
 }
 
 """
@@ -3727,12 +4113,24 @@ func (ec *executionContext) childFields_Conversation(ctx context.Context, field 
 		return ec.fieldContext_Conversation_unread(ctx, field)
 	case "readUpTo":
 		return ec.fieldContext_Conversation_readUpTo(ctx, field)
+	case "peerReadUpTo":
+		return ec.fieldContext_Conversation_peerReadUpTo(ctx, field)
 	case "mentions":
 		return ec.fieldContext_Conversation_mentions(ctx, field)
 	case "muted":
 		return ec.fieldContext_Conversation_muted(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Conversation", field.Name)
+}
+
+func (ec *executionContext) childFields_CreatedInvite(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "token":
+		return ec.fieldContext_CreatedInvite_token(ctx, field)
+	case "invite":
+		return ec.fieldContext_CreatedInvite_invite(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CreatedInvite", field.Name)
 }
 
 func (ec *executionContext) childFields_FileQuota(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3793,6 +4191,24 @@ func (ec *executionContext) childFields_InboxEvent(ctx context.Context, field gr
 		return ec.fieldContext_InboxEvent_cursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type InboxEvent", field.Name)
+}
+
+func (ec *executionContext) childFields_Invite(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Invite_id(ctx, field)
+	case "createdBy":
+		return ec.fieldContext_Invite_createdBy(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Invite_createdAt(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_Invite_expiresAt(ctx, field)
+	case "maxUses":
+		return ec.fieldContext_Invite_maxUses(ctx, field)
+	case "uses":
+		return ec.fieldContext_Invite_uses(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Invite", field.Name)
 }
 
 func (ec *executionContext) childFields_LinkPreview(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3889,6 +4305,18 @@ func (ec *executionContext) childFields_PageInfo(ctx context.Context, field grap
 	return nil, fmt.Errorf("no field named %q was found under type PageInfo", field.Name)
 }
 
+func (ec *executionContext) childFields_PinnedMessage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "message":
+		return ec.fieldContext_PinnedMessage_message(ctx, field)
+	case "pinnedBy":
+		return ec.fieldContext_PinnedMessage_pinnedBy(ctx, field)
+	case "pinnedAt":
+		return ec.fieldContext_PinnedMessage_pinnedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PinnedMessage", field.Name)
+}
+
 func (ec *executionContext) childFields_PushSubscription(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "endpoint":
@@ -3931,6 +4359,14 @@ func (ec *executionContext) childFields_Room(ctx context.Context, field graphql.
 		return ec.fieldContext_Room_name(ctx, field)
 	case "banner":
 		return ec.fieldContext_Room_banner(ctx, field)
+	case "title":
+		return ec.fieldContext_Room_title(ctx, field)
+	case "slowModeSeconds":
+		return ec.fieldContext_Room_slowModeSeconds(ctx, field)
+	case "pinnedMessages":
+		return ec.fieldContext_Room_pinnedMessages(ctx, field)
+	case "invites":
+		return ec.fieldContext_Room_invites(ctx, field)
 	case "creator":
 		return ec.fieldContext_Room_creator(ctx, field)
 	case "icon":
@@ -4043,6 +4479,8 @@ func (ec *executionContext) childFields_User(ctx context.Context, field graphql.
 		return ec.fieldContext_User_avatar(ctx, field)
 	case "bot":
 		return ec.fieldContext_User_bot(ctx, field)
+	case "readReceipts":
+		return ec.fieldContext_User_readReceipts(ctx, field)
 	case "rooms":
 		return ec.fieldContext_User_rooms(ctx, field)
 	}
@@ -4415,6 +4853,36 @@ func (ec *executionContext) field_Mutation_createBot_args(ctx context.Context, r
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_createInvite_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "room",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["room"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "maxUses",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["maxUses"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "expiresInSeconds",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["expiresInSeconds"] = arg2
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createRoom_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4609,6 +5077,20 @@ func (ec *executionContext) field_Mutation_hideMessage_args(ctx context.Context,
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_joinByInvite_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "token",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["token"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_joinRoom_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4700,6 +5182,20 @@ func (ec *executionContext) field_Mutation_muteConversation_args(ctx context.Con
 		return nil, err
 	}
 	args["muted"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_pinMessage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	return args, nil
 }
 
@@ -4856,6 +5352,28 @@ func (ec *executionContext) field_Mutation_reviveWebhook_args(ctx context.Contex
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_revokeInvite_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "room",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["room"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg1
 	return args, nil
 }
 
@@ -5041,6 +5559,20 @@ func (ec *executionContext) field_Mutation_unblockUser_args(ctx context.Context,
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_unpinMessage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_unregisterPushSubscription_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5066,6 +5598,28 @@ func (ec *executionContext) field_Mutation_updateProfile_args(ctx context.Contex
 		return nil, err
 	}
 	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_updateRoomSettings_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "room",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["room"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RoomSettingsInput, error) {
+			return ec.unmarshalNRoomSettingsInput2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐRoomSettingsInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg1
 	return args, nil
 }
 
@@ -6322,6 +6876,29 @@ func (ec *executionContext) fieldContext_Conversation_readUpTo(_ context.Context
 	return graphql.NewScalarFieldContext("Conversation", field, true, true, errors.New("field of type ID does not have child fields"))
 }
 
+func (ec *executionContext) _Conversation_peerReadUpTo(ctx context.Context, field graphql.CollectedField, obj *store.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_peerReadUpTo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Conversation().PeerReadUpTo(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_peerReadUpTo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Conversation", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
 func (ec *executionContext) _Conversation_mentions(ctx context.Context, field graphql.CollectedField, obj *store.Conversation) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6366,6 +6943,61 @@ func (ec *executionContext) _Conversation_muted(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_Conversation_muted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Conversation", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _CreatedInvite_token(ctx context.Context, field graphql.CollectedField, obj *chat.NewInvite) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreatedInvite_token(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Token, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreatedInvite_token(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CreatedInvite", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CreatedInvite_invite(ctx context.Context, field graphql.CollectedField, obj *chat.NewInvite) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreatedInvite_invite(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Invite, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v store.Invite) graphql.Marshaler {
+			return ec.marshalNInvite2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐInvite(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreatedInvite_invite(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CreatedInvite",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Invite(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _FileQuota_usedBytes(ctx context.Context, field graphql.CollectedField, obj *model.FileQuota) (ret graphql.Marshaler) {
@@ -6816,6 +7448,153 @@ func (ec *executionContext) _InboxEvent_cursor(ctx context.Context, field graphq
 }
 func (ec *executionContext) fieldContext_InboxEvent_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("InboxEvent", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Invite_id(ctx context.Context, field graphql.CollectedField, obj *store.Invite) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Invite_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Invite().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Invite_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Invite", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Invite_createdBy(ctx context.Context, field graphql.CollectedField, obj *store.Invite) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Invite_createdBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedBy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v store.UserRef) graphql.Marshaler {
+			return ec.marshalNUserSummary2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUserRef(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Invite_createdBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Invite",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserSummary(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Invite_createdAt(ctx context.Context, field graphql.CollectedField, obj *store.Invite) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Invite_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Invite_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Invite", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _Invite_expiresAt(ctx context.Context, field graphql.CollectedField, obj *store.Invite) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Invite_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Invite_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Invite", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _Invite_maxUses(ctx context.Context, field graphql.CollectedField, obj *store.Invite) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Invite_maxUses(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MaxUses, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Invite_maxUses(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Invite", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Invite_uses(ctx context.Context, field graphql.CollectedField, obj *store.Invite) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Invite_uses(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Uses, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Invite_uses(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Invite", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _LinkPreview_url(ctx context.Context, field graphql.CollectedField, obj *store.LinkPreview) (ret graphql.Marshaler) {
@@ -8643,6 +9422,270 @@ func (ec *executionContext) fieldContext_Mutation_banUser(ctx context.Context, f
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_updateRoomSettings(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updateRoomSettings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdateRoomSettings(ctx, fc.Args["room"].(string), fc.Args["input"].(model.RoomSettingsInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Room) graphql.Marshaler {
+			return ec.marshalNRoom2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐRoom(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updateRoomSettings(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Room(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updateRoomSettings_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_pinMessage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_pinMessage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().PinMessage(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Message) graphql.Marshaler {
+			return ec.marshalNMessage2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐMessage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_pinMessage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Message(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_pinMessage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_unpinMessage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_unpinMessage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UnpinMessage(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Message) graphql.Marshaler {
+			return ec.marshalNMessage2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐMessage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_unpinMessage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Message(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_unpinMessage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createInvite(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createInvite(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateInvite(ctx, fc.Args["room"].(string), fc.Args["maxUses"].(*int), fc.Args["expiresInSeconds"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *chat.NewInvite) graphql.Marshaler {
+			return ec.marshalNCreatedInvite2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋchatᚐNewInvite(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createInvite(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CreatedInvite(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createInvite_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_revokeInvite(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_revokeInvite(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RevokeInvite(ctx, fc.Args["room"].(string), fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_revokeInvite(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_revokeInvite_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_joinByInvite(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_joinByInvite(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().JoinByInvite(ctx, fc.Args["token"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Room) graphql.Marshaler {
+			return ec.marshalNRoom2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐRoom(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_joinByInvite(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Room(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_joinByInvite_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_unbanUser(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9460,6 +10503,93 @@ func (ec *executionContext) _PageInfo_endCursor(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_PageInfo_endCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _PinnedMessage_message(ctx context.Context, field graphql.CollectedField, obj *chat.PinnedMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PinnedMessage_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v store.Message) graphql.Marshaler {
+			return ec.marshalNMessage2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐMessage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PinnedMessage_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PinnedMessage",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Message(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PinnedMessage_pinnedBy(ctx context.Context, field graphql.CollectedField, obj *chat.PinnedMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PinnedMessage_pinnedBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.PinnedMessage().PinnedBy(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.UserRef) graphql.Marshaler {
+			return ec.marshalNUserSummary2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUserRef(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PinnedMessage_pinnedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PinnedMessage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserSummary(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PinnedMessage_pinnedAt(ctx context.Context, field graphql.CollectedField, obj *chat.PinnedMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PinnedMessage_pinnedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.PinnedMessage().PinnedAt(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalNTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PinnedMessage_pinnedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PinnedMessage", field, true, true, errors.New("field of type Time does not have child fields"))
 }
 
 func (ec *executionContext) _PushSubscription_endpoint(ctx context.Context, field graphql.CollectedField, obj *store.PushSubscription) (ret graphql.Marshaler) {
@@ -10488,6 +11618,116 @@ func (ec *executionContext) _Room_banner(ctx context.Context, field graphql.Coll
 }
 func (ec *executionContext) fieldContext_Room_banner(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Room", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Room_title(ctx context.Context, field graphql.CollectedField, obj *store.Room) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Room_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Room().Title(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Room_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Room", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Room_slowModeSeconds(ctx context.Context, field graphql.CollectedField, obj *store.Room) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Room_slowModeSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Room().SlowModeSeconds(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Room_slowModeSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Room", field, true, true, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Room_pinnedMessages(ctx context.Context, field graphql.CollectedField, obj *store.Room) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Room_pinnedMessages(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Room().PinnedMessages(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []chat.PinnedMessage) graphql.Marshaler {
+			return ec.marshalNPinnedMessage2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋchatᚐPinnedMessageᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Room_pinnedMessages(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Room",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PinnedMessage(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Room_invites(ctx context.Context, field graphql.CollectedField, obj *store.Room) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Room_invites(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Room().Invites(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []store.Invite) graphql.Marshaler {
+			return ec.marshalOInvite2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐInviteᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Room_invites(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Room",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Invite(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Room_creator(ctx context.Context, field graphql.CollectedField, obj *store.Room) (ret graphql.Marshaler) {
@@ -11633,6 +12873,29 @@ func (ec *executionContext) _User_bot(ctx context.Context, field graphql.Collect
 }
 func (ec *executionContext) fieldContext_User_bot(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _User_readReceipts(ctx context.Context, field graphql.CollectedField, obj *store.User) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_User_readReceipts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.User().ReadReceipts(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_User_readReceipts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("User", field, true, true, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _User_rooms(ctx context.Context, field graphql.CollectedField, obj *store.User) (ret graphql.Marshaler) {
@@ -13358,7 +14621,7 @@ func (ec *executionContext) unmarshalInputProfileInput(ctx context.Context, obj 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"firstname", "lastname", "firstName", "lastName", "bio"}
+	fieldsInOrder := [...]string{"firstname", "lastname", "firstName", "lastName", "bio", "readReceipts"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -13400,6 +14663,57 @@ func (ec *executionContext) unmarshalInputProfileInput(ctx context.Context, obj 
 				return it, err
 			}
 			it.Bio = data
+		case "readReceipts":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("readReceipts"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ReadReceipts = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputRoomSettingsInput(ctx context.Context, obj any) (model.RoomSettingsInput, error) {
+	var it model.RoomSettingsInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"banner", "title", "slowModeSeconds"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "banner":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("banner"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Banner = data
+		case "title":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("title"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Title = data
+		case "slowModeSeconds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("slowModeSeconds"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SlowModeSeconds = data
 		}
 	}
 	return it, nil
@@ -14157,6 +15471,44 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "peerReadUpTo":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Conversation_peerReadUpTo(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "mentions":
 			out.Values[i] = ec._Conversation_mentions(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -14166,6 +15518,49 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 			out.Values[i] = ec._Conversation_muted(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var createdInviteImplementors = []string{"CreatedInvite"}
+
+func (ec *executionContext) _CreatedInvite(ctx context.Context, sel ast.SelectionSet, obj *chat.NewInvite) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, createdInviteImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CreatedInvite")
+		case "token":
+			out.Values[i] = ec._CreatedInvite_token(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "invite":
+			out.Values[i] = ec._CreatedInvite_invite(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -14618,6 +16013,102 @@ func (ec *executionContext) _InboxEvent(ctx context.Context, sel ast.SelectionSe
 		case "cursor":
 			out.Values[i] = ec._InboxEvent_cursor(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var inviteImplementors = []string{"Invite"}
+
+func (ec *executionContext) _Invite(ctx context.Context, sel ast.SelectionSet, obj *store.Invite) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, inviteImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Invite")
+		case "id":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Invite_id(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "createdBy":
+			out.Values[i] = ec._Invite_createdBy(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._Invite_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "expiresAt":
+			out.Values[i] = ec._Invite_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "maxUses":
+			out.Values[i] = ec._Invite_maxUses(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "uses":
+			out.Values[i] = ec._Invite_uses(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
@@ -15504,6 +16995,48 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "updateRoomSettings":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updateRoomSettings(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pinMessage":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_pinMessage(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "unpinMessage":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_unpinMessage(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createInvite":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createInvite(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "revokeInvite":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_revokeInvite(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "joinByInvite":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_joinByInvite(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "unbanUser":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_unbanUser(ctx, field)
@@ -15676,6 +17209,120 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var pinnedMessageImplementors = []string{"PinnedMessage"}
+
+func (ec *executionContext) _PinnedMessage(ctx context.Context, sel ast.SelectionSet, obj *chat.PinnedMessage) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, pinnedMessageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PinnedMessage")
+		case "message":
+			out.Values[i] = ec._PinnedMessage_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "pinnedBy":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._PinnedMessage_pinnedBy(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "pinnedAt":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._PinnedMessage_pinnedAt(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -16446,6 +18093,158 @@ func (ec *executionContext) _Room(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "title":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Room_title(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "slowModeSeconds":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Room_slowModeSeconds(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "pinnedMessages":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Room_pinnedMessages(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "invites":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Room_invites(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "creator":
 			out.Values[i] = ec._Room_creator(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -17054,6 +18853,44 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "readReceipts":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._User_readReceipts(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "rooms":
 			field := field
 
@@ -18360,6 +20197,16 @@ func (ec *executionContext) unmarshalNCreateRoomInput2githubᚗcomᚋkillrchat�
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNCreatedInvite2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋchatᚐNewInvite(ctx context.Context, sel ast.SelectionSet, v *chat.NewInvite) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._CreatedInvite(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNFileQuota2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐFileQuota(ctx context.Context, sel ast.SelectionSet, v *model.FileQuota) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -18484,6 +20331,14 @@ func (ec *executionContext) marshalNInt2int64(ctx context.Context, sel ast.Selec
 	return res
 }
 
+func (ec *executionContext) marshalNInvite2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐInvite(ctx context.Context, sel ast.SelectionSet, v store.Invite) graphql.Marshaler {
+	return ec._Invite(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNMessage2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐMessage(ctx context.Context, sel ast.SelectionSet, v store.Message) graphql.Marshaler {
+	return ec._Message(ctx, sel, &v)
+}
+
 func (ec *executionContext) marshalNMessage2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐMessage(ctx context.Context, sel ast.SelectionSet, v *store.Message) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -18535,6 +20390,26 @@ func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋkillrchatᚋchatq
 		return graphql.Null
 	}
 	return ec._PageInfo(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNPinnedMessage2githubᚗcomᚋkillrchatᚋchatqlᚋchatᚐPinnedMessage(ctx context.Context, sel ast.SelectionSet, v chat.PinnedMessage) graphql.Marshaler {
+	return ec._PinnedMessage(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNPinnedMessage2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋchatᚐPinnedMessageᚄ(ctx context.Context, sel ast.SelectionSet, v []chat.PinnedMessage) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPinnedMessage2githubᚗcomᚋkillrchatᚋchatqlᚋchatᚐPinnedMessage(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalNProfileInput2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐProfileInput(ctx context.Context, v any) (model.ProfileInput, error) {
@@ -18682,6 +20557,11 @@ func (ec *executionContext) marshalNRoomKind2githubᚗcomᚋkillrchatᚋchatql�
 	return v
 }
 
+func (ec *executionContext) unmarshalNRoomSettingsInput2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐRoomSettingsInput(ctx context.Context, v any) (model.RoomSettingsInput, error) {
+	res, err := ec.unmarshalInputRoomSettingsInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNSignupInput2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐSignupInput(ctx context.Context, v any) (model.SignupInput, error) {
 	res, err := ec.unmarshalInputSignupInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -18760,6 +20640,28 @@ func (ec *executionContext) unmarshalNTime2timeᚐTime(ctx context.Context, v an
 func (ec *executionContext) marshalNTime2timeᚐTime(ctx context.Context, sel ast.SelectionSet, v time.Time) graphql.Marshaler {
 	_ = sel
 	res := graphql.MarshalTime(v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
+func (ec *executionContext) unmarshalNTime2ᚖtimeᚐTime(ctx context.Context, v any) (*time.Time, error) {
+	res, err := graphql.UnmarshalTime(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNTime2ᚖtimeᚐTime(ctx context.Context, sel ast.SelectionSet, v *time.Time) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	_ = sel
+	res := graphql.MarshalTime(*v)
 	if res == graphql.Null {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -19131,6 +21033,25 @@ func (ec *executionContext) marshalOInt2ᚖint(ctx context.Context, sel ast.Sele
 	_ = ctx
 	res := graphql.MarshalInt(*v)
 	return res
+}
+
+func (ec *executionContext) marshalOInvite2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐInviteᚄ(ctx context.Context, sel ast.SelectionSet, v []store.Invite) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNInvite2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐInvite(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalOLinkPreview2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐLinkPreview(ctx context.Context, sel ast.SelectionSet, v *store.LinkPreview) graphql.Marshaler {

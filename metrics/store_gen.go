@@ -37,6 +37,7 @@ type storeCalls struct {
 	Conversation           storeCall
 	CreateBot              storeCall
 	CreateFile             storeCall
+	CreateInvite           storeCall
 	CreateRoom             storeCall
 	CreateSession          storeCall
 	CreateUser             storeCall
@@ -57,6 +58,8 @@ type storeCalls struct {
 	Inbox                  storeCall
 	InboxEntries           storeCall
 	InboxEvents            storeCall
+	Invite                 storeCall
+	Invites                storeCall
 	JoinRoom               storeCall
 	LeaseNoticeShard       storeCall
 	LeaseWebhook           storeCall
@@ -78,6 +81,8 @@ type storeCalls struct {
 	Names                  storeCall
 	NoticeCursor           storeCall
 	PendingNotices         storeCall
+	PinMessage             storeCall
+	Pins                   storeCall
 	PostGroupMessage       storeCall
 	PostMessage            storeCall
 	PushPreviews           storeCall
@@ -89,6 +94,7 @@ type storeCalls struct {
 	RemoveFile             storeCall
 	RemovePushSubscription storeCall
 	RemoveWebhook          storeCall
+	RevokeInvite           storeCall
 	Room                   storeCall
 	RoomConversations      storeCall
 	RoomEvents             storeCall
@@ -104,13 +110,17 @@ type storeCalls struct {
 	SetPreview             storeCall
 	SetPushPreviews        storeCall
 	SetRoomIcon            storeCall
+	SetRoomSettings        storeCall
 	SetWebhookState        storeCall
+	TakePostTurn           storeCall
 	ThreadReplies          storeCall
 	ThreadRepliesAfter     storeCall
 	ThreadSummaries        storeCall
 	Unblock                storeCall
 	Unmute                 storeCall
+	UnpinMessage           storeCall
 	UpdateProfile          storeCall
+	UseInvite              storeCall
 	User                   storeCall
 	Webhook                storeCall
 }
@@ -137,6 +147,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		Conversation:           m.call("Conversation"),
 		CreateBot:              m.call("CreateBot"),
 		CreateFile:             m.call("CreateFile"),
+		CreateInvite:           m.call("CreateInvite"),
 		CreateRoom:             m.call("CreateRoom"),
 		CreateSession:          m.call("CreateSession"),
 		CreateUser:             m.call("CreateUser"),
@@ -157,6 +168,8 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		Inbox:                  m.call("Inbox"),
 		InboxEntries:           m.call("InboxEntries"),
 		InboxEvents:            m.call("InboxEvents"),
+		Invite:                 m.call("Invite"),
+		Invites:                m.call("Invites"),
 		JoinRoom:               m.call("JoinRoom"),
 		LeaseNoticeShard:       m.call("LeaseNoticeShard"),
 		LeaseWebhook:           m.call("LeaseWebhook"),
@@ -178,6 +191,8 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		Names:                  m.call("Names"),
 		NoticeCursor:           m.call("NoticeCursor"),
 		PendingNotices:         m.call("PendingNotices"),
+		PinMessage:             m.call("PinMessage"),
+		Pins:                   m.call("Pins"),
 		PostGroupMessage:       m.call("PostGroupMessage"),
 		PostMessage:            m.call("PostMessage"),
 		PushPreviews:           m.call("PushPreviews"),
@@ -189,6 +204,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		RemoveFile:             m.call("RemoveFile"),
 		RemovePushSubscription: m.call("RemovePushSubscription"),
 		RemoveWebhook:          m.call("RemoveWebhook"),
+		RevokeInvite:           m.call("RevokeInvite"),
 		Room:                   m.call("Room"),
 		RoomConversations:      m.call("RoomConversations"),
 		RoomEvents:             m.call("RoomEvents"),
@@ -204,13 +220,17 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		SetPreview:             m.call("SetPreview"),
 		SetPushPreviews:        m.call("SetPushPreviews"),
 		SetRoomIcon:            m.call("SetRoomIcon"),
+		SetRoomSettings:        m.call("SetRoomSettings"),
 		SetWebhookState:        m.call("SetWebhookState"),
+		TakePostTurn:           m.call("TakePostTurn"),
 		ThreadReplies:          m.call("ThreadReplies"),
 		ThreadRepliesAfter:     m.call("ThreadRepliesAfter"),
 		ThreadSummaries:        m.call("ThreadSummaries"),
 		Unblock:                m.call("Unblock"),
 		Unmute:                 m.call("Unmute"),
+		UnpinMessage:           m.call("UnpinMessage"),
 		UpdateProfile:          m.call("UpdateProfile"),
+		UseInvite:              m.call("UseInvite"),
 		User:                   m.call("User"),
 		Webhook:                m.call("Webhook"),
 	}
@@ -356,6 +376,13 @@ func (s *timedStore) CreateFile(ctx context.Context, a1 store.File, a2 int64) er
 	return err
 }
 
+func (s *timedStore) CreateInvite(ctx context.Context, a1 store.Invite) error {
+	start := now()
+	err := s.Store.CreateInvite(ctx, a1)
+	s.calls.CreateInvite.done(ctx, start, err)
+	return err
+}
+
 func (s *timedStore) CreateRoom(ctx context.Context, a1 store.Room) error {
 	start := now()
 	err := s.Store.CreateRoom(ctx, a1)
@@ -493,6 +520,20 @@ func (s *timedStore) InboxEvents(ctx context.Context, a1 string, a2 store.Messag
 	start := now()
 	r0, err := s.Store.InboxEvents(ctx, a1, a2, a3)
 	s.calls.InboxEvents.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) Invite(ctx context.Context, a1 string) (store.Invite, error) {
+	start := now()
+	r0, err := s.Store.Invite(ctx, a1)
+	s.calls.Invite.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) Invites(ctx context.Context, a1 string) ([]store.Invite, error) {
+	start := now()
+	r0, err := s.Store.Invites(ctx, a1)
+	s.calls.Invites.done(ctx, start, err)
 	return r0, err
 }
 
@@ -643,6 +684,20 @@ func (s *timedStore) PendingNotices(ctx context.Context, a1 int, a2 store.Messag
 	return r0, err
 }
 
+func (s *timedStore) PinMessage(ctx context.Context, a1 string, a2 store.Pin) (store.Event, error) {
+	start := now()
+	r0, err := s.Store.PinMessage(ctx, a1, a2)
+	s.calls.PinMessage.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) Pins(ctx context.Context, a1 string) ([]store.Pin, error) {
+	start := now()
+	r0, err := s.Store.Pins(ctx, a1)
+	s.calls.Pins.done(ctx, start, err)
+	return r0, err
+}
+
 func (s *timedStore) PostGroupMessage(ctx context.Context, a1 store.Message, a2 []store.UserRef, a3 ...store.Notice) error {
 	start := now()
 	err := s.Store.PostGroupMessage(ctx, a1, a2, a3...)
@@ -717,6 +772,13 @@ func (s *timedStore) RemoveWebhook(ctx context.Context, a1 string) error {
 	start := now()
 	err := s.Store.RemoveWebhook(ctx, a1)
 	s.calls.RemoveWebhook.done(ctx, start, err)
+	return err
+}
+
+func (s *timedStore) RevokeInvite(ctx context.Context, a1 string, a2 string) error {
+	start := now()
+	err := s.Store.RevokeInvite(ctx, a1, a2)
+	s.calls.RevokeInvite.done(ctx, start, err)
 	return err
 }
 
@@ -825,10 +887,24 @@ func (s *timedStore) SetRoomIcon(ctx context.Context, a1 string, a2 *store.Pictu
 	return r0, err
 }
 
+func (s *timedStore) SetRoomSettings(ctx context.Context, a1 store.RoomSettingsChange) (store.Room, store.Event, error) {
+	start := now()
+	r0, r1, err := s.Store.SetRoomSettings(ctx, a1)
+	s.calls.SetRoomSettings.done(ctx, start, err)
+	return r0, r1, err
+}
+
 func (s *timedStore) SetWebhookState(ctx context.Context, a1 string, a2 store.WebhookState) error {
 	start := now()
 	err := s.Store.SetWebhookState(ctx, a1, a2)
 	s.calls.SetWebhookState.done(ctx, start, err)
+	return err
+}
+
+func (s *timedStore) TakePostTurn(ctx context.Context, a1 string, a2 string, a3 time.Time, a4 time.Duration) error {
+	start := now()
+	err := s.Store.TakePostTurn(ctx, a1, a2, a3, a4)
+	s.calls.TakePostTurn.done(ctx, start, err)
 	return err
 }
 
@@ -867,10 +943,24 @@ func (s *timedStore) Unmute(ctx context.Context, a1 string, a2 string) error {
 	return err
 }
 
+func (s *timedStore) UnpinMessage(ctx context.Context, a1 string, a2 store.MessageID, a3 store.UserRef) (store.Event, error) {
+	start := now()
+	r0, err := s.Store.UnpinMessage(ctx, a1, a2, a3)
+	s.calls.UnpinMessage.done(ctx, start, err)
+	return r0, err
+}
+
 func (s *timedStore) UpdateProfile(ctx context.Context, a1 string, a2 store.ProfileUpdate) (store.User, error) {
 	start := now()
 	r0, err := s.Store.UpdateProfile(ctx, a1, a2)
 	s.calls.UpdateProfile.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) UseInvite(ctx context.Context, a1 string, a2 time.Time) (store.Invite, error) {
+	start := now()
+	r0, err := s.Store.UseInvite(ctx, a1, a2)
+	s.calls.UseInvite.done(ctx, start, err)
 	return r0, err
 }
 

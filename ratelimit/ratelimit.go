@@ -17,7 +17,7 @@ type Action int
 // The limited actions.
 const (
 	Post          Action = iota // postMessage, editMessage, addReaction, removeReaction, per user
-	RoomChange                  // createRoom, joinRoom, leaveRoom, deleteRoom, addGroupMember, hideMessage, deleteMessage, blockUser, unblockUser, muteConversation, updateProfile, createWebhook, deleteWebhook, reviveWebhook, per user
+	RoomChange                  // createRoom, joinRoom, leaveRoom, deleteRoom, addGroupMember, hideMessage, deleteMessage, blockUser, unblockUser, muteConversation, updateProfile, createWebhook, deleteWebhook, reviveWebhook, updateRoomSettings, pinMessage, unpinMessage, createInvite, revokeInvite, joinByInvite, per user
 	DirectMessage               // sendDirectMessage, per user
 	Signup                      // signup, per client address
 	Login                       // login attempts, per login tried

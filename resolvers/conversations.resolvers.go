@@ -56,6 +56,20 @@ func (r *conversationResolver) ReadUpTo(ctx context.Context, obj *store.Conversa
 	return &id, nil
 }
 
+// PeerReadUpTo is the resolver for the peerReadUpTo field.
+func (r *conversationResolver) PeerReadUpTo(ctx context.Context, obj *store.Conversation) (*string, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	upTo, err := r.Service.PeerReadUpTo(ctx, me, obj)
+	if err != nil || upTo.IsZero() {
+		return nil, err
+	}
+	id := upTo.String()
+	return &id, nil
+}
+
 // Conversation is the resolver for the conversation field.
 func (r *inboxEventResolver) Conversation(ctx context.Context, obj *model.InboxEvent) (*store.Conversation, error) {
 	me, err := auth.UserFrom(ctx)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/chat"
@@ -352,4 +353,13 @@ func eitherName(field, deprecated string, old, current *string) (*string, error)
 		return current, nil
 	}
 	return nil, store.InvalidField(field, "invalid %s: it differs from the deprecated %s given too: give one of the two", field, deprecated)
+}
+
+// secondsOf is a count of seconds as a duration; nil stays nil.
+func secondsOf(seconds *int) *time.Duration {
+	if seconds == nil {
+		return nil
+	}
+	d := time.Duration(*seconds) * time.Second
+	return &d
 }

@@ -7,13 +7,20 @@ package resolvers
 
 import (
 	"context"
+	"time"
 
+	"github.com/killrchat/chatql/apierror"
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/graph/model"
 	"github.com/killrchat/chatql/store"
 )
+
+// ID is the resolver for the id field.
+func (r *inviteResolver) ID(ctx context.Context, obj *store.Invite) (string, error) {
+	return obj.Hash, nil
+}
 
 // CreateRoom is the resolver for the createRoom field.
 func (r *mutationResolver) CreateRoom(ctx context.Context, input model.CreateRoomInput) (*store.Room, error) {
@@ -81,9 +88,73 @@ func (r *mutationResolver) BanUser(ctx context.Context, room string, login strin
 	return r.moderate(ctx, room, login, store.ParticipantBanned)
 }
 
+// UpdateRoomSettings is the resolver for the updateRoomSettings field.
+func (r *mutationResolver) UpdateRoomSettings(ctx context.Context, room string, input model.RoomSettingsInput) (*store.Room, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.SetRoomSettings(ctx, me, room, chat.SettingsChange{Banner: input.Banner, Title: input.Title, SlowModeSeconds: input.SlowModeSeconds})
+}
+
+// PinMessage is the resolver for the pinMessage field.
+func (r *mutationResolver) PinMessage(ctx context.Context, id string) (*store.Message, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.PinMessage(ctx, me, id)
+}
+
+// UnpinMessage is the resolver for the unpinMessage field.
+func (r *mutationResolver) UnpinMessage(ctx context.Context, id string) (*store.Message, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.UnpinMessage(ctx, me, id)
+}
+
+// CreateInvite is the resolver for the createInvite field.
+func (r *mutationResolver) CreateInvite(ctx context.Context, room string, maxUses *int, expiresInSeconds *int) (*chat.NewInvite, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.CreateInvite(ctx, me, room, maxUses, secondsOf(expiresInSeconds))
+}
+
+// RevokeInvite is the resolver for the revokeInvite field.
+func (r *mutationResolver) RevokeInvite(ctx context.Context, room string, id string) (bool, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return false, err
+	}
+	return true, r.Service.RevokeInvite(ctx, me, room, id)
+}
+
+// JoinByInvite is the resolver for the joinByInvite field.
+func (r *mutationResolver) JoinByInvite(ctx context.Context, token string) (*store.Room, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.JoinByInvite(ctx, me, token)
+}
+
 // UnbanUser is the resolver for the unbanUser field.
 func (r *mutationResolver) UnbanUser(ctx context.Context, room string, login string) (*store.Room, error) {
 	return r.moderate(ctx, room, login, store.ParticipantUnbanned)
+}
+
+// PinnedBy is the resolver for the pinnedBy field.
+func (r *pinnedMessageResolver) PinnedBy(ctx context.Context, obj *chat.PinnedMessage) (*store.UserRef, error) {
+	return &obj.By, nil
+}
+
+// PinnedAt is the resolver for the pinnedAt field.
+func (r *pinnedMessageResolver) PinnedAt(ctx context.Context, obj *chat.PinnedMessage) (*time.Time, error) {
+	return &obj.At, nil
 }
 
 // Room is the resolver for the room field.
@@ -130,6 +201,41 @@ func (r *readMarkResolver) UpTo(ctx context.Context, obj *store.ReadMark) (strin
 // ID is the resolver for the id field.
 func (r *roomResolver) ID(ctx context.Context, obj *store.Room) (string, error) {
 	return nodeID(roomNode, obj.Name), nil
+}
+
+// Title is the resolver for the title field.
+func (r *roomResolver) Title(ctx context.Context, obj *store.Room) (*string, error) {
+	if obj.Title == "" {
+		return nil, nil
+	}
+	return &obj.Title, nil
+}
+
+// SlowModeSeconds is the resolver for the slowModeSeconds field.
+func (r *roomResolver) SlowModeSeconds(ctx context.Context, obj *store.Room) (int, error) {
+	return int(obj.SlowMode / time.Second), nil
+}
+
+// PinnedMessages is the resolver for the pinnedMessages field.
+func (r *roomResolver) PinnedMessages(ctx context.Context, obj *store.Room) ([]chat.PinnedMessage, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.Pins(ctx, me, obj.Name)
+}
+
+// Invites is the resolver for the invites field.
+func (r *roomResolver) Invites(ctx context.Context, obj *store.Room) ([]store.Invite, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	invites, err := r.Service.Invites(ctx, me, obj.Name)
+	if _, refused := apierror.Of(err); err != nil && refused {
+		return nil, nil // not theirs to see: null, as Room.banned
+	}
+	return invites, err
 }
 
 // Participants is the resolver for the participants field.
@@ -188,6 +294,12 @@ func (r *roomResolver) Banned(ctx context.Context, obj *store.Room, first *int, 
 	return sortedPage(bans, func(login string) string { return login }, first, after)
 }
 
+// Invite returns graph.InviteResolver implementation.
+func (r *Resolver) Invite() graph.InviteResolver { return &inviteResolver{r} }
+
+// PinnedMessage returns graph.PinnedMessageResolver implementation.
+func (r *Resolver) PinnedMessage() graph.PinnedMessageResolver { return &pinnedMessageResolver{r} }
+
 // ReadMark returns graph.ReadMarkResolver implementation.
 func (r *Resolver) ReadMark() graph.ReadMarkResolver { return &readMarkResolver{r} }
 
@@ -195,6 +307,8 @@ func (r *Resolver) ReadMark() graph.ReadMarkResolver { return &readMarkResolver{
 func (r *Resolver) Room() graph.RoomResolver { return &roomResolver{r} }
 
 type (
-	readMarkResolver struct{ *Resolver }
-	roomResolver     struct{ *Resolver }
+	inviteResolver        struct{ *Resolver }
+	pinnedMessageResolver struct{ *Resolver }
+	readMarkResolver      struct{ *Resolver }
+	roomResolver          struct{ *Resolver }
 )

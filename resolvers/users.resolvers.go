@@ -99,7 +99,7 @@ func (r *mutationResolver) UpdateProfile(ctx context.Context, input model.Profil
 	if err != nil {
 		return nil, store.InInput("input", err)
 	}
-	updated, err := r.Service.UpdateProfile(ctx, me, store.ProfileUpdate{Firstname: first, Lastname: last, Bio: input.Bio})
+	updated, err := r.Service.UpdateProfile(ctx, me, store.ProfileUpdate{Firstname: first, Lastname: last, Bio: input.Bio, ReadReceipts: input.ReadReceipts})
 	return updated, store.InInput("input", namedAsGiven(err, input.OldFirstname, input.FirstName, input.OldLastname, input.LastName))
 }
 
@@ -200,6 +200,11 @@ func (r *queryResolver) Me(ctx context.Context) (*store.User, error) {
 // ID is the resolver for the id field.
 func (r *userResolver) ID(ctx context.Context, obj *store.User) (string, error) {
 	return nodeID(profileNode, obj.Login), nil
+}
+
+// ReadReceipts is the resolver for the readReceipts field.
+func (r *userResolver) ReadReceipts(ctx context.Context, obj *store.User) (bool, error) {
+	return !obj.NoReadReceipts, nil
 }
 
 // Rooms is the resolver for the rooms field.

@@ -6,6 +6,9 @@ import "context"
 // replaces the stored one, the others are kept.
 type ProfileUpdate struct {
 	Firstname, Lastname, Bio *string
+	// ReadReceipts is whether the user sends (and sees) read receipts in
+	// direct conversations and groups (User.NoReadReceipts, inverted).
+	ReadReceipts *bool
 }
 
 // Apply returns u with the update's fields replaced.
@@ -18,6 +21,9 @@ func (p ProfileUpdate) Apply(u User) User {
 	}
 	if p.Bio != nil {
 		u.Bio = *p.Bio
+	}
+	if p.ReadReceipts != nil {
+		u.NoReadReceipts = !*p.ReadReceipts
 	}
 	return u
 }

@@ -40,6 +40,9 @@ type User struct {
 	Bot bool
 	// Owner is the login of the user who owns the bot; empty for a user.
 	Owner string
+	// NoReadReceipts: the user sends no read receipts in direct
+	// conversations and groups, and sees none (ProfileUpdate).
+	NoReadReceipts bool
 }
 
 // Account is a User with the password hash used at login.
@@ -64,6 +67,12 @@ type Room struct {
 	// Icon is the image shown with the room's name (SetRoomIcon); nil for
 	// none.
 	Icon *Picture
+	// Title is the name a private group shows instead of its name
+	// (SetRoomSettings); empty for none.
+	Title string
+	// SlowMode is the least time between two posts of a member who does
+	// not moderate the room (SetRoomSettings); zero for none.
+	SlowMode time.Duration
 }
 
 // HasParticipant reports whether login is among the room's participants.
@@ -94,6 +103,8 @@ type RoomMembership struct {
 	Moderator bool
 	// Banned reports whether Login is banned from the room.
 	Banned bool
+	// SlowMode is the room's slow mode (Room.SlowMode).
+	SlowMode time.Duration
 }
 
 // Moderates reports whether Login may remove, ban and unban in the room,
@@ -167,6 +178,7 @@ type Store interface {
 	PushSubscriptions
 	Webhooks
 	Bots
+	RoomSettings
 
 	// CreateUser stores a new account. Logins are unique: the write is a
 	// compare-and-set (INSERT ... IF NOT EXISTS), so of many concurrent signups

@@ -34,6 +34,9 @@ type Room struct {
 	// not read (in a private group, one posted outside their membership
 	// windows: an edit, a deletion, a hide, a reaction) is not theirs.
 	sees func(store.Message) bool
+	// leavesOut is the viewer's own choice of live events not to get (a
+	// group's read receipts, by one who sends none); nil: none.
+	leavesOut func(*store.Event) bool
 
 	replayed bool // the first Pump has replayed after the cursor
 	closed   atomic.Bool
@@ -73,6 +76,10 @@ func (s *Source) OpenRoom(ctx context.Context, room string, viewer store.UserRef
 	sequence, _ := s.Broker.(broker.Sequencer)
 	return &Room{src: s, room: room, viewer: viewer, sub: sub, after: after, floor: floor, sees: sees, sequence: sequence}, nil
 }
+
+// LeaveOut has the stream pass over the events f reports, as it passes
+// over those the viewer may not read. Call it before Run.
+func (r *Room) LeaveOut(f func(*store.Event) bool) { r.leavesOut = f }
 
 // Viewer is the subscriber the stream was opened for.
 func (r *Room) Viewer() store.UserRef { return r.viewer }
@@ -403,7 +410,7 @@ func (r *Room) stillFollowing(ctx context.Context, emit func(*store.Event) bool)
 // deliver emits ev unless it was already delivered, or is about a message
 // the viewer may not read; false means the subscriber is gone.
 func (r *Room) deliver(ev *store.Event, emit func(*store.Event) bool) bool {
-	if !r.seen.first(ev.ID) || !r.mayRead(ev.Message) {
+	if !r.seen.first(ev.ID) || !r.mayRead(ev.Message) || r.leavesOut != nil && r.leavesOut(ev) {
 		return true
 	}
 	return emit(ev)

@@ -128,6 +128,10 @@ type ProfileInput struct {
 	LastName *string `json:"lastName,omitempty"`
 	// At most 500 characters; an empty string clears it.
 	Bio *string `json:"bio,omitempty"`
+	// Whether to send read receipts in direct conversations and groups (true by default). Receipts
+	// are mutual: with false the caller's reading is not shown to others, and others' receipts are
+	// not shown to the caller.
+	ReadReceipts *bool `json:"readReceipts,omitempty"`
 }
 
 // Reads. Each area of the API extends this type.
@@ -166,6 +170,16 @@ type RoomEvent struct {
 	Online *bool `json:"online,omitempty"`
 	// Pass as `roomEvents(after:)` to resume after this event. Null for the events no log keeps: ROOM_DELETED, READ_UPTO, TYPING_STARTED, TYPING_STOPPED, PRESENCE_CHANGED.
 	Cursor *string `json:"cursor,omitempty"`
+}
+
+// A change to a room's settings: each field given is set, the others are kept.
+type RoomSettingsInput struct {
+	// The line under the name, the topic: at most 200 characters, one line; an empty string clears it. In a public room its creator and moderators set it; in a group, any member.
+	Banner *string `json:"banner,omitempty"`
+	// A private group's title: at most 80 characters, one line; an empty string clears it. Any member sets it; a public room has none (BAD_USER_INPUT).
+	Title *string `json:"title,omitempty"`
+	// Slow mode: 0 (off) to 21600 seconds between two posts of a participant. The creator and moderators set it, and are not slowed.
+	SlowModeSeconds *int `json:"slowModeSeconds,omitempty"`
 }
 
 // A new account.
@@ -304,6 +318,10 @@ const (
 	InboxEventKindTypingStopped InboxEventKind = "TYPING_STOPPED"
 	// `user`, the other user of a direct conversation, came online or went offline: see `online`. Ephemeral, like typing; only with `inboxEvents(presence: true)`.
 	InboxEventKindPresenceChanged InboxEventKind = "PRESENCE_CHANGED"
+	// `user`, the other user of a direct conversation, read it up to `message` (their read receipt:
+	// see `Conversation.peerReadUpTo`). Live only, no cursor; not sent when either user sends no
+	// receipts.
+	InboxEventKindReadUpto InboxEventKind = "READ_UPTO"
 )
 
 var AllInboxEventKind = []InboxEventKind{
@@ -318,11 +336,12 @@ var AllInboxEventKind = []InboxEventKind{
 	InboxEventKindTypingStarted,
 	InboxEventKindTypingStopped,
 	InboxEventKindPresenceChanged,
+	InboxEventKindReadUpto,
 }
 
 func (e InboxEventKind) IsValid() bool {
 	switch e {
-	case InboxEventKindDirectMessage, InboxEventKindUnreadChanged, InboxEventKindAddedToGroup, InboxEventKindMessageEdited, InboxEventKindMessageDeleted, InboxEventKindMessagePreviewed, InboxEventKindReactionChanged, InboxEventKindMentioned, InboxEventKindTypingStarted, InboxEventKindTypingStopped, InboxEventKindPresenceChanged:
+	case InboxEventKindDirectMessage, InboxEventKindUnreadChanged, InboxEventKindAddedToGroup, InboxEventKindMessageEdited, InboxEventKindMessageDeleted, InboxEventKindMessagePreviewed, InboxEventKindReactionChanged, InboxEventKindMentioned, InboxEventKindTypingStarted, InboxEventKindTypingStopped, InboxEventKindPresenceChanged, InboxEventKindReadUpto:
 		return true
 	}
 	return false
@@ -385,8 +404,9 @@ const (
 	RoomEventKindMessagePreviewed RoomEventKind = "MESSAGE_PREVIEWED"
 	// `user` added or removed a reaction to `message`, whose `reactions` are as they are now.
 	RoomEventKindReactionChanged RoomEventKind = "REACTION_CHANGED"
-	// `user` marked the room read up to `message`. Live only: it has no cursor and is not replayed
-	// (read marks are state, kept in `Room.readMarks`, not history).
+	// `user` marked the room read up to `message`: in a group, their read receipt, which members who
+	// send none do not get. Live only: it has no cursor and is not replayed (read marks are state,
+	// kept in `Room.readMarks`, not history).
 	RoomEventKindReadUpto RoomEventKind = "READ_UPTO"
 	// `user` is typing (the `typing` mutation). Ephemeral: no cursor, never replayed. It holds for 6
 	// seconds unless renewed; TYPING_STOPPED follows when `user` stops, posts, or lets it lapse. Apps
@@ -408,6 +428,12 @@ const (
 	RoomEventKindParticipantBanned RoomEventKind = "PARTICIPANT_BANNED"
 	// `by` lifted the ban of `user`.
 	RoomEventKindParticipantUnbanned RoomEventKind = "PARTICIPANT_UNBANNED"
+	// `user` changed the room's banner, title or slow mode (`updateRoomSettings`); `message` is the system message that records it. Read the room again for the new values.
+	RoomEventKindRoomSettingsChanged RoomEventKind = "ROOM_SETTINGS_CHANGED"
+	// `user` pinned `message` (`pinMessage`).
+	RoomEventKindMessagePinned RoomEventKind = "MESSAGE_PINNED"
+	// `user` unpinned `message`.
+	RoomEventKindMessageUnpinned RoomEventKind = "MESSAGE_UNPINNED"
 )
 
 var AllRoomEventKind = []RoomEventKind{
@@ -429,11 +455,14 @@ var AllRoomEventKind = []RoomEventKind{
 	RoomEventKindParticipantRemoved,
 	RoomEventKindParticipantBanned,
 	RoomEventKindParticipantUnbanned,
+	RoomEventKindRoomSettingsChanged,
+	RoomEventKindMessagePinned,
+	RoomEventKindMessageUnpinned,
 }
 
 func (e RoomEventKind) IsValid() bool {
 	switch e {
-	case RoomEventKindMessagePosted, RoomEventKindParticipantJoined, RoomEventKindParticipantLeft, RoomEventKindRoomDeleted, RoomEventKindMessageHidden, RoomEventKindMessageEdited, RoomEventKindMessageDeleted, RoomEventKindMessagePreviewed, RoomEventKindReactionChanged, RoomEventKindReadUpto, RoomEventKindTypingStarted, RoomEventKindTypingStopped, RoomEventKindPresenceChanged, RoomEventKindModeratorAppointed, RoomEventKindModeratorDismissed, RoomEventKindParticipantRemoved, RoomEventKindParticipantBanned, RoomEventKindParticipantUnbanned:
+	case RoomEventKindMessagePosted, RoomEventKindParticipantJoined, RoomEventKindParticipantLeft, RoomEventKindRoomDeleted, RoomEventKindMessageHidden, RoomEventKindMessageEdited, RoomEventKindMessageDeleted, RoomEventKindMessagePreviewed, RoomEventKindReactionChanged, RoomEventKindReadUpto, RoomEventKindTypingStarted, RoomEventKindTypingStopped, RoomEventKindPresenceChanged, RoomEventKindModeratorAppointed, RoomEventKindModeratorDismissed, RoomEventKindParticipantRemoved, RoomEventKindParticipantBanned, RoomEventKindParticipantUnbanned, RoomEventKindRoomSettingsChanged, RoomEventKindMessagePinned, RoomEventKindMessageUnpinned:
 		return true
 	}
 	return false

@@ -51,8 +51,9 @@ func TestMembershipSlice(t *testing.T) {
 			slice     []userUDT
 			moderator *userUDT
 			banned    *time.Time
+			slowMode  int
 		)
-		err := db.query(ctx, selectMembership, login, login+"\x00", login, login, room.Name).Scan(&c, &kind, &slice, &moderator, &banned)
+		err := db.query(ctx, selectMembership, login, login+"\x00", login, login, room.Name).Scan(&c, &kind, &slice, &moderator, &banned, &slowMode)
 		if err != nil {
 			t.Fatalf("selectMembership(%q) = %v", login, err)
 		}

@@ -50,6 +50,10 @@ func (db *DB) UpdateProfile(ctx context.Context, login string, p store.ProfileUp
 			args = append(args, *f.v)
 		}
 	}
+	if p.ReadReceipts != nil {
+		sets = append(sets, "no_read_receipts = ?")
+		args = append(args, !*p.ReadReceipts)
+	}
 	for range maxCASAttempts {
 		a, err := db.Account(ctx, login)
 		if err != nil {
@@ -72,7 +76,7 @@ func (db *DB) UpdateProfile(ctx context.Context, login string, p store.ProfileUp
 			case !bytes.Equal(got.PassHash, a.PassHash):
 				current = got.PassHash
 				return casRejected, nil
-			case p.Apply(got.User).UserRef == got.UserRef && p.Apply(got.User).Bio == got.Bio:
+			case p.Apply(got.User).UserRef == got.UserRef && p.Apply(got.User).Bio == got.Bio && p.Apply(got.User).NoReadReceipts == got.NoReadReceipts:
 				return casApplied, nil // ours, or the same values: either way, they stand
 			}
 			return casNotApplied, nil

@@ -13,7 +13,7 @@ import (
 )
 
 const (
-	roomColumns = `room_name, creator, creation_date, banner, participants, kind, moderators, icon`
+	roomColumns = `room_name, creator, creation_date, banner, participants, kind, moderators, icon, title, slow_mode`
 	insertRoom  = `INSERT INTO chat_rooms (room_name, creator, creator_login, creation_date, banner, participants, kind)
 		VALUES (?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
 	selectRoom       = `SELECT ` + roomColumns + ` FROM chat_rooms WHERE room_name = ?`
@@ -41,7 +41,7 @@ const (
 	// build the read's column filter from the slice, so replicas return
 	// only those cells, and the driver decodes no more.
 	// The login's moderator role and ban are two elements of maps.
-	selectMembership = `SELECT creator, kind, participants[{login: ?}..{login: ?}], moderators[?], banned[?] FROM chat_rooms WHERE room_name = ?`
+	selectMembership = `SELECT creator, kind, participants[{login: ?}..{login: ?}], moderators[?], banned[?], slow_mode FROM chat_rooms WHERE room_name = ?`
 	// selectRoomCondition reads what the conditions of joinRoom, leaveRoom,
 	// leaveGroup and a moderation action compare; selectDeleteCondition
 	// what deleteRoom's does.
@@ -130,8 +130,9 @@ func (db *DB) Membership(ctx context.Context, room, login string) (store.RoomMem
 		slice     []userUDT
 		moderator *userUDT
 		banned    *time.Time
+		slowMode  int
 	)
-	err := db.query(ctx, selectMembership, login, login+"\x00", login, login, room).Scan(&creator, &kind, &slice, &moderator, &banned)
+	err := db.query(ctx, selectMembership, login, login+"\x00", login, login, room).Scan(&creator, &kind, &slice, &moderator, &banned, &slowMode)
 	if err == nil && creator.Login == "" {
 		err = gocql.ErrNotFound // see readRoom
 	}
@@ -142,7 +143,7 @@ func (db *DB) Membership(ctx context.Context, room, login string) (store.RoomMem
 		return store.RoomMembership{}, fmt.Errorf("cassandra: read the membership of %q in room %q: %w", login, room, err)
 	}
 	m := store.RoomMembership{Room: room, Kind: store.RoomKind(kind), Creator: store.UserRef(creator), Login: login,
-		Moderator: moderator != nil, Banned: banned != nil}
+		Moderator: moderator != nil, Banned: banned != nil, SlowMode: time.Duration(slowMode) * time.Second}
 	for _, p := range slice {
 		m.Participant = m.Participant || p.Login == login
 	}
@@ -170,9 +171,11 @@ func (db *DB) readRoom(q *gocql.Query) (store.Room, error) {
 	var participants []userUDT
 	var moderators map[string]userUDT
 	var icon string
-	if err := q.Scan(&r.Name, &creator, &r.CreatedAt, &r.Banner, &participants, &r.Kind, &moderators, &icon); err != nil {
+	var slowMode int
+	if err := q.Scan(&r.Name, &creator, &r.CreatedAt, &r.Banner, &participants, &r.Kind, &moderators, &icon, &r.Title, &slowMode); err != nil {
 		return store.Room{}, err
 	}
+	r.SlowMode = time.Duration(slowMode) * time.Second
 	r.Icon = decodePicture(icon)
 	if creator.Login == "" {
 		return store.Room{}, gocql.ErrNotFound
@@ -200,15 +203,17 @@ func (db *DB) Rooms(ctx context.Context, after string, limit int) ([]store.Room,
 	var participants []userUDT
 	var moderators map[string]userUDT
 	var icon string
-	for iter.Scan(&r.Name, &creator, &r.CreatedAt, &r.Banner, &participants, &r.Kind, &moderators, &icon) {
+	var slowMode int
+	for iter.Scan(&r.Name, &creator, &r.CreatedAt, &r.Banner, &participants, &r.Kind, &moderators, &icon, &r.Title, &slowMode) {
 		if creator.Login != "" { // see readRoom
 			r.Creator = store.UserRef(creator)
 			r.Participants = fromUDTs(participants)
 			r.Moderators = moderatorsOf(moderators)
 			r.Icon = decodePicture(icon)
+			r.SlowMode = time.Duration(slowMode) * time.Second
 			rooms = append(rooms, r)
 		}
-		r, creator, participants, moderators, icon = store.Room{}, userUDT{}, nil, nil, ""
+		r, creator, participants, moderators, icon, slowMode = store.Room{}, userUDT{}, nil, nil, "", 0
 	}
 	if err := iter.Close(); err != nil {
 		return nil, fmt.Errorf("cassandra: list rooms after %q: %w", after, err)
@@ -664,7 +669,9 @@ func (db *DB) DeleteRoom(ctx context.Context, name string, by store.UserRef) (st
 	)
 	var moderators map[string]userUDT
 	var icon string
-	err := db.serialRead(ctx, selectDoomed, name).Scan(&r.Name, &creator, &r.CreatedAt, &r.Banner, &ps, &r.Kind, &moderators, &icon, &former)
+	var slowMode int
+	err := db.serialRead(ctx, selectDoomed, name).Scan(&r.Name, &creator, &r.CreatedAt, &r.Banner, &ps, &r.Kind, &moderators, &icon, &r.Title, &slowMode, &former)
+	r.SlowMode = time.Duration(slowMode) * time.Second
 	if err == nil && creator.Login == "" {
 		err = gocql.ErrNotFound // see readRoom
 	}
@@ -795,6 +802,9 @@ func (db *DB) cleanUpRoom(ctx context.Context, r store.Room, former []string) er
 	}
 	if err := db.query(ctx, deleteRoomReads, at, r.Name).Exec(); err != nil {
 		return fmt.Errorf("delete the read marks: %w", err)
+	}
+	if err := db.deleteRoomSettings(ctx, at, r.Name); err != nil {
+		return err
 	}
 	// Every listing row: no process remembers a room's (see remembered),
 	// so a room created again under the name lists its days afresh.

@@ -14,7 +14,7 @@ import (
 const (
 	insertUser = `INSERT INTO users (login, pass_hash, firstname, lastname, email, bio)
 		VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS`
-	selectUser = `SELECT login, pass_hash, firstname, lastname, email, bio, chat_rooms, deleted, avatar, bot, owner
+	selectUser = `SELECT login, pass_hash, firstname, lastname, email, bio, chat_rooms, deleted, avatar, bot, owner, no_read_receipts
 		FROM users WHERE login = ?`
 	addUserRoom    = `UPDATE users SET chat_rooms = chat_rooms + ? WHERE login = ?`
 	removeUserRoom = `UPDATE users SET chat_rooms = chat_rooms - ? WHERE login = ?`
@@ -93,7 +93,7 @@ func (db *DB) readAccount(q *gocql.Query) (store.Account, error) {
 	var firstname *string
 	var deleted bool
 	var avatar string
-	err := q.Scan(&a.Login, &a.PassHash, &firstname, &a.Lastname, &a.Email, &a.Bio, &a.ChatRooms, &deleted, &avatar, &a.Bot, &a.Owner)
+	err := q.Scan(&a.Login, &a.PassHash, &firstname, &a.Lastname, &a.Email, &a.Bio, &a.ChatRooms, &deleted, &avatar, &a.Bot, &a.Owner, &a.NoReadReceipts)
 	if err == nil && deleted {
 		err = errDeletedAccount
 	}

@@ -70,6 +70,14 @@ const (
 	// lists each user's bots, a partition per owner.
 	tableBotKeys     = "bot_keys"
 	tableBotsByOwner = "bots_by_owner"
+	// tableRoomPins holds each room's pinned messages, a partition per
+	// room; tablePostTurns each member's last post in a room in slow mode;
+	// tableInvites the invite links by their token's hash, listed per room
+	// in tableRoomInvites.
+	tableRoomPins    = "room_pins"
+	tablePostTurns   = "room_post_turns"
+	tableInvites     = "group_invites"
+	tableRoomInvites = "group_invites_by_room"
 
 	// tableRoomMembers is no Cassandra table but this store's index of
 	// chat_rooms' participants (see membersPartition), and tableMeta holds
@@ -416,3 +424,20 @@ func botKeyKey(hash []byte) key { return tuple(tableBotKeys).str(hex.EncodeToStr
 
 // botsPartition prefixes the bots of owner, one row per bot after it.
 func botsPartition(owner string) key { return tuple(tableBotsByOwner).str(owner) }
+
+// pinsPartition is a room's partition of room_pins; pinKey a pin's row.
+func pinsPartition(room string) key { return tuple(tableRoomPins).str(room) }
+
+func pinKey(room string, id store.MessageID) key { return pinsPartition(room).asc(id) }
+
+// postTurnsPartition is a room's partition of room_post_turns; postTurnKey
+// a member's row.
+func postTurnsPartition(room string) key { return tuple(tablePostTurns).str(room) }
+
+func postTurnKey(room, login string) key { return postTurnsPartition(room).str(login) }
+
+// inviteKey is an invite's row; roomInvitesPartition a room's listing of
+// its invites, by hash.
+func inviteKey(hash string) key { return tuple(tableInvites).str(hash) }
+
+func roomInvitesPartition(room string) key { return tuple(tableRoomInvites).str(room) }

@@ -22,7 +22,7 @@ func (db *DB) UpdateProfile(ctx context.Context, login string, p store.ProfileUp
 	}
 	a := row.account()
 	a.User = p.Apply(a.User)
-	row.Firstname, row.Lastname, row.Bio = a.Firstname, a.Lastname, a.Bio
+	row.Firstname, row.Lastname, row.Bio, row.NoReadReceipts = a.Firstname, a.Lastname, a.Bio, a.NoReadReceipts
 	b := db.batch()
 	b.set(k, row)
 	if err := b.commit(); err != nil {

@@ -42,7 +42,7 @@ func (db *DB) CreateRoom(ctx context.Context, r store.Room) error {
 	row := newRoomRow(r)
 	b := db.batch()
 	b.set(rk, row)
-	b.set(membersPartition(r.Name), row.memberRow())
+	b.set(membersPartition(r.Name), row.headerRow())
 	b.addMember(row, r.Creator.Login)
 	b.set(uk, creator)
 	if r.Kind == store.PrivateGroup {
@@ -93,7 +93,13 @@ func (db *DB) Membership(ctx context.Context, room, login string) (store.RoomMem
 		return store.RoomMembership{}, fmt.Errorf("reading the membership of %q in room %q: %w", login, room, err)
 	}
 	if found {
-		return row.membership(room, login, true), nil
+		m := row.membership(room, login, true)
+		header, _, err := getRow[memberRow](db, membersPartition(room))
+		if err != nil {
+			return store.RoomMembership{}, fmt.Errorf("reading the header of the members of room %q: %w", room, err)
+		}
+		m.SlowMode = header.SlowMode
+		return m, nil
 	}
 	m, err := db.membershipAtOnce(ctx, room, login)
 	if err == nil {
@@ -334,6 +340,12 @@ func (db *DB) DeleteRoom(ctx context.Context, name string, by store.UserRef) (st
 		b.deleteRange(roomReplies(name))
 		b.deleteRange(roomReadsPartition(name))
 		b.deleteRange(bansPartition(name))
+		b.deleteRange(pinsPartition(name))
+		b.deleteRange(postTurnsPartition(name))
+		if err := db.deleteRoomInvites(ctx, b, name); err != nil {
+			b.Close()
+			return store.Room{}, store.Event{}, err
+		}
 		if err := b.commit(); err != nil {
 			return store.Room{}, store.Event{}, fmt.Errorf("deleting room %q: %w", name, err)
 		}
@@ -379,7 +391,7 @@ func (db *DB) buildRoomMembers() error {
 		if err != nil {
 			return false, err
 		}
-		b.set(membersPartition(row.Name), row.memberRow())
+		b.set(membersPartition(row.Name), row.headerRow())
 		for _, p := range row.Participants {
 			b.addMember(row, p.Login)
 		}

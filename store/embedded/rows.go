@@ -39,6 +39,8 @@ type userRow struct {
 	// Bot marks a bot account, Owner the user who owns it.
 	Bot   bool   `json:"bot,omitempty"`
 	Owner string `json:"owner,omitempty"`
+	// NoReadReceipts: the user sends and sees no read receipts.
+	NoReadReceipts bool `json:"no_read_receipts,omitempty"`
 }
 
 // roomRow is a row of chat_rooms. The creator's login is Creator.Login.
@@ -56,6 +58,9 @@ type roomRow struct {
 	Moderators []userRef `json:"moderators,omitempty"`
 	// Icon is the room's picture; nil for none.
 	Icon *store.Picture `json:"icon,omitempty"`
+	// Title is a group's title; SlowMode the room's slow mode.
+	Title    string        `json:"title,omitempty"`
+	SlowMode time.Duration `json:"slow_mode,omitempty"`
 }
 
 // messageRow is a row of chat_room_messages; the room and the id are in the
@@ -196,6 +201,8 @@ func (r userRow) account() store.Account {
 			Avatar:    r.Avatar,
 			Bot:       r.Bot,
 			Owner:     r.Owner,
+
+			NoReadReceipts: r.NoReadReceipts,
 		},
 		PassHash: r.PassHash,
 	}
@@ -240,6 +247,8 @@ func (r roomRow) room() store.Room {
 		Participants: ps,
 		Moderators:   refs(r.Moderators),
 		Icon:         r.Icon,
+		Title:        r.Title,
+		SlowMode:     r.SlowMode,
 	}
 }
 
@@ -258,9 +267,18 @@ type memberRow struct {
 	Kind      string  `json:"k,omitempty"` // store.RoomKind: "" is public
 	Creator   userRef `json:"c"`
 	Moderator bool    `json:"m,omitempty"`
+	// SlowMode is the room's, kept in the header row only.
+	SlowMode time.Duration `json:"s,omitempty"`
 }
 
 func (r roomRow) memberRow() memberRow { return memberRow{Kind: r.Kind, Creator: r.Creator} }
+
+// headerRow is the header row of the room's partition of room_members.
+func (r roomRow) headerRow() memberRow {
+	h := r.memberRow()
+	h.SlowMode = r.SlowMode
+	return h
+}
 
 func (r memberRow) membership(room, login string, participant bool) store.RoomMembership {
 	return store.RoomMembership{
@@ -270,6 +288,7 @@ func (r memberRow) membership(room, login string, participant bool) store.RoomMe
 		Login:       login,
 		Participant: participant,
 		Moderator:   r.Moderator,
+		SlowMode:    r.SlowMode,
 	}
 }
 

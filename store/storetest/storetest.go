@@ -175,6 +175,7 @@ func groups() []group[store.Store] {
 			{"Lifecycle", testWebhooksLifecycle},
 			{"Lease", testWebhookLease},
 		}},
+		{"RoomSettings", roomSettingsTests()},
 	}
 }
 

@@ -916,6 +916,8 @@ function onInboxEvent(e) {
       renderInbox();
       if (here) setOnline(e.user.login, e.online);
       return;
+    case "READ_UPTO":
+      return; // a read receipt: nothing in the inbox changed
   }
   if (here && e.message) {
     if (e.kind === "DIRECT_MESSAGE") setTyping(e.user.login, false);
