@@ -40,6 +40,14 @@ type User struct {
 	Bot bool
 	// Owner is the login of the user who owns the bot; empty for a user.
 	Owner string
+	// EmailVerified reports that the user proved they read Email
+	// (VerifyEmail); changing the address clears it.
+	EmailVerified bool
+	// DigestsOff reports that the user turned their email digests off.
+	DigestsOff bool
+	// DigestSentAt is when their last email digest was sent; zero if
+	// never.
+	DigestSentAt time.Time
 }
 
 // Account is a User with the password hash used at login.
@@ -167,6 +175,7 @@ type Store interface {
 	PushSubscriptions
 	Webhooks
 	Bots
+	Email
 
 	// CreateUser stores a new account. Logins are unique: the write is a
 	// compare-and-set (INSERT ... IF NOT EXISTS), so of many concurrent signups

@@ -70,6 +70,14 @@ const (
 	// lists each user's bots, a partition per owner.
 	tableBotKeys     = "bot_keys"
 	tableBotsByOwner = "bots_by_owner"
+	// tableEmailTokens holds the emailed links' tokens by hash;
+	// tableEmailLogins the login each verified address finds;
+	// tableDigestDue the due digests, a partition per outbox shard, by
+	// login; tableDigestNotices the notices of each login's digest.
+	tableEmailTokens   = "email_tokens"
+	tableEmailLogins   = "email_logins"
+	tableDigestDue     = "digest_due"
+	tableDigestNotices = "digest_notices"
 
 	// tableRoomMembers is no Cassandra table but this store's index of
 	// chat_rooms' participants (see membersPartition), and tableMeta holds
@@ -416,3 +424,19 @@ func botKeyKey(hash []byte) key { return tuple(tableBotKeys).str(hex.EncodeToStr
 
 // botsPartition prefixes the bots of owner, one row per bot after it.
 func botsPartition(owner string) key { return tuple(tableBotsByOwner).str(owner) }
+
+func emailTokenKey(hash []byte) key { return tuple(tableEmailTokens).str(hex.EncodeToString(hash)) }
+
+func emailLoginKey(email string) key { return tuple(tableEmailLogins).str(store.NormalizeEmail(email)) }
+
+// digestDuePartition holds the shard's due digests, by login.
+func digestDuePartition(shard int) key { return tuple(tableDigestDue).int(int64(shard)) }
+
+func digestDueKey(login string) key { return digestDuePartition(store.NoticeShard(login)).str(login) }
+
+// digestNoticesPartition holds login's digest's notices, oldest first.
+func digestNoticesPartition(login string) key { return tuple(tableDigestNotices).str(login) }
+
+func digestNoticeKey(login string, id store.MessageID) key {
+	return digestNoticesPartition(login).asc(id)
+}

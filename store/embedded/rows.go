@@ -39,6 +39,11 @@ type userRow struct {
 	// Bot marks a bot account, Owner the user who owns it.
 	Bot   bool   `json:"bot,omitempty"`
 	Owner string `json:"owner,omitempty"`
+	// EmailVerified, DigestsOff and DigestSentAt are the user's email
+	// state (store.User).
+	EmailVerified bool      `json:"email_verified,omitempty"`
+	DigestsOff    bool      `json:"digests_off,omitempty"`
+	DigestSentAt  time.Time `json:"digest_sent_at,omitzero"`
 }
 
 // roomRow is a row of chat_rooms. The creator's login is Creator.Login.
@@ -196,6 +201,10 @@ func (r userRow) account() store.Account {
 			Avatar:    r.Avatar,
 			Bot:       r.Bot,
 			Owner:     r.Owner,
+
+			EmailVerified: r.EmailVerified,
+			DigestsOff:    r.DigestsOff,
+			DigestSentAt:  r.DigestSentAt,
 		},
 		PassHash: r.PassHash,
 	}
