@@ -44,13 +44,31 @@ type Notification struct {
 // and words what is to be shown: ok is false when nothing is to be sent.
 type Composer func(ctx context.Context, notices []store.Notice) (n Notification, ok bool, err error)
 
+// Digests keeps notices for email digests and sends the due ones (the
+// chat's rules: chat.Service).
+type Digests interface {
+	// KeepForDigest keeps one recipient's notices of one conversation for
+	// their next digest, if they are to have one.
+	KeepForDigest(ctx context.Context, notices []store.Notice) error
+	// SendDueDigests sends the due digests of a shard whose lease the
+	// caller holds.
+	SendDueDigests(ctx context.Context, shard int) error
+}
+
 // Notifier reads the outbox's shards it holds the lease of and pushes their
-// notices. Each shard is read by one instance at a time.
+// notices, and keeps them for email digests, which it sends when due. Each
+// shard is read by one instance at a time.
 type Notifier struct {
 	Outbox        store.Outbox
 	Subscriptions store.PushSubscriptions
-	Push          *webpush.Sender
-	Compose       Composer
+	// Push sends Web Push notifications, worded by Compose; nil sends
+	// none.
+	Push    *webpush.Sender
+	Compose Composer
+	// Digests, if set, keeps each group of notices for email digests
+	// before it is marked done, and sends a shard's due digests after
+	// each round of it.
+	Digests Digests
 	// Holder names this instance in the shards' leases.
 	Holder string
 	Log    *slog.Logger
@@ -151,6 +169,11 @@ func (n *Notifier) hold(ctx context.Context, shard int, renew time.Time) (time.D
 		if err != nil {
 			return 0, err
 		}
+		if n.Digests != nil {
+			if err := n.Digests.SendDueDigests(ctx, shard); err != nil {
+				return 0, err
+			}
+		}
 		wait := max(n.poll(), retry)
 		if time.Now().Add(wait).After(renew) {
 			return max(time.Until(renew), 0), nil
@@ -189,6 +212,11 @@ func (n *Notifier) drain(ctx context.Context, shard int, until time.Time) (retry
 			return retry, err
 		}
 		for _, group := range byConversation(page) {
+			if n.Digests != nil {
+				if err := n.Digests.KeepForDigest(ctx, group); err != nil {
+					return retry, err
+				}
+			}
 			wait, err := n.tell(ctx, group)
 			if err != nil {
 				return retry, err
@@ -251,6 +279,9 @@ func byConversation(page []store.Notice) [][]store.Notice {
 // service says is gone is dropped. It returns how long to wait before a
 // retry when a push service asked for one (0: done).
 func (n *Notifier) tell(ctx context.Context, group []store.Notice) (retry time.Duration, err error) {
+	if n.Push == nil {
+		return 0, nil
+	}
 	note, ok, err := n.Compose(ctx, group)
 	if err != nil || !ok {
 		return 0, err

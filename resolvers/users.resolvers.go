@@ -84,6 +84,60 @@ func (r *mutationResolver) ChangePassword(ctx context.Context, oldPassword strin
 	return true, nil
 }
 
+// SetEmail is the resolver for the setEmail field.
+func (r *mutationResolver) SetEmail(ctx context.Context, email string) (*store.User, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.SetEmail(ctx, me, email)
+}
+
+// RequestEmailVerification is the resolver for the requestEmailVerification field.
+func (r *mutationResolver) RequestEmailVerification(ctx context.Context) (bool, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return false, err
+	}
+	if err := r.Service.RequestEmailVerification(ctx, me); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// VerifyEmail is the resolver for the verifyEmail field.
+func (r *mutationResolver) VerifyEmail(ctx context.Context, token string) (bool, error) {
+	if err := r.Service.VerifyEmail(ctx, token); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// RequestPasswordReset is the resolver for the requestPasswordReset field.
+func (r *mutationResolver) RequestPasswordReset(ctx context.Context, email string) (bool, error) {
+	if err := r.Service.RequestPasswordReset(ctx, email); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// ResetPassword is the resolver for the resetPassword field.
+func (r *mutationResolver) ResetPassword(ctx context.Context, token string, newPassword string) (bool, error) {
+	if err := r.Service.ResetPassword(ctx, token, newPassword); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// SetEmailDigests is the resolver for the setEmailDigests field.
+func (r *mutationResolver) SetEmailDigests(ctx context.Context, on bool) (*store.User, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.SetEmailDigests(ctx, me, on)
+}
+
 // UpdateProfile is the resolver for the updateProfile field.
 func (r *mutationResolver) UpdateProfile(ctx context.Context, input model.ProfileInput) (*store.User, error) {
 	me, err := auth.UserFrom(ctx)
@@ -185,6 +239,11 @@ func (r *queryResolver) Me(ctx context.Context) (*store.User, error) {
 		return nil, err
 	}
 	return r.Service.Me(ctx, me)
+}
+
+// EmailDigests is the resolver for the emailDigests field.
+func (r *userResolver) EmailDigests(ctx context.Context, obj *store.User) (bool, error) {
+	return !obj.DigestsOff, nil
 }
 
 // Rooms is the resolver for the rooms field.

@@ -172,7 +172,7 @@ type SignupInput struct {
 	Firstname string `json:"firstname"`
 	// Required, at most 64 characters.
 	Lastname string `json:"lastname"`
-	// Optional.
+	// Optional: an address such as name@example.com, at most 254 characters, emailed a link to verify it.
 	Email *string `json:"email,omitempty"`
 	// Optional, at most 500 characters.
 	Bio *string `json:"bio,omitempty"`
