@@ -436,3 +436,28 @@ func testEmailDigest(t *testing.T, cfg server.Config) {
 }
 
 func contains(list []string, s string) bool { return slices.Contains(list, s) }
+
+// TestEmailConfig: CHAT_EMAIL_DIGEST_AFTER takes a duration, 0 or off;
+// a bad one, a bad SMTP URL or a link TTL under a second is refused.
+func TestEmailConfig(t *testing.T) {
+	for _, c := range []struct {
+		env   map[string]string
+		after time.Duration
+		bad   bool
+	}{
+		{nil, time.Hour, false},
+		{map[string]string{"CHAT_EMAIL_DIGEST_AFTER": "off"}, 0, false},
+		{map[string]string{"CHAT_EMAIL_DIGEST_AFTER": "0"}, 0, false},
+		{map[string]string{"CHAT_EMAIL_DIGEST_AFTER": "30m", "CHAT_SMTP_URL": "smtps://u:p@smtp.example.com?from=chat@example.com"}, 30 * time.Minute, false},
+		{map[string]string{"CHAT_EMAIL_DIGEST_AFTER": "-1m"}, 0, true},
+		{map[string]string{"CHAT_EMAIL_DIGEST_AFTER": "soon"}, 0, true},
+		{map[string]string{"CHAT_SMTP_URL": "smtp://smtp.example.com"}, 0, true}, // no from
+		{map[string]string{"CHAT_SMTP_URL": "http://smtp.example.com?from=chat@example.com"}, 0, true},
+		{map[string]string{"CHAT_EMAIL_LINK_TTL": "10ms"}, 0, true},
+	} {
+		cfg, err := server.ParseConfig(nil, func(k string) string { return c.env[k] })
+		if (err != nil) != c.bad || err == nil && cfg.EmailDigestAfter != c.after {
+			t.Errorf("%v: digest after %v, error %v; want %v, error %v", c.env, cfg.EmailDigestAfter, err, c.after, c.bad)
+		}
+	}
+}
