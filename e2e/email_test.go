@@ -137,11 +137,13 @@ func (mb *mailbox) to(addr string) []received {
 	return out
 }
 
-// wait waits for the n-th message to addr and returns it.
+// wait waits for the n-th message to addr and returns it. It waits up to
+// 30 seconds: a restarted server first waits for the outbox leases of the
+// one killed to run out.
 func (mb *mailbox) wait(t *testing.T, addr string, n int) received {
 	t.Helper()
 	var got []received
-	eventually(t, 10*time.Second, "mail to "+addr, func() (bool, any) {
+	eventually(t, 30*time.Second, "mail to "+addr, func() (bool, any) {
 		got = mb.to(addr)
 		return len(got) >= n, len(got)
 	})
