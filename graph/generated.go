@@ -2814,7 +2814,9 @@ extend type Mutation {
   their messages and being added to a group are pushed to it, one notification per conversation,
   unless they muted the conversation or blocked the sender. The endpoint must be https; p256dh a
   P-256 public key (65 bytes, base64url) and auth 16 bytes. At most 20 per user; registering an
-  endpoint again replaces it. A subscription the push service says is gone is dropped.
+  endpoint again replaces it. A subscription the push service says is gone is dropped. It belongs
+  to the session that registers it: when that session ends (` + "`" + `logout` + "`" + `, a password change or reset,
+  expiry), the subscription is dropped too, and nothing more is pushed to it.
   """
   registerPushSubscription(endpoint: String!, p256dh: String!, auth: String!, device: String = ""): PushSubscription!
   """Drops one of the caller's push subscriptions; dropping a missing one changes nothing."""
@@ -3212,7 +3214,10 @@ extend type Mutation {
   session: every token descending from its login stops working.
   """
   refreshToken(token: String!): AuthPayload!
-  """Ends the session of the access token: its tokens stop working. Needs a token."""
+  """
+  Ends the session of the access token: its tokens stop working, and the push
+  subscriptions it registered are dropped. Needs a token.
+  """
   logout: Boolean!
   """
   Replaces the caller's password and ends every other session of theirs;

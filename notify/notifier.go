@@ -59,8 +59,12 @@ type Digests interface {
 // notices, and keeps them for email digests, which it sends when due. Each
 // shard is read by one instance at a time.
 type Notifier struct {
-	Outbox        store.Outbox
-	Subscriptions store.PushSubscriptions
+	Outbox store.Outbox
+	// Subscriptions are the recipients' push subscriptions.
+	Subscriptions interface {
+		PushSubscriptions(ctx context.Context, login string) ([]store.PushSubscription, error)
+		RemovePushSubscription(ctx context.Context, login, endpoint string) error
+	}
 	// Push sends Web Push notifications, worded by Compose; nil sends
 	// none.
 	Push    *webpush.Sender

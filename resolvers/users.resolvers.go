@@ -66,7 +66,7 @@ func (r *mutationResolver) Logout(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if err := r.Sessions.End(ctx, me.Login, session); err != nil {
+	if err := r.Service.Logout(ctx, me, session); err != nil {
 		return false, err
 	}
 	return true, nil

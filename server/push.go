@@ -51,7 +51,7 @@ func (s *Server) startNotifier(ctx context.Context, core *chat.Service) error {
 	holder := make([]byte, 8)
 	_, _ = rand.Read(holder)
 	n := &notify.Notifier{
-		Outbox: s.store, Subscriptions: s.store, Push: sender, Compose: core.ComposeNotification,
+		Outbox: s.store, Subscriptions: chat.PushTargets{Service: core}, Push: sender, Compose: core.ComposeNotification,
 		Holder: hex.EncodeToString(holder), Log: s.log, Poll: s.cfg.NotifyPoll,
 	}
 	if core.Email != nil && core.Email.DigestAfter > 0 {

@@ -108,7 +108,7 @@ var schemaV18 string
 var schemaV19 string
 
 // schemaV20 adds verified email addresses, emailed links and email
-// digests.
+// digests, and the session of a push subscription.
 //
 //go:embed schema_v20.cql
 var schemaV20 string
@@ -147,7 +147,7 @@ var migrations = []migration{
 	{version: 17, description: "notices, notice_hours, notice_cursors, notice_leases, push_subscriptions", cql: schemaV17},
 	{version: 18, description: "webhooks, webhook_leases", cql: schemaV18},
 	{version: 19, description: "users.bot, users.owner, bots_by_owner, bot_keys", cql: schemaV19},
-	{version: 20, description: "users.email_verified, users.digests_off, users.digest_sent_at, email_tokens, email_logins, digest_due, digest_notices", cql: schemaV20},
+	{version: 20, description: "users.email_verified, users.digests_off, users.digest_sent_at, email_tokens, email_logins, digest_due, digest_notices, push_subscriptions.session", cql: schemaV20},
 }
 
 // createMigrationsTable repeats schema.cql's statement: the table must exist
