@@ -71,8 +71,9 @@ type Notifier struct {
 	Compose Composer
 	// Digests, if set, keeps each group of notices for email digests
 	// before it is marked done, and sends a shard's due digests after
-	// each round of it.
-	Digests Digests
+	// each round of it, but at most every DigestPoll (Poll when zero).
+	Digests    Digests
+	DigestPoll time.Duration
 	// Holder names this instance in the shards' leases.
 	Holder string
 	Log    *slog.Logger
@@ -168,12 +169,14 @@ func (n *Notifier) runShard(ctx context.Context, shard int) {
 // hold drains shard every Poll (or later, when a push service asked for a
 // retry) until renew, when its lease is to be renewed.
 func (n *Notifier) hold(ctx context.Context, shard int, renew time.Time) (time.Duration, error) {
+	var digestsRead time.Time
 	for {
 		retry, err := n.drain(ctx, shard, renew)
 		if err != nil {
 			return 0, err
 		}
-		if n.Digests != nil {
+		if n.Digests != nil && time.Since(digestsRead) >= max(n.DigestPoll, n.poll()) {
+			digestsRead = time.Now()
 			if err := n.Digests.SendDueDigests(ctx, shard); err != nil {
 				return 0, err
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"time"
 
 	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/notify"
@@ -55,7 +56,10 @@ func (s *Server) startNotifier(ctx context.Context, core *chat.Service) error {
 		Holder: hex.EncodeToString(holder), Log: s.log, Poll: s.cfg.NotifyPoll,
 	}
 	if core.Email != nil && core.Email.DigestAfter > 0 {
-		n.Digests = core
+		// A digest is due hours after its first message: its shard's due
+		// digests are read a tenth of that apart, from every Poll to
+		// every minute.
+		n.Digests, n.DigestPoll = core, min(core.Email.DigestAfter/10, time.Minute)
 	}
 	ctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
