@@ -13,7 +13,7 @@ import (
 )
 
 // Notices: who is told of a message while they may be away (when the
-// server sends pushes: Service.Push). A notice is
+// server sends pushes or email digests: Notifies). A notice is
 // written with the message (the store's outbox), for every participant the
 // message concerns: the peer of a direct message, those it mentions, the
 // author of the message it replies to, a user added to a group. Whether
@@ -21,12 +21,18 @@ import (
 // not if they are online by then, muted the conversation, blocked the
 // sender, or may not read the message.
 
+// Notifies reports whether anything reads the outbox: the server sends
+// pushes or email digests.
+func (s *Service) Notifies() bool {
+	return s.Push != nil || s.Email != nil && s.Email.DigestAfter > 0
+}
+
 // postNotices are the notices of msg, a post to a room or group, to the
 // participants it mentions and to parentAuthor, who wrote the message it
 // replies to (if any): a user mentioned and replied to gets one notice, the
 // mention.
 func (s *Service) postNotices(ctx context.Context, msg store.Message, kind store.RoomKind, members []store.UserRef, mentioned []string, parentAuthor string) []store.Notice {
-	if s.Push == nil {
+	if !s.Notifies() {
 		return nil // nobody reads the outbox
 	}
 	var notices []store.Notice
@@ -57,7 +63,7 @@ func (s *Service) takesPart(ctx context.Context, room string, kind store.RoomKin
 
 // directNotices is the notice of a direct message to its peer.
 func (s *Service) directNotices(msg store.Message, peer string) []store.Notice {
-	if s.Push == nil {
+	if !s.Notifies() {
 		return nil
 	}
 	return []store.Notice{{ID: msg.ID, Recipient: peer, Kind: store.NoticeDirectMessage, Room: msg.Room, From: msg.Author}}
@@ -167,7 +173,7 @@ func excerpt(m store.Message) string {
 
 // addedNotices is the notice of login's addition to a group by me.
 func (s *Service) addedNotices(group, login string, me store.UserRef) []store.Notice {
-	if s.Push == nil {
+	if !s.Notifies() {
 		return nil
 	}
 	return []store.Notice{{Recipient: login, Kind: store.NoticeAddedToGroup, Room: group, From: me}}

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -34,8 +35,10 @@ func (s *Service) VAPIDPublicKey() string {
 	return s.Push.PublicKey
 }
 
-// RegisterPush registers a browser's push subscription for me.
-func (s *Service) RegisterPush(ctx context.Context, me store.UserRef, sub store.PushSubscription) (store.PushSubscription, error) {
+// RegisterPush registers a browser's push subscription for me, tied to
+// the session that registers it (empty for a bot's API key): it goes when
+// that session ends.
+func (s *Service) RegisterPush(ctx context.Context, me store.UserRef, session string, sub store.PushSubscription) (store.PushSubscription, error) {
 	if s.Push == nil {
 		return sub, errNoPush
 	}
@@ -50,6 +53,7 @@ func (s *Service) RegisterPush(ctx context.Context, me store.UserRef, sub store.
 		return sub, store.Invalidf("invalid device name: at most %d characters", maxDeviceName)
 	}
 	sub.CreatedAt = s.now().UTC().Truncate(1e6)
+	sub.Session = session
 	return sub, s.Store.AddPushSubscription(ctx, me.Login, sub)
 }
 
@@ -71,7 +75,59 @@ func (s *Service) SetPushPreviews(ctx context.Context, me store.UserRef, preview
 
 // PushSubscriptions lists me's push subscriptions.
 func (s *Service) PushSubscriptions(ctx context.Context, me store.UserRef) ([]store.PushSubscription, error) {
-	return s.Store.PushSubscriptions(ctx, me.Login)
+	return s.livePushSubscriptions(ctx, me.Login)
+}
+
+// livePushSubscriptions are login's push subscriptions whose session
+// still runs; the others, whose session ended (logout, a password change
+// or reset, a reused refresh token, expiry), are dropped.
+func (s *Service) livePushSubscriptions(ctx context.Context, login string) ([]store.PushSubscription, error) {
+	subs, err := s.Store.PushSubscriptions(ctx, login)
+	if err != nil {
+		return nil, err
+	}
+	live := subs[:0]
+	for _, sub := range subs {
+		if sub.Session != "" {
+			_, err := s.Store.Session(ctx, login, sub.Session)
+			if errors.Is(err, store.ErrNotFound) {
+				if err := s.Store.RemovePushSubscription(ctx, login, sub.Endpoint); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		live = append(live, sub)
+	}
+	return live, nil
+}
+
+// PushTargets are the push subscriptions the notifier sends to: those of
+// sessions still running.
+type PushTargets struct{ Service *Service }
+
+// PushSubscriptions are login's subscriptions of running sessions.
+func (p PushTargets) PushSubscriptions(ctx context.Context, login string) ([]store.PushSubscription, error) {
+	return p.Service.livePushSubscriptions(ctx, login)
+}
+
+// RemovePushSubscription drops a subscription the push service says is
+// gone.
+func (p PushTargets) RemovePushSubscription(ctx context.Context, login, endpoint string) error {
+	return p.Service.Store.RemovePushSubscription(ctx, login, endpoint)
+}
+
+// Logout ends me's session (its tokens stop working, its sockets close)
+// and drops the push subscriptions it registered.
+func (s *Service) Logout(ctx context.Context, me store.UserRef, session string) error {
+	if err := s.Sessions.End(ctx, me.Login, session); err != nil {
+		return err
+	}
+	_, err := s.livePushSubscriptions(ctx, me.Login)
+	return err
 }
 
 // PushPreviews is me's choice of notifications with the text.

@@ -61,6 +61,8 @@ type Service struct {
 	WebhooksAllowLoopback bool
 	// Push is the server's Web Push; nil: it sends none.
 	Push *Push
+	// Email is the server's email (links and digests); nil: it sends none.
+	Email *Email
 	// Previews fetches the cards of links in messages; nil fetches none.
 	Previews Previewer
 	// Clock makes the ids of posted messages and orders the rooms' writes

@@ -27,6 +27,7 @@ func (s *Service) Signup(ctx context.Context, u store.User, password string) (*s
 	if err := s.Store.CreateUser(ctx, store.Account{User: u, PassHash: hash}); err != nil {
 		return nil, err
 	}
+	s.sendVerification(ctx, store.Account{User: u})
 	return &u, nil
 }
 

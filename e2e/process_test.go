@@ -106,6 +106,10 @@ func chatqlEnv(cfg server.Config) []string {
 		"CHAT_UNSENT_FILE_TTL="+cfg.FileLimits.UnattachedTTL.String(),
 		"CHAT_FILE_SWEEP_INTERVAL="+cfg.FileSweepInterval.String(),
 		"CHAT_ALLOW_LOOPBACK_TARGETS="+strconv.FormatBool(cfg.PushAllowLoopback),
+		"CHAT_SMTP_URL="+cfg.SMTPURL,
+		"CHAT_PUBLIC_URL="+cfg.PublicURL,
+		"CHAT_EMAIL_DIGEST_AFTER="+cfg.EmailDigestAfter.String(),
+		"CHAT_EMAIL_DIGEST_EVERY="+cfg.EmailDigestEvery.String(),
 	)
 }
 
@@ -120,6 +124,8 @@ var rateLimitVars = map[ratelimit.Action]string{
 	ratelimit.Login:         "CHAT_RATE_LOGINS_PER_LOGIN",
 	ratelimit.LoginAddress:  "CHAT_RATE_LOGINS_PER_ADDRESS",
 	ratelimit.Upload:        "CHAT_RATE_UPLOADS",
+	ratelimit.EmailTo:       "CHAT_RATE_EMAILS_PER_RECIPIENT",
+	ratelimit.EmailRequest:  "CHAT_RATE_EMAIL_REQUESTS_PER_ADDRESS",
 }
 
 // TestRateLimitVars: the server reads each action's limit from its

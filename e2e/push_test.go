@@ -234,3 +234,50 @@ func testPushBacklogBehindDeadService(t *testing.T, cfg server.Config) {
 		}
 	}
 }
+
+func TestPushSubscriptionsEndWithTheirSession(t *testing.T) {
+	forEachStore(t, testPushSubscriptionsEndWithTheirSession)
+}
+
+// testPushSubscriptionsEndWithTheirSession: a push subscription belongs to
+// the session that registered it: a logout drops it, and so does a
+// password change that ends the session, after which nothing is pushed to
+// it.
+func testPushSubscriptionsEndWithTheirSession(t *testing.T, cfg server.Config) {
+	service := pushtest.New(t)
+	ts, alice, bob, _ := teaParty(t, pushConfig(cfg))
+	login := func() *chatclient.Client {
+		var out struct{ Login struct{ Token string } }
+		mustDo(t, ts.Client, `mutation { login(login: "bob", password: "password-bob") { token } }`, nil, &out)
+		return ts.Client.WithToken(out.Login.Token)
+	}
+	subscriptions := func(c *chatclient.Client) int {
+		var out struct{ PushSubscriptions []struct{ Endpoint string } }
+		mustDo(t, c, `{ pushSubscriptions { endpoint } }`, nil, &out)
+		return len(out.PushSubscriptions)
+	}
+	laptop := login()
+	subscribePush(t, bob, service, "phone")
+	tablet := subscribePush(t, laptop, service, "laptop")
+	if n := subscriptions(laptop); n != 2 {
+		t.Fatalf("%d subscriptions, want 2", n)
+	}
+	mustDo(t, bob, `mutation { logout }`, nil, nil)
+	if n := subscriptions(laptop); n != 1 {
+		t.Fatalf("after the phone's logout: %d subscriptions, want the laptop's", n)
+	}
+
+	// A password change from a third session ends the laptop's, and with
+	// it its subscription: the next direct message pushes nothing.
+	third := login()
+	mustDo(t, third, `mutation { changePassword(oldPassword: "password-bob", newPassword: "password-bob-2") }`, nil, nil)
+	handled := ts.NoticesHandled()
+	mustDo(t, alice, `mutation { sendDirectMessage(to: "bob", content: "anyone?") { id } }`, nil, nil)
+	waitFor(t, func() bool { return ts.NoticesHandled() > handled })
+	if msgs := service.Messages(tablet.Endpoint); len(msgs) != 0 {
+		t.Fatalf("%d pushes to the subscription of an ended session", len(msgs))
+	}
+	if n := subscriptions(third); n != 0 {
+		t.Fatalf("after the password change: %d subscriptions, want none", n)
+	}
+}

@@ -218,11 +218,16 @@ type ComplexityRoot struct {
 		RegisterPushSubscription   func(childComplexity int, endpoint string, p256dh string, auth string, device *string) int
 		RemoveParticipant          func(childComplexity int, room string, login string) int
 		RemoveReaction             func(childComplexity int, messageID string, emoji string) int
+		RequestEmailVerification   func(childComplexity int) int
+		RequestPasswordReset       func(childComplexity int, email string) int
+		ResetPassword              func(childComplexity int, token string, newPassword string) int
 		ReviveWebhook              func(childComplexity int, id string) int
 		RevokeInvite               func(childComplexity int, room string, id string) int
 		RotateBotKey               func(childComplexity int, login string) int
 		SendDirectMessage          func(childComplexity int, to string, content string, attachments []string, clientMessageID *string, replyTo *string) int
 		SetAvatar                  func(childComplexity int, file *string) int
+		SetEmail                   func(childComplexity int, email string) int
+		SetEmailDigests            func(childComplexity int, on bool) int
 		SetPushPreviews            func(childComplexity int, previews bool) int
 		SetRoomIcon                func(childComplexity int, room string, file *string) int
 		Signup                     func(childComplexity int, input model.SignupInput) int
@@ -233,6 +238,7 @@ type ComplexityRoot struct {
 		UnregisterPushSubscription func(childComplexity int, endpoint string) int
 		UpdateProfile              func(childComplexity int, input model.ProfileInput) int
 		UpdateRoomSettings         func(childComplexity int, room string, input model.RoomSettingsInput) int
+		VerifyEmail                func(childComplexity int, token string) int
 	}
 
 	PageInfo struct {
@@ -345,16 +351,18 @@ type ComplexityRoot struct {
 	}
 
 	User struct {
-		Avatar       func(childComplexity int) int
-		Bio          func(childComplexity int) int
-		Bot          func(childComplexity int) int
-		Email        func(childComplexity int) int
-		Firstname    func(childComplexity int) int
-		ID           func(childComplexity int) int
-		Lastname     func(childComplexity int) int
-		Login        func(childComplexity int) int
-		ReadReceipts func(childComplexity int) int
-		Rooms        func(childComplexity int, first *int, after *string) int
+		Avatar        func(childComplexity int) int
+		Bio           func(childComplexity int) int
+		Bot           func(childComplexity int) int
+		Email         func(childComplexity int) int
+		EmailDigests  func(childComplexity int) int
+		EmailVerified func(childComplexity int) int
+		Firstname     func(childComplexity int) int
+		ID            func(childComplexity int) int
+		Lastname      func(childComplexity int) int
+		Login         func(childComplexity int) int
+		ReadReceipts  func(childComplexity int) int
+		Rooms         func(childComplexity int, first *int, after *string) int
 	}
 
 	UserPresence struct {
@@ -484,6 +492,12 @@ type MutationResolver interface {
 	RefreshToken(ctx context.Context, token string) (*model.AuthPayload, error)
 	Logout(ctx context.Context) (bool, error)
 	ChangePassword(ctx context.Context, oldPassword string, newPassword string) (bool, error)
+	SetEmail(ctx context.Context, email string) (*store.User, error)
+	RequestEmailVerification(ctx context.Context) (bool, error)
+	VerifyEmail(ctx context.Context, token string) (bool, error)
+	RequestPasswordReset(ctx context.Context, email string) (bool, error)
+	ResetPassword(ctx context.Context, token string, newPassword string) (bool, error)
+	SetEmailDigests(ctx context.Context, on bool) (*store.User, error)
 	UpdateProfile(ctx context.Context, input model.ProfileInput) (*store.User, error)
 	SetAvatar(ctx context.Context, file *string) (*store.User, error)
 	DeleteAccount(ctx context.Context, password string) (bool, error)
@@ -546,6 +560,8 @@ type SubscriptionResolver interface {
 }
 type UserResolver interface {
 	ID(ctx context.Context, obj *store.User) (string, error)
+
+	EmailDigests(ctx context.Context, obj *store.User) (bool, error)
 
 	ReadReceipts(ctx context.Context, obj *store.User) (bool, error)
 	Rooms(ctx context.Context, obj *store.User, first *int, after *string) ([]string, error)
@@ -1474,6 +1490,34 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RemoveReaction(childComplexity, args["messageId"].(string), args["emoji"].(string)), true
+	case "Mutation.requestEmailVerification":
+		if e.ComplexityRoot.Mutation.RequestEmailVerification == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Mutation.RequestEmailVerification(childComplexity), true
+	case "Mutation.requestPasswordReset":
+		if e.ComplexityRoot.Mutation.RequestPasswordReset == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_requestPasswordReset_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RequestPasswordReset(childComplexity, args["email"].(string)), true
+	case "Mutation.resetPassword":
+		if e.ComplexityRoot.Mutation.ResetPassword == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_resetPassword_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ResetPassword(childComplexity, args["token"].(string), args["newPassword"].(string)), true
 	case "Mutation.reviveWebhook":
 		if e.ComplexityRoot.Mutation.ReviveWebhook == nil {
 			break
@@ -1529,6 +1573,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetAvatar(childComplexity, args["file"].(*string)), true
+	case "Mutation.setEmail":
+		if e.ComplexityRoot.Mutation.SetEmail == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setEmail_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetEmail(childComplexity, args["email"].(string)), true
+	case "Mutation.setEmailDigests":
+		if e.ComplexityRoot.Mutation.SetEmailDigests == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setEmailDigests_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetEmailDigests(childComplexity, args["on"].(bool)), true
 	case "Mutation.setPushPreviews":
 		if e.ComplexityRoot.Mutation.SetPushPreviews == nil {
 			break
@@ -1639,6 +1705,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UpdateRoomSettings(childComplexity, args["room"].(string), args["input"].(model.RoomSettingsInput)), true
+	case "Mutation.verifyEmail":
+		if e.ComplexityRoot.Mutation.VerifyEmail == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_verifyEmail_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.VerifyEmail(childComplexity, args["token"].(string)), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -2183,6 +2260,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.User.Email(childComplexity), true
+	case "User.emailDigests":
+		if e.ComplexityRoot.User.EmailDigests == nil {
+			break
+		}
+
+		return e.ComplexityRoot.User.EmailDigests(childComplexity), true
+	case "User.emailVerified":
+		if e.ComplexityRoot.User.EmailVerified == nil {
+			break
+		}
+
+		return e.ComplexityRoot.User.EmailVerified(childComplexity), true
 	case "User.firstname", "User.firstName":
 		if e.ComplexityRoot.User.Firstname == nil {
 			break
@@ -3182,7 +3271,9 @@ extend type Mutation {
   their messages and being added to a group are pushed to it, one notification per conversation,
   unless they muted the conversation or blocked the sender. The endpoint must be https; p256dh a
   P-256 public key (65 bytes, base64url) and auth 16 bytes. At most 20 per user; registering an
-  endpoint again replaces it. A subscription the push service says is gone is dropped.
+  endpoint again replaces it. A subscription the push service says is gone is dropped. It belongs
+  to the session that registers it: when that session ends (` + "`" + `logout` + "`" + `, a password change or reset,
+  expiry), the subscription is dropped too, and nothing more is pushed to it.
   """
   registerPushSubscription(
     """The push service's URL for this browser (` + "`" + `PushSubscription.endpoint` + "`" + `), https."""
@@ -3670,8 +3761,20 @@ type User implements Node {
   firstName: String!
   """Last name."""
   lastName: String!
-  """Email address; empty when not given."""
+  """Email address; empty when not given. Only the user sees it."""
   email: String!
+  """
+  Whether the user proved they read ` + "`" + `email` + "`" + `, by the link ` + "`" + `setEmail` + "`" + ` (or
+  signup, or ` + "`" + `requestEmailVerification` + "`" + `) sent there. Only a verified address
+  receives password resets and email digests.
+  """
+  emailVerified: Boolean!
+  """
+  Whether the user is emailed a digest of their unread mentions and direct
+  messages when away (on unless turned off with ` + "`" + `setEmailDigests` + "`" + ` or a
+  digest's unsubscribe link). Digests go to a verified address only.
+  """
+  emailDigests: Boolean!
   """A few words about the user; empty when not given."""
   bio: String!
   """The user's picture (` + "`" + `setAvatar` + "`" + `); null for none."""
@@ -3710,7 +3813,7 @@ input SignupInput {
   firstName: String
   """Required (or the deprecated ` + "`" + `lastname` + "`" + `), at most 64 characters."""
   lastName: String
-  """Optional."""
+  """Optional: an address such as name@example.com, at most 254 characters, emailed a link to verify it."""
   email: String
   """Optional, at most 500 characters."""
   bio: String
@@ -3843,7 +3946,10 @@ extend type Mutation {
     """The ` + "`" + `refreshToken` + "`" + ` of the last pair, unused."""
     token: String!
   ): AuthPayload!
-  """Ends the session of the access token: its tokens stop working. Needs a token."""
+  """
+  Ends the session of the access token: its tokens stop working, and the push
+  subscriptions it registered are dropped. Needs a token.
+  """
   logout: Boolean!
   """
   Replaces the caller's password and ends every other session of theirs;
@@ -3856,6 +3962,46 @@ extend type Mutation {
     """The new password, 8 to 72 bytes."""
     newPassword: String!
   ): Boolean!
+  """
+  Replaces the caller's email address (an empty string removes it) and
+  emails the new one a link to verify it (` + "`" + `verifyEmail` + "`" + `); the address is
+  unverified until then. A malformed address gives BAD_USER_INPUT. Needs a
+  token.
+  """
+  setEmail(email: String!): User!
+  """
+  Emails the caller's address a new link to verify it, if it is not
+  verified yet. Answers true either way; RATE_LIMITED past the limits per
+  client address and per recipient address. Needs a token.
+  """
+  requestEmailVerification: Boolean!
+  """
+  Uses the token of an emailed verification link (single use, valid
+  CHAT_EMAIL_LINK_TTL): the address it went to is verified. An unknown,
+  used or expired token, or one for an address the account no longer has,
+  gives BAD_USER_INPUT. Needs no token of a session.
+  """
+  verifyEmail(token: String!): Boolean!
+  """
+  Emails a password reset link to the account whose verified address this
+  is. Answers true, in the same time, whether or not there is such an
+  account; RATE_LIMITED past the limits per client address and per
+  address asked about. A malformed address gives BAD_USER_INPUT.
+  """
+  requestPasswordReset(email: String!): Boolean!
+  """
+  Uses the token of an emailed password reset link (single use, valid
+  CHAT_EMAIL_LINK_TTL): the account's password becomes newPassword (by
+  signup's rules: BAD_USER_INPUT otherwise, which leaves the link usable)
+  and every session of the account ends at once, its websockets closing
+  with 4401. An unknown, used or expired token gives BAD_USER_INPUT.
+  """
+  resetPassword(token: String!, newPassword: String!): Boolean!
+  """
+  Turns the caller's email digests on or off (see ` + "`" + `User.emailDigests` + "`" + `).
+  Needs a token.
+  """
+  setEmailDigests(on: Boolean!): User!
   """
   Changes the caller's first name, last name or bio, by signup's rules
   (BAD_USER_INPUT otherwise), and returns the profile as it now is. Every
@@ -4473,6 +4619,10 @@ func (ec *executionContext) childFields_User(ctx context.Context, field graphql.
 		return ec.fieldContext_User_lastName(ctx, field)
 	case "email":
 		return ec.fieldContext_User_email(ctx, field)
+	case "emailVerified":
+		return ec.fieldContext_User_emailVerified(ctx, field)
+	case "emailDigests":
+		return ec.fieldContext_User_emailDigests(ctx, field)
 	case "bio":
 		return ec.fieldContext_User_bio(ctx, field)
 	case "avatar":
@@ -5341,6 +5491,42 @@ func (ec *executionContext) field_Mutation_removeReaction_args(ctx context.Conte
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_requestPasswordReset_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "email",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["email"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_resetPassword_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "token",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["token"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "newPassword",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["newPassword"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_reviveWebhook_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5448,6 +5634,34 @@ func (ec *executionContext) field_Mutation_setAvatar_args(ctx context.Context, r
 		return nil, err
 	}
 	args["file"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setEmailDigests_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "on",
+		func(ctx context.Context, v any) (bool, error) {
+			return ec.unmarshalNBoolean2bool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["on"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setEmail_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "email",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["email"] = arg0
 	return args, nil
 }
 
@@ -5620,6 +5834,20 @@ func (ec *executionContext) field_Mutation_updateRoomSettings_args(ctx context.C
 		return nil, err
 	}
 	args["input"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_verifyEmail_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "token",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["token"] = arg0
 	return args, nil
 }
 
@@ -10017,6 +10245,249 @@ func (ec *executionContext) fieldContext_Mutation_changePassword(ctx context.Con
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_setEmail(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setEmail(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetEmail(ctx, fc.Args["email"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setEmail(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setEmail_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_requestEmailVerification(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_requestEmailVerification(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Mutation().RequestEmailVerification(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_requestEmailVerification(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Mutation", field, true, true, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _Mutation_verifyEmail(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_verifyEmail(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().VerifyEmail(ctx, fc.Args["token"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_verifyEmail(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_verifyEmail_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_requestPasswordReset(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_requestPasswordReset(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RequestPasswordReset(ctx, fc.Args["email"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_requestPasswordReset(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_requestPasswordReset_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_resetPassword(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_resetPassword(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ResetPassword(ctx, fc.Args["token"].(string), fc.Args["newPassword"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_resetPassword(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_resetPassword_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setEmailDigests(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setEmailDigests(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetEmailDigests(ctx, fc.Args["on"].(bool))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setEmailDigests(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setEmailDigests_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_updateProfile(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12795,6 +13266,52 @@ func (ec *executionContext) _User_email(ctx context.Context, field graphql.Colle
 }
 func (ec *executionContext) fieldContext_User_email(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _User_emailVerified(ctx context.Context, field graphql.CollectedField, obj *store.User) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_User_emailVerified(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EmailVerified, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_User_emailVerified(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _User_emailDigests(ctx context.Context, field graphql.CollectedField, obj *store.User) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_User_emailDigests(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.User().EmailDigests(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_User_emailDigests(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("User", field, true, true, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _User_bio(ctx context.Context, field graphql.CollectedField, obj *store.User) (ret graphql.Marshaler) {
@@ -17093,6 +17610,48 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "setEmail":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setEmail(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "requestEmailVerification":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_requestEmailVerification(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "verifyEmail":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_verifyEmail(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "requestPasswordReset":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_requestPasswordReset(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "resetPassword":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_resetPassword(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setEmailDigests":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setEmailDigests(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "updateProfile":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_updateProfile(ctx, field)
@@ -18838,6 +19397,49 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "emailVerified":
+			out.Values[i] = ec._User_emailVerified(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "emailDigests":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._User_emailDigests(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "bio":
 			out.Values[i] = ec._User_bio(ctx, field, obj)
 			if out.Values[i] == graphql.Null {

@@ -64,7 +64,7 @@ func newSourceCollector(src Sources) *sourceCollector {
 		channels:          desc("broker_redis_channels", "Redis channels this instance is subscribed to (or subscribing)."),
 		outbox:            desc("broker_outbox_events", "Published events waiting to be written to Redis."),
 		redisUp:           desc("redis_up", "Whether Redis works for a client of this instance: broker_pubsub (the pub/sub connection), broker_publish (the last write of events), ratelimit (the last rate limit call). Absent without Redis.", "client"),
-		rejections:        desc("ratelimit_rejections_total", "Actions refused with RATE_LIMITED, by action: post, room_change, direct_message, signup, login, login_address, typing.", "action"),
+		rejections:        desc("ratelimit_rejections_total", "Actions refused with RATE_LIMITED, by action: post, room_change, direct_message, signup, login, login_address, typing, upload, email_to, email_request.", "action"),
 		fallbacks:         desc("ratelimit_redis_fallbacks_total", "Rate-limited actions counted on this instance alone because Redis failed."),
 		renewals:          desc("broker_pubsub_renewals_total", "Sharded pub/sub connections replaced because their node stopped serving their slot, failed (Redis Cluster), or went deaf (a probe published to itself did not come back): failovers, reshardings and network faults as this instance met them. Absent without Redis."),
 		spans:             desc("trace_spans_total", "Trace spans by outcome: exported (taken by the OTLP endpoint), dropped (the export queue was full), failed (the endpoint refused or did not answer). Absent without CHAT_OTLP_ENDPOINT.", "outcome"),

@@ -18,6 +18,7 @@ type timedStore struct {
 // storeCalls are the series of each method, resolved once.
 type storeCalls struct {
 	Account                storeCall
+	AddDigestNotices       storeCall
 	AddGroupMember         storeCall
 	AddPushSubscription    storeCall
 	AddWebhook             storeCall
@@ -33,9 +34,11 @@ type storeCalls struct {
 	ChangePassword         storeCall
 	ClaimClientMessage     storeCall
 	ClaimFiles             storeCall
+	ClearDigest            storeCall
 	CompleteFile           storeCall
 	Conversation           storeCall
 	CreateBot              storeCall
+	CreateEmailToken       storeCall
 	CreateFile             storeCall
 	CreateInvite           storeCall
 	CreateRoom             storeCall
@@ -46,8 +49,10 @@ type storeCalls struct {
 	DeleteRoom             storeCall
 	DeleteSession          storeCall
 	DeleteSessions         storeCall
+	DigestNotices          storeCall
 	DoomFiles              storeCall
 	DoomOwnerFiles         storeCall
+	DueDigests             storeCall
 	DueFiles               storeCall
 	EditMessage            storeCall
 	File                   storeCall
@@ -106,6 +111,10 @@ type storeCalls struct {
 	Session                storeCall
 	SetAvatar              storeCall
 	SetBotKey              storeCall
+	SetDigestDue           storeCall
+	SetDigestSent          storeCall
+	SetEmail               storeCall
+	SetEmailDigests        storeCall
 	SetNoticeCursor        storeCall
 	SetPreview             storeCall
 	SetPushPreviews        storeCall
@@ -120,14 +129,18 @@ type storeCalls struct {
 	Unmute                 storeCall
 	UnpinMessage           storeCall
 	UpdateProfile          storeCall
+	UseEmailToken          storeCall
 	UseInvite              storeCall
 	User                   storeCall
+	VerifiedEmailLogin     storeCall
+	VerifyEmail            storeCall
 	Webhook                storeCall
 }
 
 func newStoreCalls(m *storeMetrics) *storeCalls {
 	return &storeCalls{
 		Account:                m.call("Account"),
+		AddDigestNotices:       m.call("AddDigestNotices"),
 		AddGroupMember:         m.call("AddGroupMember"),
 		AddPushSubscription:    m.call("AddPushSubscription"),
 		AddWebhook:             m.call("AddWebhook"),
@@ -143,9 +156,11 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		ChangePassword:         m.call("ChangePassword"),
 		ClaimClientMessage:     m.call("ClaimClientMessage"),
 		ClaimFiles:             m.call("ClaimFiles"),
+		ClearDigest:            m.call("ClearDigest"),
 		CompleteFile:           m.call("CompleteFile"),
 		Conversation:           m.call("Conversation"),
 		CreateBot:              m.call("CreateBot"),
+		CreateEmailToken:       m.call("CreateEmailToken"),
 		CreateFile:             m.call("CreateFile"),
 		CreateInvite:           m.call("CreateInvite"),
 		CreateRoom:             m.call("CreateRoom"),
@@ -156,8 +171,10 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		DeleteRoom:             m.call("DeleteRoom"),
 		DeleteSession:          m.call("DeleteSession"),
 		DeleteSessions:         m.call("DeleteSessions"),
+		DigestNotices:          m.call("DigestNotices"),
 		DoomFiles:              m.call("DoomFiles"),
 		DoomOwnerFiles:         m.call("DoomOwnerFiles"),
+		DueDigests:             m.call("DueDigests"),
 		DueFiles:               m.call("DueFiles"),
 		EditMessage:            m.call("EditMessage"),
 		File:                   m.call("File"),
@@ -216,6 +233,10 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		Session:                m.call("Session"),
 		SetAvatar:              m.call("SetAvatar"),
 		SetBotKey:              m.call("SetBotKey"),
+		SetDigestDue:           m.call("SetDigestDue"),
+		SetDigestSent:          m.call("SetDigestSent"),
+		SetEmail:               m.call("SetEmail"),
+		SetEmailDigests:        m.call("SetEmailDigests"),
 		SetNoticeCursor:        m.call("SetNoticeCursor"),
 		SetPreview:             m.call("SetPreview"),
 		SetPushPreviews:        m.call("SetPushPreviews"),
@@ -230,8 +251,11 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		Unmute:                 m.call("Unmute"),
 		UnpinMessage:           m.call("UnpinMessage"),
 		UpdateProfile:          m.call("UpdateProfile"),
+		UseEmailToken:          m.call("UseEmailToken"),
 		UseInvite:              m.call("UseInvite"),
 		User:                   m.call("User"),
+		VerifiedEmailLogin:     m.call("VerifiedEmailLogin"),
+		VerifyEmail:            m.call("VerifyEmail"),
 		Webhook:                m.call("Webhook"),
 	}
 }
@@ -241,6 +265,13 @@ func (s *timedStore) Account(ctx context.Context, a1 string) (store.Account, err
 	r0, err := s.Store.Account(ctx, a1)
 	s.calls.Account.done(ctx, start, err)
 	return r0, err
+}
+
+func (s *timedStore) AddDigestNotices(ctx context.Context, a1 string, a2 time.Time, a3 []store.Notice) error {
+	start := now()
+	err := s.Store.AddDigestNotices(ctx, a1, a2, a3)
+	s.calls.AddDigestNotices.done(ctx, start, err)
+	return err
 }
 
 func (s *timedStore) AddGroupMember(ctx context.Context, a1 string, a2 store.UserRef, a3 store.UserRef, a4 time.Time, a5 ...store.Notice) (store.Room, store.Event, error) {
@@ -348,6 +379,13 @@ func (s *timedStore) ClaimFiles(ctx context.Context, a1 string, a2 []store.Messa
 	return err
 }
 
+func (s *timedStore) ClearDigest(ctx context.Context, a1 string, a2 []store.Notice) error {
+	start := now()
+	err := s.Store.ClearDigest(ctx, a1, a2)
+	s.calls.ClearDigest.done(ctx, start, err)
+	return err
+}
+
 func (s *timedStore) CompleteFile(ctx context.Context, a1 string, a2 store.Attachment) error {
 	start := now()
 	err := s.Store.CompleteFile(ctx, a1, a2)
@@ -366,6 +404,13 @@ func (s *timedStore) CreateBot(ctx context.Context, a1 store.Account, a2 store.B
 	start := now()
 	err := s.Store.CreateBot(ctx, a1, a2, a3)
 	s.calls.CreateBot.done(ctx, start, err)
+	return err
+}
+
+func (s *timedStore) CreateEmailToken(ctx context.Context, a1 store.EmailToken) error {
+	start := now()
+	err := s.Store.CreateEmailToken(ctx, a1)
+	s.calls.CreateEmailToken.done(ctx, start, err)
 	return err
 }
 
@@ -439,6 +484,13 @@ func (s *timedStore) DeleteSessions(ctx context.Context, a1 string, a2 string) e
 	return err
 }
 
+func (s *timedStore) DigestNotices(ctx context.Context, a1 string) ([]store.Notice, error) {
+	start := now()
+	r0, err := s.Store.DigestNotices(ctx, a1)
+	s.calls.DigestNotices.done(ctx, start, err)
+	return r0, err
+}
+
 func (s *timedStore) DoomFiles(ctx context.Context, a1 string, a2 []store.MessageID) error {
 	start := now()
 	err := s.Store.DoomFiles(ctx, a1, a2)
@@ -451,6 +503,13 @@ func (s *timedStore) DoomOwnerFiles(ctx context.Context, a1 string) error {
 	err := s.Store.DoomOwnerFiles(ctx, a1)
 	s.calls.DoomOwnerFiles.done(ctx, start, err)
 	return err
+}
+
+func (s *timedStore) DueDigests(ctx context.Context, a1 int, a2 time.Time, a3 int) ([]string, error) {
+	start := now()
+	r0, err := s.Store.DueDigests(ctx, a1, a2, a3)
+	s.calls.DueDigests.done(ctx, start, err)
+	return r0, err
 }
 
 func (s *timedStore) DueFiles(ctx context.Context, a1 time.Time, a2 int) ([]store.File, error) {
@@ -859,6 +918,34 @@ func (s *timedStore) SetBotKey(ctx context.Context, a1 string, a2 string, a3 sto
 	return r0, err
 }
 
+func (s *timedStore) SetDigestDue(ctx context.Context, a1 string, a2 time.Time) error {
+	start := now()
+	err := s.Store.SetDigestDue(ctx, a1, a2)
+	s.calls.SetDigestDue.done(ctx, start, err)
+	return err
+}
+
+func (s *timedStore) SetDigestSent(ctx context.Context, a1 string, a2 time.Time) error {
+	start := now()
+	err := s.Store.SetDigestSent(ctx, a1, a2)
+	s.calls.SetDigestSent.done(ctx, start, err)
+	return err
+}
+
+func (s *timedStore) SetEmail(ctx context.Context, a1 string, a2 string) error {
+	start := now()
+	err := s.Store.SetEmail(ctx, a1, a2)
+	s.calls.SetEmail.done(ctx, start, err)
+	return err
+}
+
+func (s *timedStore) SetEmailDigests(ctx context.Context, a1 string, a2 bool) error {
+	start := now()
+	err := s.Store.SetEmailDigests(ctx, a1, a2)
+	s.calls.SetEmailDigests.done(ctx, start, err)
+	return err
+}
+
 func (s *timedStore) SetNoticeCursor(ctx context.Context, a1 int, a2 store.MessageID) error {
 	start := now()
 	err := s.Store.SetNoticeCursor(ctx, a1, a2)
@@ -957,6 +1044,13 @@ func (s *timedStore) UpdateProfile(ctx context.Context, a1 string, a2 store.Prof
 	return r0, err
 }
 
+func (s *timedStore) UseEmailToken(ctx context.Context, a1 []uint8) (store.EmailToken, error) {
+	start := now()
+	r0, err := s.Store.UseEmailToken(ctx, a1)
+	s.calls.UseEmailToken.done(ctx, start, err)
+	return r0, err
+}
+
 func (s *timedStore) UseInvite(ctx context.Context, a1 string, a2 time.Time) (store.Invite, error) {
 	start := now()
 	r0, err := s.Store.UseInvite(ctx, a1, a2)
@@ -969,6 +1063,20 @@ func (s *timedStore) User(ctx context.Context, a1 string) (store.User, error) {
 	r0, err := s.Store.User(ctx, a1)
 	s.calls.User.done(ctx, start, err)
 	return r0, err
+}
+
+func (s *timedStore) VerifiedEmailLogin(ctx context.Context, a1 string) (string, error) {
+	start := now()
+	r0, err := s.Store.VerifiedEmailLogin(ctx, a1)
+	s.calls.VerifiedEmailLogin.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) VerifyEmail(ctx context.Context, a1 string, a2 string) error {
+	start := now()
+	err := s.Store.VerifyEmail(ctx, a1, a2)
+	s.calls.VerifyEmail.done(ctx, start, err)
+	return err
 }
 
 func (s *timedStore) Webhook(ctx context.Context, a1 string) (store.Webhook, error) {

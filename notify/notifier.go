@@ -45,13 +45,36 @@ type Notification struct {
 // and words what is to be shown: ok is false when nothing is to be sent.
 type Composer func(ctx context.Context, notices []store.Notice) (n Notification, ok bool, err error)
 
+// Digests keeps notices for email digests and sends the due ones (the
+// chat's rules: chat.Service).
+type Digests interface {
+	// KeepForDigest keeps one recipient's notices of one conversation for
+	// their next digest, if they are to have one.
+	KeepForDigest(ctx context.Context, notices []store.Notice) error
+	// SendDueDigests sends the due digests of a shard whose lease the
+	// caller holds.
+	SendDueDigests(ctx context.Context, shard int) error
+}
+
 // Notifier reads the outbox's shards it holds the lease of and pushes their
-// notices. Each shard is read by one instance at a time.
+// notices, and keeps them for email digests, which it sends when due. Each
+// shard is read by one instance at a time.
 type Notifier struct {
-	Outbox        store.Outbox
-	Subscriptions store.PushSubscriptions
-	Push          *webpush.Sender
-	Compose       Composer
+	Outbox store.Outbox
+	// Subscriptions are the recipients' push subscriptions.
+	Subscriptions interface {
+		PushSubscriptions(ctx context.Context, login string) ([]store.PushSubscription, error)
+		RemovePushSubscription(ctx context.Context, login, endpoint string) error
+	}
+	// Push sends Web Push notifications, worded by Compose; nil sends
+	// none.
+	Push    *webpush.Sender
+	Compose Composer
+	// Digests, if set, keeps each group of notices for email digests
+	// before it is marked done, and sends a shard's due digests after
+	// each round of it, but at most every DigestPoll (Poll when zero).
+	Digests    Digests
+	DigestPoll time.Duration
 	// Holder names this instance in the shards' leases.
 	Holder string
 	Log    *slog.Logger
@@ -191,12 +214,19 @@ func (n *Notifier) runShard(ctx context.Context, shard int) {
 }
 
 // hold drains shard every Poll until renew, when its lease is to be
-// renewed. (Notices left for a retry wait in the scan, not the shard: the
-// others are told meanwhile.)
+// renewed, and sends its due digests. (Notices left for a retry wait in
+// the scan, not the shard: the others are told meanwhile.)
 func (n *Notifier) hold(ctx context.Context, shard int, sc *scan, renew time.Time) (time.Duration, error) {
+	var digestsRead time.Time
 	for {
 		if err := n.drain(ctx, shard, sc, renew); err != nil {
 			return 0, err
+		}
+		if n.Digests != nil && time.Since(digestsRead) >= max(n.DigestPoll, n.poll()) {
+			digestsRead = time.Now()
+			if err := n.Digests.SendDueDigests(ctx, shard); err != nil {
+				return 0, err
+			}
 		}
 		wait := n.poll()
 		if time.Now().Add(wait).After(renew) {
@@ -245,6 +275,11 @@ func (n *Notifier) drain(ctx context.Context, shard int, sc *scan, until time.Ti
 			page = wholeIDs(page)
 		}
 		for _, group := range byConversation(page) {
+			if n.Digests != nil {
+				if err := n.Digests.KeepForDigest(ctx, group); err != nil {
+					return err
+				}
+			}
 			wait, err := n.tell(ctx, group)
 			if err != nil {
 				return err
@@ -340,6 +375,9 @@ func byConversation(page []store.Notice) [][]store.Notice {
 // dropped. It returns how long to wait before a retry when a push service
 // asked for one or rests (0: done).
 func (n *Notifier) tell(ctx context.Context, group []store.Notice) (retry time.Duration, err error) {
+	if n.Push == nil {
+		return 0, nil
+	}
 	recipient := group[0].Recipient
 	subs, err := n.Subscriptions.PushSubscriptions(ctx, recipient)
 	if err != nil {

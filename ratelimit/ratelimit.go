@@ -24,6 +24,8 @@ const (
 	LoginAddress                // login attempts, per client address
 	Typing                      // typing, per user
 	Upload                      // createUpload, completeUpload, per user
+	EmailTo                     // emails of links (verification, password reset), per recipient address
+	EmailRequest                // asking for an emailed link or using one, per client address
 	numActions
 )
 
@@ -36,10 +38,13 @@ var actionNames = [numActions]struct{ key, words, name string }{
 	LoginAddress:  {"login-addr", "login attempts from this address", "login_address"},
 	Typing:        {"typing", "typing notices", "typing"},
 	Upload:        {"upload", "uploads", "upload"},
+	EmailTo:       {"email-to", "emails to this address", "email_to"},
+	EmailRequest:  {"email-req", "email requests from this address", "email_request"},
 }
 
 // Name is the action's name in metrics: post, room_change,
-// direct_message, signup, login, login_address, typing, upload.
+// direct_message, signup, login, login_address, typing, upload,
+// email_to, email_request.
 func (a Action) Name() string { return actionNames[a].name }
 
 // Actions are every limited action.
@@ -68,6 +73,8 @@ var DefaultLimits = Limits{
 	LoginAddress:  {Rate: 10, Period: time.Minute, Burst: 10},
 	Typing:        {Rate: 5, Period: time.Second, Burst: 10},
 	Upload:        {Rate: 2, Period: time.Second, Burst: 20},
+	EmailTo:       {Rate: 5, Period: time.Hour, Burst: 5},
+	EmailRequest:  {Rate: 10, Period: time.Minute, Burst: 10},
 }
 
 // Limiter limits how often each key may do one action.

@@ -318,6 +318,13 @@ func positive(n int) *int {
 // shadow package auth (a push subscription's auth key).
 func caller(ctx context.Context) (store.UserRef, error) { return auth.UserFrom(ctx) }
 
+// callerSession is the caller's session id; empty for a bot's API key,
+// which has none.
+func callerSession(ctx context.Context) string {
+	_, session, _ := auth.SessionFrom(ctx)
+	return session
+}
+
 // botCreated is the API's view of a bot with its new key.
 func botCreated(b *chat.NewBot) *model.BotCreated {
 	return &model.BotCreated{Bot: &b.Bot, APIKey: b.Key}

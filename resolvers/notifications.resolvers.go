@@ -22,7 +22,7 @@ func (r *mutationResolver) RegisterPushSubscription(ctx context.Context, endpoin
 	if device != nil {
 		sub.Device = *device
 	}
-	sub, err = r.Service.RegisterPush(ctx, me, sub)
+	sub, err = r.Service.RegisterPush(ctx, me, callerSession(ctx), sub)
 	if err != nil {
 		return nil, err
 	}

@@ -71,7 +71,7 @@ func (r *mutationResolver) Logout(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if err := r.Sessions.End(ctx, me.Login, session); err != nil {
+	if err := r.Service.Logout(ctx, me, session); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -87,6 +87,60 @@ func (r *mutationResolver) ChangePassword(ctx context.Context, oldPassword strin
 		return false, err
 	}
 	return true, nil
+}
+
+// SetEmail is the resolver for the setEmail field.
+func (r *mutationResolver) SetEmail(ctx context.Context, email string) (*store.User, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.SetEmail(ctx, me, email)
+}
+
+// RequestEmailVerification is the resolver for the requestEmailVerification field.
+func (r *mutationResolver) RequestEmailVerification(ctx context.Context) (bool, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return false, err
+	}
+	if err := r.Service.RequestEmailVerification(ctx, me); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// VerifyEmail is the resolver for the verifyEmail field.
+func (r *mutationResolver) VerifyEmail(ctx context.Context, token string) (bool, error) {
+	if err := r.Service.VerifyEmail(ctx, token); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// RequestPasswordReset is the resolver for the requestPasswordReset field.
+func (r *mutationResolver) RequestPasswordReset(ctx context.Context, email string) (bool, error) {
+	if err := r.Service.RequestPasswordReset(ctx, email); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// ResetPassword is the resolver for the resetPassword field.
+func (r *mutationResolver) ResetPassword(ctx context.Context, token string, newPassword string) (bool, error) {
+	if err := r.Service.ResetPassword(ctx, token, newPassword); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// SetEmailDigests is the resolver for the setEmailDigests field.
+func (r *mutationResolver) SetEmailDigests(ctx context.Context, on bool) (*store.User, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.SetEmailDigests(ctx, me, on)
 }
 
 // UpdateProfile is the resolver for the updateProfile field.
@@ -200,6 +254,11 @@ func (r *queryResolver) Me(ctx context.Context) (*store.User, error) {
 // ID is the resolver for the id field.
 func (r *userResolver) ID(ctx context.Context, obj *store.User) (string, error) {
 	return nodeID(profileNode, obj.Login), nil
+}
+
+// EmailDigests is the resolver for the emailDigests field.
+func (r *userResolver) EmailDigests(ctx context.Context, obj *store.User) (bool, error) {
+	return !obj.DigestsOff, nil
 }
 
 // ReadReceipts is the resolver for the readReceipts field.

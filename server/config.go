@@ -14,6 +14,7 @@ import (
 	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/files"
 	"github.com/killrchat/chatql/files/images"
+	"github.com/killrchat/chatql/notify/mail"
 	"github.com/killrchat/chatql/presence"
 	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
@@ -163,6 +164,18 @@ type Config struct {
 	WebhookPoll           time.Duration
 	WebhookRetryDelay     time.Duration
 
+	// SMTPURL is the relay email goes through (see notify/mail.ParseURL);
+	// empty: every email (with its links) is logged instead.
+	// EmailLinkTTL is how long an emailed link (verification, password
+	// reset) works. EmailDigestAfter is how long someone is away with
+	// unread mentions or direct messages before a digest of them is
+	// emailed (0: no digests); EmailDigestEvery the least time between two
+	// digests to one person.
+	SMTPURL          string
+	EmailLinkTTL     time.Duration
+	EmailDigestAfter time.Duration
+	EmailDigestEvery time.Duration
+
 	// Cassandra selects and tunes the cluster when Store is "cassandra".
 	Cassandra cassandra.Config
 }
@@ -221,6 +234,10 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.BoolVar(&c.Push, "push", env.bool("CHAT_PUSH", true), "send Web Push notifications of direct messages, mentions, replies and group additions to people who are offline (CHAT_PUSH)")
 	fs.StringVar(&c.VAPIDPrivateKey, "vapid-private-key", env.str("CHAT_VAPID_PRIVATE_KEY", ""), "the VAPID private key of Web Push (PEM, or the 32-byte scalar in base64url), shared by every instance; generated into the data dir when empty with the embedded store, push off when empty with Cassandra (CHAT_VAPID_PRIVATE_KEY)")
 	fs.StringVar(&c.VAPIDContact, "vapid-contact", env.str("CHAT_VAPID_CONTACT", "https://github.com/killrchat/chatql"), "how push services reach this server's operator: mailto:address or an https URL (CHAT_VAPID_CONTACT)")
+	fs.StringVar(&c.SMTPURL, "smtp-url", env.str("CHAT_SMTP_URL", ""), "the SMTP relay email goes through: smtp://user:pass@host:587?from=chat@example.com (STARTTLS), smtps://... (TLS), starttls=false for a relay on a trusted network; empty: emails and their links are logged (CHAT_SMTP_URL)")
+	fs.DurationVar(&c.EmailLinkTTL, "email-link-ttl", env.duration("CHAT_EMAIL_LINK_TTL", chat.DefaultLinkTTL), "how long an emailed verification or password reset link works (CHAT_EMAIL_LINK_TTL)")
+	digestAfter := fs.String("email-digest-after", env.str("CHAT_EMAIL_DIGEST_AFTER", chat.DefaultDigestAfter.String()), "how long someone is away with unread mentions or direct messages before a digest of them is emailed to their verified address; 0 or off: no digests (CHAT_EMAIL_DIGEST_AFTER)")
+	fs.DurationVar(&c.EmailDigestEvery, "email-digest-every", env.duration("CHAT_EMAIL_DIGEST_EVERY", chat.DefaultDigestEvery), "the least time between two email digests to one person (CHAT_EMAIL_DIGEST_EVERY)")
 	c.RateLimits = ratelimit.DefaultLimits
 	for _, f := range rateFlags {
 		l := &c.RateLimits[f.action]
@@ -317,6 +334,20 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	case c.FileLimits.UploadURLTTL < time.Second || c.FileLimits.DownloadURLTTL < time.Second || c.FileLimits.UnattachedTTL < time.Second || c.FileSweepInterval <= 0:
 		return c, fmt.Errorf("file durations: the URLs' TTLs and the unsent files' must be at least 1s, and the sweep interval positive")
 	}
+	if *digestAfter == "off" {
+		*digestAfter = "0"
+	}
+	if c.EmailDigestAfter, err = time.ParseDuration(*digestAfter); err != nil || c.EmailDigestAfter < 0 {
+		return c, fmt.Errorf("email digest after %q: want off, 0 or a positive duration such as 1h", *digestAfter)
+	}
+	if c.EmailLinkTTL < time.Second || c.EmailDigestEvery < 0 {
+		return c, fmt.Errorf("email link TTL %v, digest every %v: the TTL must be at least 1s and the period not negative", c.EmailLinkTTL, c.EmailDigestEvery)
+	}
+	if c.SMTPURL != "" {
+		if _, err := mail.ParseURL(c.SMTPURL); err != nil {
+			return c, err
+		}
+	}
 	if c.PublicURL != "" {
 		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
 			return c, fmt.Errorf("public URL %q: want scheme://host[:port], such as https://chat.example.com", c.PublicURL)
@@ -340,6 +371,8 @@ var rateFlags = []struct {
 	{ratelimit.Signup, "rate-signups-per-address", "CHAT_RATE_SIGNUPS_PER_ADDRESS", "signups per client address"},
 	{ratelimit.Login, "rate-logins-per-login", "CHAT_RATE_LOGINS_PER_LOGIN", "login attempts per login tried"},
 	{ratelimit.LoginAddress, "rate-logins-per-address", "CHAT_RATE_LOGINS_PER_ADDRESS", "login attempts per client address"},
+	{ratelimit.EmailTo, "rate-emails-per-recipient", "CHAT_RATE_EMAILS_PER_RECIPIENT", "emailed links (verification, password reset) per recipient address"},
+	{ratelimit.EmailRequest, "rate-email-requests-per-address", "CHAT_RATE_EMAIL_REQUESTS_PER_ADDRESS", "requests for an emailed link, and uses of one, per client address"},
 }
 
 func splitList(s string) []string {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"time"
 
 	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/notify"
@@ -29,24 +30,36 @@ func vapidKey(cfg Config, log *slog.Logger) (*webpush.VAPIDKey, error) {
 	return nil, nil
 }
 
-// startNotifier starts sending the outbox's notices as Web Push
-// notifications, if push is on, until the server closes.
+// startNotifier starts reading the outbox, if push or email digests are
+// on, until the server closes: it sends the notices as Web Push
+// notifications, and keeps them for the digests it sends when due.
 func (s *Server) startNotifier(ctx context.Context, core *chat.Service) error {
 	s.stopNotifier = func() {}
 	key, err := vapidKey(s.cfg, s.log)
-	if err != nil || key == nil {
+	if err != nil {
 		return err
 	}
-	sender, err := webpush.NewSender(webpush.Config{Key: key, Contact: s.cfg.VAPIDContact, AllowLoopback: s.cfg.PushAllowLoopback})
-	if err != nil {
-		return fmt.Errorf("push notifications: %w", err)
+	var sender *webpush.Sender
+	if key != nil {
+		if sender, err = webpush.NewSender(webpush.Config{Key: key, Contact: s.cfg.VAPIDContact, AllowLoopback: s.cfg.PushAllowLoopback}); err != nil {
+			return fmt.Errorf("push notifications: %w", err)
+		}
+		core.Push = &chat.Push{PublicKey: key.PublicKey(), AllowLoopback: s.cfg.PushAllowLoopback}
 	}
-	core.Push = &chat.Push{PublicKey: key.PublicKey(), AllowLoopback: s.cfg.PushAllowLoopback}
+	if !core.Notifies() {
+		return nil
+	}
 	holder := make([]byte, 8)
 	_, _ = rand.Read(holder)
 	n := &notify.Notifier{
-		Outbox: s.store, Subscriptions: s.store, Push: sender, Compose: core.ComposeNotification,
+		Outbox: s.store, Subscriptions: chat.PushTargets{Service: core}, Push: sender, Compose: core.ComposeNotification,
 		Holder: hex.EncodeToString(holder), Log: s.log, Poll: s.cfg.NotifyPoll, MaxBackoff: s.cfg.NotifyMaxBackoff,
+	}
+	if core.Email != nil && core.Email.DigestAfter > 0 {
+		// A digest is due hours after its first message: its shard's due
+		// digests are read a tenth of that apart, from every Poll to
+		// every minute.
+		n.Digests, n.DigestPoll = core, min(core.Email.DigestAfter/10, time.Minute)
 	}
 	ctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -54,7 +67,13 @@ func (s *Server) startNotifier(ctx context.Context, core *chat.Service) error {
 		defer close(done)
 		n.Run(ctx)
 	}()
-	s.stopNotifier = func() { stop(); <-done; sender.Close() }
+	s.stopNotifier = func() {
+		stop()
+		<-done
+		if sender != nil {
+			sender.Close()
+		}
+	}
 	s.notifier = n
 	return nil
 }

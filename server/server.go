@@ -82,6 +82,7 @@ type Server struct {
 	files        http.Handler
 	stopSweeper  func()
 	stopNotifier func()
+	stopEmail    func()
 	notifier     *notify.Notifier
 	// stopWebhooks ends the delivery to webhooks and waits.
 	stopWebhooks func()
@@ -209,6 +210,11 @@ func NewOnStore(ctx context.Context, cfg Config, log *slog.Logger, st store.Stor
 		core.Previews = s.previews
 	}
 	s.core = core
+	if err := s.startEmail(streams, core, secret); err != nil {
+		endStreams()
+		_ = s.broker.Close()
+		return nil, err
+	}
 	s.startSweeper(streams)
 	res := &resolvers.Resolver{Service: core, Tokens: tokens}
 	if err := res.FollowAnnouncements(streams, sessions.EndUser); err != nil {
@@ -225,6 +231,7 @@ func NewOnStore(ctx context.Context, cfg Config, log *slog.Logger, st store.Stor
 	if err := s.startNotifier(streams, core); err != nil {
 		s.stopPresence()
 		s.stopSweeper()
+		s.stopEmail()
 		endStreams()
 		_ = s.broker.Close()
 		return nil, err
@@ -414,6 +421,7 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 	if s.files != nil {
 		mux.Handle(filesPath, s.files)
 	}
+	s.emailRoutes(mux, func(h http.Handler) http.Handler { return limits.Handler(addresses.Middleware(h)) })
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", s.readyz)
 	if s.cfg.MetricsAddr == "" {
@@ -557,6 +565,7 @@ func (s *Server) Close(ctx context.Context) error {
 	s.stopPresence()
 	s.stopSweeper()
 	s.stopNotifier()
+	s.stopEmail()
 	s.stopWebhooks()
 	s.core.WaitPreviews()
 	if s.previews != nil {

@@ -164,6 +164,11 @@ type PushSubscription struct {
 	P256dh, Auth string
 	// Device is the user's name for the device, such as "laptop".
 	Device string
+	// Session is the id of the session that registered it: when that
+	// session ends (logout, a password change or reset, expiry), the
+	// subscription goes too. Empty for one registered with a bot's API
+	// key, which has no session.
+	Session string
 	// CreatedAt is when it was registered.
 	CreatedAt time.Time
 }

@@ -43,6 +43,14 @@ type User struct {
 	// NoReadReceipts: the user sends no read receipts in direct
 	// conversations and groups, and sees none (ProfileUpdate).
 	NoReadReceipts bool
+	// EmailVerified reports that the user proved they read Email
+	// (VerifyEmail); changing the address clears it.
+	EmailVerified bool
+	// DigestsOff reports that the user turned their email digests off.
+	DigestsOff bool
+	// DigestSentAt is when their last email digest was sent; zero if
+	// never.
+	DigestSentAt time.Time
 }
 
 // Account is a User with the password hash used at login.
@@ -179,6 +187,7 @@ type Store interface {
 	Webhooks
 	Bots
 	RoomSettings
+	Email
 
 	// CreateUser stores a new account. Logins are unique: the write is a
 	// compare-and-set (INSERT ... IF NOT EXISTS), so of many concurrent signups

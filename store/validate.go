@@ -1,6 +1,7 @@
 package store
 
 import (
+	"net/mail"
 	"regexp"
 	"strings"
 	"unicode"
@@ -67,15 +68,28 @@ func ValidatePasswordIn(field, password string) error {
 	return nil
 }
 
+// ValidateEmail checks an email address: a bare address such as
+// name@example.com (no display name, no spaces), at most MaxEmailLength.
+func ValidateEmail(email string) error {
+	at := strings.IndexByte(email, '@')
+	bad := len(email) > MaxEmailLength || at < 1 || at == len(email)-1 ||
+		strings.ContainsFunc(email, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) })
+	if !bad {
+		a, err := mail.ParseAddress(email)
+		bad = err != nil || a.Address != email
+	}
+	if bad {
+		return InvalidField("email", "invalid email %s: it must look like name@example.com and be at most %d characters", Quote(email), MaxEmailLength)
+	}
+	return nil
+}
+
 // Validate checks a new user's profile: login, names, email and bio,
 // reporting every invalid field (InvalidFields).
 func (u User) Validate() error {
 	var email error
 	if u.Email != "" {
-		at := strings.IndexByte(u.Email, '@')
-		if len(u.Email) > MaxEmailLength || at < 1 || at == len(u.Email)-1 || strings.ContainsFunc(u.Email, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
-			email = InvalidField("email", "invalid email %s: it must look like name@example.com and be at most %d characters", Quote(u.Email), MaxEmailLength)
-		}
+		email = ValidateEmail(u.Email)
 	}
 	return JoinInvalid(
 		ValidateLogin(u.Login),

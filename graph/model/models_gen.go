@@ -196,7 +196,7 @@ type SignupInput struct {
 	FirstName *string `json:"firstName,omitempty"`
 	// Required (or the deprecated `lastname`), at most 64 characters.
 	LastName *string `json:"lastName,omitempty"`
-	// Optional.
+	// Optional: an address such as name@example.com, at most 254 characters, emailed a link to verify it.
 	Email *string `json:"email,omitempty"`
 	// Optional, at most 500 characters.
 	Bio *string `json:"bio,omitempty"`

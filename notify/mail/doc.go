@@ -1,5 +1,6 @@
 // Package mail sends email digests of a person's unread mentions and direct
-// messages.
+// messages, and letters about their account (an address to verify, a
+// password to reset).
 //
 // A Mailer sends a Digest. SMTPMailer sends it through any SMTP relay
 // configured by one URL (see ParseURL):

@@ -5,11 +5,13 @@ import (
 	"log/slog"
 )
 
-// Mailer sends digests.
+// Mailer sends digests and letters.
 type Mailer interface {
 	// SendDigest composes and sends d, returning once the relay accepted
 	// it (or, for LogMailer, once it is logged).
 	SendDigest(ctx context.Context, d Digest) error
+	// SendLetter composes and sends l, likewise.
+	SendLetter(ctx context.Context, l Letter) error
 }
 
 // New returns an SMTPMailer for the URL, or a LogMailer writing to logger

@@ -19,7 +19,8 @@ const (
 	// condition that the password is the one the caller checked; the
 	// tombstone's firstname is '' rather than null, so that the row still
 	// reads as an account's (readAccount), a deleted one.
-	deleteAccount = `UPDATE users SET deleted = true, firstname = '', lastname = null, email = null, bio = null, pass_hash = null, avatar = null
+	deleteAccount = `UPDATE users SET deleted = true, firstname = '', lastname = null, email = null, bio = null, pass_hash = null, avatar = null,
+		email_verified = null, digests_off = null, digest_sent_at = null
 		WHERE login = ? IF pass_hash = ?`
 	// setAvatar is a compare-and-set of the avatar read, on the account
 	// standing (a tombstone has no pass_hash).
@@ -216,6 +217,9 @@ func (db *DB) DeleteAccount(ctx context.Context, login string, passHash []byte) 
 		if err := db.query(ctx, stmt, login).Exec(); err != nil {
 			return nil, fmt.Errorf("cassandra: delete user %q: %w", login, err)
 		}
+	}
+	if err := db.forgetDigest(ctx, login); err != nil {
+		return nil, fmt.Errorf("cassandra: delete user %q: %w", login, err)
 	}
 	// The rooms as the tombstone lists them: a join that ran since the read
 	// above is in it too.

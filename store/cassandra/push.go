@@ -14,10 +14,10 @@ import (
 var _ store.PushSubscriptions = (*DB)(nil)
 
 const (
-	insertPush       = `INSERT INTO push_subscriptions (login, endpoint, p256dh, auth, device, created_at) VALUES (?, ?, ?, ?, ?, ?)`
+	insertPush       = `INSERT INTO push_subscriptions (login, endpoint, p256dh, auth, device, created_at, session) VALUES (?, ?, ?, ?, ?, ?, ?)`
 	deletePush       = `DELETE FROM push_subscriptions WHERE login = ? AND endpoint = ?`
 	deletePushOf     = `DELETE FROM push_subscriptions WHERE login = ?`
-	selectPush       = `SELECT endpoint, p256dh, auth, device, created_at FROM push_subscriptions WHERE login = ?`
+	selectPush       = `SELECT endpoint, p256dh, auth, device, created_at, session FROM push_subscriptions WHERE login = ?`
 	setPushPreviews  = `UPDATE push_subscriptions SET previews = ? WHERE login = ?`
 	selectPushPrevue = `SELECT previews FROM push_subscriptions WHERE login = ? LIMIT 1`
 )
@@ -48,7 +48,7 @@ func (db *DB) AddPushSubscription(ctx context.Context, login string, s store.Pus
 	if s.CreatedAt.IsZero() {
 		s.CreatedAt = time.Now()
 	}
-	if err := db.query(ctx, insertPush, login, s.Endpoint, s.P256dh, s.Auth, s.Device, s.CreatedAt).Exec(); err != nil {
+	if err := db.query(ctx, insertPush, login, s.Endpoint, s.P256dh, s.Auth, s.Device, s.CreatedAt, s.Session).Exec(); err != nil {
 		return fmt.Errorf("cassandra: add a push subscription of %q: %w", login, err)
 	}
 	return nil
@@ -69,8 +69,12 @@ func (db *DB) PushSubscriptions(ctx context.Context, login string) ([]store.Push
 	out := []store.PushSubscription{}
 	for {
 		var s store.PushSubscription
-		if !iter.Scan(&s.Endpoint, &s.P256dh, &s.Auth, &s.Device, &s.CreatedAt) {
+		var session *string
+		if !iter.Scan(&s.Endpoint, &s.P256dh, &s.Auth, &s.Device, &s.CreatedAt, &session) {
 			break
+		}
+		if session != nil {
+			s.Session = *session
 		}
 		if s.Endpoint != "" {
 			s.CreatedAt = s.CreatedAt.UTC()

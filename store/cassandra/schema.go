@@ -113,6 +113,12 @@ var schemaV18 string
 //go:embed schema_v19.cql
 var schemaV19 string
 
+// schemaV20 adds verified email addresses, emailed links and email
+// digests, and the session of a push subscription.
+//
+//go:embed schema_v20.cql
+var schemaV20 string
+
 // schemaV22 adds room settings, pins, slow mode, invite links and the
 // choice not to send read receipts.
 //
@@ -153,6 +159,7 @@ var migrations = []migration{
 	{version: 17, description: "notices, notice_hours, notice_cursors, notice_leases, push_subscriptions", cql: schemaV17},
 	{version: 18, description: "webhooks, webhook_leases", cql: schemaV18},
 	{version: 19, description: "users.bot, users.owner, bots_by_owner, bot_keys", cql: schemaV19},
+	{version: 20, description: "users.email_verified, users.digests_off, users.digest_sent_at, email_tokens, email_logins, digest_due, digest_notices, push_subscriptions.session", cql: schemaV20},
 	{version: 22, description: "chat_rooms.title, chat_rooms.slow_mode, users.no_read_receipts, room_pins, room_post_turns, group_invites, group_invites_by_room", cql: schemaV22},
 }
 

@@ -14,8 +14,8 @@ import (
 const (
 	insertUser = `INSERT INTO users (login, pass_hash, firstname, lastname, email, bio)
 		VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS`
-	selectUser = `SELECT login, pass_hash, firstname, lastname, email, bio, chat_rooms, deleted, avatar, bot, owner, no_read_receipts
-		FROM users WHERE login = ?`
+	selectUser = `SELECT login, pass_hash, firstname, lastname, email, bio, chat_rooms, deleted, avatar, bot, owner, no_read_receipts,
+		email_verified, digests_off, digest_sent_at FROM users WHERE login = ?`
 	addUserRoom    = `UPDATE users SET chat_rooms = chat_rooms + ? WHERE login = ?`
 	removeUserRoom = `UPDATE users SET chat_rooms = chat_rooms - ? WHERE login = ?`
 	// removeUserRoomAt is removeUserRoom at a given time, for the clean-up
@@ -93,7 +93,8 @@ func (db *DB) readAccount(q *gocql.Query) (store.Account, error) {
 	var firstname *string
 	var deleted bool
 	var avatar string
-	err := q.Scan(&a.Login, &a.PassHash, &firstname, &a.Lastname, &a.Email, &a.Bio, &a.ChatRooms, &deleted, &avatar, &a.Bot, &a.Owner, &a.NoReadReceipts)
+	err := q.Scan(&a.Login, &a.PassHash, &firstname, &a.Lastname, &a.Email, &a.Bio, &a.ChatRooms, &deleted, &avatar, &a.Bot, &a.Owner, &a.NoReadReceipts,
+		&a.EmailVerified, &a.DigestsOff, &a.DigestSentAt)
 	if err == nil && deleted {
 		err = errDeletedAccount
 	}
@@ -105,6 +106,9 @@ func (db *DB) readAccount(q *gocql.Query) (store.Account, error) {
 	}
 	a.Firstname = *firstname
 	a.Avatar = decodePicture(avatar)
+	if !a.DigestSentAt.IsZero() {
+		a.DigestSentAt = a.DigestSentAt.UTC()
+	}
 	slices.Sort(a.ChatRooms)
 	return a, nil
 }

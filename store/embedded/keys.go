@@ -78,6 +78,14 @@ const (
 	tablePostTurns   = "room_post_turns"
 	tableInvites     = "group_invites"
 	tableRoomInvites = "group_invites_by_room"
+	// tableEmailTokens holds the emailed links' tokens by hash;
+	// tableEmailLogins the login each verified address finds;
+	// tableDigestDue the due digests, a partition per outbox shard, by
+	// login; tableDigestNotices the notices of each login's digest.
+	tableEmailTokens   = "email_tokens"
+	tableEmailLogins   = "email_logins"
+	tableDigestDue     = "digest_due"
+	tableDigestNotices = "digest_notices"
 
 	// tableRoomMembers is no Cassandra table but this store's index of
 	// chat_rooms' participants (see membersPartition), and tableMeta holds
@@ -441,3 +449,18 @@ func postTurnKey(room, login string) key { return postTurnsPartition(room).str(l
 func inviteKey(hash string) key { return tuple(tableInvites).str(hash) }
 
 func roomInvitesPartition(room string) key { return tuple(tableRoomInvites).str(room) }
+func emailTokenKey(hash []byte) key        { return tuple(tableEmailTokens).str(hex.EncodeToString(hash)) }
+
+func emailLoginKey(email string) key { return tuple(tableEmailLogins).str(store.NormalizeEmail(email)) }
+
+// digestDuePartition holds the shard's due digests, by login.
+func digestDuePartition(shard int) key { return tuple(tableDigestDue).int(int64(shard)) }
+
+func digestDueKey(login string) key { return digestDuePartition(store.NoticeShard(login)).str(login) }
+
+// digestNoticesPartition holds login's digest's notices, oldest first.
+func digestNoticesPartition(login string) key { return tuple(tableDigestNotices).str(login) }
+
+func digestNoticeKey(login string, id store.MessageID) key {
+	return digestNoticesPartition(login).asc(id)
+}

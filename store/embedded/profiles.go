@@ -122,6 +122,8 @@ func (db *DB) DeleteAccount(ctx context.Context, login string, passHash []byte) 
 	b.deleteRange(mutesPartition(login))
 	b.deleteRange(pushPartition(login))
 	b.delete(pushPreviewsKey(login))
+	b.deleteRange(digestNoticesPartition(login))
+	b.delete(digestDueKey(login))
 	if err := b.commit(); err != nil {
 		return nil, fmt.Errorf("deleting user %q: %w", login, err)
 	}

@@ -19,6 +19,7 @@ type pushRow struct {
 	P256dh    string    `json:"p"`
 	Auth      string    `json:"a"`
 	Device    string    `json:"d,omitempty"`
+	Session   string    `json:"s,omitempty"`
 	CreatedAt time.Time `json:"at"`
 }
 
@@ -57,7 +58,7 @@ func (db *DB) AddPushSubscription(ctx context.Context, login string, s store.Pus
 		s.CreatedAt = time.Now()
 	}
 	b := db.batch()
-	b.set(pushKey(login, s.Endpoint), pushRow{Endpoint: s.Endpoint, P256dh: s.P256dh, Auth: s.Auth, Device: s.Device, CreatedAt: s.CreatedAt.UTC().Truncate(time.Millisecond)})
+	b.set(pushKey(login, s.Endpoint), pushRow{Endpoint: s.Endpoint, P256dh: s.P256dh, Auth: s.Auth, Device: s.Device, Session: s.Session, CreatedAt: s.CreatedAt.UTC().Truncate(time.Millisecond)})
 	if err := b.commit(); err != nil {
 		return fmt.Errorf("adding a push subscription of %q: %w", login, err)
 	}
@@ -79,7 +80,7 @@ func (db *DB) PushSubscriptions(ctx context.Context, login string) ([]store.Push
 	out := []store.PushSubscription{}
 	err = db.scan(ctx, p, p.end(), false, func(_, v []byte) (bool, error) {
 		row, err := decode[pushRow](v)
-		out = append(out, store.PushSubscription{Endpoint: row.Endpoint, P256dh: row.P256dh, Auth: row.Auth, Device: row.Device, CreatedAt: row.CreatedAt})
+		out = append(out, store.PushSubscription{Endpoint: row.Endpoint, P256dh: row.P256dh, Auth: row.Auth, Device: row.Device, Session: row.Session, CreatedAt: row.CreatedAt})
 		return err == nil, err
 	})
 	if err != nil {

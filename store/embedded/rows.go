@@ -41,6 +41,11 @@ type userRow struct {
 	Owner string `json:"owner,omitempty"`
 	// NoReadReceipts: the user sends and sees no read receipts.
 	NoReadReceipts bool `json:"no_read_receipts,omitempty"`
+	// EmailVerified, DigestsOff and DigestSentAt are the user's email
+	// state (store.User).
+	EmailVerified bool      `json:"email_verified,omitempty"`
+	DigestsOff    bool      `json:"digests_off,omitempty"`
+	DigestSentAt  time.Time `json:"digest_sent_at,omitzero"`
 }
 
 // roomRow is a row of chat_rooms. The creator's login is Creator.Login.
@@ -203,6 +208,9 @@ func (r userRow) account() store.Account {
 			Owner:     r.Owner,
 
 			NoReadReceipts: r.NoReadReceipts,
+			EmailVerified:  r.EmailVerified,
+			DigestsOff:     r.DigestsOff,
+			DigestSentAt:   r.DigestSentAt,
 		},
 		PassHash: r.PassHash,
 	}

@@ -433,7 +433,7 @@ func testPushSubscriptions(t *testing.T, s store.Store) {
 		return store.PushSubscription{
 			Endpoint: fmt.Sprintf("https://push.example.com/send/%s/%d", login, i),
 			P256dh:   fmt.Sprintf("p256dh-%d", i), Auth: fmt.Sprintf("auth-%d", i),
-			Device: fmt.Sprintf("device %d", i), CreatedAt: at,
+			Device: fmt.Sprintf("device %d", i), Session: fmt.Sprintf("session-%d", i%2), CreatedAt: at,
 		}
 	}
 	add := func(s2 store.PushSubscription) {
@@ -453,7 +453,7 @@ func testPushSubscriptions(t *testing.T, s store.Store) {
 		}
 		for i := range got {
 			if got[i].Endpoint != want[i].Endpoint || got[i].P256dh != want[i].P256dh || got[i].Auth != want[i].Auth ||
-				got[i].Device != want[i].Device || !got[i].CreatedAt.Equal(want[i].CreatedAt) {
+				got[i].Device != want[i].Device || got[i].Session != want[i].Session || !got[i].CreatedAt.Equal(want[i].CreatedAt) {
 				t.Errorf("PushSubscriptions %s [%d] = %+v, want %+v", what, i, got[i], want[i])
 			}
 		}

@@ -71,6 +71,11 @@ func groups() []group[store.Store] {
 			{"ErrConflict", testCreateBotConflict},
 			{"Deleted", testDeleteBot},
 		}},
+		{"Email", []storeTest{
+			{"Verify", testEmailVerify},
+			{"Tokens", testEmailTokens},
+			{"Digests", testDigests},
+		}},
 		{"Blocks", []storeTest{
 			{"OK", testBlocks},
 			{"Cap", testBlocksCap},
