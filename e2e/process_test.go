@@ -120,6 +120,7 @@ var rateLimitVars = map[ratelimit.Action]string{
 	ratelimit.Login:         "CHAT_RATE_LOGINS_PER_LOGIN",
 	ratelimit.LoginAddress:  "CHAT_RATE_LOGINS_PER_ADDRESS",
 	ratelimit.Upload:        "CHAT_RATE_UPLOADS",
+	ratelimit.Search:        "CHAT_RATE_SEARCHES",
 }
 
 // TestRateLimitVars: the server reads each action's limit from its

@@ -96,6 +96,7 @@ type storeCalls struct {
 	RoomWebhooks           storeCall
 	Rooms                  storeCall
 	RotateSession          storeCall
+	SearchMessages         storeCall
 	SendDirect             storeCall
 	Session                storeCall
 	SetAvatar              storeCall
@@ -196,6 +197,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		RoomWebhooks:           m.call("RoomWebhooks"),
 		Rooms:                  m.call("Rooms"),
 		RotateSession:          m.call("RotateSession"),
+		SearchMessages:         m.call("SearchMessages"),
 		SendDirect:             m.call("SendDirect"),
 		Session:                m.call("Session"),
 		SetAvatar:              m.call("SetAvatar"),
@@ -767,6 +769,13 @@ func (s *timedStore) RotateSession(ctx context.Context, a1 store.Session, a2 int
 	err := s.Store.RotateSession(ctx, a1, a2)
 	s.calls.RotateSession.done(ctx, start, err)
 	return err
+}
+
+func (s *timedStore) SearchMessages(ctx context.Context, a1 store.MessageQuery) (store.SearchPage, error) {
+	start := now()
+	r0, err := s.Store.SearchMessages(ctx, a1)
+	s.calls.SearchMessages.done(ctx, start, err)
+	return r0, err
 }
 
 func (s *timedStore) SendDirect(ctx context.Context, a1 store.Message, a2 store.UserRef, a3 ...store.Notice) error {

@@ -24,6 +24,7 @@ const (
 	LoginAddress                // login attempts, per client address
 	Typing                      // typing, per user
 	Upload                      // createUpload, completeUpload, per user
+	Search                      // searchMessages, searchUsers, searchRooms, per user
 	numActions
 )
 
@@ -36,10 +37,11 @@ var actionNames = [numActions]struct{ key, words, name string }{
 	LoginAddress:  {"login-addr", "login attempts from this address", "login_address"},
 	Typing:        {"typing", "typing notices", "typing"},
 	Upload:        {"upload", "uploads", "upload"},
+	Search:        {"search", "searches", "search"},
 }
 
 // Name is the action's name in metrics: post, room_change,
-// direct_message, signup, login, login_address, typing, upload.
+// direct_message, signup, login, login_address, typing, upload, search.
 func (a Action) Name() string { return actionNames[a].name }
 
 // Actions are every limited action.
@@ -68,6 +70,7 @@ var DefaultLimits = Limits{
 	LoginAddress:  {Rate: 10, Period: time.Minute, Burst: 10},
 	Typing:        {Rate: 5, Period: time.Second, Burst: 10},
 	Upload:        {Rate: 2, Period: time.Second, Burst: 20},
+	Search:        {Rate: 2, Period: time.Second, Burst: 10},
 }
 
 // Limiter limits how often each key may do one action.

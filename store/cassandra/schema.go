@@ -107,6 +107,11 @@ var schemaV18 string
 //go:embed schema_v19.cql
 var schemaV19 string
 
+// schemaV23 adds the terms message search finds messages by.
+//
+//go:embed schema_v23.cql
+var schemaV23 string
+
 // A migration is one schema version: CQL statements separated by ';', then
 // the conversion of the data, if any.
 type migration struct {
@@ -141,6 +146,7 @@ var migrations = []migration{
 	{version: 17, description: "notices, notice_hours, notice_cursors, notice_leases, push_subscriptions", cql: schemaV17},
 	{version: 18, description: "webhooks, webhook_leases", cql: schemaV18},
 	{version: 19, description: "users.bot, users.owner, bots_by_owner, bot_keys", cql: schemaV19},
+	{version: 23, description: "chat_room_messages.search_terms and its index", cql: schemaV23},
 }
 
 // createMigrationsTable repeats schema.cql's statement: the table must exist

@@ -430,6 +430,9 @@ func (db *DB) deleteIndexed(ctx context.Context, b *batch, room string) error {
 		}
 		b.delete(messageByIDKey(id))
 		b.delete(authorMessageKey(row.Author.Login, id))
+		if searchable(row.message(room, id)) {
+			b.queueSearch(id)
+		}
 		return true, nil
 	})
 	if err != nil {

@@ -1,0 +1,334 @@
+package embedded
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
+	"github.com/blevesearch/bleve/v2/analysis/tokenizer/whitespace"
+	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/killrchat/chatql/store"
+)
+
+var _ store.MessageSearch = (*DB)(nil)
+
+// The search index is a bleve index (scorch) in its own directory beside
+// the store's, holding one document per message that search may find (not
+// deleted, not a system message): its words as store.Terms makes them, its
+// conversation, its author, and a key that sorts as its id.
+//
+// The index follows the store through the search queue (tableSearchQueue):
+// every write that adds, changes or removes a message's text puts the
+// message's id in the queue in its own batch, so the store never holds a
+// change the queue does not. After the batch is committed, the write
+// applies the queue (applySearchQueue) before it returns: it reads each
+// queued message as the store holds it now, indexes or unindexes it, waits
+// for bleve to persist the batch, then deletes the queue rows it applied.
+// A crash at any moment leaves at worst queue rows whose changes the index
+// may or may not have: opening the store applies them again, which is
+// harmless since applying reads the current message. Nothing is rebuilt
+// but an index that is missing (a new one, or one deleted by hand).
+//
+// One application runs at a time (searchIndex.mu) and takes every row
+// queued so far, so concurrent writes share bleve's persisting as they
+// share pebble's fsyncs; a queue row has a key of its own (a fresh id), so
+// a change queued while an application runs is never deleted by it
+// unapplied.
+
+// tableSearchQueue holds the ids of the messages whose text changed since
+// the search index last took them.
+const tableSearchQueue = "search_queue"
+
+func searchQueueKey(seq store.MessageID) key { return tuple(tableSearchQueue).asc(seq) }
+
+// searchQueueRow names the message a queue row is about.
+type searchQueueRow struct {
+	Message store.MessageID `json:"m"`
+}
+
+// searchIndex is the store's bleve index.
+type searchIndex struct {
+	mu  sync.Mutex // held by the one application of the queue under way
+	idx bleve.Index
+}
+
+// searchDoc is a message's document in the index.
+type searchDoc struct {
+	Room   string `json:"room"`
+	Author string `json:"author"`
+	Words  string `json:"words"`
+	Order  string `json:"order"`
+}
+
+// The analyzer of the words field: the words are store.Terms already, one
+// space apart.
+const wordsAnalyzer = "chatql_words"
+
+// searchMapping maps searchDoc: exact keywords, and the words with their
+// positions (for phrases).
+func searchMapping() (mapping.IndexMapping, error) {
+	im := bleve.NewIndexMapping()
+	if err := im.AddCustomAnalyzer(wordsAnalyzer, map[string]any{"type": custom.Name, "tokenizer": whitespace.Name}); err != nil {
+		return nil, err
+	}
+	keywordField := func(docValues bool) *mapping.FieldMapping {
+		f := bleve.NewKeywordFieldMapping()
+		f.Store, f.IncludeInAll, f.DocValues = false, false, docValues
+		return f
+	}
+	words := bleve.NewTextFieldMapping()
+	words.Analyzer, words.Store, words.IncludeInAll, words.DocValues = wordsAnalyzer, false, false, false
+	doc := bleve.NewDocumentStaticMapping()
+	doc.AddFieldMappingsAt("room", keywordField(false))
+	doc.AddFieldMappingsAt("author", keywordField(false))
+	doc.AddFieldMappingsAt("order", keywordField(true))
+	doc.AddFieldMappingsAt("words", words)
+	im.DefaultMapping = doc
+	im.DefaultAnalyzer = keyword.Name
+	im.StoreDynamic, im.IndexDynamic, im.DocValuesDynamic = false, false, false
+	return im, nil
+}
+
+// searchDir is where the search index of the store in dir lives: beside
+// it, so that pebble's directory holds pebble's files only.
+func searchDir(dir string) string { return filepath.Clean(dir) + "-search" }
+
+// openSearch opens the index in dir ("" for one in memory) and brings it
+// up to the store: a new index is built from every message, an existing
+// one takes what the queue holds.
+func (db *DB) openSearch(dir string) error {
+	im, err := searchMapping()
+	if err != nil {
+		return err
+	}
+	var idx bleve.Index
+	fresh := true
+	switch {
+	case dir == "":
+		idx, err = bleve.NewMemOnly(im)
+	default:
+		if _, statErr := os.Stat(dir); statErr == nil {
+			fresh = false
+			idx, err = bleve.Open(dir)
+		} else {
+			idx, err = bleve.New(dir, im)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("opening the search index in %q: %w", dir, err)
+	}
+	db.search = &searchIndex{idx: idx}
+	if fresh {
+		err = db.indexEveryMessage()
+	}
+	if err == nil {
+		err = db.applySearchQueue()
+	}
+	if err != nil {
+		return errors.Join(err, idx.Close())
+	}
+	return nil
+}
+
+// indexEveryMessage indexes every message of the store, in batches: the
+// build of a new index. The queue's rows are applied after it.
+func (db *DB) indexEveryMessage() error {
+	const perBatch = 1000
+	p := tuple(tableMessagesByID)
+	batch := db.search.idx.NewBatch()
+	flush := func() error {
+		if batch.Size() == 0 {
+			return nil
+		}
+		err := db.search.idx.Batch(batch)
+		batch.Reset()
+		return err
+	}
+	err := db.scan(context.Background(), p, p.end(), false, func(k, v []byte) (bool, error) {
+		row, err := decode[indexRow](v)
+		if err != nil {
+			return false, err
+		}
+		id, err := store.MessageIDFromSortKey(k[len(p):])
+		if err != nil {
+			return false, err
+		}
+		if m := row.message(row.Room, id); searchable(m) {
+			if err := batch.Index(id.String(), newSearchDoc(m)); err != nil {
+				return false, err
+			}
+		}
+		if batch.Size() >= perBatch {
+			return true, flush()
+		}
+		return true, nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return fmt.Errorf("building the search index: %w", err)
+	}
+	return nil
+}
+
+// searchable reports whether search may find m at all.
+func searchable(m store.Message) bool { return !m.Deleted && !m.System && m.Content != "" }
+
+func newSearchDoc(m store.Message) searchDoc {
+	words := store.Terms(m.Content)
+	for i, w := range words {
+		words[i] = store.QueryTerm(w)
+	}
+	return searchDoc{Room: m.Room, Author: m.Author.Login, Words: strings.Join(words, " "), Order: orderKey(m.ID)}
+}
+
+// orderKey is a string that sorts as id does: its sort key, in hex.
+func orderKey(id store.MessageID) string {
+	sk := id.SortKey()
+	return hex.EncodeToString(sk[:])
+}
+
+// queueSearch adds a row to b's search queue for the message id.
+func (b *batch) queueSearch(id store.MessageID) {
+	b.set(searchQueueKey(store.NewMessageID()), searchQueueRow{Message: id})
+	b.searched = true
+}
+
+// applySearchQueue brings the index up to every queued change (see the
+// comment at the top of this file).
+func (db *DB) applySearchQueue() error {
+	s := db.search
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	const perRound = 512
+	for {
+		var rows []key
+		ids := map[store.MessageID]bool{}
+		p := tuple(tableSearchQueue)
+		err := db.scan(context.Background(), p, p.end(), false, func(k, v []byte) (bool, error) {
+			row, err := decode[searchQueueRow](v)
+			if err != nil {
+				return false, err
+			}
+			rows = append(rows, key(append([]byte(nil), k...)))
+			ids[row.Message] = true
+			return len(rows) < perRound, nil
+		})
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		batch := s.idx.NewBatch()
+		for id := range ids {
+			row, found, err := getRow[indexRow](db, messageByIDKey(id))
+			if err != nil {
+				return err
+			}
+			if m := row.message(row.Room, id); found && searchable(m) {
+				err = batch.Index(id.String(), newSearchDoc(m))
+			} else {
+				batch.Delete(id.String())
+			}
+			if err != nil {
+				return err
+			}
+		}
+		// Batch returns once the index has the batch on disk (scorch
+		// waits for its persister unless told unsafe_batch).
+		if err := s.idx.Batch(batch); err != nil {
+			return fmt.Errorf("updating the search index: %w", err)
+		}
+		done := db.pdb.NewBatch()
+		for _, k := range rows {
+			if err := done.Delete(k, nil); err != nil {
+				done.Close()
+				return err
+			}
+		}
+		// Unsynced: a row the crash brings back is applied again.
+		if err := done.Commit(nil); err != nil {
+			return err
+		}
+		if err := done.Close(); err != nil {
+			return err
+		}
+	}
+}
+
+// SearchMessages asks the index for the newest documents matching q and
+// reads the messages found from the store, as they are now.
+func (db *DB) SearchMessages(ctx context.Context, q store.MessageQuery) (store.SearchPage, error) {
+	if q.Empty() {
+		return store.SearchPage{}, store.Invalidf("a search needs words")
+	}
+	end, err := db.begin(ctx)
+	if err != nil {
+		return store.SearchPage{}, err
+	}
+	defer end()
+	if db.search == nil {
+		return store.SearchPage{}, errors.New("embedded store opened without its search index")
+	}
+	if len(q.Conversations) == 0 || q.Limit <= 0 {
+		return store.SearchPage{}, nil
+	}
+
+	field := func(q *query.TermQuery, f string) query.Query { q.SetField(f); return q }
+	rooms := make([]query.Query, 0, len(q.Conversations))
+	for _, c := range q.Conversations {
+		rooms = append(rooms, field(bleve.NewTermQuery(c), "room"))
+	}
+	all := []query.Query{bleve.NewDisjunctionQuery(rooms...)}
+	for _, t := range q.Terms {
+		all = append(all, field(bleve.NewTermQuery(store.QueryTerm(t)), "words"))
+	}
+	for _, p := range q.Phrases {
+		terms := make([]string, len(p))
+		for i, w := range p {
+			terms[i] = store.QueryTerm(w)
+		}
+		all = append(all, bleve.NewPhraseQuery(terms, "words"))
+	}
+	if q.Author != "" {
+		all = append(all, field(bleve.NewTermQuery(q.Author), "author"))
+	}
+	if !q.Before.IsZero() {
+		exclusive := false
+		r := bleve.NewTermRangeInclusiveQuery("", orderKey(q.Before), nil, &exclusive)
+		r.SetField("order")
+		all = append(all, r)
+	}
+	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(all...), q.Limit, 0, false)
+	req.SortBy([]string{"-order"})
+	res, err := db.search.idx.SearchInContext(ctx, req)
+	if err != nil {
+		return store.SearchPage{}, fmt.Errorf("searching messages: %w", err)
+	}
+	page := store.SearchPage{Messages: make([]store.Message, 0, len(res.Hits))}
+	for _, hit := range res.Hits {
+		id, err := store.ParseMessageID(hit.ID)
+		if err != nil {
+			return store.SearchPage{}, fmt.Errorf("search index holds %q: %w", hit.ID, err)
+		}
+		row, found, err := getRow[indexRow](db, messageByIDKey(id))
+		if err != nil {
+			return store.SearchPage{}, err
+		}
+		// A message the index has not let go of yet (its room's deletion
+		// is being applied) is not found.
+		if m := row.message(row.Room, id); found && searchable(m) {
+			page.Messages = append(page.Messages, m)
+		}
+	}
+	return page, nil
+}
