@@ -138,7 +138,7 @@ type messageChange struct {
 	// terms), made from the stored message; nil for none.
 	stream func(stored store.Message) []statement
 	entry  []statement // for each inbox entry whose last message it may be
-	apply   func(m *store.Message)
+	apply  func(m *store.Message)
 }
 
 // erasedAt is the write timestamp of a deleted message's content
