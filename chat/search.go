@@ -358,3 +358,84 @@ func Snippet(content string, words []string) []SnippetPart {
 func isWordRune(r rune) bool {
 	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r)
 }
+
+// The bounds of a directory search (SearchUsers, SearchRooms).
+const (
+	// MaxDirectoryQuery is the longest text typed, in bytes.
+	MaxDirectoryQuery = 64
+	// MaxDirectoryWords is the most words it may hold.
+	MaxDirectoryWords = 4
+	// MaxDirectoryPage is the most people or rooms of one answer.
+	MaxDirectoryPage = 50
+)
+
+// directoryWords are the words of what was typed into a picker, each
+// looked up as the start of a word.
+func directoryWords(typed string, first int) ([]string, error) {
+	switch {
+	case first < 1 || first > MaxDirectoryPage:
+		return nil, store.Invalidf("invalid first: between 1 and %d", MaxDirectoryPage)
+	case len(typed) > MaxDirectoryQuery:
+		return nil, store.Invalidf("invalid query: at most %d bytes", MaxDirectoryQuery)
+	case strings.ContainsAny(typed, "*?~"):
+		return nil, store.Invalidf("invalid query: wildcards (* ?) and fuzzy matching (~) are not supported; every word is the start of a word already")
+	}
+	words := store.Terms(typed)
+	switch {
+	case len(words) == 0:
+		return nil, store.Invalidf("invalid query: no letters or digits to search for")
+	case len(words) > MaxDirectoryWords:
+		return nil, store.Invalidf("invalid query: at most %d words", MaxDirectoryWords)
+	}
+	return words, nil
+}
+
+// SearchUsers finds up to first people whose login or names start with
+// what me typed (each word the start of one of theirs), sorted by login,
+// for the "new message" picker. It leaves out whoever blocked me: a block
+// is not told, and a person who blocked me is not found. Counted against
+// me's search limit.
+func (s *Service) SearchUsers(ctx context.Context, me store.UserRef, typed string, first int) ([]store.UserRef, error) {
+	words, err := directoryWords(typed, first)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.limit(ctx, ratelimit.Search, me); err != nil {
+		return nil, err
+	}
+	// Read more than asked: the blocks filtered out below do not shorten
+	// the answer unless they are many.
+	found, err := s.Store.SearchUsers(ctx, words, first*2)
+	if err != nil {
+		return nil, err
+	}
+	out := []store.UserRef{}
+	for _, u := range found {
+		if len(out) == first {
+			break
+		}
+		blocked, err := s.Store.Blocks(ctx, u.Login, me.Login)
+		if err != nil {
+			return nil, err
+		}
+		if !blocked {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+// SearchRooms finds up to first public rooms whose name or banner (its
+// topic) have words starting with each word me typed, sorted by name: the
+// room directory, searched. Private groups are never found. Counted
+// against me's search limit.
+func (s *Service) SearchRooms(ctx context.Context, me store.UserRef, typed string, first int) ([]store.Room, error) {
+	words, err := directoryWords(typed, first)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.limit(ctx, ratelimit.Search, me); err != nil {
+		return nil, err
+	}
+	return s.Store.SearchRooms(ctx, words, first)
+}

@@ -241,3 +241,60 @@ func checkSearchAgrees(t *testing.T, srv *crashServer, tokens map[string]string,
 	}
 	t.Logf("after kill %d: search agrees on %d messages", round, len(want))
 }
+
+// TestSearchDirectory: searchUsers finds people by the start of their
+// login and names, never who blocked the caller; searchRooms finds public
+// rooms by name and banner, never a private group.
+func TestSearchDirectory(t *testing.T) { forEachStore(t, testSearchDirectory) }
+
+func testSearchDirectory(t *testing.T, cfg server.Config) {
+	ts := startServer(t, cfg)
+	zed := ts.user(t, "zed")
+	emile := ts.user(t, "emile.z")
+	ts.user(t, "emma")
+	mustDo(t, emile, `mutation { updateProfile(input: {firstname: "Émile", lastname: "Zola"}) { login } }`, nil, nil)
+	users := func(c *chatclient.Client, prefix string) []string {
+		t.Helper()
+		var out struct{ SearchUsers []struct{ Login string } }
+		mustDo(t, c, `query($p: String!) { searchUsers(prefix: $p) { login firstname } }`, map[string]any{"p": prefix}, &out)
+		logins := []string{}
+		for _, u := range out.SearchUsers {
+			logins = append(logins, u.Login)
+		}
+		return logins
+	}
+	check := func(what string, got []string, want ...string) {
+		t.Helper()
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: found %q, want %q", what, got, want)
+		}
+	}
+	check("em", users(zed, "em"), "emile.z", "emma")
+	check("EMI zo", users(zed, "EMI zo"), "emile.z")
+	check("emile.z", users(zed, "emile.z"), "emile.z")
+	mustDo(t, emile, `mutation { blockUser(login: "zed") { login } }`, nil, nil)
+	check("em, by someone emile blocked", users(zed, "em"), "emma")
+	check("em, by another", users(ts.user(t, "yann"), "em"), "emile.z", "emma")
+	for _, q := range []string{"", "  ", "em*", strings.Repeat("e", 65), "a b c d e"} {
+		wantCode(t, zed, "BAD_USER_INPUT", `query($p: String!) { searchUsers(prefix: $p) { login } }`, map[string]any{"p": q})
+	}
+	wantCode(t, zed, "BAD_USER_INPUT", `query { searchUsers(prefix: "em", first: 51) { login } }`, nil)
+
+	mustDo(t, zed, `mutation { createRoom(input: {name: "jazz-club", banner: "Late night café jazz"}) { name } }`, nil, nil)
+	mustDo(t, zed, `mutation { createRoom(input: {name: "jazz-secret", kind: PRIVATE_GROUP}) { name } }`, nil, nil)
+	mustDo(t, zed, `mutation { createRoom(input: {name: "chess", banner: "openings"}) { name } }`, nil, nil)
+	rooms := func(q string) []string {
+		t.Helper()
+		var out struct{ SearchRooms []struct{ Name string } }
+		mustDo(t, emile, `query($q: String!) { searchRooms(query: $q) { name banner } }`, map[string]any{"q": q}, &out)
+		names := []string{}
+		for _, r := range out.SearchRooms {
+			names = append(names, r.Name)
+		}
+		return names
+	}
+	check("jazz", rooms("jazz"), "jazz-club")
+	check("cafe (the banner)", rooms("cafe"), "jazz-club")
+	check("open", rooms("open"), "chess")
+	check("nothing", rooms("tennis"), []string{}...)
+}

@@ -239,6 +239,8 @@ type ComplexityRoot struct {
 		Room              func(childComplexity int, name string) int
 		Rooms             func(childComplexity int, first *int, after *string) int
 		SearchMessages    func(childComplexity int, query string, conversation *string, from *string, first *int, after *string) int
+		SearchRooms       func(childComplexity int, query string, first *int) int
+		SearchUsers       func(childComplexity int, prefix string, first *int) int
 		Thread            func(childComplexity int, messageID string, first *int, after *string, last *int, before *string, around *string) int
 		VapidPublicKey    func(childComplexity int) int
 		Webhooks          func(childComplexity int, room string) int
@@ -471,6 +473,8 @@ type QueryResolver interface {
 	Room(ctx context.Context, name string) (*store.Room, error)
 	Rooms(ctx context.Context, first *int, after *string) (*model.RoomConnection, error)
 	SearchMessages(ctx context.Context, query string, conversation *string, from *string, first *int, after *string) (*model.SearchConnection, error)
+	SearchUsers(ctx context.Context, prefix string, first *int) ([]store.UserRef, error)
+	SearchRooms(ctx context.Context, query string, first *int) ([]store.Room, error)
 	Bots(ctx context.Context) ([]store.Bot, error)
 	BlockedUsers(ctx context.Context, first *int, after *string) ([]store.UserRef, error)
 	Me(ctx context.Context) (*store.User, error)
@@ -1630,6 +1634,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.SearchMessages(childComplexity, args["query"].(string), args["conversation"].(*string), args["from"].(*string), args["first"].(*int), args["after"].(*string)), true
+	case "Query.searchRooms":
+		if e.ComplexityRoot.Query.SearchRooms == nil {
+			break
+		}
+
+		args, err := ec.field_Query_searchRooms_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.SearchRooms(childComplexity, args["query"].(string), args["first"].(*int)), true
+	case "Query.searchUsers":
+		if e.ComplexityRoot.Query.SearchUsers == nil {
+			break
+		}
+
+		args, err := ec.field_Query_searchUsers_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.SearchUsers(childComplexity, args["prefix"].(string), args["first"].(*int)), true
 	case "Query.thread":
 		if e.ComplexityRoot.Query.Thread == nil {
 			break
@@ -3071,6 +3097,23 @@ extend type Query {
   by its current text only. Counted against the per-user search limit (` + "`" + `RATE_LIMITED` + "`" + `).
   """
   searchMessages(query: String!, conversation: String, from: String, first: Int = 20, after: String): SearchConnection! @listSize(slicingArguments: ["first"], assumedSize: 50, sizedFields: ["edges"]) @cost(weight: "20")
+}
+
+extend type Query {
+  """
+  People whose login, first name or last name start with what was typed (every word typed
+  the start of one of theirs, any case and accents: ` + "`" + `emi zo` + "`" + ` finds Émile Zola), sorted by
+  login, for the "new message" picker: up to ` + "`" + `first` + "`" + ` (1 to 50, default 10). Whoever blocked
+  the caller is never found. At most 64 bytes and 4 words; wildcards and fuzzy matching are
+  refused (` + "`" + `BAD_USER_INPUT` + "`" + `). Counted against the per-user search limit.
+  """
+  searchUsers(prefix: String!, first: Int = 10): [UserSummary!]! @listSize(slicingArguments: ["first"], assumedSize: 50) @cost(weight: "10")
+  """
+  The room directory, searched: public rooms whose name or banner (the topic) have words
+  starting with each word of ` + "`" + `query` + "`" + `, sorted by name, up to ` + "`" + `first` + "`" + ` (1 to 50, default 20).
+  Private groups are never found. Bounds and errors as ` + "`" + `searchUsers` + "`" + `.
+  """
+  searchRooms(query: String!, first: Int = 20): [Room!]! @listSize(slicingArguments: ["first"], assumedSize: 50) @cost(weight: "10")
 }
 `, BuiltIn: false},
 	{Name: "../schema/users.graphqls", Input: `"""
@@ -5058,6 +5101,50 @@ func (ec *executionContext) field_Query_searchMessages_args(ctx context.Context,
 		return nil, err
 	}
 	args["after"] = arg4
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_searchRooms_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "query",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["query"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_searchUsers_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "prefix",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["prefix"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
 	return args, nil
 }
 
@@ -9710,6 +9797,94 @@ func (ec *executionContext) fieldContext_Query_searchMessages(ctx context.Contex
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_searchMessages_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_searchUsers(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_searchUsers(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().SearchUsers(ctx, fc.Args["prefix"].(string), fc.Args["first"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []store.UserRef) graphql.Marshaler {
+			return ec.marshalNUserSummary2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUserRefᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_searchUsers(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserSummary(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_searchUsers_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_searchRooms(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_searchRooms(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().SearchRooms(ctx, fc.Args["query"].(string), fc.Args["first"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []store.Room) graphql.Marshaler {
+			return ec.marshalNRoom2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐRoomᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_searchRooms(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Room(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_searchRooms_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -15601,6 +15776,50 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "searchUsers":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_searchUsers(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "searchRooms":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_searchRooms(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "bots":
 			field := field
 
@@ -18063,6 +18282,26 @@ func (ec *executionContext) marshalNReadMark2ᚕgithubᚗcomᚋkillrchatᚋchatq
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNReadMark2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐReadMark(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNRoom2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐRoom(ctx context.Context, sel ast.SelectionSet, v store.Room) graphql.Marshaler {
+	return ec._Room(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNRoom2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐRoomᚄ(ctx context.Context, sel ast.SelectionSet, v []store.Room) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNRoom2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐRoom(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {

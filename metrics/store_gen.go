@@ -97,6 +97,8 @@ type storeCalls struct {
 	Rooms                  storeCall
 	RotateSession          storeCall
 	SearchMessages         storeCall
+	SearchRooms            storeCall
+	SearchUsers            storeCall
 	SendDirect             storeCall
 	Session                storeCall
 	SetAvatar              storeCall
@@ -198,6 +200,8 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		Rooms:                  m.call("Rooms"),
 		RotateSession:          m.call("RotateSession"),
 		SearchMessages:         m.call("SearchMessages"),
+		SearchRooms:            m.call("SearchRooms"),
+		SearchUsers:            m.call("SearchUsers"),
 		SendDirect:             m.call("SendDirect"),
 		Session:                m.call("Session"),
 		SetAvatar:              m.call("SetAvatar"),
@@ -775,6 +779,20 @@ func (s *timedStore) SearchMessages(ctx context.Context, a1 store.MessageQuery) 
 	start := now()
 	r0, err := s.Store.SearchMessages(ctx, a1)
 	s.calls.SearchMessages.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) SearchRooms(ctx context.Context, a1 []string, a2 int) ([]store.Room, error) {
+	start := now()
+	r0, err := s.Store.SearchRooms(ctx, a1, a2)
+	s.calls.SearchRooms.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) SearchUsers(ctx context.Context, a1 []string, a2 int) ([]store.UserRef, error) {
+	start := now()
+	r0, err := s.Store.SearchUsers(ctx, a1, a2)
+	s.calls.SearchUsers.done(ctx, start, err)
 	return r0, err
 }
 

@@ -5,8 +5,21 @@ import (
 	"github.com/killrchat/chatql/graph/model"
 )
 
-// defaultSearchPage is searchMessages' page when `first` is absent.
-const defaultSearchPage = 20
+// The sizes of the searches' answers when `first` is absent (the schema
+// gives the same defaults).
+const (
+	defaultSearchPage = 20
+	defaultUserSearch = 10
+	defaultRoomSearch = 20
+)
+
+// derefInt is *n, or def for nil.
+func derefInt(n *int, def int) int {
+	if n == nil {
+		return def
+	}
+	return *n
+}
 
 // searchConnection shapes a page of search results: the end cursor is
 // where the search stopped, which is the last edge's unless the search

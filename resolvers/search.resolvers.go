@@ -10,8 +10,8 @@ import (
 
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/chat"
-
 	"github.com/killrchat/chatql/graph/model"
+	"github.com/killrchat/chatql/store"
 )
 
 // SearchMessages is the resolver for the searchMessages field.
@@ -33,4 +33,22 @@ func (r *queryResolver) SearchMessages(ctx context.Context, query string, conver
 		return nil, err
 	}
 	return searchConnection(after, res), nil
+}
+
+// SearchUsers is the resolver for the searchUsers field.
+func (r *queryResolver) SearchUsers(ctx context.Context, prefix string, first *int) ([]store.UserRef, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.SearchUsers(ctx, me, prefix, derefInt(first, defaultUserSearch))
+}
+
+// SearchRooms is the resolver for the searchRooms field.
+func (r *queryResolver) SearchRooms(ctx context.Context, query string, first *int) ([]store.Room, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.SearchRooms(ctx, me, query, derefInt(first, defaultRoomSearch))
 }

@@ -180,3 +180,73 @@ func hasRun(words, run []string) bool {
 	}
 	return false
 }
+
+// Directory finds people and public rooms by the start of their words,
+// for pickers and the room directory: each backend indexes the prefixes
+// (Prefixes) of a user's login and names and of a public room's name and
+// banner, written with them.
+type Directory interface {
+	// SearchUsers returns up to limit accounts (not deleted ones) whose
+	// login or names have, for each of words (Terms words), a word it
+	// begins, sorted by login. Which of more matches it returns is the
+	// backend's choice.
+	SearchUsers(ctx context.Context, words []string, limit int) ([]UserRef, error)
+
+	// SearchRooms returns up to limit public rooms whose name or banner
+	// has, for each of words, a word it begins, sorted by name. Private
+	// groups are never found.
+	SearchRooms(ctx context.Context, words []string, limit int) ([]Room, error)
+}
+
+// MaxPrefix is the longest prefix indexed, in runes: a longer word typed
+// is looked up by its first MaxPrefix runes, and what is found is then
+// checked whole (BeginsWords).
+const MaxPrefix = 12
+
+// Prefixes are the distinct prefixes, of 1 to MaxPrefix runes, of the
+// Terms words of texts.
+func Prefixes(texts ...string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, text := range texts {
+		for _, w := range Terms(text) {
+			rs := []rune(w)
+			for n := 1; n <= min(len(rs), MaxPrefix); n++ {
+				if p := string(rs[:n]); !seen[p] {
+					seen[p] = true
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// PrefixTerm is the indexed prefix a typed word is looked up by.
+func PrefixTerm(w string) string {
+	if rs := []rune(w); len(rs) > MaxPrefix {
+		return string(rs[:MaxPrefix])
+	}
+	return w
+}
+
+// BeginsWords reports whether each of words begins a Terms word of texts.
+func BeginsWords(words []string, texts ...string) bool {
+	var have []string
+	for _, t := range texts {
+		have = append(have, Terms(t)...)
+	}
+	for _, w := range words {
+		found := false
+		for _, h := range have {
+			if strings.HasPrefix(h, w) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}

@@ -146,7 +146,7 @@ var migrations = []migration{
 	{version: 17, description: "notices, notice_hours, notice_cursors, notice_leases, push_subscriptions", cql: schemaV17},
 	{version: 18, description: "webhooks, webhook_leases", cql: schemaV18},
 	{version: 19, description: "users.bot, users.owner, bots_by_owner, bot_keys", cql: schemaV19},
-	{version: 23, description: "chat_room_messages.search_terms and its index", cql: schemaV23},
+	{version: 23, description: "chat_room_messages.search_terms, users.search_prefixes, chat_rooms.search_prefixes and their indexes", cql: schemaV23},
 }
 
 // createMigrationsTable repeats schema.cql's statement: the table must exist

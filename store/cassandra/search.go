@@ -2,6 +2,7 @@ package cassandra
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -191,6 +192,100 @@ func (db *DB) searchPartition(ctx context.Context, cql, room string, day store.B
 		}
 		if rows < want {
 			break
+		}
+	}
+	return out, nil
+}
+
+var _ store.Directory = (*DB)(nil)
+
+// roomPrefixes are the prefixes r is found by: none for a private group.
+func roomPrefixes(r store.Room) []string {
+	if r.Kind == store.PrivateGroup {
+		return nil
+	}
+	return store.Prefixes(r.Name, r.Banner)
+}
+
+// directoryOverRead is how many more rows than asked a directory search
+// reads: it keeps those whose words really begin with the words typed
+// (a prefix is indexed up to store.MaxPrefix runes).
+const directoryOverRead = 2
+
+// selectDirectory is the search of table by n prefixes: one SAI query
+// over the table (a directory has no partition to keep to), LIMIT bound.
+func selectDirectory(columns, table string, n int) string {
+	var b strings.Builder
+	b.WriteString(`SELECT ` + columns + ` FROM ` + table + ` WHERE`)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(` AND`)
+		}
+		b.WriteString(` search_prefixes CONTAINS ?`)
+	}
+	b.WriteString(` LIMIT ?`)
+	return b.String()
+}
+
+func prefixArgs(words []string, limit int) []any {
+	args := make([]any, 0, len(words)+1)
+	for _, w := range words {
+		args = append(args, store.PrefixTerm(w))
+	}
+	return append(args, limit*directoryOverRead)
+}
+
+// SearchUsers asks the users' prefix index: one query over the cluster,
+// answered by each node's index (SAI), at most limit*2 rows.
+func (db *DB) SearchUsers(ctx context.Context, words []string, limit int) ([]store.UserRef, error) {
+	if len(words) == 0 {
+		return nil, store.Invalidf("a search needs words")
+	}
+	iter := db.query(ctx, selectDirectory(`login, firstname, lastname`, `users`, len(words)), prefixArgs(words, limit)...).Iter()
+	out := []store.UserRef{}
+	var u store.UserRef
+	for iter.Scan(&u.Login, &u.Firstname, &u.Lastname) {
+		if store.BeginsWords(words, u.Login, u.Firstname, u.Lastname) {
+			out = append(out, u)
+		}
+		u = store.UserRef{}
+	}
+	if err := iter.Close(); err != nil {
+		return nil, fmt.Errorf("cassandra: search users: %w", err)
+	}
+	slices.SortFunc(out, func(a, b store.UserRef) int { return strings.Compare(a.Login, b.Login) })
+	return out[:min(len(out), limit)], nil
+}
+
+// SearchRooms asks the public rooms' prefix index, as SearchUsers does.
+func (db *DB) SearchRooms(ctx context.Context, words []string, limit int) ([]store.Room, error) {
+	if len(words) == 0 {
+		return nil, store.Invalidf("a search needs words")
+	}
+	iter := db.query(ctx, selectDirectory(`room_name`, `chat_rooms`, len(words)), prefixArgs(words, limit)...).Iter()
+	var names []string
+	var name string
+	for iter.Scan(&name) {
+		names = append(names, name)
+	}
+	if err := iter.Close(); err != nil {
+		return nil, fmt.Errorf("cassandra: search rooms: %w", err)
+	}
+	slices.Sort(names)
+	out := []store.Room{}
+	for _, n := range names {
+		if len(out) == limit {
+			break
+		}
+		r, err := db.Room(ctx, n)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cassandra: search rooms: %w", err)
+		}
+		if r.Kind != store.PrivateGroup && store.BeginsWords(words, r.Name, r.Banner) {
+			out = append(out, r)
 		}
 	}
 	return out, nil

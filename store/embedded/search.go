@@ -51,9 +51,12 @@ const tableSearchQueue = "search_queue"
 
 func searchQueueKey(seq store.MessageID) key { return tuple(tableSearchQueue).asc(seq) }
 
-// searchQueueRow names the message a queue row is about.
+// searchQueueRow names the message, the user or the room a queue row is
+// about.
 type searchQueueRow struct {
-	Message store.MessageID `json:"m"`
+	Message *store.MessageID `json:"m,omitempty"`
+	User    string           `json:"u,omitempty"`
+	Room    string           `json:"r,omitempty"`
 }
 
 // searchIndex is the store's bleve index.
@@ -93,6 +96,10 @@ func searchMapping() (mapping.IndexMapping, error) {
 	doc.AddFieldMappingsAt("author", keywordField(false))
 	doc.AddFieldMappingsAt("order", keywordField(true))
 	doc.AddFieldMappingsAt("words", words)
+	prefixes := bleve.NewTextFieldMapping()
+	prefixes.Analyzer, prefixes.Store, prefixes.IncludeInAll, prefixes.DocValues, prefixes.IncludeTermVectors = wordsAnalyzer, false, false, false, false
+	doc.AddFieldMappingsAt("prefixes", prefixes)
+	doc.AddFieldMappingsAt("kind", keywordField(false))
 	im.DefaultMapping = doc
 	im.DefaultAnalyzer = keyword.Name
 	im.StoreDynamic, im.IndexDynamic, im.DocValuesDynamic = false, false, false
@@ -173,6 +180,27 @@ func (db *DB) indexEveryMessage() error {
 		}
 		return true, nil
 	})
+	for _, table := range []string{tableUsers, tableChatRooms} {
+		if err != nil {
+			break
+		}
+		p := tuple(table)
+		err = db.scan(context.Background(), p, p.end(), false, func(k, v []byte) (bool, error) {
+			name, _, err := parseStr(k[len(p):])
+			if err != nil {
+				return false, err
+			}
+			if table == tableUsers {
+				err = db.indexDirectory(batch, name, "")
+			} else {
+				err = db.indexDirectory(batch, "", name)
+			}
+			if err == nil && batch.Size() >= perBatch {
+				err = flush()
+			}
+			return err == nil, err
+		})
+	}
 	if err == nil {
 		err = flush()
 	}
@@ -180,6 +208,81 @@ func (db *DB) indexEveryMessage() error {
 		return fmt.Errorf("building the search index: %w", err)
 	}
 	return nil
+}
+
+var _ store.Directory = (*DB)(nil)
+
+// SearchUsers looks up each word's prefix among the users' prefixes.
+func (db *DB) SearchUsers(ctx context.Context, words []string, limit int) ([]store.UserRef, error) {
+	ids, err := db.searchDirectory(ctx, "user", words, limit)
+	if err != nil {
+		return nil, fmt.Errorf("searching users: %w", err)
+	}
+	out := []store.UserRef{}
+	for _, id := range ids {
+		row, found, err := getRow[userRow](db, userKey(strings.TrimPrefix(id, "user/")))
+		if err != nil {
+			return nil, err
+		}
+		if found && !row.Deleted && store.BeginsWords(words, row.Login, row.Firstname, row.Lastname) {
+			out = append(out, store.UserRef{Login: row.Login, Firstname: row.Firstname, Lastname: row.Lastname})
+		}
+	}
+	return out, nil
+}
+
+// SearchRooms looks up each word's prefix among the public rooms'.
+func (db *DB) SearchRooms(ctx context.Context, words []string, limit int) ([]store.Room, error) {
+	ids, err := db.searchDirectory(ctx, "room", words, limit)
+	if err != nil {
+		return nil, fmt.Errorf("searching rooms: %w", err)
+	}
+	out := []store.Room{}
+	for _, id := range ids {
+		row, found, err := getRow[roomRow](db, roomKey(strings.TrimPrefix(id, "room/")))
+		if err != nil {
+			return nil, err
+		}
+		if found && store.RoomKind(row.Kind) != store.PrivateGroup && store.BeginsWords(words, row.Name, row.Banner) {
+			out = append(out, row.room())
+		}
+	}
+	return out, nil
+}
+
+// searchDirectory returns the ids of up to limit documents of kind holding
+// every word's prefix, by id.
+func (db *DB) searchDirectory(ctx context.Context, kind string, words []string, limit int) ([]string, error) {
+	if len(words) == 0 {
+		return nil, store.Invalidf("a search needs words")
+	}
+	end, err := db.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	if db.search == nil {
+		return nil, errors.New("embedded store opened without its search index")
+	}
+	k := bleve.NewTermQuery(kind)
+	k.SetField("kind")
+	all := []query.Query{k}
+	for _, w := range words {
+		t := bleve.NewTermQuery(store.PrefixTerm(w))
+		t.SetField("prefixes")
+		all = append(all, t)
+	}
+	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(all...), limit, 0, false)
+	req.SortBy([]string{"_id"})
+	res, err := db.search.idx.SearchInContext(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(res.Hits))
+	for i, h := range res.Hits {
+		ids[i] = h.ID
+	}
+	return ids, nil
 }
 
 // searchable reports whether search may find m at all.
@@ -201,8 +304,50 @@ func orderKey(id store.MessageID) string {
 
 // queueSearch adds a row to b's search queue for the message id.
 func (b *batch) queueSearch(id store.MessageID) {
-	b.set(searchQueueKey(store.NewMessageID()), searchQueueRow{Message: id})
+	b.set(searchQueueKey(store.NewMessageID()), searchQueueRow{Message: &id})
 	b.searched = true
+}
+
+// queueDirectory adds a row to b's search queue for the user login or the
+// room (one of them).
+func (b *batch) queueDirectory(login, room string) {
+	b.set(searchQueueKey(store.NewMessageID()), searchQueueRow{User: login, Room: room})
+	b.searched = true
+}
+
+// The documents of the directory: a user's or a public room's prefixes
+// (store.Prefixes), with ids that no message's can be.
+type directoryDoc struct {
+	Kind     string `json:"kind"`
+	Prefixes string `json:"prefixes"`
+}
+
+func userDocID(login string) string { return "user/" + login }
+func roomDocID(name string) string  { return "room/" + name }
+
+// indexDirectory adds to batch the document of the user login or the
+// room, as the store holds it now, or its removal.
+func (db *DB) indexDirectory(batch *bleve.Batch, login, room string) error {
+	if login != "" {
+		row, found, err := getRow[userRow](db, userKey(login))
+		if err != nil {
+			return err
+		}
+		if !found || row.Deleted {
+			batch.Delete(userDocID(login))
+			return nil
+		}
+		return batch.Index(userDocID(login), directoryDoc{Kind: "user", Prefixes: strings.Join(store.Prefixes(login, row.Firstname, row.Lastname), " ")})
+	}
+	row, found, err := getRow[roomRow](db, roomKey(room))
+	if err != nil {
+		return err
+	}
+	if !found || store.RoomKind(row.Kind) == store.PrivateGroup {
+		batch.Delete(roomDocID(room))
+		return nil
+	}
+	return batch.Index(roomDocID(room), directoryDoc{Kind: "room", Prefixes: strings.Join(store.Prefixes(room, row.Banner), " ")})
 }
 
 // applySearchQueue brings the index up to every queued change (see the
@@ -215,6 +360,7 @@ func (db *DB) applySearchQueue() error {
 	for {
 		var rows []key
 		ids := map[store.MessageID]bool{}
+		var named []searchQueueRow
 		p := tuple(tableSearchQueue)
 		err := db.scan(context.Background(), p, p.end(), false, func(k, v []byte) (bool, error) {
 			row, err := decode[searchQueueRow](v)
@@ -222,7 +368,11 @@ func (db *DB) applySearchQueue() error {
 				return false, err
 			}
 			rows = append(rows, key(append([]byte(nil), k...)))
-			ids[row.Message] = true
+			if row.Message != nil {
+				ids[*row.Message] = true
+			} else {
+				named = append(named, row)
+			}
 			return len(rows) < perRound, nil
 		})
 		if err != nil || len(rows) == 0 {
@@ -240,6 +390,11 @@ func (db *DB) applySearchQueue() error {
 				batch.Delete(id.String())
 			}
 			if err != nil {
+				return err
+			}
+		}
+		for _, row := range named {
+			if err := db.indexDirectory(batch, row.User, row.Room); err != nil {
 				return err
 			}
 		}

@@ -26,6 +26,8 @@ func RunSearchTests(t *testing.T, s store.Store) {
 		{"EditDeleteHide", testSearchEditDeleteHide},
 		{"RoomDeleted", testSearchRoomDeleted},
 		{"Invalid", testSearchInvalid},
+		{"Users", testSearchUsers},
+		{"Rooms", testSearchRooms},
 	}}})
 }
 
@@ -255,4 +257,99 @@ func testSearchInvalid(t *testing.T, s store.Store) {
 	ctx := newContext(t)
 	_, err := s.SearchMessages(ctx, store.MessageQuery{Conversations: []string{"x"}, Limit: 5})
 	wantErr(t, "SearchMessages(no words)", err, store.ErrInvalid)
+}
+
+func userLogins(us []store.UserRef) []string {
+	out := []string{}
+	for _, u := range us {
+		out = append(out, u.Login)
+	}
+	return out
+}
+
+func testSearchUsers(t *testing.T, s store.Store) {
+	ctx := newContext(t)
+	w := searchWord("p")
+	a := newAccount(t, w+"-a")
+	a.Firstname, a.Lastname = "Émile", "Zola"
+	b := newAccount(t, w+"-b")
+	b.Firstname, b.Lastname = "Emma", "Bovary"
+	for _, acct := range []store.Account{a, b} {
+		if err := s.CreateUser(ctx, acct); err != nil {
+			t.Fatalf("CreateUser = %v", err)
+		}
+	}
+	find := func(words ...string) []string {
+		t.Helper()
+		got, err := s.SearchUsers(ctx, words, 10)
+		if err != nil {
+			t.Fatalf("SearchUsers(%q) = %v", words, err)
+		}
+		return userLogins(got)
+	}
+	check := func(what string, got []string, want ...string) {
+		t.Helper()
+		if want == nil {
+			want = []string{}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: found %q, want %q", what, got, want)
+		}
+	}
+	check("the login's start", find(w), a.Login, b.Login)
+	check("a first name, no accent", find(w, "emi"), a.Login)
+	check("two names", find(w, "em"), a.Login, b.Login)
+	check("a last name", find(w, "bov"), b.Login)
+	check("no such start", find(w, "zz"))
+	check("longer than the prefixes kept", find(w, "bovaryish"))
+
+	emile := "Zacharie"
+	if _, err := s.UpdateProfile(ctx, a.Login, store.ProfileUpdate{Firstname: &emile}); err != nil {
+		t.Fatalf("UpdateProfile = %v", err)
+	}
+	check("the old first name", find(w, "emi"))
+	check("the new first name", find(w, "zach"), a.Login)
+	if _, err := s.DeleteAccount(ctx, b.Login, b.PassHash); err != nil {
+		t.Fatalf("DeleteAccount = %v", err)
+	}
+	check("after a deletion", find(w), a.Login)
+}
+
+func testSearchRooms(t *testing.T, s store.Store) {
+	ctx := newContext(t)
+	alice := mustCreateUser(t, ctx, s, "alice").UserRef
+	w := searchWord("dir")
+	public := newRoom(newRoomName(t, w), alice)
+	public.Banner = "Jazz & Café talk"
+	group := newGroup(newRoomName(t, w), alice, time.Now())
+	group.Banner = "Jazz secrets"
+	for _, r := range []store.Room{public, group} {
+		if err := s.CreateRoom(ctx, r); err != nil {
+			t.Fatalf("CreateRoom = %v", err)
+		}
+	}
+	find := func(words ...string) []string {
+		t.Helper()
+		got, err := s.SearchRooms(ctx, words, 10)
+		if err != nil {
+			t.Fatalf("SearchRooms(%q) = %v", words, err)
+		}
+		out := []string{}
+		for _, r := range got {
+			out = append(out, r.Name)
+		}
+		return out
+	}
+	if got := find(w); !slices.Equal(got, []string{public.Name}) {
+		t.Errorf("by name: %q, want only the public room %q", got, public.Name)
+	}
+	if got := find(w, "caf", "jaz"); !slices.Equal(got, []string{public.Name}) {
+		t.Errorf("by banner: %q, want %q", got, public.Name)
+	}
+	if _, _, err := s.DeleteRoom(ctx, public.Name, alice); err != nil {
+		t.Fatalf("DeleteRoom = %v", err)
+	}
+	if got := find(w); len(got) != 0 {
+		t.Errorf("after its deletion: %q", got)
+	}
 }
