@@ -3096,7 +3096,7 @@ extend type Query {
   nobody a deleted message, only its author a hidden one, and an edited message is found
   by its current text only. Counted against the per-user search limit (` + "`" + `RATE_LIMITED` + "`" + `).
   """
-  searchMessages(query: String!, conversation: String, from: String, first: Int = 20, after: String): SearchConnection! @listSize(slicingArguments: ["first"], assumedSize: 50, sizedFields: ["edges"]) @cost(weight: "20")
+  searchMessages(query: String!, conversation: String, from: String, first: Int = 20, after: String): SearchConnection! @listSize(slicingArguments: ["first"], assumedSize: 50, sizedFields: ["edges"]) @cost(weight: "50")
 }
 
 extend type Query {
