@@ -126,10 +126,13 @@ func (db *DB) Close() error {
 	db.closed = true
 	// Writing the memtable out is not needed for durability (the WAL has
 	// every write) but makes the next Open quick: nothing to replay.
-	err := errors.Join(db.pdb.Flush(), db.pdb.Close())
+	// The search index first: its callbacks write to pebble (see
+	// applySearchRows).
+	var err error
 	if db.search != nil {
-		err = errors.Join(err, db.search.idx.Close())
+		err = db.search.idx.Close()
 	}
+	err = errors.Join(err, db.pdb.Flush(), db.pdb.Close())
 	if db.releaseDir != nil {
 		err = errors.Join(err, db.releaseDir())
 	}
@@ -221,9 +224,9 @@ type batch struct {
 	*pebble.Batch
 	err error
 	db  *DB
-	// searched: the batch queued a message for the search index
-	// (queueSearch), which commit then applies.
-	searched bool
+	// searched are the rows the batch added to the search queue
+	// (queueSearch, queueDirectory), which commit then applies.
+	searched []queuedSearch
 }
 
 func (db *DB) batch() *batch { return &batch{Batch: db.pdb.NewBatch(), db: db} }
@@ -295,8 +298,8 @@ func (b *batch) commit() error {
 	if err := b.Commit(pebble.Sync); err != nil {
 		return err
 	}
-	if b.searched && b.db.search != nil {
-		if err := b.db.applySearchQueue(); err != nil {
+	if len(b.searched) > 0 && b.db.search != nil {
+		if err := b.db.search.apply(b.db, b.searched); err != nil {
 			return fmt.Errorf("written, but not yet searchable (the search queue keeps it): %w", err)
 		}
 	}

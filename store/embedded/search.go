@@ -14,6 +14,7 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
 	"github.com/blevesearch/bleve/v2/analysis/tokenizer/whitespace"
+	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search/query"
 
@@ -61,8 +62,11 @@ type searchQueueRow struct {
 
 // searchIndex is the store's bleve index.
 type searchIndex struct {
-	mu  sync.Mutex // held by the one application of the queue under way
 	idx bleve.Index
+	mu  sync.Mutex // held by the one application under way (apply)
+	// waiting are the batches whose rows no application has taken yet.
+	waitingMu sync.Mutex
+	waiting   []*searchApply
 }
 
 // searchDoc is a message's document in the index.
@@ -110,7 +114,7 @@ func searchMapping() (mapping.IndexMapping, error) {
 // it, so that pebble's directory holds pebble's files only.
 func searchDir(dir string) string { return filepath.Clean(dir) + "-search" }
 
-// openSearch opens the index in dir ("" for one in memory) and brings it
+// openSearch opens the index in dir and brings it
 // up to the store: a new index is built from every message, an existing
 // one takes what the queue holds.
 func (db *DB) openSearch(dir string) error {
@@ -120,16 +124,15 @@ func (db *DB) openSearch(dir string) error {
 	}
 	var idx bleve.Index
 	fresh := true
-	switch {
-	case dir == "":
-		idx, err = bleve.NewMemOnly(im)
-	default:
-		if _, statErr := os.Stat(dir); statErr == nil {
-			fresh = false
-			idx, err = bleve.Open(dir)
-		} else {
-			idx, err = bleve.New(dir, im)
-		}
+	// unsafe_batch: a batch returns once searches see it, without waiting
+	// for it to be on disk, which the search queue's rows stand for until
+	// then (applySearchRows).
+	config := map[string]any{"unsafe_batch": true}
+	if _, statErr := os.Stat(dir); statErr == nil {
+		fresh = false
+		idx, err = bleve.OpenUsing(dir, config)
+	} else {
+		idx, err = bleve.NewUsing(dir, im, scorch.Name, scorch.Name, config)
 	}
 	if err != nil {
 		return fmt.Errorf("opening the search index in %q: %w", dir, err)
@@ -302,17 +305,27 @@ func orderKey(id store.MessageID) string {
 	return hex.EncodeToString(sk[:])
 }
 
+// queuedSearch is a row of the search queue.
+type queuedSearch struct {
+	key key
+	row searchQueueRow
+}
+
 // queueSearch adds a row to b's search queue for the message id.
 func (b *batch) queueSearch(id store.MessageID) {
-	b.set(searchQueueKey(store.NewMessageID()), searchQueueRow{Message: &id})
-	b.searched = true
+	b.queue(searchQueueRow{Message: &id})
 }
 
 // queueDirectory adds a row to b's search queue for the user login or the
 // room (one of them).
 func (b *batch) queueDirectory(login, room string) {
-	b.set(searchQueueKey(store.NewMessageID()), searchQueueRow{User: login, Room: room})
-	b.searched = true
+	b.queue(searchQueueRow{User: login, Room: room})
+}
+
+func (b *batch) queue(row searchQueueRow) {
+	k := searchQueueKey(store.NewMessageID())
+	b.set(k, row)
+	b.searched = append(b.searched, queuedSearch{k, row})
 }
 
 // The documents of the directory: a user's or a public room's prefixes
@@ -350,74 +363,122 @@ func (db *DB) indexDirectory(batch *bleve.Batch, login, room string) error {
 	return batch.Index(roomDocID(room), directoryDoc{Kind: "room", Prefixes: strings.Join(store.Prefixes(room, row.Banner), " ")})
 }
 
-// applySearchQueue brings the index up to every queued change (see the
-// comment at the top of this file).
+// applySearchQueue applies every row of the queue: what the writes
+// before the store last closed (or died) left there.
 func (db *DB) applySearchQueue() error {
-	s := db.search
+	var rows []queuedSearch
+	p := tuple(tableSearchQueue)
+	err := db.scan(context.Background(), p, p.end(), false, func(k, v []byte) (bool, error) {
+		row, err := decode[searchQueueRow](v)
+		rows = append(rows, queuedSearch{key(append([]byte(nil), k...)), row})
+		return err == nil, err
+	})
+	for err == nil && len(rows) > 0 {
+		n := min(len(rows), 512)
+		err = db.applySearchRows(rows[:n])
+		rows = rows[n:]
+	}
+	return err
+}
+
+// A searchApply is the rows one committed batch queued, waiting to be
+// applied, and where its outcome goes.
+type searchApply struct {
+	rows []queuedSearch
+	done chan error
+}
+
+// apply applies the rows a batch queued, after its commit, together with
+// those of every batch waiting meanwhile: one application runs at a time,
+// and the next takes every batch that queued during it, so concurrent
+// writes share bleve's persisting as they share pebble's fsyncs.
+//
+// An application reads each message as the store holds it when it runs,
+// which is after the commits of every batch it applies: so whatever the
+// order of applications, the last one to read a message read its latest
+// change, and the index ends with it. No application scans the queue: a
+// row is applied by the write that queued it, or at the next open.
+func (s *searchIndex) apply(db *DB, rows []queuedSearch) error {
+	mine := &searchApply{rows: rows, done: make(chan error, 1)}
+	s.waitingMu.Lock()
+	s.waiting = append(s.waiting, mine)
+	s.waitingMu.Unlock()
+
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	const perRound = 512
-	for {
-		var rows []key
-		ids := map[store.MessageID]bool{}
-		var named []searchQueueRow
-		p := tuple(tableSearchQueue)
-		err := db.scan(context.Background(), p, p.end(), false, func(k, v []byte) (bool, error) {
-			row, err := decode[searchQueueRow](v)
-			if err != nil {
-				return false, err
+	select {
+	case err := <-mine.done: // applied by the application before
+		return err
+	default:
+	}
+	s.waitingMu.Lock()
+	taken := s.waiting
+	s.waiting = nil
+	s.waitingMu.Unlock()
+	var all []queuedSearch
+	for _, a := range taken {
+		all = append(all, a.rows...)
+	}
+	err := db.applySearchRows(all)
+	for _, a := range taken {
+		a.done <- err
+	}
+	return <-mine.done
+}
+
+// applySearchRows indexes what rows name as the store holds it now, waits
+// for bleve to have it on disk, then deletes the rows.
+func (db *DB) applySearchRows(rows []queuedSearch) error {
+	batch := db.search.idx.NewBatch()
+	ids := map[store.MessageID]bool{}
+	for _, q := range rows {
+		if q.row.Message == nil {
+			if err := db.indexDirectory(batch, q.row.User, q.row.Room); err != nil {
+				return err
 			}
-			rows = append(rows, key(append([]byte(nil), k...)))
-			if row.Message != nil {
-				ids[*row.Message] = true
-			} else {
-				named = append(named, row)
-			}
-			return len(rows) < perRound, nil
-		})
-		if err != nil || len(rows) == 0 {
+			continue
+		}
+		id := *q.row.Message
+		if ids[id] {
+			continue
+		}
+		ids[id] = true
+		row, found, err := getRow[indexRow](db, messageByIDKey(id))
+		if err != nil {
 			return err
 		}
-		batch := s.idx.NewBatch()
-		for id := range ids {
-			row, found, err := getRow[indexRow](db, messageByIDKey(id))
-			if err != nil {
-				return err
-			}
-			if m := row.message(row.Room, id); found && searchable(m) {
-				err = batch.Index(id.String(), newSearchDoc(m))
-			} else {
-				batch.Delete(id.String())
-			}
-			if err != nil {
-				return err
-			}
+		if m := row.message(row.Room, id); found && searchable(m) {
+			err = batch.Index(id.String(), newSearchDoc(m))
+		} else {
+			batch.Delete(id.String())
 		}
-		for _, row := range named {
-			if err := db.indexDirectory(batch, row.User, row.Room); err != nil {
-				return err
-			}
-		}
-		// Batch returns once the index has the batch on disk (scorch
-		// waits for its persister unless told unsafe_batch).
-		if err := s.idx.Batch(batch); err != nil {
-			return fmt.Errorf("updating the search index: %w", err)
-		}
-		done := db.pdb.NewBatch()
-		for _, k := range rows {
-			if err := done.Delete(k, nil); err != nil {
-				done.Close()
-				return err
-			}
-		}
-		// Unsynced: a row the crash brings back is applied again.
-		if err := done.Commit(nil); err != nil {
-			return err
-		}
-		if err := done.Close(); err != nil {
+		if err != nil {
 			return err
 		}
 	}
+	// Batch returns once searches see the batch (unsafe_batch); the
+	// callback runs once it is on disk, and only then deletes the rows.
+	// (Close closes the index first, so no callback comes after the
+	// store's close; a batch the index had not persisted by then stays
+	// queued, for the next open.)
+	batch.SetPersistedCallback(func(err error) {
+		if err != nil {
+			return
+		}
+		done := db.pdb.NewBatch()
+		defer done.Close()
+		for _, q := range rows {
+			if done.Delete(q.key, nil) != nil {
+				return
+			}
+		}
+		// Unsynced: a row a crash brings back is applied again.
+		_ = done.Commit(nil)
+	})
+	if err := db.search.idx.Batch(batch); err != nil {
+		return fmt.Errorf("updating the search index: %w", err)
+	}
+	return nil
 }
 
 // SearchMessages asks the index for the newest documents matching q and
