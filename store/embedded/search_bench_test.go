@@ -12,7 +12,7 @@ import (
 	"github.com/killrchat/chatql/store/storetest"
 )
 
-var searchBenchMessages = flag.Int("search-messages", 20000, "messages BenchmarkSearch indexes before it searches")
+var searchBenchMessages = flag.Int("search-messages", 5000, "messages BenchmarkSearch indexes before it searches")
 
 // BenchmarkSearch: indexing and searching on the embedded store
 // (storetest.BenchmarkSearch), with the index's size on disk.
