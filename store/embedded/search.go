@@ -26,25 +26,21 @@ var _ store.MessageSearch = (*DB)(nil)
 // The search index is a bleve index (scorch) in its own directory beside
 // the store's, holding one document per message that search may find (not
 // deleted, not a system message): its words as store.Terms makes them, its
-// conversation, its author, and a key that sorts as its id.
+// conversation, its author, and a key that sorts as its id; and one per
+// user and public room: the prefixes of their words (the directory).
 //
 // The index follows the store through the search queue (tableSearchQueue):
-// every write that adds, changes or removes a message's text puts the
-// message's id in the queue in its own batch, so the store never holds a
-// change the queue does not. After the batch is committed, the write
-// applies the queue (applySearchQueue) before it returns: it reads each
-// queued message as the store holds it now, indexes or unindexes it, waits
-// for bleve to persist the batch, then deletes the queue rows it applied.
-// A crash at any moment leaves at worst queue rows whose changes the index
-// may or may not have: opening the store applies them again, which is
-// harmless since applying reads the current message. Nothing is rebuilt
-// but an index that is missing (a new one, or one deleted by hand).
-//
-// One application runs at a time (searchIndex.mu) and takes every row
-// queued so far, so concurrent writes share bleve's persisting as they
-// share pebble's fsyncs; a queue row has a key of its own (a fresh id), so
-// a change queued while an application runs is never deleted by it
-// unapplied.
+// every write that adds, changes or removes a message's text, or a user's
+// or room's names, puts a row in the queue in its own batch, so the store
+// never holds a change the queue does not. After the batch is committed,
+// the write applies its rows (searchIndex.apply) before it returns: it
+// reads each message, user or room as the store holds it now and indexes
+// or unindexes it; searches see it at once. The rows are deleted when
+// bleve has the change on disk. A crash at any moment leaves at worst rows
+// whose changes the index may or may not have: opening the store applies
+// them again (applySearchQueue), which is harmless since applying reads
+// the current state. Nothing is rebuilt but an index that is missing (a
+// new one, or one deleted by hand).
 
 // tableSearchQueue holds the ids of the messages whose text changed since
 // the search index last took them.
