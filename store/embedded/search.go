@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
@@ -71,6 +73,10 @@ type searchDoc struct {
 	Author string `json:"author"`
 	Words  string `json:"words"`
 	Order  string `json:"order"`
+	// Micros is the message's time in Unix microseconds, exact in a
+	// float64: bleve answers a numeric range from a few terms of each
+	// precision, where a range of order would list every message's.
+	Micros float64 `json:"micros"`
 }
 
 // The analyzer of the words field: the words are store.Terms already, one
@@ -96,6 +102,9 @@ func searchMapping() (mapping.IndexMapping, error) {
 	doc.AddFieldMappingsAt("author", keywordField(false))
 	doc.AddFieldMappingsAt("order", keywordField(true))
 	doc.AddFieldMappingsAt("words", words)
+	micros := bleve.NewNumericFieldMapping()
+	micros.Store, micros.IncludeInAll, micros.DocValues = false, false, false
+	doc.AddFieldMappingsAt("micros", micros)
 	prefixes := bleve.NewTextFieldMapping()
 	prefixes.Analyzer, prefixes.Store, prefixes.IncludeInAll, prefixes.DocValues, prefixes.IncludeTermVectors = wordsAnalyzer, false, false, false, false
 	doc.AddFieldMappingsAt("prefixes", prefixes)
@@ -292,7 +301,7 @@ func newSearchDoc(m store.Message) searchDoc {
 	for i, w := range words {
 		words[i] = store.QueryTerm(w)
 	}
-	return searchDoc{Room: m.Room, Author: m.Author.Login, Words: strings.Join(words, " "), Order: orderKey(m.ID)}
+	return searchDoc{Room: m.Room, Author: m.Author.Login, Words: strings.Join(words, " "), Order: orderKey(m.ID), Micros: float64(m.ID.Time().UnixMicro())}
 }
 
 // orderKey is a string that sorts as id does: its sort key, in hex.
@@ -477,6 +486,10 @@ func (db *DB) applySearchRows(rows []queuedSearch) error {
 	return nil
 }
 
+// searchWindows are the spans before the cursor a search looks at, each
+// while the one before found too few; 0 is the whole history.
+var searchWindows = []time.Duration{24 * time.Hour, 7 * 24 * time.Hour, 60 * 24 * time.Hour, 0}
+
 // SearchMessages asks the index for the newest documents matching q and
 // reads the messages found from the store, as they are now.
 func (db *DB) SearchMessages(ctx context.Context, q store.MessageQuery) (store.SearchPage, error) {
@@ -514,23 +527,48 @@ func (db *DB) SearchMessages(ctx context.Context, q store.MessageQuery) (store.S
 	if q.Author != "" {
 		all = append(all, field(bleve.NewTermQuery(q.Author), "author"))
 	}
+	// Newest first costs bleve a sort of every match, so the search looks
+	// at the latest day before the cursor first, and widens the window
+	// only while the page is not full: a common word in a long history
+	// sorts a day's matches, not the history's.
+	// The range is to the cursor's microsecond, inclusive: the messages
+	// of that microsecond not before the cursor are dropped below, and a
+	// few more hits than the page are asked for them.
+	const slack = 8
+	newest := time.Now().Add(time.Hour) // a clock running ahead may have written past now
+	var upper *float64
 	if !q.Before.IsZero() {
-		exclusive := false
-		r := bleve.NewTermRangeInclusiveQuery("", orderKey(q.Before), nil, &exclusive)
-		r.SetField("order")
-		all = append(all, r)
+		newest = q.Before.Time()
+		u := float64(newest.UnixMicro())
+		upper = &u
 	}
-	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(all...), q.Limit, 0, false)
-	req.SortBy([]string{"-order"})
-	res, err := db.search.idx.SearchInContext(ctx, req)
-	if err != nil {
-		return store.SearchPage{}, fmt.Errorf("searching messages: %w", err)
+	var res *bleve.SearchResult
+	for _, window := range searchWindows {
+		var lower *float64
+		if window > 0 {
+			l := float64(newest.Add(-window).UnixMicro())
+			lower = &l
+		}
+		inclusive := true
+		r := bleve.NewNumericRangeInclusiveQuery(lower, upper, &inclusive, &inclusive)
+		r.SetField("micros")
+		req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(append(slices.Clone(all), r)...), q.Limit+slack, 0, false)
+		req.SortBy([]string{"-order"})
+		if res, err = db.search.idx.SearchInContext(ctx, req); err != nil {
+			return store.SearchPage{}, fmt.Errorf("searching messages: %w", err)
+		}
+		if len(res.Hits) >= q.Limit+slack {
+			break
+		}
 	}
 	page := store.SearchPage{Messages: make([]store.Message, 0, len(res.Hits))}
 	for _, hit := range res.Hits {
 		id, err := store.ParseMessageID(hit.ID)
 		if err != nil {
 			return store.SearchPage{}, fmt.Errorf("search index holds %q: %w", hit.ID, err)
+		}
+		if !q.Before.IsZero() && id.Compare(q.Before) >= 0 || len(page.Messages) == q.Limit {
+			continue
 		}
 		row, found, err := getRow[indexRow](db, messageByIDKey(id))
 		if err != nil {
