@@ -126,6 +126,7 @@ var rateLimitVars = map[ratelimit.Action]string{
 	ratelimit.Upload:        "CHAT_RATE_UPLOADS",
 	ratelimit.EmailTo:       "CHAT_RATE_EMAILS_PER_RECIPIENT",
 	ratelimit.EmailRequest:  "CHAT_RATE_EMAIL_REQUESTS_PER_ADDRESS",
+	ratelimit.Search:        "CHAT_RATE_SEARCHES",
 }
 
 // TestRateLimitVars: the server reads each action's limit from its

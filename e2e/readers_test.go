@@ -688,6 +688,20 @@ var readPaths = []readPath{
 		},
 	},
 	{
+		// searchMessages, over every conversation of the caller, for words
+		// that together cover every message's current text (and the old
+		// text of the edited ones, which nothing may match any more): the
+		// messages the viewer reads, but deleted ones and others' hidden
+		// ones, whose content they see blank.
+		name: "searchMessages", kinds: "pgd", code: answers, read: readSearch,
+		want: func(c *conv, v string, m *msgSpec) showing {
+			if c.readable(v, m) && !m.deleted && (!m.hidden || m.author == v) {
+				return must
+			}
+			return mustNot
+		},
+	},
+	{
 		// myMessages: the caller's own messages, all of them.
 		name: "myMessages", kinds: "pgd", code: answers, read: readMine,
 		want: func(c *conv, v string, m *msgSpec) showing {
@@ -1091,6 +1105,43 @@ func readMine(ctx context.Context, fx *readersFixture, c *conv, v string) (obser
 	// One read per viewer, for every conversation.
 	msgs, err := shared(fx, "myMessages "+v, func() ([]gqlMessage, error) {
 		return fx.readPages(ctx, v, `query($n: Int, $after: String) { myMessages(first: $n, after: $after) { edges { node { ...M } } pageInfo { hasNextPage endCursor } } }`, "myMessages", nil)
+	})
+	var o observed
+	if err != nil {
+		code, err := refusal(err)
+		return o, code, err
+	}
+	for _, m := range msgs {
+		fx.record(&o, c, "", &m)
+	}
+	return o, "", nil
+}
+
+// searchedWords are the queries of the searchMessages path: their
+// matches are every message's current text; "first" and "draft" were
+// edited away ("first draft" is now "final draft", "dm draft" "dm final").
+var searchedWords = []string{"words", "REPLIES", "root", "final", "dm", "hello", "hi", "first", "\"dm draft\""}
+
+func readSearch(ctx context.Context, fx *readersFixture, c *conv, v string) (observed, string, error) {
+	// One search per viewer and word, for every conversation.
+	msgs, err := shared(fx, "search "+v, func() ([]gqlMessage, error) {
+		var all []gqlMessage
+		for _, w := range searchedWords {
+			found, err := fx.readPages(ctx, v, `query($q: String!, $n: Int, $after: String) { searchMessages(query: $q, first: $n, after: $after) { edges { node { ...M } } pageInfo { hasNextPage endCursor } } }`,
+				"searchMessages", map[string]any{"q": w, "n": 20})
+			if err != nil {
+				return nil, err
+			}
+			// What a search finds, the viewer reads with the words in it.
+			want := store.Terms(w)
+			for _, m := range found {
+				if !(store.MessageQuery{Phrases: [][]string{want}}).Matches(m.Content) {
+					return nil, fmt.Errorf("search %s found message %s, whose content %q as %s reads it lacks the words", w, m.ID, m.Content, v)
+				}
+			}
+			all = append(all, found...)
+		}
+		return all, nil
 	})
 	var o observed
 	if err != nil {

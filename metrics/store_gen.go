@@ -107,6 +107,9 @@ type storeCalls struct {
 	RoomWebhooks           storeCall
 	Rooms                  storeCall
 	RotateSession          storeCall
+	SearchMessages         storeCall
+	SearchRooms            storeCall
+	SearchUsers            storeCall
 	SendDirect             storeCall
 	Session                storeCall
 	SetAvatar              storeCall
@@ -229,6 +232,9 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		RoomWebhooks:           m.call("RoomWebhooks"),
 		Rooms:                  m.call("Rooms"),
 		RotateSession:          m.call("RotateSession"),
+		SearchMessages:         m.call("SearchMessages"),
+		SearchRooms:            m.call("SearchRooms"),
+		SearchUsers:            m.call("SearchUsers"),
 		SendDirect:             m.call("SendDirect"),
 		Session:                m.call("Session"),
 		SetAvatar:              m.call("SetAvatar"),
@@ -888,6 +894,27 @@ func (s *timedStore) RotateSession(ctx context.Context, a1 store.Session, a2 int
 	err := s.Store.RotateSession(ctx, a1, a2)
 	s.calls.RotateSession.done(ctx, start, err)
 	return err
+}
+
+func (s *timedStore) SearchMessages(ctx context.Context, a1 store.MessageQuery) (store.SearchPage, error) {
+	start := now()
+	r0, err := s.Store.SearchMessages(ctx, a1)
+	s.calls.SearchMessages.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) SearchRooms(ctx context.Context, a1 []string, a2 int) ([]store.Room, error) {
+	start := now()
+	r0, err := s.Store.SearchRooms(ctx, a1, a2)
+	s.calls.SearchRooms.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) SearchUsers(ctx context.Context, a1 []string, a2 int) ([]store.UserRef, error) {
+	start := now()
+	r0, err := s.Store.SearchUsers(ctx, a1, a2)
+	s.calls.SearchUsers.done(ctx, start, err)
+	return r0, err
 }
 
 func (s *timedStore) SendDirect(ctx context.Context, a1 store.Message, a2 store.UserRef, a3 ...store.Notice) error {

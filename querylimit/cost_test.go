@@ -134,6 +134,10 @@ func TestDeclaredCosts(t *testing.T) {
 			func(n int) bool { return n >= 100*12 && n <= limit }, "ten per user beyond its fields"},
 		{"a first too large", `{ messages(room: "hall", first: 100000) { edges { node { id } } } }`, nil,
 			func(n int) bool { return n <= limit }, "counted as the most, refused by the resolver as bad input"},
+		{"a search of 50 messages with snippets", `{ searchMessages(query: "cafe", first: 50) { edges { cursor node { id content } snippet { text match } } } }`, nil,
+			func(n int) bool { return n <= limit && n >= 50+50*3 }, "within the limit, its weight and once per message"},
+		{"searches aliased 40 times", `{ ` + searchAliases(40) + ` }`, nil,
+			func(n int) bool { return n > limit }, "over the limit: each search weighs 50"},
 		{"the web app's room", `{ room(name: "hall") { name banner kind creator { login } moderators { login } participants(first: 100) { login } online(first: 100) { login } } }`, nil,
 			func(n int) bool { return n <= limit }, "within the limit"},
 	} {
@@ -156,4 +160,13 @@ func TestDeclaredCosts(t *testing.T) {
 	if !slices.Contains(querylimit.Costs(es.Schema())["Query.messages"].SizedFields, "edges") {
 		t.Error("Query.messages does not size its edges")
 	}
+}
+
+// searchAliases is n aliased searches of one message.
+func searchAliases(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "s%d: searchMessages(query: \"cafe\", first: 1) { edges { node { id } } } ", i)
+	}
+	return b.String()
 }

@@ -26,6 +26,7 @@ const (
 	Upload                      // createUpload, completeUpload, per user
 	EmailTo                     // emails of links (verification, password reset), per recipient address
 	EmailRequest                // asking for an emailed link or using one, per client address
+	Search                      // searchMessages, searchUsers, searchRooms, per user
 	numActions
 )
 
@@ -40,11 +41,12 @@ var actionNames = [numActions]struct{ key, words, name string }{
 	Upload:        {"upload", "uploads", "upload"},
 	EmailTo:       {"email-to", "emails to this address", "email_to"},
 	EmailRequest:  {"email-req", "email requests from this address", "email_request"},
+	Search:        {"search", "searches", "search"},
 }
 
 // Name is the action's name in metrics: post, room_change,
 // direct_message, signup, login, login_address, typing, upload,
-// email_to, email_request.
+// email_to, email_request, search.
 func (a Action) Name() string { return actionNames[a].name }
 
 // Actions are every limited action.
@@ -75,6 +77,7 @@ var DefaultLimits = Limits{
 	Upload:        {Rate: 2, Period: time.Second, Burst: 20},
 	EmailTo:       {Rate: 5, Period: time.Hour, Burst: 5},
 	EmailRequest:  {Rate: 10, Period: time.Minute, Burst: 10},
+	Search:        {Rate: 2, Period: time.Second, Burst: 10},
 }
 
 // Limiter limits how often each key may do one action.

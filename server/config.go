@@ -368,6 +368,7 @@ var rateFlags = []struct {
 	{ratelimit.DirectMessage, "rate-direct-messages", "CHAT_RATE_DIRECT_MESSAGES", "sendDirectMessage per user"},
 	{ratelimit.Typing, "rate-typing", "CHAT_RATE_TYPING", "typing per user"},
 	{ratelimit.Upload, "rate-uploads", "CHAT_RATE_UPLOADS", "createUpload and completeUpload per user"},
+	{ratelimit.Search, "rate-searches", "CHAT_RATE_SEARCHES", "searchMessages, searchUsers and searchRooms per user"},
 	{ratelimit.Signup, "rate-signups-per-address", "CHAT_RATE_SIGNUPS_PER_ADDRESS", "signups per client address"},
 	{ratelimit.Login, "rate-logins-per-login", "CHAT_RATE_LOGINS_PER_LOGIN", "login attempts per login tried"},
 	{ratelimit.LoginAddress, "rate-logins-per-address", "CHAT_RATE_LOGINS_PER_ADDRESS", "login attempts per client address"},

@@ -188,6 +188,8 @@ type Store interface {
 	Bots
 	RoomSettings
 	Email
+	MessageSearch
+	Directory
 
 	// CreateUser stores a new account. Logins are unique: the write is a
 	// compare-and-set (INSERT ... IF NOT EXISTS), so of many concurrent signups

@@ -34,8 +34,9 @@ func TestPageLoadsOnlyItsOwnFiles(t *testing.T) {
 		name := ref[1]
 		get(t, srv.URL+"/"+name, types[name[strings.LastIndex(name, "."):]])
 	}
-	// app.js imports api.js.
+	// app.js imports api.js and search.js.
 	get(t, srv.URL+"/api.js", "text/javascript")
+	get(t, srv.URL+"/search.js", "text/javascript")
 	// The service worker is at the root (its scope is the whole app), a
 	// script, and the policy lets the page register it: worker-src falls
 	// back to default-src 'self' when neither it nor script-src is set.

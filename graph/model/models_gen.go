@@ -182,6 +182,24 @@ type RoomSettingsInput struct {
 	SlowModeSeconds *int `json:"slowModeSeconds,omitempty"`
 }
 
+// A page of messages found by `searchMessages`, newest first.
+type SearchConnection struct {
+	// The messages found, newest first, each with its snippet.
+	Edges []SearchEdge `json:"edges"`
+	// `hasNextPage` and `endCursor` (pass it as `after`) lead to older matches. A page may hold fewer than `first` edges and still have a next one: a search reads a bounded amount per call.
+	PageInfo *PageInfo `json:"pageInfo"`
+}
+
+// A message found, its cursor and where it matched.
+type SearchEdge struct {
+	// Pass as `searchMessages(after:)` for the matches older than this one.
+	Cursor string `json:"cursor"`
+	// The message, as the caller reads it anywhere else (open it in its conversation with `messages(room:, around:)` or `directMessages(with:, around:)`).
+	Node *store.Message `json:"node"`
+	// The part of the content around its first match (about 160 characters, `…` where it was cut), as runs of text: those with `match` are the words the query looked for.
+	Snippet []SnippetPart `json:"snippet"`
+}
+
 // A new account.
 type SignupInput struct {
 	// 3 to 32 characters: lowercase letters, digits, '.', '_' or '-', starting with a letter or digit.
@@ -200,6 +218,14 @@ type SignupInput struct {
 	Email *string `json:"email,omitempty"`
 	// Optional, at most 500 characters.
 	Bio *string `json:"bio,omitempty"`
+}
+
+// A run of a snippet's text.
+type SnippetPart struct {
+	// The text.
+	Text string `json:"text"`
+	// Whether the text is a word the query looked for.
+	Match bool `json:"match"`
 }
 
 // Live events, over websockets (graphql-transport-ws or graphql-ws) or server-sent events.

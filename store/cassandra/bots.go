@@ -12,8 +12,8 @@ import (
 )
 
 const (
-	insertBot = `INSERT INTO users (login, pass_hash, firstname, lastname, email, bio, bot, owner)
-		VALUES (?, ?, ?, ?, '', '', true, ?) IF NOT EXISTS`
+	insertBot = `INSERT INTO users (login, pass_hash, firstname, lastname, email, bio, bot, owner, search_prefixes)
+		VALUES (?, ?, ?, ?, '', '', true, ?, ?) IF NOT EXISTS`
 	insertBotListing = `INSERT INTO bots_by_owner (owner, login, firstname, lastname, created_at, key_prefix, key_hash)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`
 	selectBots = `SELECT login, firstname, lastname, created_at, key_prefix, key_hash
@@ -32,7 +32,7 @@ const (
 // with no key (it cannot be used) and unlisted; creating it again gives
 // ErrConflict.
 func (db *DB) CreateBot(ctx context.Context, a store.Account, key store.BotKey, createdAt time.Time) error {
-	if err := db.createAccount(ctx, a, insertBot, a.Login, a.PassHash, a.Firstname, a.Lastname, a.Owner); err != nil {
+	if err := db.createAccount(ctx, a, insertBot, a.Login, a.PassHash, a.Firstname, a.Lastname, a.Owner, store.Prefixes(a.Login, a.Firstname, a.Lastname)); err != nil {
 		return err
 	}
 	b := db.session.NewBatch(gocql.LoggedBatch).WithContext(ctx)

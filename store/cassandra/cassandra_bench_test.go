@@ -209,3 +209,9 @@ func BenchmarkCassandraPostPath(b *testing.B) {
 func BenchmarkCassandraInbox(b *testing.B) {
 	storetest.BenchmarkInbox(b, benchDB(b))
 }
+
+// BenchmarkCassandraSearch: indexing and searching on the Cassandra store
+// (storetest.BenchmarkSearch), 2000 messages in 20 rooms.
+func BenchmarkCassandraSearch(b *testing.B) {
+	storetest.BenchmarkSearch(b, benchDB(b), 20, 2000)
+}

@@ -323,3 +323,8 @@ func TestSettleJoin(t *testing.T) {
 		t.Errorf("a join to a deleted room left it in the user's rooms %v", got)
 	}
 }
+
+func TestSearchConformance(t *testing.T) {
+	db := mustOpen(t, testConfig(t))
+	storetest.RunSearchTests(t, db)
+}

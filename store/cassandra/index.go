@@ -134,8 +134,11 @@ type messageChange struct {
 	// to return instead.
 	changes func(stored store.Message) (bool, error)
 	copy    []statement // for each copy of the message
-	entry   []statement // for each inbox entry whose last message it may be
-	apply   func(m *store.Message)
+	// stream are more statements for its stream copy alone (the search
+	// terms), made from the stored message; nil for none.
+	stream func(stored store.Message) []statement
+	entry  []statement // for each inbox entry whose last message it may be
+	apply  func(m *store.Message)
 }
 
 // erasedAt is the write timestamp of a deleted message's content
@@ -181,7 +184,11 @@ func (db *DB) EditMessage(ctx context.Context, m store.Message, by store.UserRef
 			}
 			return true, nil
 		},
-		copy:  []statement{{`UPDATE %[1]s USING TIMESTAMP ? SET content = ?, edited_at = ? WHERE %[2]s`, []any{ts, content, at}}},
+		copy: []statement{{`UPDATE %[1]s USING TIMESTAMP ? SET content = ?, edited_at = ? WHERE %[2]s`, []any{ts, content, at}}},
+		stream: func(stored store.Message) []statement {
+			stored.Content = content
+			return []statement{{`UPDATE %[1]s USING TIMESTAMP ? SET search_terms = ? WHERE %[2]s`, []any{ts, searchTerms(stored)}}}
+		},
 		entry: []statement{{setLastEdit, []any{writeTime(m.ID), gocql.UUID(m.ID), at, content}}},
 		apply: func(m *store.Message) { m.Content, m.EditedAt, m.Preview = content, at, nil },
 	})
@@ -200,6 +207,9 @@ func (db *DB) DeleteMessage(ctx context.Context, m store.Message, by store.UserR
 		copy: []statement{
 			{cql: `UPDATE %[1]s SET deleted = true WHERE %[2]s`},
 			{`DELETE content, edited_at, attachments, preview FROM %[1]s USING TIMESTAMP ? WHERE %[2]s`, []any{erasedAt}},
+		},
+		stream: func(store.Message) []statement {
+			return []statement{{`DELETE search_terms FROM %[1]s USING TIMESTAMP ? WHERE %[2]s`, []any{erasedAt}}}
 		},
 		entry: []statement{{eraseLast, []any{writeTime(m.ID)}}},
 		apply: func(m *store.Message) {
@@ -247,8 +257,12 @@ func (db *DB) changeMessage(ctx context.Context, m store.Message, by store.UserR
 		return fail(err)
 	}
 	fo := newFanout(fanoutParallelism)
-	for _, c := range copies {
-		for _, st := range change.copy {
+	for i, c := range copies {
+		statements := change.copy
+		if i == 0 && change.stream != nil { // messageCopies[0], the stream
+			statements = append(slices.Clone(statements), change.stream(stored)...)
+		}
+		for _, st := range statements {
 			cql, args := fmt.Sprintf(st.cql, c.table, c.where), append(slices.Clone(st.args), c.key(stored)...)
 			fo.Go(func() error { return db.query(ctx, cql, args...).Exec() })
 		}

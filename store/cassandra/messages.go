@@ -12,8 +12,8 @@ import (
 const (
 	// Every copy of a message is written at the message's time, so that an
 	// edit, written at its own, later time, wins even over a retried post.
-	insertMessage = `INSERT INTO chat_room_messages (room_name, time_bucket, message_id, author, content, system_message, reply_to, attachments, visible)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, true) USING TIMESTAMP ?`
+	insertMessage = `INSERT INTO chat_room_messages (room_name, time_bucket, message_id, author, content, system_message, reply_to, attachments, search_terms, visible)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, true) USING TIMESTAMP ?`
 	insertReply    = `INSERT INTO message_replies (room_name, time_bucket, root_id, reply_id, author) VALUES (?, ?, ?, ?, ?) USING TIMESTAMP ?`
 	messageColumns = `message_id, ` + stateColumns
 	// Newest first is the table's clustering order; oldest first reverses it.
@@ -98,13 +98,13 @@ func (db *DB) writeLogged(ctx context.Context, m store.Message, ev *store.Event,
 	db.listBuckets(ctx, fo, m, b)
 	fo.Go(func() error {
 		if ev == nil {
-			return db.query(ctx, insertMessage, m.Room, int(b), id, author, m.Content, m.System, replyTo, files, ts).Exec()
+			return db.query(ctx, insertMessage, m.Room, int(b), id, author, m.Content, m.System, replyTo, files, searchTerms(m), ts).Exec()
 		}
 		// Idempotent: the message row names its timestamp, and the event
 		// row is written once, by id.
 		batch := db.session.NewBatch(gocql.UnloggedBatch).WithContext(ctx).RetryPolicy(retryElsewhere)
 		batch.Entries = append(batch.Entries,
-			gocql.BatchEntry{Stmt: insertMessage, Args: []any{m.Room, int(b), id, author, m.Content, m.System, replyTo, files, ts}, Idempotent: true},
+			gocql.BatchEntry{Stmt: insertMessage, Args: []any{m.Room, int(b), id, author, m.Content, m.System, replyTo, files, searchTerms(m), ts}, Idempotent: true},
 			gocql.BatchEntry{Stmt: insertRoomEvent, Args: roomEventArgs(*ev), Idempotent: true})
 		return db.session.ExecuteBatch(batch)
 	})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gocql/gocql"
@@ -20,7 +21,7 @@ const (
 	// tombstone's firstname is '' rather than null, so that the row still
 	// reads as an account's (readAccount), a deleted one.
 	deleteAccount = `UPDATE users SET deleted = true, firstname = '', lastname = null, email = null, bio = null, pass_hash = null, avatar = null,
-		email_verified = null, digests_off = null, digest_sent_at = null
+		email_verified = null, digests_off = null, digest_sent_at = null, search_prefixes = null
 		WHERE login = ? IF pass_hash = ?`
 	// setAvatar is a compare-and-set of the avatar read, on the account
 	// standing (a tombstone has no pass_hash).
@@ -64,9 +65,9 @@ func (db *DB) UpdateProfile(ctx context.Context, login string, p store.ProfileUp
 		if len(sets) == 0 {
 			return want, nil
 		}
-		stmt := `UPDATE users SET ` + strings.Join(sets, ", ") + ` WHERE login = ? IF pass_hash = ?`
+		stmt := `UPDATE users SET ` + strings.Join(sets, ", ") + `, search_prefixes = ? WHERE login = ? IF pass_hash = ?`
 		var current []byte
-		q := db.query(ctx, stmt, append(args, login, a.PassHash)...)
+		q := db.query(ctx, stmt, append(slices.Clone(args), store.Prefixes(login, want.Firstname, want.Lastname), login, a.PassHash)...)
 		applied, err := lwt(ctx, q, map[string]any{"pass_hash": &current}, func(ctx context.Context) (casOutcome, error) {
 			got, err := db.readAccount(db.serialRead(ctx, selectUser, login))
 			switch {

@@ -125,6 +125,11 @@ var schemaV20 string
 //go:embed schema_v22.cql
 var schemaV22 string
 
+// schemaV23 adds the terms message search finds messages by.
+//
+//go:embed schema_v23.cql
+var schemaV23 string
+
 // A migration is one schema version: CQL statements separated by ';', then
 // the conversion of the data, if any.
 type migration struct {
@@ -161,6 +166,7 @@ var migrations = []migration{
 	{version: 19, description: "users.bot, users.owner, bots_by_owner, bot_keys", cql: schemaV19},
 	{version: 20, description: "users.email_verified, users.digests_off, users.digest_sent_at, email_tokens, email_logins, digest_due, digest_notices, push_subscriptions.session", cql: schemaV20},
 	{version: 22, description: "chat_rooms.title, chat_rooms.slow_mode, users.no_read_receipts, room_pins, room_post_turns, group_invites, group_invites_by_room", cql: schemaV22},
+	{version: 23, description: "chat_room_messages.search_terms, users.search_prefixes, chat_rooms.search_prefixes and their indexes", cql: schemaV23},
 }
 
 // createMigrationsTable repeats schema.cql's statement: the table must exist

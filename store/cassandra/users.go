@@ -12,8 +12,8 @@ import (
 )
 
 const (
-	insertUser = `INSERT INTO users (login, pass_hash, firstname, lastname, email, bio)
-		VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS`
+	insertUser = `INSERT INTO users (login, pass_hash, firstname, lastname, email, bio, search_prefixes)
+		VALUES (?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
 	selectUser = `SELECT login, pass_hash, firstname, lastname, email, bio, chat_rooms, deleted, avatar, bot, owner, no_read_receipts,
 		email_verified, digests_off, digest_sent_at FROM users WHERE login = ?`
 	addUserRoom    = `UPDATE users SET chat_rooms = chat_rooms + ? WHERE login = ?`
@@ -28,7 +28,7 @@ const (
 // twice when a timeout leaves nothing written (againIfNotApplied). The new
 // user is in no room yet, whatever a.ChatRooms says.
 func (db *DB) CreateUser(ctx context.Context, a store.Account) error {
-	return db.createAccount(ctx, a, insertUser, a.Login, a.PassHash, a.Firstname, a.Lastname, a.Email, a.Bio)
+	return db.createAccount(ctx, a, insertUser, a.Login, a.PassHash, a.Firstname, a.Lastname, a.Email, a.Bio, store.Prefixes(a.Login, a.Firstname, a.Lastname))
 }
 
 // createAccount runs insert, an INSERT ... IF NOT EXISTS of a's row, with

@@ -53,6 +53,8 @@ type DB struct {
 	// releaseDir gives back the data directory (lockDir); nil for a store
 	// on a memory file system.
 	releaseDir func() error
+	// search is the search index (search.go).
+	search *searchIndex
 }
 
 var _ store.Store = (*DB)(nil)
@@ -74,6 +76,9 @@ func Open(dir string) (*DB, error) {
 	db, err := openFS(dir, vfs.Default)
 	if err != nil {
 		return nil, errors.Join(err, release())
+	}
+	if err := db.openSearch(searchDir(dir)); err != nil {
+		return nil, errors.Join(err, db.pdb.Close(), release())
 	}
 	db.releaseDir = release
 	return db, nil
@@ -121,7 +126,13 @@ func (db *DB) Close() error {
 	db.closed = true
 	// Writing the memtable out is not needed for durability (the WAL has
 	// every write) but makes the next Open quick: nothing to replay.
-	err := errors.Join(db.pdb.Flush(), db.pdb.Close())
+	// The search index first: its callbacks write to pebble (see
+	// applySearchRows).
+	var err error
+	if db.search != nil {
+		err = db.search.idx.Close()
+	}
+	err = errors.Join(err, db.pdb.Flush(), db.pdb.Close())
 	if db.releaseDir != nil {
 		err = errors.Join(err, db.releaseDir())
 	}
@@ -212,9 +223,13 @@ func (db *DB) scan(ctx context.Context, lower, upper []byte, reverse bool, fn fu
 type batch struct {
 	*pebble.Batch
 	err error
+	db  *DB
+	// searched are the rows the batch added to the search queue
+	// (queueSearch, queueDirectory), which commit then applies.
+	searched []queuedSearch
 }
 
-func (db *DB) batch() *batch { return &batch{Batch: db.pdb.NewBatch()} }
+func (db *DB) batch() *batch { return &batch{Batch: db.pdb.NewBatch(), db: db} }
 
 func (b *batch) set(k key, row any) {
 	if b.err != nil {
@@ -272,12 +287,23 @@ func (b *batch) deleteRange(prefix key) {
 // what they read, such as a post that finds its day already listed by a
 // concurrent post: the log is written in order and a fsync covers all of it,
 // so the later write's fsync makes the earlier one durable too.
+//
+// A batch that queued messages for the search index (queueSearch) returns
+// once the index has them too (applySearchQueue).
 func (b *batch) commit() error {
 	defer b.Close()
 	if b.err != nil {
 		return b.err
 	}
-	return b.Commit(pebble.Sync)
+	if err := b.Commit(pebble.Sync); err != nil {
+		return err
+	}
+	if len(b.searched) > 0 && b.db.search != nil {
+		if err := b.db.search.apply(b.db, b.searched); err != nil {
+			return fmt.Errorf("written, but not yet searchable (the search queue keeps it): %w", err)
+		}
+	}
+	return nil
 }
 
 // pebbleLogger sends pebble's log lines to log/slog: its routine notes at

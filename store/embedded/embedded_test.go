@@ -444,3 +444,11 @@ func TestDataDirectoryInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestSearchConformance(t *testing.T) {
+	db := open(t, t.TempDir())
+	storetest.RunSearchTests(t, db)
+	if err := db.Close(); err != nil {
+		t.Errorf("Close() = %v", err)
+	}
+}

@@ -177,6 +177,7 @@ func (db *DB) changeMessage(ctx context.Context, m store.Message, by store.UserR
 		b.set(messageKey(row.Room, m.ID), row.messageRow)
 		b.set(messageByIDKey(m.ID), row)
 		b.set(authorMessageKey(row.Author.Login, m.ID), row)
+		b.queueSearch(m.ID)
 		for _, login := range logins {
 			k := conversationKey(login, row.Room)
 			entry, found, err := getRow[conversationRow](db, k)

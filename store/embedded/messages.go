@@ -56,7 +56,8 @@ func systemEvent(kind store.EventKind, room string, id store.MessageID, u store.
 
 // addMessage adds to b the rows of a new message: its row in the stream of
 // its room (or conversation), its copies in messages_by_id and
-// messages_by_author, its row in its thread if it is a reply, and the listing of its day in messages_bucket and
+// messages_by_author, its row in its thread if it is a reply, its row in
+// the search queue if search may find it, and the listing of its day in messages_bucket and
 // author_buckets. Checking a listing first costs a point read but keeps one
 // version of the bucket row: overwriting it on every post would pile up
 // versions in the memtable that every page read then steps over. (Two first
@@ -73,6 +74,9 @@ func (db *DB) addMessage(b *batch, m store.Message) error {
 	b.set(authorMessageKey(m.Author.Login, m.ID), newIndexRow(m))
 	if !m.ReplyTo.IsZero() {
 		b.set(threadKey(m.Room, m.ReplyTo).desc(m.ID), refRow(m.Author))
+	}
+	if searchable(m) {
+		b.queueSearch(m.ID)
 	}
 	for _, bk := range []key{bucketKey(m.Room, day), authorBucketKey(m.Author.Login, day)} {
 		if listed, err := db.has(bk); err != nil {

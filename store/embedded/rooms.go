@@ -42,6 +42,7 @@ func (db *DB) CreateRoom(ctx context.Context, r store.Room) error {
 	row := newRoomRow(r)
 	b := db.batch()
 	b.set(rk, row)
+	b.queueDirectory("", r.Name)
 	b.set(membersPartition(r.Name), row.headerRow())
 	b.addMember(row, r.Creator.Login)
 	b.set(uk, creator)
@@ -316,6 +317,7 @@ func (db *DB) DeleteRoom(ctx context.Context, name string, by store.UserRef) (st
 
 		b := db.batch()
 		b.delete(rk)
+		b.queueDirectory("", name)
 		b.deleteRange(membersPartition(name))
 		for _, p := range room.Participants {
 			if err := db.leave(b, userKey(p.Login), name); err != nil {
@@ -442,6 +444,9 @@ func (db *DB) deleteIndexed(ctx context.Context, b *batch, room string) error {
 		}
 		b.delete(messageByIDKey(id))
 		b.delete(authorMessageKey(row.Author.Login, id))
+		if searchable(row.message(room, id)) {
+			b.queueSearch(id)
+		}
 		return true, nil
 	})
 	if err != nil {

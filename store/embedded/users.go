@@ -25,6 +25,7 @@ func (db *DB) CreateUser(ctx context.Context, a store.Account) error {
 	}
 	b := db.batch()
 	b.set(k, accountRow(a))
+	b.queueDirectory(a.Login, "")
 	if err := b.commit(); err != nil {
 		return fmt.Errorf("writing user %q: %w", a.Login, err)
 	}

@@ -3,6 +3,7 @@
 // history paged on scroll and its live events. Every call to the server is
 // in api.js; this file is the page.
 import * as api from "./api.js";
+import "./search.js"; // the search box, which keeps to itself
 
 const $ = (id) => document.getElementById(id);
 export const pageSize = 30; // messages a page of the history reads (exported for the browser tests)
