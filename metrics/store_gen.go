@@ -112,6 +112,7 @@ type storeCalls struct {
 	Unmute                 storeCall
 	UpdateProfile          storeCall
 	User                   storeCall
+	UserSessions           storeCall
 	Webhook                storeCall
 }
 
@@ -212,6 +213,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		Unmute:                 m.call("Unmute"),
 		UpdateProfile:          m.call("UpdateProfile"),
 		User:                   m.call("User"),
+		UserSessions:           m.call("UserSessions"),
 		Webhook:                m.call("Webhook"),
 	}
 }
@@ -878,6 +880,13 @@ func (s *timedStore) User(ctx context.Context, a1 string) (store.User, error) {
 	start := now()
 	r0, err := s.Store.User(ctx, a1)
 	s.calls.User.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) UserSessions(ctx context.Context, a1 string) ([]store.Session, error) {
+	start := now()
+	r0, err := s.Store.UserSessions(ctx, a1)
+	s.calls.UserSessions.done(ctx, start, err)
 	return r0, err
 }
 

@@ -24,6 +24,8 @@ const (
 	LoginAddress                // login attempts, per client address
 	Typing                      // typing, per user
 	Upload                      // createUpload, completeUpload, per user
+	Account                     // changes to how one signs in (two-factor, passkeys, identities, ending sessions), per user
+	SecondFactor                // one-time codes tried (two-factor), per login
 	numActions
 )
 
@@ -36,10 +38,13 @@ var actionNames = [numActions]struct{ key, words, name string }{
 	LoginAddress:  {"login-addr", "login attempts from this address", "login_address"},
 	Typing:        {"typing", "typing notices", "typing"},
 	Upload:        {"upload", "uploads", "upload"},
+	Account:       {"account", "sign-in changes", "account"},
+	SecondFactor:  {"2fa", "one-time codes tried for this login", "second_factor"},
 }
 
 // Name is the action's name in metrics: post, room_change,
-// direct_message, signup, login, login_address, typing, upload.
+// direct_message, signup, login, login_address, typing, upload, account,
+// second_factor.
 func (a Action) Name() string { return actionNames[a].name }
 
 // Actions are every limited action.
@@ -68,6 +73,8 @@ var DefaultLimits = Limits{
 	LoginAddress:  {Rate: 10, Period: time.Minute, Burst: 10},
 	Typing:        {Rate: 5, Period: time.Second, Burst: 10},
 	Upload:        {Rate: 2, Period: time.Second, Burst: 20},
+	Account:       {Rate: 30, Period: time.Minute, Burst: 30},
+	SecondFactor:  {Rate: 5, Period: time.Minute, Burst: 5},
 }
 
 // Limiter limits how often each key may do one action.

@@ -338,6 +338,8 @@ var rateFlags = []struct {
 	{ratelimit.Signup, "rate-signups-per-address", "CHAT_RATE_SIGNUPS_PER_ADDRESS", "signups per client address"},
 	{ratelimit.Login, "rate-logins-per-login", "CHAT_RATE_LOGINS_PER_LOGIN", "login attempts per login tried"},
 	{ratelimit.LoginAddress, "rate-logins-per-address", "CHAT_RATE_LOGINS_PER_ADDRESS", "login attempts per client address"},
+	{ratelimit.Account, "rate-account-changes", "CHAT_RATE_ACCOUNT_CHANGES", "changes to how one signs in (endSession, two-factor, passkeys, identities) per user"},
+	{ratelimit.SecondFactor, "rate-codes-per-login", "CHAT_RATE_CODES_PER_LOGIN", "one-time codes tried (two-factor) per login"},
 }
 
 func splitList(s string) []string {

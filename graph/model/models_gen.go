@@ -162,6 +162,33 @@ type RoomEvent struct {
 	Cursor *string `json:"cursor,omitempty"`
 }
 
+// One of the caller's sessions: a device signed in, as `sessions` lists them.
+// Each login (or passkey or single sign-on) starts one; refreshing its tokens
+// keeps it going, and `logout` or `endSession` ends it.
+type Session struct {
+	// The session's id: `endSession(id:)` ends it.
+	ID string `json:"id"`
+	// The device's name: what the client gave at sign-in (`login(device:)`), or
+	// a summary of its User-Agent, such as "Firefox on Linux".
+	Device string `json:"device"`
+	// The client address of the sign-in or of the last refresh; empty if unknown.
+	Address string `json:"address"`
+	// How the session signed in.
+	SignInMethod SignInMethod `json:"signInMethod"`
+	// Whether the session proved a second factor: a one-time code, or a passkey.
+	TwoFactor bool `json:"twoFactor"`
+	// When it signed in.
+	CreatedAt time.Time `json:"createdAt"`
+	// When it was last seen: the sign-in or the last refresh of its tokens (a
+	// client refreshes at least once per access token lifetime, CHAT_TOKEN_TTL,
+	// while it is in use).
+	LastSeenAt time.Time `json:"lastSeenAt"`
+	// When the session ends unless refreshed (its refresh token's expiry).
+	ExpiresAt time.Time `json:"expiresAt"`
+	// Whether this is the session of the token making the request.
+	Current bool `json:"current"`
+}
+
 // A new account.
 type SignupInput struct {
 	// 3 to 32 characters: lowercase letters, digits, '.', '_' or '-', starting with a letter or digit.
@@ -517,6 +544,67 @@ func (e *RoomKind) UnmarshalJSON(b []byte) error {
 }
 
 func (e RoomKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// How a session signed in.
+type SignInMethod string
+
+const (
+	// With the login's password (and a one-time code if two-factor sign-in is on).
+	SignInMethodPassword SignInMethod = "PASSWORD"
+	// With a passkey (WebAuthn), no password.
+	SignInMethodPasskey SignInMethod = "PASSKEY"
+	// With an OpenID Connect provider.
+	SignInMethodOidc SignInMethod = "OIDC"
+)
+
+var AllSignInMethod = []SignInMethod{
+	SignInMethodPassword,
+	SignInMethodPasskey,
+	SignInMethodOidc,
+}
+
+func (e SignInMethod) IsValid() bool {
+	switch e {
+	case SignInMethodPassword, SignInMethodPasskey, SignInMethodOidc:
+		return true
+	}
+	return false
+}
+
+func (e SignInMethod) String() string {
+	return string(e)
+}
+
+func (e *SignInMethod) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = SignInMethod(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid SignInMethod", str)
+	}
+	return nil
+}
+
+func (e SignInMethod) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *SignInMethod) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e SignInMethod) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

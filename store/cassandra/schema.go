@@ -107,6 +107,12 @@ var schemaV18 string
 //go:embed schema_v19.cql
 var schemaV19 string
 
+// schemaV21 adds what sessions show in the list of devices, two-factor
+// sign-in, passkeys and OpenID Connect identities.
+//
+//go:embed schema_v21.cql
+var schemaV21 string
+
 // A migration is one schema version: CQL statements separated by ';', then
 // the conversion of the data, if any.
 type migration struct {
@@ -141,6 +147,7 @@ var migrations = []migration{
 	{version: 17, description: "notices, notice_hours, notice_cursors, notice_leases, push_subscriptions", cql: schemaV17},
 	{version: 18, description: "webhooks, webhook_leases", cql: schemaV18},
 	{version: 19, description: "users.bot, users.owner, bots_by_owner, bot_keys", cql: schemaV19},
+	{version: 21, description: "sessions' devices, two_factor, passkeys, oidc_identities", cql: schemaV21},
 }
 
 // createMigrationsTable repeats schema.cql's statement: the table must exist
