@@ -8,6 +8,7 @@ package apierror
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -35,6 +36,10 @@ const (
 	// or is slow; retrying later may succeed. It comes with
 	// extensions.retryAfter.
 	Unavailable = "UNAVAILABLE"
+	// TwoFactorRequired: the sign-in or refresh needs a one-time code; it
+	// comes with extensions.challenge (answer it with verifyTwoFactor) and
+	// extensions.challengeExpiresAt.
+	TwoFactorRequired = "TWO_FACTOR_REQUIRED"
 )
 
 // The codes of verdicts on the request itself, given before any resolver
@@ -54,7 +59,7 @@ const (
 // errors with (any other code counts as OTHER). A new code goes here too.
 var Codes = []string{
 	Unauthenticated, Forbidden, NotFound, Conflict, BadUserInput, Internal, RateLimited,
-	QuotaExceeded, Unavailable,
+	QuotaExceeded, Unavailable, TwoFactorRequired,
 	ParseFailed, ValidationFailed, ComplexityExceeded, BadRequest, PayloadTooLarge,
 	PersistedQueryNotFound, TooManyConnections,
 }
@@ -72,6 +77,8 @@ const unavailableRetryAfter = 5
 // INTERNAL and its details stay in the server log.
 func Of(err error) (code string, public bool) {
 	switch {
+	case errors.Is(err, auth.ErrTwoFactorRequired):
+		return TwoFactorRequired, true
 	case errors.Is(err, auth.ErrUnauthenticated):
 		return Unauthenticated, true
 	case errors.Is(err, auth.ErrBusy):
@@ -109,6 +116,15 @@ func RetryAfter(err error) (seconds int, ok bool) {
 		return unavailableRetryAfter, true
 	}
 	return 0, false
+}
+
+// Challenge is the extensions.challenge and challengeExpiresAt of a
+// TWO_FACTOR_REQUIRED error; ok is false for any other error.
+func Challenge(err error) (challenge string, expiresAt time.Time, ok bool) {
+	if tf, is := errors.AsType[*auth.TwoFactorRequired](err); is {
+		return tf.Challenge, tf.ExpiresAt, true
+	}
+	return "", time.Time{}, false
 }
 
 // New is an error with a code and a message for the client.

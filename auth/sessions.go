@@ -36,6 +36,7 @@ type Sessions struct {
 	store      store.Store
 	tokens     *Tokens
 	key        []byte
+	secrets    secretKeys
 	refreshTTL time.Duration
 	interval   time.Duration
 	now        func() time.Time
@@ -113,6 +114,7 @@ func NewSessions(ctx context.Context, cfg SessionConfig) (*Sessions, error) {
 		store:      cfg.Store,
 		tokens:     cfg.Tokens,
 		key:        refreshKey(cfg.Secret),
+		secrets:    newSecretKeys(cfg.Secret),
 		refreshTTL: cfg.RefreshTTL,
 		interval:   cfg.CheckInterval,
 		now:        time.Now,
@@ -177,6 +179,23 @@ func (s *Sessions) Refresh(ctx context.Context, token string) (Pair, store.User,
 	case rt.generation != sess.Generation || subtle.ConstantTimeCompare(hashRefresh(token), sess.RefreshHash) != 1:
 		return Pair{}, store.User{}, s.revokeReused(ctx, rt)
 	}
+	if !sess.TwoFactor {
+		// A session that began without a second factor, of a user who
+		// turned two-factor sign-in on since: the refresh needs a code.
+		tf, err := s.store.TwoFactor(ctx, rt.login)
+		switch {
+		case err == nil && tf.Enabled:
+			return Pair{}, store.User{}, s.IssueChallenge(Challenge{Login: rt.login, Session: sess.ID, Generation: sess.Generation, Method: sess.Method})
+		case err != nil && !errors.Is(err, store.ErrNotFound):
+			return Pair{}, store.User{}, err
+		}
+	}
+	return s.rotate(ctx, sess, rt)
+}
+
+// rotate issues the next pair of the session sess, as read at the
+// generation of the refresh token rt.
+func (s *Sessions) rotate(ctx context.Context, sess store.Session, rt refreshToken) (Pair, store.User, error) {
 	u, err := s.store.User(ctx, rt.login)
 	switch {
 	case errors.Is(err, store.ErrNotFound):

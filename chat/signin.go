@@ -56,6 +56,12 @@ func (s *Service) Login(ctx context.Context, login, password, device string) (au
 	if err := s.Passwords.Check(ctx, acct.PassHash, password); err != nil {
 		return auth.Pair{}, store.User{}, err
 	}
+	switch challenge, err := s.twoFactorChallenge(ctx, acct, auth.SignIn{Method: store.SignInPassword, Device: device}); {
+	case err != nil:
+		return auth.Pair{}, store.User{}, err
+	case challenge != nil:
+		return auth.Pair{}, store.User{}, challenge
+	}
 	pair, err := s.Sessions.StartWith(ctx, acct.UserRef, auth.SignIn{Method: store.SignInPassword, Device: device})
 	if err != nil {
 		return auth.Pair{}, store.User{}, err

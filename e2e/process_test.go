@@ -120,6 +120,8 @@ var rateLimitVars = map[ratelimit.Action]string{
 	ratelimit.Login:         "CHAT_RATE_LOGINS_PER_LOGIN",
 	ratelimit.LoginAddress:  "CHAT_RATE_LOGINS_PER_ADDRESS",
 	ratelimit.Upload:        "CHAT_RATE_UPLOADS",
+	ratelimit.Account:       "CHAT_RATE_ACCOUNT_CHANGES",
+	ratelimit.SecondFactor:  "CHAT_RATE_CODES_PER_LOGIN",
 }
 
 // TestRateLimitVars: the server reads each action's limit from its

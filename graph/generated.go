@@ -170,9 +170,11 @@ type ComplexityRoot struct {
 		AddReaction                func(childComplexity int, messageID string, emoji string) int
 		AppointModerator           func(childComplexity int, room string, login string) int
 		BanUser                    func(childComplexity int, room string, login string) int
+		BeginTwoFactor             func(childComplexity int, password string) int
 		BlockUser                  func(childComplexity int, login string) int
 		ChangePassword             func(childComplexity int, oldPassword string, newPassword string) int
 		CompleteUpload             func(childComplexity int, id string) int
+		ConfirmTwoFactor           func(childComplexity int, code string) int
 		CreateBot                  func(childComplexity int, login string, firstname string, lastname *string) int
 		CreateRoom                 func(childComplexity int, input model.CreateRoomInput) int
 		CreateUpload               func(childComplexity int, name string, contentType string, size int) int
@@ -182,6 +184,7 @@ type ComplexityRoot struct {
 		DeleteMessage              func(childComplexity int, id string) int
 		DeleteRoom                 func(childComplexity int, room string) int
 		DeleteWebhook              func(childComplexity int, id string) int
+		DisableTwoFactor           func(childComplexity int, code string) int
 		DismissModerator           func(childComplexity int, room string, login string) int
 		EditMessage                func(childComplexity int, id string, content string) int
 		EndSession                 func(childComplexity int, id string) int
@@ -209,6 +212,7 @@ type ComplexityRoot struct {
 		UnblockUser                func(childComplexity int, login string) int
 		UnregisterPushSubscription func(childComplexity int, endpoint string) int
 		UpdateProfile              func(childComplexity int, input model.ProfileInput) int
+		VerifyTwoFactor            func(childComplexity int, challenge string, code string, device *string) int
 	}
 
 	PageInfo struct {
@@ -241,6 +245,7 @@ type ComplexityRoot struct {
 		Rooms             func(childComplexity int, first *int, after *string) int
 		Sessions          func(childComplexity int) int
 		Thread            func(childComplexity int, messageID string, first *int, after *string, last *int, before *string, around *string) int
+		TwoFactor         func(childComplexity int) int
 		VapidPublicKey    func(childComplexity int) int
 		Webhooks          func(childComplexity int, room string) int
 	}
@@ -311,6 +316,16 @@ type ComplexityRoot struct {
 		Height func(childComplexity int) int
 		URL    func(childComplexity int) int
 		Width  func(childComplexity int) int
+	}
+
+	TwoFactorKey struct {
+		Secret func(childComplexity int) int
+		URI    func(childComplexity int) int
+	}
+
+	TwoFactorStatus struct {
+		Enabled           func(childComplexity int) int
+		RecoveryCodesLeft func(childComplexity int) int
 	}
 
 	Upload struct {
@@ -411,6 +426,10 @@ type MessageResolver interface {
 }
 type MutationResolver interface {
 	EndSession(ctx context.Context, id string) (bool, error)
+	BeginTwoFactor(ctx context.Context, password string) (*model.TwoFactorKey, error)
+	ConfirmTwoFactor(ctx context.Context, code string) ([]string, error)
+	DisableTwoFactor(ctx context.Context, code string) (bool, error)
+	VerifyTwoFactor(ctx context.Context, challenge string, code string, device *string) (*model.AuthPayload, error)
 	SendDirectMessage(ctx context.Context, to string, content string, attachments []string, clientMessageID *string, replyTo *string) (*store.Message, error)
 	MarkRead(ctx context.Context, conversation string, upTo string) (*store.Conversation, error)
 	AddGroupMember(ctx context.Context, group string, login string) (*store.Room, error)
@@ -456,6 +475,7 @@ type MutationResolver interface {
 }
 type QueryResolver interface {
 	Sessions(ctx context.Context) ([]model.Session, error)
+	TwoFactor(ctx context.Context) (*model.TwoFactorStatus, error)
 	Inbox(ctx context.Context) ([]store.Conversation, error)
 	DirectMessages(ctx context.Context, with string, first *int, after *string, last *int, before *string, around *string) (*model.MessageConnection, error)
 	Message(ctx context.Context, id string) (*store.Message, error)
@@ -1034,6 +1054,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.BanUser(childComplexity, args["room"].(string), args["login"].(string)), true
+	case "Mutation.beginTwoFactor":
+		if e.ComplexityRoot.Mutation.BeginTwoFactor == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_beginTwoFactor_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.BeginTwoFactor(childComplexity, args["password"].(string)), true
 	case "Mutation.blockUser":
 		if e.ComplexityRoot.Mutation.BlockUser == nil {
 			break
@@ -1067,6 +1098,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CompleteUpload(childComplexity, args["id"].(string)), true
+	case "Mutation.confirmTwoFactor":
+		if e.ComplexityRoot.Mutation.ConfirmTwoFactor == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_confirmTwoFactor_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ConfirmTwoFactor(childComplexity, args["code"].(string)), true
 	case "Mutation.createBot":
 		if e.ComplexityRoot.Mutation.CreateBot == nil {
 			break
@@ -1166,6 +1208,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteWebhook(childComplexity, args["id"].(string)), true
+	case "Mutation.disableTwoFactor":
+		if e.ComplexityRoot.Mutation.DisableTwoFactor == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_disableTwoFactor_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DisableTwoFactor(childComplexity, args["code"].(string)), true
 	case "Mutation.dismissModerator":
 		if e.ComplexityRoot.Mutation.DismissModerator == nil {
 			break
@@ -1458,6 +1511,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UpdateProfile(childComplexity, args["input"].(model.ProfileInput)), true
+	case "Mutation.verifyTwoFactor":
+		if e.ComplexityRoot.Mutation.VerifyTwoFactor == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_verifyTwoFactor_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.VerifyTwoFactor(childComplexity, args["challenge"].(string), args["code"].(string), args["device"].(*string)), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -1645,6 +1709,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Thread(childComplexity, args["messageId"].(string), args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["around"].(*string)), true
+	case "Query.twoFactor":
+		if e.ComplexityRoot.Query.TwoFactor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.TwoFactor(childComplexity), true
 	case "Query.vapidPublicKey":
 		if e.ComplexityRoot.Query.VapidPublicKey == nil {
 			break
@@ -1947,6 +2017,32 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Thumbnail.Width(childComplexity), true
+
+	case "TwoFactorKey.secret":
+		if e.ComplexityRoot.TwoFactorKey.Secret == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TwoFactorKey.Secret(childComplexity), true
+	case "TwoFactorKey.uri":
+		if e.ComplexityRoot.TwoFactorKey.URI == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TwoFactorKey.URI(childComplexity), true
+
+	case "TwoFactorStatus.enabled":
+		if e.ComplexityRoot.TwoFactorStatus.Enabled == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TwoFactorStatus.Enabled(childComplexity), true
+	case "TwoFactorStatus.recoveryCodesLeft":
+		if e.ComplexityRoot.TwoFactorStatus.RecoveryCodesLeft == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TwoFactorStatus.RecoveryCodesLeft(childComplexity), true
 
 	case "Upload.expiresAt":
 		if e.ComplexityRoot.Upload.ExpiresAt == nil {
@@ -2324,6 +2420,66 @@ extend type Mutation {
   others. NOT_FOUND if the caller has no such session. Needs a token.
   """
   endSession(id: ID!): Boolean!
+}
+
+"""The caller's two-factor sign-in, as ` + "`" + `twoFactor` + "`" + ` shows it."""
+type TwoFactorStatus {
+  """Whether sign-in asks for a one-time code (set by ` + "`" + `confirmTwoFactor` + "`" + `)."""
+  enabled: Boolean!
+  """How many unused recovery codes are left (each works once)."""
+  recoveryCodesLeft: Int!
+}
+
+"""A new TOTP key (RFC 6238: 6 digits every 30 s, SHA-1) for an authenticator app, shown once."""
+type TwoFactorKey {
+  """The key in base32, to type into the app."""
+  secret: String!
+  """The key as an otpauth:// URI, to show as a QR code."""
+  uri: String!
+}
+
+extend type Query {
+  """The caller's two-factor sign-in. Needs a token."""
+  twoFactor: TwoFactorStatus!
+}
+
+extend type Mutation {
+  """
+  Starts turning two-factor sign-in on: returns a new TOTP key for the
+  caller's authenticator app, which ` + "`" + `confirmTwoFactor` + "`" + ` confirms with a code;
+  sign-in asks for none until then. A key begun before and not confirmed is
+  replaced. Needs the caller's password (UNAUTHENTICATED if wrong, counted
+  as a login attempt); CONFLICT if two-factor sign-in is on already. Needs
+  a token.
+  """
+  beginTwoFactor(password: String!): TwoFactorKey!
+  """
+  Turns two-factor sign-in on, given a code of the key ` + "`" + `beginTwoFactor` + "`" + `
+  gave (UNAUTHENTICATED if wrong), and returns 10 recovery codes, shown this
+  once: each signs in once in place of a code. From then on ` + "`" + `login` + "`" + ` answers
+  TWO_FACTOR_REQUIRED with a challenge, and the caller's other sessions
+  (those that began without a code) must give one at their next
+  ` + "`" + `refreshToken` + "`" + `; the caller's own session goes on. NOT_FOUND if nothing was
+  begun; CONFLICT if it is on already. Codes tried count against
+  CHAT_RATE_CODES_PER_LOGIN. Needs a token.
+  """
+  confirmTwoFactor(code: String!): [String!]! @listSize(assumedSize: 10)
+  """
+  Turns two-factor sign-in off, given a code or a recovery code
+  (UNAUTHENTICATED if wrong). NOT_FOUND if it is not on. Needs a token.
+  """
+  disableTwoFactor(code: String!): Boolean!
+  """
+  Answers the challenge of a ` + "`" + `login` + "`" + ` or ` + "`" + `refreshToken` + "`" + ` that gave
+  TWO_FACTOR_REQUIRED (its extensions.challenge, valid 5 minutes) with a
+  code from the authenticator app, or a recovery code: returns the new
+  session's tokens, or the refreshed session's next pair. A code works once
+  (a TOTP code of a step already used, or a used recovery code, is
+  UNAUTHENTICATED, as is a wrong one); codes tried count against
+  CHAT_RATE_CODES_PER_LOGIN and, as login attempts, per client address.
+  ` + "`" + `device` + "`" + ` names a new session as ` + "`" + `login` + "`" + `'s does.
+  """
+  verifyTwoFactor(challenge: String!, code: String!, device: String): AuthPayload!
 }
 `, BuiltIn: false},
 	{Name: "../schema/conversations.graphqls", Input: `"""What an inbox entry is about."""
@@ -3774,6 +3930,26 @@ func (ec *executionContext) childFields_Thumbnail(ctx context.Context, field gra
 	return nil, fmt.Errorf("no field named %q was found under type Thumbnail", field.Name)
 }
 
+func (ec *executionContext) childFields_TwoFactorKey(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "secret":
+		return ec.fieldContext_TwoFactorKey_secret(ctx, field)
+	case "uri":
+		return ec.fieldContext_TwoFactorKey_uri(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TwoFactorKey", field.Name)
+}
+
+func (ec *executionContext) childFields_TwoFactorStatus(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "enabled":
+		return ec.fieldContext_TwoFactorStatus_enabled(ctx, field)
+	case "recoveryCodesLeft":
+		return ec.fieldContext_TwoFactorStatus_recoveryCodesLeft(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TwoFactorStatus", field.Name)
+}
+
 func (ec *executionContext) childFields_Upload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -4076,6 +4252,20 @@ func (ec *executionContext) field_Mutation_banUser_args(ctx context.Context, raw
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_beginTwoFactor_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "password",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["password"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_blockUser_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4123,6 +4313,20 @@ func (ec *executionContext) field_Mutation_completeUpload_args(ctx context.Conte
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_confirmTwoFactor_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "code",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["code"] = arg0
 	return args, nil
 }
 
@@ -4289,6 +4493,20 @@ func (ec *executionContext) field_Mutation_deleteWebhook_args(ctx context.Contex
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_disableTwoFactor_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "code",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["code"] = arg0
 	return args, nil
 }
 
@@ -4829,6 +5047,36 @@ func (ec *executionContext) field_Mutation_updateProfile_args(ctx context.Contex
 		return nil, err
 	}
 	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_verifyTwoFactor_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "challenge",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["challenge"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "code",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["code"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "device",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["device"] = arg2
 	return args, nil
 }
 
@@ -7235,6 +7483,182 @@ func (ec *executionContext) fieldContext_Mutation_endSession(ctx context.Context
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_beginTwoFactor(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_beginTwoFactor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().BeginTwoFactor(ctx, fc.Args["password"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.TwoFactorKey) graphql.Marshaler {
+			return ec.marshalNTwoFactorKey2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐTwoFactorKey(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_beginTwoFactor(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TwoFactorKey(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_beginTwoFactor_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_confirmTwoFactor(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_confirmTwoFactor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ConfirmTwoFactor(ctx, fc.Args["code"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_confirmTwoFactor(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type String does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_confirmTwoFactor_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_disableTwoFactor(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_disableTwoFactor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DisableTwoFactor(ctx, fc.Args["code"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_disableTwoFactor(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_disableTwoFactor_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_verifyTwoFactor(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_verifyTwoFactor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().VerifyTwoFactor(ctx, fc.Args["challenge"].(string), fc.Args["code"].(string), fc.Args["device"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AuthPayload) graphql.Marshaler {
+			return ec.marshalNAuthPayload2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐAuthPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_verifyTwoFactor(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuthPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_verifyTwoFactor_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_sendDirectMessage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9255,6 +9679,38 @@ func (ec *executionContext) fieldContext_Query_sessions(_ context.Context, field
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_twoFactor(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_twoFactor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().TwoFactor(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.TwoFactorStatus) graphql.Marshaler {
+			return ec.marshalNTwoFactorStatus2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐTwoFactorStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_twoFactor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TwoFactorStatus(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_inbox(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11134,6 +11590,98 @@ func (ec *executionContext) _Thumbnail_url(ctx context.Context, field graphql.Co
 }
 func (ec *executionContext) fieldContext_Thumbnail_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Thumbnail", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TwoFactorKey_secret(ctx context.Context, field graphql.CollectedField, obj *model.TwoFactorKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TwoFactorKey_secret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Secret, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TwoFactorKey_secret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TwoFactorKey", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TwoFactorKey_uri(ctx context.Context, field graphql.CollectedField, obj *model.TwoFactorKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TwoFactorKey_uri(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URI, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TwoFactorKey_uri(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TwoFactorKey", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TwoFactorStatus_enabled(ctx context.Context, field graphql.CollectedField, obj *model.TwoFactorStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TwoFactorStatus_enabled(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Enabled, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TwoFactorStatus_enabled(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TwoFactorStatus", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _TwoFactorStatus_recoveryCodesLeft(ctx context.Context, field graphql.CollectedField, obj *model.TwoFactorStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TwoFactorStatus_recoveryCodesLeft(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RecoveryCodesLeft, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TwoFactorStatus_recoveryCodesLeft(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TwoFactorStatus", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _Upload_id(ctx context.Context, field graphql.CollectedField, obj *model.Upload) (ret graphql.Marshaler) {
@@ -14907,6 +15455,34 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "beginTwoFactor":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_beginTwoFactor(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "confirmTwoFactor":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_confirmTwoFactor(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "disableTwoFactor":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_disableTwoFactor(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "verifyTwoFactor":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_verifyTwoFactor(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "sendDirectMessage":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_sendDirectMessage(ctx, field)
@@ -15353,6 +15929,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_sessions(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "twoFactor":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_twoFactor(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -16495,6 +17093,92 @@ func (ec *executionContext) _Thumbnail(ctx context.Context, sel ast.SelectionSet
 			}
 		case "url":
 			out.Values[i] = ec._Thumbnail_url(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var twoFactorKeyImplementors = []string{"TwoFactorKey"}
+
+func (ec *executionContext) _TwoFactorKey(ctx context.Context, sel ast.SelectionSet, obj *model.TwoFactorKey) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, twoFactorKeyImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TwoFactorKey")
+		case "secret":
+			out.Values[i] = ec._TwoFactorKey_secret(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "uri":
+			out.Values[i] = ec._TwoFactorKey_uri(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var twoFactorStatusImplementors = []string{"TwoFactorStatus"}
+
+func (ec *executionContext) _TwoFactorStatus(ctx context.Context, sel ast.SelectionSet, obj *model.TwoFactorStatus) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, twoFactorStatusImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TwoFactorStatus")
+		case "enabled":
+			out.Values[i] = ec._TwoFactorStatus_enabled(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "recoveryCodesLeft":
+			out.Values[i] = ec._TwoFactorStatus_recoveryCodesLeft(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -18252,6 +18936,26 @@ func (ec *executionContext) marshalNTime2timeᚐTime(ctx context.Context, sel as
 		}
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNTwoFactorKey2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐTwoFactorKey(ctx context.Context, sel ast.SelectionSet, v *model.TwoFactorKey) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._TwoFactorKey(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNTwoFactorStatus2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐTwoFactorStatus(ctx context.Context, sel ast.SelectionSet, v *model.TwoFactorStatus) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._TwoFactorStatus(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNUpload2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUpload(ctx context.Context, sel ast.SelectionSet, v *model.Upload) graphql.Marshaler {

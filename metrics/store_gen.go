@@ -45,6 +45,7 @@ type storeCalls struct {
 	DeleteRoom             storeCall
 	DeleteSession          storeCall
 	DeleteSessions         storeCall
+	DeleteTwoFactor        storeCall
 	DoomFiles              storeCall
 	DoomOwnerFiles         storeCall
 	DueFiles               storeCall
@@ -82,6 +83,7 @@ type storeCalls struct {
 	PostMessage            storeCall
 	PushPreviews           storeCall
 	PushSubscriptions      storeCall
+	PutTwoFactor           storeCall
 	React                  storeCall
 	Reactions              storeCall
 	ReleaseFiles           storeCall
@@ -108,6 +110,7 @@ type storeCalls struct {
 	ThreadReplies          storeCall
 	ThreadRepliesAfter     storeCall
 	ThreadSummaries        storeCall
+	TwoFactor              storeCall
 	Unblock                storeCall
 	Unmute                 storeCall
 	UpdateProfile          storeCall
@@ -146,6 +149,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		DeleteRoom:             m.call("DeleteRoom"),
 		DeleteSession:          m.call("DeleteSession"),
 		DeleteSessions:         m.call("DeleteSessions"),
+		DeleteTwoFactor:        m.call("DeleteTwoFactor"),
 		DoomFiles:              m.call("DoomFiles"),
 		DoomOwnerFiles:         m.call("DoomOwnerFiles"),
 		DueFiles:               m.call("DueFiles"),
@@ -183,6 +187,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		PostMessage:            m.call("PostMessage"),
 		PushPreviews:           m.call("PushPreviews"),
 		PushSubscriptions:      m.call("PushSubscriptions"),
+		PutTwoFactor:           m.call("PutTwoFactor"),
 		React:                  m.call("React"),
 		Reactions:              m.call("Reactions"),
 		ReleaseFiles:           m.call("ReleaseFiles"),
@@ -209,6 +214,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		ThreadReplies:          m.call("ThreadReplies"),
 		ThreadRepliesAfter:     m.call("ThreadRepliesAfter"),
 		ThreadSummaries:        m.call("ThreadSummaries"),
+		TwoFactor:              m.call("TwoFactor"),
 		Unblock:                m.call("Unblock"),
 		Unmute:                 m.call("Unmute"),
 		UpdateProfile:          m.call("UpdateProfile"),
@@ -411,6 +417,13 @@ func (s *timedStore) DeleteSessions(ctx context.Context, a1 string, a2 string) e
 	start := now()
 	err := s.Store.DeleteSessions(ctx, a1, a2)
 	s.calls.DeleteSessions.done(ctx, start, err)
+	return err
+}
+
+func (s *timedStore) DeleteTwoFactor(ctx context.Context, a1 string, a2 int) error {
+	start := now()
+	err := s.Store.DeleteTwoFactor(ctx, a1, a2)
+	s.calls.DeleteTwoFactor.done(ctx, start, err)
 	return err
 }
 
@@ -673,6 +686,13 @@ func (s *timedStore) PushSubscriptions(ctx context.Context, a1 string) ([]store.
 	return r0, err
 }
 
+func (s *timedStore) PutTwoFactor(ctx context.Context, a1 store.TwoFactor, a2 int) error {
+	start := now()
+	err := s.Store.PutTwoFactor(ctx, a1, a2)
+	s.calls.PutTwoFactor.done(ctx, start, err)
+	return err
+}
+
 func (s *timedStore) React(ctx context.Context, a1 store.Message, a2 store.UserRef, a3 string, a4 bool) (store.Event, error) {
 	start := now()
 	r0, err := s.Store.React(ctx, a1, a2, a3, a4)
@@ -852,6 +872,13 @@ func (s *timedStore) ThreadSummaries(ctx context.Context, a1 []store.Message) (m
 	start := now()
 	r0, err := s.Store.ThreadSummaries(ctx, a1)
 	s.calls.ThreadSummaries.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) TwoFactor(ctx context.Context, a1 string) (store.TwoFactor, error) {
+	start := now()
+	r0, err := s.Store.TwoFactor(ctx, a1)
+	s.calls.TwoFactor.done(ctx, start, err)
 	return r0, err
 }
 

@@ -24,6 +24,49 @@ func (r *mutationResolver) EndSession(ctx context.Context, id string) (bool, err
 	return true, nil
 }
 
+// BeginTwoFactor is the resolver for the beginTwoFactor field.
+func (r *mutationResolver) BeginTwoFactor(ctx context.Context, password string) (*model.TwoFactorKey, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	key, err := r.Service.BeginTwoFactor(ctx, me, password)
+	if err != nil {
+		return nil, err
+	}
+	return &model.TwoFactorKey{Secret: key.Secret, URI: key.URI}, nil
+}
+
+// ConfirmTwoFactor is the resolver for the confirmTwoFactor field.
+func (r *mutationResolver) ConfirmTwoFactor(ctx context.Context, code string) ([]string, error) {
+	me, session, err := auth.SessionFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.ConfirmTwoFactor(ctx, me, session, code)
+}
+
+// DisableTwoFactor is the resolver for the disableTwoFactor field.
+func (r *mutationResolver) DisableTwoFactor(ctx context.Context, code string) (bool, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return false, err
+	}
+	if err := r.Service.DisableTwoFactor(ctx, me, code); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// VerifyTwoFactor is the resolver for the verifyTwoFactor field.
+func (r *mutationResolver) VerifyTwoFactor(ctx context.Context, challenge string, code string, device *string) (*model.AuthPayload, error) {
+	pair, u, err := r.Service.VerifyTwoFactor(ctx, challenge, code, deref(device))
+	if err != nil {
+		return nil, err
+	}
+	return authPayload(pair, u), nil
+}
+
 // Sessions is the resolver for the sessions field.
 func (r *queryResolver) Sessions(ctx context.Context) ([]model.Session, error) {
 	me, current, err := auth.SessionFrom(ctx)
@@ -39,4 +82,17 @@ func (r *queryResolver) Sessions(ctx context.Context) ([]model.Session, error) {
 		out[i] = sessionOf(s, current)
 	}
 	return out, nil
+}
+
+// TwoFactor is the resolver for the twoFactor field.
+func (r *queryResolver) TwoFactor(ctx context.Context) (*model.TwoFactorStatus, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st, err := r.Service.TwoFactor(ctx, me)
+	if err != nil {
+		return nil, err
+	}
+	return &model.TwoFactorStatus{Enabled: st.Enabled, RecoveryCodesLeft: st.RecoveryCodesLeft}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -65,6 +66,10 @@ func (r *Resolver) present(ctx context.Context, err error) *gqlerror.Error {
 	apierror.Set(presented, code)
 	if seconds, ok := apierror.RetryAfter(err); ok {
 		presented.Extensions["retryAfter"] = seconds
+	}
+	if challenge, expires, ok := apierror.Challenge(err); ok {
+		presented.Extensions["challenge"] = challenge
+		presented.Extensions["challengeExpiresAt"] = expires.UTC().Format(time.RFC3339)
 	}
 	return presented
 }

@@ -167,6 +167,7 @@ type Store interface {
 	PushSubscriptions
 	Webhooks
 	Bots
+	TwoFactors
 
 	// CreateUser stores a new account. Logins are unique: the write is a
 	// compare-and-set (INSERT ... IF NOT EXISTS), so of many concurrent signups

@@ -219,6 +219,22 @@ type Thumbnail struct {
 	URL string `json:"url"`
 }
 
+// A new TOTP key (RFC 6238: 6 digits every 30 s, SHA-1) for an authenticator app, shown once.
+type TwoFactorKey struct {
+	// The key in base32, to type into the app.
+	Secret string `json:"secret"`
+	// The key as an otpauth:// URI, to show as a QR code.
+	URI string `json:"uri"`
+}
+
+// The caller's two-factor sign-in, as `twoFactor` shows it.
+type TwoFactorStatus struct {
+	// Whether sign-in asks for a one-time code (set by `confirmTwoFactor`).
+	Enabled bool `json:"enabled"`
+	// How many unused recovery codes are left (each works once).
+	RecoveryCodesLeft int `json:"recoveryCodesLeft"`
+}
+
 // Where and how to send a file's bytes: `createUpload`'s answer.
 type Upload struct {
 	// The file's id: pass it to `completeUpload`, and to `postMessage` or `sendDirectMessage` in `attachments`, or, for an image, to `setAvatar` or `setRoomIcon`.

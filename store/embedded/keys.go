@@ -70,6 +70,8 @@ const (
 	// lists each user's bots, a partition per owner.
 	tableBotKeys     = "bot_keys"
 	tableBotsByOwner = "bots_by_owner"
+	// tableTwoFactor holds each user's two-factor settings.
+	tableTwoFactor = "two_factor"
 
 	// tableRoomMembers is no Cassandra table but this store's index of
 	// chat_rooms' participants (see membersPartition), and tableMeta holds
@@ -416,3 +418,6 @@ func botKeyKey(hash []byte) key { return tuple(tableBotKeys).str(hex.EncodeToStr
 
 // botsPartition prefixes the bots of owner, one row per bot after it.
 func botsPartition(owner string) key { return tuple(tableBotsByOwner).str(owner) }
+
+// twoFactorKey is the row of login's two-factor settings.
+func twoFactorKey(login string) key { return tuple(tableTwoFactor).str(login) }

@@ -71,6 +71,10 @@ func groups() []group[store.Store] {
 			{"ErrConflict", testCreateBotConflict},
 			{"Deleted", testDeleteBot},
 		}},
+		{"TwoFactor", []storeTest{
+			{"Lifecycle", testTwoFactor},
+			{"Concurrent", testTwoFactorConcurrent},
+		}},
 		{"Blocks", []storeTest{
 			{"OK", testBlocks},
 			{"Cap", testBlocksCap},
