@@ -27,8 +27,10 @@ type SignIn struct {
 
 type userAgentKey struct{}
 
-// withUserAgent returns ctx carrying the request's User-Agent header.
+// withUserAgent returns ctx carrying the request's User-Agent header, and
+// its Origin (see withOrigin).
 func withUserAgent(ctx context.Context, r *http.Request) context.Context {
+	ctx = withOrigin(ctx, r.Header.Get("Origin"))
 	if ua := r.Header.Get("User-Agent"); ua != "" {
 		return context.WithValue(ctx, userAgentKey{}, ua)
 	}

@@ -34,6 +34,8 @@ type Service struct {
 	// Sessions starts and ends the users' sessions. Nil in tests of other
 	// layers.
 	Sessions *auth.Sessions
+	// PasskeyCeremonies runs WebAuthn's ceremonies; nil: no passkeys.
+	PasskeyCeremonies *auth.Passkeys
 	// Passwords hashes and checks passwords.
 	Passwords *auth.Passwords
 	Log       *slog.Logger

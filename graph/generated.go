@@ -170,6 +170,8 @@ type ComplexityRoot struct {
 		AddReaction                func(childComplexity int, messageID string, emoji string) int
 		AppointModerator           func(childComplexity int, room string, login string) int
 		BanUser                    func(childComplexity int, room string, login string) int
+		BeginPasskeyRegistration   func(childComplexity int) int
+		BeginPasskeySignIn         func(childComplexity int) int
 		BeginTwoFactor             func(childComplexity int, password string) int
 		BlockUser                  func(childComplexity int, login string) int
 		ChangePassword             func(childComplexity int, oldPassword string, newPassword string) int
@@ -182,12 +184,15 @@ type ComplexityRoot struct {
 		DeleteAccount              func(childComplexity int, password string) int
 		DeleteBot                  func(childComplexity int, login string) int
 		DeleteMessage              func(childComplexity int, id string) int
+		DeletePasskey              func(childComplexity int, id string) int
 		DeleteRoom                 func(childComplexity int, room string) int
 		DeleteWebhook              func(childComplexity int, id string) int
 		DisableTwoFactor           func(childComplexity int, code string) int
 		DismissModerator           func(childComplexity int, room string, login string) int
 		EditMessage                func(childComplexity int, id string, content string) int
 		EndSession                 func(childComplexity int, id string) int
+		FinishPasskeyRegistration  func(childComplexity int, state string, credential string, name *string) int
+		FinishPasskeySignIn        func(childComplexity int, state string, credential string, device *string) int
 		HideMessage                func(childComplexity int, id string) int
 		JoinRoom                   func(childComplexity int, room string) int
 		LeaveRoom                  func(childComplexity int, room string) int
@@ -222,6 +227,18 @@ type ComplexityRoot struct {
 		StartCursor     func(childComplexity int) int
 	}
 
+	Passkey struct {
+		CreatedAt  func(childComplexity int) int
+		ID         func(childComplexity int) int
+		LastUsedAt func(childComplexity int) int
+		Name       func(childComplexity int) int
+	}
+
+	PasskeyCeremony struct {
+		Options func(childComplexity int) int
+		State   func(childComplexity int) int
+	}
+
 	PushSubscription struct {
 		CreatedAt func(childComplexity int) int
 		Device    func(childComplexity int) int
@@ -238,6 +255,7 @@ type ComplexityRoot struct {
 		Message           func(childComplexity int, id string) int
 		Messages          func(childComplexity int, room string, first *int, after *string, last *int, before *string, around *string) int
 		MyMessages        func(childComplexity int, first *int, after *string) int
+		Passkeys          func(childComplexity int) int
 		Presence          func(childComplexity int, logins []string) int
 		PushPreviews      func(childComplexity int) int
 		PushSubscriptions func(childComplexity int) int
@@ -430,6 +448,11 @@ type MutationResolver interface {
 	ConfirmTwoFactor(ctx context.Context, code string) ([]string, error)
 	DisableTwoFactor(ctx context.Context, code string) (bool, error)
 	VerifyTwoFactor(ctx context.Context, challenge string, code string, device *string) (*model.AuthPayload, error)
+	BeginPasskeyRegistration(ctx context.Context) (*model.PasskeyCeremony, error)
+	FinishPasskeyRegistration(ctx context.Context, state string, credential string, name *string) (*model.Passkey, error)
+	DeletePasskey(ctx context.Context, id string) (bool, error)
+	BeginPasskeySignIn(ctx context.Context) (*model.PasskeyCeremony, error)
+	FinishPasskeySignIn(ctx context.Context, state string, credential string, device *string) (*model.AuthPayload, error)
 	SendDirectMessage(ctx context.Context, to string, content string, attachments []string, clientMessageID *string, replyTo *string) (*store.Message, error)
 	MarkRead(ctx context.Context, conversation string, upTo string) (*store.Conversation, error)
 	AddGroupMember(ctx context.Context, group string, login string) (*store.Room, error)
@@ -476,6 +499,7 @@ type MutationResolver interface {
 type QueryResolver interface {
 	Sessions(ctx context.Context) ([]model.Session, error)
 	TwoFactor(ctx context.Context) (*model.TwoFactorStatus, error)
+	Passkeys(ctx context.Context) ([]model.Passkey, error)
 	Inbox(ctx context.Context) ([]store.Conversation, error)
 	DirectMessages(ctx context.Context, with string, first *int, after *string, last *int, before *string, around *string) (*model.MessageConnection, error)
 	Message(ctx context.Context, id string) (*store.Message, error)
@@ -1054,6 +1078,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.BanUser(childComplexity, args["room"].(string), args["login"].(string)), true
+	case "Mutation.beginPasskeyRegistration":
+		if e.ComplexityRoot.Mutation.BeginPasskeyRegistration == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Mutation.BeginPasskeyRegistration(childComplexity), true
+	case "Mutation.beginPasskeySignIn":
+		if e.ComplexityRoot.Mutation.BeginPasskeySignIn == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Mutation.BeginPasskeySignIn(childComplexity), true
 	case "Mutation.beginTwoFactor":
 		if e.ComplexityRoot.Mutation.BeginTwoFactor == nil {
 			break
@@ -1186,6 +1222,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteMessage(childComplexity, args["id"].(string)), true
+	case "Mutation.deletePasskey":
+		if e.ComplexityRoot.Mutation.DeletePasskey == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deletePasskey_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeletePasskey(childComplexity, args["id"].(string)), true
 	case "Mutation.deleteRoom":
 		if e.ComplexityRoot.Mutation.DeleteRoom == nil {
 			break
@@ -1252,6 +1299,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.EndSession(childComplexity, args["id"].(string)), true
+	case "Mutation.finishPasskeyRegistration":
+		if e.ComplexityRoot.Mutation.FinishPasskeyRegistration == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_finishPasskeyRegistration_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.FinishPasskeyRegistration(childComplexity, args["state"].(string), args["credential"].(string), args["name"].(*string)), true
+	case "Mutation.finishPasskeySignIn":
+		if e.ComplexityRoot.Mutation.FinishPasskeySignIn == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_finishPasskeySignIn_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.FinishPasskeySignIn(childComplexity, args["state"].(string), args["credential"].(string), args["device"].(*string)), true
 	case "Mutation.hideMessage":
 		if e.ComplexityRoot.Mutation.HideMessage == nil {
 			break
@@ -1548,6 +1617,44 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PageInfo.StartCursor(childComplexity), true
 
+	case "Passkey.createdAt":
+		if e.ComplexityRoot.Passkey.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Passkey.CreatedAt(childComplexity), true
+	case "Passkey.id":
+		if e.ComplexityRoot.Passkey.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Passkey.ID(childComplexity), true
+	case "Passkey.lastUsedAt":
+		if e.ComplexityRoot.Passkey.LastUsedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Passkey.LastUsedAt(childComplexity), true
+	case "Passkey.name":
+		if e.ComplexityRoot.Passkey.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Passkey.Name(childComplexity), true
+
+	case "PasskeyCeremony.options":
+		if e.ComplexityRoot.PasskeyCeremony.Options == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PasskeyCeremony.Options(childComplexity), true
+	case "PasskeyCeremony.state":
+		if e.ComplexityRoot.PasskeyCeremony.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PasskeyCeremony.State(childComplexity), true
+
 	case "PushSubscription.createdAt":
 		if e.ComplexityRoot.PushSubscription.CreatedAt == nil {
 			break
@@ -1647,6 +1754,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.MyMessages(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "Query.passkeys":
+		if e.ComplexityRoot.Query.Passkeys == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Passkeys(childComplexity), true
 	case "Query.presence":
 		if e.ComplexityRoot.Query.Presence == nil {
 			break
@@ -2480,6 +2593,77 @@ extend type Mutation {
   ` + "`" + `device` + "`" + ` names a new session as ` + "`" + `login` + "`" + `'s does.
   """
   verifyTwoFactor(challenge: String!, code: String!, device: String): AuthPayload!
+}
+
+"""A passkey (WebAuthn credential) the caller registered to sign in with."""
+type Passkey {
+  """The credential's id, base64url: ` + "`" + `deletePasskey(id:)` + "`" + ` deletes it."""
+  id: ID!
+  """The name the caller gave it."""
+  name: String!
+  """When it was registered."""
+  createdAt: Time!
+  """The last sign-in with it; null if never."""
+  lastUsedAt: Time
+}
+
+"""
+One step of a WebAuthn ceremony, for the browser to run: ` + "`" + `options` + "`" + ` for
+` + "`" + `navigator.credentials.create` + "`" + ` or ` + "`" + `.get` + "`" + `, and the ceremony's ` + "`" + `state` + "`" + ` to send
+back with the authenticator's answer (valid 5 minutes).
+"""
+type PasskeyCeremony {
+  """
+  The options as JSON, ` + "`" + `{"publicKey": {...}}` + "`" + ` with binary values in
+  base64url: ` + "`" + `PublicKeyCredential.parseCreationOptionsFromJSON` + "`" + ` (or
+  ` + "`" + `parseRequestOptionsFromJSON` + "`" + `) reads its ` + "`" + `publicKey` + "`" + `.
+  """
+  options: String!
+  """The ceremony's state, sealed by the server: send it back as it is."""
+  state: String!
+}
+
+extend type Query {
+  """The caller's passkeys, by id. Needs a token."""
+  passkeys: [Passkey!]! @listSize(assumedSize: 20)
+}
+
+extend type Mutation {
+  """
+  Starts registering a passkey for the caller: run ` + "`" + `navigator.credentials.create` + "`" + `
+  with the options, then ` + "`" + `finishPasskeyRegistration` + "`" + `. The passkey is a
+  discoverable credential that requires user verification. At most 20 per
+  user (BAD_USER_INPUT past that). BAD_USER_INPUT if the page's origin is
+  not the server's public URL (CHAT_PUBLIC_URL), or, with none set, not
+  localhost. Needs a token.
+  """
+  beginPasskeyRegistration: PasskeyCeremony!
+  """
+  Stores the passkey the browser made: ` + "`" + `credential` + "`" + ` is the JSON of the
+  PublicKeyCredential (` + "`" + `credential.toJSON()` + "`" + `), ` + "`" + `name` + "`" + ` what the caller calls
+  it (at most 64 characters; "Passkey" if left out). An answer that does not
+  verify is BAD_USER_INPUT; a state that is not the caller's, or expired,
+  UNAUTHENTICATED. Needs a token.
+  """
+  finishPasskeyRegistration(state: String!, credential: String!, name: String): Passkey!
+  """Deletes one of the caller's passkeys: it signs in no more. NOT_FOUND if there is none of that id. Needs a token."""
+  deletePasskey(id: ID!): Boolean!
+  """
+  Starts a sign-in with a passkey, no login or password given: run
+  ` + "`" + `navigator.credentials.get` + "`" + ` with the options (the browser offers the
+  passkeys it holds for this site), then ` + "`" + `finishPasskeySignIn` + "`" + `. Counts as a
+  login attempt of the client address.
+  """
+  beginPasskeySignIn: PasskeyCeremony!
+  """
+  Signs in with the passkey that answered: ` + "`" + `credential` + "`" + ` is the JSON of the
+  PublicKeyCredential (` + "`" + `credential.toJSON()` + "`" + `). Returns a new session's
+  tokens (shown as PASSKEY in ` + "`" + `sessions` + "`" + `, and counted as two factors: no
+  one-time code is asked). An answer that does not verify (wrong signature,
+  unknown or deleted passkey, a signature counter gone back) is
+  UNAUTHENTICATED. ` + "`" + `device` + "`" + ` names the session as ` + "`" + `login` + "`" + `'s does.
+  """
+  finishPasskeySignIn(state: String!, credential: String!, device: String): AuthPayload!
 }
 `, BuiltIn: false},
 	{Name: "../schema/conversations.graphqls", Input: `"""What an inbox entry is about."""
@@ -3792,6 +3976,30 @@ func (ec *executionContext) childFields_PageInfo(ctx context.Context, field grap
 	return nil, fmt.Errorf("no field named %q was found under type PageInfo", field.Name)
 }
 
+func (ec *executionContext) childFields_Passkey(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Passkey_id(ctx, field)
+	case "name":
+		return ec.fieldContext_Passkey_name(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Passkey_createdAt(ctx, field)
+	case "lastUsedAt":
+		return ec.fieldContext_Passkey_lastUsedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Passkey", field.Name)
+}
+
+func (ec *executionContext) childFields_PasskeyCeremony(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "options":
+		return ec.fieldContext_PasskeyCeremony_options(ctx, field)
+	case "state":
+		return ec.fieldContext_PasskeyCeremony_state(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PasskeyCeremony", field.Name)
+}
+
 func (ec *executionContext) childFields_PushSubscription(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "endpoint":
@@ -4468,6 +4676,20 @@ func (ec *executionContext) field_Mutation_deleteMessage_args(ctx context.Contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_deletePasskey_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_deleteRoom_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4565,6 +4787,66 @@ func (ec *executionContext) field_Mutation_endSession_args(ctx context.Context, 
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_finishPasskeyRegistration_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "state",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["state"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "credential",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["credential"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_finishPasskeySignIn_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "state",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["state"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "credential",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["credential"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "device",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["device"] = arg2
 	return args, nil
 }
 
@@ -7659,6 +7941,202 @@ func (ec *executionContext) fieldContext_Mutation_verifyTwoFactor(ctx context.Co
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_beginPasskeyRegistration(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_beginPasskeyRegistration(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Mutation().BeginPasskeyRegistration(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PasskeyCeremony) graphql.Marshaler {
+			return ec.marshalNPasskeyCeremony2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐPasskeyCeremony(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_beginPasskeyRegistration(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PasskeyCeremony(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_finishPasskeyRegistration(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_finishPasskeyRegistration(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().FinishPasskeyRegistration(ctx, fc.Args["state"].(string), fc.Args["credential"].(string), fc.Args["name"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Passkey) graphql.Marshaler {
+			return ec.marshalNPasskey2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐPasskey(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_finishPasskeyRegistration(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Passkey(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_finishPasskeyRegistration_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deletePasskey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deletePasskey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeletePasskey(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deletePasskey(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deletePasskey_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_beginPasskeySignIn(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_beginPasskeySignIn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Mutation().BeginPasskeySignIn(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PasskeyCeremony) graphql.Marshaler {
+			return ec.marshalNPasskeyCeremony2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐPasskeyCeremony(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_beginPasskeySignIn(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PasskeyCeremony(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_finishPasskeySignIn(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_finishPasskeySignIn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().FinishPasskeySignIn(ctx, fc.Args["state"].(string), fc.Args["credential"].(string), fc.Args["device"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AuthPayload) graphql.Marshaler {
+			return ec.marshalNAuthPayload2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐAuthPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_finishPasskeySignIn(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuthPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_finishPasskeySignIn_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_sendDirectMessage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9578,6 +10056,144 @@ func (ec *executionContext) fieldContext_PageInfo_endCursor(_ context.Context, f
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _Passkey_id(ctx context.Context, field graphql.CollectedField, obj *model.Passkey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Passkey_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Passkey_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Passkey", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Passkey_name(ctx context.Context, field graphql.CollectedField, obj *model.Passkey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Passkey_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Passkey_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Passkey", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Passkey_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.Passkey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Passkey_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Passkey_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Passkey", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _Passkey_lastUsedAt(ctx context.Context, field graphql.CollectedField, obj *model.Passkey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Passkey_lastUsedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastUsedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Passkey_lastUsedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Passkey", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _PasskeyCeremony_options(ctx context.Context, field graphql.CollectedField, obj *model.PasskeyCeremony) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PasskeyCeremony_options(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Options, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PasskeyCeremony_options(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PasskeyCeremony", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _PasskeyCeremony_state(ctx context.Context, field graphql.CollectedField, obj *model.PasskeyCeremony) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PasskeyCeremony_state(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.State, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PasskeyCeremony_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PasskeyCeremony", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _PushSubscription_endpoint(ctx context.Context, field graphql.CollectedField, obj *store.PushSubscription) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9706,6 +10322,38 @@ func (ec *executionContext) fieldContext_Query_twoFactor(_ context.Context, fiel
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_TwoFactorStatus(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_passkeys(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_passkeys(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Passkeys(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.Passkey) graphql.Marshaler {
+			return ec.marshalNPasskey2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐPasskeyᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_passkeys(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Passkey(ctx, field)
 		},
 	}
 	return fc, nil
@@ -15483,6 +16131,41 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "beginPasskeyRegistration":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_beginPasskeyRegistration(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "finishPasskeyRegistration":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_finishPasskeyRegistration(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deletePasskey":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deletePasskey(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "beginPasskeySignIn":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_beginPasskeySignIn(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "finishPasskeySignIn":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_finishPasskeySignIn(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "sendDirectMessage":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_sendDirectMessage(ctx, field)
@@ -15851,6 +16534,102 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
+var passkeyImplementors = []string{"Passkey"}
+
+func (ec *executionContext) _Passkey(ctx context.Context, sel ast.SelectionSet, obj *model.Passkey) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, passkeyImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Passkey")
+		case "id":
+			out.Values[i] = ec._Passkey_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "name":
+			out.Values[i] = ec._Passkey_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._Passkey_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastUsedAt":
+			out.Values[i] = ec._Passkey_lastUsedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var passkeyCeremonyImplementors = []string{"PasskeyCeremony"}
+
+func (ec *executionContext) _PasskeyCeremony(ctx context.Context, sel ast.SelectionSet, obj *model.PasskeyCeremony) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, passkeyCeremonyImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PasskeyCeremony")
+		case "options":
+			out.Values[i] = ec._PasskeyCeremony_options(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "state":
+			out.Values[i] = ec._PasskeyCeremony_state(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var pushSubscriptionImplementors = []string{"PushSubscription"}
 
 func (ec *executionContext) _PushSubscription(ctx context.Context, sel ast.SelectionSet, obj *store.PushSubscription) graphql.Marshaler {
@@ -15951,6 +16730,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_twoFactor(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "passkeys":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_passkeys(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -18675,6 +19476,46 @@ func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋkillrchatᚋchatq
 		return graphql.Null
 	}
 	return ec._PageInfo(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNPasskey2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐPasskey(ctx context.Context, sel ast.SelectionSet, v model.Passkey) graphql.Marshaler {
+	return ec._Passkey(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNPasskey2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐPasskeyᚄ(ctx context.Context, sel ast.SelectionSet, v []model.Passkey) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPasskey2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐPasskey(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNPasskey2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐPasskey(ctx context.Context, sel ast.SelectionSet, v *model.Passkey) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Passkey(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNPasskeyCeremony2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐPasskeyCeremony(ctx context.Context, sel ast.SelectionSet, v *model.PasskeyCeremony) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._PasskeyCeremony(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNProfileInput2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐProfileInput(ctx context.Context, v any) (model.ProfileInput, error) {

@@ -19,6 +19,7 @@ type timedStore struct {
 type storeCalls struct {
 	Account                storeCall
 	AddGroupMember         storeCall
+	AddPasskey             storeCall
 	AddPushSubscription    storeCall
 	AddWebhook             storeCall
 	AllWebhooks            storeCall
@@ -42,6 +43,7 @@ type storeCalls struct {
 	CreateUser             storeCall
 	DeleteAccount          storeCall
 	DeleteMessage          storeCall
+	DeletePasskey          storeCall
 	DeleteRoom             storeCall
 	DeleteSession          storeCall
 	DeleteSessions         storeCall
@@ -113,8 +115,10 @@ type storeCalls struct {
 	TwoFactor              storeCall
 	Unblock                storeCall
 	Unmute                 storeCall
+	UpdatePasskey          storeCall
 	UpdateProfile          storeCall
 	User                   storeCall
+	UserPasskeys           storeCall
 	UserSessions           storeCall
 	Webhook                storeCall
 }
@@ -123,6 +127,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 	return &storeCalls{
 		Account:                m.call("Account"),
 		AddGroupMember:         m.call("AddGroupMember"),
+		AddPasskey:             m.call("AddPasskey"),
 		AddPushSubscription:    m.call("AddPushSubscription"),
 		AddWebhook:             m.call("AddWebhook"),
 		AllWebhooks:            m.call("AllWebhooks"),
@@ -146,6 +151,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		CreateUser:             m.call("CreateUser"),
 		DeleteAccount:          m.call("DeleteAccount"),
 		DeleteMessage:          m.call("DeleteMessage"),
+		DeletePasskey:          m.call("DeletePasskey"),
 		DeleteRoom:             m.call("DeleteRoom"),
 		DeleteSession:          m.call("DeleteSession"),
 		DeleteSessions:         m.call("DeleteSessions"),
@@ -217,8 +223,10 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		TwoFactor:              m.call("TwoFactor"),
 		Unblock:                m.call("Unblock"),
 		Unmute:                 m.call("Unmute"),
+		UpdatePasskey:          m.call("UpdatePasskey"),
 		UpdateProfile:          m.call("UpdateProfile"),
 		User:                   m.call("User"),
+		UserPasskeys:           m.call("UserPasskeys"),
 		UserSessions:           m.call("UserSessions"),
 		Webhook:                m.call("Webhook"),
 	}
@@ -236,6 +244,13 @@ func (s *timedStore) AddGroupMember(ctx context.Context, a1 string, a2 store.Use
 	r0, r1, err := s.Store.AddGroupMember(ctx, a1, a2, a3, a4, a5...)
 	s.calls.AddGroupMember.done(ctx, start, err)
 	return r0, r1, err
+}
+
+func (s *timedStore) AddPasskey(ctx context.Context, a1 store.Passkey) error {
+	start := now()
+	err := s.Store.AddPasskey(ctx, a1)
+	s.calls.AddPasskey.done(ctx, start, err)
+	return err
 }
 
 func (s *timedStore) AddPushSubscription(ctx context.Context, a1 string, a2 store.PushSubscription) error {
@@ -397,6 +412,13 @@ func (s *timedStore) DeleteMessage(ctx context.Context, a1 store.Message, a2 sto
 	r0, err := s.Store.DeleteMessage(ctx, a1, a2)
 	s.calls.DeleteMessage.done(ctx, start, err)
 	return r0, err
+}
+
+func (s *timedStore) DeletePasskey(ctx context.Context, a1 string, a2 []uint8) error {
+	start := now()
+	err := s.Store.DeletePasskey(ctx, a1, a2)
+	s.calls.DeletePasskey.done(ctx, start, err)
+	return err
 }
 
 func (s *timedStore) DeleteRoom(ctx context.Context, a1 string, a2 store.UserRef) (store.Room, store.Event, error) {
@@ -896,6 +918,13 @@ func (s *timedStore) Unmute(ctx context.Context, a1 string, a2 string) error {
 	return err
 }
 
+func (s *timedStore) UpdatePasskey(ctx context.Context, a1 store.Passkey) error {
+	start := now()
+	err := s.Store.UpdatePasskey(ctx, a1)
+	s.calls.UpdatePasskey.done(ctx, start, err)
+	return err
+}
+
 func (s *timedStore) UpdateProfile(ctx context.Context, a1 string, a2 store.ProfileUpdate) (store.User, error) {
 	start := now()
 	r0, err := s.Store.UpdateProfile(ctx, a1, a2)
@@ -907,6 +936,13 @@ func (s *timedStore) User(ctx context.Context, a1 string) (store.User, error) {
 	start := now()
 	r0, err := s.Store.User(ctx, a1)
 	s.calls.User.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) UserPasskeys(ctx context.Context, a1 string) ([]store.Passkey, error) {
+	start := now()
+	r0, err := s.Store.UserPasskeys(ctx, a1)
+	s.calls.UserPasskeys.done(ctx, start, err)
 	return r0, err
 }
 

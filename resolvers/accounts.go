@@ -1,6 +1,7 @@
 package resolvers
 
 import (
+	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/graph/model"
 	"github.com/killrchat/chatql/store"
 )
@@ -27,4 +28,14 @@ func sessionOf(s store.Session, current string) model.Session {
 		ID: s.ID, Device: s.Device, Address: s.Address, SignInMethod: method, TwoFactor: s.TwoFactor,
 		CreatedAt: s.CreatedAt, LastSeenAt: seen, ExpiresAt: s.ExpiresAt, Current: s.ID == current,
 	}
+}
+
+// passkeyOf is p as the API shows it.
+func passkeyOf(p store.Passkey) model.Passkey {
+	out := model.Passkey{ID: chat.PasskeyID(p.ID), Name: p.Name, CreatedAt: p.CreatedAt}
+	if !p.LastUsedAt.IsZero() {
+		used := p.LastUsedAt
+		out.LastUsedAt = &used
+	}
+	return out
 }

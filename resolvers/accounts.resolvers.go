@@ -67,6 +67,63 @@ func (r *mutationResolver) VerifyTwoFactor(ctx context.Context, challenge string
 	return authPayload(pair, u), nil
 }
 
+// BeginPasskeyRegistration is the resolver for the beginPasskeyRegistration field.
+func (r *mutationResolver) BeginPasskeyRegistration(ctx context.Context) (*model.PasskeyCeremony, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := r.Service.BeginPasskeyRegistration(ctx, me)
+	if err != nil {
+		return nil, err
+	}
+	return &model.PasskeyCeremony{Options: string(c.Options), State: c.State}, nil
+}
+
+// FinishPasskeyRegistration is the resolver for the finishPasskeyRegistration field.
+func (r *mutationResolver) FinishPasskeyRegistration(ctx context.Context, state string, credential string, name *string) (*model.Passkey, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p, err := r.Service.FinishPasskeyRegistration(ctx, me, state, credential, deref(name))
+	if err != nil {
+		return nil, err
+	}
+	out := passkeyOf(p)
+	return &out, nil
+}
+
+// DeletePasskey is the resolver for the deletePasskey field.
+func (r *mutationResolver) DeletePasskey(ctx context.Context, id string) (bool, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return false, err
+	}
+	if err := r.Service.DeletePasskey(ctx, me, id); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// BeginPasskeySignIn is the resolver for the beginPasskeySignIn field.
+func (r *mutationResolver) BeginPasskeySignIn(ctx context.Context) (*model.PasskeyCeremony, error) {
+	c, err := r.Service.BeginPasskeySignIn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &model.PasskeyCeremony{Options: string(c.Options), State: c.State}, nil
+}
+
+// FinishPasskeySignIn is the resolver for the finishPasskeySignIn field.
+func (r *mutationResolver) FinishPasskeySignIn(ctx context.Context, state string, credential string, device *string) (*model.AuthPayload, error) {
+	pair, u, err := r.Service.FinishPasskeySignIn(ctx, state, credential, deref(device))
+	if err != nil {
+		return nil, err
+	}
+	return authPayload(pair, u), nil
+}
+
 // Sessions is the resolver for the sessions field.
 func (r *queryResolver) Sessions(ctx context.Context) ([]model.Session, error) {
 	me, current, err := auth.SessionFrom(ctx)
@@ -95,4 +152,21 @@ func (r *queryResolver) TwoFactor(ctx context.Context) (*model.TwoFactorStatus, 
 		return nil, err
 	}
 	return &model.TwoFactorStatus{Enabled: st.Enabled, RecoveryCodesLeft: st.RecoveryCodesLeft}, nil
+}
+
+// Passkeys is the resolver for the passkeys field.
+func (r *queryResolver) Passkeys(ctx context.Context) ([]model.Passkey, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	list, err := r.Service.Passkeys(ctx, me)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]model.Passkey, len(list))
+	for i, p := range list {
+		out[i] = passkeyOf(p)
+	}
+	return out, nil
 }

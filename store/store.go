@@ -168,6 +168,7 @@ type Store interface {
 	Webhooks
 	Bots
 	TwoFactors
+	Passkeys
 
 	// CreateUser stores a new account. Logins are unique: the write is a
 	// compare-and-set (INSERT ... IF NOT EXISTS), so of many concurrent signups

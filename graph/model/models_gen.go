@@ -114,6 +114,30 @@ type PageInfo struct {
 	EndCursor *string `json:"endCursor,omitempty"`
 }
 
+// A passkey (WebAuthn credential) the caller registered to sign in with.
+type Passkey struct {
+	// The credential's id, base64url: `deletePasskey(id:)` deletes it.
+	ID string `json:"id"`
+	// The name the caller gave it.
+	Name string `json:"name"`
+	// When it was registered.
+	CreatedAt time.Time `json:"createdAt"`
+	// The last sign-in with it; null if never.
+	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
+}
+
+// One step of a WebAuthn ceremony, for the browser to run: `options` for
+// `navigator.credentials.create` or `.get`, and the ceremony's `state` to send
+// back with the authenticator's answer (valid 5 minutes).
+type PasskeyCeremony struct {
+	// The options as JSON, `{"publicKey": {...}}` with binary values in
+	// base64url: `PublicKeyCredential.parseCreationOptionsFromJSON` (or
+	// `parseRequestOptionsFromJSON`) reads its `publicKey`.
+	Options string `json:"options"`
+	// The ceremony's state, sealed by the server: send it back as it is.
+	State string `json:"state"`
+}
+
 // A change to the caller's profile: fields left out (or null) are kept.
 type ProfileInput struct {
 	// Required if given, at most 64 characters.

@@ -72,6 +72,8 @@ const (
 	tableBotsByOwner = "bots_by_owner"
 	// tableTwoFactor holds each user's two-factor settings.
 	tableTwoFactor = "two_factor"
+	// tablePasskeys holds each user's passkeys, a partition per user.
+	tablePasskeys = "passkeys"
 
 	// tableRoomMembers is no Cassandra table but this store's index of
 	// chat_rooms' participants (see membersPartition), and tableMeta holds
@@ -421,3 +423,8 @@ func botsPartition(owner string) key { return tuple(tableBotsByOwner).str(owner)
 
 // twoFactorKey is the row of login's two-factor settings.
 func twoFactorKey(login string) key { return tuple(tableTwoFactor).str(login) }
+
+// passkeysPartition holds login's passkeys, by credential id.
+func passkeysPartition(login string) key { return tuple(tablePasskeys).str(login) }
+
+func passkeyKey(login string, id []byte) key { return passkeysPartition(login).str(string(id)) }

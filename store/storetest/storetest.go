@@ -75,6 +75,10 @@ func groups() []group[store.Store] {
 			{"Lifecycle", testTwoFactor},
 			{"Concurrent", testTwoFactorConcurrent},
 		}},
+		{"Passkeys", []storeTest{
+			{"Lifecycle", testPasskeys},
+			{"Cap", testPasskeysCap},
+		}},
 		{"Blocks", []storeTest{
 			{"OK", testBlocks},
 			{"Cap", testBlocksCap},
