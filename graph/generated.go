@@ -135,6 +135,13 @@ type ComplexityRoot struct {
 		URL         func(childComplexity int) int
 	}
 
+	LinkedIdentity struct {
+		Email    func(childComplexity int) int
+		Issuer   func(childComplexity int) int
+		LinkedAt func(childComplexity int) int
+		Subject  func(childComplexity int) int
+	}
+
 	Message struct {
 		Attachments    func(childComplexity int) int
 		Author         func(childComplexity int) int
@@ -170,6 +177,7 @@ type ComplexityRoot struct {
 		AddReaction                func(childComplexity int, messageID string, emoji string) int
 		AppointModerator           func(childComplexity int, room string, login string) int
 		BanUser                    func(childComplexity int, room string, login string) int
+		BeginOidcSignIn            func(childComplexity int) int
 		BeginPasskeyRegistration   func(childComplexity int) int
 		BeginPasskeySignIn         func(childComplexity int) int
 		BeginTwoFactor             func(childComplexity int, password string) int
@@ -191,11 +199,13 @@ type ComplexityRoot struct {
 		DismissModerator           func(childComplexity int, room string, login string) int
 		EditMessage                func(childComplexity int, id string, content string) int
 		EndSession                 func(childComplexity int, id string) int
+		FinishOidcSignIn           func(childComplexity int, flow string, code string, state string, device *string) int
 		FinishPasskeyRegistration  func(childComplexity int, state string, credential string, name *string) int
 		FinishPasskeySignIn        func(childComplexity int, state string, credential string, device *string) int
 		HideMessage                func(childComplexity int, id string) int
 		JoinRoom                   func(childComplexity int, room string) int
 		LeaveRoom                  func(childComplexity int, room string) int
+		LinkOidcIdentity           func(childComplexity int, flow string, code string, state string) int
 		Login                      func(childComplexity int, login string, password string, device *string) int
 		Logout                     func(childComplexity int) int
 		MarkRead                   func(childComplexity int, conversation string, upTo string) int
@@ -218,6 +228,11 @@ type ComplexityRoot struct {
 		UnregisterPushSubscription func(childComplexity int, endpoint string) int
 		UpdateProfile              func(childComplexity int, input model.ProfileInput) int
 		VerifyTwoFactor            func(childComplexity int, challenge string, code string, device *string) int
+	}
+
+	OidcAuthorization struct {
+		Flow func(childComplexity int) int
+		URL  func(childComplexity int) int
 	}
 
 	PageInfo struct {
@@ -250,6 +265,7 @@ type ComplexityRoot struct {
 		Bots              func(childComplexity int) int
 		DirectMessages    func(childComplexity int, with string, first *int, after *string, last *int, before *string, around *string) int
 		FileQuota         func(childComplexity int) int
+		Identities        func(childComplexity int) int
 		Inbox             func(childComplexity int) int
 		Me                func(childComplexity int) int
 		Message           func(childComplexity int, id string) int
@@ -453,6 +469,9 @@ type MutationResolver interface {
 	DeletePasskey(ctx context.Context, id string) (bool, error)
 	BeginPasskeySignIn(ctx context.Context) (*model.PasskeyCeremony, error)
 	FinishPasskeySignIn(ctx context.Context, state string, credential string, device *string) (*model.AuthPayload, error)
+	BeginOidcSignIn(ctx context.Context) (*model.OidcAuthorization, error)
+	FinishOidcSignIn(ctx context.Context, flow string, code string, state string, device *string) (*model.AuthPayload, error)
+	LinkOidcIdentity(ctx context.Context, flow string, code string, state string) (*model.LinkedIdentity, error)
 	SendDirectMessage(ctx context.Context, to string, content string, attachments []string, clientMessageID *string, replyTo *string) (*store.Message, error)
 	MarkRead(ctx context.Context, conversation string, upTo string) (*store.Conversation, error)
 	AddGroupMember(ctx context.Context, group string, login string) (*store.Room, error)
@@ -500,6 +519,7 @@ type QueryResolver interface {
 	Sessions(ctx context.Context) ([]model.Session, error)
 	TwoFactor(ctx context.Context) (*model.TwoFactorStatus, error)
 	Passkeys(ctx context.Context) ([]model.Passkey, error)
+	Identities(ctx context.Context) ([]model.LinkedIdentity, error)
 	Inbox(ctx context.Context) ([]store.Conversation, error)
 	DirectMessages(ctx context.Context, with string, first *int, after *string, last *int, before *string, around *string) (*model.MessageConnection, error)
 	Message(ctx context.Context, id string) (*store.Message, error)
@@ -905,6 +925,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.LinkPreview.URL(childComplexity), true
 
+	case "LinkedIdentity.email":
+		if e.ComplexityRoot.LinkedIdentity.Email == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LinkedIdentity.Email(childComplexity), true
+	case "LinkedIdentity.issuer":
+		if e.ComplexityRoot.LinkedIdentity.Issuer == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LinkedIdentity.Issuer(childComplexity), true
+	case "LinkedIdentity.linkedAt":
+		if e.ComplexityRoot.LinkedIdentity.LinkedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LinkedIdentity.LinkedAt(childComplexity), true
+	case "LinkedIdentity.subject":
+		if e.ComplexityRoot.LinkedIdentity.Subject == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LinkedIdentity.Subject(childComplexity), true
+
 	case "Message.attachments":
 		if e.ComplexityRoot.Message.Attachments == nil {
 			break
@@ -1078,6 +1123,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.BanUser(childComplexity, args["room"].(string), args["login"].(string)), true
+	case "Mutation.beginOidcSignIn":
+		if e.ComplexityRoot.Mutation.BeginOidcSignIn == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Mutation.BeginOidcSignIn(childComplexity), true
 	case "Mutation.beginPasskeyRegistration":
 		if e.ComplexityRoot.Mutation.BeginPasskeyRegistration == nil {
 			break
@@ -1299,6 +1350,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.EndSession(childComplexity, args["id"].(string)), true
+	case "Mutation.finishOidcSignIn":
+		if e.ComplexityRoot.Mutation.FinishOidcSignIn == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_finishOidcSignIn_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.FinishOidcSignIn(childComplexity, args["flow"].(string), args["code"].(string), args["state"].(string), args["device"].(*string)), true
 	case "Mutation.finishPasskeyRegistration":
 		if e.ComplexityRoot.Mutation.FinishPasskeyRegistration == nil {
 			break
@@ -1354,6 +1416,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.LeaveRoom(childComplexity, args["room"].(string)), true
+	case "Mutation.linkOidcIdentity":
+		if e.ComplexityRoot.Mutation.LinkOidcIdentity == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_linkOidcIdentity_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.LinkOidcIdentity(childComplexity, args["flow"].(string), args["code"].(string), args["state"].(string)), true
 	case "Mutation.login":
 		if e.ComplexityRoot.Mutation.Login == nil {
 			break
@@ -1592,6 +1665,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Mutation.VerifyTwoFactor(childComplexity, args["challenge"].(string), args["code"].(string), args["device"].(*string)), true
 
+	case "OidcAuthorization.flow":
+		if e.ComplexityRoot.OidcAuthorization.Flow == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OidcAuthorization.Flow(childComplexity), true
+	case "OidcAuthorization.url":
+		if e.ComplexityRoot.OidcAuthorization.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OidcAuthorization.URL(childComplexity), true
+
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
 			break
@@ -1708,6 +1794,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.FileQuota(childComplexity), true
+	case "Query.identities":
+		if e.ComplexityRoot.Query.Identities == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Identities(childComplexity), true
 	case "Query.inbox":
 		if e.ComplexityRoot.Query.Inbox == nil {
 			break
@@ -2664,6 +2756,63 @@ extend type Mutation {
   UNAUTHENTICATED. ` + "`" + `device` + "`" + ` names the session as ` + "`" + `login` + "`" + `'s does.
   """
   finishPasskeySignIn(state: String!, credential: String!, device: String): AuthPayload!
+}
+
+"""Where to send the browser to sign in at the OpenID Connect provider, and the flow's state."""
+type OidcAuthorization {
+  """The provider's authorization URL (code flow, PKCE S256): send the browser there."""
+  url: String!
+  """The flow's state, sealed by the server: keep it (valid 10 minutes) and send it back with the code."""
+  flow: String!
+}
+
+"""An account at the OpenID Connect provider linked to the caller's: signing in there signs in here."""
+type LinkedIdentity {
+  """The provider (the ID token's iss)."""
+  issuer: String!
+  """The account at the provider (the ID token's sub)."""
+  subject: String!
+  """The email address the provider gave; may be empty."""
+  email: String!
+  """When it was linked."""
+  linkedAt: Time!
+}
+
+extend type Query {
+  """The provider identities linked to the caller's account. Needs a token."""
+  identities: [LinkedIdentity!]! @listSize(assumedSize: 10)
+}
+
+extend type Mutation {
+  """
+  Starts a sign-in (or a link) at the server's OpenID Connect provider
+  (CHAT_OIDC_ISSUER; NOT_FOUND if none is configured). The provider sends
+  the browser back to CHAT_OIDC_REDIRECT_URL with ` + "`" + `code` + "`" + ` and ` + "`" + `state` + "`" + `, for
+  ` + "`" + `finishOidcSignIn` + "`" + ` or ` + "`" + `linkOidcIdentity` + "`" + `. Counts as a login attempt of the
+  client address.
+  """
+  beginOidcSignIn: OidcAuthorization!
+  """
+  Signs in with the identity the provider vouched for: the code is
+  exchanged (with the PKCE verifier) for an ID token, whose signature,
+  issuer, audience, expiry and nonce are verified. The account linked to
+  the identity signs in (TWO_FACTOR_REQUIRED if it has two-factor sign-in
+  on). An identity seen for the first time gets a new account of its own,
+  with no password, named after its claims (preferred_username, or the
+  email's local part; a number after it if taken); it is never linked to
+  an existing account, whatever its email: that takes ` + "`" + `linkOidcIdentity` + "`" + `,
+  signed in. A bad or replayed code, a wrong state or an ID token that does
+  not verify is UNAUTHENTICATED. ` + "`" + `device` + "`" + ` names the session as ` + "`" + `login` + "`" + `'s
+  does.
+  """
+  finishOidcSignIn(flow: String!, code: String!, state: String!, device: String): AuthPayload!
+  """
+  Links the identity the provider vouched for (as ` + "`" + `finishOidcSignIn` + "`" + `
+  verifies it) to the caller's account, which they prove by being signed
+  in: from then on it signs them in. CONFLICT if it is linked already (to
+  any account); at most 10 per account. Needs a token.
+  """
+  linkOidcIdentity(flow: String!, code: String!, state: String!): LinkedIdentity!
 }
 `, BuiltIn: false},
 	{Name: "../schema/conversations.graphqls", Input: `"""What an inbox entry is about."""
@@ -3902,6 +4051,20 @@ func (ec *executionContext) childFields_LinkPreview(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type LinkPreview", field.Name)
 }
 
+func (ec *executionContext) childFields_LinkedIdentity(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "issuer":
+		return ec.fieldContext_LinkedIdentity_issuer(ctx, field)
+	case "subject":
+		return ec.fieldContext_LinkedIdentity_subject(ctx, field)
+	case "email":
+		return ec.fieldContext_LinkedIdentity_email(ctx, field)
+	case "linkedAt":
+		return ec.fieldContext_LinkedIdentity_linkedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LinkedIdentity", field.Name)
+}
+
 func (ec *executionContext) childFields_Message(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -3960,6 +4123,16 @@ func (ec *executionContext) childFields_MessageEdge(ctx context.Context, field g
 		return ec.fieldContext_MessageEdge_node(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type MessageEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_OidcAuthorization(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "url":
+		return ec.fieldContext_OidcAuthorization_url(ctx, field)
+	case "flow":
+		return ec.fieldContext_OidcAuthorization_flow(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type OidcAuthorization", field.Name)
 }
 
 func (ec *executionContext) childFields_PageInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4790,6 +4963,44 @@ func (ec *executionContext) field_Mutation_endSession_args(ctx context.Context, 
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_finishOidcSignIn_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "flow",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["flow"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "code",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["code"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "state",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["state"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "device",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["device"] = arg3
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_finishPasskeyRegistration_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4889,6 +5100,36 @@ func (ec *executionContext) field_Mutation_leaveRoom_args(ctx context.Context, r
 		return nil, err
 	}
 	args["room"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_linkOidcIdentity_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "flow",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["flow"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "code",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["code"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "state",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["state"] = arg2
 	return args, nil
 }
 
@@ -7166,6 +7407,98 @@ func (ec *executionContext) fieldContext_LinkPreview_imageUrl(_ context.Context,
 	return graphql.NewScalarFieldContext("LinkPreview", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _LinkedIdentity_issuer(ctx context.Context, field graphql.CollectedField, obj *model.LinkedIdentity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LinkedIdentity_issuer(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Issuer, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LinkedIdentity_issuer(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LinkedIdentity", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _LinkedIdentity_subject(ctx context.Context, field graphql.CollectedField, obj *model.LinkedIdentity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LinkedIdentity_subject(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Subject, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LinkedIdentity_subject(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LinkedIdentity", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _LinkedIdentity_email(ctx context.Context, field graphql.CollectedField, obj *model.LinkedIdentity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LinkedIdentity_email(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Email, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LinkedIdentity_email(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LinkedIdentity", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _LinkedIdentity_linkedAt(ctx context.Context, field graphql.CollectedField, obj *model.LinkedIdentity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LinkedIdentity_linkedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LinkedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LinkedIdentity_linkedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LinkedIdentity", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
 func (ec *executionContext) _Message_id(ctx context.Context, field graphql.CollectedField, obj *store.Message) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8131,6 +8464,126 @@ func (ec *executionContext) fieldContext_Mutation_finishPasskeySignIn(ctx contex
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_finishPasskeySignIn_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_beginOidcSignIn(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_beginOidcSignIn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Mutation().BeginOidcSignIn(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.OidcAuthorization) graphql.Marshaler {
+			return ec.marshalNOidcAuthorization2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐOidcAuthorization(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_beginOidcSignIn(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_OidcAuthorization(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_finishOidcSignIn(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_finishOidcSignIn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().FinishOidcSignIn(ctx, fc.Args["flow"].(string), fc.Args["code"].(string), fc.Args["state"].(string), fc.Args["device"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AuthPayload) graphql.Marshaler {
+			return ec.marshalNAuthPayload2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐAuthPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_finishOidcSignIn(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuthPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_finishOidcSignIn_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_linkOidcIdentity(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_linkOidcIdentity(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().LinkOidcIdentity(ctx, fc.Args["flow"].(string), fc.Args["code"].(string), fc.Args["state"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.LinkedIdentity) graphql.Marshaler {
+			return ec.marshalNLinkedIdentity2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐLinkedIdentity(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_linkOidcIdentity(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LinkedIdentity(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_linkOidcIdentity_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -9964,6 +10417,52 @@ func (ec *executionContext) fieldContext_Mutation_reviveWebhook(ctx context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _OidcAuthorization_url(ctx context.Context, field graphql.CollectedField, obj *model.OidcAuthorization) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OidcAuthorization_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OidcAuthorization_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("OidcAuthorization", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _OidcAuthorization_flow(ctx context.Context, field graphql.CollectedField, obj *model.OidcAuthorization) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OidcAuthorization_flow(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Flow, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OidcAuthorization_flow(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("OidcAuthorization", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10354,6 +10853,38 @@ func (ec *executionContext) fieldContext_Query_passkeys(_ context.Context, field
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Passkey(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_identities(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_identities(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Identities(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.LinkedIdentity) graphql.Marshaler {
+			return ec.marshalNLinkedIdentity2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐLinkedIdentityᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_identities(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LinkedIdentity(ctx, field)
 		},
 	}
 	return fc, nil
@@ -15575,6 +16106,59 @@ func (ec *executionContext) _LinkPreview(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
+var linkedIdentityImplementors = []string{"LinkedIdentity"}
+
+func (ec *executionContext) _LinkedIdentity(ctx context.Context, sel ast.SelectionSet, obj *model.LinkedIdentity) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, linkedIdentityImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LinkedIdentity")
+		case "issuer":
+			out.Values[i] = ec._LinkedIdentity_issuer(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "subject":
+			out.Values[i] = ec._LinkedIdentity_subject(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "email":
+			out.Values[i] = ec._LinkedIdentity_email(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "linkedAt":
+			out.Values[i] = ec._LinkedIdentity_linkedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var messageImplementors = []string{"Message"}
 
 func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, obj *store.Message) graphql.Marshaler {
@@ -16166,6 +16750,27 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "beginOidcSignIn":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_beginOidcSignIn(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "finishOidcSignIn":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_finishOidcSignIn(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "linkOidcIdentity":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_linkOidcIdentity(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "sendDirectMessage":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_sendDirectMessage(ctx, field)
@@ -16481,6 +17086,49 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 	return out
 }
 
+var oidcAuthorizationImplementors = []string{"OidcAuthorization"}
+
+func (ec *executionContext) _OidcAuthorization(ctx context.Context, sel ast.SelectionSet, obj *model.OidcAuthorization) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, oidcAuthorizationImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("OidcAuthorization")
+		case "url":
+			out.Values[i] = ec._OidcAuthorization_url(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "flow":
+			out.Values[i] = ec._OidcAuthorization_flow(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var pageInfoImplementors = []string{"PageInfo"}
 
 func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet, obj *model.PageInfo) graphql.Marshaler {
@@ -16752,6 +17400,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_passkeys(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "identities":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_identities(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -19425,6 +20095,36 @@ func (ec *executionContext) marshalNInt2int64(ctx context.Context, sel ast.Selec
 	return res
 }
 
+func (ec *executionContext) marshalNLinkedIdentity2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐLinkedIdentity(ctx context.Context, sel ast.SelectionSet, v model.LinkedIdentity) graphql.Marshaler {
+	return ec._LinkedIdentity(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNLinkedIdentity2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐLinkedIdentityᚄ(ctx context.Context, sel ast.SelectionSet, v []model.LinkedIdentity) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNLinkedIdentity2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐLinkedIdentity(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNLinkedIdentity2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐLinkedIdentity(ctx context.Context, sel ast.SelectionSet, v *model.LinkedIdentity) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._LinkedIdentity(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNMessage2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐMessage(ctx context.Context, sel ast.SelectionSet, v *store.Message) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -19466,6 +20166,16 @@ func (ec *executionContext) marshalNMessageEdge2ᚕgithubᚗcomᚋkillrchatᚋch
 	}
 
 	return ret
+}
+
+func (ec *executionContext) marshalNOidcAuthorization2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐOidcAuthorization(ctx context.Context, sel ast.SelectionSet, v *model.OidcAuthorization) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._OidcAuthorization(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {

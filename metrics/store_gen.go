@@ -57,6 +57,7 @@ type storeCalls struct {
 	GroupMessages          storeCall
 	GroupMessagesAfter     storeCall
 	HideMessage            storeCall
+	Identity               storeCall
 	Inbox                  storeCall
 	InboxEntries           storeCall
 	InboxEvents            storeCall
@@ -65,6 +66,7 @@ type storeCalls struct {
 	LeaseWebhook           storeCall
 	LeaveGroup             storeCall
 	LeaveRoom              storeCall
+	LinkIdentity           storeCall
 	LogMention             storeCall
 	MarkNoticesDone        storeCall
 	MarkRead               storeCall
@@ -118,6 +120,7 @@ type storeCalls struct {
 	UpdatePasskey          storeCall
 	UpdateProfile          storeCall
 	User                   storeCall
+	UserIdentities         storeCall
 	UserPasskeys           storeCall
 	UserSessions           storeCall
 	Webhook                storeCall
@@ -165,6 +168,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		GroupMessages:          m.call("GroupMessages"),
 		GroupMessagesAfter:     m.call("GroupMessagesAfter"),
 		HideMessage:            m.call("HideMessage"),
+		Identity:               m.call("Identity"),
 		Inbox:                  m.call("Inbox"),
 		InboxEntries:           m.call("InboxEntries"),
 		InboxEvents:            m.call("InboxEvents"),
@@ -173,6 +177,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		LeaseWebhook:           m.call("LeaseWebhook"),
 		LeaveGroup:             m.call("LeaveGroup"),
 		LeaveRoom:              m.call("LeaveRoom"),
+		LinkIdentity:           m.call("LinkIdentity"),
 		LogMention:             m.call("LogMention"),
 		MarkNoticesDone:        m.call("MarkNoticesDone"),
 		MarkRead:               m.call("MarkRead"),
@@ -226,6 +231,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		UpdatePasskey:          m.call("UpdatePasskey"),
 		UpdateProfile:          m.call("UpdateProfile"),
 		User:                   m.call("User"),
+		UserIdentities:         m.call("UserIdentities"),
 		UserPasskeys:           m.call("UserPasskeys"),
 		UserSessions:           m.call("UserSessions"),
 		Webhook:                m.call("Webhook"),
@@ -512,6 +518,13 @@ func (s *timedStore) HideMessage(ctx context.Context, a1 store.Message, a2 store
 	return r0, err
 }
 
+func (s *timedStore) Identity(ctx context.Context, a1 string, a2 string) (store.Identity, error) {
+	start := now()
+	r0, err := s.Store.Identity(ctx, a1, a2)
+	s.calls.Identity.done(ctx, start, err)
+	return r0, err
+}
+
 func (s *timedStore) Inbox(ctx context.Context, a1 string) ([]store.Conversation, error) {
 	start := now()
 	r0, err := s.Store.Inbox(ctx, a1)
@@ -566,6 +579,13 @@ func (s *timedStore) LeaveRoom(ctx context.Context, a1 string, a2 store.UserRef)
 	r0, err := s.Store.LeaveRoom(ctx, a1, a2)
 	s.calls.LeaveRoom.done(ctx, start, err)
 	return r0, err
+}
+
+func (s *timedStore) LinkIdentity(ctx context.Context, a1 store.Identity) error {
+	start := now()
+	err := s.Store.LinkIdentity(ctx, a1)
+	s.calls.LinkIdentity.done(ctx, start, err)
+	return err
 }
 
 func (s *timedStore) LogMention(ctx context.Context, a1 store.Message, a2 []string) (store.Event, error) {
@@ -936,6 +956,13 @@ func (s *timedStore) User(ctx context.Context, a1 string) (store.User, error) {
 	start := now()
 	r0, err := s.Store.User(ctx, a1)
 	s.calls.User.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) UserIdentities(ctx context.Context, a1 string) ([]store.Identity, error) {
+	start := now()
+	r0, err := s.Store.UserIdentities(ctx, a1)
+	s.calls.UserIdentities.done(ctx, start, err)
 	return r0, err
 }
 

@@ -39,3 +39,8 @@ func passkeyOf(p store.Passkey) model.Passkey {
 	}
 	return out
 }
+
+// identityOf is id as the API shows it.
+func identityOf(id store.Identity) model.LinkedIdentity {
+	return model.LinkedIdentity{Issuer: id.Issuer, Subject: id.Subject, Email: id.Email, LinkedAt: id.LinkedAt}
+}

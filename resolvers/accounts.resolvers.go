@@ -124,6 +124,38 @@ func (r *mutationResolver) FinishPasskeySignIn(ctx context.Context, state string
 	return authPayload(pair, u), nil
 }
 
+// BeginOidcSignIn is the resolver for the beginOidcSignIn field.
+func (r *mutationResolver) BeginOidcSignIn(ctx context.Context) (*model.OidcAuthorization, error) {
+	url, flow, err := r.Service.BeginOIDC(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &model.OidcAuthorization{URL: url, Flow: flow}, nil
+}
+
+// FinishOidcSignIn is the resolver for the finishOidcSignIn field.
+func (r *mutationResolver) FinishOidcSignIn(ctx context.Context, flow string, code string, state string, device *string) (*model.AuthPayload, error) {
+	pair, u, err := r.Service.OIDCSignIn(ctx, flow, code, state, deref(device))
+	if err != nil {
+		return nil, err
+	}
+	return authPayload(pair, u), nil
+}
+
+// LinkOidcIdentity is the resolver for the linkOidcIdentity field.
+func (r *mutationResolver) LinkOidcIdentity(ctx context.Context, flow string, code string, state string) (*model.LinkedIdentity, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	id, err := r.Service.LinkOIDC(ctx, me, flow, code, state)
+	if err != nil {
+		return nil, err
+	}
+	out := identityOf(id)
+	return &out, nil
+}
+
 // Sessions is the resolver for the sessions field.
 func (r *queryResolver) Sessions(ctx context.Context) ([]model.Session, error) {
 	me, current, err := auth.SessionFrom(ctx)
@@ -167,6 +199,23 @@ func (r *queryResolver) Passkeys(ctx context.Context) ([]model.Passkey, error) {
 	out := make([]model.Passkey, len(list))
 	for i, p := range list {
 		out[i] = passkeyOf(p)
+	}
+	return out, nil
+}
+
+// Identities is the resolver for the identities field.
+func (r *queryResolver) Identities(ctx context.Context) ([]model.LinkedIdentity, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	list, err := r.Service.Identities(ctx, me)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]model.LinkedIdentity, len(list))
+	for i, id := range list {
+		out[i] = identityOf(id)
 	}
 	return out, nil
 }

@@ -121,6 +121,9 @@ type Config struct {
 	// which the signed URLs of files on disk start with; empty: the host
 	// each request came to.
 	PublicURL string
+	// OIDC configures sign-in with an OpenID Connect provider (Issuer
+	// empty: none).
+	OIDC auth.OIDCConfig
 	// FileLimits bound files: their size, the quota, images' pixels, and
 	// how long signed URLs and unsent files last.
 	FileLimits files.Limits
@@ -219,6 +222,10 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.BoolVar(&c.Push, "push", env.bool("CHAT_PUSH", true), "send Web Push notifications of direct messages, mentions, replies and group additions to people who are offline (CHAT_PUSH)")
 	fs.StringVar(&c.VAPIDPrivateKey, "vapid-private-key", env.str("CHAT_VAPID_PRIVATE_KEY", ""), "the VAPID private key of Web Push (PEM, or the 32-byte scalar in base64url), shared by every instance; generated into the data dir when empty with the embedded store, push off when empty with Cassandra (CHAT_VAPID_PRIVATE_KEY)")
 	fs.StringVar(&c.VAPIDContact, "vapid-contact", env.str("CHAT_VAPID_CONTACT", "https://github.com/killrchat/chatql"), "how push services reach this server's operator: mailto:address or an https URL (CHAT_VAPID_CONTACT)")
+	fs.StringVar(&c.OIDC.Issuer, "oidc-issuer", env.str("CHAT_OIDC_ISSUER", ""), "the OpenID Connect provider's issuer URL, to sign in with it; empty: no single sign-on (CHAT_OIDC_ISSUER)")
+	fs.StringVar(&c.OIDC.ClientID, "oidc-client-id", env.str("CHAT_OIDC_CLIENT_ID", ""), "this server's client id at the OpenID Connect provider (CHAT_OIDC_CLIENT_ID)")
+	fs.StringVar(&c.OIDC.ClientSecret, "oidc-client-secret", env.str("CHAT_OIDC_CLIENT_SECRET", ""), "this server's client secret at the OpenID Connect provider (CHAT_OIDC_CLIENT_SECRET)")
+	fs.StringVar(&c.OIDC.RedirectURL, "oidc-redirect-url", env.str("CHAT_OIDC_REDIRECT_URL", ""), "where the provider sends the browser back with the code, registered there; empty: the public URL's /?oidc (CHAT_OIDC_REDIRECT_URL)")
 	c.RateLimits = ratelimit.DefaultLimits
 	for _, f := range rateFlags {
 		l := &c.RateLimits[f.action]

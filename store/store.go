@@ -169,6 +169,7 @@ type Store interface {
 	Bots
 	TwoFactors
 	Passkeys
+	Identities
 
 	// CreateUser stores a new account. Logins are unique: the write is a
 	// compare-and-set (INSERT ... IF NOT EXISTS), so of many concurrent signups

@@ -82,6 +82,18 @@ type InboxEvent struct {
 	Cursor *string `json:"cursor,omitempty"`
 }
 
+// An account at the OpenID Connect provider linked to the caller's: signing in there signs in here.
+type LinkedIdentity struct {
+	// The provider (the ID token's iss).
+	Issuer string `json:"issuer"`
+	// The account at the provider (the ID token's sub).
+	Subject string `json:"subject"`
+	// The email address the provider gave; may be empty.
+	Email string `json:"email"`
+	// When it was linked.
+	LinkedAt time.Time `json:"linkedAt"`
+}
+
 // A page of messages, newest first, whichever way it was asked for.
 type MessageConnection struct {
 	// The messages of this page, newest first.
@@ -100,6 +112,14 @@ type MessageEdge struct {
 
 // Writes. The acting user is always the one the token names.
 type Mutation struct {
+}
+
+// Where to send the browser to sign in at the OpenID Connect provider, and the flow's state.
+type OidcAuthorization struct {
+	// The provider's authorization URL (code flow, PKCE S256): send the browser there.
+	URL string `json:"url"`
+	// The flow's state, sealed by the server: keep it (valid 10 minutes) and send it back with the code.
+	Flow string `json:"flow"`
 }
 
 // Where a page starts and ends, for cursor pagination (Relay's PageInfo). Pages go forward only: `first` and `after`.

@@ -74,6 +74,10 @@ const (
 	tableTwoFactor = "two_factor"
 	// tablePasskeys holds each user's passkeys, a partition per user.
 	tablePasskeys = "passkeys"
+	// tableIdentities finds the account an OpenID Connect identity signs
+	// in; tableUserIdentities lists each account's, a partition per login.
+	tableIdentities     = "oidc_identities"
+	tableUserIdentities = "oidc_identities_by_user"
 
 	// tableRoomMembers is no Cassandra table but this store's index of
 	// chat_rooms' participants (see membersPartition), and tableMeta holds
@@ -428,3 +432,8 @@ func twoFactorKey(login string) key { return tuple(tableTwoFactor).str(login) }
 func passkeysPartition(login string) key { return tuple(tablePasskeys).str(login) }
 
 func passkeyKey(login string, id []byte) key { return passkeysPartition(login).str(string(id)) }
+
+func identityKey(issuer, subject string) key { return tuple(tableIdentities).str(issuer).str(subject) }
+
+// userIdentitiesPartition lists login's identities.
+func userIdentitiesPartition(login string) key { return tuple(tableUserIdentities).str(login) }

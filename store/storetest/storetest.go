@@ -79,6 +79,9 @@ func groups() []group[store.Store] {
 			{"Lifecycle", testPasskeys},
 			{"Cap", testPasskeysCap},
 		}},
+		{"Identities", []storeTest{
+			{"Link", testIdentities},
+		}},
 		{"Blocks", []storeTest{
 			{"OK", testBlocks},
 			{"Cap", testBlocksCap},
