@@ -67,7 +67,7 @@ func testPasskeysInBrowser(t *testing.T, cfg server.Config) {
 	}
 	var got struct {
 		Registered, RegisteredAgain, SignedIn, SignedInAgain, Passkeys, Deleted, AfterDelete answer
-		AuthenticatorCredentials                                                           []struct {
+		AuthenticatorCredentials                                                             []struct {
 			IsResidentCredential bool
 			SignCount            int
 		}
