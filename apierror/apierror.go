@@ -8,6 +8,7 @@ package apierror
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -38,6 +39,10 @@ const (
 	// SlowMode: a post came sooner after the poster's previous one than
 	// the room's slow mode allows. It comes with extensions.retryAfter.
 	SlowMode = "SLOW_MODE"
+	// TwoFactorRequired: the sign-in or refresh needs a one-time code; it
+	// comes with extensions.challenge (answer it with verifyTwoFactor) and
+	// extensions.challengeExpiresAt.
+	TwoFactorRequired = "TWO_FACTOR_REQUIRED"
 )
 
 // The codes of verdicts on the request itself, given before any resolver
@@ -57,7 +62,7 @@ const (
 // errors with (any other code counts as OTHER). A new code goes here too.
 var Codes = []string{
 	Unauthenticated, Forbidden, NotFound, Conflict, BadUserInput, Internal, RateLimited,
-	QuotaExceeded, Unavailable, SlowMode,
+	QuotaExceeded, Unavailable, SlowMode, TwoFactorRequired,
 	ParseFailed, ValidationFailed, ComplexityExceeded, BadRequest, PayloadTooLarge,
 	PersistedQueryNotFound, TooManyConnections,
 }
@@ -75,6 +80,8 @@ const unavailableRetryAfter = 5
 // INTERNAL and its details stay in the server log.
 func Of(err error) (code string, public bool) {
 	switch {
+	case errors.Is(err, auth.ErrTwoFactorRequired):
+		return TwoFactorRequired, true
 	case errors.Is(err, auth.ErrUnauthenticated):
 		return Unauthenticated, true
 	case errors.Is(err, auth.ErrBusy):
@@ -128,6 +135,15 @@ func Field(err error) string {
 		return fe.Field
 	}
 	return ""
+}
+
+// Challenge is the extensions.challenge and challengeExpiresAt of a
+// TWO_FACTOR_REQUIRED error; ok is false for any other error.
+func Challenge(err error) (challenge string, expiresAt time.Time, ok bool) {
+	if tf, is := errors.AsType[*auth.TwoFactorRequired](err); is {
+		return tf.Challenge, tf.ExpiresAt, true
+	}
+	return "", time.Time{}, false
 }
 
 // New is an error with a code and a message for the client.

@@ -97,13 +97,13 @@ func callerFrom(ctx context.Context) (caller, error) {
 // decide what does.
 func middleware(authenticate func(context.Context, string) context.Context, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := withUserAgent(r.Context(), r)
 		h := r.Header.Get("Authorization")
 		if h == "" {
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(w, r.WithContext(ctx))
 			return
 		}
 		scheme, token, ok := strings.Cut(h, " ")
-		ctx := r.Context()
 		if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 			ctx = WithRejectedToken(ctx, fmt.Errorf("%w: the Authorization header must be 'Bearer <token>'", ErrUnauthenticated))
 		} else {

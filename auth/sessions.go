@@ -36,6 +36,7 @@ type Sessions struct {
 	store      store.Store
 	tokens     *Tokens
 	key        []byte
+	secrets    secretKeys
 	refreshTTL time.Duration
 	interval   time.Duration
 	now        func() time.Time
@@ -113,6 +114,7 @@ func NewSessions(ctx context.Context, cfg SessionConfig) (*Sessions, error) {
 		store:      cfg.Store,
 		tokens:     cfg.Tokens,
 		key:        refreshKey(cfg.Secret),
+		secrets:    newSecretKeys(cfg.Secret),
 		refreshTTL: cfg.RefreshTTL,
 		interval:   cfg.CheckInterval,
 		now:        time.Now,
@@ -126,11 +128,22 @@ func NewSessions(ctx context.Context, cfg SessionConfig) (*Sessions, error) {
 	return s, nil
 }
 
-// Start opens a new session for u, who has just proven who they are, and
-// returns its first pair of tokens.
+// Start opens a new session for u, who has just proven who they are with
+// their password alone, and returns its first pair of tokens.
 func (s *Sessions) Start(ctx context.Context, u store.UserRef) (Pair, error) {
+	return s.StartWith(ctx, u, SignIn{Method: store.SignInPassword})
+}
+
+// StartWith opens a new session for u, who has just proven who they are as
+// how says, and returns its first pair of tokens. The session shows the
+// client's address and its device's name.
+func (s *Sessions) StartWith(ctx context.Context, u store.UserRef, how SignIn) (Pair, error) {
 	now := s.now()
-	sess := store.Session{Login: u.Login, ID: newSessionID(), CreatedAt: now, ExpiresAt: now.Add(s.refreshTTL)}
+	sess := store.Session{
+		Login: u.Login, ID: newSessionID(), CreatedAt: now, ExpiresAt: now.Add(s.refreshTTL),
+		Device: deviceName(ctx, how.Device), Address: clientAddress(ctx), Method: how.Method,
+		LastSeenAt: now, TwoFactor: how.TwoFactor,
+	}
 	refresh := mintRefresh(s.key, u.Login, sess.ID, sess.Generation)
 	sess.RefreshHash = hashRefresh(refresh)
 	if err := s.store.CreateSession(ctx, sess); err != nil {
@@ -166,6 +179,23 @@ func (s *Sessions) Refresh(ctx context.Context, token string) (Pair, store.User,
 	case rt.generation != sess.Generation || subtle.ConstantTimeCompare(hashRefresh(token), sess.RefreshHash) != 1:
 		return Pair{}, store.User{}, s.revokeReused(ctx, rt)
 	}
+	if !sess.TwoFactor {
+		// A session that began without a second factor, of a user who
+		// turned two-factor sign-in on since: the refresh needs a code.
+		tf, err := s.store.TwoFactor(ctx, rt.login)
+		switch {
+		case err == nil && tf.Enabled:
+			return Pair{}, store.User{}, s.IssueChallenge(Challenge{Login: rt.login, Session: sess.ID, Generation: sess.Generation, Method: sess.Method})
+		case err != nil && !errors.Is(err, store.ErrNotFound):
+			return Pair{}, store.User{}, err
+		}
+	}
+	return s.rotate(ctx, sess, rt)
+}
+
+// rotate issues the next pair of the session sess, as read at the
+// generation of the refresh token rt.
+func (s *Sessions) rotate(ctx context.Context, sess store.Session, rt refreshToken) (Pair, store.User, error) {
 	u, err := s.store.User(ctx, rt.login)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -178,6 +208,12 @@ func (s *Sessions) Refresh(ctx context.Context, token string) (Pair, store.User,
 	refresh := mintRefresh(s.key, rt.login, sess.ID, next.Generation)
 	next.RefreshHash = hashRefresh(refresh)
 	next.ExpiresAt = s.now().Add(s.refreshTTL)
+	// "Last seen" is the last refresh: written with the rotation, at no
+	// cost of its own, and at most one access token's lifetime old.
+	next.LastSeenAt = s.now()
+	if addr := clientAddress(ctx); addr != "" {
+		next.Address = addr
+	}
 	switch err := s.store.RotateSession(ctx, next, sess.Generation); {
 	case errors.Is(err, store.ErrConflict):
 		return Pair{}, store.User{}, s.revokeReused(ctx, rt)

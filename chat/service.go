@@ -34,6 +34,10 @@ type Service struct {
 	// Sessions starts and ends the users' sessions. Nil in tests of other
 	// layers.
 	Sessions *auth.Sessions
+	// PasskeyCeremonies runs WebAuthn's ceremonies; nil: no passkeys.
+	PasskeyCeremonies *auth.Passkeys
+	// OIDC signs in with an OpenID Connect provider; nil: none configured.
+	OIDC *auth.OIDC
 	// Passwords hashes and checks passwords.
 	Passwords *auth.Passwords
 	Log       *slog.Logger

@@ -31,10 +31,14 @@ func (s *Service) Signup(ctx context.Context, u store.User, password string) (*s
 	return &u, nil
 }
 
-// Login starts a session of login's if password is theirs. A login that
-// does not exist costs the same time as a wrong password, and answers the
-// same.
-func (s *Service) Login(ctx context.Context, login, password string) (auth.Pair, store.User, error) {
+// Login starts a session of login's if password is theirs, named device
+// in their list of devices (empty: after the client's User-Agent). A login
+// that does not exist costs the same time as a wrong password, and answers
+// the same.
+func (s *Service) Login(ctx context.Context, login, password, device string) (auth.Pair, store.User, error) {
+	if err := auth.ValidateDeviceName(device); err != nil {
+		return auth.Pair{}, store.User{}, err
+	}
 	if err := s.limitLogin(ctx, login); err != nil {
 		return auth.Pair{}, store.User{}, err
 	}
@@ -50,7 +54,13 @@ func (s *Service) Login(ctx context.Context, login, password string) (auth.Pair,
 	if err := s.Passwords.Check(ctx, acct.PassHash, password); err != nil {
 		return auth.Pair{}, store.User{}, err
 	}
-	pair, err := s.Sessions.Start(ctx, acct.UserRef)
+	switch challenge, err := s.twoFactorChallenge(ctx, acct, auth.SignIn{Method: store.SignInPassword, Device: device}); {
+	case err != nil:
+		return auth.Pair{}, store.User{}, err
+	case challenge != nil:
+		return auth.Pair{}, store.User{}, challenge
+	}
+	pair, err := s.Sessions.StartWith(ctx, acct.UserRef, auth.SignIn{Method: store.SignInPassword, Device: device})
 	if err != nil {
 		return auth.Pair{}, store.User{}, err
 	}

@@ -127,6 +127,8 @@ var rateLimitVars = map[ratelimit.Action]string{
 	ratelimit.EmailTo:       "CHAT_RATE_EMAILS_PER_RECIPIENT",
 	ratelimit.EmailRequest:  "CHAT_RATE_EMAIL_REQUESTS_PER_ADDRESS",
 	ratelimit.Search:        "CHAT_RATE_SEARCHES",
+	ratelimit.Account:       "CHAT_RATE_ACCOUNT_CHANGES",
+	ratelimit.SecondFactor:  "CHAT_RATE_CODES_PER_LOGIN",
 }
 
 // TestRateLimitVars: the server reads each action's limit from its

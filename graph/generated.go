@@ -152,6 +152,13 @@ type ComplexityRoot struct {
 		URL         func(childComplexity int) int
 	}
 
+	LinkedIdentity struct {
+		Email    func(childComplexity int) int
+		Issuer   func(childComplexity int) int
+		LinkedAt func(childComplexity int) int
+		Subject  func(childComplexity int) int
+	}
+
 	Message struct {
 		Attachments    func(childComplexity int) int
 		Author         func(childComplexity int) int
@@ -189,9 +196,14 @@ type ComplexityRoot struct {
 		AddReaction                func(childComplexity int, messageID string, emoji string) int
 		AppointModerator           func(childComplexity int, room string, login string) int
 		BanUser                    func(childComplexity int, room string, login string) int
+		BeginOidcSignIn            func(childComplexity int) int
+		BeginPasskeyRegistration   func(childComplexity int) int
+		BeginPasskeySignIn         func(childComplexity int) int
+		BeginTwoFactor             func(childComplexity int, password string) int
 		BlockUser                  func(childComplexity int, login string) int
 		ChangePassword             func(childComplexity int, oldPassword string, newPassword string) int
 		CompleteUpload             func(childComplexity int, id string) int
+		ConfirmTwoFactor           func(childComplexity int, code string) int
 		CreateBot                  func(childComplexity int, login string, firstname *string, lastname *string, firstName *string, lastName *string) int
 		CreateInvite               func(childComplexity int, room string, maxUses *int, expiresInSeconds *int) int
 		CreateRoom                 func(childComplexity int, input model.CreateRoomInput) int
@@ -200,15 +212,22 @@ type ComplexityRoot struct {
 		DeleteAccount              func(childComplexity int, password string) int
 		DeleteBot                  func(childComplexity int, login string) int
 		DeleteMessage              func(childComplexity int, id string) int
+		DeletePasskey              func(childComplexity int, id string) int
 		DeleteRoom                 func(childComplexity int, room string) int
 		DeleteWebhook              func(childComplexity int, id string) int
+		DisableTwoFactor           func(childComplexity int, code string) int
 		DismissModerator           func(childComplexity int, room string, login string) int
 		EditMessage                func(childComplexity int, id string, content string) int
+		EndSession                 func(childComplexity int, id string) int
+		FinishOidcSignIn           func(childComplexity int, flow string, code string, state string, device *string) int
+		FinishPasskeyRegistration  func(childComplexity int, state string, credential string, name *string) int
+		FinishPasskeySignIn        func(childComplexity int, state string, credential string, device *string) int
 		HideMessage                func(childComplexity int, id string) int
 		JoinByInvite               func(childComplexity int, token string) int
 		JoinRoom                   func(childComplexity int, room string) int
 		LeaveRoom                  func(childComplexity int, room string) int
-		Login                      func(childComplexity int, login string, password string) int
+		LinkOidcIdentity           func(childComplexity int, flow string, code string, state string) int
+		Login                      func(childComplexity int, login string, password string, device *string) int
 		Logout                     func(childComplexity int) int
 		MarkRead                   func(childComplexity int, conversation string, upTo string) int
 		MuteConversation           func(childComplexity int, conversation string, muted *bool) int
@@ -239,6 +258,12 @@ type ComplexityRoot struct {
 		UpdateProfile              func(childComplexity int, input model.ProfileInput) int
 		UpdateRoomSettings         func(childComplexity int, room string, input model.RoomSettingsInput) int
 		VerifyEmail                func(childComplexity int, token string) int
+		VerifyTwoFactor            func(childComplexity int, challenge string, code string, device *string) int
+	}
+
+	OidcAuthorization struct {
+		Flow func(childComplexity int) int
+		URL  func(childComplexity int) int
 	}
 
 	PageInfo struct {
@@ -246,6 +271,18 @@ type ComplexityRoot struct {
 		HasNextPage     func(childComplexity int) int
 		HasPreviousPage func(childComplexity int) int
 		StartCursor     func(childComplexity int) int
+	}
+
+	Passkey struct {
+		CreatedAt  func(childComplexity int) int
+		ID         func(childComplexity int) int
+		LastUsedAt func(childComplexity int) int
+		Name       func(childComplexity int) int
+	}
+
+	PasskeyCeremony struct {
+		Options func(childComplexity int) int
+		State   func(childComplexity int) int
 	}
 
 	PinnedMessage struct {
@@ -265,12 +302,14 @@ type ComplexityRoot struct {
 		Bots              func(childComplexity int) int
 		DirectMessages    func(childComplexity int, with string, first *int, after *string, last *int, before *string, around *string) int
 		FileQuota         func(childComplexity int) int
+		Identities        func(childComplexity int) int
 		Inbox             func(childComplexity int) int
 		Me                func(childComplexity int) int
 		Message           func(childComplexity int, id string) int
 		Messages          func(childComplexity int, room string, first *int, after *string, last *int, before *string, around *string) int
 		MyMessages        func(childComplexity int, first *int, after *string) int
 		Node              func(childComplexity int, id string) int
+		Passkeys          func(childComplexity int) int
 		Presence          func(childComplexity int, logins []string) int
 		PushPreviews      func(childComplexity int) int
 		PushSubscriptions func(childComplexity int) int
@@ -279,7 +318,9 @@ type ComplexityRoot struct {
 		SearchMessages    func(childComplexity int, query string, conversation *string, from *string, first *int, after *string) int
 		SearchRooms       func(childComplexity int, query string, first *int) int
 		SearchUsers       func(childComplexity int, prefix string, first *int) int
+		Sessions          func(childComplexity int) int
 		Thread            func(childComplexity int, messageID string, first *int, after *string, last *int, before *string, around *string) int
+		TwoFactor         func(childComplexity int) int
 		VapidPublicKey    func(childComplexity int) int
 		Webhooks          func(childComplexity int, room string) int
 	}
@@ -345,6 +386,18 @@ type ComplexityRoot struct {
 		Snippet func(childComplexity int) int
 	}
 
+	Session struct {
+		Address      func(childComplexity int) int
+		CreatedAt    func(childComplexity int) int
+		Current      func(childComplexity int) int
+		Device       func(childComplexity int) int
+		ExpiresAt    func(childComplexity int) int
+		ID           func(childComplexity int) int
+		LastSeenAt   func(childComplexity int) int
+		SignInMethod func(childComplexity int) int
+		TwoFactor    func(childComplexity int) int
+	}
+
 	SnippetPart struct {
 		Match func(childComplexity int) int
 		Text  func(childComplexity int) int
@@ -359,6 +412,16 @@ type ComplexityRoot struct {
 		Height func(childComplexity int) int
 		URL    func(childComplexity int) int
 		Width  func(childComplexity int) int
+	}
+
+	TwoFactorKey struct {
+		Secret func(childComplexity int) int
+		URI    func(childComplexity int) int
+	}
+
+	TwoFactorStatus struct {
+		Enabled           func(childComplexity int) int
+		RecoveryCodesLeft func(childComplexity int) int
 	}
 
 	Upload struct {
@@ -472,6 +535,19 @@ type MessageResolver interface {
 	Attachments(ctx context.Context, obj *store.Message) ([]store.Attachment, error)
 }
 type MutationResolver interface {
+	EndSession(ctx context.Context, id string) (bool, error)
+	BeginTwoFactor(ctx context.Context, password string) (*model.TwoFactorKey, error)
+	ConfirmTwoFactor(ctx context.Context, code string) ([]string, error)
+	DisableTwoFactor(ctx context.Context, code string) (bool, error)
+	VerifyTwoFactor(ctx context.Context, challenge string, code string, device *string) (*model.AuthPayload, error)
+	BeginPasskeyRegistration(ctx context.Context) (*model.PasskeyCeremony, error)
+	FinishPasskeyRegistration(ctx context.Context, state string, credential string, name *string) (*model.Passkey, error)
+	DeletePasskey(ctx context.Context, id string) (bool, error)
+	BeginPasskeySignIn(ctx context.Context) (*model.PasskeyCeremony, error)
+	FinishPasskeySignIn(ctx context.Context, state string, credential string, device *string) (*model.AuthPayload, error)
+	BeginOidcSignIn(ctx context.Context) (*model.OidcAuthorization, error)
+	FinishOidcSignIn(ctx context.Context, flow string, code string, state string, device *string) (*model.AuthPayload, error)
+	LinkOidcIdentity(ctx context.Context, flow string, code string, state string) (*model.LinkedIdentity, error)
 	SendDirectMessage(ctx context.Context, to string, content string, attachments []string, clientMessageID *string, replyTo *string) (*store.Message, error)
 	MarkRead(ctx context.Context, conversation string, upTo string) (*store.Conversation, error)
 	AddGroupMember(ctx context.Context, group string, login string) (*store.Room, error)
@@ -507,7 +583,7 @@ type MutationResolver interface {
 	BlockUser(ctx context.Context, login string) ([]store.UserRef, error)
 	UnblockUser(ctx context.Context, login string) ([]store.UserRef, error)
 	Signup(ctx context.Context, input model.SignupInput) (*store.User, error)
-	Login(ctx context.Context, login string, password string) (*model.AuthPayload, error)
+	Login(ctx context.Context, login string, password string, device *string) (*model.AuthPayload, error)
 	RefreshToken(ctx context.Context, token string) (*model.AuthPayload, error)
 	Logout(ctx context.Context) (bool, error)
 	ChangePassword(ctx context.Context, oldPassword string, newPassword string) (bool, error)
@@ -532,6 +608,10 @@ type PinnedMessageResolver interface {
 	PinnedAt(ctx context.Context, obj *chat.PinnedMessage) (*time.Time, error)
 }
 type QueryResolver interface {
+	Sessions(ctx context.Context) ([]model.Session, error)
+	TwoFactor(ctx context.Context) (*model.TwoFactorStatus, error)
+	Passkeys(ctx context.Context) ([]model.Passkey, error)
+	Identities(ctx context.Context) ([]model.LinkedIdentity, error)
 	Inbox(ctx context.Context) ([]store.Conversation, error)
 	DirectMessages(ctx context.Context, with string, first *int, after *string, last *int, before *string, around *string) (*model.MessageConnection, error)
 	Message(ctx context.Context, id string) (*store.Message, error)
@@ -1013,6 +1093,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.LinkPreview.URL(childComplexity), true
 
+	case "LinkedIdentity.email":
+		if e.ComplexityRoot.LinkedIdentity.Email == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LinkedIdentity.Email(childComplexity), true
+	case "LinkedIdentity.issuer":
+		if e.ComplexityRoot.LinkedIdentity.Issuer == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LinkedIdentity.Issuer(childComplexity), true
+	case "LinkedIdentity.linkedAt":
+		if e.ComplexityRoot.LinkedIdentity.LinkedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LinkedIdentity.LinkedAt(childComplexity), true
+	case "LinkedIdentity.subject":
+		if e.ComplexityRoot.LinkedIdentity.Subject == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LinkedIdentity.Subject(childComplexity), true
+
 	case "Message.attachments":
 		if e.ComplexityRoot.Message.Attachments == nil {
 			break
@@ -1198,6 +1303,35 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.BanUser(childComplexity, args["room"].(string), args["login"].(string)), true
+	case "Mutation.beginOidcSignIn":
+		if e.ComplexityRoot.Mutation.BeginOidcSignIn == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Mutation.BeginOidcSignIn(childComplexity), true
+	case "Mutation.beginPasskeyRegistration":
+		if e.ComplexityRoot.Mutation.BeginPasskeyRegistration == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Mutation.BeginPasskeyRegistration(childComplexity), true
+	case "Mutation.beginPasskeySignIn":
+		if e.ComplexityRoot.Mutation.BeginPasskeySignIn == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Mutation.BeginPasskeySignIn(childComplexity), true
+	case "Mutation.beginTwoFactor":
+		if e.ComplexityRoot.Mutation.BeginTwoFactor == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_beginTwoFactor_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.BeginTwoFactor(childComplexity, args["password"].(string)), true
 	case "Mutation.blockUser":
 		if e.ComplexityRoot.Mutation.BlockUser == nil {
 			break
@@ -1231,6 +1365,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CompleteUpload(childComplexity, args["id"].(string)), true
+	case "Mutation.confirmTwoFactor":
+		if e.ComplexityRoot.Mutation.ConfirmTwoFactor == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_confirmTwoFactor_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ConfirmTwoFactor(childComplexity, args["code"].(string)), true
 	case "Mutation.createBot":
 		if e.ComplexityRoot.Mutation.CreateBot == nil {
 			break
@@ -1319,6 +1464,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteMessage(childComplexity, args["id"].(string)), true
+	case "Mutation.deletePasskey":
+		if e.ComplexityRoot.Mutation.DeletePasskey == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deletePasskey_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeletePasskey(childComplexity, args["id"].(string)), true
 	case "Mutation.deleteRoom":
 		if e.ComplexityRoot.Mutation.DeleteRoom == nil {
 			break
@@ -1341,6 +1497,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteWebhook(childComplexity, args["id"].(string)), true
+	case "Mutation.disableTwoFactor":
+		if e.ComplexityRoot.Mutation.DisableTwoFactor == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_disableTwoFactor_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DisableTwoFactor(childComplexity, args["code"].(string)), true
 	case "Mutation.dismissModerator":
 		if e.ComplexityRoot.Mutation.DismissModerator == nil {
 			break
@@ -1363,6 +1530,50 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.EditMessage(childComplexity, args["id"].(string), args["content"].(string)), true
+	case "Mutation.endSession":
+		if e.ComplexityRoot.Mutation.EndSession == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_endSession_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.EndSession(childComplexity, args["id"].(string)), true
+	case "Mutation.finishOidcSignIn":
+		if e.ComplexityRoot.Mutation.FinishOidcSignIn == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_finishOidcSignIn_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.FinishOidcSignIn(childComplexity, args["flow"].(string), args["code"].(string), args["state"].(string), args["device"].(*string)), true
+	case "Mutation.finishPasskeyRegistration":
+		if e.ComplexityRoot.Mutation.FinishPasskeyRegistration == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_finishPasskeyRegistration_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.FinishPasskeyRegistration(childComplexity, args["state"].(string), args["credential"].(string), args["name"].(*string)), true
+	case "Mutation.finishPasskeySignIn":
+		if e.ComplexityRoot.Mutation.FinishPasskeySignIn == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_finishPasskeySignIn_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.FinishPasskeySignIn(childComplexity, args["state"].(string), args["credential"].(string), args["device"].(*string)), true
 	case "Mutation.hideMessage":
 		if e.ComplexityRoot.Mutation.HideMessage == nil {
 			break
@@ -1407,6 +1618,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.LeaveRoom(childComplexity, args["room"].(string)), true
+	case "Mutation.linkOidcIdentity":
+		if e.ComplexityRoot.Mutation.LinkOidcIdentity == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_linkOidcIdentity_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.LinkOidcIdentity(childComplexity, args["flow"].(string), args["code"].(string), args["state"].(string)), true
 	case "Mutation.login":
 		if e.ComplexityRoot.Mutation.Login == nil {
 			break
@@ -1417,7 +1639,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.Login(childComplexity, args["login"].(string), args["password"].(string)), true
+		return e.ComplexityRoot.Mutation.Login(childComplexity, args["login"].(string), args["password"].(string), args["device"].(*string)), true
 	case "Mutation.logout":
 		if e.ComplexityRoot.Mutation.Logout == nil {
 			break
@@ -1738,6 +1960,30 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.VerifyEmail(childComplexity, args["token"].(string)), true
+	case "Mutation.verifyTwoFactor":
+		if e.ComplexityRoot.Mutation.VerifyTwoFactor == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_verifyTwoFactor_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.VerifyTwoFactor(childComplexity, args["challenge"].(string), args["code"].(string), args["device"].(*string)), true
+
+	case "OidcAuthorization.flow":
+		if e.ComplexityRoot.OidcAuthorization.Flow == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OidcAuthorization.Flow(childComplexity), true
+	case "OidcAuthorization.url":
+		if e.ComplexityRoot.OidcAuthorization.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OidcAuthorization.URL(childComplexity), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -1763,6 +2009,44 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PageInfo.StartCursor(childComplexity), true
+
+	case "Passkey.createdAt":
+		if e.ComplexityRoot.Passkey.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Passkey.CreatedAt(childComplexity), true
+	case "Passkey.id":
+		if e.ComplexityRoot.Passkey.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Passkey.ID(childComplexity), true
+	case "Passkey.lastUsedAt":
+		if e.ComplexityRoot.Passkey.LastUsedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Passkey.LastUsedAt(childComplexity), true
+	case "Passkey.name":
+		if e.ComplexityRoot.Passkey.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Passkey.Name(childComplexity), true
+
+	case "PasskeyCeremony.options":
+		if e.ComplexityRoot.PasskeyCeremony.Options == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PasskeyCeremony.Options(childComplexity), true
+	case "PasskeyCeremony.state":
+		if e.ComplexityRoot.PasskeyCeremony.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PasskeyCeremony.State(childComplexity), true
 
 	case "PinnedMessage.message":
 		if e.ComplexityRoot.PinnedMessage.Message == nil {
@@ -1836,6 +2120,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.FileQuota(childComplexity), true
+	case "Query.identities":
+		if e.ComplexityRoot.Query.Identities == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Identities(childComplexity), true
 	case "Query.inbox":
 		if e.ComplexityRoot.Query.Inbox == nil {
 			break
@@ -1893,6 +2183,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Node(childComplexity, args["id"].(string)), true
+	case "Query.passkeys":
+		if e.ComplexityRoot.Query.Passkeys == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Passkeys(childComplexity), true
 	case "Query.presence":
 		if e.ComplexityRoot.Query.Presence == nil {
 			break
@@ -1971,6 +2267,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.SearchUsers(childComplexity, args["prefix"].(string), args["first"].(*int)), true
+	case "Query.sessions":
+		if e.ComplexityRoot.Query.Sessions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Sessions(childComplexity), true
 	case "Query.thread":
 		if e.ComplexityRoot.Query.Thread == nil {
 			break
@@ -1982,6 +2284,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Thread(childComplexity, args["messageId"].(string), args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["around"].(*string)), true
+	case "Query.twoFactor":
+		if e.ComplexityRoot.Query.TwoFactor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.TwoFactor(childComplexity), true
 	case "Query.vapidPublicKey":
 		if e.ComplexityRoot.Query.VapidPublicKey == nil {
 			break
@@ -2250,6 +2558,61 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SearchEdge.Snippet(childComplexity), true
 
+	case "Session.address":
+		if e.ComplexityRoot.Session.Address == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Session.Address(childComplexity), true
+	case "Session.createdAt":
+		if e.ComplexityRoot.Session.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Session.CreatedAt(childComplexity), true
+	case "Session.current":
+		if e.ComplexityRoot.Session.Current == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Session.Current(childComplexity), true
+	case "Session.device":
+		if e.ComplexityRoot.Session.Device == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Session.Device(childComplexity), true
+	case "Session.expiresAt":
+		if e.ComplexityRoot.Session.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Session.ExpiresAt(childComplexity), true
+	case "Session.id":
+		if e.ComplexityRoot.Session.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Session.ID(childComplexity), true
+	case "Session.lastSeenAt":
+		if e.ComplexityRoot.Session.LastSeenAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Session.LastSeenAt(childComplexity), true
+	case "Session.signInMethod":
+		if e.ComplexityRoot.Session.SignInMethod == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Session.SignInMethod(childComplexity), true
+	case "Session.twoFactor":
+		if e.ComplexityRoot.Session.TwoFactor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Session.TwoFactor(childComplexity), true
+
 	case "SnippetPart.match":
 		if e.ComplexityRoot.SnippetPart.Match == nil {
 			break
@@ -2304,6 +2667,32 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Thumbnail.Width(childComplexity), true
+
+	case "TwoFactorKey.secret":
+		if e.ComplexityRoot.TwoFactorKey.Secret == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TwoFactorKey.Secret(childComplexity), true
+	case "TwoFactorKey.uri":
+		if e.ComplexityRoot.TwoFactorKey.URI == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TwoFactorKey.URI(childComplexity), true
+
+	case "TwoFactorStatus.enabled":
+		if e.ComplexityRoot.TwoFactorStatus.Enabled == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TwoFactorStatus.Enabled(childComplexity), true
+	case "TwoFactorStatus.recoveryCodesLeft":
+		if e.ComplexityRoot.TwoFactorStatus.RecoveryCodesLeft == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TwoFactorStatus.RecoveryCodesLeft(childComplexity), true
 
 	case "Upload.expiresAt":
 		if e.ComplexityRoot.Upload.ExpiresAt == nil {
@@ -2665,6 +3054,255 @@ func newExecutionContext(
 }
 
 var sources = []*ast.Source{
+	{Name: "../schema/accounts.graphqls", Input: `"""How a session signed in."""
+enum SignInMethod {
+  """With the login's password (and a one-time code if two-factor sign-in is on)."""
+  PASSWORD
+  """With a passkey (WebAuthn), no password."""
+  PASSKEY
+  """With an OpenID Connect provider."""
+  OIDC
+}
+
+"""
+One of the caller's sessions: a device signed in, as ` + "`" + `sessions` + "`" + ` lists them.
+Each login (or passkey or single sign-on) starts one; refreshing its tokens
+keeps it going, and ` + "`" + `logout` + "`" + ` or ` + "`" + `endSession` + "`" + ` ends it.
+"""
+type Session {
+  """The session's id: ` + "`" + `endSession(id:)` + "`" + ` ends it."""
+  id: ID!
+  """
+  The device's name: what the client gave at sign-in (` + "`" + `login(device:)` + "`" + `), or
+  a summary of its User-Agent, such as "Firefox on Linux".
+  """
+  device: String!
+  """The client address of the sign-in or of the last refresh; empty if unknown."""
+  address: String!
+  """How the session signed in."""
+  signInMethod: SignInMethod!
+  """Whether the session proved a second factor: a one-time code, or a passkey."""
+  twoFactor: Boolean!
+  """When it signed in."""
+  createdAt: Time!
+  """
+  When it was last seen: the sign-in or the last refresh of its tokens (a
+  client refreshes at least once per access token lifetime, CHAT_TOKEN_TTL,
+  while it is in use).
+  """
+  lastSeenAt: Time!
+  """When the session ends unless refreshed (its refresh token's expiry)."""
+  expiresAt: Time!
+  """Whether this is the session of the token making the request."""
+  current: Boolean!
+}
+
+extend type Query {
+  """
+  The caller's live sessions, the most recently seen first (at most 200).
+  Needs a token.
+  """
+  sessions: [Session!]! @listSize(assumedSize: 20)
+}
+
+extend type Mutation {
+  """
+  Ends one of the caller's sessions, as ` + "`" + `logout` + "`" + ` ends their own: its access
+  and refresh tokens stop working, at once on this instance (its websockets
+  close with 4401, its streams end) and within CHAT_SESSION_CHECK on the
+  others. NOT_FOUND if the caller has no such session. Needs a token.
+  """
+  endSession(id: ID!): Boolean!
+}
+
+"""The caller's two-factor sign-in, as ` + "`" + `twoFactor` + "`" + ` shows it."""
+type TwoFactorStatus {
+  """Whether sign-in asks for a one-time code (set by ` + "`" + `confirmTwoFactor` + "`" + `)."""
+  enabled: Boolean!
+  """How many unused recovery codes are left (each works once)."""
+  recoveryCodesLeft: Int!
+}
+
+"""A new TOTP key (RFC 6238: 6 digits every 30 s, SHA-1) for an authenticator app, shown once."""
+type TwoFactorKey {
+  """The key in base32, to type into the app."""
+  secret: String!
+  """The key as an otpauth:// URI, to show as a QR code."""
+  uri: String!
+}
+
+extend type Query {
+  """The caller's two-factor sign-in. Needs a token."""
+  twoFactor: TwoFactorStatus!
+}
+
+extend type Mutation {
+  """
+  Starts turning two-factor sign-in on: returns a new TOTP key for the
+  caller's authenticator app, which ` + "`" + `confirmTwoFactor` + "`" + ` confirms with a code;
+  sign-in asks for none until then. A key begun before and not confirmed is
+  replaced. Needs the caller's password (UNAUTHENTICATED if wrong, counted
+  as a login attempt); CONFLICT if two-factor sign-in is on already. Needs
+  a token.
+  """
+  beginTwoFactor(password: String!): TwoFactorKey!
+  """
+  Turns two-factor sign-in on, given a code of the key ` + "`" + `beginTwoFactor` + "`" + `
+  gave (UNAUTHENTICATED if wrong), and returns 10 recovery codes, shown this
+  once: each signs in once in place of a code. From then on ` + "`" + `login` + "`" + ` answers
+  TWO_FACTOR_REQUIRED with a challenge, and the caller's other sessions
+  (those that began without a code) must give one at their next
+  ` + "`" + `refreshToken` + "`" + `; the caller's own session goes on. NOT_FOUND if nothing was
+  begun; CONFLICT if it is on already. Codes tried count against
+  CHAT_RATE_CODES_PER_LOGIN. Needs a token.
+  """
+  confirmTwoFactor(code: String!): [String!]! @listSize(assumedSize: 10)
+  """
+  Turns two-factor sign-in off, given a code or a recovery code
+  (UNAUTHENTICATED if wrong). NOT_FOUND if it is not on. Needs a token.
+  """
+  disableTwoFactor(code: String!): Boolean!
+  """
+  Answers the challenge of a ` + "`" + `login` + "`" + ` or ` + "`" + `refreshToken` + "`" + ` that gave
+  TWO_FACTOR_REQUIRED (its extensions.challenge, valid 5 minutes) with a
+  code from the authenticator app, or a recovery code: returns the new
+  session's tokens, or the refreshed session's next pair. A code works once
+  (a TOTP code of a step already used, or a used recovery code, is
+  UNAUTHENTICATED, as is a wrong one); codes tried count against
+  CHAT_RATE_CODES_PER_LOGIN and, as login attempts, per client address.
+  ` + "`" + `device` + "`" + ` names a new session as ` + "`" + `login` + "`" + `'s does.
+  """
+  verifyTwoFactor(challenge: String!, code: String!, device: String): AuthPayload!
+}
+
+"""A passkey (WebAuthn credential) the caller registered to sign in with."""
+type Passkey {
+  """The credential's id, base64url: ` + "`" + `deletePasskey(id:)` + "`" + ` deletes it."""
+  id: ID!
+  """The name the caller gave it."""
+  name: String!
+  """When it was registered."""
+  createdAt: Time!
+  """The last sign-in with it; null if never."""
+  lastUsedAt: Time
+}
+
+"""
+One step of a WebAuthn ceremony, for the browser to run: ` + "`" + `options` + "`" + ` for
+` + "`" + `navigator.credentials.create` + "`" + ` or ` + "`" + `.get` + "`" + `, and the ceremony's ` + "`" + `state` + "`" + ` to send
+back with the authenticator's answer (valid 5 minutes).
+"""
+type PasskeyCeremony {
+  """
+  The options as JSON, ` + "`" + `{"publicKey": {...}}` + "`" + ` with binary values in
+  base64url: ` + "`" + `PublicKeyCredential.parseCreationOptionsFromJSON` + "`" + ` (or
+  ` + "`" + `parseRequestOptionsFromJSON` + "`" + `) reads its ` + "`" + `publicKey` + "`" + `.
+  """
+  options: String!
+  """The ceremony's state, sealed by the server: send it back as it is."""
+  state: String!
+}
+
+extend type Query {
+  """The caller's passkeys, by id. Needs a token."""
+  passkeys: [Passkey!]! @listSize(assumedSize: 20)
+}
+
+extend type Mutation {
+  """
+  Starts registering a passkey for the caller: run ` + "`" + `navigator.credentials.create` + "`" + `
+  with the options, then ` + "`" + `finishPasskeyRegistration` + "`" + `. The passkey is a
+  discoverable credential that requires user verification. At most 20 per
+  user (BAD_USER_INPUT past that). BAD_USER_INPUT if the page's origin is
+  not the server's public URL (CHAT_PUBLIC_URL), or, with none set, not
+  localhost. Needs a token.
+  """
+  beginPasskeyRegistration: PasskeyCeremony!
+  """
+  Stores the passkey the browser made: ` + "`" + `credential` + "`" + ` is the JSON of the
+  PublicKeyCredential (` + "`" + `credential.toJSON()` + "`" + `), ` + "`" + `name` + "`" + ` what the caller calls
+  it (at most 64 characters; "Passkey" if left out). An answer that does not
+  verify is BAD_USER_INPUT; a state that is not the caller's, or expired,
+  UNAUTHENTICATED. Needs a token.
+  """
+  finishPasskeyRegistration(state: String!, credential: String!, name: String): Passkey!
+  """Deletes one of the caller's passkeys: it signs in no more. NOT_FOUND if there is none of that id. Needs a token."""
+  deletePasskey(id: ID!): Boolean!
+  """
+  Starts a sign-in with a passkey, no login or password given: run
+  ` + "`" + `navigator.credentials.get` + "`" + ` with the options (the browser offers the
+  passkeys it holds for this site), then ` + "`" + `finishPasskeySignIn` + "`" + `. Counts as a
+  login attempt of the client address.
+  """
+  beginPasskeySignIn: PasskeyCeremony!
+  """
+  Signs in with the passkey that answered: ` + "`" + `credential` + "`" + ` is the JSON of the
+  PublicKeyCredential (` + "`" + `credential.toJSON()` + "`" + `). Returns a new session's
+  tokens (shown as PASSKEY in ` + "`" + `sessions` + "`" + `, and counted as two factors: no
+  one-time code is asked). An answer that does not verify (wrong signature,
+  unknown or deleted passkey, a signature counter gone back) is
+  UNAUTHENTICATED. ` + "`" + `device` + "`" + ` names the session as ` + "`" + `login` + "`" + `'s does.
+  """
+  finishPasskeySignIn(state: String!, credential: String!, device: String): AuthPayload!
+}
+
+"""Where to send the browser to sign in at the OpenID Connect provider, and the flow's state."""
+type OidcAuthorization {
+  """The provider's authorization URL (code flow, PKCE S256): send the browser there."""
+  url: String!
+  """The flow's state, sealed by the server: keep it (valid 10 minutes) and send it back with the code."""
+  flow: String!
+}
+
+"""An account at the OpenID Connect provider linked to the caller's: signing in there signs in here."""
+type LinkedIdentity {
+  """The provider (the ID token's iss)."""
+  issuer: String!
+  """The account at the provider (the ID token's sub)."""
+  subject: String!
+  """The email address the provider gave; may be empty."""
+  email: String!
+  """When it was linked."""
+  linkedAt: Time!
+}
+
+extend type Query {
+  """The provider identities linked to the caller's account. Needs a token."""
+  identities: [LinkedIdentity!]! @listSize(assumedSize: 10)
+}
+
+extend type Mutation {
+  """
+  Starts a sign-in (or a link) at the server's OpenID Connect provider
+  (CHAT_OIDC_ISSUER; NOT_FOUND if none is configured). The provider sends
+  the browser back to CHAT_OIDC_REDIRECT_URL with ` + "`" + `code` + "`" + ` and ` + "`" + `state` + "`" + `, for
+  ` + "`" + `finishOidcSignIn` + "`" + ` or ` + "`" + `linkOidcIdentity` + "`" + `. Counts as a login attempt of the
+  client address.
+  """
+  beginOidcSignIn: OidcAuthorization!
+  """
+  Signs in with the identity the provider vouched for: the code is
+  exchanged (with the PKCE verifier) for an ID token, whose signature,
+  issuer, audience, expiry and nonce are verified. The account linked to
+  the identity signs in (TWO_FACTOR_REQUIRED if it has two-factor sign-in
+  on). An identity seen for the first time gets a new account of its own,
+  with no password, named after its claims (preferred_username, or the
+  email's local part; a number after it if taken); it is never linked to
+  an existing account, whatever its email: that takes ` + "`" + `linkOidcIdentity` + "`" + `,
+  signed in. A bad or replayed code, a wrong state or an ID token that does
+  not verify is UNAUTHENTICATED. ` + "`" + `device` + "`" + ` names the session as ` + "`" + `login` + "`" + `'s
+  does.
+  """
+  finishOidcSignIn(flow: String!, code: String!, state: String!, device: String): AuthPayload!
+  """
+  Links the identity the provider vouched for (as ` + "`" + `finishOidcSignIn` + "`" + `
+  verifies it) to the caller's account, which they prove by being signed
+  in: from then on it signs them in. CONFLICT if it is linked already (to
+  any account); at most 10 per account. Needs a token.
+  """
+  linkOidcIdentity(flow: String!, code: String!, state: String!): LinkedIdentity!
+}
+`, BuiltIn: false},
 	{Name: "../schema/conversations.graphqls", Input: `"""What an inbox entry is about."""
 enum ConversationKind {
   """Messages between two users."""
@@ -4090,13 +4728,17 @@ extend type Mutation {
   ): User!
   """
   Exchanges a login and password for a new session's tokens. Wrong
-  credentials give UNAUTHENTICATED.
+  credentials give UNAUTHENTICATED. ` + "`" + `device` + "`" + ` names the session in the
+  user's list of them (` + "`" + `sessions` + "`" + `), at most 64 characters; left out, the
+  session is named after the client's User-Agent.
   """
   login(
     """The account's login."""
     login: String!
     """Its password."""
     password: String!
+    """A name for the device signing in, shown in ` + "`" + `sessions` + "`" + `; the browser's User-Agent when not given."""
+    device: String
   ): AuthPayload!
   """
   Exchanges a refresh token for a new pair of tokens; the one given is used
@@ -4534,6 +5176,20 @@ func (ec *executionContext) childFields_LinkPreview(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type LinkPreview", field.Name)
 }
 
+func (ec *executionContext) childFields_LinkedIdentity(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "issuer":
+		return ec.fieldContext_LinkedIdentity_issuer(ctx, field)
+	case "subject":
+		return ec.fieldContext_LinkedIdentity_subject(ctx, field)
+	case "email":
+		return ec.fieldContext_LinkedIdentity_email(ctx, field)
+	case "linkedAt":
+		return ec.fieldContext_LinkedIdentity_linkedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LinkedIdentity", field.Name)
+}
+
 func (ec *executionContext) childFields_Message(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -4598,6 +5254,16 @@ func (ec *executionContext) childFields_MessageEdge(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type MessageEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_OidcAuthorization(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "url":
+		return ec.fieldContext_OidcAuthorization_url(ctx, field)
+	case "flow":
+		return ec.fieldContext_OidcAuthorization_flow(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type OidcAuthorization", field.Name)
+}
+
 func (ec *executionContext) childFields_PageInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "hasNextPage":
@@ -4610,6 +5276,30 @@ func (ec *executionContext) childFields_PageInfo(ctx context.Context, field grap
 		return ec.fieldContext_PageInfo_endCursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PageInfo", field.Name)
+}
+
+func (ec *executionContext) childFields_Passkey(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Passkey_id(ctx, field)
+	case "name":
+		return ec.fieldContext_Passkey_name(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Passkey_createdAt(ctx, field)
+	case "lastUsedAt":
+		return ec.fieldContext_Passkey_lastUsedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Passkey", field.Name)
+}
+
+func (ec *executionContext) childFields_PasskeyCeremony(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "options":
+		return ec.fieldContext_PasskeyCeremony_options(ctx, field)
+	case "state":
+		return ec.fieldContext_PasskeyCeremony_state(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PasskeyCeremony", field.Name)
 }
 
 func (ec *executionContext) childFields_PinnedMessage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4758,6 +5448,30 @@ func (ec *executionContext) childFields_SearchEdge(ctx context.Context, field gr
 	return nil, fmt.Errorf("no field named %q was found under type SearchEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_Session(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Session_id(ctx, field)
+	case "device":
+		return ec.fieldContext_Session_device(ctx, field)
+	case "address":
+		return ec.fieldContext_Session_address(ctx, field)
+	case "signInMethod":
+		return ec.fieldContext_Session_signInMethod(ctx, field)
+	case "twoFactor":
+		return ec.fieldContext_Session_twoFactor(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Session_createdAt(ctx, field)
+	case "lastSeenAt":
+		return ec.fieldContext_Session_lastSeenAt(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_Session_expiresAt(ctx, field)
+	case "current":
+		return ec.fieldContext_Session_current(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Session", field.Name)
+}
+
 func (ec *executionContext) childFields_SnippetPart(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "text":
@@ -4778,6 +5492,26 @@ func (ec *executionContext) childFields_Thumbnail(ctx context.Context, field gra
 		return ec.fieldContext_Thumbnail_url(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Thumbnail", field.Name)
+}
+
+func (ec *executionContext) childFields_TwoFactorKey(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "secret":
+		return ec.fieldContext_TwoFactorKey_secret(ctx, field)
+	case "uri":
+		return ec.fieldContext_TwoFactorKey_uri(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TwoFactorKey", field.Name)
+}
+
+func (ec *executionContext) childFields_TwoFactorStatus(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "enabled":
+		return ec.fieldContext_TwoFactorStatus_enabled(ctx, field)
+	case "recoveryCodesLeft":
+		return ec.fieldContext_TwoFactorStatus_recoveryCodesLeft(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TwoFactorStatus", field.Name)
 }
 
 func (ec *executionContext) childFields_Upload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -5100,6 +5834,20 @@ func (ec *executionContext) field_Mutation_banUser_args(ctx context.Context, raw
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_beginTwoFactor_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "password",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["password"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_blockUser_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5147,6 +5895,20 @@ func (ec *executionContext) field_Mutation_completeUpload_args(ctx context.Conte
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_confirmTwoFactor_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "code",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["code"] = arg0
 	return args, nil
 }
 
@@ -5334,6 +6096,20 @@ func (ec *executionContext) field_Mutation_deleteMessage_args(ctx context.Contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_deletePasskey_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_deleteRoom_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5359,6 +6135,20 @@ func (ec *executionContext) field_Mutation_deleteWebhook_args(ctx context.Contex
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_disableTwoFactor_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "code",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["code"] = arg0
 	return args, nil
 }
 
@@ -5403,6 +6193,118 @@ func (ec *executionContext) field_Mutation_editMessage_args(ctx context.Context,
 		return nil, err
 	}
 	args["content"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_endSession_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_finishOidcSignIn_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "flow",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["flow"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "code",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["code"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "state",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["state"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "device",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["device"] = arg3
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_finishPasskeyRegistration_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "state",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["state"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "credential",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["credential"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_finishPasskeySignIn_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "state",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["state"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "credential",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["credential"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "device",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["device"] = arg2
 	return args, nil
 }
 
@@ -5462,6 +6364,36 @@ func (ec *executionContext) field_Mutation_leaveRoom_args(ctx context.Context, r
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_linkOidcIdentity_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "flow",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["flow"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "code",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["code"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "state",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["state"] = arg2
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_login_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5481,6 +6413,14 @@ func (ec *executionContext) field_Mutation_login_args(ctx context.Context, rawAr
 		return nil, err
 	}
 	args["password"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "device",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["device"] = arg2
 	return args, nil
 }
 
@@ -6041,6 +6981,36 @@ func (ec *executionContext) field_Mutation_verifyEmail_args(ctx context.Context,
 		return nil, err
 	}
 	args["token"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_verifyTwoFactor_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "challenge",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["challenge"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "code",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["code"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "device",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["device"] = arg2
 	return args, nil
 }
 
@@ -8223,6 +9193,98 @@ func (ec *executionContext) fieldContext_LinkPreview_imageUrl(_ context.Context,
 	return graphql.NewScalarFieldContext("LinkPreview", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _LinkedIdentity_issuer(ctx context.Context, field graphql.CollectedField, obj *model.LinkedIdentity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LinkedIdentity_issuer(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Issuer, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LinkedIdentity_issuer(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LinkedIdentity", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _LinkedIdentity_subject(ctx context.Context, field graphql.CollectedField, obj *model.LinkedIdentity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LinkedIdentity_subject(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Subject, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LinkedIdentity_subject(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LinkedIdentity", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _LinkedIdentity_email(ctx context.Context, field graphql.CollectedField, obj *model.LinkedIdentity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LinkedIdentity_email(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Email, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LinkedIdentity_email(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LinkedIdentity", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _LinkedIdentity_linkedAt(ctx context.Context, field graphql.CollectedField, obj *model.LinkedIdentity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LinkedIdentity_linkedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LinkedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LinkedIdentity_linkedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LinkedIdentity", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
 func (ec *executionContext) _Message_id(ctx context.Context, field graphql.CollectedField, obj *store.Message) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8829,6 +9891,542 @@ func (ec *executionContext) fieldContext_MessageEdge_node(_ context.Context, fie
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Message(ctx, field)
 		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_endSession(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_endSession(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().EndSession(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_endSession(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_endSession_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_beginTwoFactor(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_beginTwoFactor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().BeginTwoFactor(ctx, fc.Args["password"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.TwoFactorKey) graphql.Marshaler {
+			return ec.marshalNTwoFactorKey2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐTwoFactorKey(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_beginTwoFactor(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TwoFactorKey(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_beginTwoFactor_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_confirmTwoFactor(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_confirmTwoFactor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ConfirmTwoFactor(ctx, fc.Args["code"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_confirmTwoFactor(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type String does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_confirmTwoFactor_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_disableTwoFactor(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_disableTwoFactor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DisableTwoFactor(ctx, fc.Args["code"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_disableTwoFactor(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_disableTwoFactor_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_verifyTwoFactor(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_verifyTwoFactor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().VerifyTwoFactor(ctx, fc.Args["challenge"].(string), fc.Args["code"].(string), fc.Args["device"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AuthPayload) graphql.Marshaler {
+			return ec.marshalNAuthPayload2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐAuthPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_verifyTwoFactor(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuthPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_verifyTwoFactor_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_beginPasskeyRegistration(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_beginPasskeyRegistration(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Mutation().BeginPasskeyRegistration(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PasskeyCeremony) graphql.Marshaler {
+			return ec.marshalNPasskeyCeremony2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐPasskeyCeremony(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_beginPasskeyRegistration(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PasskeyCeremony(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_finishPasskeyRegistration(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_finishPasskeyRegistration(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().FinishPasskeyRegistration(ctx, fc.Args["state"].(string), fc.Args["credential"].(string), fc.Args["name"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Passkey) graphql.Marshaler {
+			return ec.marshalNPasskey2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐPasskey(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_finishPasskeyRegistration(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Passkey(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_finishPasskeyRegistration_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deletePasskey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deletePasskey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeletePasskey(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deletePasskey(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deletePasskey_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_beginPasskeySignIn(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_beginPasskeySignIn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Mutation().BeginPasskeySignIn(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PasskeyCeremony) graphql.Marshaler {
+			return ec.marshalNPasskeyCeremony2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐPasskeyCeremony(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_beginPasskeySignIn(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PasskeyCeremony(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_finishPasskeySignIn(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_finishPasskeySignIn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().FinishPasskeySignIn(ctx, fc.Args["state"].(string), fc.Args["credential"].(string), fc.Args["device"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AuthPayload) graphql.Marshaler {
+			return ec.marshalNAuthPayload2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐAuthPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_finishPasskeySignIn(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuthPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_finishPasskeySignIn_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_beginOidcSignIn(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_beginOidcSignIn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Mutation().BeginOidcSignIn(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.OidcAuthorization) graphql.Marshaler {
+			return ec.marshalNOidcAuthorization2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐOidcAuthorization(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_beginOidcSignIn(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_OidcAuthorization(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_finishOidcSignIn(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_finishOidcSignIn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().FinishOidcSignIn(ctx, fc.Args["flow"].(string), fc.Args["code"].(string), fc.Args["state"].(string), fc.Args["device"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AuthPayload) graphql.Marshaler {
+			return ec.marshalNAuthPayload2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐAuthPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_finishOidcSignIn(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuthPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_finishOidcSignIn_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_linkOidcIdentity(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_linkOidcIdentity(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().LinkOidcIdentity(ctx, fc.Args["flow"].(string), fc.Args["code"].(string), fc.Args["state"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.LinkedIdentity) graphql.Marshaler {
+			return ec.marshalNLinkedIdentity2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐLinkedIdentity(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_linkOidcIdentity(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LinkedIdentity(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_linkOidcIdentity_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -10383,7 +11981,7 @@ func (ec *executionContext) _Mutation_login(ctx context.Context, field graphql.C
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().Login(ctx, fc.Args["login"].(string), fc.Args["password"].(string))
+			return ec.Resolvers.Mutation().Login(ctx, fc.Args["login"].(string), fc.Args["password"].(string), fc.Args["device"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.AuthPayload) graphql.Marshaler {
@@ -11167,6 +12765,52 @@ func (ec *executionContext) fieldContext_Mutation_reviveWebhook(ctx context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _OidcAuthorization_url(ctx context.Context, field graphql.CollectedField, obj *model.OidcAuthorization) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OidcAuthorization_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OidcAuthorization_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("OidcAuthorization", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _OidcAuthorization_flow(ctx context.Context, field graphql.CollectedField, obj *model.OidcAuthorization) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OidcAuthorization_flow(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Flow, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OidcAuthorization_flow(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("OidcAuthorization", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11257,6 +12901,144 @@ func (ec *executionContext) _PageInfo_endCursor(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_PageInfo_endCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Passkey_id(ctx context.Context, field graphql.CollectedField, obj *model.Passkey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Passkey_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Passkey_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Passkey", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Passkey_name(ctx context.Context, field graphql.CollectedField, obj *model.Passkey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Passkey_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Passkey_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Passkey", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Passkey_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.Passkey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Passkey_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Passkey_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Passkey", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _Passkey_lastUsedAt(ctx context.Context, field graphql.CollectedField, obj *model.Passkey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Passkey_lastUsedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastUsedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Passkey_lastUsedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Passkey", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _PasskeyCeremony_options(ctx context.Context, field graphql.CollectedField, obj *model.PasskeyCeremony) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PasskeyCeremony_options(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Options, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PasskeyCeremony_options(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PasskeyCeremony", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _PasskeyCeremony_state(ctx context.Context, field graphql.CollectedField, obj *model.PasskeyCeremony) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PasskeyCeremony_state(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.State, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PasskeyCeremony_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PasskeyCeremony", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _PinnedMessage_message(ctx context.Context, field graphql.CollectedField, obj *chat.PinnedMessage) (ret graphql.Marshaler) {
@@ -11413,6 +13195,134 @@ func (ec *executionContext) _PushSubscription_createdAt(ctx context.Context, fie
 }
 func (ec *executionContext) fieldContext_PushSubscription_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PushSubscription", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _Query_sessions(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_sessions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Sessions(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.Session) graphql.Marshaler {
+			return ec.marshalNSession2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐSessionᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_sessions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Session(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_twoFactor(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_twoFactor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().TwoFactor(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.TwoFactorStatus) graphql.Marshaler {
+			return ec.marshalNTwoFactorStatus2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐTwoFactorStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_twoFactor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TwoFactorStatus(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_passkeys(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_passkeys(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Passkeys(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.Passkey) graphql.Marshaler {
+			return ec.marshalNPasskey2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐPasskeyᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_passkeys(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Passkey(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_identities(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_identities(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Identities(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.LinkedIdentity) graphql.Marshaler {
+			return ec.marshalNLinkedIdentity2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐLinkedIdentityᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_identities(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LinkedIdentity(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Query_inbox(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -13392,6 +15302,213 @@ func (ec *executionContext) fieldContext_SearchEdge_snippet(_ context.Context, f
 	return fc, nil
 }
 
+func (ec *executionContext) _Session_id(ctx context.Context, field graphql.CollectedField, obj *model.Session) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Session_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Session_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Session_device(ctx context.Context, field graphql.CollectedField, obj *model.Session) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Session_device(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Device, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Session_device(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Session_address(ctx context.Context, field graphql.CollectedField, obj *model.Session) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Session_address(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Address, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Session_address(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Session_signInMethod(ctx context.Context, field graphql.CollectedField, obj *model.Session) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Session_signInMethod(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SignInMethod, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.SignInMethod) graphql.Marshaler {
+			return ec.marshalNSignInMethod2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐSignInMethod(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Session_signInMethod(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type SignInMethod does not have child fields"))
+}
+
+func (ec *executionContext) _Session_twoFactor(ctx context.Context, field graphql.CollectedField, obj *model.Session) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Session_twoFactor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TwoFactor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Session_twoFactor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _Session_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.Session) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Session_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Session_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _Session_lastSeenAt(ctx context.Context, field graphql.CollectedField, obj *model.Session) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Session_lastSeenAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastSeenAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Session_lastSeenAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _Session_expiresAt(ctx context.Context, field graphql.CollectedField, obj *model.Session) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Session_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Session_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _Session_current(ctx context.Context, field graphql.CollectedField, obj *model.Session) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Session_current(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Current, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Session_current(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
 func (ec *executionContext) _SnippetPart_text(ctx context.Context, field graphql.CollectedField, obj *model.SnippetPart) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -13593,6 +15710,98 @@ func (ec *executionContext) _Thumbnail_url(ctx context.Context, field graphql.Co
 }
 func (ec *executionContext) fieldContext_Thumbnail_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Thumbnail", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TwoFactorKey_secret(ctx context.Context, field graphql.CollectedField, obj *model.TwoFactorKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TwoFactorKey_secret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Secret, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TwoFactorKey_secret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TwoFactorKey", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TwoFactorKey_uri(ctx context.Context, field graphql.CollectedField, obj *model.TwoFactorKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TwoFactorKey_uri(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URI, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TwoFactorKey_uri(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TwoFactorKey", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TwoFactorStatus_enabled(ctx context.Context, field graphql.CollectedField, obj *model.TwoFactorStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TwoFactorStatus_enabled(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Enabled, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TwoFactorStatus_enabled(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TwoFactorStatus", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _TwoFactorStatus_recoveryCodesLeft(ctx context.Context, field graphql.CollectedField, obj *model.TwoFactorStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TwoFactorStatus_recoveryCodesLeft(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RecoveryCodesLeft, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TwoFactorStatus_recoveryCodesLeft(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TwoFactorStatus", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _Upload_id(ctx context.Context, field graphql.CollectedField, obj *model.Upload) (ret graphql.Marshaler) {
@@ -17352,6 +19561,59 @@ func (ec *executionContext) _LinkPreview(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
+var linkedIdentityImplementors = []string{"LinkedIdentity"}
+
+func (ec *executionContext) _LinkedIdentity(ctx context.Context, sel ast.SelectionSet, obj *model.LinkedIdentity) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, linkedIdentityImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LinkedIdentity")
+		case "issuer":
+			out.Values[i] = ec._LinkedIdentity_issuer(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "subject":
+			out.Values[i] = ec._LinkedIdentity_subject(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "email":
+			out.Values[i] = ec._LinkedIdentity_email(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "linkedAt":
+			out.Values[i] = ec._LinkedIdentity_linkedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var messageImplementors = []string{"Message", "Node"}
 
 func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, obj *store.Message) graphql.Marshaler {
@@ -17949,6 +20211,97 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Mutation")
+		case "endSession":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_endSession(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "beginTwoFactor":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_beginTwoFactor(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "confirmTwoFactor":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_confirmTwoFactor(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "disableTwoFactor":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_disableTwoFactor(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "verifyTwoFactor":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_verifyTwoFactor(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "beginPasskeyRegistration":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_beginPasskeyRegistration(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "finishPasskeyRegistration":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_finishPasskeyRegistration(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deletePasskey":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deletePasskey(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "beginPasskeySignIn":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_beginPasskeySignIn(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "finishPasskeySignIn":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_finishPasskeySignIn(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "beginOidcSignIn":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_beginOidcSignIn(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "finishOidcSignIn":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_finishOidcSignIn(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "linkOidcIdentity":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_linkOidcIdentity(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "sendDirectMessage":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_sendDirectMessage(ctx, field)
@@ -18348,6 +20701,49 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 	return out
 }
 
+var oidcAuthorizationImplementors = []string{"OidcAuthorization"}
+
+func (ec *executionContext) _OidcAuthorization(ctx context.Context, sel ast.SelectionSet, obj *model.OidcAuthorization) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, oidcAuthorizationImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("OidcAuthorization")
+		case "url":
+			out.Values[i] = ec._OidcAuthorization_url(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "flow":
+			out.Values[i] = ec._OidcAuthorization_flow(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var pageInfoImplementors = []string{"PageInfo"}
 
 func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet, obj *model.PageInfo) graphql.Marshaler {
@@ -18378,6 +20774,102 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 		case "endCursor":
 			out.Values[i] = ec._PageInfo_endCursor(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var passkeyImplementors = []string{"Passkey"}
+
+func (ec *executionContext) _Passkey(ctx context.Context, sel ast.SelectionSet, obj *model.Passkey) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, passkeyImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Passkey")
+		case "id":
+			out.Values[i] = ec._Passkey_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "name":
+			out.Values[i] = ec._Passkey_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._Passkey_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastUsedAt":
+			out.Values[i] = ec._Passkey_lastUsedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var passkeyCeremonyImplementors = []string{"PasskeyCeremony"}
+
+func (ec *executionContext) _PasskeyCeremony(ctx context.Context, sel ast.SelectionSet, obj *model.PasskeyCeremony) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, passkeyCeremonyImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PasskeyCeremony")
+		case "options":
+			out.Values[i] = ec._PasskeyCeremony_options(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "state":
+			out.Values[i] = ec._PasskeyCeremony_state(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -18583,6 +21075,94 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Query")
+		case "sessions":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_sessions(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "twoFactor":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_twoFactor(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "passkeys":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_passkeys(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "identities":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_identities(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "inbox":
 			field := field
 
@@ -19958,6 +22538,84 @@ func (ec *executionContext) _SearchEdge(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
+var sessionImplementors = []string{"Session"}
+
+func (ec *executionContext) _Session(ctx context.Context, sel ast.SelectionSet, obj *model.Session) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sessionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Session")
+		case "id":
+			out.Values[i] = ec._Session_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "device":
+			out.Values[i] = ec._Session_device(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "address":
+			out.Values[i] = ec._Session_address(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "signInMethod":
+			out.Values[i] = ec._Session_signInMethod(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "twoFactor":
+			out.Values[i] = ec._Session_twoFactor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._Session_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastSeenAt":
+			out.Values[i] = ec._Session_lastSeenAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "expiresAt":
+			out.Values[i] = ec._Session_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "current":
+			out.Values[i] = ec._Session_current(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var snippetPartImplementors = []string{"SnippetPart"}
 
 func (ec *executionContext) _SnippetPart(ctx context.Context, sel ast.SelectionSet, obj *model.SnippetPart) graphql.Marshaler {
@@ -20047,6 +22705,92 @@ func (ec *executionContext) _Thumbnail(ctx context.Context, sel ast.SelectionSet
 			}
 		case "url":
 			out.Values[i] = ec._Thumbnail_url(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var twoFactorKeyImplementors = []string{"TwoFactorKey"}
+
+func (ec *executionContext) _TwoFactorKey(ctx context.Context, sel ast.SelectionSet, obj *model.TwoFactorKey) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, twoFactorKeyImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TwoFactorKey")
+		case "secret":
+			out.Values[i] = ec._TwoFactorKey_secret(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "uri":
+			out.Values[i] = ec._TwoFactorKey_uri(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var twoFactorStatusImplementors = []string{"TwoFactorStatus"}
+
+func (ec *executionContext) _TwoFactorStatus(ctx context.Context, sel ast.SelectionSet, obj *model.TwoFactorStatus) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, twoFactorStatusImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TwoFactorStatus")
+		case "enabled":
+			out.Values[i] = ec._TwoFactorStatus_enabled(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "recoveryCodesLeft":
+			out.Values[i] = ec._TwoFactorStatus_recoveryCodesLeft(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -21749,6 +24493,36 @@ func (ec *executionContext) marshalNInvite2githubᚗcomᚋkillrchatᚋchatqlᚋs
 	return ec._Invite(ctx, sel, &v)
 }
 
+func (ec *executionContext) marshalNLinkedIdentity2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐLinkedIdentity(ctx context.Context, sel ast.SelectionSet, v model.LinkedIdentity) graphql.Marshaler {
+	return ec._LinkedIdentity(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNLinkedIdentity2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐLinkedIdentityᚄ(ctx context.Context, sel ast.SelectionSet, v []model.LinkedIdentity) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNLinkedIdentity2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐLinkedIdentity(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNLinkedIdentity2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐLinkedIdentity(ctx context.Context, sel ast.SelectionSet, v *model.LinkedIdentity) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._LinkedIdentity(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNMessage2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐMessage(ctx context.Context, sel ast.SelectionSet, v store.Message) graphql.Marshaler {
 	return ec._Message(ctx, sel, &v)
 }
@@ -21796,6 +24570,16 @@ func (ec *executionContext) marshalNMessageEdge2ᚕgithubᚗcomᚋkillrchatᚋch
 	return ret
 }
 
+func (ec *executionContext) marshalNOidcAuthorization2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐOidcAuthorization(ctx context.Context, sel ast.SelectionSet, v *model.OidcAuthorization) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._OidcAuthorization(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -21804,6 +24588,46 @@ func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋkillrchatᚋchatq
 		return graphql.Null
 	}
 	return ec._PageInfo(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNPasskey2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐPasskey(ctx context.Context, sel ast.SelectionSet, v model.Passkey) graphql.Marshaler {
+	return ec._Passkey(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNPasskey2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐPasskeyᚄ(ctx context.Context, sel ast.SelectionSet, v []model.Passkey) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPasskey2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐPasskey(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNPasskey2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐPasskey(ctx context.Context, sel ast.SelectionSet, v *model.Passkey) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Passkey(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNPasskeyCeremony2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐPasskeyCeremony(ctx context.Context, sel ast.SelectionSet, v *model.PasskeyCeremony) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._PasskeyCeremony(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNPinnedMessage2githubᚗcomᚋkillrchatᚋchatqlᚋchatᚐPinnedMessage(ctx context.Context, sel ast.SelectionSet, v chat.PinnedMessage) graphql.Marshaler {
@@ -22026,6 +24850,36 @@ func (ec *executionContext) marshalNSearchEdge2ᚕgithubᚗcomᚋkillrchatᚋcha
 	return ret
 }
 
+func (ec *executionContext) marshalNSession2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐSession(ctx context.Context, sel ast.SelectionSet, v model.Session) graphql.Marshaler {
+	return ec._Session(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSession2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐSessionᚄ(ctx context.Context, sel ast.SelectionSet, v []model.Session) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSession2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐSession(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNSignInMethod2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐSignInMethod(ctx context.Context, v any) (model.SignInMethod, error) {
+	var res model.SignInMethod
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSignInMethod2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐSignInMethod(ctx context.Context, sel ast.SelectionSet, v model.SignInMethod) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNSignupInput2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐSignupInput(ctx context.Context, v any) (model.SignupInput, error) {
 	res, err := ec.unmarshalInputSignupInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -22152,6 +25006,26 @@ func (ec *executionContext) marshalNTime2ᚖtimeᚐTime(ctx context.Context, sel
 		}
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNTwoFactorKey2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐTwoFactorKey(ctx context.Context, sel ast.SelectionSet, v *model.TwoFactorKey) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._TwoFactorKey(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNTwoFactorStatus2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐTwoFactorStatus(ctx context.Context, sel ast.SelectionSet, v *model.TwoFactorStatus) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._TwoFactorStatus(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNUpload2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUpload(ctx context.Context, sel ast.SelectionSet, v *model.Upload) graphql.Marshaler {

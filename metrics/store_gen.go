@@ -20,6 +20,7 @@ type storeCalls struct {
 	Account                storeCall
 	AddDigestNotices       storeCall
 	AddGroupMember         storeCall
+	AddPasskey             storeCall
 	AddPushSubscription    storeCall
 	AddWebhook             storeCall
 	AllWebhooks            storeCall
@@ -46,9 +47,11 @@ type storeCalls struct {
 	CreateUser             storeCall
 	DeleteAccount          storeCall
 	DeleteMessage          storeCall
+	DeletePasskey          storeCall
 	DeleteRoom             storeCall
 	DeleteSession          storeCall
 	DeleteSessions         storeCall
+	DeleteTwoFactor        storeCall
 	DigestNotices          storeCall
 	DoomFiles              storeCall
 	DoomOwnerFiles         storeCall
@@ -60,6 +63,7 @@ type storeCalls struct {
 	GroupMessages          storeCall
 	GroupMessagesAfter     storeCall
 	HideMessage            storeCall
+	Identity               storeCall
 	Inbox                  storeCall
 	InboxEntries           storeCall
 	InboxEvents            storeCall
@@ -70,6 +74,7 @@ type storeCalls struct {
 	LeaseWebhook           storeCall
 	LeaveGroup             storeCall
 	LeaveRoom              storeCall
+	LinkIdentity           storeCall
 	LogMention             storeCall
 	MarkNoticesDone        storeCall
 	MarkRead               storeCall
@@ -92,6 +97,7 @@ type storeCalls struct {
 	PostMessage            storeCall
 	PushPreviews           storeCall
 	PushSubscriptions      storeCall
+	PutTwoFactor           storeCall
 	React                  storeCall
 	Reactions              storeCall
 	ReleaseFiles           storeCall
@@ -128,13 +134,18 @@ type storeCalls struct {
 	ThreadReplies          storeCall
 	ThreadRepliesAfter     storeCall
 	ThreadSummaries        storeCall
+	TwoFactor              storeCall
 	Unblock                storeCall
 	Unmute                 storeCall
 	UnpinMessage           storeCall
+	UpdatePasskey          storeCall
 	UpdateProfile          storeCall
 	UseEmailToken          storeCall
 	UseInvite              storeCall
 	User                   storeCall
+	UserIdentities         storeCall
+	UserPasskeys           storeCall
+	UserSessions           storeCall
 	VerifiedEmailLogin     storeCall
 	VerifyEmail            storeCall
 	Webhook                storeCall
@@ -145,6 +156,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		Account:                m.call("Account"),
 		AddDigestNotices:       m.call("AddDigestNotices"),
 		AddGroupMember:         m.call("AddGroupMember"),
+		AddPasskey:             m.call("AddPasskey"),
 		AddPushSubscription:    m.call("AddPushSubscription"),
 		AddWebhook:             m.call("AddWebhook"),
 		AllWebhooks:            m.call("AllWebhooks"),
@@ -171,9 +183,11 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		CreateUser:             m.call("CreateUser"),
 		DeleteAccount:          m.call("DeleteAccount"),
 		DeleteMessage:          m.call("DeleteMessage"),
+		DeletePasskey:          m.call("DeletePasskey"),
 		DeleteRoom:             m.call("DeleteRoom"),
 		DeleteSession:          m.call("DeleteSession"),
 		DeleteSessions:         m.call("DeleteSessions"),
+		DeleteTwoFactor:        m.call("DeleteTwoFactor"),
 		DigestNotices:          m.call("DigestNotices"),
 		DoomFiles:              m.call("DoomFiles"),
 		DoomOwnerFiles:         m.call("DoomOwnerFiles"),
@@ -185,6 +199,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		GroupMessages:          m.call("GroupMessages"),
 		GroupMessagesAfter:     m.call("GroupMessagesAfter"),
 		HideMessage:            m.call("HideMessage"),
+		Identity:               m.call("Identity"),
 		Inbox:                  m.call("Inbox"),
 		InboxEntries:           m.call("InboxEntries"),
 		InboxEvents:            m.call("InboxEvents"),
@@ -195,6 +210,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		LeaseWebhook:           m.call("LeaseWebhook"),
 		LeaveGroup:             m.call("LeaveGroup"),
 		LeaveRoom:              m.call("LeaveRoom"),
+		LinkIdentity:           m.call("LinkIdentity"),
 		LogMention:             m.call("LogMention"),
 		MarkNoticesDone:        m.call("MarkNoticesDone"),
 		MarkRead:               m.call("MarkRead"),
@@ -217,6 +233,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		PostMessage:            m.call("PostMessage"),
 		PushPreviews:           m.call("PushPreviews"),
 		PushSubscriptions:      m.call("PushSubscriptions"),
+		PutTwoFactor:           m.call("PutTwoFactor"),
 		React:                  m.call("React"),
 		Reactions:              m.call("Reactions"),
 		ReleaseFiles:           m.call("ReleaseFiles"),
@@ -253,13 +270,18 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		ThreadReplies:          m.call("ThreadReplies"),
 		ThreadRepliesAfter:     m.call("ThreadRepliesAfter"),
 		ThreadSummaries:        m.call("ThreadSummaries"),
+		TwoFactor:              m.call("TwoFactor"),
 		Unblock:                m.call("Unblock"),
 		Unmute:                 m.call("Unmute"),
 		UnpinMessage:           m.call("UnpinMessage"),
+		UpdatePasskey:          m.call("UpdatePasskey"),
 		UpdateProfile:          m.call("UpdateProfile"),
 		UseEmailToken:          m.call("UseEmailToken"),
 		UseInvite:              m.call("UseInvite"),
 		User:                   m.call("User"),
+		UserIdentities:         m.call("UserIdentities"),
+		UserPasskeys:           m.call("UserPasskeys"),
+		UserSessions:           m.call("UserSessions"),
 		VerifiedEmailLogin:     m.call("VerifiedEmailLogin"),
 		VerifyEmail:            m.call("VerifyEmail"),
 		Webhook:                m.call("Webhook"),
@@ -285,6 +307,13 @@ func (s *timedStore) AddGroupMember(ctx context.Context, a1 string, a2 store.Use
 	r0, r1, err := s.Store.AddGroupMember(ctx, a1, a2, a3, a4, a5...)
 	s.calls.AddGroupMember.done(ctx, start, err)
 	return r0, r1, err
+}
+
+func (s *timedStore) AddPasskey(ctx context.Context, a1 store.Passkey) error {
+	start := now()
+	err := s.Store.AddPasskey(ctx, a1)
+	s.calls.AddPasskey.done(ctx, start, err)
+	return err
 }
 
 func (s *timedStore) AddPushSubscription(ctx context.Context, a1 string, a2 store.PushSubscription) error {
@@ -469,6 +498,13 @@ func (s *timedStore) DeleteMessage(ctx context.Context, a1 store.Message, a2 sto
 	return r0, err
 }
 
+func (s *timedStore) DeletePasskey(ctx context.Context, a1 string, a2 []uint8) error {
+	start := now()
+	err := s.Store.DeletePasskey(ctx, a1, a2)
+	s.calls.DeletePasskey.done(ctx, start, err)
+	return err
+}
+
 func (s *timedStore) DeleteRoom(ctx context.Context, a1 string, a2 store.UserRef) (store.Room, store.Event, error) {
 	start := now()
 	r0, r1, err := s.Store.DeleteRoom(ctx, a1, a2)
@@ -487,6 +523,13 @@ func (s *timedStore) DeleteSessions(ctx context.Context, a1 string, a2 string) e
 	start := now()
 	err := s.Store.DeleteSessions(ctx, a1, a2)
 	s.calls.DeleteSessions.done(ctx, start, err)
+	return err
+}
+
+func (s *timedStore) DeleteTwoFactor(ctx context.Context, a1 string, a2 int) error {
+	start := now()
+	err := s.Store.DeleteTwoFactor(ctx, a1, a2)
+	s.calls.DeleteTwoFactor.done(ctx, start, err)
 	return err
 }
 
@@ -567,6 +610,13 @@ func (s *timedStore) HideMessage(ctx context.Context, a1 store.Message, a2 store
 	return r0, err
 }
 
+func (s *timedStore) Identity(ctx context.Context, a1 string, a2 string) (store.Identity, error) {
+	start := now()
+	r0, err := s.Store.Identity(ctx, a1, a2)
+	s.calls.Identity.done(ctx, start, err)
+	return r0, err
+}
+
 func (s *timedStore) Inbox(ctx context.Context, a1 string) ([]store.Conversation, error) {
 	start := now()
 	r0, err := s.Store.Inbox(ctx, a1)
@@ -635,6 +685,13 @@ func (s *timedStore) LeaveRoom(ctx context.Context, a1 string, a2 store.UserRef)
 	r0, err := s.Store.LeaveRoom(ctx, a1, a2)
 	s.calls.LeaveRoom.done(ctx, start, err)
 	return r0, err
+}
+
+func (s *timedStore) LinkIdentity(ctx context.Context, a1 store.Identity) error {
+	start := now()
+	err := s.Store.LinkIdentity(ctx, a1)
+	s.calls.LinkIdentity.done(ctx, start, err)
+	return err
 }
 
 func (s *timedStore) LogMention(ctx context.Context, a1 store.Message, a2 []string) (store.Event, error) {
@@ -789,6 +846,13 @@ func (s *timedStore) PushSubscriptions(ctx context.Context, a1 string) ([]store.
 	r0, err := s.Store.PushSubscriptions(ctx, a1)
 	s.calls.PushSubscriptions.done(ctx, start, err)
 	return r0, err
+}
+
+func (s *timedStore) PutTwoFactor(ctx context.Context, a1 store.TwoFactor, a2 int) error {
+	start := now()
+	err := s.Store.PutTwoFactor(ctx, a1, a2)
+	s.calls.PutTwoFactor.done(ctx, start, err)
+	return err
 }
 
 func (s *timedStore) React(ctx context.Context, a1 store.Message, a2 store.UserRef, a3 string, a4 bool) (store.Event, error) {
@@ -1043,6 +1107,13 @@ func (s *timedStore) ThreadSummaries(ctx context.Context, a1 []store.Message) (m
 	return r0, err
 }
 
+func (s *timedStore) TwoFactor(ctx context.Context, a1 string) (store.TwoFactor, error) {
+	start := now()
+	r0, err := s.Store.TwoFactor(ctx, a1)
+	s.calls.TwoFactor.done(ctx, start, err)
+	return r0, err
+}
+
 func (s *timedStore) Unblock(ctx context.Context, a1 string, a2 string) error {
 	start := now()
 	err := s.Store.Unblock(ctx, a1, a2)
@@ -1062,6 +1133,13 @@ func (s *timedStore) UnpinMessage(ctx context.Context, a1 string, a2 store.Messa
 	r0, err := s.Store.UnpinMessage(ctx, a1, a2, a3)
 	s.calls.UnpinMessage.done(ctx, start, err)
 	return r0, err
+}
+
+func (s *timedStore) UpdatePasskey(ctx context.Context, a1 store.Passkey) error {
+	start := now()
+	err := s.Store.UpdatePasskey(ctx, a1)
+	s.calls.UpdatePasskey.done(ctx, start, err)
+	return err
 }
 
 func (s *timedStore) UpdateProfile(ctx context.Context, a1 string, a2 store.ProfileUpdate) (store.User, error) {
@@ -1089,6 +1167,27 @@ func (s *timedStore) User(ctx context.Context, a1 string) (store.User, error) {
 	start := now()
 	r0, err := s.Store.User(ctx, a1)
 	s.calls.User.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) UserIdentities(ctx context.Context, a1 string) ([]store.Identity, error) {
+	start := now()
+	r0, err := s.Store.UserIdentities(ctx, a1)
+	s.calls.UserIdentities.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) UserPasskeys(ctx context.Context, a1 string) ([]store.Passkey, error) {
+	start := now()
+	r0, err := s.Store.UserPasskeys(ctx, a1)
+	s.calls.UserPasskeys.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) UserSessions(ctx context.Context, a1 string) ([]store.Session, error) {
+	start := now()
+	r0, err := s.Store.UserSessions(ctx, a1)
+	s.calls.UserSessions.done(ctx, start, err)
 	return r0, err
 }
 

@@ -49,7 +49,9 @@ func NewAddresses(trusted []netip.Prefix) *Addresses {
 // are gone before any operation runs).
 func (a *Addresses) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := context.WithValue(r.Context(), addressKey{}, addressKeyOf(a.client(r)))
+		client := a.client(r)
+		ctx := context.WithValue(r.Context(), addressKey{}, addressKeyOf(client))
+		ctx = context.WithValue(ctx, clientKey{}, client)
 		if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") && !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 			ctx = context.WithValue(ctx, retryAfterKey{}, &retryAfterHeader{header: w.Header()})
 		}
@@ -118,6 +120,18 @@ func AddressFrom(ctx context.Context) string {
 		return a
 	}
 	return "unknown"
+}
+
+type clientKey struct{}
+
+// ClientAddressFrom returns the client address that Middleware put in ctx,
+// as it is (an IPv6 address whole), or "" if unknown: what a user's list
+// of their sessions shows.
+func ClientAddressFrom(ctx context.Context) string {
+	if a, ok := ctx.Value(clientKey{}).(netip.Addr); ok && a.IsValid() {
+		return a.String()
+	}
+	return ""
 }
 
 type retryAfterKey struct{}

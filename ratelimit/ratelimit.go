@@ -27,6 +27,8 @@ const (
 	EmailTo                     // emails of links (verification, password reset), per recipient address
 	EmailRequest                // asking for an emailed link or using one, per client address
 	Search                      // searchMessages, searchUsers, searchRooms, per user
+	Account                     // changes to how one signs in (two-factor, passkeys, identities, ending sessions), per user
+	SecondFactor                // one-time codes tried (two-factor), per login
 	numActions
 )
 
@@ -42,11 +44,13 @@ var actionNames = [numActions]struct{ key, words, name string }{
 	EmailTo:       {"email-to", "emails to this address", "email_to"},
 	EmailRequest:  {"email-req", "email requests from this address", "email_request"},
 	Search:        {"search", "searches", "search"},
+	Account:       {"account", "sign-in changes", "account"},
+	SecondFactor:  {"2fa", "one-time codes tried for this login", "second_factor"},
 }
 
 // Name is the action's name in metrics: post, room_change,
 // direct_message, signup, login, login_address, typing, upload,
-// email_to, email_request, search.
+// email_to, email_request, search, account, second_factor.
 func (a Action) Name() string { return actionNames[a].name }
 
 // Actions are every limited action.
@@ -78,6 +82,8 @@ var DefaultLimits = Limits{
 	EmailTo:       {Rate: 5, Period: time.Hour, Burst: 5},
 	EmailRequest:  {Rate: 10, Period: time.Minute, Burst: 10},
 	Search:        {Rate: 2, Period: time.Second, Burst: 10},
+	Account:       {Rate: 30, Period: time.Minute, Burst: 30},
+	SecondFactor:  {Rate: 5, Period: time.Minute, Burst: 5},
 }
 
 // Limiter limits how often each key may do one action.

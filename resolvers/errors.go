@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -69,6 +70,10 @@ func (r *Resolver) present(ctx context.Context, err error) *gqlerror.Error {
 	}
 	if seconds, ok := apierror.RetryAfter(err); ok {
 		presented.Extensions["retryAfter"] = seconds
+	}
+	if challenge, expires, ok := apierror.Challenge(err); ok {
+		presented.Extensions["challenge"] = challenge
+		presented.Extensions["challengeExpiresAt"] = expires.UTC().Format(time.RFC3339)
 	}
 	return presented
 }

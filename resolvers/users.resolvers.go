@@ -48,8 +48,8 @@ func (r *mutationResolver) Signup(ctx context.Context, input model.SignupInput) 
 }
 
 // Login is the resolver for the login field.
-func (r *mutationResolver) Login(ctx context.Context, login string, password string) (*model.AuthPayload, error) {
-	pair, u, err := r.Service.Login(ctx, login, password)
+func (r *mutationResolver) Login(ctx context.Context, login string, password string, device *string) (*model.AuthPayload, error) {
+	pair, u, err := r.Service.Login(ctx, login, password, deref(device))
 	if err != nil {
 		return nil, err
 	}

@@ -122,6 +122,9 @@ type Config struct {
 	// which the signed URLs of files on disk start with; empty: the host
 	// each request came to.
 	PublicURL string
+	// OIDC configures sign-in with an OpenID Connect provider (Issuer
+	// empty: none).
+	OIDC auth.OIDCConfig
 	// FileLimits bound files: their size, the quota, images' pixels, and
 	// how long signed URLs and unsent files last.
 	FileLimits files.Limits
@@ -238,6 +241,10 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.DurationVar(&c.EmailLinkTTL, "email-link-ttl", env.duration("CHAT_EMAIL_LINK_TTL", chat.DefaultLinkTTL), "how long an emailed verification or password reset link works (CHAT_EMAIL_LINK_TTL)")
 	digestAfter := fs.String("email-digest-after", env.str("CHAT_EMAIL_DIGEST_AFTER", chat.DefaultDigestAfter.String()), "how long someone is away with unread mentions or direct messages before a digest of them is emailed to their verified address; 0 or off: no digests (CHAT_EMAIL_DIGEST_AFTER)")
 	fs.DurationVar(&c.EmailDigestEvery, "email-digest-every", env.duration("CHAT_EMAIL_DIGEST_EVERY", chat.DefaultDigestEvery), "the least time between two email digests to one person (CHAT_EMAIL_DIGEST_EVERY)")
+	fs.StringVar(&c.OIDC.Issuer, "oidc-issuer", env.str("CHAT_OIDC_ISSUER", ""), "the OpenID Connect provider's issuer URL, to sign in with it; empty: no single sign-on (CHAT_OIDC_ISSUER)")
+	fs.StringVar(&c.OIDC.ClientID, "oidc-client-id", env.str("CHAT_OIDC_CLIENT_ID", ""), "this server's client id at the OpenID Connect provider (CHAT_OIDC_CLIENT_ID)")
+	fs.StringVar(&c.OIDC.ClientSecret, "oidc-client-secret", env.str("CHAT_OIDC_CLIENT_SECRET", ""), "this server's client secret at the OpenID Connect provider (CHAT_OIDC_CLIENT_SECRET)")
+	fs.StringVar(&c.OIDC.RedirectURL, "oidc-redirect-url", env.str("CHAT_OIDC_REDIRECT_URL", ""), "where the provider sends the browser back with the code, registered there; empty: the public URL's /?oidc (CHAT_OIDC_REDIRECT_URL)")
 	c.RateLimits = ratelimit.DefaultLimits
 	for _, f := range rateFlags {
 		l := &c.RateLimits[f.action]
@@ -374,6 +381,8 @@ var rateFlags = []struct {
 	{ratelimit.LoginAddress, "rate-logins-per-address", "CHAT_RATE_LOGINS_PER_ADDRESS", "login attempts per client address"},
 	{ratelimit.EmailTo, "rate-emails-per-recipient", "CHAT_RATE_EMAILS_PER_RECIPIENT", "emailed links (verification, password reset) per recipient address"},
 	{ratelimit.EmailRequest, "rate-email-requests-per-address", "CHAT_RATE_EMAIL_REQUESTS_PER_ADDRESS", "requests for an emailed link, and uses of one, per client address"},
+	{ratelimit.Account, "rate-account-changes", "CHAT_RATE_ACCOUNT_CHANGES", "changes to how one signs in (endSession, two-factor, passkeys, identities) per user"},
+	{ratelimit.SecondFactor, "rate-codes-per-login", "CHAT_RATE_CODES_PER_LOGIN", "one-time codes tried (two-factor) per login"},
 }
 
 func splitList(s string) []string {

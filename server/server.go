@@ -194,7 +194,25 @@ func NewOnStore(ctx context.Context, cfg Config, log *slog.Logger, st store.Stor
 	}
 	s.passwords = passwords
 	s.streams = &stream.Source{Store: s.store, Broker: s.broker}
-	core := &chat.Service{Store: s.store, Broker: s.broker, Streams: s.streams, Sessions: sessions, Passwords: passwords, Log: log, Limits: limits, MaxRoomsPerUser: cfg.MaxRoomsPerUser, Clock: cfg.IDClock}
+	passkeys, err := auth.NewPasskeys(sessions, cfg.PublicURL)
+	if err != nil {
+		endStreams()
+		_ = s.broker.Close()
+		return nil, err
+	}
+	var sso *auth.OIDC
+	if cfg.OIDC.Issuer != "" {
+		oc := cfg.OIDC
+		if oc.RedirectURL == "" && cfg.PublicURL != "" {
+			oc.RedirectURL = strings.TrimSuffix(cfg.PublicURL, "/") + "/?oidc"
+		}
+		if sso, err = auth.NewOIDC(sessions, oc); err != nil {
+			endStreams()
+			_ = s.broker.Close()
+			return nil, err
+		}
+	}
+	core := &chat.Service{Store: s.store, Broker: s.broker, Streams: s.streams, Sessions: sessions, PasskeyCeremonies: passkeys, OIDC: sso, Passwords: passwords, Log: log, Limits: limits, MaxRoomsPerUser: cfg.MaxRoomsPerUser, Clock: cfg.IDClock}
 	core.Typists = core.NewTyping()
 	core.Profiles = chat.NewProfiles(s.store, log, 0, cfg.ProfileTTL)
 	s.profiles = core.Profiles

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -22,7 +24,33 @@ type Session struct {
 	// ExpiresAt is when the current refresh token stops being accepted, and
 	// the session ends with it. Backends may forget a session after it.
 	ExpiresAt time.Time
+
+	// What the session shows its user of itself in their list of devices
+	// (see UserSessions). Device names the client (its own name, or a
+	// summary of its User-Agent); Address is the client address of the
+	// sign-in or the last refresh; Method is how the session signed in
+	// (SignInPassword, ...); LastSeenAt is the sign-in or the last refresh:
+	// a rotation writes them with the rest, so "last seen" costs no write of
+	// its own.
+	Device     string
+	Address    string
+	Method     string
+	LastSeenAt time.Time
+	// TwoFactor reports whether the session proved a second factor (a
+	// one-time code) or signed in with one that counts as two (a passkey).
+	TwoFactor bool
 }
+
+// The ways a session signs in: Session.Method.
+const (
+	SignInPassword = "password"
+	SignInPasskey  = "passkey"
+	SignInOIDC     = "oidc"
+)
+
+// MaxListedSessions caps the sessions UserSessions returns: the newest
+// seen.
+const MaxListedSessions = 200
 
 // Sessions is the persistence contract of logins: sessions and their
 // refresh tokens, and password changes, which end sessions. Revoking a
@@ -45,6 +73,10 @@ type Sessions interface {
 	// gone.
 	RotateSession(ctx context.Context, next Session, from int) error
 
+	// UserSessions returns login's live sessions, the most recently seen
+	// (LastSeenAt) first, at most MaxListedSessions.
+	UserSessions(ctx context.Context, login string) ([]Session, error)
+
 	// DeleteSession revokes one session. Deleting a session that is gone
 	// is harmless.
 	DeleteSession(ctx context.Context, login, id string) error
@@ -58,4 +90,16 @@ type Sessions interface {
 	// one password one wins. Returns ErrNotFound if there is no such user,
 	// ErrConflict if the hash changed meanwhile.
 	ChangePassword(ctx context.Context, login string, oldHash, newHash []byte) error
+}
+
+// NewestSeen sorts sessions by LastSeenAt, newest first (then by id), and
+// keeps the first MaxListedSessions: what UserSessions returns.
+func NewestSeen(sessions []Session) []Session {
+	slices.SortFunc(sessions, func(a, b Session) int {
+		if c := b.LastSeenAt.Compare(a.LastSeenAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return sessions[:min(len(sessions), MaxListedSessions)]
 }

@@ -190,6 +190,9 @@ type Store interface {
 	Email
 	MessageSearch
 	Directory
+	TwoFactors
+	Passkeys
+	Identities
 
 	// CreateUser stores a new account. Logins are unique: the write is a
 	// compare-and-set (INSERT ... IF NOT EXISTS), so of many concurrent signups

@@ -84,6 +84,18 @@ type InboxEvent struct {
 	Cursor *string `json:"cursor,omitempty"`
 }
 
+// An account at the OpenID Connect provider linked to the caller's: signing in there signs in here.
+type LinkedIdentity struct {
+	// The provider (the ID token's iss).
+	Issuer string `json:"issuer"`
+	// The account at the provider (the ID token's sub).
+	Subject string `json:"subject"`
+	// The email address the provider gave; may be empty.
+	Email string `json:"email"`
+	// When it was linked.
+	LinkedAt time.Time `json:"linkedAt"`
+}
+
 // A page of messages, newest first, whichever way it was asked for.
 type MessageConnection struct {
 	// The messages of this page, newest first.
@@ -104,6 +116,14 @@ type MessageEdge struct {
 type Mutation struct {
 }
 
+// Where to send the browser to sign in at the OpenID Connect provider, and the flow's state.
+type OidcAuthorization struct {
+	// The provider's authorization URL (code flow, PKCE S256): send the browser there.
+	URL string `json:"url"`
+	// The flow's state, sealed by the server: keep it (valid 10 minutes) and send it back with the code.
+	Flow string `json:"flow"`
+}
+
 // Where a page starts and ends, for cursor pagination (Relay's PageInfo). Pages go forward only: `first` and `after`.
 type PageInfo struct {
 	// Whether items follow this page's end: pass `endCursor` as `after` to read them. A list of messages reads it from the store, whichever way it was paged.
@@ -114,6 +134,30 @@ type PageInfo struct {
 	StartCursor *string `json:"startCursor,omitempty"`
 	// The cursor of the last edge: pass it as `after` to get the next page. Null on an empty page.
 	EndCursor *string `json:"endCursor,omitempty"`
+}
+
+// A passkey (WebAuthn credential) the caller registered to sign in with.
+type Passkey struct {
+	// The credential's id, base64url: `deletePasskey(id:)` deletes it.
+	ID string `json:"id"`
+	// The name the caller gave it.
+	Name string `json:"name"`
+	// When it was registered.
+	CreatedAt time.Time `json:"createdAt"`
+	// The last sign-in with it; null if never.
+	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
+}
+
+// One step of a WebAuthn ceremony, for the browser to run: `options` for
+// `navigator.credentials.create` or `.get`, and the ceremony's `state` to send
+// back with the authenticator's answer (valid 5 minutes).
+type PasskeyCeremony struct {
+	// The options as JSON, `{"publicKey": {...}}` with binary values in
+	// base64url: `PublicKeyCredential.parseCreationOptionsFromJSON` (or
+	// `parseRequestOptionsFromJSON`) reads its `publicKey`.
+	Options string `json:"options"`
+	// The ceremony's state, sealed by the server: send it back as it is.
+	State string `json:"state"`
 }
 
 // A change to the caller's profile: fields left out (or null) are kept.
@@ -200,6 +244,33 @@ type SearchEdge struct {
 	Snippet []SnippetPart `json:"snippet"`
 }
 
+// One of the caller's sessions: a device signed in, as `sessions` lists them.
+// Each login (or passkey or single sign-on) starts one; refreshing its tokens
+// keeps it going, and `logout` or `endSession` ends it.
+type Session struct {
+	// The session's id: `endSession(id:)` ends it.
+	ID string `json:"id"`
+	// The device's name: what the client gave at sign-in (`login(device:)`), or
+	// a summary of its User-Agent, such as "Firefox on Linux".
+	Device string `json:"device"`
+	// The client address of the sign-in or of the last refresh; empty if unknown.
+	Address string `json:"address"`
+	// How the session signed in.
+	SignInMethod SignInMethod `json:"signInMethod"`
+	// Whether the session proved a second factor: a one-time code, or a passkey.
+	TwoFactor bool `json:"twoFactor"`
+	// When it signed in.
+	CreatedAt time.Time `json:"createdAt"`
+	// When it was last seen: the sign-in or the last refresh of its tokens (a
+	// client refreshes at least once per access token lifetime, CHAT_TOKEN_TTL,
+	// while it is in use).
+	LastSeenAt time.Time `json:"lastSeenAt"`
+	// When the session ends unless refreshed (its refresh token's expiry).
+	ExpiresAt time.Time `json:"expiresAt"`
+	// Whether this is the session of the token making the request.
+	Current bool `json:"current"`
+}
+
 // A new account.
 type SignupInput struct {
 	// 3 to 32 characters: lowercase letters, digits, '.', '_' or '-', starting with a letter or digit.
@@ -240,6 +311,22 @@ type Thumbnail struct {
 	Height int `json:"height"`
 	// A signed link to it, valid for at least an hour.
 	URL string `json:"url"`
+}
+
+// A new TOTP key (RFC 6238: 6 digits every 30 s, SHA-1) for an authenticator app, shown once.
+type TwoFactorKey struct {
+	// The key in base32, to type into the app.
+	Secret string `json:"secret"`
+	// The key as an otpauth:// URI, to show as a QR code.
+	URI string `json:"uri"`
+}
+
+// The caller's two-factor sign-in, as `twoFactor` shows it.
+type TwoFactorStatus struct {
+	// Whether sign-in asks for a one-time code (set by `confirmTwoFactor`).
+	Enabled bool `json:"enabled"`
+	// How many unused recovery codes are left (each works once).
+	RecoveryCodesLeft int `json:"recoveryCodesLeft"`
 }
 
 // Where and how to send a file's bytes: `createUpload`'s answer.
@@ -582,6 +669,67 @@ func (e *RoomKind) UnmarshalJSON(b []byte) error {
 }
 
 func (e RoomKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// How a session signed in.
+type SignInMethod string
+
+const (
+	// With the login's password (and a one-time code if two-factor sign-in is on).
+	SignInMethodPassword SignInMethod = "PASSWORD"
+	// With a passkey (WebAuthn), no password.
+	SignInMethodPasskey SignInMethod = "PASSKEY"
+	// With an OpenID Connect provider.
+	SignInMethodOidc SignInMethod = "OIDC"
+)
+
+var AllSignInMethod = []SignInMethod{
+	SignInMethodPassword,
+	SignInMethodPasskey,
+	SignInMethodOidc,
+}
+
+func (e SignInMethod) IsValid() bool {
+	switch e {
+	case SignInMethodPassword, SignInMethodPasskey, SignInMethodOidc:
+		return true
+	}
+	return false
+}
+
+func (e SignInMethod) String() string {
+	return string(e)
+}
+
+func (e *SignInMethod) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = SignInMethod(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid SignInMethod", str)
+	}
+	return nil
+}
+
+func (e SignInMethod) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *SignInMethod) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e SignInMethod) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

@@ -119,6 +119,12 @@ var schemaV19 string
 //go:embed schema_v20.cql
 var schemaV20 string
 
+// schemaV21 adds what sessions show in the list of devices, two-factor
+// sign-in, passkeys and OpenID Connect identities.
+//
+//go:embed schema_v21.cql
+var schemaV21 string
+
 // schemaV22 adds room settings, pins, slow mode, invite links and the
 // choice not to send read receipts.
 //
@@ -165,6 +171,7 @@ var migrations = []migration{
 	{version: 18, description: "webhooks, webhook_leases", cql: schemaV18},
 	{version: 19, description: "users.bot, users.owner, bots_by_owner, bot_keys", cql: schemaV19},
 	{version: 20, description: "users.email_verified, users.digests_off, users.digest_sent_at, email_tokens, email_logins, digest_due, digest_notices, push_subscriptions.session", cql: schemaV20},
+	{version: 21, description: "sessions' devices, two_factor, passkeys, oidc_identities", cql: schemaV21},
 	{version: 22, description: "chat_rooms.title, chat_rooms.slow_mode, users.no_read_receipts, room_pins, room_post_turns, group_invites, group_invites_by_room", cql: schemaV22},
 	{version: 23, description: "chat_room_messages.search_terms, users.search_prefixes, chat_rooms.search_prefixes and their indexes", cql: schemaV23},
 }

@@ -19,13 +19,19 @@ import (
 // older timestamp.
 
 const (
-	insertSession = `INSERT INTO sessions (login, session_id, refresh_hash, generation, created_at, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
-	selectSession = `SELECT refresh_hash, generation, created_at, expires_at
+	insertSession = `INSERT INTO sessions (login, session_id, refresh_hash, generation, created_at, expires_at,
+			device, address, method, last_seen_at, two_factor)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
+	sessionColumns = `refresh_hash, generation, created_at, expires_at, device, address, method, last_seen_at, two_factor`
+	selectSession  = `SELECT ` + sessionColumns + `
 		FROM sessions WHERE login = ? AND session_id = ?`
-	selectSessionIDs = `SELECT session_id FROM sessions WHERE login = ?`
-	rotateSession    = `UPDATE sessions USING TTL ?
-		SET refresh_hash = ?, generation = ?, created_at = ?, expires_at = ?
+	selectSessionIDs  = `SELECT session_id FROM sessions WHERE login = ?`
+	selectUserSession = `SELECT session_id, ` + sessionColumns + ` FROM sessions WHERE login = ?`
+	// A rotation writes every column: the row's cells each live until the
+	// TTL they were written with.
+	rotateSession = `UPDATE sessions USING TTL ?
+		SET refresh_hash = ?, generation = ?, created_at = ?, expires_at = ?,
+			device = ?, address = ?, method = ?, last_seen_at = ?, two_factor = ?
 		WHERE login = ? AND session_id = ? IF generation = ?`
 	deleteSession  = `DELETE FROM sessions WHERE login = ? AND session_id = ? IF EXISTS`
 	changePassword = `UPDATE users SET pass_hash = ? WHERE login = ? IF pass_hash = ?`
@@ -38,7 +44,8 @@ func ttlUntil(t time.Time) int {
 
 // CreateSession stores a new session with INSERT ... IF NOT EXISTS.
 func (db *DB) CreateSession(ctx context.Context, s store.Session) error {
-	q := db.query(ctx, insertSession, s.Login, s.ID, s.RefreshHash, s.Generation, s.CreatedAt, s.ExpiresAt, ttlUntil(s.ExpiresAt))
+	q := db.query(ctx, insertSession, s.Login, s.ID, s.RefreshHash, s.Generation, s.CreatedAt, s.ExpiresAt,
+		s.Device, s.Address, s.Method, s.LastSeenAt, s.TwoFactor, ttlUntil(s.ExpiresAt))
 	applied, err := lwt(ctx, q, nil, func(ctx context.Context) (casOutcome, error) {
 		got, err := db.readSession(db.serialRead(ctx, selectSession, s.Login, s.ID), s.Login, s.ID)
 		switch {
@@ -74,15 +81,35 @@ func (db *DB) Session(ctx context.Context, login, id string) (store.Session, err
 
 func (db *DB) readSession(q *gocql.Query, login, id string) (store.Session, error) {
 	s := store.Session{Login: login, ID: id}
-	err := q.Scan(&s.RefreshHash, &s.Generation, &s.CreatedAt, &s.ExpiresAt)
+	err := q.Scan(&s.RefreshHash, &s.Generation, &s.CreatedAt, &s.ExpiresAt, &s.Device, &s.Address, &s.Method, &s.LastSeenAt, &s.TwoFactor)
 	return s, err
+}
+
+// UserSessions reads login's partition of sessions.
+func (db *DB) UserSessions(ctx context.Context, login string) ([]store.Session, error) {
+	iter := db.query(ctx, selectUserSession, login).Iter()
+	now := time.Now()
+	var out []store.Session
+	for {
+		s := store.Session{Login: login}
+		if !iter.Scan(&s.ID, &s.RefreshHash, &s.Generation, &s.CreatedAt, &s.ExpiresAt, &s.Device, &s.Address, &s.Method, &s.LastSeenAt, &s.TwoFactor) {
+			break
+		}
+		if now.Before(s.ExpiresAt) {
+			out = append(out, s)
+		}
+	}
+	if err := iter.Close(); err != nil {
+		return nil, fmt.Errorf("cassandra: read sessions of %q: %w", login, err)
+	}
+	return store.NewestSeen(out), nil
 }
 
 // RotateSession stores next with UPDATE ... IF generation = from.
 func (db *DB) RotateSession(ctx context.Context, next store.Session, from int) error {
 	var current *int // the stored generation when the condition fails; nil if the row is gone
 	q := db.query(ctx, rotateSession, ttlUntil(next.ExpiresAt), next.RefreshHash, next.Generation, next.CreatedAt, next.ExpiresAt,
-		next.Login, next.ID, from)
+		next.Device, next.Address, next.Method, next.LastSeenAt, next.TwoFactor, next.Login, next.ID, from)
 	applied, err := lwt(ctx, q, map[string]any{"generation": &current}, func(ctx context.Context) (casOutcome, error) {
 		got, err := db.readSession(db.serialRead(ctx, selectSession, next.Login, next.ID), next.Login, next.ID)
 		switch {

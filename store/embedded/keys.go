@@ -86,6 +86,14 @@ const (
 	tableEmailLogins   = "email_logins"
 	tableDigestDue     = "digest_due"
 	tableDigestNotices = "digest_notices"
+	// tableTwoFactor holds each user's two-factor settings.
+	tableTwoFactor = "two_factor"
+	// tablePasskeys holds each user's passkeys, a partition per user.
+	tablePasskeys = "passkeys"
+	// tableIdentities finds the account an OpenID Connect identity signs
+	// in; tableUserIdentities lists each account's, a partition per login.
+	tableIdentities     = "oidc_identities"
+	tableUserIdentities = "oidc_identities_by_user"
 
 	// tableRoomMembers is no Cassandra table but this store's index of
 	// chat_rooms' participants (see membersPartition), and tableMeta holds
@@ -464,3 +472,16 @@ func digestNoticesPartition(login string) key { return tuple(tableDigestNotices)
 func digestNoticeKey(login string, id store.MessageID) key {
 	return digestNoticesPartition(login).asc(id)
 }
+
+// twoFactorKey is the row of login's two-factor settings.
+func twoFactorKey(login string) key { return tuple(tableTwoFactor).str(login) }
+
+// passkeysPartition holds login's passkeys, by credential id.
+func passkeysPartition(login string) key { return tuple(tablePasskeys).str(login) }
+
+func passkeyKey(login string, id []byte) key { return passkeysPartition(login).str(string(id)) }
+
+func identityKey(issuer, subject string) key { return tuple(tableIdentities).str(issuer).str(subject) }
+
+// userIdentitiesPartition lists login's identities.
+func userIdentitiesPartition(login string) key { return tuple(tableUserIdentities).str(login) }

@@ -22,14 +22,21 @@ type sessionRow struct {
 	Generation  int       `json:"generation"`
 	CreatedAt   time.Time `json:"created_at"`
 	ExpiresAt   time.Time `json:"expires_at"`
+	Device      string    `json:"device,omitempty"`
+	Address     string    `json:"address,omitempty"`
+	Method      string    `json:"method,omitempty"`
+	LastSeenAt  time.Time `json:"last_seen_at,omitzero"`
+	TwoFactor   bool      `json:"two_factor,omitempty"`
 }
 
 func newSessionRow(s store.Session) sessionRow {
-	return sessionRow{RefreshHash: s.RefreshHash, Generation: s.Generation, CreatedAt: s.CreatedAt.UTC(), ExpiresAt: s.ExpiresAt.UTC()}
+	return sessionRow{RefreshHash: s.RefreshHash, Generation: s.Generation, CreatedAt: s.CreatedAt.UTC(), ExpiresAt: s.ExpiresAt.UTC(),
+		Device: s.Device, Address: s.Address, Method: s.Method, LastSeenAt: s.LastSeenAt.UTC(), TwoFactor: s.TwoFactor}
 }
 
 func (r sessionRow) session(login, id string) store.Session {
-	return store.Session{Login: login, ID: id, RefreshHash: r.RefreshHash, Generation: r.Generation, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}
+	return store.Session{Login: login, ID: id, RefreshHash: r.RefreshHash, Generation: r.Generation, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
+		Device: r.Device, Address: r.Address, Method: r.Method, LastSeenAt: r.LastSeenAt, TwoFactor: r.TwoFactor}
 }
 
 func (r sessionRow) expired(now time.Time) bool { return !now.Before(r.ExpiresAt) }
@@ -111,6 +118,32 @@ func (db *DB) RotateSession(ctx context.Context, next store.Session, from int) e
 	return nil
 }
 
+// UserSessions reads login's partition of sessions.
+func (db *DB) UserSessions(ctx context.Context, login string) ([]store.Session, error) {
+	end, err := db.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	now := time.Now()
+	var out []store.Session
+	prefix := sessionPartition(login)
+	err = db.scan(ctx, prefix, prefix.end(), false, func(k, v []byte) (bool, error) {
+		row, err := decode[sessionRow](v)
+		if err != nil {
+			return false, err
+		}
+		if !row.expired(now) {
+			out = append(out, row.session(login, sessionIDOf(prefix, k)))
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading sessions of %q: %w", login, err)
+	}
+	return store.NewestSeen(out), nil
+}
+
 // DeleteSession revokes one session.
 func (db *DB) DeleteSession(ctx context.Context, login, id string) error {
 	end, err := db.beginLocked(ctx, sessionPartition(login))
@@ -174,4 +207,11 @@ func (db *DB) ChangePassword(ctx context.Context, login string, oldHash, newHash
 		return fmt.Errorf("writing user %q: %w", login, err)
 	}
 	return nil
+}
+
+// sessionIDOf reads the id of a session from its key, under the
+// partition's prefix: the rest is the id as key.str encodes it.
+func sessionIDOf(prefix key, k []byte) string {
+	enc := bytes.TrimSuffix(k[len(prefix):], []byte{0x00, 0x01})
+	return string(bytes.ReplaceAll(enc, []byte{0x00, 0xFF}, []byte{0x00}))
 }

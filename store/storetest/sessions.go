@@ -22,6 +22,7 @@ func sessionGroups() []group[store.Store] {
 			{"ErrNotFound", testSessionNotFound},
 			{"Expired", testSessionExpired},
 			{"ErrConflict", testSessionConflict},
+			{"UserSessions", testUserSessions},
 		}},
 		{"RotateSession", []sessionTest{
 			{"OK", testRotateSession},
@@ -65,6 +66,10 @@ func newSession(login string) store.Session {
 		RefreshHash: randomHash(),
 		CreatedAt:   now,
 		ExpiresAt:   now.Add(time.Hour),
+		Device:      "Firefox on Linux",
+		Address:     "192.0.2.7",
+		Method:      store.SignInPassword,
+		LastSeenAt:  now,
 	}
 }
 
@@ -92,7 +97,9 @@ func checkSession(t *testing.T, ctx context.Context, s store.Store, want store.S
 		t.Fatalf("Session(%q, %q) = %v, want nil", want.Login, want.ID, err)
 	}
 	if got.Login != want.Login || got.ID != want.ID || !bytes.Equal(got.RefreshHash, want.RefreshHash) ||
-		got.Generation != want.Generation || !sameInstant(got.CreatedAt, want.CreatedAt) || !sameInstant(got.ExpiresAt, want.ExpiresAt) {
+		got.Generation != want.Generation || !sameInstant(got.CreatedAt, want.CreatedAt) || !sameInstant(got.ExpiresAt, want.ExpiresAt) ||
+		got.Device != want.Device || got.Address != want.Address || got.Method != want.Method ||
+		!sameInstant(got.LastSeenAt, want.LastSeenAt) || got.TwoFactor != want.TwoFactor {
 		t.Errorf("Session(%q, %q) = %+v, want %+v", want.Login, want.ID, got, want)
 	}
 }
@@ -111,6 +118,9 @@ func rotated(sess store.Session) store.Session {
 	sess.RefreshHash = randomHash()
 	sess.Generation++
 	sess.ExpiresAt = sess.ExpiresAt.Add(time.Minute)
+	sess.LastSeenAt = sess.LastSeenAt.Add(time.Second)
+	sess.Address = "198.51.100.9"
+	sess.TwoFactor = !sess.TwoFactor
 	return sess
 }
 
@@ -120,6 +130,52 @@ func testSessionCreate(t *testing.T, s store.Store) {
 	a, b := mustCreateSession(t, ctx, s, login), mustCreateSession(t, ctx, s, login)
 	checkSession(t, ctx, s, a)
 	checkSession(t, ctx, s, b)
+}
+
+// testUserSessions lists a user's live sessions, the most recently seen
+// first, with what each shows of itself, and no one else's, nor the expired
+// or the deleted.
+func testUserSessions(t *testing.T, s store.Store) {
+	ctx := newContext(t)
+	login := newLogin(t, "devices")
+	if got, err := s.UserSessions(ctx, login); err != nil || len(got) != 0 {
+		t.Fatalf("UserSessions of a login with none = %+v, %v; want none", got, err)
+	}
+	old := newSession(login)
+	old.LastSeenAt = old.LastSeenAt.Add(-time.Hour)
+	old.Method, old.Device, old.TwoFactor = store.SignInPasskey, "Chrome on Android", true
+	recent := newSession(login)
+	gone := newSession(login)
+	expired := newSession(login)
+	expired.ExpiresAt = time.Now().Add(-time.Second).Truncate(time.Millisecond)
+	for _, sess := range []store.Session{old, recent, gone, expired} {
+		if err := s.CreateSession(ctx, sess); err != nil {
+			t.Fatalf("CreateSession = %v", err)
+		}
+	}
+	mustCreateSession(t, ctx, s, newLogin(t, "other"))
+	if err := s.DeleteSession(ctx, login, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	// A refresh moves a session to the front.
+	next := rotated(old)
+	next.LastSeenAt = recent.LastSeenAt.Add(time.Minute)
+	if err := s.RotateSession(ctx, next, old.Generation); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.UserSessions(ctx, login)
+	if err != nil {
+		t.Fatalf("UserSessions = %v", err)
+	}
+	if len(got) != 2 || got[0].ID != next.ID || got[1].ID != recent.ID {
+		t.Fatalf("UserSessions = %+v, want the refreshed session then the recent one", got)
+	}
+	for i, want := range []store.Session{next, recent} {
+		if g := got[i]; g.Device != want.Device || g.Address != want.Address || g.Method != want.Method ||
+			g.TwoFactor != want.TwoFactor || !sameInstant(g.LastSeenAt, want.LastSeenAt) || !sameInstant(g.CreatedAt, want.CreatedAt) {
+			t.Errorf("UserSessions[%d] = %+v, want %+v", i, g, want)
+		}
+	}
 }
 
 func testSessionNotFound(t *testing.T, s store.Store) {

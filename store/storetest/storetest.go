@@ -76,6 +76,17 @@ func groups() []group[store.Store] {
 			{"Tokens", testEmailTokens},
 			{"Digests", testDigests},
 		}},
+		{"TwoFactor", []storeTest{
+			{"Lifecycle", testTwoFactor},
+			{"Concurrent", testTwoFactorConcurrent},
+		}},
+		{"Passkeys", []storeTest{
+			{"Lifecycle", testPasskeys},
+			{"Cap", testPasskeysCap},
+		}},
+		{"Identities", []storeTest{
+			{"Link", testIdentities},
+		}},
 		{"Blocks", []storeTest{
 			{"OK", testBlocks},
 			{"Cap", testBlocksCap},
