@@ -197,6 +197,31 @@ const scenarios = {
     await box.press("Enter");
     await item(alice, "I don't see any wine at all.").getByText("(edited)").waitFor();
 
+    // The thread: its reply count opens it beside the conversation, with
+    // its root and replies; a reply sent there reaches the other's open
+    // thread live, and both counts follow.
+    await item(bob, "I don't see any wine at all.").getByRole("button", { name: "1 reply" }).click();
+    const bobThread = bob.locator("#thread");
+    await bobThread.locator("#thread-root .content", { hasText: exactly("I don't see any wine at all.") }).waitFor();
+    await bobThread.locator("#thread-messages .content", { hasText: exactly("There isn't any.") }).waitFor();
+    await item(alice, "I don't see any wine at all.").getByRole("button", { name: "1 reply" }).click();
+    const aliceThread = alice.locator("#thread");
+    await aliceThread.locator("#thread-messages .content", { hasText: exactly("There isn't any.") }).waitFor();
+    const threadBox = bob.getByLabel("Reply in the thread");
+    await threadBox.fill("Then it wasn't very civil of you to offer it.");
+    await threadBox.press("Enter");
+    for (const page of [alice, bob]) {
+      await page.locator("#thread-messages .content", { hasText: exactly("Then it wasn't very civil of you to offer it.") }).waitFor();
+      await item(page, "I don't see any wine at all.").getByRole("button", { name: "2 replies" }).waitFor();
+    }
+    const inThread = await aliceThread.locator("#thread-messages .content").allTextContents();
+    check(JSON.stringify(inThread) === JSON.stringify(["There isn't any.", "Then it wasn't very civil of you to offer it."]),
+      `alice's thread shows ${JSON.stringify(inThread)}`);
+    check((await threadBox.inputValue()) === "", "the thread's box kept the reply it sent");
+    await shot(alice, "webapp-thread");
+    await bob.getByRole("button", { name: "Close the thread" }).click();
+    await bobThread.waitFor({ state: "hidden" });
+
     // A direct message: bob's inbox shows it unread until he opens it.
     await alice.goto(`${cfg.url}/#dm/bob`);
     await live(alice);

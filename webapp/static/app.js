@@ -34,6 +34,8 @@ export const queries = {
     participants(first: 100) { login } online(first: 100) { login } } }`,
   messages: `query Messages($room: String!, $first: Int, $after: String) { messages(room: $room, first: $first, after: $after) {
     edges { cursor node { ${messageFields} } } pageInfo { hasNextPage endCursor } } }`,
+  thread: `query Thread($id: ID!, $first: Int, $after: String) { thread(messageId: $id, first: $first, after: $after) {
+    edges { cursor node { ${messageFields} } } pageInfo { hasNextPage endCursor } } }`,
   directMessages: `query Direct($with: String!, $first: Int, $after: String) { directMessages(with: $with, first: $first, after: $after) {
     edges { cursor node { ${messageFields} } } pageInfo { hasNextPage endCursor } } }`,
   presence: `query Presence($logins: [String!]!) { presence(logins: $logins) { login online } }`,
@@ -681,6 +683,7 @@ function openFromHash() {
 }
 
 function closeConversation() {
+  closeThread();
   $("block-peer")?.remove();
   roomSub?.cancel();
   roomSub = null;
@@ -926,6 +929,7 @@ function onInboxEvent(e) {
 
 // show adds a message to the history, or updates it where it is shown.
 function show(message, posted) {
+  showInThread(message, posted);
   const known = shown.get(message.id);
   if (known) {
     // An update (an edit, a preview card) may grow the message: the history
@@ -1054,7 +1058,12 @@ function render(message) {
     const actions = document.createElement("div");
     actions.className = "actions";
     actions.append(button("Reply", () => setComposerMode({ replyTo: message })));
-    if (message.replyCount > 0) actions.append(tag(`${message.replyCount} ${message.replyCount === 1 ? "reply" : "replies"}`));
+    if (message.replyCount > 0) {
+      const t = button(`${message.replyCount} ${message.replyCount === 1 ? "reply" : "replies"}`, () => openThread(message));
+      t.className = "thread-link";
+      t.setAttribute("aria-haspopup", "dialog");
+      actions.append(t);
+    }
     if (mine) {
       actions.append(button("Edit", () => setComposerMode({ edit: message })));
       actions.append(button("Delete", () => remove(message)));
@@ -1314,6 +1323,152 @@ async function remove(message) {
     showConversationError(err);
   }
 }
+
+// ---- A message's thread ----
+
+// thread is the open thread: { root, after (the cursor of its older replies),
+// hasOlder, shown: reply id -> li, pending (the reply being sent and its
+// clientMessageId, kept until acknowledged as the composer's is) }.
+let thread = null;
+
+async function openThread(root) {
+  closeThread();
+  const t = { root, after: null, hasOlder: false, shown: new Map(), pending: null };
+  thread = t;
+  $("thread-root").replaceChildren(renderThreadItem(root));
+  $("thread-messages").replaceChildren();
+  $("thread-error").textContent = "";
+  $("thread").hidden = false;
+  document.querySelector(".chat").classList.add("with-thread");
+  await loadThreadPage();
+  if (thread === t) $("thread-input").focus();
+}
+
+function closeThread() {
+  const wasOpen = thread;
+  thread = null;
+  $("thread").hidden = true;
+  document.querySelector(".chat").classList.remove("with-thread");
+  $("thread-messages").replaceChildren();
+  $("thread-root").replaceChildren();
+  $("thread-input").value = "";
+  // Back to the message whose thread it was.
+  if (wasOpen) shown.get(wasOpen.root.id)?.li.querySelector(".thread-link")?.focus();
+}
+
+// loadThreadPage reads the next older page of the thread's replies.
+async function loadThreadPage() {
+  const t = thread;
+  try {
+    const data = (await api.gql(queries.thread, { id: t.root.id, first: pageSize, after: t.after })).thread;
+    if (thread !== t) return;
+    t.after = data.pageInfo.endCursor;
+    t.hasOlder = data.pageInfo.hasNextPage;
+    $("thread-older").hidden = !t.hasOlder;
+    // Newest first from the server; oldest at the top here.
+    const items = [];
+    for (const { node } of data.edges.slice().reverse()) if (!t.shown.has(node.id)) items.push(threadItem(node));
+    $("thread-messages").prepend(...items);
+  } catch (err) {
+    if (thread === t) $("thread-error").textContent = err.message;
+  }
+}
+$("thread-older").addEventListener("click", loadThreadPage);
+$("thread-close").addEventListener("click", closeThread);
+$("thread").addEventListener("keydown", (e) => {
+  if (e.key === "Escape") closeThread();
+});
+
+function threadItem(message) {
+  const li = renderThreadItem(message);
+  thread.shown.set(message.id, li);
+  return li;
+}
+
+// showInThread adds a new reply to the open thread, or updates one shown
+// there (an edit, a deletion), or its root.
+function showInThread(message, posted) {
+  if (!thread) return;
+  if (message.id === thread.root.id) {
+    thread.root = message;
+    $("thread-root").replaceChildren(renderThreadItem(message));
+    return;
+  }
+  const known = thread.shown.get(message.id);
+  if (known) {
+    known.replaceWith(threadItem(message));
+  } else if (posted && message.replyToId === thread.root.id) {
+    const list = $("thread-messages");
+    list.append(threadItem(message));
+    list.lastElementChild.scrollIntoView({ block: "nearest" });
+  }
+}
+
+// renderThreadItem shows a message of a thread: its author, time and text.
+function renderThreadItem(message) {
+  const li = document.createElement("li");
+  li.className = `message${message.deleted ? " deleted" : ""}`;
+  li.dataset.id = message.id;
+  const body = document.createElement("div");
+  body.className = "body";
+  const meta = document.createElement("div");
+  meta.className = "meta";
+  const author = document.createElement("strong");
+  author.textContent = message.author.login;
+  const time = document.createElement("time");
+  time.dateTime = message.postedAt;
+  const posted = new Date(message.postedAt);
+  time.textContent = (posted.toDateString() === new Date().toDateString() ? timeFormat : dayFormat).format(posted);
+  meta.append(author, " ", time);
+  if (message.editedAt) meta.append(" ", tag("(edited)"));
+  const content = document.createElement("p");
+  content.className = "content";
+  const isBlocked = message.author.login !== api.currentUser().login && blocked.has(message.author.login);
+  content.textContent = message.deleted
+    ? "This message was deleted."
+    : message.hidden && !message.content
+      ? "This message was hidden."
+      : isBlocked
+        ? `A message from ${message.author.login}, whom you blocked.`
+        : message.content || filesText(message.attachments);
+  body.append(meta, content);
+  li.append(avatar(isBlocked ? { ...message.author, avatar: null } : message.author), body);
+  return li;
+}
+
+$("thread-input").addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+    e.preventDefault();
+    $("thread-composer").requestSubmit();
+  }
+});
+
+let threadSending = false;
+$("thread-composer").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const t = thread;
+  const content = $("thread-input").value.trim();
+  if (!t || !open || !content || threadSending) return;
+  $("thread-error").textContent = "";
+  // As the composer's: the reply keeps its name until the server answers.
+  const key = JSON.stringify([open.id, t.root.id, content]);
+  if (t.pending?.key !== key) t.pending = { key, id: crypto.randomUUID() };
+  const vars = { content, id: t.pending.id, replyTo: t.root.id, attachments: null };
+  threadSending = true;
+  try {
+    const sent =
+      open.kind === "room"
+        ? (await api.gql(queries.post, { room: open.name, ...vars })).postMessage
+        : (await api.gql(queries.sendDirect, { to: open.peer, ...vars })).sendDirectMessage;
+    t.pending = null;
+    if (thread === t) $("thread-input").value = "";
+    show(sent, true);
+  } catch (err) {
+    if (thread === t) $("thread-error").textContent = err.message;
+  } finally {
+    threadSending = false;
+  }
+});
 
 // ---- Typing and presence ----
 
