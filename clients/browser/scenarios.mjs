@@ -5,7 +5,7 @@
 // Each scenario throws on failure; the script prints what passed and exits 1
 // at the first failure, with a screenshot of every page open at the time.
 import { chromium } from "playwright-core";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { deflateSync } from "node:zlib";
 
@@ -140,8 +140,29 @@ function check(cond, what) {
   if (!cond) throw new Error(what);
 }
 
-async function shot(page, name) {
+// shot keeps a screenshot of the page, and checks the screen with axe-core
+// (pinned in package.json): no serious or critical violation of the rules
+// axe runs by default (WCAG 2.x A and AA, and best practices).
+async function shot(page, name, { audit: checked = true } = {}) {
   await page.screenshot({ path: join(cfg.screenshots, `${name}.png`) });
+  if (checked) await audit(page, name);
+}
+
+const axeSource = readFileSync(new URL("./node_modules/axe-core/axe.min.js", import.meta.url), "utf8");
+const audited = []; // the screens axe-core checked
+
+async function audit(page, name) {
+  // Evaluated through DevTools, which the page's Content-Security-Policy
+  // (scripts from the server alone) does not govern.
+  if (!(await page.evaluate(() => typeof window.axe === "object"))) await page.evaluate(axeSource);
+  const violations = await page.evaluate(async () => {
+    const { violations } = await window.axe.run(document, { resultTypes: ["violations"] });
+    return violations
+      .filter((v) => v.impact === "serious" || v.impact === "critical")
+      .map((v) => `${v.id} (${v.impact}): ${v.help}: ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", ")}`);
+  });
+  check(violations.length === 0, `axe-core on ${name}: ${violations.join("; ")}`);
+  audited.push(name);
 }
 
 // ---- Scenarios ----
@@ -380,6 +401,53 @@ const scenarios = {
     check(side.y < conv.y, "the conversations come after the open one");
     await shot(page, "webapp-phone");
     return "at 390 px wide nothing overflows: the bars wrap, the buttons stay on screen, the list comes first";
+  },
+
+  // Every screen of the app, at a desktop's size and a phone's, checked by
+  // axe-core (shot) and kept as screenshots: signed out, signed in with no
+  // conversation open, a room, its thread, a direct conversation, the
+  // profile panel. On the phone nothing is wider than the screen.
+  async everyScreen() {
+    const gryphon = await user("gryphon");
+    const turtle = await user("turtle");
+    await createRoom(gryphon, "seashore");
+    await joinRoom(turtle, "seashore");
+    const { postMessage: root } = await post(turtle, "seashore", "Will you walk a little faster?");
+    await gql("mutation($r: String!, $c: String!, $to: ID) { postMessage(room: $r, content: $c, replyTo: $to) { id } }",
+      { r: "seashore", c: "Said a whiting to a snail.", to: root.id }, gryphon);
+    await gql('mutation { sendDirectMessage(to: "gryphon", content: "Beautiful soup!") { id } }', {}, turtle);
+    const sizes = [["desktop", { width: 1100, height: 700 }], ["phone", { width: 390, height: 800 }]];
+    for (const [size, viewport] of sizes) {
+      const context = await browser.newContext({ viewport });
+      const page = await open(`gryphon-${size}`, "", context);
+      const fits = async (screen) => {
+        const width = await page.evaluate(() => document.documentElement.scrollWidth);
+        check(width <= viewport.width, `${screen} at ${viewport.width} px is ${width} px wide`);
+      };
+      const screen = async (name) => {
+        await fits(name);
+        await shot(page, `screen-${name}-${size}`);
+      };
+      await page.locator("#login-form").waitFor();
+      await screen("signed-out");
+      await loginUI(page, "gryphon");
+      await live(page);
+      await screen("no-conversation");
+      await page.goto(`${cfg.url}/#room/seashore`);
+      await message(page, "Will you walk a little faster?").waitFor();
+      await screen("room");
+      await item(page, "Will you walk a little faster?").getByRole("button", { name: "1 reply" }).click();
+      await page.locator("#thread-messages .content", { hasText: exactly("Said a whiting to a snail.") }).waitFor();
+      await screen("thread");
+      await page.getByRole("button", { name: "Close the thread" }).click();
+      await page.goto(`${cfg.url}/#dm/turtle`);
+      await message(page, "Beautiful soup!").waitFor();
+      await screen("direct");
+      await page.locator("#profile > summary").click();
+      await page.locator("#profile-firstname").waitFor();
+      await screen("profile");
+    }
+    return `${sizes.length * 6} screens at ${sizes.map(([s, v]) => `${s} (${v.width} px)`).join(" and ")}, each within the width and checked by axe-core`;
   },
 
   // Blocks, mutes, moderation and the profile, from the app: ivy, a room's
@@ -948,7 +1016,9 @@ const scenarios = {
     }
     await shown.waitFor();
     await result.filter({ hasText: "MESSAGE_POSTED" }).waitFor();
-    await shot(page, "playground-subscription");
+    // Not audited: the page is gqlgen's and GraphiQL's, served as they are
+    // (axe-core finds their editor's unlabelled textareas and contrast).
+    await shot(page, "playground-subscription", { audit: false });
     check(!consoleErrors.has("playground"), `the playground's console: ${JSON.stringify(consoleErrors.get("playground"))}`);
     return "the playground ran a query and a live subscription";
   },
@@ -965,7 +1035,7 @@ for (const [name, run] of Object.entries(scenarios)) {
   } catch (err) {
     failed = true;
     console.error(`${name} FAILED: ${err.stack || err}`);
-    for (const [p, page] of pages) await shot(page, `failed-${name}-${p}`).catch(() => {});
+    for (const [p, page] of pages) await shot(page, `failed-${name}-${p}`, { audit: false }).catch(() => {});
     break;
   } finally {
     for (const page of pages.values()) await page.context().close().catch(() => {});
@@ -973,4 +1043,5 @@ for (const [name, run] of Object.entries(scenarios)) {
   }
 }
 await browser.close();
+if (!failed) console.log(`axe-core found no serious or critical violation on ${audited.length} screens: ${audited.join(", ")}`);
 process.exit(failed ? 1 : 0);

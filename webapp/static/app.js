@@ -564,8 +564,11 @@ function renderInbox() {
       const badge = document.createElement("span");
       badge.className = c.mentions > 0 ? "badge mention" : "badge";
       badge.textContent = c.unread >= 100 ? "99+" : String(c.unread);
-      a.append(badge);
-      a.setAttribute("aria-label", `${name.textContent}, ${badge.textContent} unread${c.mentions ? `, ${c.mentions} mentioning you` : ""}`);
+      // Read out after the count (the link's name keeps its visible text).
+      const said = document.createElement("span");
+      said.className = "visually-hidden";
+      said.textContent = ` unread${c.mentions ? `, ${c.mentions} mentioning you` : ""}`;
+      a.append(badge, said);
     }
     li.append(a);
     return li;
@@ -1335,7 +1338,7 @@ async function openThread(root) {
   closeThread();
   const t = { root, after: null, hasOlder: false, shown: new Map(), pending: null };
   thread = t;
-  $("thread-root").replaceChildren(renderThreadItem(root));
+  $("thread-root").replaceChildren(renderThreadItem(root, "div"));
   $("thread-messages").replaceChildren();
   $("thread-error").textContent = "";
   $("thread").hidden = false;
@@ -1391,7 +1394,7 @@ function showInThread(message, posted) {
   if (!thread) return;
   if (message.id === thread.root.id) {
     thread.root = message;
-    $("thread-root").replaceChildren(renderThreadItem(message));
+    $("thread-root").replaceChildren(renderThreadItem(message, "div"));
     return;
   }
   const known = thread.shown.get(message.id);
@@ -1405,8 +1408,8 @@ function showInThread(message, posted) {
 }
 
 // renderThreadItem shows a message of a thread: its author, time and text.
-function renderThreadItem(message) {
-  const li = document.createElement("li");
+function renderThreadItem(message, element = "li") {
+  const li = document.createElement(element);
   li.className = `message${message.deleted ? " deleted" : ""}`;
   li.dataset.id = message.id;
   const body = document.createElement("div");
