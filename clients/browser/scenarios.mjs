@@ -376,8 +376,10 @@ const scenarios = {
   },
 
   // On a phone's width (390 px) nothing is wider than the screen: the top
-  // bar and the conversation's header wrap, every button stays on it, and
-  // the conversations come before the open one.
+  // bar and the conversation's header wrap, every button stays on it; the
+  // open conversation takes the screen, with its newest message above the
+  // message box, and "← Conversations" goes back to the list, which opens
+  // another.
   async phoneWidth() {
     const mia = await user("mia");
     await createRoom(mia, "veranda");
@@ -396,11 +398,19 @@ const scenarios = {
       const box = await page.locator(`#${id}`).boundingBox();
       check(box && box.x >= 0 && box.x + box.width <= 390, `#${id} is off the screen: ${JSON.stringify(box)}`);
     }
-    const side = await page.locator("nav.side").boundingBox();
-    const conv = await page.locator("main.conversation").boundingBox();
-    check(side.y < conv.y, "the conversations come after the open one");
+    check(!(await page.locator("nav.side").isVisible()), "the conversations' list shares the phone's screen with the open one");
+    const newest = await item(page, "small screens too").boundingBox();
+    const composer = await page.locator("#composer").boundingBox();
+    check(newest.y + newest.height <= composer.y + 1 && composer.y + composer.height <= 800 + 1,
+      `the newest message (bottom ${newest.y + newest.height}) or the message box (${composer.y} to ${composer.y + composer.height}) is off the 800 px screen`);
     await shot(page, "webapp-phone");
-    return "at 390 px wide nothing overflows: the bars wrap, the buttons stay on screen, the list comes first";
+    await page.getByRole("link", { name: "← Conversations" }).click();
+    await page.locator("nav.side").waitFor();
+    check(!(await page.locator("main.conversation").isVisible()), "back in the list, the conversation still shows");
+    await page.locator("#inbox a", { hasText: "veranda" }).click();
+    await message(page, "small screens too").waitFor();
+    check(!(await page.locator("nav.side").isVisible()), "a conversation opened from the list shows beside it");
+    return "at 390 px wide nothing overflows: the bars wrap, the buttons stay on screen; the list, then a conversation, and back";
   },
 
   // Every screen of the app, at a desktop's size and a phone's, checked by

@@ -687,6 +687,7 @@ function openFromHash() {
 
 function closeConversation() {
   closeThread();
+  document.querySelector(".chat").classList.remove("in-conversation");
   $("block-peer")?.remove();
   roomSub?.cancel();
   roomSub = null;
@@ -713,6 +714,7 @@ function closeConversation() {
 async function openConversation(conv) {
   closeConversation();
   open = conv;
+  document.querySelector(".chat").classList.add("in-conversation");
   renderInbox();
   $("conversation-title").textContent = conv.kind === "dm" ? `@${conv.peer}` : `# ${conv.name}`;
   renderConversationIcon();
