@@ -460,6 +460,53 @@ const scenarios = {
     return `${sizes.length * 6} screens at ${sizes.map(([s, v]) => `${s} (${v.width} px)`).join(" and ")}, each within the width and checked by axe-core`;
   },
 
+  // What a conversation looks like: the empty states say what to do, a
+  // day's separator opens the history, the names are the authors' own,
+  // consecutive messages of one author form a run (one name and picture),
+  // and the "New messages" line sits above the first message after the
+  // reader's mark, with a jump to it while it is out of sight.
+  async conversationLayout() {
+    const queen = await user("queen");
+    const knave = await user("knave");
+    await createRoom(queen, "palace");
+    await createRoom(queen, "empty-hall");
+    await joinRoom(knave, "palace");
+    const { postMessage: asked } = await post(queen, "palace", "Who stole the tarts?");
+    await gql("mutation($c: ID!, $u: ID!) { markRead(conversation: $c, upTo: $u) { unread } }", { c: "palace", u: asked.id }, queen);
+    for (let i = 1; i <= 20; i++) await post(knave, "palace", `tart ${i}`);
+
+    const page = await open("queen");
+    await loginUI(page, "queen");
+    await page.locator("#conversation-empty", { hasText: "No conversation is open. Pick one in the inbox or the rooms" }).waitFor();
+    await page.locator("#inbox a", { hasText: "palace" }).locator(".badge", { hasText: "20" }).waitFor();
+    await page.goto(`${cfg.url}/#room/palace`);
+    await message(page, "tart 20").waitFor();
+    const layout = await page.locator("#messages").evaluate((list) =>
+      [...list.children].map((li) => li.classList.contains("message")
+        ? `${li.classList.contains("grouped") ? "+" : ""}${li.querySelector(".meta strong")?.textContent}: ${li.querySelector(".content").textContent}`
+        : `[${li.className}: ${li.textContent}]`));
+    const runs = Array.from({ length: 19 }, (_, i) => `+Knave Tester: tart ${i + 2}`);
+    const want = ["[day: Today]", "Queen Tester: Who stole the tarts?", "[new-line: New messages]", "Knave Tester: tart 1", ...runs];
+    const shownNow = layout.filter((l) => !l.startsWith("+queen") && !/joined the room/.test(l)); // system messages
+    check(JSON.stringify(shownNow) === JSON.stringify(want), `the history reads ${JSON.stringify(shownNow)}, want ${JSON.stringify(want)}`);
+    // The newest is in sight: the line is above, and the jump goes to it.
+    const jump = page.getByRole("button", { name: "Jump to the new messages" });
+    await jump.waitFor();
+    await shot(page, "webapp-new-messages");
+    await jump.click();
+    await jump.waitFor({ state: "hidden" });
+    const line = await page.locator("#new-line").boundingBox();
+    const list = await page.locator("#messages").boundingBox();
+    check(line.y >= list.y - 1 && line.y < list.y + list.height, `after the jump the line is at ${line.y}, the history from ${list.y} to ${list.y + list.height}`);
+
+    await page.goto(`${cfg.url}/#room/empty-hall`);
+    await page.locator("#conversation-empty", { hasText: "No messages here yet: say hello below." }).waitFor();
+    await shot(page, "webapp-empty-room");
+    await send(page, "Hello?");
+    await page.locator("#conversation-empty").waitFor({ state: "hidden" });
+    return "empty states in words, a day's separator, authors' names, a run of 20 messages shown as one, the new messages' line and its jump";
+  },
+
   // Blocks, mutes, moderation and the profile, from the app: ivy, a room's
   // creator, hides jack's message and bans him; blocks kate, whose
   // messages (the page's and a live one) collapse until shown; mutes the
@@ -778,9 +825,12 @@ const scenarios = {
     const { me } = await gql("{ me { avatar { id } } }", {}, hatter);
     check(me.avatar?.id, "hatter's avatar is not set on the server");
 
-    // march sees it beside hatter's next message, and his earlier one.
+    // march sees it on hatter's next message and beside his earlier one,
+    // which opens their run (the next, a minute later, continues it: no
+    // name or picture again).
     await send(setter, "Twinkle, twinkle, little bat!");
-    const pic = item(reader, "Twinkle, twinkle, little bat!").locator(".avatar img");
+    await item(reader, "Twinkle, twinkle, little bat!").and(reader.locator(".grouped")).locator(".avatar img").waitFor({ state: "attached" });
+    const pic = item(reader, "No room! No room!").locator(".avatar img");
     await pic.waitFor();
     await reader.waitForFunction((img) => img.complete && img.naturalWidth > 0, await pic.elementHandle());
     const drawn = await pic.evaluate((img) => {
@@ -800,8 +850,8 @@ const scenarios = {
     await setter.locator("#me .avatar.initials", { hasText: "HT" }).waitFor();
     await setter.locator("#profile > summary").click();
     await send(setter, "How I wonder what you're at!");
-    await item(reader, "How I wonder what you're at!").locator(".avatar.initials", { hasText: "HT" }).waitFor();
-    await item(reader, "Twinkle, twinkle, little bat!").locator(".avatar.initials", { hasText: "HT" }).waitFor();
+    await item(reader, "How I wonder what you're at!").locator(".avatar.initials", { hasText: "HT" }).waitFor({ state: "attached" });
+    await item(reader, "No room! No room!").locator(".avatar.initials", { hasText: "HT" }).waitFor();
     check((await reader.locator("#messages .avatar img").count()) === 0, "a removed avatar still shows on march's page");
     const { me: after } = await gql("{ me { avatar { id } } }", {}, hatter);
     check(after.avatar === null, "hatter's avatar is still set on the server");

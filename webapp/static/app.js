@@ -26,7 +26,7 @@ const messageFields = `id room content system postedAt hidden editedAt deleted r
   attachments { ${attachmentFields} } preview { url title description siteName imageUrl }`;
 
 export const queries = {
-  inbox: `query Inbox { inbox { id kind unread mentions muted peerOnline peer { login firstname lastname avatar { ${pictureFields} } }
+  inbox: `query Inbox { inbox { id kind unread mentions muted readUpTo peerOnline peer { login firstname lastname avatar { ${pictureFields} } }
     lastMessage { content deleted author { login } } } }`,
   rooms: `query Rooms($after: String) { rooms(first: 20, after: $after) {
     edges { node { name banner kind icon { ${pictureFields} } } } pageInfo { hasNextPage endCursor } } }`,
@@ -573,6 +573,7 @@ function renderInbox() {
     li.append(a);
     return li;
   });
+  if (items.length === 0) items.push(emptyItem("Nothing here yet: join a room below, or write to someone with “Direct message to”."));
   $("inbox").replaceChildren(...items);
   renderMute();
 }
@@ -617,7 +618,7 @@ async function loadRooms(more = false) {
       return li;
     });
     if (more) $("rooms").append(...items);
-    else $("rooms").replaceChildren(...items);
+    else $("rooms").replaceChildren(...(items.length ? items : [emptyItem("No rooms yet: create the first below.")]));
     roomsAfter = rooms.pageInfo.endCursor;
     $("rooms-more").hidden = !rooms.pageInfo.hasNextPage;
   } catch (err) {
@@ -707,6 +708,8 @@ function closeConversation() {
   $("member-form").hidden = true;
   $("mute").hidden = true;
   $("conversation-title").textContent = "Pick a conversation";
+  $("jump-new").hidden = true;
+  renderEmpty();
   $("conversation-icon").replaceChildren();
   $("conversation-info").textContent = "";
 }
@@ -725,10 +728,15 @@ async function openConversation(conv) {
   }
   $("conversation-error").textContent = "";
   setComposerMode(null);
+  // Where the user stopped reading, for the "New messages" line.
+  const entry = conversations.find((c) => c.id === conv.id);
+  conv.unreadFrom = entry?.unread > 0 ? { readUpTo: entry.readUpTo ?? null } : null;
   if (conv.kind === "room") await refreshPresence(); // its creator and moderators, for the message actions
   const page = await loadPage();
   if (open !== conv || !page) return;
+  markNewMessages(conv);
   $("composer").hidden = false;
+  renderEmpty();
   $("leave").hidden = conv.kind !== "room";
   // The message box now takes its place under the history: show the newest
   // message above it again.
@@ -780,6 +788,7 @@ async function loadPage() {
       if (!shown.has(node.id)) items.push(render(node));
     }
     list.prepend(...items);
+    arrangeHistory();
     if (atStart) list.scrollTop = list.scrollHeight;
     else list.scrollTop += list.scrollHeight - before; // keep what the user was reading in place
     return data;
@@ -942,6 +951,7 @@ function show(message, posted) {
     const list = $("messages");
     const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 60;
     known.li.replaceWith(render(message));
+    arrangeHistory();
     if (atBottom) list.scrollTop = list.scrollHeight;
     return;
   }
@@ -956,6 +966,7 @@ function show(message, posted) {
   const list = $("messages");
   const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 60;
   list.append(render(message));
+  arrangeHistory();
   if (atBottom || message.author.login === api.currentUser().login) list.scrollTop = list.scrollHeight;
   if (message.author.login !== api.currentUser().login && !message.system) {
     $("announce").textContent = `${message.author.login}: ${message.content || filesText(message.attachments)}`;
@@ -993,6 +1004,9 @@ function render(message) {
   li.className = `message${mine && !message.system ? " own" : ""}${message.system ? " system" : ""}${message.deleted ? " deleted" : ""}${message.mentions.includes(me) ? " mention" : ""}`;
   li.id = `m-${message.id}`;
   li.dataset.id = message.id;
+  li.dataset.posted = message.postedAt;
+  // A reply or an edited message shows its line of details: it opens a run.
+  li.dataset.author = message.system || message.replyToId || message.editedAt ? "" : message.author.login;
   // The author's picture beside the message, its text beside the picture.
   const body = document.createElement("div");
   body.className = "body";
@@ -1000,11 +1014,11 @@ function render(message) {
   const meta = document.createElement("div");
   meta.className = "meta";
   const author = document.createElement("strong");
-  author.textContent = message.author.login;
+  author.textContent = message.system ? message.author.login : displayName(message.author);
+  author.title = `@${message.author.login}`;
   const time = document.createElement("time");
   time.dateTime = message.postedAt;
-  const posted = new Date(message.postedAt);
-  time.textContent = (posted.toDateString() === new Date().toDateString() ? timeFormat : dayFormat).format(posted);
+  time.textContent = timeFormat.format(new Date(message.postedAt)); // the day is its separator's
   meta.append(author, " ", time);
   if (message.editedAt) meta.append(" ", tag("(edited)"));
   if (message.replyToId) {
@@ -1049,26 +1063,29 @@ function render(message) {
   if (!message.deleted && message.preview) body.append(renderPreview(message.preview));
 
   if (!message.system && !message.deleted) {
+    // Under the message: its reactions and its thread. On hover or focus, a
+    // toolbar over it: the quick reactions not given yet and the actions.
     const reactions = document.createElement("div");
     reactions.className = "reactions";
+    const actions = document.createElement("div");
+    actions.className = "actions";
+    actions.setAttribute("role", "toolbar");
+    actions.setAttribute("aria-label", "Message actions");
     const emojis = [...new Set([...message.reactions.map((r) => r.emoji), ...quickReactions])];
     for (const emoji of emojis) {
       const r = message.reactions.find((x) => x.emoji === emoji);
       const b = button(r ? `${emoji} ${r.count}` : emoji, () => react(message, emoji, !r?.reactedByMe));
       b.setAttribute("aria-pressed", r?.reactedByMe ? "true" : "false");
       b.setAttribute("aria-label", `React ${emoji}${r ? `, ${r.count}` : ""}`);
-      if (!r) b.classList.add("quiet");
-      reactions.append(b);
+      (r ? reactions : actions).append(b);
     }
-    const actions = document.createElement("div");
-    actions.className = "actions";
-    actions.append(button("Reply", () => setComposerMode({ replyTo: message })));
     if (message.replyCount > 0) {
       const t = button(`${message.replyCount} ${message.replyCount === 1 ? "reply" : "replies"}`, () => openThread(message));
       t.className = "thread-link";
       t.setAttribute("aria-haspopup", "dialog");
-      actions.append(t);
+      reactions.append(t);
     }
+    actions.append(button("Reply", () => setComposerMode({ replyTo: message })));
     if (mine) {
       actions.append(button("Edit", () => setComposerMode({ edit: message })));
       actions.append(button("Delete", () => remove(message)));
@@ -1090,6 +1107,115 @@ function render(message) {
   shown.set(message.id, { message, li });
   return li;
 }
+
+// displayName is a user's names as they gave them, their login when they
+// have none (a deleted user).
+const displayName = (user) => [user.firstname, user.lastname].filter(Boolean).join(" ") || user.login;
+
+// ---- The history's layout: days, runs of one author, the new messages ----
+
+const weekdayFormat = new Intl.DateTimeFormat(undefined, { weekday: "long", month: "long", day: "numeric" });
+const yearFormat = new Intl.DateTimeFormat(undefined, { weekday: "long", year: "numeric", month: "long", day: "numeric" });
+
+function dayLabel(date) {
+  const today = new Date();
+  const yesterday = new Date(today.getFullYear(), today.getMonth(), today.getDate() - 1);
+  if (date.toDateString() === today.toDateString()) return "Today";
+  if (date.toDateString() === yesterday.toDateString()) return "Yesterday";
+  return (date.getFullYear() === today.getFullYear() ? weekdayFormat : yearFormat).format(date);
+}
+
+// A message within this long of the one before, by the same author, joins
+// its run: shown without the name and picture again.
+const runGap = 5 * 60 * 1000;
+
+// arrangeHistory puts a day's separator before its first message and marks
+// the messages that continue a run of one author. It runs after every
+// change to the history: the pages read, a message added or updated.
+function arrangeHistory() {
+  const list = $("messages");
+  for (const s of list.querySelectorAll(":scope > li.day")) s.remove();
+  let previous = null;
+  for (const li of [...list.children]) {
+    if (!li.classList.contains("message")) continue;
+    const at = new Date(li.dataset.posted);
+    if (!previous || new Date(previous.dataset.posted).toDateString() !== at.toDateString()) {
+      const day = document.createElement("li");
+      day.className = "day";
+      const label = document.createElement("span");
+      label.textContent = dayLabel(at);
+      day.append(label);
+      // Before the "New messages" line when it opens the day.
+      const line = li.previousElementSibling?.classList.contains("new-line") ? li.previousElementSibling : li;
+      line.before(day);
+      previous = null;
+    }
+    const continues =
+      previous &&
+      li.dataset.author &&
+      li.dataset.author === previous.dataset.author &&
+      !li.previousElementSibling?.classList.contains("new-line") &&
+      at - new Date(previous.dataset.posted) < runGap;
+    li.classList.toggle("grouped", Boolean(continues));
+    previous = li;
+  }
+  renderEmpty();
+}
+
+// renderEmpty says what to do where there is nothing to show.
+function renderEmpty() {
+  const empty = $("conversation-empty");
+  if (!open) {
+    empty.textContent = "No conversation is open. Pick one in the inbox or the rooms, create a room, or write to someone with “Direct message to”.";
+    empty.hidden = false;
+  } else {
+    empty.textContent = open.kind === "dm" ? `No messages with @${open.peer} yet: write the first below.` : "No messages here yet: say hello below.";
+    empty.hidden = $("messages").querySelector("li.message:not(.system)") !== null || $("composer").hidden;
+  }
+}
+
+function emptyItem(text) {
+  const li = document.createElement("li");
+  li.className = "empty";
+  li.textContent = text;
+  return li;
+}
+
+// markNewMessages draws the "New messages" line above the first message
+// after the user's read mark (when the inbox counted unread ones there),
+// and offers a jump to it while it is out of sight.
+function markNewMessages(conv) {
+  if (!conv.unreadFrom) return;
+  const list = $("messages");
+  const me = api.currentUser().login;
+  const messages = [...list.querySelectorAll(":scope > li.message")];
+  const read = conv.unreadFrom.readUpTo && messages.findIndex((li) => li.dataset.id === conv.unreadFrom.readUpTo);
+  // The mark is older than the page read: every message shown is new.
+  const first = messages.slice(read >= 0 ? read + 1 : 0).find((li) => li.dataset.author !== me);
+  if (!first) return;
+  const line = document.createElement("li");
+  line.className = "new-line";
+  line.id = "new-line";
+  const label = document.createElement("span");
+  label.textContent = "New messages";
+  line.append(label);
+  first.before(line);
+  arrangeHistory();
+  list.scrollTop = list.scrollHeight;
+  updateJump();
+}
+
+function updateJump() {
+  const line = $("new-line");
+  const list = $("messages");
+  $("jump-new").hidden = !line || line.offsetTop >= list.scrollTop;
+}
+$("messages").addEventListener("scroll", updateJump);
+$("jump-new").addEventListener("click", () => {
+  $("new-line")?.scrollIntoView({ block: "start" });
+  updateJump();
+  $("messages").focus();
+});
 
 // renderAttachments shows a message's files: images inline from their 640
 // pixel thumbnail (the smallest there is if the image is small), in a box of
@@ -1314,6 +1440,7 @@ async function moderate(query, vars, field, question) {
 // (blocks, who moderates).
 function rerenderShown() {
   for (const { message, li } of [...shown.values()]) li.replaceWith(render(message));
+  arrangeHistory();
   const b = $("block-peer");
   if (b && open?.peer) b.textContent = blockPeerText(open.peer);
 }
