@@ -545,7 +545,13 @@ function renderInbox() {
     if (open && open.id === c.id) a.setAttribute("aria-current", "page");
     const name = document.createElement("span");
     name.textContent = direct ? `@${c.peer.login}` : c.kind === "GROUP" ? `🔒 ${c.id}` : `# ${c.id}`;
-    if (direct) a.append(avatar(c.peer, { size: "small" }));
+    if (direct) {
+      // A person by their names, their login beside.
+      const names = document.createElement("span");
+      names.textContent = displayName(c.peer);
+      name.className = "login";
+      a.append(avatar(c.peer, { size: "small" }), names);
+    }
     a.append(name);
     if (direct) {
       const dot = document.createElement("span");
