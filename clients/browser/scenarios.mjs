@@ -499,6 +499,18 @@ const scenarios = {
     const list = await page.locator("#messages").boundingBox();
     check(line.y >= list.y - 1 && line.y < list.y + list.height, `after the jump the line is at ${line.y}, the history from ${list.y} to ${list.y + list.height}`);
 
+    // A message's toolbar is one stop of the tab order; the arrows move
+    // along it, and it shows while it holds the focus.
+    const toolbar = item(page, "tart 20").getByRole("toolbar", { name: "Message actions" });
+    const stops = await toolbar.getByRole("button").evaluateAll((bs) => bs.map((b) => b.tabIndex));
+    check(stops.length > 3 && stops[0] === 0 && stops.slice(1).every((t) => t === -1), `the toolbar's tab stops: ${JSON.stringify(stops)}`);
+    check((await toolbar.evaluate((t) => getComputedStyle(t).opacity)) === "0", "the toolbar shows without hover or focus");
+    await toolbar.getByRole("button").first().focus();
+    await page.keyboard.press("ArrowRight");
+    const focused = await page.evaluate(() => document.activeElement.getAttribute("aria-label") ?? document.activeElement.textContent);
+    check(focused === "React 🎉", `ArrowRight went to ${JSON.stringify(focused)}, want the second quick reaction`);
+    check((await toolbar.evaluate((t) => getComputedStyle(t).opacity)) === "1", "the focused toolbar does not show");
+
     await page.goto(`${cfg.url}/#room/empty-hall`);
     await page.locator("#conversation-empty", { hasText: "No messages here yet: say hello below." }).waitFor();
     await shot(page, "webapp-empty-room");

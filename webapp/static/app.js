@@ -1108,10 +1108,28 @@ function render(message) {
         }
       }
     }
+    rovingFocus(actions);
     body.append(reactions, actions);
   }
   shown.set(message.id, { message, li });
   return li;
+}
+
+// rovingFocus makes a toolbar one stop of the tab order: Tab reaches its
+// first button, the arrow keys (and Home, End) move along it.
+function rovingFocus(toolbar) {
+  const buttons = [...toolbar.querySelectorAll("button")];
+  buttons.forEach((b, i) => (b.tabIndex = i === 0 ? 0 : -1));
+  toolbar.addEventListener("keydown", (e) => {
+    const at = buttons.indexOf(document.activeElement);
+    const to = { ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: buttons.length - 1 }[e.key];
+    if (at < 0 || to === undefined) return;
+    e.preventDefault();
+    const next = buttons[(to + buttons.length) % buttons.length];
+    buttons[at].tabIndex = -1;
+    next.tabIndex = 0;
+    next.focus();
+  });
 }
 
 // displayName is a user's names as they gave them, their login when they
