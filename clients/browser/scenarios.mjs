@@ -601,7 +601,14 @@ const scenarios = {
     await message(page, "Tick tock").waitFor();
     await send(page, "It's always six o'clock now.");
     check((await page.locator("#auth").isHidden()) && (await messages(page).count()) === 2, "hal was logged out or lost a message");
-    // A reload keeps the session (sessionStorage) and the conversation (the URL's hash).
+    // A reload keeps the session (sessionStorage) and the conversation (the
+    // URL's hash). Not while a refresh is on its way: the server would
+    // take its refresh token and the page, reloaded, never hear the new
+    // pair (a refresh token works once), which the 20 s tokens here make
+    // every 10 s, where real ones refresh once in 14 minutes. So it reloads
+    // right after one.
+    const refreshed = (await session()).token;
+    await page.waitForFunction((t) => JSON.parse(sessionStorage.getItem("chatql.session")).token !== t, refreshed, { timeout: cfg.tokenTTL * 1000 });
     await page.reload();
     await message(page, "Tick tock").waitFor();
     await live(page);
