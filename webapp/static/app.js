@@ -1213,7 +1213,7 @@ function markNewMessages(conv) {
   const list = $("messages");
   const me = api.currentUser().login;
   const messages = [...list.querySelectorAll(":scope > li.message")];
-  const read = conv.unreadFrom.readUpTo && messages.findIndex((li) => li.dataset.id === conv.unreadFrom.readUpTo);
+  const read = conv.unreadFrom.readUpTo ? messages.findIndex((li) => li.dataset.id === conv.unreadFrom.readUpTo) : -1;
   // The mark is older than the page read: every message shown is new.
   const first = messages.slice(read >= 0 ? read + 1 : 0).find((li) => li.dataset.author !== me);
   if (!first) return;
