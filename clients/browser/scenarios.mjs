@@ -15,11 +15,19 @@ const timeout = 15_000;
 
 // ---- The API from Node, to set the scene ----
 
-async function gql(query, variables = {}, token) {
+// A scenario keeps its users' tokens from the start, and the server's last
+// 20 s: one that expired meanwhile (a slow run) is renewed by logging in
+// again, once per call.
+const loginOf = new Map(); // token -> login
+
+async function gql(query, variables = {}, token, renewed = false) {
   const headers = { "Content-Type": "application/json" };
   if (token) headers.Authorization = `Bearer ${token}`;
   const resp = await fetch(`${cfg.url}/query`, { method: "POST", headers, body: JSON.stringify({ query, variables }) });
   const body = await resp.json();
+  if (body.errors && !renewed && loginOf.has(token) && body.errors[0]?.extensions?.code === "UNAUTHENTICATED") {
+    return gql(query, variables, await tokenOf(loginOf.get(token)), true);
+  }
   if (body.errors) throw new Error(`${query.slice(0, 40)}: ${JSON.stringify(body.errors)}`);
   return body.data;
 }
@@ -34,7 +42,13 @@ async function user(login) {
 }
 
 async function token(login) {
-  return (await gql("mutation($l: String!, $p: String!) { login(login: $l, password: $p) { token } }", { l: login, p: password })).login.token;
+  return tokenOf(login);
+}
+
+async function tokenOf(login) {
+  const t = (await gql("mutation($l: String!, $p: String!) { login(login: $l, password: $p) { token } }", { l: login, p: password })).login.token;
+  loginOf.set(t, login);
+  return t;
 }
 
 const post = (token, room, content) =>
