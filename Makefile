@@ -7,7 +7,7 @@ CASSANDRA_HOSTS ?= 127.0.0.1
 REDIS_URL       ?= redis://127.0.0.1:6379/0
 S3_URL          ?= $(shell scripts/s3.sh url)
 
-.PHONY: run test test-integration test-cluster bench fuzz generate check-generated lint schema-check schema-release services services-stop browser
+.PHONY: run test test-integration test-cluster bench fuzz generate check-generated check-clients lint schema-check schema-release services services-stop browser
 
 run:
 	$(GO) run .
@@ -24,6 +24,20 @@ check-generated: generate
 	@if [ -n "$$(git status --porcelain -- graph resolvers)" ]; then \
 		echo "generated code is stale: run 'make generate' and commit the result"; \
 		git status --porcelain -- graph resolvers; exit 1; fi
+
+# The typed TypeScript client (clients/typescript) and the web app against
+# the schema: the client's generated types and documents are what GraphQL
+# Code Generator makes of schema/ now, it compiles, and every operation of
+# the web app's scripts validates against the schema (so a schema change
+# that breaks the app fails here). Needs Node and npm.
+check-clients:
+	npm ci --prefix clients/typescript --no-audit --no-fund
+	npm run --prefix clients/typescript --silent generate >/dev/null
+	@if [ -n "$$(git status --porcelain -- clients/typescript/src/generated)" ]; then \
+		echo "clients/typescript/src/generated is stale: run 'npm run --prefix clients/typescript generate' and commit the result"; \
+		git status --porcelain -- clients/typescript/src/generated; exit 1; fi
+	npm run --prefix clients/typescript --silent build
+	npm run --prefix clients/typescript --silent check-webapp
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -48,7 +48,10 @@ const scenariosVar = "CHAT_BROWSER_SCENARIOS"
 // registered and the subscription fails in words with nothing registered
 // (chromium has no push service here), the previews checkbox sets
 // pushPreviews, the worker shows a push (one notification per
-// conversation) and a notification opens its conversation. The
+// conversation) and a notification opens its conversation. A thread opens
+// from a reply count and gets a reply live; at 390 px the list and a
+// conversation take the screen in turn. Every screen is checked by
+// axe-core (no serious or critical violation), at 1100 and 390 px. The
 // scenarios are clients/browser/scenarios.mjs.
 func TestWebAppInBrowser(t *testing.T) {
 	browser, err := exec.LookPath("chromium")
@@ -128,7 +131,7 @@ func TestWebAppInBrowser(t *testing.T) {
 		t.Fatalf("browser scenarios: %v (screenshots in %s)", err, artifacts)
 	}
 	if os.Getenv(scenariosVar) == "" {
-		for _, name := range []string{"webapp-live", "webapp-history", "webapp-offline", "webapp-moderation", "webapp-files", "webapp-files-error", "webapp-avatar-set", "webapp-avatars", "webapp-notifications", "playground-subscription"} {
+		for _, name := range []string{"webapp-live", "webapp-history", "webapp-offline", "webapp-moderation", "webapp-files", "webapp-files-error", "webapp-avatar-set", "webapp-avatars", "webapp-notifications", "webapp-thread", "webapp-phone", "screen-room-desktop", "screen-thread-phone", "playground-subscription"} {
 			if _, err := os.Stat(filepath.Join(artifacts, name+".png")); err != nil {
 				t.Errorf("no screenshot %s: %v", name, err)
 			}

@@ -118,7 +118,14 @@ func TestDeclaredCosts(t *testing.T) {
 	}{
 		{"a page of 100 messages with their authors", `{ messages(room: "hall", first: 100) { edges { cursor node { id content author { login } } } } }`, nil,
 			func(n int) bool { return n <= limit && n >= 100*5 }, "within the limit, once per message"},
-		{"33 such pages", pages(33), nil,
+		// The README's figures (Limits in "Using it from an app").
+		{"the README's page of 100 messages", pages(1), nil,
+			func(n int) bool { return n == 601 }, "601"},
+		{"three such pages", pages(3), nil,
+			func(n int) bool { return n == 1803 && n <= limit }, "1,803, within the limit"},
+		{"four such pages", pages(4), nil,
+			func(n int) bool { return n == 2404 && n > limit }, "2,404, over the limit"},
+		{"33 such pages (the attack suite's)", pages(33), nil,
 			func(n int) bool { return n > limit }, "over the limit"},
 		{"first from a variable", `query($n: Int) { messages(room: "hall", first: $n) { edges { node { id } } } }`, map[string]any{"n": int64(10)},
 			func(n int) bool { return n < 50 }, "ten messages' worth"},

@@ -5,7 +5,7 @@
 // Each scenario throws on failure; the script prints what passed and exits 1
 // at the first failure, with a screenshot of every page open at the time.
 import { chromium } from "playwright-core";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { deflateSync } from "node:zlib";
 
@@ -15,11 +15,19 @@ const timeout = 15_000;
 
 // ---- The API from Node, to set the scene ----
 
-async function gql(query, variables = {}, token) {
+// A scenario keeps its users' tokens from the start, and the server's last
+// 20 s: one that expired meanwhile (a slow run) is renewed by logging in
+// again, once per call.
+const loginOf = new Map(); // token -> login
+
+async function gql(query, variables = {}, token, renewed = false) {
   const headers = { "Content-Type": "application/json" };
   if (token) headers.Authorization = `Bearer ${token}`;
   const resp = await fetch(`${cfg.url}/query`, { method: "POST", headers, body: JSON.stringify({ query, variables }) });
   const body = await resp.json();
+  if (body.errors && !renewed && loginOf.has(token) && body.errors[0]?.extensions?.code === "UNAUTHENTICATED") {
+    return gql(query, variables, await tokenOf(loginOf.get(token)), true);
+  }
   if (body.errors) throw new Error(`${query.slice(0, 40)}: ${JSON.stringify(body.errors)}`);
   return body.data;
 }
@@ -34,7 +42,13 @@ async function user(login) {
 }
 
 async function token(login) {
-  return (await gql("mutation($l: String!, $p: String!) { login(login: $l, password: $p) { token } }", { l: login, p: password })).login.token;
+  return tokenOf(login);
+}
+
+async function tokenOf(login) {
+  const t = (await gql("mutation($l: String!, $p: String!) { login(login: $l, password: $p) { token } }", { l: login, p: password })).login.token;
+  loginOf.set(t, login);
+  return t;
 }
 
 const post = (token, room, content) =>
@@ -140,8 +154,29 @@ function check(cond, what) {
   if (!cond) throw new Error(what);
 }
 
-async function shot(page, name) {
+// shot keeps a screenshot of the page, and checks the screen with axe-core
+// (pinned in package.json): no serious or critical violation of the rules
+// axe runs by default (WCAG 2.x A and AA, and best practices).
+async function shot(page, name, { audit: checked = true } = {}) {
   await page.screenshot({ path: join(cfg.screenshots, `${name}.png`) });
+  if (checked) await audit(page, name);
+}
+
+const axeSource = readFileSync(new URL("./node_modules/axe-core/axe.min.js", import.meta.url), "utf8");
+const audited = []; // the screens axe-core checked
+
+async function audit(page, name) {
+  // Evaluated through DevTools, which the page's Content-Security-Policy
+  // (scripts from the server alone) does not govern.
+  if (!(await page.evaluate(() => typeof window.axe === "object"))) await page.evaluate(axeSource);
+  const violations = await page.evaluate(async () => {
+    const { violations } = await window.axe.run(document, { resultTypes: ["violations"] });
+    return violations
+      .filter((v) => v.impact === "serious" || v.impact === "critical")
+      .map((v) => `${v.id} (${v.impact}): ${v.help}: ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", ")}`);
+  });
+  check(violations.length === 0, `axe-core on ${name}: ${violations.join("; ")}`);
+  audited.push(name);
 }
 
 // ---- Scenarios ----
@@ -196,6 +231,31 @@ const scenarios = {
     await box.fill("I don't see any wine at all.");
     await box.press("Enter");
     await item(alice, "I don't see any wine at all.").getByText("(edited)").waitFor();
+
+    // The thread: its reply count opens it beside the conversation, with
+    // its root and replies; a reply sent there reaches the other's open
+    // thread live, and both counts follow.
+    await item(bob, "I don't see any wine at all.").getByRole("button", { name: "1 reply" }).click();
+    const bobThread = bob.locator("#thread");
+    await bobThread.locator("#thread-root .content", { hasText: exactly("I don't see any wine at all.") }).waitFor();
+    await bobThread.locator("#thread-messages .content", { hasText: exactly("There isn't any.") }).waitFor();
+    await item(alice, "I don't see any wine at all.").getByRole("button", { name: "1 reply" }).click();
+    const aliceThread = alice.locator("#thread");
+    await aliceThread.locator("#thread-messages .content", { hasText: exactly("There isn't any.") }).waitFor();
+    const threadBox = bob.getByLabel("Reply in the thread");
+    await threadBox.fill("Then it wasn't very civil of you to offer it.");
+    await threadBox.press("Enter");
+    for (const page of [alice, bob]) {
+      await page.locator("#thread-messages .content", { hasText: exactly("Then it wasn't very civil of you to offer it.") }).waitFor();
+      await item(page, "I don't see any wine at all.").getByRole("button", { name: "2 replies" }).waitFor();
+    }
+    const inThread = await aliceThread.locator("#thread-messages .content").allTextContents();
+    check(JSON.stringify(inThread) === JSON.stringify(["There isn't any.", "Then it wasn't very civil of you to offer it."]),
+      `alice's thread shows ${JSON.stringify(inThread)}`);
+    check((await threadBox.inputValue()) === "", "the thread's box kept the reply it sent");
+    await shot(alice, "webapp-thread");
+    await bob.getByRole("button", { name: "Close the thread" }).click();
+    await bobThread.waitFor({ state: "hidden" });
 
     // A direct message: bob's inbox shows it unread until he opens it.
     await alice.goto(`${cfg.url}/#dm/bob`);
@@ -330,8 +390,10 @@ const scenarios = {
   },
 
   // On a phone's width (390 px) nothing is wider than the screen: the top
-  // bar and the conversation's header wrap, every button stays on it, and
-  // the conversations come before the open one.
+  // bar and the conversation's header wrap, every button stays on it; the
+  // open conversation takes the screen, with its newest message above the
+  // message box, and "← Conversations" goes back to the list, which opens
+  // another.
   async phoneWidth() {
     const mia = await user("mia");
     await createRoom(mia, "veranda");
@@ -350,11 +412,125 @@ const scenarios = {
       const box = await page.locator(`#${id}`).boundingBox();
       check(box && box.x >= 0 && box.x + box.width <= 390, `#${id} is off the screen: ${JSON.stringify(box)}`);
     }
-    const side = await page.locator("nav.side").boundingBox();
-    const conv = await page.locator("main.conversation").boundingBox();
-    check(side.y < conv.y, "the conversations come after the open one");
+    check(!(await page.locator("nav.side").isVisible()), "the conversations' list shares the phone's screen with the open one");
+    const newest = await item(page, "small screens too").boundingBox();
+    const composer = await page.locator("#composer").boundingBox();
+    check(newest.y + newest.height <= composer.y + 1 && composer.y + composer.height <= 800 + 1,
+      `the newest message (bottom ${newest.y + newest.height}) or the message box (${composer.y} to ${composer.y + composer.height}) is off the 800 px screen`);
     await shot(page, "webapp-phone");
-    return "at 390 px wide nothing overflows: the bars wrap, the buttons stay on screen, the list comes first";
+    await page.getByRole("link", { name: "← Conversations" }).click();
+    await page.locator("nav.side").waitFor();
+    check(!(await page.locator("main.conversation").isVisible()), "back in the list, the conversation still shows");
+    await page.locator("#inbox a", { hasText: "veranda" }).click();
+    await message(page, "small screens too").waitFor();
+    check(!(await page.locator("nav.side").isVisible()), "a conversation opened from the list shows beside it");
+    return "at 390 px wide nothing overflows: the bars wrap, the buttons stay on screen; the list, then a conversation, and back";
+  },
+
+  // Every screen of the app, at a desktop's size and a phone's, checked by
+  // axe-core (shot) and kept as screenshots: signed out, signed in with no
+  // conversation open, a room, its thread, a direct conversation, the
+  // profile panel. On the phone nothing is wider than the screen.
+  async everyScreen() {
+    const gryphon = await user("gryphon");
+    const turtle = await user("turtle");
+    await createRoom(gryphon, "seashore");
+    await joinRoom(turtle, "seashore");
+    const { postMessage: root } = await post(turtle, "seashore", "Will you walk a little faster?");
+    await gql("mutation($r: String!, $c: String!, $to: ID) { postMessage(room: $r, content: $c, replyTo: $to) { id } }",
+      { r: "seashore", c: "Said a whiting to a snail.", to: root.id }, gryphon);
+    await gql('mutation { sendDirectMessage(to: "gryphon", content: "Beautiful soup!") { id } }', {}, turtle);
+    const sizes = [["desktop", { width: 1100, height: 700 }], ["phone", { width: 390, height: 800 }]];
+    for (const [size, viewport] of sizes) {
+      const context = await browser.newContext({ viewport });
+      const page = await open(`gryphon-${size}`, "", context);
+      const fits = async (screen) => {
+        const width = await page.evaluate(() => document.documentElement.scrollWidth);
+        check(width <= viewport.width, `${screen} at ${viewport.width} px is ${width} px wide`);
+      };
+      const screen = async (name) => {
+        await fits(name);
+        await shot(page, `screen-${name}-${size}`);
+      };
+      await page.locator("#login-form").waitFor();
+      await screen("signed-out");
+      await loginUI(page, "gryphon");
+      await live(page);
+      await screen("no-conversation");
+      await page.goto(`${cfg.url}/#room/seashore`);
+      await message(page, "Will you walk a little faster?").waitFor();
+      await screen("room");
+      await item(page, "Will you walk a little faster?").getByRole("button", { name: "1 reply" }).click();
+      await page.locator("#thread-messages .content", { hasText: exactly("Said a whiting to a snail.") }).waitFor();
+      await screen("thread");
+      await page.getByRole("button", { name: "Close the thread" }).click();
+      await page.goto(`${cfg.url}/#dm/turtle`);
+      await message(page, "Beautiful soup!").waitFor();
+      await screen("direct");
+      await page.locator("#profile > summary").click();
+      await page.locator("#profile-firstname").waitFor();
+      await screen("profile");
+    }
+    return `${sizes.length * 6} screens at ${sizes.map(([s, v]) => `${s} (${v.width} px)`).join(" and ")}, each within the width and checked by axe-core`;
+  },
+
+  // What a conversation looks like: the empty states say what to do, a
+  // day's separator opens the history, the names are the authors' own,
+  // consecutive messages of one author form a run (one name and picture),
+  // and the "New messages" line sits above the first message after the
+  // reader's mark, with a jump to it while it is out of sight.
+  async conversationLayout() {
+    const queen = await user("queen");
+    const knave = await user("knave");
+    await createRoom(queen, "palace");
+    await createRoom(queen, "empty-hall");
+    await joinRoom(knave, "palace");
+    const { postMessage: asked } = await post(queen, "palace", "Who stole the tarts?");
+    await gql("mutation($c: ID!, $u: ID!) { markRead(conversation: $c, upTo: $u) { unread } }", { c: "palace", u: asked.id }, queen);
+    for (let i = 1; i <= 20; i++) await post(knave, "palace", `tart ${i}`);
+
+    const page = await open("queen");
+    await loginUI(page, "queen");
+    await page.locator("#conversation-empty", { hasText: "No conversation is open. Pick one in the inbox or the rooms" }).waitFor();
+    await page.locator("#inbox a", { hasText: "palace" }).locator(".badge", { hasText: "20" }).waitFor();
+    await page.goto(`${cfg.url}/#room/palace`);
+    await message(page, "tart 20").waitFor();
+    const layout = await page.locator("#messages").evaluate((list) =>
+      [...list.children].map((li) => li.classList.contains("message")
+        ? `${li.classList.contains("grouped") ? "+" : ""}${li.querySelector(".meta strong")?.textContent}: ${li.querySelector(".content").textContent}`
+        : `[${li.className}: ${li.textContent}]`));
+    const runs = Array.from({ length: 19 }, (_, i) => `+Knave Tester: tart ${i + 2}`);
+    const want = ["[day: Today]", "Queen Tester: Who stole the tarts?", "[new-line: New messages]", "Knave Tester: tart 1", ...runs];
+    const shownNow = layout.filter((l) => !l.startsWith("+queen") && !/joined the room/.test(l)); // system messages
+    check(JSON.stringify(shownNow) === JSON.stringify(want), `the history reads ${JSON.stringify(shownNow)}, want ${JSON.stringify(want)}`);
+    // The newest is in sight: the line is above, and the jump goes to it.
+    const jump = page.getByRole("button", { name: "Jump to the new messages" });
+    await jump.waitFor();
+    await shot(page, "webapp-new-messages");
+    await jump.click();
+    await jump.waitFor({ state: "hidden" });
+    const line = await page.locator("#new-line").boundingBox();
+    const list = await page.locator("#messages").boundingBox();
+    check(line.y >= list.y - 1 && line.y < list.y + list.height, `after the jump the line is at ${line.y}, the history from ${list.y} to ${list.y + list.height}`);
+
+    // A message's toolbar is one stop of the tab order; the arrows move
+    // along it, and it shows while it holds the focus.
+    const toolbar = item(page, "tart 20").getByRole("toolbar", { name: "Message actions" });
+    const stops = await toolbar.getByRole("button").evaluateAll((bs) => bs.map((b) => b.tabIndex));
+    check(stops.length > 3 && stops[0] === 0 && stops.slice(1).every((t) => t === -1), `the toolbar's tab stops: ${JSON.stringify(stops)}`);
+    check((await toolbar.evaluate((t) => getComputedStyle(t).opacity)) === "0", "the toolbar shows without hover or focus");
+    await toolbar.getByRole("button").first().focus();
+    await page.keyboard.press("ArrowRight");
+    const focused = await page.evaluate(() => document.activeElement.getAttribute("aria-label") ?? document.activeElement.textContent);
+    check(focused === "React 🎉", `ArrowRight went to ${JSON.stringify(focused)}, want the second quick reaction`);
+    check((await toolbar.evaluate((t) => getComputedStyle(t).opacity)) === "1", "the focused toolbar does not show");
+
+    await page.goto(`${cfg.url}/#room/empty-hall`);
+    await page.locator("#conversation-empty", { hasText: "No messages here yet: say hello below." }).waitFor();
+    await shot(page, "webapp-empty-room");
+    await send(page, "Hello?");
+    await page.locator("#conversation-empty").waitFor({ state: "hidden" });
+    return "empty states in words, a day's separator, authors' names, a run of 20 messages shown as one, the new messages' line and its jump";
   },
 
   // Blocks, mutes, moderation and the profile, from the app: ivy, a room's
@@ -439,7 +615,14 @@ const scenarios = {
     await message(page, "Tick tock").waitFor();
     await send(page, "It's always six o'clock now.");
     check((await page.locator("#auth").isHidden()) && (await messages(page).count()) === 2, "hal was logged out or lost a message");
-    // A reload keeps the session (sessionStorage) and the conversation (the URL's hash).
+    // A reload keeps the session (sessionStorage) and the conversation (the
+    // URL's hash). Not while a refresh is on its way: the server would
+    // take its refresh token and the page, reloaded, never hear the new
+    // pair (a refresh token works once), which the 20 s tokens here make
+    // every 10 s, where real ones refresh once in 14 minutes. So it reloads
+    // right after one.
+    const refreshed = (await session()).token;
+    await page.waitForFunction((t) => JSON.parse(sessionStorage.getItem("chatql.session")).token !== t, refreshed, { timeout: cfg.tokenTTL * 1000 });
     await page.reload();
     await message(page, "Tick tock").waitFor();
     await live(page);
@@ -675,9 +858,12 @@ const scenarios = {
     const { me } = await gql("{ me { avatar { id } } }", {}, hatter);
     check(me.avatar?.id, "hatter's avatar is not set on the server");
 
-    // march sees it beside hatter's next message, and his earlier one.
+    // march sees it on hatter's next message and beside his earlier one,
+    // which opens their run (the next, a minute later, continues it: no
+    // name or picture again).
     await send(setter, "Twinkle, twinkle, little bat!");
-    const pic = item(reader, "Twinkle, twinkle, little bat!").locator(".avatar img");
+    await item(reader, "Twinkle, twinkle, little bat!").and(reader.locator(".grouped")).locator(".avatar img").waitFor({ state: "attached" });
+    const pic = item(reader, "No room! No room!").locator(".avatar img");
     await pic.waitFor();
     await reader.waitForFunction((img) => img.complete && img.naturalWidth > 0, await pic.elementHandle());
     const drawn = await pic.evaluate((img) => {
@@ -697,8 +883,8 @@ const scenarios = {
     await setter.locator("#me .avatar.initials", { hasText: "HT" }).waitFor();
     await setter.locator("#profile > summary").click();
     await send(setter, "How I wonder what you're at!");
-    await item(reader, "How I wonder what you're at!").locator(".avatar.initials", { hasText: "HT" }).waitFor();
-    await item(reader, "Twinkle, twinkle, little bat!").locator(".avatar.initials", { hasText: "HT" }).waitFor();
+    await item(reader, "How I wonder what you're at!").locator(".avatar.initials", { hasText: "HT" }).waitFor({ state: "attached" });
+    await item(reader, "No room! No room!").locator(".avatar.initials", { hasText: "HT" }).waitFor();
     check((await reader.locator("#messages .avatar img").count()) === 0, "a removed avatar still shows on march's page");
     const { me: after } = await gql("{ me { avatar { id } } }", {}, hatter);
     check(after.avatar === null, "hatter's avatar is still set on the server");
@@ -923,7 +1109,9 @@ const scenarios = {
     }
     await shown.waitFor();
     await result.filter({ hasText: "MESSAGE_POSTED" }).waitFor();
-    await shot(page, "playground-subscription");
+    // Not audited: the page is gqlgen's and GraphiQL's, served as they are
+    // (axe-core finds their editor's unlabelled textareas and contrast).
+    await shot(page, "playground-subscription", { audit: false });
     check(!consoleErrors.has("playground"), `the playground's console: ${JSON.stringify(consoleErrors.get("playground"))}`);
     return "the playground ran a query and a live subscription";
   },
@@ -940,7 +1128,7 @@ for (const [name, run] of Object.entries(scenarios)) {
   } catch (err) {
     failed = true;
     console.error(`${name} FAILED: ${err.stack || err}`);
-    for (const [p, page] of pages) await shot(page, `failed-${name}-${p}`).catch(() => {});
+    for (const [p, page] of pages) await shot(page, `failed-${name}-${p}`, { audit: false }).catch(() => {});
     break;
   } finally {
     for (const page of pages.values()) await page.context().close().catch(() => {});
@@ -948,4 +1136,5 @@ for (const [name, run] of Object.entries(scenarios)) {
   }
 }
 await browser.close();
+if (!failed) console.log(`axe-core found no serious or critical violation on ${audited.length} screens: ${audited.join(", ")}`);
 process.exit(failed ? 1 : 0);

@@ -27,13 +27,15 @@ const messageFields = `id room content system postedAt hidden editedAt deleted r
   attachments { ${attachmentFields} } preview { url title description siteName imageUrl }`;
 
 export const queries = {
-  inbox: `query Inbox { inbox { id kind unread mentions muted peerOnline peer { login firstname lastname avatar { ${pictureFields} } }
+  inbox: `query Inbox { inbox { id kind unread mentions muted readUpTo peerOnline peer { login firstname lastname avatar { ${pictureFields} } }
     lastMessage { content deleted author { login } } } }`,
   rooms: `query Rooms($after: String) { rooms(first: 20, after: $after) {
     edges { node { name banner kind icon { ${pictureFields} } } } pageInfo { hasNextPage endCursor } } }`,
   room: `query Room($name: String!) { room(name: $name) { name banner kind icon { ${pictureFields} } creator { login } moderators { login }
     participants(first: 100) { login } online(first: 100) { login } } }`,
   messages: `query Messages($room: String!, $first: Int, $after: String) { messages(room: $room, first: $first, after: $after) {
+    edges { cursor node { ${messageFields} } } pageInfo { hasNextPage endCursor } } }`,
+  thread: `query Thread($id: ID!, $first: Int, $after: String) { thread(messageId: $id, first: $first, after: $after) {
     edges { cursor node { ${messageFields} } } pageInfo { hasNextPage endCursor } } }`,
   directMessages: `query Direct($with: String!, $first: Int, $after: String) { directMessages(with: $with, first: $first, after: $after) {
     edges { cursor node { ${messageFields} } } pageInfo { hasNextPage endCursor } } }`,
@@ -544,7 +546,13 @@ function renderInbox() {
     if (open && open.id === c.id) a.setAttribute("aria-current", "page");
     const name = document.createElement("span");
     name.textContent = direct ? `@${c.peer.login}` : c.kind === "GROUP" ? `🔒 ${c.id}` : `# ${c.id}`;
-    if (direct) a.append(avatar(c.peer, { size: "small" }));
+    if (direct) {
+      // A person by their names, their login beside.
+      const names = document.createElement("span");
+      names.textContent = displayName(c.peer);
+      name.className = "login";
+      a.append(avatar(c.peer, { size: "small" }), names);
+    }
     a.append(name);
     if (direct) {
       const dot = document.createElement("span");
@@ -563,12 +571,16 @@ function renderInbox() {
       const badge = document.createElement("span");
       badge.className = c.mentions > 0 ? "badge mention" : "badge";
       badge.textContent = c.unread >= 100 ? "99+" : String(c.unread);
-      a.append(badge);
-      a.setAttribute("aria-label", `${name.textContent}, ${badge.textContent} unread${c.mentions ? `, ${c.mentions} mentioning you` : ""}`);
+      // Read out after the count (the link's name keeps its visible text).
+      const said = document.createElement("span");
+      said.className = "visually-hidden";
+      said.textContent = ` unread${c.mentions ? `, ${c.mentions} mentioning you` : ""}`;
+      a.append(badge, said);
     }
     li.append(a);
     return li;
   });
+  if (items.length === 0) items.push(emptyItem("Nothing here yet: join a room below, or write to someone with “Direct message to”."));
   $("inbox").replaceChildren(...items);
   renderMute();
 }
@@ -613,7 +625,7 @@ async function loadRooms(more = false) {
       return li;
     });
     if (more) $("rooms").append(...items);
-    else $("rooms").replaceChildren(...items);
+    else $("rooms").replaceChildren(...(items.length ? items : [emptyItem("No rooms yet: create the first below.")]));
     roomsAfter = rooms.pageInfo.endCursor;
     $("rooms-more").hidden = !rooms.pageInfo.hasNextPage;
   } catch (err) {
@@ -682,6 +694,8 @@ function openFromHash() {
 }
 
 function closeConversation() {
+  closeThread();
+  document.querySelector(".chat").classList.remove("in-conversation");
   $("block-peer")?.remove();
   roomSub?.cancel();
   roomSub = null;
@@ -701,6 +715,8 @@ function closeConversation() {
   $("member-form").hidden = true;
   $("mute").hidden = true;
   $("conversation-title").textContent = "Pick a conversation";
+  $("jump-new").hidden = true;
+  renderEmpty();
   $("conversation-icon").replaceChildren();
   $("conversation-info").textContent = "";
 }
@@ -708,6 +724,7 @@ function closeConversation() {
 async function openConversation(conv) {
   closeConversation();
   open = conv;
+  document.querySelector(".chat").classList.add("in-conversation");
   renderInbox();
   $("conversation-title").textContent = conv.kind === "dm" ? `@${conv.peer}` : `# ${conv.name}`;
   renderConversationIcon();
@@ -718,10 +735,15 @@ async function openConversation(conv) {
   }
   $("conversation-error").textContent = "";
   setComposerMode(null);
+  // Where the user stopped reading, for the "New messages" line.
+  const entry = conversations.find((c) => c.id === conv.id);
+  conv.unreadFrom = entry?.unread > 0 ? { readUpTo: entry.readUpTo ?? null } : null;
   if (conv.kind === "room") await refreshPresence(); // its creator and moderators, for the message actions
   const page = await loadPage();
   if (open !== conv || !page) return;
+  markNewMessages(conv);
   $("composer").hidden = false;
+  renderEmpty();
   $("leave").hidden = conv.kind !== "room";
   // The message box now takes its place under the history: show the newest
   // message above it again.
@@ -773,6 +795,7 @@ async function loadPage() {
       if (!shown.has(node.id)) items.push(render(node));
     }
     list.prepend(...items);
+    arrangeHistory();
     if (atStart) list.scrollTop = list.scrollHeight;
     else list.scrollTop += list.scrollHeight - before; // keep what the user was reading in place
     return data;
@@ -929,6 +952,7 @@ function onInboxEvent(e) {
 
 // show adds a message to the history, or updates it where it is shown.
 function show(message, posted) {
+  showInThread(message, posted);
   const known = shown.get(message.id);
   if (known) {
     // An update (an edit, a preview card) may grow the message: the history
@@ -936,6 +960,7 @@ function show(message, posted) {
     const list = $("messages");
     const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 60;
     known.li.replaceWith(render(message));
+    arrangeHistory();
     if (atBottom) list.scrollTop = list.scrollHeight;
     return;
   }
@@ -950,6 +975,7 @@ function show(message, posted) {
   const list = $("messages");
   const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 60;
   list.append(render(message));
+  arrangeHistory();
   if (atBottom || message.author.login === api.currentUser().login) list.scrollTop = list.scrollHeight;
   if (message.author.login !== api.currentUser().login && !message.system) {
     $("announce").textContent = `${message.author.login}: ${message.content || filesText(message.attachments)}`;
@@ -987,6 +1013,9 @@ function render(message) {
   li.className = `message${mine && !message.system ? " own" : ""}${message.system ? " system" : ""}${message.deleted ? " deleted" : ""}${message.mentions.includes(me) ? " mention" : ""}`;
   li.id = `m-${message.id}`;
   li.dataset.id = message.id;
+  li.dataset.posted = message.postedAt;
+  // A reply or an edited message shows its line of details: it opens a run.
+  li.dataset.author = message.system || message.replyToId || message.editedAt ? "" : message.author.login;
   // The author's picture beside the message, its text beside the picture.
   const body = document.createElement("div");
   body.className = "body";
@@ -994,11 +1023,11 @@ function render(message) {
   const meta = document.createElement("div");
   meta.className = "meta";
   const author = document.createElement("strong");
-  author.textContent = message.author.login;
+  author.textContent = message.system ? message.author.login : displayName(message.author);
+  author.title = `@${message.author.login}`;
   const time = document.createElement("time");
   time.dateTime = message.postedAt;
-  const posted = new Date(message.postedAt);
-  time.textContent = (posted.toDateString() === new Date().toDateString() ? timeFormat : dayFormat).format(posted);
+  time.textContent = timeFormat.format(new Date(message.postedAt)); // the day is its separator's
   meta.append(author, " ", time);
   if (message.editedAt) meta.append(" ", tag("(edited)"));
   if (message.replyToId) {
@@ -1043,21 +1072,29 @@ function render(message) {
   if (!message.deleted && message.preview) body.append(renderPreview(message.preview));
 
   if (!message.system && !message.deleted) {
+    // Under the message: its reactions and its thread. On hover or focus, a
+    // toolbar over it: the quick reactions not given yet and the actions.
     const reactions = document.createElement("div");
     reactions.className = "reactions";
+    const actions = document.createElement("div");
+    actions.className = "actions";
+    actions.setAttribute("role", "toolbar");
+    actions.setAttribute("aria-label", "Message actions");
     const emojis = [...new Set([...message.reactions.map((r) => r.emoji), ...quickReactions])];
     for (const emoji of emojis) {
       const r = message.reactions.find((x) => x.emoji === emoji);
       const b = button(r ? `${emoji} ${r.count}` : emoji, () => react(message, emoji, !r?.reactedByMe));
       b.setAttribute("aria-pressed", r?.reactedByMe ? "true" : "false");
       b.setAttribute("aria-label", `React ${emoji}${r ? `, ${r.count}` : ""}`);
-      if (!r) b.classList.add("quiet");
-      reactions.append(b);
+      (r ? reactions : actions).append(b);
     }
-    const actions = document.createElement("div");
-    actions.className = "actions";
+    if (message.replyCount > 0) {
+      const t = button(`${message.replyCount} ${message.replyCount === 1 ? "reply" : "replies"}`, () => openThread(message));
+      t.className = "thread-link";
+      t.setAttribute("aria-haspopup", "dialog");
+      reactions.append(t);
+    }
     actions.append(button("Reply", () => setComposerMode({ replyTo: message })));
-    if (message.replyCount > 0) actions.append(tag(`${message.replyCount} ${message.replyCount === 1 ? "reply" : "replies"}`));
     if (mine) {
       actions.append(button("Edit", () => setComposerMode({ edit: message })));
       actions.append(button("Delete", () => remove(message)));
@@ -1074,11 +1111,138 @@ function render(message) {
         }
       }
     }
+    rovingFocus(actions);
     body.append(reactions, actions);
   }
   shown.set(message.id, { message, li });
   return li;
 }
+
+// rovingFocus makes a toolbar one stop of the tab order: Tab reaches its
+// first button, the arrow keys (and Home, End) move along it.
+function rovingFocus(toolbar) {
+  const buttons = [...toolbar.querySelectorAll("button")];
+  buttons.forEach((b, i) => (b.tabIndex = i === 0 ? 0 : -1));
+  toolbar.addEventListener("keydown", (e) => {
+    const at = buttons.indexOf(document.activeElement);
+    const to = { ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: buttons.length - 1 }[e.key];
+    if (at < 0 || to === undefined) return;
+    e.preventDefault();
+    const next = buttons[(to + buttons.length) % buttons.length];
+    buttons[at].tabIndex = -1;
+    next.tabIndex = 0;
+    next.focus();
+  });
+}
+
+// displayName is a user's names as they gave them, their login when they
+// have none (a deleted user).
+const displayName = (user) => [user.firstname, user.lastname].filter(Boolean).join(" ") || user.login;
+
+// ---- The history's layout: days, runs of one author, the new messages ----
+
+const weekdayFormat = new Intl.DateTimeFormat(undefined, { weekday: "long", month: "long", day: "numeric" });
+const yearFormat = new Intl.DateTimeFormat(undefined, { weekday: "long", year: "numeric", month: "long", day: "numeric" });
+
+function dayLabel(date) {
+  const today = new Date();
+  const yesterday = new Date(today.getFullYear(), today.getMonth(), today.getDate() - 1);
+  if (date.toDateString() === today.toDateString()) return "Today";
+  if (date.toDateString() === yesterday.toDateString()) return "Yesterday";
+  return (date.getFullYear() === today.getFullYear() ? weekdayFormat : yearFormat).format(date);
+}
+
+// A message within this long of the one before, by the same author, joins
+// its run: shown without the name and picture again.
+const runGap = 5 * 60 * 1000;
+
+// arrangeHistory puts a day's separator before its first message and marks
+// the messages that continue a run of one author. It runs after every
+// change to the history: the pages read, a message added or updated.
+function arrangeHistory() {
+  const list = $("messages");
+  for (const s of list.querySelectorAll(":scope > li.day")) s.remove();
+  let previous = null;
+  for (const li of [...list.children]) {
+    if (!li.classList.contains("message")) continue;
+    const at = new Date(li.dataset.posted);
+    if (!previous || new Date(previous.dataset.posted).toDateString() !== at.toDateString()) {
+      const day = document.createElement("li");
+      day.className = "day";
+      const label = document.createElement("span");
+      label.textContent = dayLabel(at);
+      day.append(label);
+      // Before the "New messages" line when it opens the day.
+      const line = li.previousElementSibling?.classList.contains("new-line") ? li.previousElementSibling : li;
+      line.before(day);
+      previous = null;
+    }
+    const continues =
+      previous &&
+      li.dataset.author &&
+      li.dataset.author === previous.dataset.author &&
+      !li.previousElementSibling?.classList.contains("new-line") &&
+      at - new Date(previous.dataset.posted) < runGap;
+    li.classList.toggle("grouped", Boolean(continues));
+    previous = li;
+  }
+  renderEmpty();
+}
+
+// renderEmpty says what to do where there is nothing to show.
+function renderEmpty() {
+  const empty = $("conversation-empty");
+  if (!open) {
+    empty.textContent = "No conversation is open. Pick one in the inbox or the rooms, create a room, or write to someone with “Direct message to”.";
+    empty.hidden = false;
+  } else {
+    empty.textContent = open.kind === "dm" ? `No messages with @${open.peer} yet: write the first below.` : "No messages here yet: say hello below.";
+    empty.hidden = $("messages").querySelector("li.message:not(.system)") !== null || $("composer").hidden;
+  }
+}
+
+function emptyItem(text) {
+  const li = document.createElement("li");
+  li.className = "empty";
+  li.textContent = text;
+  return li;
+}
+
+// markNewMessages draws the "New messages" line above the first message
+// after the user's read mark (when the inbox counted unread ones there),
+// and offers a jump to it while it is out of sight.
+function markNewMessages(conv) {
+  if (!conv.unreadFrom) return;
+  const list = $("messages");
+  const me = api.currentUser().login;
+  const messages = [...list.querySelectorAll(":scope > li.message")];
+  const read = conv.unreadFrom.readUpTo ? messages.findIndex((li) => li.dataset.id === conv.unreadFrom.readUpTo) : -1;
+  // The mark is older than the page read: every message shown is new.
+  const first = messages.slice(read >= 0 ? read + 1 : 0).find((li) => li.dataset.author !== me);
+  if (!first) return;
+  const line = document.createElement("li");
+  line.className = "new-line";
+  line.id = "new-line";
+  const label = document.createElement("span");
+  label.textContent = "New messages";
+  line.append(label);
+  first.before(line);
+  arrangeHistory();
+  list.scrollTop = list.scrollHeight;
+  updateJump();
+}
+
+function updateJump() {
+  const line = $("new-line");
+  const list = $("messages");
+  $("jump-new").hidden = !line || line.offsetTop >= list.scrollTop;
+}
+$("messages").addEventListener("scroll", updateJump);
+$("jump-new").addEventListener("click", () => {
+  $("new-line")?.scrollIntoView({ block: "start" });
+  updateJump();
+  $("messages").focus();
+});
 
 // renderAttachments shows a message's files: images inline from their 640
 // pixel thumbnail (the smallest there is if the image is small), in a box of
@@ -1303,6 +1467,7 @@ async function moderate(query, vars, field, question) {
 // (blocks, who moderates).
 function rerenderShown() {
   for (const { message, li } of [...shown.values()]) li.replaceWith(render(message));
+  arrangeHistory();
   const b = $("block-peer");
   if (b && open?.peer) b.textContent = blockPeerText(open.peer);
 }
@@ -1317,6 +1482,152 @@ async function remove(message) {
     showConversationError(err);
   }
 }
+
+// ---- A message's thread ----
+
+// thread is the open thread: { root, after (the cursor of its older replies),
+// hasOlder, shown: reply id -> li, pending (the reply being sent and its
+// clientMessageId, kept until acknowledged as the composer's is) }.
+let thread = null;
+
+async function openThread(root) {
+  closeThread();
+  const t = { root, after: null, hasOlder: false, shown: new Map(), pending: null };
+  thread = t;
+  $("thread-root").replaceChildren(renderThreadItem(root, "div"));
+  $("thread-messages").replaceChildren();
+  $("thread-error").textContent = "";
+  $("thread").hidden = false;
+  document.querySelector(".chat").classList.add("with-thread");
+  await loadThreadPage();
+  if (thread === t) $("thread-input").focus();
+}
+
+function closeThread() {
+  const wasOpen = thread;
+  thread = null;
+  $("thread").hidden = true;
+  document.querySelector(".chat").classList.remove("with-thread");
+  $("thread-messages").replaceChildren();
+  $("thread-root").replaceChildren();
+  $("thread-input").value = "";
+  // Back to the message whose thread it was.
+  if (wasOpen) shown.get(wasOpen.root.id)?.li.querySelector(".thread-link")?.focus();
+}
+
+// loadThreadPage reads the next older page of the thread's replies.
+async function loadThreadPage() {
+  const t = thread;
+  try {
+    const data = (await api.gql(queries.thread, { id: t.root.id, first: pageSize, after: t.after })).thread;
+    if (thread !== t) return;
+    t.after = data.pageInfo.endCursor;
+    t.hasOlder = data.pageInfo.hasNextPage;
+    $("thread-older").hidden = !t.hasOlder;
+    // Newest first from the server; oldest at the top here.
+    const items = [];
+    for (const { node } of data.edges.slice().reverse()) if (!t.shown.has(node.id)) items.push(threadItem(node));
+    $("thread-messages").prepend(...items);
+  } catch (err) {
+    if (thread === t) $("thread-error").textContent = err.message;
+  }
+}
+$("thread-older").addEventListener("click", loadThreadPage);
+$("thread-close").addEventListener("click", closeThread);
+$("thread").addEventListener("keydown", (e) => {
+  if (e.key === "Escape") closeThread();
+});
+
+function threadItem(message) {
+  const li = renderThreadItem(message);
+  thread.shown.set(message.id, li);
+  return li;
+}
+
+// showInThread adds a new reply to the open thread, or updates one shown
+// there (an edit, a deletion), or its root.
+function showInThread(message, posted) {
+  if (!thread) return;
+  if (message.id === thread.root.id) {
+    thread.root = message;
+    $("thread-root").replaceChildren(renderThreadItem(message, "div"));
+    return;
+  }
+  const known = thread.shown.get(message.id);
+  if (known) {
+    known.replaceWith(threadItem(message));
+  } else if (posted && message.replyToId === thread.root.id) {
+    const list = $("thread-messages");
+    list.append(threadItem(message));
+    list.lastElementChild.scrollIntoView({ block: "nearest" });
+  }
+}
+
+// renderThreadItem shows a message of a thread: its author, time and text.
+function renderThreadItem(message, element = "li") {
+  const li = document.createElement(element);
+  li.className = `message${message.deleted ? " deleted" : ""}`;
+  li.dataset.id = message.id;
+  const body = document.createElement("div");
+  body.className = "body";
+  const meta = document.createElement("div");
+  meta.className = "meta";
+  const author = document.createElement("strong");
+  author.textContent = message.author.login;
+  const time = document.createElement("time");
+  time.dateTime = message.postedAt;
+  const posted = new Date(message.postedAt);
+  time.textContent = (posted.toDateString() === new Date().toDateString() ? timeFormat : dayFormat).format(posted);
+  meta.append(author, " ", time);
+  if (message.editedAt) meta.append(" ", tag("(edited)"));
+  const content = document.createElement("p");
+  content.className = "content";
+  const isBlocked = message.author.login !== api.currentUser().login && blocked.has(message.author.login);
+  content.textContent = message.deleted
+    ? "This message was deleted."
+    : message.hidden && !message.content
+      ? "This message was hidden."
+      : isBlocked
+        ? `A message from ${message.author.login}, whom you blocked.`
+        : message.content || filesText(message.attachments);
+  body.append(meta, content);
+  li.append(avatar(isBlocked ? { ...message.author, avatar: null } : message.author), body);
+  return li;
+}
+
+$("thread-input").addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+    e.preventDefault();
+    $("thread-composer").requestSubmit();
+  }
+});
+
+let threadSending = false;
+$("thread-composer").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const t = thread;
+  const content = $("thread-input").value.trim();
+  if (!t || !open || !content || threadSending) return;
+  $("thread-error").textContent = "";
+  // As the composer's: the reply keeps its name until the server answers.
+  const key = JSON.stringify([open.id, t.root.id, content]);
+  if (t.pending?.key !== key) t.pending = { key, id: crypto.randomUUID() };
+  const vars = { content, id: t.pending.id, replyTo: t.root.id, attachments: null };
+  threadSending = true;
+  try {
+    const sent =
+      open.kind === "room"
+        ? (await api.gql(queries.post, { room: open.name, ...vars })).postMessage
+        : (await api.gql(queries.sendDirect, { to: open.peer, ...vars })).sendDirectMessage;
+    t.pending = null;
+    if (thread === t) $("thread-input").value = "";
+    show(sent, true);
+  } catch (err) {
+    if (thread === t) $("thread-error").textContent = err.message;
+  } finally {
+    threadSending = false;
+  }
+});
 
 // ---- Typing and presence ----
 
