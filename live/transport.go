@@ -94,6 +94,11 @@ type Config struct {
 	// that have not yet sent connection_init (each for InitTimeout at
 	// most), and the anonymous ones. Upgrades over it are refused with 503.
 	MaxUnauthenticated int
+	// MaxFramesPerWrite caps the frames a connection gathers into one
+	// write(2) when several of its events are queued (a lone event is
+	// written at once; a batch is also written at 32 KiB); 1 writes every
+	// frame on its own. 32 when 0.
+	MaxFramesPerWrite int
 	// Context ends every connection when done (server shutdown).
 	Context context.Context
 	Log     *slog.Logger
@@ -134,6 +139,9 @@ func New(cfg Config) *Transport {
 	}
 	if cfg.MaxUnauthenticated <= 0 {
 		cfg.MaxUnauthenticated = 1000
+	}
+	if cfg.MaxFramesPerWrite <= 0 {
+		cfg.MaxFramesPerWrite = defaultBatchFrames
 	}
 	if cfg.Context == nil {
 		cfg.Context = context.Background()
@@ -240,7 +248,7 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 		_, _ = w.Write(tooManyConnections)
 		return
 	}
-	lean := &leanHijacker{ResponseWriter: w}
+	lean := &leanHijacker{ResponseWriter: w, maxFrames: t.cfg.MaxFramesPerWrite}
 	ws, err := websocket.Accept(lean, r, &t.cfg.Accept)
 	if err != nil {
 		t.unauthenticated.Add(-1)
@@ -539,7 +547,7 @@ func (c *conn) write(frame []byte) bool {
 	c.writing.Store(time.Now().UnixNano())
 	c.socket.openBatch() // the frame goes out in one syscall
 	err := c.ws.Write(context.Background(), websocket.MessageText, frame)
-	if berr := c.socket.closeBatch(); err == nil {
+	if berr := c.socket.closeFrame(); err == nil {
 		err = berr
 	}
 	c.writing.Store(0)
@@ -558,8 +566,10 @@ func (c *conn) write(frame []byte) bool {
 }
 
 // openBatch makes the connection's writes gather until closeBatch writes
-// them in one go: a subscription's queued events take one syscall, not one
-// each.
+// them in one go (or they reach Config.MaxFramesPerWrite or the socket's
+// byte bound): a subscription's queued events take one syscall, not one
+// each, and so do those of the connection's other subscriptions written
+// meanwhile.
 func (c *conn) openBatch() { c.socket.openBatch() }
 
 // closeBatch closes a batch opened by openBatch and writes what it
