@@ -306,6 +306,11 @@ type conn struct {
 	closed    bool
 	ops       map[string]*operation
 	keepAlive *time.Timer
+	// pending are the room subscriptions with events ready, which the
+	// goroutine draining (see drain) delivers; spare is the slice it
+	// emptied last, reused.
+	pending, spare []*roomSubscription
+	draining       bool
 
 	// unauthenticated: the connection holds a place under the cap of
 	// unauthenticated connections (until a user authenticates, or it ends).
@@ -563,6 +568,48 @@ func (c *conn) write(frame []byte) bool {
 		return false
 	}
 	return true
+}
+
+// ready hands the connection a room subscription with events ready (its
+// pumping flag set): a goroutine draining the connection delivers it,
+// started if none is.
+func (c *conn) ready(r *roomSubscription) {
+	c.mu.Lock()
+	c.pending = append(c.pending, r)
+	start := !c.draining
+	c.draining = true
+	c.mu.Unlock()
+	if start {
+		go c.drain()
+	}
+}
+
+// drain delivers the connection's ready subscriptions, and those that
+// become ready meanwhile, inside one batch of the socket, so that the
+// events queued for all of them take one write (up to the batch's bounds);
+// it exits when none is ready. A lone event is written as soon as it is
+// encoded.
+func (c *conn) drain() {
+	c.openBatch()
+	defer c.closeBatch()
+	for {
+		c.mu.Lock()
+		ready := c.pending
+		if len(ready) == 0 {
+			c.draining = false
+			c.mu.Unlock()
+			return
+		}
+		c.pending, c.spare = c.spare, nil
+		c.mu.Unlock()
+		for i, r := range ready {
+			r.pump()
+			ready[i] = nil
+		}
+		c.mu.Lock()
+		c.spare = ready[:0]
+		c.mu.Unlock()
+	}
 }
 
 // openBatch makes the connection's writes gather until closeBatch writes
