@@ -63,9 +63,11 @@ func (c *conn) subscribe(m message) bool {
 	return true
 }
 
-// start parses and validates the operation and runs it. A room stream is
-// handed to a fresh goroutine once open, so that the stack grown by
-// validation and the store reads is released while the stream waits.
+// start parses and validates the operation and runs it. A room stream
+// replays what followed its cursor here, and this goroutine exits: its
+// stack, grown by validation and the store reads, is released while the
+// stream waits, and later events are delivered by the connection's (see
+// conn.drain).
 func (op *operation) start(kind string, payload json.RawMessage) {
 	handedOff := false
 	defer func() {
