@@ -584,14 +584,12 @@ func (c *conn) ready(r *roomSubscription) {
 	}
 }
 
-// drain delivers the connection's ready subscriptions, and those that
-// become ready meanwhile, inside one batch of the socket, so that the
-// events queued for all of them take one write (up to the batch's bounds);
-// it exits when none is ready. A lone event is written as soon as it is
-// encoded.
+// drain delivers the connection's ready subscriptions, all those ready at
+// once inside one batch of the socket, so that the events queued for all of
+// them take one write (up to the batch's bounds), then those that became
+// ready meanwhile; it exits when none is. A lone event is written as soon
+// as it is encoded.
 func (c *conn) drain() {
-	c.openBatch()
-	defer c.closeBatch()
 	for {
 		c.mu.Lock()
 		ready := c.pending
@@ -602,13 +600,21 @@ func (c *conn) drain() {
 		}
 		c.pending, c.spare = c.spare, nil
 		c.mu.Unlock()
-		for i, r := range ready {
-			r.pump()
-			ready[i] = nil
-		}
+		c.deliver(ready)
 		c.mu.Lock()
 		c.spare = ready[:0]
 		c.mu.Unlock()
+	}
+}
+
+// deliver delivers the ready subscriptions in one batch, written when they
+// are done: a frame waits for no more than what was ready with it.
+func (c *conn) deliver(ready []*roomSubscription) {
+	c.openBatch()
+	defer c.closeBatch() // also if a pump panics (each recovers its own)
+	for i, r := range ready {
+		r.pump()
+		ready[i] = nil
 	}
 }
 
