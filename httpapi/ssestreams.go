@@ -285,8 +285,37 @@ func (s *SSEStreams) open(w http.ResponseWriter, r *http.Request, token, login s
 		case <-ping:
 			event = []byte(": ping\n\n")
 		}
-		if _, err := w.Write(event); err != nil || rc.Flush() != nil {
+		if !writeQueued(w, event, st.events) || rc.Flush() != nil {
 			return
+		}
+	}
+}
+
+// Bounds of what an event stream writes before one flush: the events
+// already queued behind the one it took, up to these.
+const (
+	maxEventsPerFlush = 32
+	maxBytesPerFlush  = 32 << 10
+)
+
+// writeQueued writes event and the events already queued on events behind
+// it (without waiting for more, and up to the bounds above), so that the
+// caller flushes them in one go: the response's buffers take them together,
+// and a burst costs a write(2) per buffer's worth, not one per event.
+// false means the stream is gone.
+func writeQueued(w http.ResponseWriter, event []byte, events <-chan []byte) bool {
+	size := 0
+	for n := 1; ; n++ {
+		if _, err := w.Write(event); err != nil {
+			return false
+		}
+		if size += len(event); n == maxEventsPerFlush || size >= maxBytesPerFlush {
+			return true
+		}
+		select {
+		case event = <-events:
+		default:
+			return true
 		}
 	}
 }

@@ -133,3 +133,60 @@ func TestSocketBatchesKeepWriteOrder(t *testing.T) {
 		t.Fatalf("%d writes for %d bytes: nothing was batched", conn.writes, len(made))
 	}
 }
+
+// A batch is written once it gathers maxFrames whole frames or
+// maxBatchBytes, so a long run of queued events is not held back whole; the
+// rest goes when the batch closes.
+func TestSocketBatchBounds(t *testing.T) {
+	conn := &countingConn{}
+	s := &socket{Conn: conn, maxFrames: 4}
+	frame := func(b string) {
+		s.openBatch() // conn.write's own batch around a frame
+		_, _ = s.Write([]byte(b[:1]))
+		_, _ = s.Write([]byte(b[1:])) // the library may write a frame in parts
+		if err := s.closeFrame(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	frame("a1") // outside a batch: at once
+	if conn.writes != 1 {
+		t.Fatalf("a lone frame made %d writes, want 1", conn.writes)
+	}
+	s.openBatch()
+	for _, f := range []string{"b1", "b2", "b3", "b4", "b5", "b6"} {
+		frame(f)
+	}
+	if conn.writes != 2 || string(conn.got) != "a1b1b2b3b4" {
+		t.Fatalf("after 6 frames in a batch of at most 4: %d writes of %q, want 2 of %q", conn.writes, conn.got, "a1b1b2b3b4")
+	}
+	if err := s.closeBatch(); err != nil || conn.writes != 3 || string(conn.got) != "a1b1b2b3b4b5b6" {
+		t.Fatalf("closing the batch: %d writes of %q (%v), want 3", conn.writes, conn.got, err)
+	}
+	// The byte bound: two frames of half of it fill a batch.
+	half := strings.Repeat("x", maxBatchBytes/2)
+	s.openBatch()
+	frame("c" + half)
+	if conn.writes != 3 {
+		t.Fatalf("a frame under the byte bound was written (%d writes)", conn.writes)
+	}
+	frame("d" + half)
+	if conn.writes != 4 {
+		t.Fatalf("a batch past the byte bound was not written (%d writes)", conn.writes)
+	}
+	if err := s.closeBatch(); err != nil || conn.writes != 4 {
+		t.Fatalf("an emptied batch wrote again (%d writes, %v)", conn.writes, err)
+	}
+	// One frame a write: every frame goes on its own, batch or not.
+	one := &countingConn{}
+	s = &socket{Conn: one, maxFrames: 1}
+	s.openBatch()
+	for range 3 {
+		s.openBatch()
+		_, _ = s.Write([]byte("e"))
+		_ = s.closeFrame()
+	}
+	_ = s.closeBatch()
+	if one.writes != 3 {
+		t.Fatalf("with one frame a write: %d writes of 3 frames", one.writes)
+	}
+}

@@ -33,22 +33,23 @@ import (
 // harness serves the schema with this transport (and POST for mutations)
 // on an embedded store and an in-process broker.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	url    string
 	live   *Transport
 	tokens *auth.Tokens
 	store  store.Store
+	broker broker.Broker
 	// streams counts the harness's open room streams.
 	streams *stream.Source
 }
 
-func newHarness(t *testing.T, tune func(*Config)) *harness {
+func newHarness(t testing.TB, tune func(*Config)) *harness {
 	t.Helper()
 	return newHarnessOn(t, tune, nil)
 }
 
 // newHarnessOn serves on wrap(listener) if wrap is not nil.
-func newHarnessOn(t *testing.T, tune func(*Config), wrap func(net.Listener) net.Listener) *harness {
+func newHarnessOn(t testing.TB, tune func(*Config), wrap func(net.Listener) net.Listener) *harness {
 	t.Helper()
 	st, err := embedded.Open(t.TempDir())
 	if err != nil {
@@ -91,7 +92,7 @@ func newHarnessOn(t *testing.T, tune func(*Config), wrap func(net.Listener) net.
 	if tune != nil {
 		tune(&cfg)
 	}
-	h := &harness{t: t, live: New(cfg), tokens: tokens, store: st, streams: src}
+	h := &harness{t: t, live: New(cfg), tokens: tokens, store: st, broker: br, streams: src}
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: res}))
 	gql.AddTransport(h.live)
 	gql.AddTransport(transport.POST{})
@@ -179,7 +180,7 @@ func (h *harness) do(token, query string, vars map[string]any, out any) {
 // client is a raw websocket client: it sends and reads protocol messages
 // as they are, so tests see exactly what the server does.
 type client struct {
-	t  *testing.T
+	t  testing.TB
 	ws *websocket.Conn
 }
 
@@ -316,7 +317,7 @@ func (c *client) event(protocol *protocol, id string) roomEvent {
 }
 
 // waitFor polls cond until it holds or the test times out.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {

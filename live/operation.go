@@ -63,9 +63,11 @@ func (c *conn) subscribe(m message) bool {
 	return true
 }
 
-// start parses and validates the operation and runs it. A room stream is
-// handed to a fresh goroutine once open, so that the stack grown by
-// validation and the store reads is released while the stream waits.
+// start parses and validates the operation and runs it. A room stream
+// replays what followed its cursor here, and this goroutine exits: its
+// stack, grown by validation and the store reads, is released while the
+// stream waits, and later events are delivered by the connection's (see
+// conn.drain).
 func (op *operation) start(kind string, payload json.RawMessage) {
 	handedOff := false
 	defer func() {
@@ -207,10 +209,12 @@ func (op *operation) openRoom(ctx context.Context, field graphql.CollectedField,
 
 // roomSubscription serves a roomEvents subscription. It has no goroutine
 // while it waits: the broker subscription says when events are queued
-// (Notify), and a goroutine started then writes them all and exits, so an
-// idle subscriber holds no stack. Each event is encoded by the encoder
-// shared with every subscription that selects the same fields, and
-// written as is.
+// (Notify), and the subscription joins its connection's ready ones, which
+// one goroutine of the connection delivers inside one batch of the socket
+// (see conn.drain): the events queued for all of a connection's
+// subscriptions go out together, and an idle subscriber holds no stack.
+// Each event is encoded by the encoder shared with every subscription that
+// selects the same fields, and written as is.
 type roomSubscription struct {
 	op      *operation
 	stream  *stream.Room
@@ -218,29 +222,33 @@ type roomSubscription struct {
 	prefix  []byte // the frame around each result
 	viewer  store.UserRef
 	alias   string
-	pumping atomic.Bool // a goroutine is delivering
+	pumping atomic.Bool // it is ready, or being delivered
 }
 
-// start replays what came after the cursor and follows the room.
+// start replays what came after the cursor and follows the room. The
+// replay reads the store, so it runs on a goroutine of its own rather than
+// hold up the connection's other subscriptions.
 func (r *roomSubscription) start() {
 	r.op.c.counts.subscribed()
+	r.pumping.Store(true) // a wake meanwhile leaves the events to the replay's pump
 	r.stream.Notify(r.wake)
 	r.op.setOnStop(r.wake)
-	r.wake()
+	r.pump()
 }
 
-// wake makes sure a goroutine delivers what is ready. It runs on the
-// broker's delivering goroutine: it only starts one.
+// wake makes sure what is ready gets delivered. It runs on the broker's
+// delivering goroutine: it only hands the subscription to its connection.
 func (r *roomSubscription) wake() {
 	if r.pumping.CompareAndSwap(false, true) {
-		go r.pump()
+		r.op.c.ready(r)
 	}
 }
 
-// pump delivers until nothing is ready. A wake that comes while it runs
-// finds it pumping and leaves the event to it, so before it stops it looks
-// again: whichever of it and a later wake claims the pumping flag goes on.
-// A panic fails the subscription, not the server.
+// pump delivers what is queued, once; r.pumping is set. A wake that comes
+// meanwhile finds it set and leaves the event to it, so before it stops it
+// looks again: whichever of it and a later wake claims the flag hands the
+// subscription to its connection again. A panic fails the subscription,
+// not the server.
 func (r *roomSubscription) pump() {
 	defer func() {
 		if p := recover(); p != nil {
@@ -248,16 +256,14 @@ func (r *roomSubscription) pump() {
 			r.release(p)
 		}
 	}()
-	for {
-		if done, err := r.deliver(); done {
-			r.op.end(err, ast.Path{ast.PathName(r.alias)})
-			r.release(nil)
-			return
-		}
-		r.pumping.Store(false)
-		if !(r.stream.Ready() || r.op.over()) || !r.pumping.CompareAndSwap(false, true) {
-			return
-		}
+	if done, err := r.deliver(); done {
+		r.op.end(err, ast.Path{ast.PathName(r.alias)})
+		r.release(nil)
+		return
+	}
+	r.pumping.Store(false)
+	if (r.stream.Ready() || r.op.over()) && r.pumping.CompareAndSwap(false, true) {
+		r.op.c.ready(r)
 	}
 }
 

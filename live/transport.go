@@ -94,6 +94,11 @@ type Config struct {
 	// that have not yet sent connection_init (each for InitTimeout at
 	// most), and the anonymous ones. Upgrades over it are refused with 503.
 	MaxUnauthenticated int
+	// MaxFramesPerWrite caps the frames a connection gathers into one
+	// write(2) when several of its events are queued (a lone event is
+	// written at once; a batch is also written at 32 KiB); 1 writes every
+	// frame on its own. 32 when 0.
+	MaxFramesPerWrite int
 	// Context ends every connection when done (server shutdown).
 	Context context.Context
 	Log     *slog.Logger
@@ -134,6 +139,9 @@ func New(cfg Config) *Transport {
 	}
 	if cfg.MaxUnauthenticated <= 0 {
 		cfg.MaxUnauthenticated = 1000
+	}
+	if cfg.MaxFramesPerWrite <= 0 {
+		cfg.MaxFramesPerWrite = defaultBatchFrames
 	}
 	if cfg.Context == nil {
 		cfg.Context = context.Background()
@@ -240,7 +248,7 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 		_, _ = w.Write(tooManyConnections)
 		return
 	}
-	lean := &leanHijacker{ResponseWriter: w}
+	lean := &leanHijacker{ResponseWriter: w, maxFrames: t.cfg.MaxFramesPerWrite}
 	ws, err := websocket.Accept(lean, r, &t.cfg.Accept)
 	if err != nil {
 		t.unauthenticated.Add(-1)
@@ -298,6 +306,11 @@ type conn struct {
 	closed    bool
 	ops       map[string]*operation
 	keepAlive *time.Timer
+	// pending are the room subscriptions with events ready, which the
+	// goroutine draining (see drain) delivers; spare is the slice it
+	// emptied last, reused.
+	pending, spare []*roomSubscription
+	draining       bool
 
 	// unauthenticated: the connection holds a place under the cap of
 	// unauthenticated connections (until a user authenticates, or it ends).
@@ -539,7 +552,7 @@ func (c *conn) write(frame []byte) bool {
 	c.writing.Store(time.Now().UnixNano())
 	c.socket.openBatch() // the frame goes out in one syscall
 	err := c.ws.Write(context.Background(), websocket.MessageText, frame)
-	if berr := c.socket.closeBatch(); err == nil {
+	if berr := c.socket.closeFrame(); err == nil {
 		err = berr
 	}
 	c.writing.Store(0)
@@ -557,9 +570,59 @@ func (c *conn) write(frame []byte) bool {
 	return true
 }
 
+// ready hands the connection a room subscription with events ready (its
+// pumping flag set): a goroutine draining the connection delivers it,
+// started if none is.
+func (c *conn) ready(r *roomSubscription) {
+	c.mu.Lock()
+	c.pending = append(c.pending, r)
+	start := !c.draining
+	c.draining = true
+	c.mu.Unlock()
+	if start {
+		go c.drain()
+	}
+}
+
+// drain delivers the connection's ready subscriptions, all those ready at
+// once inside one batch of the socket, so that the events queued for all of
+// them take one write (up to the batch's bounds), then those that became
+// ready meanwhile; it exits when none is. A lone event is written as soon
+// as it is encoded.
+func (c *conn) drain() {
+	for {
+		c.mu.Lock()
+		ready := c.pending
+		if len(ready) == 0 {
+			c.draining = false
+			c.mu.Unlock()
+			return
+		}
+		c.pending, c.spare = c.spare, nil
+		c.mu.Unlock()
+		c.deliver(ready)
+		c.mu.Lock()
+		c.spare = ready[:0]
+		c.mu.Unlock()
+	}
+}
+
+// deliver delivers the ready subscriptions in one batch, written when they
+// are done: a frame waits for no more than what was ready with it.
+func (c *conn) deliver(ready []*roomSubscription) {
+	c.openBatch()
+	defer c.closeBatch() // also if a pump panics (each recovers its own)
+	for i, r := range ready {
+		r.pump()
+		ready[i] = nil
+	}
+}
+
 // openBatch makes the connection's writes gather until closeBatch writes
-// them in one go: a subscription's queued events take one syscall, not one
-// each.
+// them in one go (or they reach Config.MaxFramesPerWrite or the socket's
+// byte bound): a subscription's queued events take one syscall, not one
+// each, and so do those of the connection's other subscriptions written
+// meanwhile.
 func (c *conn) openBatch() { c.socket.openBatch() }
 
 // closeBatch closes a batch opened by openBatch and writes what it

@@ -419,7 +419,9 @@ func TestIdleSubscriptionsHoldNoGoroutine(t *testing.T) {
 	waitFor(t, "the streams", func() bool { return h.open() == before+subs })
 	// Counted by what they run, not against a baseline of the process's
 	// goroutines, which other tests' leftovers would blur.
-	idle := func() bool { return goroutinesRunning("live.(*roomSubscription).pump") == 0 }
+	idle := func() bool {
+		return goroutinesRunning("live.(*roomSubscription).pump") == 0 && goroutinesRunning("live.(*conn).drain") == 0
+	}
 	waitFor(t, fmt.Sprint(subs, " idle subscriptions to hold no goroutine"), idle)
 	for round := range 3 {
 		id := h.post(alice, "hall", fmt.Sprint("round ", round))

@@ -31,9 +31,12 @@ type CeilingStep struct {
 	P99Ms                  float64 `json:"delivery_p99_ms"`
 	ServerCores            float64 `json:"server_cpu_cores,omitempty"`
 	DeliveriesPerCPUSecond float64 `json:"deliveries_per_cpu_second,omitempty"`
-	ClientCores            float64 `json:"client_cpu_cores"`
-	KeptUp                 bool    `json:"kept_up"`
-	Why                    string  `json:"why,omitempty"` // why it did not
+	// WritesPerDelivery is the server's write syscalls (all of them) per
+	// delivery in the step.
+	WritesPerDelivery float64 `json:"writes_per_delivery,omitempty"`
+	ClientCores       float64 `json:"client_cpu_cores"`
+	KeptUp            bool    `json:"kept_up"`
+	Why               string  `json:"why,omitempty"` // why it did not
 }
 
 // ceilingLanes is how many posts each poster has in flight at most during
@@ -114,6 +117,9 @@ func ceilingStepOf(rate, perPost float64, s0, s1 *metricsSnap, server, redis boo
 		if cpu > 0 {
 			st.DeliveriesPerCPUSecond = float64(s1.deliveries-s0.deliveries) / cpu
 		}
+		if n := s1.deliveries - s0.deliveries; n > 0 {
+			st.WritesPerDelivery = float64(s1.serverWrites-s0.serverWrites) / float64(n)
+		}
 	}
 	st.judge()
 	return st
@@ -160,7 +166,7 @@ func (c *Ceiling) print(w io.Writer) {
 		if !s.KeptUp {
 			verdict = s.Why
 		}
-		fmt.Fprintf(w, "  %6.0f -> %6.0f  %8.0f/s  p99 %7.2f ms  %6.0f deliveries per CPU-second  %s\n",
-			s.OfferedPostsPerS, s.AcceptedPostsPerS, s.DeliveriesPerS, s.P99Ms, s.DeliveriesPerCPUSecond, verdict)
+		fmt.Fprintf(w, "  %6.0f -> %6.0f  %8.0f/s  p99 %7.2f ms  %6.0f deliveries per CPU-second  %.3f writes per delivery  %s\n",
+			s.OfferedPostsPerS, s.AcceptedPostsPerS, s.DeliveriesPerS, s.P99Ms, s.DeliveriesPerCPUSecond, s.WritesPerDelivery, verdict)
 	}
 }

@@ -434,6 +434,24 @@ func TestProcSelf(t *testing.T) {
 	if proc < before-50*time.Millisecond || proc > after+50*time.Millisecond {
 		t.Errorf("CPU time from /proc %v, from getrusage %v to %v", proc, before, after)
 	}
+	// Every write(2) counts in syscw.
+	w0, err := procWrites(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(t.TempDir() + "/writes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		if _, err := f.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = f.Close()
+	if w1, err := procWrites(os.Getpid()); err != nil || w1-w0 < 10 {
+		t.Errorf("procWrites went from %d to %d (%v) over 10 writes", w0, w1, err)
+	}
 	if rss, hwm, err := procRSS(os.Getpid()); err != nil || rss <= 0 || hwm < rss {
 		t.Errorf("procRSS = %d, %d, %v", rss, hwm, err)
 	}

@@ -48,6 +48,7 @@ type metricsSnap struct {
 	delivery, post, read                *histSnap
 	errCounts                           map[string]int64
 	serverCPU, clientCPU                time.Duration
+	serverWrites                        int64 // write syscalls so far
 	machineBusy, machineTotal           time.Duration
 	redisCPU                            time.Duration
 }
@@ -70,6 +71,7 @@ func (m *metrics) snapshot(r *runner) *metricsSnap {
 	s.machineBusy, s.machineTotal = machineCPU()
 	if r != nil && r.cfg.serverPID > 0 {
 		s.serverCPU, _ = procCPU(r.cfg.serverPID)
+		s.serverWrites, _ = procWrites(r.cfg.serverPID)
 	}
 	if r != nil && r.redis != nil {
 		s.redisCPU = r.redisCPU()

@@ -526,6 +526,7 @@ func (s *ServerResult) fillCPU(s0, s1 *metricsSnap, server, redis bool) {
 	if server {
 		s.CPUSeconds = (s1.serverCPU - s0.serverCPU).Seconds()
 		s.CPUCores = s.CPUSeconds / s1.at.Sub(s0.at).Seconds()
+		s.WriteSyscalls = s1.serverWrites - s0.serverWrites
 	}
 	if redis {
 		s.RedisCPUSeconds = (s1.redisCPU - s0.redisCPU).Seconds()

@@ -65,6 +65,22 @@ func procCPU(pid int) (time.Duration, error) {
 	return d, nil
 }
 
+// procWrites returns how many write syscalls (write, writev, pwrite,
+// sendmsg's kin as the kernel counts them: syscw in /proc/<pid>/io) pid has
+// made so far.
+func procWrites(pid int) (int64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(raw)) {
+		if v, ok := strings.CutPrefix(line, "syscw:"); ok {
+			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no syscw in /proc/%d/io", pid)
+}
+
 // parseProcStat returns the CPU time (utime + stime) of the text of
 // /proc/<pid>/stat, false if it is malformed.
 func parseProcStat(raw []byte) (time.Duration, bool) {

@@ -183,6 +183,12 @@ type ServerResult struct {
 	// DeliveriesPerCPUSecond is deliveries / (server + Redis CPU time): the
 	// delivery capacity of one core.
 	DeliveriesPerCPUSecond float64 `json:"deliveries_per_cpu_second"`
+	// WriteSyscalls counts the server's write syscalls during the window
+	// (syscw of /proc/<pid>/io: every write, not only the websockets':
+	// HTTP responses, the store, logs), and WritesPerDelivery divides it by
+	// the deliveries.
+	WriteSyscalls     int64   `json:"write_syscalls"`
+	WritesPerDelivery float64 `json:"writes_per_delivery"`
 }
 
 // Baselines are the bare loops measured in the same run.
@@ -260,6 +266,9 @@ func (rep *Report) finish(cfg *config) {
 	s.PID = cfg.serverPID
 	if cpu := s.CPUSeconds + s.RedisCPUSeconds; cpu > 0 {
 		s.DeliveriesPerCPUSecond = float64(l.Deliveries) / cpu
+	}
+	if l.Deliveries > 0 {
+		s.WritesPerDelivery = float64(s.WriteSyscalls) / float64(l.Deliveries)
 	}
 	add := func(r Ratio) {
 		if r.Bare > 0 && r.Ours > 0 {
@@ -400,7 +409,7 @@ func (rep *Report) printSummary(w io.Writer) {
 		fmt.Fprintf(w, "  %-40s %6d in the window, %6d in the whole run, e.g. %s\n", k, l.Errors[k], l.ErrorsWholeRun[k], l.ErrorExamples[k])
 	}
 	if rep.Server.PID > 0 {
-		fmt.Fprintf(w, "server               RSS peak %s, %.2f cores, %.0f deliveries per CPU-second\n", mib(rep.Server.RSSPeak), rep.Server.CPUCores, rep.Server.DeliveriesPerCPUSecond)
+		fmt.Fprintf(w, "server               RSS peak %s, %.2f cores, %.0f deliveries per CPU-second, %.3f write syscalls per delivery (all its writes)\n", mib(rep.Server.RSSPeak), rep.Server.CPUCores, rep.Server.DeliveriesPerCPUSecond, rep.Server.WritesPerDelivery)
 	}
 	fmt.Fprintf(w, "cpu                  chatload %.2f cores, other processes %.2f cores, machine %.0f%% busy\n", l.ClientCPUCores, l.OtherCPUCores, l.MachineBusyPct)
 	if rep.IdleSubs != nil {

@@ -36,7 +36,7 @@ func fixedReport() (*Report, *config) {
 			ErrorExamples:    map[string]string{"post:timeout": "context deadline exceeded", "subscribe:eof": "EOF"},
 			ClientCPUCores:   0.5, MachineBusyPct: 75, OtherCPUCores: 1.25,
 		},
-		Server:   ServerResult{RSSPeak: 300 << 20, CPUSeconds: 9, CPUCores: 0.45, RedisCPUSeconds: 1},
+		Server:   ServerResult{RSSPeak: 300 << 20, CPUSeconds: 9, CPUCores: 0.45, RedisCPUSeconds: 1, WriteSyscalls: 490_000},
 		IdleSubs: &IdleResult{Count: 1000, Connections: 1000, BytesPerSub: 9000, MarginalBytesPerSub: 6144},
 		Baselines: Baselines{
 			Delivery: []DeliveryBaseline{
@@ -56,8 +56,8 @@ func fixedReport() (*Report, *config) {
 			},
 		},
 		Ceiling: &Ceiling{Steps: []CeilingStep{
-			{OfferedPostsPerS: 600, AcceptedPostsPerS: 598, DeliveriesPerS: 59_700, ExpectedDeliveriesPerS: 59_800, P99Ms: 12.5, DeliveriesPerCPUSecond: 150_000, KeptUp: true},
-			{OfferedPostsPerS: 720, AcceptedPostsPerS: 650, DeliveriesPerS: 64_000, ExpectedDeliveriesPerS: 65_000, P99Ms: 55, DeliveriesPerCPUSecond: 170_000, Why: "posts fell behind: 650/s accepted"},
+			{OfferedPostsPerS: 600, AcceptedPostsPerS: 598, DeliveriesPerS: 59_700, ExpectedDeliveriesPerS: 59_800, P99Ms: 12.5, DeliveriesPerCPUSecond: 150_000, WritesPerDelivery: 0.875, KeptUp: true},
+			{OfferedPostsPerS: 720, AcceptedPostsPerS: 650, DeliveriesPerS: 64_000, ExpectedDeliveriesPerS: 65_000, P99Ms: 55, DeliveriesPerCPUSecond: 170_000, WritesPerDelivery: 0.5, Why: "posts fell behind: 650/s accepted"},
 		}},
 	}
 	rep.Ceiling.Sustained = &rep.Ceiling.Steps[0]
@@ -72,8 +72,8 @@ func fixedReport() (*Report, *config) {
 func TestReportRatios(t *testing.T) {
 	rep, cfg := fixedReport()
 	rep.finish(cfg)
-	if rep.Server.PID != 4242 || rep.Server.DeliveriesPerCPUSecond != 98_000 { // 980,000 / (9 + 1) s
-		t.Errorf("server pid %d, %v deliveries per CPU-second; want 4242, 98000", rep.Server.PID, rep.Server.DeliveriesPerCPUSecond)
+	if rep.Server.PID != 4242 || rep.Server.DeliveriesPerCPUSecond != 98_000 || rep.Server.WritesPerDelivery != 0.5 { // 980,000 / (9 + 1) s; 490,000 / 980,000
+		t.Errorf("server pid %d, %v deliveries per CPU-second, %v writes per delivery; want 4242, 98000, 0.5", rep.Server.PID, rep.Server.DeliveriesPerCPUSecond, rep.Server.WritesPerDelivery)
 	}
 	type r struct {
 		name       string
@@ -230,7 +230,7 @@ history page latency p50 2.12 ms  p99 7.00 ms  (20.0 reads/s)
 errors               3 in the window
   post:timeout                                  3 in the window,      5 in the whole run, e.g. context deadline exceeded
   subscribe:eof                                 0 in the window,      1 in the whole run, e.g. EOF
-server               RSS peak 300.0MiB, 0.45 cores, 98000 deliveries per CPU-second
+server               RSS peak 300.0MiB, 0.45 cores, 98000 deliveries per CPU-second, 0.500 write syscalls per delivery (all its writes)
 cpu                  chatload 0.50 cores, other processes 1.25 cores, machine 75% busy
 idle subscription    8.8 KiB of server RSS each (1000 opened on 1000 connections)
 baseline redis-fanout       49500 deliveries/s  p50 0.40 ms  p99 1.60 ms  196000 deliveries per CPU-second
@@ -254,8 +254,8 @@ ratios (1 = as fast as bare):
   messages page/s vs plain net/http + store.Messages           0.900
   messages page p50 vs plain net/http + store.Messages         0.909
 ceiling sweep (posts/s offered -> accepted, deliveries/s, p99):
-     600 ->    598     59700/s  p99   12.50 ms  150000 deliveries per CPU-second  kept up
-     720 ->    650     64000/s  p99   55.00 ms  170000 deliveries per CPU-second  posts fell behind: 650/s accepted
+     600 ->    598     59700/s  p99   12.50 ms  150000 deliveries per CPU-second  0.875 writes per delivery  kept up
+     720 ->    650     64000/s  p99   55.00 ms  170000 deliveries per CPU-second  0.500 writes per delivery  posts fell behind: 650/s accepted
 aims:
   deliveries per CPU-s at saturation           0.77 x             target >= 0.85x bare go-redis fan-out: FAIL
   sustained posts/s, p99 < 50 ms             598.00 posts/s       target >= 1,200 with 100 subscribers per room: FAIL
