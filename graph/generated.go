@@ -3112,7 +3112,10 @@ extend type Mutation {
   close with 4401, its streams end) and within CHAT_SESSION_CHECK on the
   others. NOT_FOUND if the caller has no such session. Needs a token.
   """
-  endSession(id: ID!): Boolean!
+  endSession(
+    """The session's id, as ` + "`" + `sessions` + "`" + ` lists it."""
+    id: ID!
+  ): Boolean!
 }
 
 """The caller's two-factor sign-in, as ` + "`" + `twoFactor` + "`" + ` shows it."""
@@ -3145,7 +3148,10 @@ extend type Mutation {
   as a login attempt); CONFLICT if two-factor sign-in is on already. Needs
   a token.
   """
-  beginTwoFactor(password: String!): TwoFactorKey!
+  beginTwoFactor(
+    """The caller's current password."""
+    password: String!
+  ): TwoFactorKey!
   """
   Turns two-factor sign-in on, given a code of the key ` + "`" + `beginTwoFactor` + "`" + `
   gave (UNAUTHENTICATED if wrong), and returns 10 recovery codes, shown this
@@ -3156,12 +3162,18 @@ extend type Mutation {
   begun; CONFLICT if it is on already. Codes tried count against
   CHAT_RATE_CODES_PER_LOGIN. Needs a token.
   """
-  confirmTwoFactor(code: String!): [String!]! @listSize(assumedSize: 10)
+  confirmTwoFactor(
+    """A code the authenticator app shows for the new key."""
+    code: String!
+  ): [String!]! @listSize(assumedSize: 10)
   """
   Turns two-factor sign-in off, given a code or a recovery code
   (UNAUTHENTICATED if wrong). NOT_FOUND if it is not on. Needs a token.
   """
-  disableTwoFactor(code: String!): Boolean!
+  disableTwoFactor(
+    """A code of the authenticator app, or an unused recovery code."""
+    code: String!
+  ): Boolean!
   """
   Answers the challenge of a ` + "`" + `login` + "`" + ` or ` + "`" + `refreshToken` + "`" + ` that gave
   TWO_FACTOR_REQUIRED (its extensions.challenge, valid 5 minutes) with a
@@ -3172,7 +3184,14 @@ extend type Mutation {
   CHAT_RATE_CODES_PER_LOGIN and, as login attempts, per client address.
   ` + "`" + `device` + "`" + ` names a new session as ` + "`" + `login` + "`" + `'s does.
   """
-  verifyTwoFactor(challenge: String!, code: String!, device: String): AuthPayload!
+  verifyTwoFactor(
+    """The ` + "`" + `extensions.challenge` + "`" + ` of the TWO_FACTOR_REQUIRED error."""
+    challenge: String!
+    """A code of the authenticator app, or an unused recovery code."""
+    code: String!
+    """A name for the device signing in, shown in ` + "`" + `sessions` + "`" + `."""
+    device: String
+  ): AuthPayload!
 }
 
 """A passkey (WebAuthn credential) the caller registered to sign in with."""
@@ -3225,9 +3244,19 @@ extend type Mutation {
   verify is BAD_USER_INPUT; a state that is not the caller's, or expired,
   UNAUTHENTICATED. Needs a token.
   """
-  finishPasskeyRegistration(state: String!, credential: String!, name: String): Passkey!
+  finishPasskeyRegistration(
+    """The ` + "`" + `state` + "`" + ` that ` + "`" + `beginPasskeyRegistration` + "`" + ` answered."""
+    state: String!
+    """The browser's ` + "`" + `navigator.credentials.create()` + "`" + ` answer, as JSON."""
+    credential: String!
+    """A name for the passkey, shown in ` + "`" + `passkeys` + "`" + `."""
+    name: String
+  ): Passkey!
   """Deletes one of the caller's passkeys: it signs in no more. NOT_FOUND if there is none of that id. Needs a token."""
-  deletePasskey(id: ID!): Boolean!
+  deletePasskey(
+    """The passkey's id, as ` + "`" + `passkeys` + "`" + ` lists it."""
+    id: ID!
+  ): Boolean!
   """
   Starts a sign-in with a passkey, no login or password given: run
   ` + "`" + `navigator.credentials.get` + "`" + ` with the options (the browser offers the
@@ -3243,7 +3272,14 @@ extend type Mutation {
   unknown or deleted passkey, a signature counter gone back) is
   UNAUTHENTICATED. ` + "`" + `device` + "`" + ` names the session as ` + "`" + `login` + "`" + `'s does.
   """
-  finishPasskeySignIn(state: String!, credential: String!, device: String): AuthPayload!
+  finishPasskeySignIn(
+    """The ` + "`" + `state` + "`" + ` that ` + "`" + `beginPasskeySignIn` + "`" + ` answered."""
+    state: String!
+    """The browser's ` + "`" + `navigator.credentials.get()` + "`" + ` answer, as JSON."""
+    credential: String!
+    """A name for the device signing in, shown in ` + "`" + `sessions` + "`" + `."""
+    device: String
+  ): AuthPayload!
 }
 
 """Where to send the browser to sign in at the OpenID Connect provider, and the flow's state."""
@@ -3293,14 +3329,30 @@ extend type Mutation {
   not verify is UNAUTHENTICATED. ` + "`" + `device` + "`" + ` names the session as ` + "`" + `login` + "`" + `'s
   does.
   """
-  finishOidcSignIn(flow: String!, code: String!, state: String!, device: String): AuthPayload!
+  finishOidcSignIn(
+    """The ` + "`" + `flow` + "`" + ` that ` + "`" + `beginOidcSignIn` + "`" + ` answered."""
+    flow: String!
+    """The ` + "`" + `code` + "`" + ` parameter the provider sent the browser back with."""
+    code: String!
+    """The ` + "`" + `state` + "`" + ` parameter the provider sent the browser back with."""
+    state: String!
+    """A name for the device signing in, shown in ` + "`" + `sessions` + "`" + `."""
+    device: String
+  ): AuthPayload!
   """
   Links the identity the provider vouched for (as ` + "`" + `finishOidcSignIn` + "`" + `
   verifies it) to the caller's account, which they prove by being signed
   in: from then on it signs them in. CONFLICT if it is linked already (to
   any account); at most 10 per account. Needs a token.
   """
-  linkOidcIdentity(flow: String!, code: String!, state: String!): LinkedIdentity!
+  linkOidcIdentity(
+    """The ` + "`" + `flow` + "`" + ` that ` + "`" + `beginOidcSignIn` + "`" + ` answered."""
+    flow: String!
+    """The ` + "`" + `code` + "`" + ` parameter the provider sent the browser back with."""
+    code: String!
+    """The ` + "`" + `state` + "`" + ` parameter the provider sent the browser back with."""
+    state: String!
+  ): LinkedIdentity!
 }
 `, BuiltIn: false},
 	{Name: "../schema/conversations.graphqls", Input: `"""What an inbox entry is about."""
@@ -4495,7 +4547,18 @@ extend type Query {
   nobody a deleted message, only its author a hidden one, and an edited message is found
   by its current text only. Counted against the per-user search limit (` + "`" + `RATE_LIMITED` + "`" + `).
   """
-  searchMessages(query: String!, conversation: String, from: String, first: Int = 20, after: String): SearchConnection! @listSize(slicingArguments: ["first"], assumedSize: 50, sizedFields: ["edges"]) @cost(weight: "50")
+  searchMessages(
+    """Words to find, "quoted phrases", and the filters ` + "`" + `from:login` + "`" + ` and ` + "`" + `in:conversation` + "`" + `; at most 256 bytes and 8 words."""
+    query: String!
+    """Only this conversation (a room, a group or a direct conversation's id), as ` + "`" + `in:` + "`" + ` does."""
+    conversation: String
+    """Only messages of this login, as ` + "`" + `from:` + "`" + ` does."""
+    from: String
+    """How many, 1 to 50."""
+    first: Int = 20
+    """The ` + "`" + `endCursor` + "`" + ` of the previous page."""
+    after: String
+  ): SearchConnection! @listSize(slicingArguments: ["first"], assumedSize: 50, sizedFields: ["edges"]) @cost(weight: "50")
 }
 
 extend type Query {
@@ -4506,13 +4569,23 @@ extend type Query {
   the caller is never found. At most 64 bytes and 4 words; wildcards and fuzzy matching are
   refused (` + "`" + `BAD_USER_INPUT` + "`" + `). Counted against the per-user search limit.
   """
-  searchUsers(prefix: String!, first: Int = 10): [UserSummary!]! @listSize(slicingArguments: ["first"], assumedSize: 50) @cost(weight: "10")
+  searchUsers(
+    """The start of a login, first name or last name; at most 64 bytes."""
+    prefix: String!
+    """How many, 1 to 50."""
+    first: Int = 10
+  ): [UserSummary!]! @listSize(slicingArguments: ["first"], assumedSize: 50) @cost(weight: "10")
   """
   The room directory, searched: public rooms whose name or banner (the topic) have words
   starting with each word of ` + "`" + `query` + "`" + `, sorted by name, up to ` + "`" + `first` + "`" + ` (1 to 50, default 20).
   Private groups are never found. Bounds and errors as ` + "`" + `searchUsers` + "`" + `.
   """
-  searchRooms(query: String!, first: Int = 20): [Room!]! @listSize(slicingArguments: ["first"], assumedSize: 50) @cost(weight: "10")
+  searchRooms(
+    """Words, or the starts of words, of the room's name or banner; at most 64 bytes."""
+    query: String!
+    """How many, 1 to 50."""
+    first: Int = 20
+  ): [Room!]! @listSize(slicingArguments: ["first"], assumedSize: 50) @cost(weight: "10")
 }
 `, BuiltIn: false},
 	{Name: "../schema/users.graphqls", Input: `"""
@@ -4771,7 +4844,10 @@ extend type Mutation {
   unverified until then. A malformed address gives BAD_USER_INPUT. Needs a
   token.
   """
-  setEmail(email: String!): User!
+  setEmail(
+    """The new address, such as name@example.com; an empty string removes it."""
+    email: String!
+  ): User!
   """
   Emails the caller's address a new link to verify it, if it is not
   verified yet. Answers true either way; RATE_LIMITED past the limits per
@@ -4784,14 +4860,20 @@ extend type Mutation {
   used or expired token, or one for an address the account no longer has,
   gives BAD_USER_INPUT. Needs no token of a session.
   """
-  verifyEmail(token: String!): Boolean!
+  verifyEmail(
+    """The token of the emailed link."""
+    token: String!
+  ): Boolean!
   """
   Emails a password reset link to the account whose verified address this
   is. Answers true, in the same time, whether or not there is such an
   account; RATE_LIMITED past the limits per client address and per
   address asked about. A malformed address gives BAD_USER_INPUT.
   """
-  requestPasswordReset(email: String!): Boolean!
+  requestPasswordReset(
+    """The account's verified address."""
+    email: String!
+  ): Boolean!
   """
   Uses the token of an emailed password reset link (single use, valid
   CHAT_EMAIL_LINK_TTL): the account's password becomes newPassword (by
@@ -4799,12 +4881,20 @@ extend type Mutation {
   and every session of the account ends at once, its websockets closing
   with 4401. An unknown, used or expired token gives BAD_USER_INPUT.
   """
-  resetPassword(token: String!, newPassword: String!): Boolean!
+  resetPassword(
+    """The token of the emailed link."""
+    token: String!
+    """The new password, 8 to 72 bytes."""
+    newPassword: String!
+  ): Boolean!
   """
   Turns the caller's email digests on or off (see ` + "`" + `User.emailDigests` + "`" + `).
   Needs a token.
   """
-  setEmailDigests(on: Boolean!): User!
+  setEmailDigests(
+    """True to receive digests, false to stop them."""
+    on: Boolean!
+  ): User!
   """
   Changes the caller's first name, last name or bio, by signup's rules
   (BAD_USER_INPUT otherwise), and returns the profile as it now is. Every
