@@ -42,6 +42,12 @@ export type InboxEventKind =
   /** `message`, a direct message, got or lost a reaction. */
   | 'REACTION_CHANGED'
   /**
+   * `user`, the other user of a direct conversation, read it up to `message` (their read receipt:
+   * see `Conversation.peerReadUpTo`). Live only, no cursor; not sent when either user sends no
+   * receipts.
+   */
+  | 'READ_UPTO'
+  /**
    * `user`, the other user of the direct conversation, is typing. Ephemeral: no cursor, never
    * replayed. It holds for 6 seconds unless renewed; TYPING_STOPPED follows.
    */
@@ -59,10 +65,14 @@ export type RoomEventKind =
   | 'MESSAGE_EDITED'
   /** A message was hidden; `message` is the hidden message. */
   | 'MESSAGE_HIDDEN'
+  /** `user` pinned `message` (`pinMessage`). */
+  | 'MESSAGE_PINNED'
   /** A message was posted (replayed history arrives as this kind too). */
   | 'MESSAGE_POSTED'
   /** The server fetched the card of the first link in `message`, now in its `preview`. */
   | 'MESSAGE_PREVIEWED'
+  /** `user` unpinned `message`. */
+  | 'MESSAGE_UNPINNED'
   /** `by`, the creator, made `user` a moderator. `message` is the system message that records it, as for every moderation event. */
   | 'MODERATOR_APPOINTED'
   /** `by`, the creator, dismissed `user` as a moderator. */
@@ -86,12 +96,15 @@ export type RoomEventKind =
   /** `user` added or removed a reaction to `message`, whose `reactions` are as they are now. */
   | 'REACTION_CHANGED'
   /**
-   * `user` marked the room read up to `message`. Live only: it has no cursor and is not replayed
-   * (read marks are state, kept in `Room.readMarks`, not history).
+   * `user` marked the room read up to `message`: in a group, their read receipt, which members who
+   * send none do not get. Live only: it has no cursor and is not replayed (read marks are state,
+   * kept in `Room.readMarks`, not history).
    */
   | 'READ_UPTO'
   /** The room was deleted; the subscription ends after this event. */
   | 'ROOM_DELETED'
+  /** `user` changed the room's banner, title or slow mode (`updateRoomSettings`); `message` is the system message that records it. Read the room again for the new values. */
+  | 'ROOM_SETTINGS_CHANGED'
   /**
    * `user` is typing (the `typing` mutation). Ephemeral: no cursor, never replayed. It holds for 6
    * seconds unless renewed; TYPING_STOPPED follows when `user` stops, posts, or lets it lapse. Apps
@@ -112,12 +125,22 @@ export type RoomKind =
 export type SignupInput = {
   /** Optional, at most 500 characters. */
   bio?: string | null | undefined;
-  /** Optional. */
+  /** Optional: an address such as name@example.com, at most 254 characters, emailed a link to verify it. */
   email?: string | null | undefined;
-  /** Required, at most 64 characters. */
-  firstname: string;
-  /** Required, at most 64 characters. */
-  lastname: string;
+  /** Required (or the deprecated `firstname`), at most 64 characters. */
+  firstName?: string | null | undefined;
+  /**
+   * The first name, as `firstName` (give one of the two).
+   * @deprecated Use `firstName`: the same, named in the API's camelCase.
+   */
+  firstname?: string | null | undefined;
+  /** Required (or the deprecated `lastname`), at most 64 characters. */
+  lastName?: string | null | undefined;
+  /**
+   * The last name, as `lastName` (give one of the two).
+   * @deprecated Use `lastName`: the same, named in the API's camelCase.
+   */
+  lastname?: string | null | undefined;
   /** 3 to 32 characters: lowercase letters, digits, '.', '_' or '-', starting with a letter or digit. */
   login: string;
   /** 8 to 72 bytes. */
