@@ -1,7 +1,6 @@
 package cassandra
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -42,38 +41,10 @@ const (
 // SetEmail writes the address on the password hash read, reading again
 // when the password changed meanwhile.
 func (db *DB) SetEmail(ctx context.Context, login, email string) error {
-	for range maxCASAttempts {
-		a, err := db.Account(ctx, login)
-		if err != nil {
-			return err
-		}
-		var current []byte
-		q := db.query(ctx, setEmail, email, login, a.PassHash)
-		applied, err := lwt(ctx, q, map[string]any{"pass_hash": &current}, func(ctx context.Context) (casOutcome, error) {
-			got, err := db.readAccount(db.serialRead(ctx, selectUser, login))
-			switch {
-			case errors.Is(err, gocql.ErrNotFound), errors.Is(err, errDeletedAccount):
-				return casRejected, nil
-			case err != nil:
-				return 0, err
-			case !bytes.Equal(got.PassHash, a.PassHash):
-				current = got.PassHash
-				return casRejected, nil
-			case got.Email == email && !got.EmailVerified:
-				return casApplied, nil
-			}
-			return casNotApplied, nil
-		})
-		switch {
-		case err != nil:
-			return fmt.Errorf("cassandra: set the email of %q: %w", login, err)
-		case applied:
-			return nil
-		case current == nil:
-			return fmt.Errorf("user %q: %w", login, store.ErrNotFound)
-		}
-	}
-	return fmt.Errorf("cassandra: set the email of %q: the password kept changing, gave up after %d attempts", login, maxCASAttempts)
+	_, err := db.updateOnPassword(ctx, login, "set the email", func(a store.Account) *gocql.Query {
+		return db.query(ctx, setEmail, email, login, a.PassHash)
+	}, func(_, got store.Account) bool { return got.Email == email && !got.EmailVerified })
+	return err
 }
 
 // VerifyEmail marks the address verified with UPDATE ... IF email = ?,

@@ -56,19 +56,39 @@ func (db *DB) UpdateProfile(ctx context.Context, login string, p store.ProfileUp
 		sets = append(sets, "no_read_receipts = ?")
 		args = append(args, !*p.ReadReceipts)
 	}
+	if len(sets) == 0 {
+		a, err := db.Account(ctx, login)
+		return p.Apply(a.User), err
+	}
+	stmt := `UPDATE users SET ` + strings.Join(sets, ", ") + `, search_prefixes = ? WHERE login = ? IF pass_hash = ?`
+	a, err := db.updateOnPassword(ctx, login, "update profile", func(a store.Account) *gocql.Query {
+		want := p.Apply(a.User)
+		return db.query(ctx, stmt, append(slices.Clone(args), store.Prefixes(login, want.Firstname, want.Lastname), login, a.PassHash)...)
+	}, func(_, got store.Account) bool {
+		// Ours, or the same values: either way, they stand.
+		want := p.Apply(got.User)
+		return want.UserRef == got.UserRef && want.Bio == got.Bio && want.NoReadReceipts == got.NoReadReceipts
+	})
+	if err != nil {
+		return store.User{}, err
+	}
+	return p.Apply(a.User), nil
+}
+
+// updateOnPassword writes what write makes of the account just read, a
+// statement ending IF pass_hash = ? with the hash read: an account deleted
+// meanwhile has none, so nothing is written back into its tombstone, and
+// a password change between the read and the write makes it read and try
+// again. When a write's outcome is unknown, landed tells whether the row,
+// read serially, shows it. It returns the account the write was made on.
+func (db *DB) updateOnPassword(ctx context.Context, login, what string, write func(a store.Account) *gocql.Query, landed func(a, got store.Account) bool) (store.Account, error) {
 	for range maxCASAttempts {
 		a, err := db.Account(ctx, login)
 		if err != nil {
-			return store.User{}, err
+			return store.Account{}, err
 		}
-		want := p.Apply(a.User)
-		if len(sets) == 0 {
-			return want, nil
-		}
-		stmt := `UPDATE users SET ` + strings.Join(sets, ", ") + `, search_prefixes = ? WHERE login = ? IF pass_hash = ?`
 		var current []byte
-		q := db.query(ctx, stmt, append(slices.Clone(args), store.Prefixes(login, want.Firstname, want.Lastname), login, a.PassHash)...)
-		applied, err := lwt(ctx, q, map[string]any{"pass_hash": &current}, func(ctx context.Context) (casOutcome, error) {
+		applied, err := lwt(ctx, write(a), map[string]any{"pass_hash": &current}, func(ctx context.Context) (casOutcome, error) {
 			got, err := db.readAccount(db.serialRead(ctx, selectUser, login))
 			switch {
 			case errors.Is(err, gocql.ErrNotFound), errors.Is(err, errDeletedAccount):
@@ -78,22 +98,22 @@ func (db *DB) UpdateProfile(ctx context.Context, login string, p store.ProfileUp
 			case !bytes.Equal(got.PassHash, a.PassHash):
 				current = got.PassHash
 				return casRejected, nil
-			case p.Apply(got.User).UserRef == got.UserRef && p.Apply(got.User).Bio == got.Bio && p.Apply(got.User).NoReadReceipts == got.NoReadReceipts:
-				return casApplied, nil // ours, or the same values: either way, they stand
+			case landed(a, got):
+				return casApplied, nil
 			}
 			return casNotApplied, nil
 		})
 		switch {
 		case err != nil:
-			return store.User{}, fmt.Errorf("cassandra: update profile of %q: %w", login, err)
+			return store.Account{}, fmt.Errorf("cassandra: %s of %q: %w", what, login, err)
 		case applied:
-			return want, nil
+			return a, nil
 		case current == nil:
-			return store.User{}, fmt.Errorf("user %q: %w", login, store.ErrNotFound)
+			return store.Account{}, fmt.Errorf("user %q: %w", login, store.ErrNotFound)
 		}
 		// The password changed since the read: read again.
 	}
-	return store.User{}, fmt.Errorf("cassandra: update profile of %q: the password kept changing, gave up after %d attempts", login, maxCASAttempts)
+	return store.Account{}, fmt.Errorf("cassandra: %s of %q: the password kept changing, gave up after %d attempts", what, login, maxCASAttempts)
 }
 
 // SetAvatar writes the avatar as a compare-and-set of the one read, on the
