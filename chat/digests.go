@@ -194,7 +194,7 @@ func (s *Service) digestItems(ctx context.Context, u store.User, notices []store
 		if err != nil {
 			return nil, err
 		}
-		if msg.Deleted || (msg.Hidden && !SeesHiddenContent(&msg, me)) {
+		if !ShowsContent(&msg, me) {
 			continue
 		}
 		from := s.UserName(ctx, n.From.Login)

@@ -106,7 +106,7 @@ func (s *Service) ComposeNotification(ctx context.Context, notices []store.Notic
 		if err != nil {
 			return notify.Notification{}, false, err
 		}
-		if msg.Deleted || (msg.Hidden && !SeesHiddenContent(&msg, recipient)) {
+		if !ShowsContent(&msg, recipient) {
 			continue
 		}
 		told, newest = append(told, n), msg

@@ -48,6 +48,19 @@ func (r Reader) Sees(m store.Message) bool {
 	return m.Room == r.Conversation && (r.Windows == nil || store.InWindows(r.Windows, m.ID.Time()))
 }
 
+// SeesContent reports whether the reader may read m and is shown its
+// content (ShowsContent): what a search result, a pin, a notification or
+// a digest shows, on its own, of a message.
+func (r Reader) SeesContent(m store.Message) bool {
+	return r.Sees(m) && ShowsContent(&m, r.Viewer)
+}
+
+// ShowsContent reports whether viewer, who may read m, is shown its
+// content: m is not deleted, nor hidden unless viewer wrote it.
+func ShowsContent(m *store.Message, viewer store.UserRef) bool {
+	return !m.Deleted && (!m.Hidden || SeesHiddenContent(m, viewer))
+}
+
 // SeesHiddenContent reports whether viewer may read the content of the
 // hidden message m: only its author may. Everyone else sees it blank.
 func SeesHiddenContent(m *store.Message, viewer store.UserRef) bool {

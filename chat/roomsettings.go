@@ -164,7 +164,7 @@ func (s *Service) Pins(ctx context.Context, me store.UserRef, room string) ([]Pi
 		if err != nil {
 			return nil, err
 		}
-		if msg.Deleted || !rd.Sees(msg) || msg.Hidden && !SeesHiddenContent(&msg, me) {
+		if !rd.SeesContent(msg) {
 			continue
 		}
 		shown = append(shown, PinnedMessage{Pin: p, Message: msg})

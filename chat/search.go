@@ -197,7 +197,7 @@ func (s *Service) SearchMessages(ctx context.Context, me store.UserRef, q Messag
 			}
 			readers[m.Room] = rd
 		}
-		return rd != nil && rd.Sees(m) && !m.Deleted && (!m.Hidden || SeesHiddenContent(&m, me)), nil
+		return rd != nil && rd.SeesContent(m), nil
 	}
 
 	query := store.MessageQuery{Conversations: conversations, Terms: parsed.Terms, Phrases: parsed.Phrases, Author: from, Before: q.Before}
