@@ -13,7 +13,7 @@ run:
 	$(GO) run .
 
 test:
-	$(GO) test -race ./...
+	$(GO) test -race -timeout 30m ./...
 
 # Regenerate graph/ (and new resolver stubs) from schema/*.graphqls.
 generate:

@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/killrchat/chatql/internal/chatclient"
 	"github.com/killrchat/chatql/server"
@@ -84,7 +86,10 @@ func testBlockBeyondCapIsRefused(t *testing.T, cfg server.Config) {
 	ts := startServer(t, cfg)
 	alice := ts.user(t, "alice")
 	ts.user(t, "bob")
-	ctx := testContext(t)
+	// A thousand blocks, each a durable write that counts the ones
+	// before: on a loaded machine, longer than testContext allows.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	for i := range store.MaxBlocks {
 		if err := ts.Store().Block(ctx, "alice", store.UserRef{Login: fmt.Sprintf("user%04d", i)}); err != nil {
 			t.Fatal(err)

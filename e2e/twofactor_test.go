@@ -89,7 +89,8 @@ func testTwoFactor(t *testing.T, cfg server.Config) {
 	login(t, ts, "alice", "password-alice")
 	wantCode(t, me, "UNAUTHENTICATED", confirmTwoFactorQ, map[string]any{"c": "000000"})
 	var confirmed struct{ ConfirmTwoFactor []string }
-	mustDo(t, me, confirmTwoFactorQ, map[string]any{"c": totpAt(t, secret, -1)}, &confirmed)
+	confirmCode := totpAt(t, secret, -1)
+	mustDo(t, me, confirmTwoFactorQ, map[string]any{"c": confirmCode}, &confirmed)
 	recovery := confirmed.ConfirmTwoFactor
 	if len(recovery) != 10 {
 		t.Fatalf("confirmTwoFactor = %v, want 10 recovery codes", recovery)
@@ -107,8 +108,9 @@ func testTwoFactor(t *testing.T, cfg server.Config) {
 	challenge := challengeOf(t, ts.Client, loginQ, map[string]any{"l": "alice", "p": "password-alice"})
 	wantCode(t, ts.Client, "UNAUTHENTICATED", verifyTwoFactorQ, map[string]any{"ch": challenge, "c": "000000"})
 	wantCode(t, ts.Client, "UNAUTHENTICATED", verifyTwoFactorQ, map[string]any{"ch": challenge + "x", "c": totpAt(t, secret, 0)})
-	// The code confirmTwoFactor used is spent.
-	wantCode(t, ts.Client, "UNAUTHENTICATED", verifyTwoFactorQ, map[string]any{"ch": challenge, "c": totpAt(t, secret, -1)})
+	// The code confirmTwoFactor used is spent. (The same code: computed
+	// again, a step later, it would be the next step's, never used.)
+	wantCode(t, ts.Client, "UNAUTHENTICATED", verifyTwoFactorQ, map[string]any{"ch": challenge, "c": confirmCode})
 	code := totpAt(t, secret, 0)
 	signedIn := verify(t, ts, challenge, code)
 	wantMe(t, ts, signedIn.Token, true)
