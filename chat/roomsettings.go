@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/killrchat/chatql/broker"
@@ -155,21 +156,49 @@ func (s *Service) Pins(ctx context.Context, me store.UserRef, room string) ([]Pi
 	if err != nil {
 		return nil, err
 	}
+	msgs, err := s.pinnedMessages(ctx, pins)
+	if err != nil {
+		return nil, err
+	}
 	shown := []PinnedMessage{}
-	for _, p := range pins {
-		msg, err := s.Store.Message(ctx, p.Message)
-		if errors.Is(err, store.ErrNotFound) {
-			continue
+	for i, p := range pins {
+		if msg, found := msgs[i]; found && rd.SeesContent(msg) {
+			shown = append(shown, PinnedMessage{Pin: p, Message: msg})
 		}
-		if err != nil {
-			return nil, err
-		}
-		if !rd.SeesContent(msg) {
-			continue
-		}
-		shown = append(shown, PinnedMessage{Pin: p, Message: msg})
 	}
 	return shown, nil
+}
+
+// pinReads is how many pinned messages Pins reads at once.
+const pinReads = 8
+
+// pinnedMessages reads the pinned messages, pinReads at a time (each is a
+// partition of its own on Cassandra): by the pin's index, those found.
+func (s *Service) pinnedMessages(ctx context.Context, pins []store.Pin) (map[int]store.Message, error) {
+	var (
+		mu    sync.Mutex
+		found = map[int]store.Message{}
+		errs  []error
+		wg    sync.WaitGroup
+		slots = make(chan struct{}, pinReads)
+	)
+	for i, p := range pins {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			msg, err := s.Store.Message(ctx, p.Message)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				found[i] = msg
+			case !errors.Is(err, store.ErrNotFound):
+				errs = append(errs, err)
+			}
+		})
+	}
+	wg.Wait()
+	return found, errors.Join(errs...)
 }
 
 // Invite links: defaults and the token's form.
