@@ -300,7 +300,7 @@ func testSearchUsers(t *testing.T, s store.Store) {
 	check("a first name, no accent", find(w, "emi"), a.Login)
 	check("two names", find(w, "em"), a.Login, b.Login)
 	check("a last name", find(w, "bov"), b.Login)
-	check("no such start", find(w, "zz"))
+	check("no such start", find(w, "9z")) // the random parts of logins are letters
 	check("longer than the prefixes kept", find(w, "bovaryish"))
 
 	emile := "Zacharie"
