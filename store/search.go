@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -13,9 +14,9 @@ import (
 // write it (a post, an edit, a delete) before they return, so a search made
 // after an edit answered finds the new words and not the old ones:
 //
-//   - embedded: a bleve index on disk beside the store, fed from a queue of
-//     reindexings written in each write's own batch and replayed when the
-//     store opens, so a crash at any moment leaves nothing out;
+//   - embedded: an inverted index in the store's own keys (term to message
+//     ids, per conversation), written in each write's own batch, so it
+//     agrees with the store at every moment, a crash included;
 //   - cassandra: a Storage-Attached Index on the terms of each message in
 //     chat_room_messages (search_terms), written with the content.
 //
@@ -51,6 +52,21 @@ type MessageQuery struct {
 
 // Empty reports whether q has no words to look for.
 func (q MessageQuery) Empty() bool { return len(q.Terms) == 0 && len(q.Phrases) == 0 }
+
+// IndexTerms are the distinct terms a message must be indexed under to
+// match q: its author's (AuthorTerm), if set, and each word's (QueryTerm).
+func (q MessageQuery) IndexTerms() []string {
+	var terms []string
+	if q.Author != "" {
+		terms = append(terms, AuthorTerm(q.Author))
+	}
+	for _, w := range q.Words() {
+		if w = QueryTerm(w); !slices.Contains(terms, w) {
+			terms = append(terms, w)
+		}
+	}
+	return terms
+}
 
 // Words are every word q looks for, its terms' and its phrases'.
 func (q MessageQuery) Words() []string {

@@ -59,7 +59,7 @@ func (db *DB) SetRoomSettings(ctx context.Context, c store.RoomSettingsChange) (
 	var sets []string
 	var args []any
 	if c.Banner != nil {
-		sets, args = append(sets, "banner = ?"), append(args, after.Banner)
+		sets, args = append(sets, "banner = ?", "search_prefixes = ?"), append(args, after.Banner, roomPrefixes(after))
 	}
 	if c.Title != nil {
 		sets, args = append(sets, "title = ?"), append(args, after.Title)

@@ -88,7 +88,7 @@ func (db *DB) SearchMessages(ctx context.Context, q store.MessageQuery) (store.S
 	slices.Sort(order)
 	slices.Reverse(order)
 
-	terms := searchQueryTerms(q)
+	terms := q.IndexTerms()
 	cql := selectSearch(len(terms), !q.Before.IsZero())
 	var found []store.Message
 	for _, day := range order {
@@ -123,20 +123,6 @@ func (db *DB) SearchMessages(ctx context.Context, q store.MessageQuery) (store.S
 
 func sortNewestFirst(msgs []store.Message) {
 	slices.SortFunc(msgs, func(a, b store.Message) int { return b.ID.Compare(a.ID) })
-}
-
-// searchQueryTerms are the distinct terms a message must hold to match q.
-func searchQueryTerms(q store.MessageQuery) []string {
-	var terms []string
-	if q.Author != "" {
-		terms = append(terms, store.AuthorTerm(q.Author))
-	}
-	for _, w := range q.Words() {
-		if w = store.QueryTerm(w); !slices.Contains(terms, w) {
-			terms = append(terms, w)
-		}
-	}
-	return terms
 }
 
 // selectSearch is the read of one partition's messages holding n terms,

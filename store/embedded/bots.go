@@ -56,7 +56,7 @@ func (db *DB) CreateBot(ctx context.Context, a store.Account, key store.BotKey, 
 		CreatedAt: createdAt.UTC(), KeyPrefix: key.Prefix, KeyHash: key.Hash,
 	})
 	b.set(botKeyKey(key.Hash), botKeyRow{Login: a.Login, Owner: a.Owner})
-	b.queueDirectory(a.Login, "")
+	b.indexUser(accountRow(a))
 	if err := b.commit(); err != nil {
 		return fmt.Errorf("writing bot %q: %w", a.Login, err)
 	}

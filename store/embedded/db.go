@@ -53,8 +53,9 @@ type DB struct {
 	// releaseDir gives back the data directory (lockDir); nil for a store
 	// on a memory file system.
 	releaseDir func() error
-	// search is the search index (search.go).
-	search *searchIndex
+	// searchOff leaves the search index unwritten, for
+	// BenchmarkPostSearchOnOff only: what indexing costs a post.
+	searchOff bool
 }
 
 var _ store.Store = (*DB)(nil)
@@ -77,7 +78,7 @@ func Open(dir string) (*DB, error) {
 	if err != nil {
 		return nil, errors.Join(err, release())
 	}
-	if err := db.openSearch(searchDir(dir)); err != nil {
+	if err := db.buildSearchIndex(dir); err != nil {
 		return nil, errors.Join(err, db.pdb.Close(), release())
 	}
 	db.releaseDir = release
@@ -126,13 +127,7 @@ func (db *DB) Close() error {
 	db.closed = true
 	// Writing the memtable out is not needed for durability (the WAL has
 	// every write) but makes the next Open quick: nothing to replay.
-	// The search index first: its callbacks write to pebble (see
-	// applySearchRows).
-	var err error
-	if db.search != nil {
-		err = db.search.idx.Close()
-	}
-	err = errors.Join(err, db.pdb.Flush(), db.pdb.Close())
+	err := errors.Join(db.pdb.Flush(), db.pdb.Close())
 	if db.releaseDir != nil {
 		err = errors.Join(err, db.releaseDir())
 	}
@@ -224,9 +219,6 @@ type batch struct {
 	*pebble.Batch
 	err error
 	db  *DB
-	// searched are the rows the batch added to the search queue
-	// (queueSearch, queueDirectory), which commit then applies.
-	searched []queuedSearch
 }
 
 func (db *DB) batch() *batch { return &batch{Batch: db.pdb.NewBatch(), db: db} }
@@ -287,23 +279,12 @@ func (b *batch) deleteRange(prefix key) {
 // what they read, such as a post that finds its day already listed by a
 // concurrent post: the log is written in order and a fsync covers all of it,
 // so the later write's fsync makes the earlier one durable too.
-//
-// A batch that queued messages for the search index (queueSearch) returns
-// once the index has them too (applySearchQueue).
 func (b *batch) commit() error {
 	defer b.Close()
 	if b.err != nil {
 		return b.err
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return err
-	}
-	if len(b.searched) > 0 && b.db.search != nil {
-		if err := b.db.search.apply(b.db, b.searched); err != nil {
-			return fmt.Errorf("written, but not yet searchable (the search queue keeps it): %w", err)
-		}
-	}
-	return nil
+	return b.Commit(pebble.Sync)
 }
 
 // pebbleLogger sends pebble's log lines to log/slog: its routine notes at

@@ -169,6 +169,7 @@ func (db *DB) changeMessage(ctx context.Context, m store.Message, by store.UserR
 			db.locks.lock(held)
 			continue
 		}
+		was := row.message(row.Room, m.ID)
 		if changed, err := change(&row.messageRow); err != nil || !changed {
 			return store.Event{}, err
 		}
@@ -177,7 +178,7 @@ func (db *DB) changeMessage(ctx context.Context, m store.Message, by store.UserR
 		b.set(messageKey(row.Room, m.ID), row.messageRow)
 		b.set(messageByIDKey(m.ID), row)
 		b.set(authorMessageKey(row.Author.Login, m.ID), row)
-		b.queueSearch(m.ID)
+		b.indexMessage(was, row.message(row.Room, m.ID))
 		for _, login := range logins {
 			k := conversationKey(login, row.Room)
 			entry, found, err := getRow[conversationRow](db, k)

@@ -75,9 +75,7 @@ func (db *DB) addMessage(b *batch, m store.Message) error {
 	if !m.ReplyTo.IsZero() {
 		b.set(threadKey(m.Room, m.ReplyTo).desc(m.ID), refRow(m.Author))
 	}
-	if searchable(m) {
-		b.queueSearch(m.ID)
-	}
+	b.indexMessage(store.Message{}, m)
 	for _, bk := range []key{bucketKey(m.Room, day), authorBucketKey(m.Author.Login, day)} {
 		if listed, err := db.has(bk); err != nil {
 			return fmt.Errorf("reading the days of room %q: %w", m.Room, err)

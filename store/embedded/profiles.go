@@ -25,7 +25,7 @@ func (db *DB) UpdateProfile(ctx context.Context, login string, p store.ProfileUp
 	row.Firstname, row.Lastname, row.Bio, row.NoReadReceipts = a.Firstname, a.Lastname, a.Bio, a.NoReadReceipts
 	b := db.batch()
 	b.set(k, row)
-	b.queueDirectory(login, "")
+	b.indexUser(row)
 	if err := b.commit(); err != nil {
 		return store.User{}, fmt.Errorf("writing user %q: %w", login, err)
 	}
@@ -118,7 +118,7 @@ func (db *DB) DeleteAccount(ctx context.Context, login string, passHash []byte) 
 	tomb := userRow{Login: login, ChatRooms: row.ChatRooms, Deleted: true}
 	b := db.batch()
 	b.set(k, tomb)
-	b.queueDirectory(login, "")
+	b.indexUser(tomb)
 	b.deleteRange(sessionPartition(login))
 	b.deleteRange(blocksPartition(login))
 	b.deleteRange(mutesPartition(login))

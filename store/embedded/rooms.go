@@ -42,7 +42,7 @@ func (db *DB) CreateRoom(ctx context.Context, r store.Room) error {
 	row := newRoomRow(r)
 	b := db.batch()
 	b.set(rk, row)
-	b.queueDirectory("", r.Name)
+	b.indexRoom(row)
 	b.set(membersPartition(r.Name), row.headerRow())
 	b.addMember(row, r.Creator.Login)
 	b.set(uk, creator)
@@ -317,7 +317,7 @@ func (db *DB) DeleteRoom(ctx context.Context, name string, by store.UserRef) (st
 
 		b := db.batch()
 		b.delete(rk)
-		b.queueDirectory("", name)
+		b.indexName(roomEntry, name)
 		b.deleteRange(membersPartition(name))
 		for _, p := range room.Participants {
 			if err := db.leave(b, userKey(p.Login), name); err != nil {
@@ -426,9 +426,10 @@ func (b *batch) addMember(row roomRow, login string) {
 }
 
 // deleteIndexed adds to b the deletion of the copies by id and by author of
-// every message of the room. The author's listing of a day may outlive its
-// messages; readers skip empty days.
+// every message of the room, and of its search index. The author's listing
+// of a day may outlive its messages; readers skip empty days.
 func (db *DB) deleteIndexed(ctx context.Context, b *batch, room string) error {
+	b.unindexRoom(room)
 	p := roomMessages(room)
 	err := db.scan(ctx, p, p.end(), false, func(k, v []byte) (bool, error) {
 		if len(k) < len(p)+8+descIDLen {
@@ -444,9 +445,6 @@ func (db *DB) deleteIndexed(ctx context.Context, b *batch, room string) error {
 		}
 		b.delete(messageByIDKey(id))
 		b.delete(authorMessageKey(row.Author.Login, id))
-		if searchable(row.message(room, id)) {
-			b.queueSearch(id)
-		}
 		return true, nil
 	})
 	if err != nil {

@@ -37,6 +37,7 @@ func (db *DB) SetRoomSettings(ctx context.Context, c store.RoomSettingsChange) (
 	ev := c.NewEvent(before, after)
 	b := db.batch()
 	b.set(rk, row)
+	b.indexRoom(row)
 	b.set(membersPartition(c.Room), row.headerRow())
 	if err := db.addLoggedMessage(b, ev); err != nil {
 		b.Close()

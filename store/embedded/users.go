@@ -24,8 +24,9 @@ func (db *DB) CreateUser(ctx context.Context, a store.Account) error {
 		return fmt.Errorf("user %q: %w", a.Login, store.ErrConflict)
 	}
 	b := db.batch()
-	b.set(k, accountRow(a))
-	b.queueDirectory(a.Login, "")
+	row := accountRow(a)
+	b.set(k, row)
+	b.indexUser(row)
 	if err := b.commit(); err != nil {
 		return fmt.Errorf("writing user %q: %w", a.Login, err)
 	}

@@ -22,6 +22,16 @@ var searchVocabulary = func() []string {
 	return words
 }()
 
+// SearchBenchText is a message of 4 to 15 words of the benchmark's
+// vocabulary, drawn Zipf-like.
+func SearchBenchText(r *rand.Rand) string { return searchBenchText(r) }
+
+// SearchBenchWord is a word of the benchmark's vocabulary drawn as its
+// searches draw them: common words more often, rare ones too.
+func SearchBenchWord(r *rand.Rand) string {
+	return searchVocabulary[int(float64(len(searchVocabulary))*r.Float64()*r.Float64())]
+}
+
 func searchBenchText(r *rand.Rand) string {
 	n := 4 + r.IntN(12)
 	text := ""
@@ -77,7 +87,7 @@ func BenchmarkSearch(b *testing.B, s store.Store, rooms, messages int) {
 	var took []time.Duration
 	b.ResetTimer()
 	for b.Loop() {
-		w := searchVocabulary[int(float64(len(searchVocabulary))*r.Float64()*r.Float64())]
+		w := SearchBenchWord(r)
 		t := time.Now()
 		if _, err := s.SearchMessages(ctx, store.MessageQuery{Conversations: names, Terms: []string{w}, Limit: 20}); err != nil {
 			b.Fatal(err)
