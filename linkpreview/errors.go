@@ -20,6 +20,10 @@ var (
 	// malformed, too long, has no host or carries user information.
 	ErrBadURL = errors.New("linkpreview: bad URL")
 
+	// ErrCharset reports a page in a character encoding previews do not
+	// read (see decoding): the East Asian multi-byte ones.
+	ErrCharset = errors.New("linkpreview: page encoding not supported")
+
 	// ErrStatus reports a response with a status other than 2xx.
 	ErrStatus = errors.New("linkpreview: unexpected HTTP status")
 

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
-	"golang.org/x/net/html/charset"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/killrchat/chatql/internal/netguard"
@@ -228,23 +227,15 @@ func (f *Fetcher) fetch(ctx context.Context, u *url.URL) (store.LinkPreview, err
 	if !isHTML(contentType, body) {
 		return store.LinkPreview{}, fmt.Errorf("%w: %s is %q", ErrNotHTML, u.Redacted(), contentType)
 	}
-	p, err := parse(decodeUTF8(contentType, body), resp.Request.URL)
+	page, ok := decodeUTF8(contentType, body)
+	if !ok {
+		return store.LinkPreview{}, fmt.Errorf("%w: %s", ErrCharset, u.Redacted())
+	}
+	p, err := parse(page, resp.Request.URL)
 	if err != nil {
 		return store.LinkPreview{}, fmt.Errorf("linkpreview: reading %s: %w", u.Redacted(), err)
 	}
 	return p, nil
-}
-
-// decodeUTF8 returns body converted to UTF-8 from the character encoding
-// named by the Content-Type header, a byte order mark or a meta tag in the
-// first kilobyte, as browsers determine it.
-func decodeUTF8(contentType string, body *bufio.Reader) io.Reader {
-	start, _ := body.Peek(1024)
-	enc, name, _ := charset.DetermineEncoding(start, contentType)
-	if name == "utf-8" {
-		return body
-	}
-	return enc.NewDecoder().Reader(body)
 }
 
 // isHTML reports whether a response is an HTML page, by its Content-Type

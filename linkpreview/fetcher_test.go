@@ -563,9 +563,14 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 func TestFetchDecodesCharsets(t *testing.T) {
 	pages := map[string]struct{ contentType, body string }{
-		"header":   {"text/html; charset=ISO-8859-1", "<head><title>caf\xe9</title></head>"},
-		"meta tag": {"text/html", `<head><meta charset="windows-1252"><title>caf` + "\xe9" + `</title></head>`},
-		"utf-8":    {"text/html; charset=utf-8", "<head><title>caf\u00e9</title></head>"},
+		"header":        {"text/html; charset=ISO-8859-1", "<head><title>caf\xe9</title></head>"},
+		"meta tag":      {"text/html", `<head><meta charset="windows-1252"><title>caf` + "\xe9" + `</title></head>`},
+		"utf-8":         {"text/html; charset=utf-8", "<head><title>caf\u00e9</title></head>"},
+		"http-equiv":    {"text/html", `<head><meta http-equiv="Content-Type" content="text/html; charset=iso-8859-1"><title>caf` + "\xe9" + `</title></head>`},
+		"sniffed utf-8": {"text/html", "<head><title>caf\u00e9</title></head>"},
+		"sniffed 1252":  {"text/html", "<head><title>caf\xe9</title></head>"},
+		"utf-16 bom":    {"text/html", "\xff\xfe<\x00t\x00i\x00t\x00l\x00e\x00>\x00c\x00a\x00f\x00\xe9\x00<\x00/\x00t\x00i\x00t\x00l\x00e\x00>\x00"},
+		"utf-8 bom":     {"text/html; charset=iso-8859-1", "\xef\xbb\xbf<head><title>caf\u00e9</title></head>"},
 	}
 	f := loopbackFetcher(t)
 	for name, page := range pages {
@@ -577,5 +582,13 @@ func TestFetchDecodesCharsets(t *testing.T) {
 		if err != nil || got.Title != "caf\u00e9" {
 			t.Errorf("%s: got %+v, %v; want title café", name, got, err)
 		}
+	}
+	// An East Asian encoding gets no preview rather than a garbled one.
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=Shift_JIS")
+		fmt.Fprint(w, "<head><title>\x93\xfa\x96\x7b</title></head>")
+	})
+	if got, err := f.Fetch(context.Background(), srv.URL); !errors.Is(err, ErrCharset) {
+		t.Errorf("Shift_JIS: got %+v, %v; want ErrCharset", got, err)
 	}
 }
