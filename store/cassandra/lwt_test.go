@@ -106,3 +106,22 @@ func TestAgainIfNotApplied(t *testing.T) {
 		})
 	}
 }
+
+// TestDDLTimedOut: a schema change is sent again after a timeout, on
+// either side, never after a refusal.
+func TestDDLTimedOut(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("exec: %w", gocql.ErrTimeoutNoResponse), true},
+		{&gocql.RequestErrWriteTimeout{}, true},
+		{&gocql.RequestErrAlreadyExists{}, false},
+		{gocql.ErrUnavailable, false},
+		{context.Canceled, false},
+	} {
+		if got := ddlTimedOut(c.err); got != c.want {
+			t.Errorf("ddlTimedOut(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}

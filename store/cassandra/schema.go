@@ -3,6 +3,7 @@ package cassandra
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -358,11 +359,33 @@ func execMigration(ctx context.Context, session *gocql.Session, keyspace, stmt s
 
 // execDDL runs a schema change and waits until every node agrees on the
 // schema, so the next statement may depend on it wherever it runs.
+//
+// A schema change a loaded node answers late (past the client's request
+// timeout) may still be applied; every statement of the schema is
+// idempotent (IF NOT EXISTS, IF EXISTS, and execMigration's check of an
+// added column), so it is sent again, a second later, until ctx ends.
 func execDDL(ctx context.Context, session *gocql.Session, stmt string) error {
-	if err := session.Query(stmt).WithContext(ctx).Exec(); err != nil {
-		return err
+	for {
+		err := session.Query(stmt).WithContext(ctx).Exec()
+		if err == nil {
+			return session.AwaitSchemaAgreement(ctx)
+		}
+		if !ddlTimedOut(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(time.Second):
+		}
 	}
-	return session.AwaitSchemaAgreement(ctx)
+}
+
+// ddlTimedOut reports whether a schema change failed by taking too long,
+// on the client's side or the coordinator's, rather than being refused.
+func ddlTimedOut(err error) bool {
+	var writeTimeout *gocql.RequestErrWriteTimeout
+	return errors.Is(err, gocql.ErrTimeoutNoResponse) || errors.As(err, &writeTimeout)
 }
 
 // statements splits a .cql file into its statements, dropping comment lines.
