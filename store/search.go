@@ -9,13 +9,15 @@ import (
 )
 
 // MessageSearch finds messages by their words. Each backend keeps its own
-// index of the messages' current text, updated by the operations that
-// write it (a post, an edit, a delete) before they return, so a search made
+// index of the messages' current text, and a search sees every write (a
+// post, an edit, a delete) that answered before it began, so a search made
 // after an edit answered finds the new words and not the old ones:
 //
-//   - embedded: a bleve index on disk beside the store, fed from a queue of
-//     reindexings written in each write's own batch and replayed when the
-//     store opens, so a crash at any moment leaves nothing out;
+//   - embedded: a bleve index on disk beside the store, fed by a background
+//     indexer from a queue of reindexings written in each write's own batch
+//     and replayed when the store opens, so a crash at any moment leaves
+//     nothing out; a search waits for the indexer to reach the writes
+//     answered before it began;
 //   - cassandra: a Storage-Attached Index on the terms of each message in
 //     chat_room_messages (search_terms), written with the content.
 //

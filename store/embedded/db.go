@@ -128,8 +128,10 @@ func (db *DB) Close() error {
 	// every write) but makes the next Open quick: nothing to replay.
 	// The search index first: its callbacks write to pebble (see
 	// applySearchRows).
+	// The indexer applies what is pending before it stops.
 	var err error
 	if db.search != nil {
+		db.search.close()
 		err = db.search.idx.Close()
 	}
 	err = errors.Join(err, db.pdb.Flush(), db.pdb.Close())
@@ -288,8 +290,9 @@ func (b *batch) deleteRange(prefix key) {
 // concurrent post: the log is written in order and a fsync covers all of it,
 // so the later write's fsync makes the earlier one durable too.
 //
-// A batch that queued messages for the search index (queueSearch) returns
-// once the index has them too (applySearchQueue).
+// A batch that queued messages for the search index (queueSearch) hands
+// them to the search indexer once committed, and returns once the index is
+// at most searchMaxLag rows behind (searchIndex.enqueue).
 func (b *batch) commit() error {
 	defer b.Close()
 	if b.err != nil {
@@ -299,8 +302,8 @@ func (b *batch) commit() error {
 		return err
 	}
 	if len(b.searched) > 0 && b.db.search != nil {
-		if err := b.db.search.apply(b.db, b.searched); err != nil {
-			return fmt.Errorf("written, but not yet searchable (the search queue keeps it): %w", err)
+		if err := b.db.search.enqueue(b.searched); err != nil {
+			return fmt.Errorf("written, but not yet searchable: %w", err)
 		}
 	}
 	return nil

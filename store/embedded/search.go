@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,14 +36,26 @@ var _ store.MessageSearch = (*DB)(nil)
 // every write that adds, changes or removes a message's text, or a user's
 // or room's names, puts a row in the queue in its own batch, so the store
 // never holds a change the queue does not. After the batch is committed,
-// the write applies its rows (searchIndex.apply) before it returns: it
+// the write hands its rows to the indexer (searchIndex.run), a goroutine
+// that applies the rows in batches, in the order they were committed: it
 // reads each message, user or room as the store holds it now and indexes
-// or unindexes it; searches see it at once. The rows are deleted when
-// bleve has the change on disk. A crash at any moment leaves at worst rows
-// whose changes the index may or may not have: opening the store applies
-// them again (applySearchQueue), which is harmless since applying reads
-// the current state. Nothing is rebuilt but an index that is missing (a
-// new one, or one deleted by hand).
+// or unindexes it. The write answers without waiting for it, unless the
+// indexer is more than searchMaxLag rows behind: then it waits until the
+// indexer is back within the bound, so the lag never grows past it.
+//
+// A search first waits for the indexer to apply every row committed before
+// the search began (searchIndex.caughtUp): a post, an edit or a delete that
+// answered before a search began is in effect for it (read-your-writes),
+// and a search waits for at most searchMaxLag rows of indexing. Each hit
+// is then read from the store and checked against the query again
+// (MessageQuery.Matches), so a change that lands while the search runs
+// never shows text the message no longer has.
+//
+// A queue row is deleted when bleve has its change on disk. A crash at any
+// moment leaves at worst rows whose changes the index may or may not have:
+// opening the store applies them again (applySearchQueue), which is
+// harmless since applying reads the current state. Nothing is rebuilt but
+// an index that is missing (a new one, or one deleted by hand).
 
 // tableSearchQueue holds the ids of the messages whose text changed since
 // the search index last took them.
@@ -58,13 +71,186 @@ type searchQueueRow struct {
 	Room    string           `json:"r,omitempty"`
 }
 
-// searchIndex is the store's bleve index.
+// searchIndex is the store's bleve index and the indexer that feeds it.
 type searchIndex struct {
 	idx bleve.Index
-	mu  sync.Mutex // held by the one application under way (apply)
-	// waiting are the batches whose rows no application has taken yet.
-	waitingMu sync.Mutex
-	waiting   []*searchApply
+
+	// mu guards what follows: the rows committed but not yet applied, in
+	// the order their batches were committed, and the positions of the
+	// queue (counted in rows since the store opened) reached by the writes
+	// and by the indexer.
+	mu      sync.Mutex
+	pending []queuedSearch
+	queued  uint64 // rows committed
+	applied uint64 // rows applied: the first applied rows of those committed
+	// failed is the last application's error, nil once one succeeds.
+	failed error
+	// progress is closed, and replaced, whenever applied or failed
+	// changes: what searches and held-back writes wait on.
+	progress chan struct{}
+	// maxLag is the most rows a write leaves unapplied when it answers
+	// (searchMaxLag; tests lower it).
+	maxLag uint64
+
+	wake chan struct{} // rows are pending (buffered: one wake-up is enough)
+	stop chan struct{} // closed by close
+	done chan struct{} // closed when the indexer has stopped
+
+	// hold is held by the indexer while it takes and applies a batch: a
+	// test holds it to stop the indexer between batches.
+	hold sync.Mutex
+	// waiting, if set (tests), is called when a search or a write starts
+	// waiting for the indexer, with what waits: "search" or "write".
+	waiting func(what string)
+}
+
+// searchMaxLag is the most rows of the search queue the index may be
+// behind when a write answers: past it, writes wait for the indexer. It is
+// also the most a search waits for (it waits for the rows committed before
+// it began): at the indexer's pace here (BENCHMARKS.md), well under a
+// second.
+const searchMaxLag = 4096
+
+// searchBatchRows is the most rows the indexer applies in one bleve batch.
+const searchBatchRows = 1024
+
+// searchRetry is how long the indexer waits before retrying a batch that
+// failed.
+const searchRetry = time.Second
+
+func newSearchIndex(idx bleve.Index) *searchIndex {
+	return &searchIndex{idx: idx, progress: make(chan struct{}), maxLag: searchMaxLag,
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// enqueue hands the indexer the rows of a committed batch, and returns
+// once the index is at most maxLag rows behind: then the write answers.
+// The write is in the store either way; an error says the index is
+// failing (the queue keeps the rows for the next open).
+func (s *searchIndex) enqueue(rows []queuedSearch) error {
+	s.mu.Lock()
+	s.pending = append(s.pending, rows...)
+	s.queued += uint64(len(rows))
+	mine := s.queued
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	// Wait for the rows beyond the lag allowed to be applied: those up to
+	// this write's last row, less maxLag.
+	if mine <= s.maxLag {
+		return nil
+	}
+	return s.await(context.Background(), mine-s.maxLag, "write")
+}
+
+// caughtUp returns once the index has every row committed before the call:
+// what a search waits for, so that it sees every write that answered
+// before it began (a post, an edit, a delete), however far the indexer
+// lags.
+func (s *searchIndex) caughtUp(ctx context.Context) error {
+	s.mu.Lock()
+	target := s.queued
+	s.mu.Unlock()
+	return s.await(ctx, target, "search")
+}
+
+// await returns once the indexer has applied position rows, or fails.
+func (s *searchIndex) await(ctx context.Context, position uint64, what string) error {
+	told := false
+	for {
+		s.mu.Lock()
+		applied, failed, progress := s.applied, s.failed, s.progress
+		s.mu.Unlock()
+		switch {
+		case applied >= position:
+			return nil
+		case failed != nil:
+			return fmt.Errorf("the search index is failing (the search queue keeps the changes): %w", failed)
+		}
+		if !told && s.waiting != nil {
+			s.waiting(what)
+		}
+		told = true
+		select {
+		case <-progress:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.done:
+			return errClosed
+		}
+	}
+}
+
+// run is the indexer: it applies the pending rows in batches of up to
+// searchBatchRows, in the order they were committed, until close; then it
+// applies what is left, so the next open has nothing to replay.
+func (s *searchIndex) run(db *DB) {
+	defer close(s.done)
+	for {
+		select {
+		case <-s.wake:
+		case <-s.stop:
+			for s.applyPending(db) {
+			}
+			return
+		}
+		for s.applyPending(db) {
+		}
+		s.mu.Lock()
+		failed := s.failed
+		s.mu.Unlock()
+		if failed != nil {
+			slog.Error("search index: applying the search queue failed; retrying", "err", failed)
+			select {
+			case <-time.After(searchRetry):
+				s.wakeUp()
+			case <-s.stop:
+				return
+			}
+		}
+	}
+}
+
+func (s *searchIndex) wakeUp() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// applyPending applies one batch of the pending rows, reporting whether it
+// applied any (false when none are pending or the batch failed).
+func (s *searchIndex) applyPending(db *DB) bool {
+	s.hold.Lock()
+	defer s.hold.Unlock()
+	s.mu.Lock()
+	rows := s.pending[:min(len(s.pending), searchBatchRows)]
+	s.mu.Unlock()
+	if len(rows) == 0 {
+		return false
+	}
+	err := db.applySearchRows(s.idx, rows)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failed = err
+	if err == nil {
+		s.pending = s.pending[len(rows):]
+		if len(s.pending) == 0 {
+			s.pending = nil
+		}
+		s.applied += uint64(len(rows))
+	}
+	close(s.progress)
+	s.progress = make(chan struct{})
+	return err == nil
+}
+
+// close stops the indexer, once it has applied what is pending.
+func (s *searchIndex) close() {
+	close(s.stop)
+	<-s.done
 }
 
 // searchDoc is a message's document in the index.
@@ -142,7 +328,7 @@ func (db *DB) openSearch(dir string) error {
 	if err != nil {
 		return fmt.Errorf("opening the search index in %q: %w", dir, err)
 	}
-	db.search = &searchIndex{idx: idx}
+	db.search = newSearchIndex(idx)
 	if fresh {
 		err = db.indexEveryMessage()
 	}
@@ -152,6 +338,7 @@ func (db *DB) openSearch(dir string) error {
 	if err != nil {
 		return errors.Join(err, idx.Close())
 	}
+	go db.search.run(db)
 	return nil
 }
 
@@ -272,6 +459,9 @@ func (db *DB) searchDirectory(ctx context.Context, kind string, words []string, 
 	if db.search == nil {
 		return nil, errors.New("embedded store opened without its search index")
 	}
+	if err := db.search.caughtUp(ctx); err != nil {
+		return nil, err
+	}
 	k := bleve.NewTermQuery(kind)
 	k.SetField("kind")
 	all := []query.Query{k}
@@ -380,61 +570,16 @@ func (db *DB) applySearchQueue() error {
 	})
 	for err == nil && len(rows) > 0 {
 		n := min(len(rows), 512)
-		err = db.applySearchRows(rows[:n])
+		err = db.applySearchRows(db.search.idx, rows[:n])
 		rows = rows[n:]
 	}
 	return err
 }
 
-// A searchApply is the rows one committed batch queued, waiting to be
-// applied, and where its outcome goes.
-type searchApply struct {
-	rows []queuedSearch
-	done chan error
-}
-
-// apply applies the rows a batch queued, after its commit, together with
-// those of every batch waiting meanwhile: one application runs at a time,
-// and the next takes every batch that queued during it, so concurrent
-// writes share bleve's persisting as they share pebble's fsyncs.
-//
-// An application reads each message as the store holds it when it runs,
-// which is after the commits of every batch it applies: so whatever the
-// order of applications, the last one to read a message read its latest
-// change, and the index ends with it. No application scans the queue: a
-// row is applied by the write that queued it, or at the next open.
-func (s *searchIndex) apply(db *DB, rows []queuedSearch) error {
-	mine := &searchApply{rows: rows, done: make(chan error, 1)}
-	s.waitingMu.Lock()
-	s.waiting = append(s.waiting, mine)
-	s.waitingMu.Unlock()
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	select {
-	case err := <-mine.done: // applied by the application before
-		return err
-	default:
-	}
-	s.waitingMu.Lock()
-	taken := s.waiting
-	s.waiting = nil
-	s.waitingMu.Unlock()
-	var all []queuedSearch
-	for _, a := range taken {
-		all = append(all, a.rows...)
-	}
-	err := db.applySearchRows(all)
-	for _, a := range taken {
-		a.done <- err
-	}
-	return <-mine.done
-}
-
 // applySearchRows indexes what rows name as the store holds it now, waits
 // for bleve to have it on disk, then deletes the rows.
-func (db *DB) applySearchRows(rows []queuedSearch) error {
-	batch := db.search.idx.NewBatch()
+func (db *DB) applySearchRows(idx bleve.Index, rows []queuedSearch) error {
+	batch := idx.NewBatch()
 	ids := map[store.MessageID]bool{}
 	for _, q := range rows {
 		if q.row.Message == nil {
@@ -480,7 +625,7 @@ func (db *DB) applySearchRows(rows []queuedSearch) error {
 		// Unsynced: a row a crash brings back is applied again.
 		_ = done.Commit(nil)
 	})
-	if err := db.search.idx.Batch(batch); err != nil {
+	if err := idx.Batch(batch); err != nil {
 		return fmt.Errorf("updating the search index: %w", err)
 	}
 	return nil
@@ -506,6 +651,9 @@ func (db *DB) SearchMessages(ctx context.Context, q store.MessageQuery) (store.S
 	}
 	if len(q.Conversations) == 0 || q.Limit <= 0 {
 		return store.SearchPage{}, nil
+	}
+	if err := db.search.caughtUp(ctx); err != nil {
+		return store.SearchPage{}, err
 	}
 
 	field := func(q *query.TermQuery, f string) query.Query { q.SetField(f); return q }
@@ -574,9 +722,10 @@ func (db *DB) SearchMessages(ctx context.Context, q store.MessageQuery) (store.S
 		if err != nil {
 			return store.SearchPage{}, err
 		}
-		// A message the index has not let go of yet (its room's deletion
-		// is being applied) is not found.
-		if m := row.message(row.Room, id); found && searchable(m) {
+		// A message changed since the index took it (an edit, a delete, a
+		// room's deletion the indexer is applying) is found by what it
+		// holds now, or not at all.
+		if m := row.message(row.Room, id); found && searchable(m) && q.Matches(m.Content) && (q.Author == "" || m.Author.Login == q.Author) {
 			page.Messages = append(page.Messages, m)
 		}
 	}
