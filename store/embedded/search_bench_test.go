@@ -7,12 +7,49 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/killrchat/chatql/store"
 	"github.com/killrchat/chatql/store/storetest"
 )
 
-var searchBenchMessages = flag.Int("search-messages", 5000, "messages BenchmarkSearch indexes before it searches")
+var (
+	searchBenchMessages = flag.Int("search-messages", 5000, "messages BenchmarkSearch indexes before it searches")
+	searchScale         = flag.Int("search-scale", 0, "messages BenchmarkSearchAtScale loads (0: it is skipped)")
+	searchScaleDir      = flag.String("search-scale-dir", "", "where BenchmarkSearchAtScale puts its store (default: a temporary directory, removed after)")
+)
+
+// BenchmarkSearchAtScale is storetest.RunSearchScale on the embedded store
+// (BENCHMARKS.md), run only when -search-scale gives its size:
+//
+//	go test -run '^$' -bench BenchmarkSearchAtScale -benchtime 1x -timeout 3h ./store/embedded/ -args -search-scale 1000000
+func BenchmarkSearchAtScale(b *testing.B) {
+	if *searchScale <= 0 {
+		b.Skip("-search-scale is not set")
+	}
+	dir := *searchScaleDir
+	if dir == "" {
+		dir = b.TempDir()
+	}
+	dir = filepath.Join(dir, "store")
+	db := open(b, dir)
+	defer db.Close()
+	idx := db.search
+	storetest.RunSearchScale(b, db, storetest.SearchScale{
+		Messages: *searchScale, Rooms: 100, Searched: 20, Posters: 8, Span: 365 * 24 * time.Hour,
+		Searches: 500, Toggled: 10_000,
+		SetSearch: func(on bool) {
+			db.search = nil
+			if on {
+				db.search = idx
+			}
+		},
+		CaughtUp: func() error { return idx.caughtUp(context.Background()) },
+		Sizes: func() (map[string]int64, error) {
+			return map[string]int64{"index": dirSize(b, searchDir(dir)), "store": dirSize(b, dir)}, nil
+		},
+	})
+}
 
 // BenchmarkSearch: indexing and searching on the embedded store
 // (storetest.BenchmarkSearch), with the index's size on disk.
