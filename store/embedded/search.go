@@ -109,7 +109,7 @@ type searchIndex struct {
 // also the most a search waits for (it waits for the rows committed before
 // it began): at the indexer's pace here (BENCHMARKS.md), well under a
 // second.
-const searchMaxLag = 4096
+const searchMaxLag = 1024
 
 // searchBatchRows is the most rows the indexer applies in one bleve batch.
 const searchBatchRows = 1024
