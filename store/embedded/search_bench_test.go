@@ -35,6 +35,7 @@ func BenchmarkSearchAtScale(b *testing.B) {
 	db := open(b, dir)
 	defer db.Close()
 	idx := db.search
+	defer func() { db.search = idx }() // before Close, even if the run fails with the index off
 	storetest.RunSearchScale(b, db, storetest.SearchScale{
 		Messages: *searchScale, Rooms: 100, Searched: 20, Posters: 8, Span: 365 * 24 * time.Hour,
 		Searches: 500, Toggled: 10_000,
