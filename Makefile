@@ -95,8 +95,10 @@ test-integration: services browser
 # over on command and are killed; then (e2e/failover_test.go) on a three-node
 # Cassandra cluster (scripts/cassandra-cluster.sh, on 127.0.0.1-3 after
 # stopping the single node, which uses 127.0.0.1), two chatql instances
-# sharing Redis under load while nodes are killed and paused for real. The
-# Redis Cluster tests run one package at a time: they kill masters.
+# sharing Redis under load while nodes are killed and paused for real, and
+# the search conformance tests at replication 3
+# (store/cassandra/cluster_search_test.go). The Redis Cluster tests run one
+# package at a time: they kill masters.
 test-cluster:
 	-scripts/cassandra.sh stop
 	scripts/redis.sh start
@@ -106,7 +108,7 @@ test-cluster:
 	scripts/redis-cluster.sh stop; \
 	scripts/cassandra-cluster.sh start || exit 1; \
 	CHAT_CASSANDRA_CLUSTER=$$(scripts/cassandra-cluster.sh hosts) CHAT_REDIS_URL=$(REDIS_URL) \
-		$(GO) test -count=1 -timeout 20m -v -run 'TestFailover' ./e2e || status=$$?; \
+		$(GO) test -p 1 -count=1 -timeout 30m -v -run 'TestFailover|TestClusterSearch' ./e2e ./store/cassandra || status=$$?; \
 	scripts/cassandra-cluster.sh stop; exit $$status
 
 # Debian's chromium and an emoji font, for the browser tests (installed when

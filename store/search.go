@@ -10,8 +10,8 @@ import (
 )
 
 // MessageSearch finds messages by their words. Each backend keeps its own
-// index of the messages' current text, updated by the operations that
-// write it (a post, an edit, a delete) before they return, so a search made
+// index of the messages' current text, and a search sees every write (a
+// post, an edit, a delete) that answered before it began, so a search made
 // after an edit answered finds the new words and not the old ones:
 //
 //   - embedded: an inverted index in the store's own keys (term to message

@@ -2,6 +2,7 @@ package cassandra
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -22,7 +23,10 @@ const benchKeyspace = "chat_bench"
 // either. `make bench` sets the first, so that the test binary's TestMain,
 // which drops the test keyspace when CHAT_CASSANDRA_HOSTS is set, leaves
 // the keyspace of concurrently running tests alone.
-func benchDB(b *testing.B) *DB {
+func benchDB(b *testing.B) *DB { return benchDBIn(b, benchKeyspace) }
+
+// benchDBIn is benchDB in keyspace.
+func benchDBIn(b *testing.B, keyspace string) *DB {
 	b.Helper()
 	hosts := os.Getenv("CHAT_BENCH_CASSANDRA_HOSTS")
 	if hosts == "" {
@@ -39,7 +43,7 @@ func benchDB(b *testing.B) *DB {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	db, err := Open(ctx, Config{Hosts: list, Keyspace: benchKeyspace, Replication: "SimpleStrategy:1"})
+	db, err := Open(ctx, Config{Hosts: list, Keyspace: keyspace, Replication: "SimpleStrategy:1"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -214,4 +218,53 @@ func BenchmarkCassandraInbox(b *testing.B) {
 // (storetest.BenchmarkSearch), 2000 messages in 20 rooms.
 func BenchmarkCassandraSearch(b *testing.B) {
 	storetest.BenchmarkSearch(b, benchDB(b), 20, 2000)
+}
+
+var searchScale = flag.Int("search-scale", 0, "messages BenchmarkCassandraSearchAtScale loads (0: it is skipped)")
+
+// BenchmarkCassandraSearchAtScale is storetest.RunSearchScale on Cassandra
+// (BENCHMARKS.md), in its own keyspace (chat_bench_search, then
+// CHAT_TEST_KEYSPACE_TAG), run only when -search-scale gives its size:
+//
+//	CHAT_BENCH_CASSANDRA_HOSTS=127.0.0.1 go test -run '^$' -bench BenchmarkCassandraSearchAtScale -benchtime 1x -timeout 3h ./store/cassandra/ -args -search-scale 100000
+//
+// The terms are written with the message, so there is no index to turn
+// off: no on/off comparison. The sizes are those of the keyspace's SSTables
+// and SAI index files (system_views), without what the memtables hold.
+func BenchmarkCassandraSearchAtScale(b *testing.B) {
+	if *searchScale <= 0 {
+		b.Skip("-search-scale is not set")
+	}
+	keyspace := "chat_bench_search" + os.Getenv("CHAT_TEST_KEYSPACE_TAG")
+	db := benchDBIn(b, keyspace)
+	storetest.RunSearchScale(b, db, storetest.SearchScale{
+		Messages: *searchScale, Rooms: 100, Searched: 20, Posters: 32, Span: 365 * 24 * time.Hour,
+		Searches: 200,
+		Sizes:    func() (map[string]int64, error) { return db.diskSizes(keyspace) },
+	})
+}
+
+// diskSizes are the sizes on disk of keyspace's tables and of its SAI
+// indexes, in bytes, from the node's virtual tables.
+func (db *DB) diskSizes(keyspace string) (map[string]int64, error) {
+	sizes := map[string]int64{}
+	var table string
+	var mib int64
+	it := db.session.Query(`SELECT table_name, mebibytes FROM system_views.disk_usage WHERE keyspace_name = ?`, keyspace).Iter()
+	for it.Scan(&table, &mib) {
+		sizes["tables"] += mib << 20
+	}
+	if err := it.Close(); err != nil {
+		return nil, fmt.Errorf("system_views.disk_usage: %w", err)
+	}
+	var index string
+	var perColumn int64
+	it = db.session.Query(`SELECT index_name, per_column_disk_size FROM system_views.sai_sstable_indexes WHERE keyspace_name = ?`, keyspace).Iter()
+	for it.Scan(&index, &perColumn) {
+		sizes["sai-"+index] += perColumn
+	}
+	if err := it.Close(); err != nil {
+		return nil, fmt.Errorf("system_views.sai_sstable_indexes: %w", err)
+	}
+	return sizes, nil
 }
