@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -210,6 +211,20 @@ func (s *Service) UnlinkOIDC(ctx context.Context, me store.UserRef, issuer, subj
 		return errLastSignInWay
 	}
 	return s.Store.UnlinkIdentity(ctx, me.Login, issuer, subject)
+}
+
+// OIDCProvider is the issuer URL of the provider people sign in with, and
+// a name for it (its host); ok is false when none is configured.
+func (s *Service) OIDCProvider() (name, issuer string, ok bool) {
+	if s.OIDC == nil {
+		return "", "", false
+	}
+	issuer = s.OIDC.Issuer()
+	name = issuer
+	if u, err := url.Parse(issuer); err == nil && u.Host != "" {
+		name = u.Host
+	}
+	return name, issuer, true
 }
 
 // maxLoginLength is the longest login store.LoginRule allows.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -200,6 +201,11 @@ func testOIDCSignIn(t *testing.T, cfg server.Config) {
 	cfg.OIDC.RedirectURL = "http://localhost:1/?oidc"
 	ts := startServer(t, cfg)
 	ts.user(t, "alice")
+	var offered struct{ OidcProvider *struct{ Name, Issuer string } }
+	mustDo(t, ts.Client, `{ oidcProvider { name issuer } }`, nil, &offered)
+	if p := offered.OidcProvider; p == nil || p.Issuer != prov.URL || p.Name != strings.TrimPrefix(prov.URL, "http://") {
+		t.Errorf("oidcProvider = %+v, want the provider, named by its host", p)
+	}
 
 	// Carol's first sign-in makes her account, named after her claims.
 	prov.signInAs(map[string]any{"sub": "carol-1", "preferred_username": "Carol", "given_name": "Carol", "family_name": "Lewis", "email": "carol@example.com", "email_verified": true}, false)
@@ -265,4 +271,9 @@ func testOIDCSignIn(t *testing.T, cfg server.Config) {
 func TestOIDCNotConfigured(t *testing.T) {
 	ts := startServer(t, testConfig(t))
 	wantCode(t, ts.Client, "NOT_FOUND", beginOIDCQ, nil)
+	var offered struct{ OidcProvider *struct{ Name string } }
+	mustDo(t, ts.Client, `{ oidcProvider { name } }`, nil, &offered)
+	if offered.OidcProvider != nil {
+		t.Errorf("oidcProvider with none configured = %+v, want null", offered.OidcProvider)
+	}
 }

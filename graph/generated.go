@@ -269,6 +269,11 @@ type ComplexityRoot struct {
 		URL  func(childComplexity int) int
 	}
 
+	OidcProvider struct {
+		Issuer func(childComplexity int) int
+		Name   func(childComplexity int) int
+	}
+
 	PageInfo struct {
 		EndCursor       func(childComplexity int) int
 		HasNextPage     func(childComplexity int) int
@@ -312,6 +317,7 @@ type ComplexityRoot struct {
 		Messages          func(childComplexity int, room string, first *int, after *string, last *int, before *string, around *string) int
 		MyMessages        func(childComplexity int, first *int, after *string) int
 		Node              func(childComplexity int, id string) int
+		OidcProvider      func(childComplexity int) int
 		Passkeys          func(childComplexity int) int
 		Presence          func(childComplexity int, logins []string) int
 		PushPreviews      func(childComplexity int) int
@@ -618,6 +624,7 @@ type QueryResolver interface {
 	Sessions(ctx context.Context) ([]model.Session, error)
 	TwoFactor(ctx context.Context) (*model.TwoFactorStatus, error)
 	Passkeys(ctx context.Context) ([]model.Passkey, error)
+	OidcProvider(ctx context.Context) (*model.OidcProvider, error)
 	Identities(ctx context.Context) ([]model.LinkedIdentity, error)
 	Inbox(ctx context.Context) ([]store.Conversation, error)
 	DirectMessages(ctx context.Context, with string, first *int, after *string, last *int, before *string, around *string) (*model.MessageConnection, error)
@@ -2026,6 +2033,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.OidcAuthorization.URL(childComplexity), true
 
+	case "OidcProvider.issuer":
+		if e.ComplexityRoot.OidcProvider.Issuer == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OidcProvider.Issuer(childComplexity), true
+	case "OidcProvider.name":
+		if e.ComplexityRoot.OidcProvider.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OidcProvider.Name(childComplexity), true
+
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
 			break
@@ -2224,6 +2244,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Node(childComplexity, args["id"].(string)), true
+	case "Query.oidcProvider":
+		if e.ComplexityRoot.Query.OidcProvider == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.OidcProvider(childComplexity), true
 	case "Query.passkeys":
 		if e.ComplexityRoot.Query.Passkeys == nil {
 			break
@@ -3380,7 +3406,20 @@ type LinkedIdentity {
   linkedAt: Time!
 }
 
+"""The OpenID Connect provider this server signs people in with."""
+type OidcProvider {
+  """A name to show on the sign-in button: the issuer's host, such as "accounts.example.com"."""
+  name: String!
+  """The provider's issuer URL (CHAT_OIDC_ISSUER), as ` + "`" + `identities` + "`" + ` lists it."""
+  issuer: String!
+}
+
 extend type Query {
+  """
+  The OpenID Connect provider people may sign in with (` + "`" + `beginOidcSignIn` + "`" + `);
+  null if none is configured. Needs no token: the sign-in page asks.
+  """
+  oidcProvider: OidcProvider
   """The provider identities linked to the caller's account. Needs a token."""
   identities: [LinkedIdentity!]! @listSize(assumedSize: 10)
 }
@@ -5455,6 +5494,16 @@ func (ec *executionContext) childFields_OidcAuthorization(ctx context.Context, f
 		return ec.fieldContext_OidcAuthorization_flow(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type OidcAuthorization", field.Name)
+}
+
+func (ec *executionContext) childFields_OidcProvider(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_OidcProvider_name(ctx, field)
+	case "issuer":
+		return ec.fieldContext_OidcProvider_issuer(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type OidcProvider", field.Name)
 }
 
 func (ec *executionContext) childFields_PageInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -13196,6 +13245,52 @@ func (ec *executionContext) fieldContext_OidcAuthorization_flow(_ context.Contex
 	return graphql.NewScalarFieldContext("OidcAuthorization", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _OidcProvider_name(ctx context.Context, field graphql.CollectedField, obj *model.OidcProvider) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OidcProvider_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OidcProvider_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("OidcProvider", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _OidcProvider_issuer(ctx context.Context, field graphql.CollectedField, obj *model.OidcProvider) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OidcProvider_issuer(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Issuer, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OidcProvider_issuer(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("OidcProvider", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -13673,6 +13768,38 @@ func (ec *executionContext) fieldContext_Query_passkeys(_ context.Context, field
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Passkey(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_oidcProvider(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_oidcProvider(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().OidcProvider(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.OidcProvider) graphql.Marshaler {
+			return ec.marshalOOidcProvider2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐOidcProvider(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_oidcProvider(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_OidcProvider(ctx, field)
 		},
 	}
 	return fc, nil
@@ -21173,6 +21300,49 @@ func (ec *executionContext) _OidcAuthorization(ctx context.Context, sel ast.Sele
 	return out
 }
 
+var oidcProviderImplementors = []string{"OidcProvider"}
+
+func (ec *executionContext) _OidcProvider(ctx context.Context, sel ast.SelectionSet, obj *model.OidcProvider) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, oidcProviderImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("OidcProvider")
+		case "name":
+			out.Values[i] = ec._OidcProvider_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "issuer":
+			out.Values[i] = ec._OidcProvider_issuer(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var pageInfoImplementors = []string{"PageInfo"}
 
 func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet, obj *model.PageInfo) graphql.Marshaler {
@@ -21559,6 +21729,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_passkeys(ctx, field)
 				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "oidcProvider":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_oidcProvider(ctx, field)
+				if res == graphql.RequiredNull {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
 				return res
@@ -25898,6 +26090,13 @@ func (ec *executionContext) marshalONode2githubᚗcomᚋkillrchatᚋchatqlᚋgra
 		return graphql.Null
 	}
 	return ec._Node(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOOidcProvider2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐOidcProvider(ctx context.Context, sel ast.SelectionSet, v *model.OidcProvider) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._OidcProvider(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalORoom2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐRoom(ctx context.Context, sel ast.SelectionSet, v *store.Room) graphql.Marshaler {

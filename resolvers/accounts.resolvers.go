@@ -236,6 +236,15 @@ func (r *queryResolver) Passkeys(ctx context.Context) ([]model.Passkey, error) {
 	return out, nil
 }
 
+// OidcProvider is the resolver for the oidcProvider field.
+func (r *queryResolver) OidcProvider(ctx context.Context) (*model.OidcProvider, error) {
+	name, issuer, ok := r.Service.OIDCProvider()
+	if !ok {
+		return nil, nil
+	}
+	return &model.OidcProvider{Name: name, Issuer: issuer}, nil
+}
+
 // Identities is the resolver for the identities field.
 func (r *queryResolver) Identities(ctx context.Context) ([]model.LinkedIdentity, error) {
 	me, err := auth.UserFrom(ctx)
