@@ -4,6 +4,7 @@
 // in api.js; this file is the page.
 import * as api from "./api.js";
 import "./search.js"; // the search box, which keeps to itself
+import "./settings.js"; // the account's settings, and single sign-on, which keep to themselves
 
 const $ = (id) => document.getElementById(id);
 export const pageSize = 30; // messages a page of the history reads (exported for the browser tests)
