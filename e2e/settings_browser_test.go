@@ -23,7 +23,9 @@ import (
 // identities (linked through the test provider's sign-in form, then
 // unlinked); then the signed-out page's "Sign in with" button runs the
 // whole authorization code + PKCE flow through the provider's form, ending
-// signed in to a new account, which sets its first password in Settings.
+// signed in to a new account, which adds a passkey, unlinks the identity,
+// is refused the removal of that last passkey, and sets its first
+// password in Settings.
 // Every screen is checked by axe-core. clients/browser/settings.mjs drives
 // the browser; this checks the server's side afterwards.
 func TestSettingsInBrowser(t *testing.T) { forEachStore(t, testSettingsInBrowser) }
@@ -102,6 +104,14 @@ func testSettingsInBrowser(t *testing.T, cfg server.Config) {
 			}
 		}
 		c := ts.Client.WithToken(login(t, ts, "carol-"+size, "carol-"+size+"-password").Token)
+		var carol struct {
+			Passkeys   []struct{ Name string }
+			Identities []struct{ Subject string }
+		}
+		mustDo(t, c, `{ passkeys { name } identities { subject } }`, nil, &carol)
+		if len(carol.Passkeys) != 1 || len(carol.Identities) != 0 {
+			t.Errorf("carol-%s after the page: %+v, want her passkey kept (the last way in) and no identity", size, carol)
+		}
 		oidc := 0
 		for _, s := range listSessions(t, c) {
 			if s.SignInMethod == "OIDC" {

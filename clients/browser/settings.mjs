@@ -13,7 +13,8 @@
 // (whose sign-in page is a form the browser fills and submits: the whole
 // authorization code + PKCE redirect flow) and unlinks it. Then someone new
 // signs in with the provider's button on the signed-out page, which makes
-// their account, and sets its first password in Settings. Every screen is
+// their account, adds a passkey and unlinks the identity (the passkey's
+// removal is then refused: the last way in), and sets a first password. Every screen is
 // checked by axe-core and kept as a screenshot. It prints what it checked,
 // as JSON, and exits 1 at the first failure.
 import { chromium } from "playwright-core";
@@ -177,8 +178,9 @@ async function settingsOf(size, viewport) {
   result.checked.push(login);
 }
 
-// Someone new signs in with the provider's button: their account is made,
-// and they give it a first password in Settings.
+// Someone new signs in with the provider's button: their account is made;
+// in Settings they add a passkey, unlink the identity, are refused the
+// removal of their last way in, and give the account a first password.
 async function signInWithProvider(size, viewport) {
   const page = await newPage(viewport);
   await page.goto(`${cfg.url}/`);
@@ -194,6 +196,15 @@ async function signInWithProvider(size, viewport) {
   check(!new URL(page.url()).search.includes("code="), `the code stays in the address bar: ${page.url()}`);
   await page.getByRole("button", { name: "Settings" }).click();
   const dialog = page.getByRole("dialog", { name: "Settings" });
+  // With a passkey, the identity may go; then the passkey is the last way
+  // in, which the server refuses to remove.
+  await dialog.getByLabel("Passkey name").fill("Phone");
+  await dialog.getByRole("button", { name: "Add a passkey" }).click();
+  await dialog.getByRole("button", { name: "Remove the passkey Phone" }).waitFor();
+  await dialog.getByRole("button", { name: `Unlink ${who}@idp.example` }).click();
+  await dialog.getByText("No linked accounts.").waitFor();
+  await dialog.getByRole("button", { name: "Remove the passkey Phone" }).click();
+  await dialog.getByRole("alert").filter({ hasText: "last way to sign in" }).waitFor();
   await dialog.getByLabel("New password").fill(`${who}-password`);
   await shot(page, `settings-no-password-${size}`, viewport.width);
   await dialog.getByRole("button", { name: "Set the password" }).click();

@@ -56,9 +56,7 @@ function form(fields, button, onSubmit) {
   f.append(el("button", { type: "submit" }, button));
   f.addEventListener("submit", (e) => {
     e.preventDefault();
-    act(async () => {
-      await onSubmit(Object.fromEntries(new FormData(f)), f);
-    });
+    act(() => onSubmit(Object.fromEntries(new FormData(f)), f));
   });
   return f;
 }
@@ -99,17 +97,26 @@ export async function openSettings(say = "") {
   await render();
 }
 
-// act runs a change, then shows the settings as they are now; an error
-// shows in the dialog's alert.
+// act runs a change, then shows the settings as they are now, and then
+// what the change says (its result) or the error it failed with: only once
+// the page is redrawn, so that what is read out matches what shows.
 async function act(change) {
   error.textContent = "";
   status.textContent = "";
+  let said = "";
+  let failure = null;
   try {
-    await change();
+    said = (await change()) ?? "";
   } catch (err) {
-    error.textContent = err.message;
+    failure = err;
   }
-  await render().catch((err) => (error.textContent = err.message));
+  try {
+    await render();
+  } catch (err) {
+    failure ??= err;
+  }
+  if (failure) error.textContent = failure.message;
+  else status.textContent = said;
 }
 
 async function render() {
@@ -135,12 +142,12 @@ function email(me) {
     resend.addEventListener("click", () =>
       act(async () => {
         await api.gql(q.resend);
-        status.textContent = `A link to verify it was sent to ${me.email}.`;
+        return `A link to verify it was sent to ${me.email}.`;
       }));
   }
   const f = form([{ label: "Email address", name: "email", type: "email", value: me.email, autocomplete: "email", maxLength: 254 }], "Save the address", async (v) => {
     await api.gql(q.setEmail, { e: v.email.trim() });
-    status.textContent = v.email.trim() ? `Saved: a link to verify it was sent to ${v.email.trim()}.` : "The address was removed.";
+    return v.email.trim() ? `Saved: a link to verify it was sent to ${v.email.trim()}.` : "The address was removed.";
   });
   return section("email", "Email", state, resend, f);
 }
@@ -150,7 +157,7 @@ function password() {
     el("p", {}, "Your account signs in with single sign-on and has no password. Set one to sign in with it too (it needs a sign-in in the last 10 minutes)."),
     form([{ label: "New password", name: "password", type: "password", autocomplete: "new-password", required: true, minLength: 8, maxLength: 72 }], "Set the password", async (v) => {
       await api.gql(q.setPassword, { p: v.password });
-      status.textContent = "Your password is set.";
+      return "Your password is set.";
     }));
 }
 
@@ -161,7 +168,7 @@ function passkeys(list) {
     remove.addEventListener("click", () =>
       act(async () => {
         await api.gql(q.deletePasskey, { id: p.id });
-        status.textContent = `The passkey ${p.name} was removed.`;
+        return `The passkey ${p.name} was removed.`;
       }));
     return el("li", {}, el("span", {}, el("strong", {}, p.name), ` added ${when(p.createdAt)}`, p.lastUsedAt ? `, last used ${when(p.lastUsedAt)}` : ", never used"), remove);
   });
@@ -171,7 +178,7 @@ function passkeys(list) {
     const made = await navigator.credentials.create({ publicKey: PublicKeyCredential.parseCreationOptionsFromJSON(options.publicKey) });
     await api.gql(q.finishPasskey, { s: begun.state, c: JSON.stringify(made.toJSON()), n: v.name.trim() || null });
     f.reset();
-    status.textContent = "The passkey was added: it signs you in with no password.";
+    return "The passkey was added: it signs you in with no password.";
   });
   return section("passkeys", "Passkeys", items.length ? el("ul", { className: "settings-list" }, ...items) : el("p", {}, "No passkeys."), add);
 }
@@ -192,7 +199,7 @@ function twoFactor(tf, hasPassword) {
     parts.push(form([{ label: "Code or recovery code", name: "code", autocomplete: "one-time-code", required: true }], "Turn off two-factor sign-in", async (v) => {
       await api.gql(q.disableTwoFactor, { c: v.code.trim() });
       shownCodes = null;
-      status.textContent = "Two-factor sign-in is off.";
+      return "Two-factor sign-in is off.";
     }));
   } else if (setup) {
     const link = el("a", { href: setup.uri }, "Open in your authenticator app");
@@ -222,7 +229,7 @@ function devices(list) {
       end.addEventListener("click", () =>
         act(async () => {
           await api.gql(q.endSession, { id: s.id });
-          status.textContent = `${s.device} is signed out.`;
+          return `${s.device} is signed out.`;
         }));
     }
     const where = s.address ? ` from ${s.address}` : "";
@@ -240,7 +247,7 @@ function identities(list, provider) {
     unlink.addEventListener("click", () =>
       act(async () => {
         await api.gql(q.unlinkOidc, { i: id.issuer, s: id.subject });
-        status.textContent = `${name} no longer signs you in.`;
+        return `${name} no longer signs you in.`;
       }));
     return el("li", {}, el("span", {}, el("strong", {}, name), ` at ${hostOf(id.issuer)}, linked ${when(id.linkedAt)}`), unlink);
   });
