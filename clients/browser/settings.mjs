@@ -8,7 +8,8 @@
 // not verified) and has the link sent again; adds a passkey (Chromium's
 // virtual authenticator makes a real one) and removes it; turns two-factor
 // sign-in on with the key shown and a code computed from it (RFC 6238),
-// sees the recovery codes once, makes new ones, and turns it off with one;
+// sees the recovery codes once, makes new ones, signs in again with a code
+// the page asks for, and turns it off with a recovery code;
 // ends another of their sessions; links an account at the test provider
 // (whose sign-in page is a form the browser fills and submits: the whole
 // authorization code + PKCE redirect flow) and unlinks it. Then someone new
@@ -156,6 +157,19 @@ async function settingsOf(size, viewport) {
   await dialog.getByRole("button", { name: "End the session of Old phone" }).click();
   await say.filter({ hasText: "Old phone is signed out." }).waitFor();
   await dialog.getByRole("button", { name: "End the session of Old phone" }).waitFor({ state: "detached" });
+
+  // Signing in again asks for a code of the app.
+  await dialog.getByRole("button", { name: "Close" }).click();
+  await page.getByRole("button", { name: "Log out" }).click();
+  await page.locator("#login-login").fill(login);
+  await page.locator("#login-password").fill(password);
+  await page.getByRole("button", { name: "Log in" }).click();
+  await page.getByLabel("One-time code (or a recovery code)").fill(totp(secret, 1));
+  await shot(page, `signed-out-code-${size}`, viewport.width);
+  await page.getByRole("button", { name: "Verify" }).click();
+  await page.locator("#chat").waitFor();
+  await page.getByRole("button", { name: "Settings" }).click();
+  await dialog.locator("#settings-devices li").first().waitFor();
 
   // Single sign-on: link an account at the provider, through its page.
   await dialog.getByRole("button", { name: `Link an account at ${cfg.provider}` }).click();

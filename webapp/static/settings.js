@@ -31,6 +31,8 @@ const q = {
     token expiresAt refreshToken refreshExpiresAt user { login firstname lastname } } }`,
   linkOidc: `mutation LinkOidc($f: String!, $c: String!, $s: String!) { linkOidcIdentity(flow: $f, code: $c, state: $s) { issuer } }`,
   unlinkOidc: `mutation UnlinkOidc($i: String!, $s: String!) { unlinkOidcIdentity(issuer: $i, subject: $s) }`,
+  verifyTwoFactor: `mutation VerifyTwoFactor($ch: String!, $c: String!) { verifyTwoFactor(challenge: $ch, code: $c) {
+    token expiresAt refreshToken refreshExpiresAt user { login firstname lastname } } }`,
 };
 
 const flowKey = "chatql.oidc"; // sessionStorage: the flow begun, and what for
@@ -306,8 +308,39 @@ async function backFromProvider() {
     const d = await api.gql(q.finishOidc, { f: begun.flow, c: code, s: state });
     api.startSession(d.finishOidcSignIn);
   } catch (err) {
-    if (authError) authError.textContent = err.message;
+    if (err.code === "TWO_FACTOR_REQUIRED") askForCode(err);
+    else if (authError) authError.textContent = err.message;
   }
+}
+
+/**
+ * Asks, on the signed-out page, for the one-time code a sign-in needs (err
+ * is its TWO_FACTOR_REQUIRED, whose extensions.challenge the code answers),
+ * then signs in with it.
+ */
+export function askForCode(err) {
+  const challenge = err.errors?.[0]?.extensions?.challenge;
+  const authError = document.getElementById("auth-error");
+  document.getElementById("two-factor-form")?.remove();
+  const f = el("form", { id: "two-factor-form", className: "two-factor" },
+    el("h2", { id: "two-factor-title" }, "Two-factor sign-in"),
+    el("label", { htmlFor: "two-factor-code" }, "One-time code (or a recovery code)"),
+    el("input", { id: "two-factor-code", name: "code", autocomplete: "one-time-code", required: true }),
+    el("button", { type: "submit" }, "Verify"));
+  f.setAttribute("aria-labelledby", "two-factor-title");
+  f.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    authError.textContent = "";
+    try {
+      const d = await api.gql(q.verifyTwoFactor, { ch: challenge, c: new FormData(f).get("code").trim() });
+      f.remove();
+      api.startSession(d.verifyTwoFactor);
+    } catch (failure) {
+      authError.textContent = failure.message;
+    }
+  });
+  document.querySelector("#auth .auth-forms").after(f);
+  f.querySelector("input").focus();
 }
 
 // The signed-out page offers the provider, if the server has one.
@@ -331,6 +364,7 @@ function place() {
   const logout = document.getElementById("logout");
   if (logout && !open.isConnected) logout.before(open);
   if (!api.currentUser() && dialog?.open) dialog.close();
+  if (api.currentUser()) document.getElementById("two-factor-form")?.remove();
 }
 api.onSession(place);
 place();
