@@ -43,6 +43,10 @@ const (
 	// comes with extensions.challenge (answer it with verifyTwoFactor) and
 	// extensions.challengeExpiresAt.
 	TwoFactorRequired = "TWO_FACTOR_REQUIRED"
+	// FreshSignInRequired: the operation needs a proof of the account
+	// (its password, a one-time code) that was not given, or a session
+	// that signed in moments ago: sign in again, then retry.
+	FreshSignInRequired = "FRESH_SIGN_IN_REQUIRED"
 )
 
 // The codes of verdicts on the request itself, given before any resolver
@@ -62,7 +66,7 @@ const (
 // errors with (any other code counts as OTHER). A new code goes here too.
 var Codes = []string{
 	Unauthenticated, Forbidden, NotFound, Conflict, BadUserInput, Internal, RateLimited,
-	QuotaExceeded, Unavailable, SlowMode, TwoFactorRequired,
+	QuotaExceeded, Unavailable, SlowMode, TwoFactorRequired, FreshSignInRequired,
 	ParseFailed, ValidationFailed, ComplexityExceeded, BadRequest, PayloadTooLarge,
 	PersistedQueryNotFound, TooManyConnections,
 }
@@ -82,6 +86,8 @@ func Of(err error) (code string, public bool) {
 	switch {
 	case errors.Is(err, auth.ErrTwoFactorRequired):
 		return TwoFactorRequired, true
+	case errors.Is(err, auth.ErrFreshSignInRequired):
+		return FreshSignInRequired, true
 	case errors.Is(err, auth.ErrUnauthenticated):
 		return Unauthenticated, true
 	case errors.Is(err, auth.ErrBusy):

@@ -20,6 +20,11 @@ import (
 // credentials do not match. Its wrapped message says which.
 var ErrUnauthenticated = errors.New("unauthenticated")
 
+// ErrFreshSignInRequired means the operation needs a proof the caller
+// did not give (a password, a code), or else a session that signed in
+// moments ago: signing in again and retrying it passes.
+var ErrFreshSignInRequired = errors.New("a fresh sign-in is required")
+
 type callerKey struct{}
 
 type caller struct {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -178,6 +180,51 @@ func (s *Service) LinkOIDC(ctx context.Context, me store.UserRef, flow, code, st
 // Identities are the provider identities linked to me.
 func (s *Service) Identities(ctx context.Context, me store.UserRef) ([]store.Identity, error) {
 	return s.Store.UserIdentities(ctx, me.Login)
+}
+
+// UnlinkOIDC unlinks one of the identities linked to me: it signs them
+// in no more, and may be linked again (to any account). NOT_FOUND if it is
+// not linked to me; CONFLICT if it is the last way me has to sign in (no
+// password, no passkey, no other identity). It needs no provider
+// configured, so that identities of a provider the server left can go.
+// The check and the unlink are two steps: an unlink and a passkey's
+// deletion at the same moment could both pass it.
+func (s *Service) UnlinkOIDC(ctx context.Context, me store.UserRef, issuer, subject string) error {
+	if err := s.limit(ctx, ratelimit.Account, me); err != nil {
+		return err
+	}
+	acct, err := s.myAccount(ctx, me)
+	if err != nil {
+		return err
+	}
+	ids, err := s.Store.UserIdentities(ctx, me.Login)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(ids, func(id store.Identity) bool { return id.Issuer == issuer && id.Subject == subject }) {
+		return fmt.Errorf("no identity %q at %q is linked to your account: %w", subject, issuer, store.ErrNotFound)
+	}
+	switch ways, err := s.signInWays(ctx, acct); {
+	case err != nil:
+		return err
+	case ways <= 1:
+		return errLastSignInWay
+	}
+	return s.Store.UnlinkIdentity(ctx, me.Login, issuer, subject)
+}
+
+// OIDCProvider is the issuer URL of the provider people sign in with, and
+// a name for it (its host); ok is false when none is configured.
+func (s *Service) OIDCProvider() (name, issuer string, ok bool) {
+	if s.OIDC == nil {
+		return "", "", false
+	}
+	issuer = s.OIDC.Issuer()
+	name = issuer
+	if u, err := url.Parse(issuer); err == nil && u.Host != "" {
+		name = u.Host
+	}
+	return name, issuer, true
 }
 
 // maxLoginLength is the longest login store.LoginRule allows.

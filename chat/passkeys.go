@@ -1,10 +1,12 @@
 package chat
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -85,7 +87,8 @@ func (s *Service) FinishPasskeyRegistration(ctx context.Context, me store.UserRe
 }
 
 // DeletePasskey deletes one of me's passkeys, by its id (base64url):
-// it signs in no more. NOT_FOUND if me has no such passkey.
+// it signs in no more. NOT_FOUND if me has no such passkey; CONFLICT if it
+// is the last way me has to sign in (see UnlinkOIDC).
 func (s *Service) DeletePasskey(ctx context.Context, me store.UserRef, id string) error {
 	if err := s.limit(ctx, ratelimit.Account, me); err != nil {
 		return err
@@ -93,6 +96,23 @@ func (s *Service) DeletePasskey(ctx context.Context, me store.UserRef, id string
 	raw, err := base64.RawURLEncoding.DecodeString(id)
 	if err != nil || len(raw) == 0 {
 		return fmt.Errorf("no passkey %q of yours: %w", id, store.ErrNotFound)
+	}
+	have, err := s.Store.UserPasskeys(ctx, me.Login)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(have, func(p store.Passkey) bool { return bytes.Equal(p.ID, raw) }) {
+		return fmt.Errorf("no passkey %q of yours: %w", id, store.ErrNotFound)
+	}
+	acct, err := s.myAccount(ctx, me)
+	if err != nil {
+		return err
+	}
+	switch ways, err := s.signInWays(ctx, acct); {
+	case err != nil:
+		return err
+	case ways <= 1:
+		return errLastSignInWay
 	}
 	return s.Store.DeletePasskey(ctx, me.Login, raw)
 }

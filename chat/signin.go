@@ -98,17 +98,75 @@ func (s *Service) ChangePassword(ctx context.Context, me store.UserRef, session,
 	return s.Sessions.EndOthers(ctx, me.Login, session)
 }
 
-// DeleteAccountWith deletes me's account if password is theirs (see
-// DeleteAccount), counted as a login attempt.
-func (s *Service) DeleteAccountWith(ctx context.Context, me store.UserRef, password string) error {
+// AccountProof is what the caller gives deleteAccount to prove the
+// account is theirs: its password, or a one-time code (or recovery code)
+// of its two-factor sign-in; with neither, the session of the request must
+// have signed in with a passkey or single sign-on less than FreshSignIn
+// ago.
+type AccountProof struct {
+	Password string
+	Code     string
+}
+
+// DeleteAccountWith deletes me's account (see DeleteAccount) if proof
+// proves it is theirs, counted as a login attempt. session is the
+// request's.
+func (s *Service) DeleteAccountWith(ctx context.Context, me store.UserRef, session string, proof AccountProof) error {
 	if err := s.limitLogin(ctx, me.Login); err != nil {
 		return err
 	}
-	acct, err := s.accountWithPassword(ctx, me.Login, password, "the password")
+	var acct store.Account
+	var err error
+	switch {
+	case proof.Password != "":
+		acct, err = s.accountWithPassword(ctx, me.Login, proof.Password, "the password")
+	case proof.Code != "":
+		if _, err = s.useCode(ctx, me.Login, proof.Code); err == nil {
+			acct, err = s.myAccount(ctx, me)
+		}
+	default:
+		if _, err = s.freshSession(ctx, me, session, "give the password or a one-time code, or sign in again with a passkey or single sign-on and delete the account within 10 minutes", false, store.SignInPasskey, store.SignInOIDC); err == nil {
+			acct, err = s.myAccount(ctx, me)
+		}
+	}
 	if err != nil {
 		return err
 	}
 	return s.DeleteAccount(ctx, acct)
+}
+
+// SetPassword gives me's account, which has none (made by a sign-in at an
+// OpenID Connect provider), its first password; the session of the
+// request must have signed in less than FreshSignIn ago. CONFLICT if the
+// account has a password (changePassword changes it). Other sessions go
+// on: nothing they knew changed.
+func (s *Service) SetPassword(ctx context.Context, me store.UserRef, session, password string) error {
+	if err := s.limit(ctx, ratelimit.Account, me); err != nil {
+		return err
+	}
+	if err := store.ValidatePasswordIn("password", password); err != nil {
+		return err
+	}
+	acct, err := s.myAccount(ctx, me)
+	if err != nil {
+		return err
+	}
+	if len(acct.PassHash) > 0 {
+		return fmt.Errorf("your account has a password: change it with changePassword: %w", store.ErrConflict)
+	}
+	if _, err := s.freshSession(ctx, me, session, "sign in again, then set the password within 10 minutes", false); err != nil {
+		return err
+	}
+	hash, err := s.Passwords.Hash(ctx, password)
+	if err != nil {
+		return err
+	}
+	if err := s.Store.ChangePassword(ctx, me.Login, acct.PassHash, hash); errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("your account's password was set meanwhile: %w", store.ErrConflict)
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // Me is me's profile, with the rooms they take part in.
@@ -154,6 +212,9 @@ func (s *Service) accountWithPassword(ctx context.Context, login, password, what
 	if err != nil {
 		return store.Account{}, err
 	}
+	if len(acct.PassHash) == 0 && !acct.Bot {
+		return store.Account{}, errNoPassword
+	}
 	if err := s.Passwords.Check(ctx, acct.PassHash, password); err != nil {
 		if errors.Is(err, auth.ErrUnauthenticated) {
 			err = fmt.Errorf("%w: %s is wrong", auth.ErrUnauthenticated, what)
@@ -162,3 +223,7 @@ func (s *Service) accountWithPassword(ctx context.Context, login, password, what
 	}
 	return acct, nil
 }
+
+// errNoPassword refuses a password check of an account that has none
+// (made by a sign-in at an OpenID Connect provider).
+var errNoPassword = fmt.Errorf("your account has no password: set one with setPassword: %w", store.ErrConflict)

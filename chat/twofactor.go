@@ -133,6 +133,42 @@ func (s *Service) DisableTwoFactor(ctx context.Context, me store.UserRef, code s
 	return err
 }
 
+// RegenerateRecoveryCodes replaces me's recovery codes with new ones,
+// returned this once: the old ones stop working. It needs a code of the
+// authenticator app (or an unused recovery code), or else the session of
+// the request must have signed in with two factors less than FreshSignIn
+// ago. NOT_FOUND if two-factor sign-in is not on.
+func (s *Service) RegenerateRecoveryCodes(ctx context.Context, me store.UserRef, session, code string) ([]string, error) {
+	var cur store.TwoFactor
+	var err error
+	if code != "" {
+		cur, err = s.useCode(ctx, me.Login, code)
+	} else {
+		if err := s.limit(ctx, ratelimit.Account, me); err != nil {
+			return nil, err
+		}
+		cur, err = s.Store.TwoFactor(ctx, me.Login)
+		if errors.Is(err, store.ErrNotFound) || err == nil && !cur.Enabled {
+			err = errTwoFactorOff
+		}
+		if err == nil {
+			_, err = s.freshSession(ctx, me, session, "give a code of your authenticator app, or sign in again (with your code or a passkey) and regenerate within 10 minutes", true)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	codes, hashes := auth.NewRecoveryCodes(RecoveryCodes)
+	next := cur
+	next.RecoveryHashes, next.Version, next.UpdatedAt = hashes, cur.Version+1, s.now()
+	if err := s.Store.PutTwoFactor(ctx, next, cur.Version); errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("two-factor sign-in changed meanwhile; try again: %w", store.ErrConflict)
+	} else if err != nil {
+		return nil, err
+	}
+	return codes, nil
+}
+
 // useCode counts a code tried for login and, if it is right, uses it up:
 // a TOTP code of a later step than the last one accepted, or an unused
 // recovery code, which is then deleted. The write is a compare-and-set, so

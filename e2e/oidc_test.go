@@ -6,9 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"html/template"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,11 +28,13 @@ type oidcProvider struct {
 	*httptest.Server
 	key, forger *rsa.PrivateKey
 
-	mu     sync.Mutex
-	user   map[string]any // the claims of who signs in next
-	forge  bool           // sign ID tokens with a key not in the JWKS
-	codes  map[string]authCode
-	issued int
+	mu    sync.Mutex
+	user  map[string]any // the claims of who signs in next
+	forge bool           // sign ID tokens with a key not in the JWKS
+	// interactive: the authorization endpoint shows a sign-in form
+	interactive bool
+	codes       map[string]authCode
+	issued      int
 }
 
 type authCode struct {
@@ -66,6 +70,9 @@ func newOIDCProvider(t *testing.T) *oidcProvider {
 	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &p.key.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"}}})
 	})
+	// The authorization endpoint signs in whoever the test said at once;
+	// an interactive provider (the browser's) shows a sign-in page first,
+	// a form whose username names who signs in.
 	mux.HandleFunc("GET /authorize", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		if q.Get("client_id") != oidcClientID || q.Get("response_type") != "code" || q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" {
@@ -73,16 +80,22 @@ func newOIDCProvider(t *testing.T) *oidcProvider {
 			return
 		}
 		p.mu.Lock()
-		p.issued++
-		code := base64.RawURLEncoding.EncodeToString([]byte(time.Now().String()))
-		p.codes[code] = authCode{nonce: q.Get("nonce"), challenge: q.Get("code_challenge"), redirect: q.Get("redirect_uri"), claims: p.user}
+		interactive, claims := p.interactive, p.user
 		p.mu.Unlock()
-		back, _ := url.Parse(q.Get("redirect_uri"))
-		v := back.Query()
-		v.Set("code", code)
-		v.Set("state", q.Get("state"))
-		back.RawQuery = v.Encode()
-		http.Redirect(w, r, back.String(), http.StatusFound)
+		if interactive {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			_ = signInPage.Execute(w, q)
+			return
+		}
+		p.authorize(w, r, q, claims)
+	})
+	mux.HandleFunc("POST /authorize", func(w http.ResponseWriter, r *http.Request) {
+		name := r.PostFormValue("username")
+		if name == "" {
+			http.Error(w, "no username", http.StatusBadRequest)
+			return
+		}
+		p.authorize(w, r, r.PostForm, map[string]any{"sub": "idp-" + name, "preferred_username": name, "email": name + "@idp.example", "email_verified": true})
 	})
 	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
 		id, secret, ok := r.BasicAuth()
@@ -129,6 +142,32 @@ func newOIDCProvider(t *testing.T) *oidcProvider {
 	})
 	return p
 }
+
+// authorize issues a code for claims and sends the browser back with it.
+func (p *oidcProvider) authorize(w http.ResponseWriter, r *http.Request, q url.Values, claims map[string]any) {
+	p.mu.Lock()
+	p.issued++
+	code := base64.RawURLEncoding.EncodeToString([]byte(time.Now().String()))
+	p.codes[code] = authCode{nonce: q.Get("nonce"), challenge: q.Get("code_challenge"), redirect: q.Get("redirect_uri"), claims: claims}
+	p.mu.Unlock()
+	back, _ := url.Parse(q.Get("redirect_uri"))
+	v := back.Query()
+	v.Set("code", code)
+	v.Set("state", q.Get("state"))
+	back.RawQuery = v.Encode()
+	http.Redirect(w, r, back.String(), http.StatusFound)
+}
+
+// signInPage is the interactive provider's sign-in page: the request's
+// parameters ride along in hidden fields.
+var signInPage = template.Must(template.New("signin").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Test provider: sign in</title></head>
+<body><main><h1>Test provider</h1>
+<form method="post" action="/authorize">
+{{range $k, $v := .}}<input type="hidden" name="{{$k}}" value="{{index $v 0}}">
+{{end}}<label for="username">Username</label> <input id="username" name="username" required>
+<button type="submit">Sign in</button>
+</form></main></body></html>`))
 
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -200,6 +239,13 @@ func testOIDCSignIn(t *testing.T, cfg server.Config) {
 	cfg.OIDC.RedirectURL = "http://localhost:1/?oidc"
 	ts := startServer(t, cfg)
 	ts.user(t, "alice")
+	var offered struct {
+		OidcProvider *struct{ Name, Issuer string }
+	}
+	mustDo(t, ts.Client, `{ oidcProvider { name issuer } }`, nil, &offered)
+	if p := offered.OidcProvider; p == nil || p.Issuer != prov.URL || p.Name != strings.TrimPrefix(prov.URL, "http://") {
+		t.Errorf("oidcProvider = %+v, want the provider, named by its host", p)
+	}
 
 	// Carol's first sign-in makes her account, named after her claims.
 	prov.signInAs(map[string]any{"sub": "carol-1", "preferred_username": "Carol", "given_name": "Carol", "family_name": "Lewis", "email": "carol@example.com", "email_verified": true}, false)
@@ -265,4 +311,9 @@ func testOIDCSignIn(t *testing.T, cfg server.Config) {
 func TestOIDCNotConfigured(t *testing.T) {
 	ts := startServer(t, testConfig(t))
 	wantCode(t, ts.Client, "NOT_FOUND", beginOIDCQ, nil)
+	var offered struct{ OidcProvider *struct{ Name string } }
+	mustDo(t, ts.Client, `{ oidcProvider { name } }`, nil, &offered)
+	if offered.OidcProvider != nil {
+		t.Errorf("oidcProvider with none configured = %+v, want null", offered.OidcProvider)
+	}
 }

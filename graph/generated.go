@@ -209,7 +209,7 @@ type ComplexityRoot struct {
 		CreateRoom                 func(childComplexity int, input model.CreateRoomInput) int
 		CreateUpload               func(childComplexity int, name string, contentType string, size int) int
 		CreateWebhook              func(childComplexity int, room string, url string) int
-		DeleteAccount              func(childComplexity int, password string) int
+		DeleteAccount              func(childComplexity int, password *string, code *string) int
 		DeleteBot                  func(childComplexity int, login string) int
 		DeleteMessage              func(childComplexity int, id string) int
 		DeletePasskey              func(childComplexity int, id string) int
@@ -234,6 +234,7 @@ type ComplexityRoot struct {
 		PinMessage                 func(childComplexity int, id string) int
 		PostMessage                func(childComplexity int, room string, content string, attachments []string, clientMessageID *string, replyTo *string) int
 		RefreshToken               func(childComplexity int, token string) int
+		RegenerateRecoveryCodes    func(childComplexity int, code *string) int
 		RegisterPushSubscription   func(childComplexity int, endpoint string, p256dh string, auth string, device *string) int
 		RemoveParticipant          func(childComplexity int, room string, login string) int
 		RemoveReaction             func(childComplexity int, messageID string, emoji string) int
@@ -247,12 +248,14 @@ type ComplexityRoot struct {
 		SetAvatar                  func(childComplexity int, file *string) int
 		SetEmail                   func(childComplexity int, email string) int
 		SetEmailDigests            func(childComplexity int, on bool) int
+		SetPassword                func(childComplexity int, password string) int
 		SetPushPreviews            func(childComplexity int, previews bool) int
 		SetRoomIcon                func(childComplexity int, room string, file *string) int
 		Signup                     func(childComplexity int, input model.SignupInput) int
 		Typing                     func(childComplexity int, conversation string, active *bool) int
 		UnbanUser                  func(childComplexity int, room string, login string) int
 		UnblockUser                func(childComplexity int, login string) int
+		UnlinkOidcIdentity         func(childComplexity int, issuer string, subject string) int
 		UnpinMessage               func(childComplexity int, id string) int
 		UnregisterPushSubscription func(childComplexity int, endpoint string) int
 		UpdateProfile              func(childComplexity int, input model.ProfileInput) int
@@ -264,6 +267,11 @@ type ComplexityRoot struct {
 	OidcAuthorization struct {
 		Flow func(childComplexity int) int
 		URL  func(childComplexity int) int
+	}
+
+	OidcProvider struct {
+		Issuer func(childComplexity int) int
+		Name   func(childComplexity int) int
 	}
 
 	PageInfo struct {
@@ -309,6 +317,7 @@ type ComplexityRoot struct {
 		Messages          func(childComplexity int, room string, first *int, after *string, last *int, before *string, around *string) int
 		MyMessages        func(childComplexity int, first *int, after *string) int
 		Node              func(childComplexity int, id string) int
+		OidcProvider      func(childComplexity int) int
 		Passkeys          func(childComplexity int) int
 		Presence          func(childComplexity int, logins []string) int
 		PushPreviews      func(childComplexity int) int
@@ -440,6 +449,7 @@ type ComplexityRoot struct {
 		EmailDigests  func(childComplexity int) int
 		EmailVerified func(childComplexity int) int
 		Firstname     func(childComplexity int) int
+		HasPassword   func(childComplexity int) int
 		ID            func(childComplexity int) int
 		Lastname      func(childComplexity int) int
 		Login         func(childComplexity int) int
@@ -539,6 +549,8 @@ type MutationResolver interface {
 	BeginTwoFactor(ctx context.Context, password string) (*model.TwoFactorKey, error)
 	ConfirmTwoFactor(ctx context.Context, code string) ([]string, error)
 	DisableTwoFactor(ctx context.Context, code string) (bool, error)
+	RegenerateRecoveryCodes(ctx context.Context, code *string) ([]string, error)
+	SetPassword(ctx context.Context, password string) (bool, error)
 	VerifyTwoFactor(ctx context.Context, challenge string, code string, device *string) (*model.AuthPayload, error)
 	BeginPasskeyRegistration(ctx context.Context) (*model.PasskeyCeremony, error)
 	FinishPasskeyRegistration(ctx context.Context, state string, credential string, name *string) (*model.Passkey, error)
@@ -548,6 +560,7 @@ type MutationResolver interface {
 	BeginOidcSignIn(ctx context.Context) (*model.OidcAuthorization, error)
 	FinishOidcSignIn(ctx context.Context, flow string, code string, state string, device *string) (*model.AuthPayload, error)
 	LinkOidcIdentity(ctx context.Context, flow string, code string, state string) (*model.LinkedIdentity, error)
+	UnlinkOidcIdentity(ctx context.Context, issuer string, subject string) (bool, error)
 	SendDirectMessage(ctx context.Context, to string, content string, attachments []string, clientMessageID *string, replyTo *string) (*store.Message, error)
 	MarkRead(ctx context.Context, conversation string, upTo string) (*store.Conversation, error)
 	AddGroupMember(ctx context.Context, group string, login string) (*store.Room, error)
@@ -595,7 +608,7 @@ type MutationResolver interface {
 	SetEmailDigests(ctx context.Context, on bool) (*store.User, error)
 	UpdateProfile(ctx context.Context, input model.ProfileInput) (*store.User, error)
 	SetAvatar(ctx context.Context, file *string) (*store.User, error)
-	DeleteAccount(ctx context.Context, password string) (bool, error)
+	DeleteAccount(ctx context.Context, password *string, code *string) (bool, error)
 	CreateBot(ctx context.Context, login string, firstname *string, lastname *string, firstName *string, lastName *string) (*model.BotCreated, error)
 	RotateBotKey(ctx context.Context, login string) (*model.BotCreated, error)
 	DeleteBot(ctx context.Context, login string) (bool, error)
@@ -611,6 +624,7 @@ type QueryResolver interface {
 	Sessions(ctx context.Context) ([]model.Session, error)
 	TwoFactor(ctx context.Context) (*model.TwoFactorStatus, error)
 	Passkeys(ctx context.Context) ([]model.Passkey, error)
+	OidcProvider(ctx context.Context) (*model.OidcProvider, error)
 	Identities(ctx context.Context) ([]model.LinkedIdentity, error)
 	Inbox(ctx context.Context) ([]store.Conversation, error)
 	DirectMessages(ctx context.Context, with string, first *int, after *string, last *int, before *string, around *string) (*model.MessageConnection, error)
@@ -665,6 +679,7 @@ type UserResolver interface {
 
 	EmailDigests(ctx context.Context, obj *store.User) (bool, error)
 
+	HasPassword(ctx context.Context, obj *store.User) (bool, error)
 	ReadReceipts(ctx context.Context, obj *store.User) (bool, error)
 	Rooms(ctx context.Context, obj *store.User, first *int, after *string) ([]string, error)
 }
@@ -1441,7 +1456,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.DeleteAccount(childComplexity, args["password"].(string)), true
+		return e.ComplexityRoot.Mutation.DeleteAccount(childComplexity, args["password"].(*string), args["code"].(*string)), true
 	case "Mutation.deleteBot":
 		if e.ComplexityRoot.Mutation.DeleteBot == nil {
 			break
@@ -1701,6 +1716,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RefreshToken(childComplexity, args["token"].(string)), true
+	case "Mutation.regenerateRecoveryCodes":
+		if e.ComplexityRoot.Mutation.RegenerateRecoveryCodes == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_regenerateRecoveryCodes_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RegenerateRecoveryCodes(childComplexity, args["code"].(*string)), true
 	case "Mutation.registerPushSubscription":
 		if e.ComplexityRoot.Mutation.RegisterPushSubscription == nil {
 			break
@@ -1839,6 +1865,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetEmailDigests(childComplexity, args["on"].(bool)), true
+	case "Mutation.setPassword":
+		if e.ComplexityRoot.Mutation.SetPassword == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setPassword_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetPassword(childComplexity, args["password"].(string)), true
 	case "Mutation.setPushPreviews":
 		if e.ComplexityRoot.Mutation.SetPushPreviews == nil {
 			break
@@ -1905,6 +1942,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UnblockUser(childComplexity, args["login"].(string)), true
+	case "Mutation.unlinkOidcIdentity":
+		if e.ComplexityRoot.Mutation.UnlinkOidcIdentity == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_unlinkOidcIdentity_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UnlinkOidcIdentity(childComplexity, args["issuer"].(string), args["subject"].(string)), true
 	case "Mutation.unpinMessage":
 		if e.ComplexityRoot.Mutation.UnpinMessage == nil {
 			break
@@ -1984,6 +2032,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.OidcAuthorization.URL(childComplexity), true
+
+	case "OidcProvider.issuer":
+		if e.ComplexityRoot.OidcProvider.Issuer == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OidcProvider.Issuer(childComplexity), true
+	case "OidcProvider.name":
+		if e.ComplexityRoot.OidcProvider.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OidcProvider.Name(childComplexity), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -2183,6 +2244,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Node(childComplexity, args["id"].(string)), true
+	case "Query.oidcProvider":
+		if e.ComplexityRoot.Query.OidcProvider == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.OidcProvider(childComplexity), true
 	case "Query.passkeys":
 		if e.ComplexityRoot.Query.Passkeys == nil {
 			break
@@ -2767,6 +2834,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.User.Firstname(childComplexity), true
+	case "User.hasPassword":
+		if e.ComplexityRoot.User.HasPassword == nil {
+			break
+		}
+
+		return e.ComplexityRoot.User.HasPassword(childComplexity), true
 	case "User.id":
 		if e.ComplexityRoot.User.ID == nil {
 			break
@@ -3175,6 +3248,32 @@ extend type Mutation {
     code: String!
   ): Boolean!
   """
+  Replaces the caller's recovery codes with 10 new ones, returned this
+  once: the old ones stop working. Needs a code of the authenticator app
+  (or an unused recovery code; UNAUTHENTICATED if wrong, counted against
+  CHAT_RATE_CODES_PER_LOGIN), or, with none, a session that signed in with
+  two factors (a code, or a passkey) less than 10 minutes ago
+  (FRESH_SIGN_IN_REQUIRED otherwise). NOT_FOUND if two-factor sign-in is
+  not on. Needs a token.
+  """
+  regenerateRecoveryCodes(
+    """A code of the authenticator app, or an unused recovery code."""
+    code: String
+  ): [String!]! @listSize(assumedSize: 10)
+  """
+  Gives the caller's account its first password, for an account that has
+  none (made by a sign-in at an OpenID Connect provider; ` + "`" + `me { hasPassword }` + "`" + `
+  tells): from then on ` + "`" + `login` + "`" + ` takes it, and ` + "`" + `changePassword` + "`" + ` changes it.
+  The session must have signed in less than 10 minutes ago
+  (FRESH_SIGN_IN_REQUIRED otherwise: sign in again). CONFLICT if the
+  account has a password; BAD_USER_INPUT if the password is not 8 to 72
+  bytes. The caller's other sessions go on. Needs a token.
+  """
+  setPassword(
+    """The new password, 8 to 72 bytes."""
+    password: String!
+  ): Boolean!
+  """
   Answers the challenge of a ` + "`" + `login` + "`" + ` or ` + "`" + `refreshToken` + "`" + ` that gave
   TWO_FACTOR_REQUIRED (its extensions.challenge, valid 5 minutes) with a
   code from the authenticator app, or a recovery code: returns the new
@@ -3252,7 +3351,12 @@ extend type Mutation {
     """A name for the passkey, shown in ` + "`" + `passkeys` + "`" + `."""
     name: String
   ): Passkey!
-  """Deletes one of the caller's passkeys: it signs in no more. NOT_FOUND if there is none of that id. Needs a token."""
+  """
+  Deletes one of the caller's passkeys: it signs in no more. NOT_FOUND if
+  there is none of that id; CONFLICT if it is the account's last way to
+  sign in (no password, no other passkey, no linked identity). Needs a
+  token.
+  """
   deletePasskey(
     """The passkey's id, as ` + "`" + `passkeys` + "`" + ` lists it."""
     id: ID!
@@ -3302,7 +3406,20 @@ type LinkedIdentity {
   linkedAt: Time!
 }
 
+"""The OpenID Connect provider this server signs people in with."""
+type OidcProvider {
+  """A name to show on the sign-in button: the issuer's host, such as "accounts.example.com"."""
+  name: String!
+  """The provider's issuer URL (CHAT_OIDC_ISSUER), as ` + "`" + `identities` + "`" + ` lists it."""
+  issuer: String!
+}
+
 extend type Query {
+  """
+  The OpenID Connect provider people may sign in with (` + "`" + `beginOidcSignIn` + "`" + `);
+  null if none is configured. Needs no token: the sign-in page asks.
+  """
+  oidcProvider: OidcProvider
   """The provider identities linked to the caller's account. Needs a token."""
   identities: [LinkedIdentity!]! @listSize(assumedSize: 10)
 }
@@ -3353,6 +3470,19 @@ extend type Mutation {
     """The ` + "`" + `state` + "`" + ` parameter the provider sent the browser back with."""
     state: String!
   ): LinkedIdentity!
+  """
+  Unlinks one of the identities linked to the caller's account: it signs
+  them in no more, and may be linked again. NOT_FOUND if it is not linked
+  to the caller; CONFLICT if it is the account's last way to sign in (no
+  password, no passkey, no other identity: ` + "`" + `setPassword` + "`" + ` or a passkey
+  first). Needs a token; works whether or not a provider is configured.
+  """
+  unlinkOidcIdentity(
+    """The identity's provider, as ` + "`" + `identities` + "`" + ` lists it."""
+    issuer: String!
+    """The identity's account at the provider, as ` + "`" + `identities` + "`" + ` lists it."""
+    subject: String!
+  ): Boolean!
 }
 `, BuiltIn: false},
 	{Name: "../schema/conversations.graphqls", Input: `"""What an inbox entry is about."""
@@ -4654,6 +4784,11 @@ type User implements Node {
   """Whether the account is a bot's (` + "`" + `createBot` + "`" + `)."""
   bot: Boolean!
   """
+  Whether the account has a password. One made by a sign-in at an OpenID
+  Connect provider has none until ` + "`" + `setPassword` + "`" + ` gives it one.
+  """
+  hasPassword: Boolean!
+  """
   Whether the user sends read receipts in direct conversations and groups (` + "`" + `updateProfile` + "`" + `);
   true unless they turned them off. One who sends none sees none of others'.
   """
@@ -4830,7 +4965,8 @@ extend type Mutation {
   """
   Replaces the caller's password and ends every other session of theirs;
   the caller's own session goes on. A wrong oldPassword gives
-  UNAUTHENTICATED. Needs a token.
+  UNAUTHENTICATED; an account with no password (` + "`" + `setPassword` + "`" + ` gives one),
+  CONFLICT. Needs a token.
   """
   changePassword(
     """The current password."""
@@ -4919,8 +5055,12 @@ extend type Mutation {
     file: ID
   ): User!
   """
-  Deletes the caller's account, given its current password (UNAUTHENTICATED
-  if wrong). The login stops working: every access and refresh token of the
+  Deletes the caller's account, given a proof that it is theirs: its
+  current password (UNAUTHENTICATED if wrong; CONFLICT if the account has
+  none), or a code of its two-factor sign-in or a recovery code
+  (UNAUTHENTICATED if wrong, NOT_FOUND if two-factor sign-in is off), or,
+  with neither, a session that signed in with a passkey or single sign-on
+  less than 10 minutes ago (FRESH_SIGN_IN_REQUIRED otherwise). The login stops working: every access and refresh token of the
   user is refused at once (open websockets close with 4401), and login
   answers UNAUTHENTICATED. The profile is erased (names, email, bio,
   password). The user leaves every room and private group they take part in
@@ -4932,7 +5072,9 @@ extend type Mutation {
   """
   deleteAccount(
     """The account's current password."""
-    password: String!
+    password: String
+    """A code of the authenticator app, or an unused recovery code."""
+    code: String
   ): Boolean!
   """
   Creates a bot account owned by the caller, and its API key. The login follows
@@ -5354,6 +5496,16 @@ func (ec *executionContext) childFields_OidcAuthorization(ctx context.Context, f
 	return nil, fmt.Errorf("no field named %q was found under type OidcAuthorization", field.Name)
 }
 
+func (ec *executionContext) childFields_OidcProvider(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_OidcProvider_name(ctx, field)
+	case "issuer":
+		return ec.fieldContext_OidcProvider_issuer(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type OidcProvider", field.Name)
+}
+
 func (ec *executionContext) childFields_PageInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "hasNextPage":
@@ -5646,6 +5798,8 @@ func (ec *executionContext) childFields_User(ctx context.Context, field graphql.
 		return ec.fieldContext_User_avatar(ctx, field)
 	case "bot":
 		return ec.fieldContext_User_bot(ctx, field)
+	case "hasPassword":
+		return ec.fieldContext_User_hasPassword(ctx, field)
 	case "readReceipts":
 		return ec.fieldContext_User_readReceipts(ctx, field)
 	case "rooms":
@@ -6148,13 +6302,21 @@ func (ec *executionContext) field_Mutation_deleteAccount_args(ctx context.Contex
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "password",
-		func(ctx context.Context, v any) (string, error) {
-			return ec.unmarshalNString2string(ctx, v)
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
 	args["password"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "code",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["code"] = arg1
 	return args, nil
 }
 
@@ -6632,6 +6794,20 @@ func (ec *executionContext) field_Mutation_refreshToken_args(ctx context.Context
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_regenerateRecoveryCodes_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "code",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["code"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_registerPushSubscription_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -6888,6 +7064,20 @@ func (ec *executionContext) field_Mutation_setEmail_args(ctx context.Context, ra
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_setPassword_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "password",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["password"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_setPushPreviews_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -6993,6 +7183,28 @@ func (ec *executionContext) field_Mutation_unblockUser_args(ctx context.Context,
 		return nil, err
 	}
 	args["login"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_unlinkOidcIdentity_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "issuer",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["issuer"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "subject",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["subject"] = arg1
 	return args, nil
 }
 
@@ -10161,6 +10373,94 @@ func (ec *executionContext) fieldContext_Mutation_disableTwoFactor(ctx context.C
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_regenerateRecoveryCodes(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_regenerateRecoveryCodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RegenerateRecoveryCodes(ctx, fc.Args["code"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_regenerateRecoveryCodes(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type String does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_regenerateRecoveryCodes_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setPassword(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setPassword(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetPassword(ctx, fc.Args["password"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setPassword(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setPassword_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_verifyTwoFactor(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10515,6 +10815,50 @@ func (ec *executionContext) fieldContext_Mutation_linkOidcIdentity(ctx context.C
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_linkOidcIdentity_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_unlinkOidcIdentity(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_unlinkOidcIdentity(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UnlinkOidcIdentity(ctx, fc.Args["issuer"].(string), fc.Args["subject"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_unlinkOidcIdentity(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_unlinkOidcIdentity_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -12557,7 +12901,7 @@ func (ec *executionContext) _Mutation_deleteAccount(ctx context.Context, field g
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().DeleteAccount(ctx, fc.Args["password"].(string))
+			return ec.Resolvers.Mutation().DeleteAccount(ctx, fc.Args["password"].(*string), fc.Args["code"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
@@ -12899,6 +13243,52 @@ func (ec *executionContext) _OidcAuthorization_flow(ctx context.Context, field g
 }
 func (ec *executionContext) fieldContext_OidcAuthorization_flow(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("OidcAuthorization", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _OidcProvider_name(ctx context.Context, field graphql.CollectedField, obj *model.OidcProvider) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OidcProvider_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OidcProvider_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("OidcProvider", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _OidcProvider_issuer(ctx context.Context, field graphql.CollectedField, obj *model.OidcProvider) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OidcProvider_issuer(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Issuer, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OidcProvider_issuer(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("OidcProvider", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
@@ -13378,6 +13768,38 @@ func (ec *executionContext) fieldContext_Query_passkeys(_ context.Context, field
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Passkey(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_oidcProvider(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_oidcProvider(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().OidcProvider(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.OidcProvider) graphql.Marshaler {
+			return ec.marshalOOidcProvider2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐOidcProvider(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_oidcProvider(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_OidcProvider(ctx, field)
 		},
 	}
 	return fc, nil
@@ -16301,6 +16723,29 @@ func (ec *executionContext) _User_bot(ctx context.Context, field graphql.Collect
 }
 func (ec *executionContext) fieldContext_User_bot(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _User_hasPassword(ctx context.Context, field graphql.CollectedField, obj *store.User) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_User_hasPassword(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.User().HasPassword(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_User_hasPassword(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("User", field, true, true, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _User_readReceipts(ctx context.Context, field graphql.CollectedField, obj *store.User) (ret graphql.Marshaler) {
@@ -20329,6 +20774,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "regenerateRecoveryCodes":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_regenerateRecoveryCodes(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setPassword":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setPassword(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "verifyTwoFactor":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_verifyTwoFactor(ctx, field)
@@ -20388,6 +20847,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "linkOidcIdentity":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_linkOidcIdentity(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "unlinkOidcIdentity":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_unlinkOidcIdentity(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -20834,6 +21300,49 @@ func (ec *executionContext) _OidcAuthorization(ctx context.Context, sel ast.Sele
 	return out
 }
 
+var oidcProviderImplementors = []string{"OidcProvider"}
+
+func (ec *executionContext) _OidcProvider(ctx context.Context, sel ast.SelectionSet, obj *model.OidcProvider) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, oidcProviderImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("OidcProvider")
+		case "name":
+			out.Values[i] = ec._OidcProvider_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "issuer":
+			out.Values[i] = ec._OidcProvider_issuer(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var pageInfoImplementors = []string{"PageInfo"}
 
 func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet, obj *model.PageInfo) graphql.Marshaler {
@@ -21220,6 +21729,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_passkeys(ctx, field)
 				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "oidcProvider":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_oidcProvider(ctx, field)
+				if res == graphql.RequiredNull {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
 				return res
@@ -23101,6 +23632,44 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "hasPassword":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._User_hasPassword(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "readReceipts":
 			field := field
 
@@ -25521,6 +26090,13 @@ func (ec *executionContext) marshalONode2githubᚗcomᚋkillrchatᚋchatqlᚋgra
 		return graphql.Null
 	}
 	return ec._Node(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOOidcProvider2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐOidcProvider(ctx context.Context, sel ast.SelectionSet, v *model.OidcProvider) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._OidcProvider(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalORoom2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐRoom(ctx context.Context, sel ast.SelectionSet, v *store.Room) graphql.Marshaler {

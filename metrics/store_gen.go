@@ -136,6 +136,7 @@ type storeCalls struct {
 	ThreadSummaries        storeCall
 	TwoFactor              storeCall
 	Unblock                storeCall
+	UnlinkIdentity         storeCall
 	Unmute                 storeCall
 	UnpinMessage           storeCall
 	UpdatePasskey          storeCall
@@ -272,6 +273,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		ThreadSummaries:        m.call("ThreadSummaries"),
 		TwoFactor:              m.call("TwoFactor"),
 		Unblock:                m.call("Unblock"),
+		UnlinkIdentity:         m.call("UnlinkIdentity"),
 		Unmute:                 m.call("Unmute"),
 		UnpinMessage:           m.call("UnpinMessage"),
 		UpdatePasskey:          m.call("UpdatePasskey"),
@@ -1118,6 +1120,13 @@ func (s *timedStore) Unblock(ctx context.Context, a1 string, a2 string) error {
 	start := now()
 	err := s.Store.Unblock(ctx, a1, a2)
 	s.calls.Unblock.done(ctx, start, err)
+	return err
+}
+
+func (s *timedStore) UnlinkIdentity(ctx context.Context, a1 string, a2 string, a3 string) error {
+	start := now()
+	err := s.Store.UnlinkIdentity(ctx, a1, a2, a3)
+	s.calls.UnlinkIdentity.done(ctx, start, err)
 	return err
 }
 

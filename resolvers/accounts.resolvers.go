@@ -58,6 +58,27 @@ func (r *mutationResolver) DisableTwoFactor(ctx context.Context, code string) (b
 	return true, nil
 }
 
+// RegenerateRecoveryCodes is the resolver for the regenerateRecoveryCodes field.
+func (r *mutationResolver) RegenerateRecoveryCodes(ctx context.Context, code *string) ([]string, error) {
+	me, session, err := auth.SessionFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.RegenerateRecoveryCodes(ctx, me, session, deref(code))
+}
+
+// SetPassword is the resolver for the setPassword field.
+func (r *mutationResolver) SetPassword(ctx context.Context, password string) (bool, error) {
+	me, session, err := auth.SessionFrom(ctx)
+	if err != nil {
+		return false, err
+	}
+	if err := r.Service.SetPassword(ctx, me, session, password); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
 // VerifyTwoFactor is the resolver for the verifyTwoFactor field.
 func (r *mutationResolver) VerifyTwoFactor(ctx context.Context, challenge string, code string, device *string) (*model.AuthPayload, error) {
 	pair, u, err := r.Service.VerifyTwoFactor(ctx, challenge, code, deref(device))
@@ -156,6 +177,18 @@ func (r *mutationResolver) LinkOidcIdentity(ctx context.Context, flow string, co
 	return &out, nil
 }
 
+// UnlinkOidcIdentity is the resolver for the unlinkOidcIdentity field.
+func (r *mutationResolver) UnlinkOidcIdentity(ctx context.Context, issuer string, subject string) (bool, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return false, err
+	}
+	if err := r.Service.UnlinkOIDC(ctx, me, issuer, subject); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
 // Sessions is the resolver for the sessions field.
 func (r *queryResolver) Sessions(ctx context.Context) ([]model.Session, error) {
 	me, current, err := auth.SessionFrom(ctx)
@@ -201,6 +234,15 @@ func (r *queryResolver) Passkeys(ctx context.Context) ([]model.Passkey, error) {
 		out[i] = passkeyOf(p)
 	}
 	return out, nil
+}
+
+// OidcProvider is the resolver for the oidcProvider field.
+func (r *queryResolver) OidcProvider(ctx context.Context) (*model.OidcProvider, error) {
+	name, issuer, ok := r.Service.OIDCProvider()
+	if !ok {
+		return nil, nil
+	}
+	return &model.OidcProvider{Name: name, Issuer: issuer}, nil
 }
 
 // Identities is the resolver for the identities field.

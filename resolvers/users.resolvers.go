@@ -9,6 +9,7 @@ import (
 	"context"
 
 	"github.com/killrchat/chatql/auth"
+	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/graph/model"
 	"github.com/killrchat/chatql/store"
@@ -167,12 +168,12 @@ func (r *mutationResolver) SetAvatar(ctx context.Context, file *string) (*store.
 }
 
 // DeleteAccount is the resolver for the deleteAccount field.
-func (r *mutationResolver) DeleteAccount(ctx context.Context, password string) (bool, error) {
-	me, err := auth.UserFrom(ctx)
+func (r *mutationResolver) DeleteAccount(ctx context.Context, password *string, code *string) (bool, error) {
+	me, session, err := auth.SessionFrom(ctx)
 	if err != nil {
 		return false, err
 	}
-	if err := r.Service.DeleteAccountWith(ctx, me, password); err != nil {
+	if err := r.Service.DeleteAccountWith(ctx, me, session, chat.AccountProof{Password: deref(password), Code: deref(code)}); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -259,6 +260,18 @@ func (r *userResolver) ID(ctx context.Context, obj *store.User) (string, error) 
 // EmailDigests is the resolver for the emailDigests field.
 func (r *userResolver) EmailDigests(ctx context.Context, obj *store.User) (bool, error) {
 	return !obj.DigestsOff, nil
+}
+
+// HasPassword is the resolver for the hasPassword field.
+func (r *userResolver) HasPassword(ctx context.Context, obj *store.User) (bool, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return false, err
+	}
+	if obj.Login != me.Login {
+		return false, nil
+	}
+	return r.Service.HasPassword(ctx, me)
 }
 
 // ReadReceipts is the resolver for the readReceipts field.

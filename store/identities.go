@@ -38,4 +38,10 @@ type Identities interface {
 
 	// UserIdentities returns the identities linked to login.
 	UserIdentities(ctx context.Context, login string) ([]Identity, error)
+
+	// UnlinkIdentity deletes the link of the provider's account to login
+	// (a compare-and-set on its login) and takes it off the account's
+	// list: it signs in nobody, and may be linked again. Returns
+	// ErrNotFound if it is not linked to login.
+	UnlinkIdentity(ctx context.Context, login, issuer, subject string) error
 }

@@ -124,6 +124,14 @@ type OidcAuthorization struct {
 	Flow string `json:"flow"`
 }
 
+// The OpenID Connect provider this server signs people in with.
+type OidcProvider struct {
+	// A name to show on the sign-in button: the issuer's host, such as "accounts.example.com".
+	Name string `json:"name"`
+	// The provider's issuer URL (CHAT_OIDC_ISSUER), as `identities` lists it.
+	Issuer string `json:"issuer"`
+}
+
 // Where a page starts and ends, for cursor pagination (Relay's PageInfo). Pages go forward only: `first` and `after`.
 type PageInfo struct {
 	// Whether items follow this page's end: pass `endCursor` as `after` to read them. A list of messages reads it from the store, whichever way it was paged.

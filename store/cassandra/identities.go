@@ -19,6 +19,8 @@ const (
 	selectIdentity       = `SELECT login, email, linked_at FROM oidc_identities WHERE issuer = ? AND subject = ?`
 	insertUserIdentity   = `INSERT INTO oidc_identities_by_user (login, issuer, subject, email, linked_at) VALUES (?, ?, ?, ?, ?)`
 	selectUserIdentities = `SELECT issuer, subject, email, linked_at FROM oidc_identities_by_user WHERE login = ?`
+	deleteIdentity       = `DELETE FROM oidc_identities WHERE issuer = ? AND subject = ? IF login = ?`
+	deleteUserIdentity   = `DELETE FROM oidc_identities_by_user WHERE login = ? AND issuer = ? AND subject = ?`
 )
 
 // LinkIdentity inserts the identity IF NOT EXISTS, then lists it with the
@@ -86,4 +88,35 @@ func (db *DB) UserIdentities(ctx context.Context, login string) ([]store.Identit
 		return nil, fmt.Errorf("cassandra: read identities of %q: %w", login, err)
 	}
 	return out, nil
+}
+
+// UnlinkIdentity deletes the identity's row IF it is linked to login, then
+// takes it off the account's list. The list's row goes whatever the
+// delete found, so that an unlink that died between the two deletes is
+// finished by the next one (which answers ErrNotFound).
+func (db *DB) UnlinkIdentity(ctx context.Context, login, issuer, subject string) error {
+	q := db.query(ctx, deleteIdentity, issuer, subject, login)
+	applied, err := lwt(ctx, q, nil, func(ctx context.Context) (casOutcome, error) {
+		var got string
+		err := db.serialRead(ctx, `SELECT login FROM oidc_identities WHERE issuer = ? AND subject = ?`, issuer, subject).Scan(&got)
+		switch {
+		case errors.Is(err, gocql.ErrNotFound):
+			return casApplied, nil
+		case err != nil:
+			return 0, err
+		case got == login:
+			return casNotApplied, nil
+		}
+		return casRejected, nil
+	})
+	if err != nil {
+		return fmt.Errorf("cassandra: unlink identity of %q: %w", login, err)
+	}
+	if err := db.query(ctx, deleteUserIdentity, login, issuer, subject).Exec(); err != nil {
+		return fmt.Errorf("cassandra: unlist identity of %q: %w", login, err)
+	}
+	if !applied {
+		return fmt.Errorf("identity %s at %s is not linked to %s: %w", subject, issuer, login, store.ErrNotFound)
+	}
+	return nil
 }

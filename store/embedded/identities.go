@@ -93,3 +93,29 @@ func (db *DB) identities(ctx context.Context, login string) ([]store.Identity, e
 	}
 	return out, nil
 }
+
+// UnlinkIdentity deletes both rows in one batch, under the locks of the
+// identity and of the account's list.
+func (db *DB) UnlinkIdentity(ctx context.Context, login, issuer, subject string) error {
+	k := identityKey(issuer, subject)
+	part := userIdentitiesPartition(login)
+	end, err := db.beginLocked(ctx, k, part)
+	if err != nil {
+		return err
+	}
+	defer end()
+	row, found, err := getRow[identityRow](db, k)
+	if err != nil {
+		return fmt.Errorf("reading identity: %w", err)
+	}
+	if !found || row.Login != login {
+		return fmt.Errorf("identity %s at %s is not linked to %s: %w", subject, issuer, login, store.ErrNotFound)
+	}
+	b := db.batch()
+	b.delete(k)
+	b.delete(part.str(issuer).str(subject))
+	if err := b.commit(); err != nil {
+		return fmt.Errorf("unlinking identity of %q: %w", login, err)
+	}
+	return nil
+}

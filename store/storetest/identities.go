@@ -39,4 +39,24 @@ func testIdentities(t *testing.T, s store.Store) {
 	if list, err := s.UserIdentities(ctx, other); err != nil || len(list) != 0 {
 		t.Errorf("UserIdentities of the other account = %+v, %v; want none", list, err)
 	}
+
+	wantErr(t, "UnlinkIdentity by another account", s.UnlinkIdentity(ctx, other, issuer, "sub-1"), store.ErrNotFound)
+	wantErr(t, "UnlinkIdentity of none", s.UnlinkIdentity(ctx, login, issuer, "sub-9"), store.ErrNotFound)
+	if err := s.UnlinkIdentity(ctx, login, issuer, "sub-1"); err != nil {
+		t.Fatalf("UnlinkIdentity = %v", err)
+	}
+	if _, err := s.Identity(ctx, issuer, "sub-1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Identity after UnlinkIdentity = %v, want ErrNotFound", err)
+	}
+	if list, err := s.UserIdentities(ctx, login); err != nil || len(list) != 1 || list[0].Subject != "sub-2" {
+		t.Errorf("UserIdentities after UnlinkIdentity = %+v, %v; want sub-2 alone", list, err)
+	}
+	wantErr(t, "UnlinkIdentity again", s.UnlinkIdentity(ctx, login, issuer, "sub-1"), store.ErrNotFound)
+	// Unlinked, it may be linked again, to any account.
+	if err := s.LinkIdentity(ctx, taken); err != nil {
+		t.Fatalf("LinkIdentity after UnlinkIdentity = %v", err)
+	}
+	if got, err := s.Identity(ctx, issuer, "sub-1"); err != nil || got.Login != other {
+		t.Errorf("Identity relinked = %+v, %v; want it linked to %s", got, err, other)
+	}
 }

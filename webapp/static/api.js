@@ -117,6 +117,12 @@ export async function login(login, password) {
   return d.login.user;
 }
 
+/** Starts the session of an AuthPayload (authFields) that a sign-in other than login answered, such as single sign-on. */
+export function startSession(payload) {
+  setSession(payload);
+  return payload.user;
+}
+
 export async function logout() {
   try {
     await gql("mutation { logout }");

@@ -4,6 +4,7 @@
 // in api.js; this file is the page.
 import * as api from "./api.js";
 import "./search.js"; // the search box, which keeps to itself
+import { askForCode } from "./settings.js"; // the account's settings, single sign-on and two-factor codes
 
 const $ = (id) => document.getElementById(id);
 export const pageSize = 30; // messages a page of the history reads (exported for the browser tests)
@@ -102,7 +103,8 @@ function authForm(form, action) {
       await action(data);
       form.reset();
     } catch (err) {
-      $("auth-error").textContent = err.message;
+      if (err.code === "TWO_FACTOR_REQUIRED") askForCode(err);
+      else $("auth-error").textContent = err.message;
     }
   });
 }
