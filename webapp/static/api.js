@@ -192,7 +192,12 @@ class Connection {
     client?.terminate();
     this.setState(navigator.onLine ? "connecting" : "offline");
     if (event?.code === 4401 && session) {
-      refresh().then(() => this.schedule(), () => {});
+      // A refresh that got no answer keeps the session: the socket is
+      // started again later all the same, as after any outage (a failed
+      // one ends the session, and nothing is started).
+      refresh()
+        .catch(() => {})
+        .then(() => this.schedule());
     } else {
       this.schedule();
     }
@@ -227,7 +232,9 @@ export const connectionState = (fn) => connection.onState(fn);
  * variables(cursor) gives the variables for a start after cursor (null at
  * first); onEvent gets each event; onError gets a GraphQL error the server
  * refused the subscription with (it is not started again). Returns a
- * handle whose cancel() ends it.
+ * handle whose cancel() ends it, and whose resumeFrom(cursor) gives a
+ * subscription that has seen no event yet a cursor to start again from
+ * (one read since it started: what it has shown is up to there).
  */
 export function subscribe(query, variables, field, onEvent, onError, cursor = null) {
   const sub = {
@@ -281,6 +288,9 @@ export function subscribe(query, variables, field, onEvent, onError, cursor = nu
     cancel() {
       connection.subs.delete(this);
       this.stop();
+    },
+    resumeFrom(after) {
+      cursor ??= after;
     },
   };
   connection.subs.add(sub);

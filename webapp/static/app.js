@@ -28,7 +28,7 @@ const messageFields = `id room content system postedAt hidden editedAt deleted r
 
 export const queries = {
   inbox: `query Inbox { inbox { id kind unread mentions muted readUpTo peerOnline peer { login firstname lastname avatar { ${pictureFields} } }
-    lastMessage { content deleted author { login } } } }`,
+    lastMessage { id content deleted author { login } } } }`,
   rooms: `query Rooms($after: String) { rooms(first: 20, after: $after) {
     edges { node { name banner kind icon { ${pictureFields} } } } pageInfo { hasNextPage endCursor } } }`,
   room: `query Room($name: String!) { room(name: $name) { name banner kind icon { ${pictureFields} } creator { login } moderators { login }
@@ -135,21 +135,45 @@ let inboxTimer = 0;
 let inboxPoll = 0;
 let conversations = [];
 
-function startChat() {
+async function startChat() {
   if (started) return;
   started = true;
   loadMe();
-  loadInbox();
   loadRooms();
-  inboxSub = api.subscribe(queries.inboxEvents, (after) => ({ after }), "inboxEvents", onInboxEvent, showSideError);
+  openFromHash();
+  // The inbox's live events follow from what its first read shows: they
+  // start after its newest message, so that whatever arrives after the read
+  // (or while the socket reconnects later, before any event came) is
+  // replayed rather than lost. (A subscription without a cursor would miss
+  // what happens before the server has it, which no transport tells.)
+  await loadInbox();
+  if (!started || inboxSub) return;
+  inboxSub = api.subscribe(queries.inboxEvents, (after) => ({ after }), "inboxEvents", onInboxEvent, showSideError, newestInInbox());
   // Public rooms' posts send no inbox event: their unread counts are read with the inbox.
   inboxPoll = setInterval(loadInbox, 20_000);
-  openFromHash();
+}
+
+// messageTime orders message ids (time-based UUIDs) by their time: the
+// 60-bit timestamp's hex digits, most significant first, then the rest.
+function messageTime(id) {
+  return id.slice(15, 18) + id.slice(9, 13) + id.slice(0, 8) + id.slice(19);
+}
+
+// newestInInbox is the id of the newest message the inbox read shows (null
+// for an empty inbox): message ids are the inbox events' cursors' order.
+function newestInInbox() {
+  let newest = null;
+  for (const c of conversations) {
+    const id = c.lastMessage?.id;
+    if (id && (!newest || messageTime(id) > messageTime(newest))) newest = id;
+  }
+  return newest;
 }
 
 function stopChat() {
   started = false;
   inboxSub?.cancel();
+  inboxSub = null;
   clearInterval(inboxPoll);
   closeConversation();
   $("inbox").replaceChildren();
@@ -529,6 +553,10 @@ async function loadInbox() {
   if (!navigator.onLine) return;
   try {
     conversations = (await api.gql(queries.inbox)).inbox;
+    // An inbox subscription that has seen no event yet (an empty inbox
+    // when it started: a room joined since) resumes from what this read
+    // shows.
+    inboxSub?.resumeFrom(newestInInbox());
     showSideError(null);
     renderInbox();
   } catch (err) {
@@ -661,6 +689,7 @@ $("dm-form").addEventListener("submit", (e) => {
 
 // open is the conversation shown: { kind: "room" | "dm", id, name, peer }.
 let open = null;
+const conversationMain = document.querySelector("main.conversation");
 let roomSub = null;
 let olderCursor = null; // messages(after:) for the next older page
 let hasOlder = false;
@@ -695,6 +724,7 @@ function openFromHash() {
 
 function closeConversation() {
   closeThread();
+  delete conversationMain.dataset.open;
   document.querySelector(".chat").classList.remove("in-conversation");
   $("block-peer")?.remove();
   roomSub?.cancel();
@@ -757,6 +787,9 @@ async function openConversation(conv) {
     roomSub = api.subscribe(queries.roomEvents, (after) => ({ room: conv.name, after }), "roomEvents", onRoomEvent, showConversationError, newest);
   }
   if (conv.kind === "dm") refreshPresence(); // a room's was read before its page
+  // Open: its history read, the message box shown, its live events on
+  // their way from its newest message (what the browser tests wait for).
+  conversationMain.dataset.open = `${conv.kind}/${conv.name}`;
   markReadSoon();
   $("composer-input").focus();
   // A first page too short to scroll: read older ones until it scrolls.
