@@ -54,7 +54,7 @@ function scheduleRefresh() {
   clearTimeout(refreshTimer);
   if (!session) return;
   const left = Date.parse(session.expiresAt) - Date.now();
-  refreshTimer = setTimeout(() => refresh().catch(() => {}), Math.max(1000, Math.min(left - 60_000, left / 2)));
+  refreshTimer = setTimeout(() => refresh().catch(() => {}), Math.max(1000, left - 60_000, left / 2));
 }
 scheduleRefresh(); // a session kept across a reload
 
@@ -257,12 +257,19 @@ export function subscribe(query, variables, field, onEvent, onError, cursor = nu
           error: (err) => {
             if (this.run !== run) return;
             this.running = false;
-            if (Array.isArray(err)) {
+            if (Array.isArray(err) && err[0]?.extensions?.code !== "UNAUTHENTICATED") {
               // Refused by the server (not a participant, no such room...).
               connection.subs.delete(this);
               onError?.(new APIError(err));
             } else if (connection.client === client) {
-              connection.drop(err); // the socket closed: start again from the cursor
+              // The socket closed, or the access token it was opened with
+              // expired: the server ends each operation with UNAUTHENTICATED,
+              // and may do so before it closes the socket with 4401. Either
+              // way, start again from the cursor (after a refresh, for a
+              // token: a session that ended fails it, and logs out).
+              connection.drop(Array.isArray(err) ? { code: 4401 } : err);
+            } else {
+              connection.schedule(); // already dropped: started again with the others
             }
           },
           complete: () => {
