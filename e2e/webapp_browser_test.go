@@ -36,7 +36,9 @@ const scenariosVar = "CHAT_BROWSER_SCENARIOS"
 // offline and back resumes from its last cursor losing nothing and showing
 // nothing twice, a room's creator moderates, blocks, mutes and edits her
 // profile from the app, the app refreshes its token (and its websocket)
-// before the short access tokens expire, and the playground runs a query
+// before the short access tokens expire, two tabs of one session refresh
+// in turn without revoking it, a public room's unread count follows its
+// posts live, and the playground runs a query
 // and a subscription. Files: a picked PNG shows inline for the other user
 // from a thumbnail that loads, a text file as a download link, a lying
 // .png is refused in words with nothing posted, and a link's preview card

@@ -332,6 +332,43 @@ const scenarios = {
     return "alice and bob chatted live: room, typing, reaction, reply, edit, direct message, unread";
   },
 
+  // A public room's unread count, live: walrus reads another room while the
+  // carpenter posts in theirs; its count in the inbox follows each post (a
+  // roomEvents subscription of the app's, no poll), a mention shows as
+  // one, and a deleted post leaves the count again.
+  async liveUnread() {
+    const walrus = await user("walrus");
+    const carpenter = await user("carpenter");
+    await createRoom(walrus, "oyster-bed");
+    await createRoom(walrus, "seaside");
+    await joinRoom(carpenter, "oyster-bed");
+    const page = await open("walrus", "#room/seaside");
+    await loginUI(page, "walrus");
+    await opened(page, "room/seaside");
+    await live(page);
+    const entry = page.locator("#inbox a", { hasText: "oyster-bed" });
+    await entry.waitFor();
+    check((await entry.locator(".badge").count()) === 0, "oyster-bed shows unread messages before any post");
+    await post(carpenter, "oyster-bed", "The time has come");
+    await entry.locator(".badge", { hasText: exactly("1") }).waitFor();
+    await post(carpenter, "oyster-bed", "To talk of many things");
+    await entry.locator(".badge", { hasText: exactly("2") }).waitFor();
+    const { postMessage: shoes } = await post(carpenter, "oyster-bed", "Of shoes, @walrus, and ships");
+    await entry.locator(".badge.mention", { hasText: exactly("3") }).waitFor();
+    await gql("mutation($id: ID!) { deleteMessage(id: $id) { id } }", { id: shoes.id }, carpenter);
+    // Deleted, it mentions no one: the count is as the server's inbox says.
+    const plain = entry.locator(".badge:not(.mention)");
+    await plain.waitFor();
+    const { inbox } = await gql("{ inbox { id unread mentions } }", {}, walrus);
+    const counted = inbox.find((c) => c.id === "oyster-bed");
+    check(counted.mentions === 0 && (await plain.textContent()) === String(counted.unread), `after the deletion the badge reads ${await plain.textContent()}, the inbox ${JSON.stringify(counted)}`);
+    // Opened, the room is read: the count goes.
+    await entry.click();
+    await opened(page, "room/oyster-bed");
+    await entry.locator(".badge").waitFor({ state: "detached" });
+    return "a public room's unread count followed two posts, a mention and its deletion live, and went once the room was opened";
+  },
+
   // History pages on scroll: 100 messages, 30 a page; scrolling to the top
   // loads older pages until the first, each message once and in order.
   async historyPaging() {
@@ -655,6 +692,52 @@ const scenarios = {
     check(me.firstname === "Queen", `ivy's first name is ${me.firstname}, want Queen`);
     await shot(page, "webapp-moderation");
     return "from the app: a hide, a ban, a block that collapses messages until shown, a mute, a profile change";
+  },
+
+  // Two tabs of one session: a tab opened from the app's (window.open, as a
+  // link opened in a new tab) starts with a copy of its sessionStorage, so
+  // with the same refresh token, which works once. Each tab refreshes in
+  // turn, as their timers do: the second takes the pair the first got
+  // instead of spending the spent token again (which would end the session
+  // for both), and so on; both stay signed in and live.
+  async sharedSession() {
+    const iris = await user("iris");
+    await createRoom(iris, "garden-party");
+    const first = await open("iris", "#room/garden-party");
+    await loginUI(first, "iris");
+    await opened(first, "room/garden-party");
+    await live(first);
+    const [second] = await Promise.all([first.waitForEvent("popup"), first.evaluate(() => void window.open(location.href))]);
+    second.setDefaultTimeout(timeout);
+    trace("iris-2", second);
+    pages.set("iris-2", second);
+    await opened(second, "room/garden-party");
+    await live(second);
+    const stored = (page) => page.evaluate(() => JSON.parse(sessionStorage.getItem("chatql.session"))?.refreshToken ?? null);
+    const shared = await stored(second);
+    check(shared, "the second tab does not start signed in");
+    // Their timers may have refreshed already: they hold the same pair still.
+    await first.waitForFunction((t) => JSON.parse(sessionStorage.getItem("chatql.session"))?.refreshToken === t, await stored(second));
+    const refresh = (page) => page.evaluate(() => import("/api.js").then((api) => api.refresh()).then(() => "", (err) => `${err.code}: ${err.message}`));
+    for (const [page, other] of [[first, second], [second, first], [first, second], [second, first]]) {
+      const failed = await refresh(page);
+      check(failed === "", `a tab's refresh failed: ${failed}`);
+      const now = await stored(page);
+      await other.waitForFunction((t) => JSON.parse(sessionStorage.getItem("chatql.session"))?.refreshToken === t, now);
+    }
+    // Both at once: one waits for the other, and takes its pair.
+    const both = await Promise.all([refresh(first), refresh(second)]);
+    check(both.join("") === "", `refreshing in both tabs at once failed: ${both.join("; ")}`);
+    await first.waitForFunction((t) => JSON.parse(sessionStorage.getItem("chatql.session"))?.refreshToken === t, await stored(second));
+    check((await stored(first)) !== shared, "the tabs never refreshed");
+    for (const page of [first, second]) check(await page.locator("#chat").isVisible(), "a tab was logged out");
+    // The notes the tabs leave each other keep no token in the clear.
+    const notes = await first.evaluate(() => localStorage.getItem("chatql.rotations") ?? "");
+    const current = await stored(first);
+    check(notes.length > 0 && !notes.includes(current.split(".").pop()), `the tabs' notes: ${notes.slice(0, 80)}...`);
+    await send(second, "Both tabs, one session.");
+    await message(first, "Both tabs, one session.").waitFor();
+    return "two tabs of one session refreshed in turn four times, then both at once, each taking the other's new pair: both stayed signed in and live";
   },
 
   // The access token is short-lived (cfg.tokenTTL seconds): the app

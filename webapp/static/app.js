@@ -42,6 +42,7 @@ export const queries = {
   presence: `query Presence($logins: [String!]!) { presence(logins: $logins) { login online } }`,
   roomEvents: `subscription RoomEvents($room: String!, $after: String) { roomEvents(room: $room, after: $after, presence: true) {
     kind cursor online user { login firstname } by { login } message { ${messageFields} } } }`,
+  roomUnread: `subscription RoomUnread($room: String!, $after: String) { roomEvents(room: $room, after: $after) { kind cursor user { login } } }`,
   inboxEvents: `subscription InboxEvents($after: String) { inboxEvents(after: $after, presence: true) {
     kind cursor conversationId online user { login } message { ${messageFields} } } }`,
   post: `mutation Post($room: String!, $content: String!, $id: String, $replyTo: ID, $attachments: [ID!]) {
@@ -149,8 +150,7 @@ async function startChat() {
   await loadInbox();
   if (!started || inboxSub) return;
   inboxSub = api.subscribe(queries.inboxEvents, (after) => ({ after }), "inboxEvents", onInboxEvent, showSideError, newestInInbox());
-  // Public rooms' posts send no inbox event: their unread counts are read with the inbox.
-  inboxPoll = setInterval(loadInbox, 20_000);
+  followRooms();
 }
 
 // messageTime orders message ids (time-based UUIDs) by their time: the
@@ -174,7 +174,10 @@ function stopChat() {
   started = false;
   inboxSub?.cancel();
   inboxSub = null;
+  for (const sub of roomFollows.values()) sub.cancel();
+  roomFollows.clear();
   clearInterval(inboxPoll);
+  inboxPoll = 0;
   closeConversation();
   $("inbox").replaceChildren();
   $("rooms").replaceChildren();
@@ -543,24 +546,69 @@ function showSideError(err) {
   $("side-error").textContent = err ? err.message : "";
 }
 
-// loadInbox reads the inbox soon, once however many events ask for it.
-function loadInboxSoon() {
-  clearTimeout(inboxTimer);
-  inboxTimer = setTimeout(loadInbox, 200);
+// loadInboxSoon reads the inbox after delay ms, once however many events
+// ask for it meanwhile (a busy room's posts read it once a delay).
+function loadInboxSoon(delay = 200) {
+  if (inboxTimer) return;
+  inboxTimer = setTimeout(() => {
+    inboxTimer = 0;
+    loadInbox();
+  }, delay);
 }
+
+let inboxReads = 0; // reads started: only the last one's answer is shown
 
 async function loadInbox() {
   if (!navigator.onLine) return;
+  const read = ++inboxReads;
   try {
-    conversations = (await api.gql(queries.inbox)).inbox;
+    const { inbox } = await api.gql(queries.inbox);
+    if (read !== inboxReads || !started) return; // a later read is on its way
+    conversations = inbox;
     // An inbox subscription that has seen no event yet (an empty inbox
     // when it started: a room joined since) resumes from what this read
     // shows.
     inboxSub?.resumeFrom(newestInInbox());
     showSideError(null);
     renderInbox();
+    followRooms();
   } catch (err) {
     showSideError(err);
+  }
+}
+
+// Public rooms' unread counts, live. A post in a public room sends no inbox
+// event (it writes nothing per participant: the inbox counts when it is
+// read), so the app follows the roomEvents of each public room of the
+// inbox, from the newest message the inbox read shows (nothing missed in
+// between), and reads the inbox again when another's message arrives, goes
+// or is hidden there. Up to liveRooms rooms, the most recently active; the
+// inbox is read every 20 s for the others.
+const liveRooms = 50;
+const roomFollows = new Map(); // room -> its subscription
+const changesUnread = new Set(["MESSAGE_POSTED", "MESSAGE_DELETED", "MESSAGE_HIDDEN"]);
+
+function followRooms() {
+  if (!started || !inboxSub) return; // the inbox's first read starts them
+  const rooms = conversations.filter((c) => c.kind === "ROOM");
+  const followed = new Map(rooms.slice(0, liveRooms).map((c) => [c.id, c]));
+  for (const [id, sub] of roomFollows) {
+    if (followed.has(id) && !sub.ended) continue;
+    sub.cancel();
+    roomFollows.delete(id);
+  }
+  for (const [id, c] of followed) {
+    if (roomFollows.has(id)) continue;
+    const onEvent = (e) => {
+      if (changesUnread.has(e.kind) && e.user?.login !== api.currentUser()?.login) loadInboxSoon(1000);
+    };
+    roomFollows.set(id, api.subscribe(queries.roomUnread, (after) => ({ room: id, after }), "roomEvents", onEvent, null, c.lastMessage?.id ?? null));
+  }
+  // The rooms beyond those followed: their counts as the inbox reads them.
+  if (rooms.length > liveRooms && !inboxPoll) inboxPoll = setInterval(loadInbox, 20_000);
+  if (rooms.length <= liveRooms && inboxPoll) {
+    clearInterval(inboxPoll);
+    inboxPoll = 0;
   }
 }
 
