@@ -56,6 +56,10 @@ const scenariosVar = "CHAT_BROWSER_SCENARIOS"
 // axe-core (no serious or critical violation), at 1100 and 390 px. The
 // scenarios are clients/browser/scenarios.mjs.
 func TestWebAppInBrowser(t *testing.T) {
+	stepTimeout := 15 * time.Second
+	if raceDetector {
+		stepTimeout *= 3
+	}
 	browser, err := exec.LookPath("chromium")
 	if err != nil {
 		testenv.Missing(t, "chromium is not installed (scripts/chromium.sh installs it)", "the browser tests")
@@ -118,6 +122,11 @@ func TestWebAppInBrowser(t *testing.T) {
 		"screenshots": artifacts,
 		"tokenTTL":    cfg.TokenTTL.Seconds(),
 		"pageURL":     page.URL + "/looking-glass",
+		// How long a scenario waits for what the app should show (a
+		// message, a count, a mark): 15 s, three times that under the race
+		// detector, which slows the server several times (a picture's
+		// thumbnails take seconds on a loaded runner).
+		"stepTimeout": stepTimeout.Milliseconds(),
 	}
 	if only := os.Getenv(scenariosVar); only != "" {
 		args["only"] = strings.Split(only, ",")

@@ -1,7 +1,7 @@
 // Browser tests of the web app and the playground: Debian's chromium, driven
 // by playwright-core, against a running chatql. e2e/webapp_browser_test.go starts
 // the server and runs this with one JSON argument:
-//   {"url": "http://127.0.0.1:port", "chromium": "/usr/bin/chromium", "screenshots": "dir"}
+//   {"url": "http://127.0.0.1:port", "chromium": "/usr/bin/chromium", "screenshots": "dir", "stepTimeout": ms}
 // Each scenario throws on failure; the script prints what passed and exits 1
 // at the first failure, with a screenshot of every page open at the time.
 import { chromium } from "playwright-core";
@@ -11,7 +11,7 @@ import { deflateSync } from "node:zlib";
 
 const cfg = JSON.parse(process.argv[2]);
 mkdirSync(cfg.screenshots, { recursive: true });
-const timeout = 15_000;
+const timeout = cfg.stepTimeout ?? 15_000; // a step's wait for what the app shows
 
 // ---- The API from Node, to set the scene ----
 

@@ -354,9 +354,10 @@ async function turnPushOn() {
     await sub?.unsubscribe().catch(() => {});
     if ($("push-error")) $("push-error").textContent = `Notifications are not on: ${err.message}`;
   } finally {
+    // Busy until the section says how things now stand.
+    await showPush();
     pushBusy = false;
     $("push")?.removeAttribute("aria-busy");
-    await showPush();
   }
 }
 
@@ -376,9 +377,10 @@ async function turnPushOff() {
   } catch (err) {
     if ($("push-error")) $("push-error").textContent = `Notifications are still on: ${err.message}`;
   } finally {
+    // Busy until the section says how things now stand.
+    await showPush();
     pushBusy = false;
     $("push")?.removeAttribute("aria-busy");
-    await showPush();
   }
 }
 
