@@ -36,7 +36,9 @@ const scenariosVar = "CHAT_BROWSER_SCENARIOS"
 // offline and back resumes from its last cursor losing nothing and showing
 // nothing twice, a room's creator moderates, blocks, mutes and edits her
 // profile from the app, the app refreshes its token (and its websocket)
-// before the short access tokens expire, and the playground runs a query
+// before the short access tokens expire, two tabs of one session refresh
+// in turn without revoking it, a public room's unread count follows its
+// posts live, and the playground runs a query
 // and a subscription. Files: a picked PNG shows inline for the other user
 // from a thumbnail that loads, a text file as a download link, a lying
 // .png is refused in words with nothing posted, and a link's preview card
@@ -54,6 +56,10 @@ const scenariosVar = "CHAT_BROWSER_SCENARIOS"
 // axe-core (no serious or critical violation), at 1100 and 390 px. The
 // scenarios are clients/browser/scenarios.mjs.
 func TestWebAppInBrowser(t *testing.T) {
+	stepTimeout := 15 * time.Second
+	if raceDetector {
+		stepTimeout *= 3
+	}
 	browser, err := exec.LookPath("chromium")
 	if err != nil {
 		testenv.Missing(t, "chromium is not installed (scripts/chromium.sh installs it)", "the browser tests")
@@ -116,12 +122,25 @@ func TestWebAppInBrowser(t *testing.T) {
 		"screenshots": artifacts,
 		"tokenTTL":    cfg.TokenTTL.Seconds(),
 		"pageURL":     page.URL + "/looking-glass",
+		// How long a scenario waits for what the app should show (a
+		// message, a count, a mark): 15 s, three times that under the race
+		// detector, which slows the server several times (a picture's
+		// thumbnails take seconds on a loaded runner).
+		"stepTimeout": stepTimeout.Milliseconds(),
 	}
 	if only := os.Getenv(scenariosVar); only != "" {
 		args["only"] = strings.Split(only, ",")
 	}
 	arg, _ := json.Marshal(args)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	// Each step of a scenario has its own timeout (15 s), which is what
+	// fails a scenario; the run as a whole only has to end before the
+	// test's deadline, however slow the machine (a loaded CI runner, the
+	// race detector), with a minute left to report what passed.
+	deadline := time.Now().Add(15 * time.Minute)
+	if d, ok := t.Deadline(); ok {
+		deadline = d.Add(-time.Minute)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, filepath.Join(repoRoot, browserDir, "scenarios.mjs"), string(arg))
 	cmd.Stderr = os.Stderr

@@ -1,7 +1,7 @@
 // Browser tests of the web app and the playground: Debian's chromium, driven
 // by playwright-core, against a running chatql. e2e/webapp_browser_test.go starts
 // the server and runs this with one JSON argument:
-//   {"url": "http://127.0.0.1:port", "chromium": "/usr/bin/chromium", "screenshots": "dir"}
+//   {"url": "http://127.0.0.1:port", "chromium": "/usr/bin/chromium", "screenshots": "dir", "stepTimeout": ms}
 // Each scenario throws on failure; the script prints what passed and exits 1
 // at the first failure, with a screenshot of every page open at the time.
 import { chromium } from "playwright-core";
@@ -11,7 +11,7 @@ import { deflateSync } from "node:zlib";
 
 const cfg = JSON.parse(process.argv[2]);
 mkdirSync(cfg.screenshots, { recursive: true });
-const timeout = 15_000;
+const timeout = cfg.stepTimeout ?? 15_000; // a step's wait for what the app shows
 
 // ---- The API from Node, to set the scene ----
 
@@ -67,10 +67,50 @@ const pages = new Map(); // name -> page, for screenshots on failure
 const external = []; // what a page asked of another server: must stay empty
 const consoleErrors = new Map(); // name -> the console's errors on that page
 
+// What each page's websockets did (opened, closed, the protocol's messages
+// but "next"), with the time since the run started: printed when a scenario
+// fails, to tell a lost event from a socket that never came back.
+const started = Date.now();
+const traces = new Map(); // name -> lines
+
+function trace(name, page) {
+  const lines = [];
+  traces.set(name, lines);
+  const note = (what) => {
+    lines.push(`${((Date.now() - started) / 1000).toFixed(2)}s ${what}`);
+    if (lines.length > 60) lines.shift();
+  };
+  page.on("websocket", (ws) => {
+    const id = Math.random().toString(36).slice(2, 6);
+    note(`ws ${id} opened`);
+    ws.on("close", () => note(`ws ${id} closed`));
+    ws.on("socketerror", (err) => note(`ws ${id} error ${err}`));
+    const said = (dir) => ({ payload }) => {
+      try {
+        const m = JSON.parse(payload);
+        if (m.type === "next" || m.type === "ping" || m.type === "pong") return;
+        note(`ws ${id} ${dir} ${m.type}${m.id ? ` ${m.id}` : ""}${m.payload?.operationName ? ` ${m.payload.operationName}` : ""}${m.type === "error" ? ` ${JSON.stringify(m.payload)}` : ""}`);
+      } catch {
+        note(`ws ${id} ${dir} ${String(payload).slice(0, 60)}`);
+      }
+    };
+    ws.on("framesent", said(">"));
+    ws.on("framereceived", said("<"));
+  });
+  const refreshes = (req) => (req.postData() ?? "").includes("mutation Refresh");
+  page.on("request", (req) => refreshes(req) && note("refresh sent"));
+  page.on("requestfinished", (req) => refreshes(req) && note("refresh answered"));
+  page.on("requestfailed", (req) => refreshes(req) && note(`refresh failed: ${req.failure()?.errorText}`));
+  page.on("framenavigated", (frame) => {
+    if (frame === page.mainFrame()) note(`at ${frame.url().slice(cfg.url.length)}`);
+  });
+}
+
 async function open(name, hash = "", context = null) {
   context ??= await browser.newContext({ viewport: { width: 1100, height: 700 } });
   const page = await context.newPage();
   page.setDefaultTimeout(timeout);
+  trace(name, page);
   // The page must load nothing but what the server serves.
   page.on("request", (req) => {
     const u = req.url();
@@ -110,6 +150,34 @@ async function send(page, text) {
 
 async function live(page) {
   await page.locator('#connection[data-state="live"]').waitFor();
+}
+
+// opened waits until the app has opened a conversation ("room/name" or
+// "dm/login", as its address says): its history read, its message box
+// shown, its live events on their way from its newest message. A goto to
+// another conversation's address returns before the app has even heard of
+// it (hashchange comes later): what is typed meanwhile goes to the one
+// still open.
+async function opened(page, where) {
+  await page.locator(`main.conversation[data-open="${where}"]`).waitFor({ state: "attached" });
+}
+
+// reload reloads a page right after its app has refreshed its tokens (it
+// asks for a refresh and waits for the new pair), so that no refresh is on
+// its way: one that the server took, answered after the page went, would
+// leave the reloaded page a spent refresh token, whose use ends the session
+// (README: no client can mend that; the server would have to answer a
+// retried refresh). Under load a refresh takes seconds, and the 20 s tokens
+// here refresh every 10 s: a bare reload would often hit one.
+async function reload(page) {
+  await page.evaluate(() => import("/api.js").then((api) => api.refresh()));
+  await page.reload();
+}
+
+// go opens a conversation by its address, as a link does.
+async function go(page, where) {
+  await page.goto(`${cfg.url}/#${where}`);
+  await opened(page, where);
 }
 
 // png encodes a width x height RGB image (a gradient) as a PNG.
@@ -196,15 +264,15 @@ const scenarios = {
     await alice.locator("#chat").waitFor();
     await alice.getByLabel("New room").fill("tea-party");
     await alice.getByRole("button", { name: "Create" }).click();
-    await alice.locator("#conversation-title", { hasText: "tea-party" }).waitFor();
+    await opened(alice, "room/tea-party");
     await live(alice);
 
     await user("bob");
     const bob = await open("bob", "#room/tea-party");
     await loginUI(bob, "bob");
     await bob.getByRole("button", { name: "Join" }).click();
+    await opened(bob, "room/tea-party");
     await live(bob);
-    await bob.getByLabel("Message", { exact: true }).waitFor();
 
     await send(alice, "Have some wine.");
     await message(bob, "Have some wine.").waitFor();
@@ -258,22 +326,59 @@ const scenarios = {
     await bobThread.waitFor({ state: "hidden" });
 
     // A direct message: bob's inbox shows it unread until he opens it.
-    await alice.goto(`${cfg.url}/#dm/bob`);
-    await live(alice);
+    await go(alice, "dm/bob");
     await send(alice, "Why is a raven like a writing-desk?");
     const entry = bob.locator("#inbox a", { hasText: "@alice" });
     await entry.locator(".badge", { hasText: "1" }).waitFor();
     await entry.click();
+    await opened(bob, "dm/alice");
     await message(bob, "Why is a raven like a writing-desk?").waitFor();
     await entry.locator(".badge").waitFor({ state: "detached" });
     await send(bob, "I haven't the slightest idea.");
     await message(alice, "I haven't the slightest idea.").waitFor();
 
-    await bob.goto(`${cfg.url}/#room/tea-party`);
+    await go(bob, "room/tea-party");
     await message(bob, "There isn't any.").waitFor();
     await bob.locator("#conversation-info", { hasText: "online: alice, bob" }).waitFor();
     await shot(bob, "webapp-live");
     return "alice and bob chatted live: room, typing, reaction, reply, edit, direct message, unread";
+  },
+
+  // A public room's unread count, live: walrus reads another room while the
+  // carpenter posts in theirs; its count in the inbox follows each post (a
+  // roomEvents subscription of the app's, no poll), a mention shows as
+  // one, and a deleted post leaves the count again.
+  async liveUnread() {
+    const walrus = await user("walrus");
+    const carpenter = await user("carpenter");
+    await createRoom(walrus, "oyster-bed");
+    await createRoom(walrus, "seaside");
+    await joinRoom(carpenter, "oyster-bed");
+    const page = await open("walrus", "#room/seaside");
+    await loginUI(page, "walrus");
+    await opened(page, "room/seaside");
+    await live(page);
+    const entry = page.locator("#inbox a", { hasText: "oyster-bed" });
+    await entry.waitFor();
+    check((await entry.locator(".badge").count()) === 0, "oyster-bed shows unread messages before any post");
+    await post(carpenter, "oyster-bed", "The time has come");
+    await entry.locator(".badge", { hasText: exactly("1") }).waitFor();
+    await post(carpenter, "oyster-bed", "To talk of many things");
+    await entry.locator(".badge", { hasText: exactly("2") }).waitFor();
+    const { postMessage: shoes } = await post(carpenter, "oyster-bed", "Of shoes, @walrus, and ships");
+    await entry.locator(".badge.mention", { hasText: exactly("3") }).waitFor();
+    await gql("mutation($id: ID!) { deleteMessage(id: $id) { id } }", { id: shoes.id }, carpenter);
+    // Deleted, it mentions no one: the count is as the server's inbox says.
+    const plain = entry.locator(".badge:not(.mention)");
+    await plain.waitFor();
+    const { inbox } = await gql("{ inbox { id unread mentions } }", {}, walrus);
+    const counted = inbox.find((c) => c.id === "oyster-bed");
+    check(counted.mentions === 0 && (await plain.textContent()) === String(counted.unread), `after the deletion the badge reads ${await plain.textContent()}, the inbox ${JSON.stringify(counted)}`);
+    // Opened, the room is read: the count goes.
+    await entry.click();
+    await opened(page, "room/oyster-bed");
+    await entry.locator(".badge").waitFor({ state: "detached" });
+    return "a public room's unread count followed two posts, a mention and its deletion live, and went once the room was opened";
   },
 
   // History pages on scroll: 100 messages, 30 a page; scrolling to the top
@@ -284,6 +389,7 @@ const scenarios = {
     for (let i = 1; i <= 100; i++) await post(carol, "archive", `history ${i}`);
     const page = await open("carol", "#room/archive");
     await loginUI(page, "carol");
+    await opened(page, "room/archive");
     await message(page, "history 100").waitFor();
     // Opened, the room shows its newest message, above the message box.
     await page.locator("#composer").waitFor();
@@ -317,6 +423,7 @@ const scenarios = {
     await post(dave, "resume", "before 1");
     const page = await open("erin", "#room/resume");
     await loginUI(page, "erin");
+    await opened(page, "room/resume");
     await message(page, "before 1").waitFor();
     await live(page);
     await post(dave, "resume", "before 2");
@@ -355,6 +462,7 @@ const scenarios = {
     await createRoom(lena, "porch");
     const page = await open("lena", "#room/porch");
     await loginUI(page, "lena");
+    await opened(page, "room/porch");
     await live(page);
     // The first postMessage reaches the server, which stores the message;
     // its answer never reaches the page.
@@ -401,9 +509,11 @@ const scenarios = {
     const context = await browser.newContext({ viewport: { width: 390, height: 800 } });
     const page = await context.newPage();
     page.setDefaultTimeout(timeout);
+    trace("mia", page);
     pages.set("mia", page);
     await page.goto(`${cfg.url}/#room/veranda`);
     await loginUI(page, "mia");
+    await opened(page, "room/veranda");
     await message(page, "small screens too").waitFor();
     await page.locator("#leave").waitFor();
     const width = await page.evaluate(() => document.documentElement.scrollWidth);
@@ -422,6 +532,7 @@ const scenarios = {
     await page.locator("nav.side").waitFor();
     check(!(await page.locator("main.conversation").isVisible()), "back in the list, the conversation still shows");
     await page.locator("#inbox a", { hasText: "veranda" }).click();
+    await opened(page, "room/veranda");
     await message(page, "small screens too").waitFor();
     check(!(await page.locator("nav.side").isVisible()), "a conversation opened from the list shows beside it");
     return "at 390 px wide nothing overflows: the bars wrap, the buttons stay on screen; the list, then a conversation, and back";
@@ -457,14 +568,14 @@ const scenarios = {
       await loginUI(page, "gryphon");
       await live(page);
       await screen("no-conversation");
-      await page.goto(`${cfg.url}/#room/seashore`);
+      await go(page, "room/seashore");
       await message(page, "Will you walk a little faster?").waitFor();
       await screen("room");
       await item(page, "Will you walk a little faster?").getByRole("button", { name: "1 reply" }).click();
       await page.locator("#thread-messages .content", { hasText: exactly("Said a whiting to a snail.") }).waitFor();
       await screen("thread");
       await page.getByRole("button", { name: "Close the thread" }).click();
-      await page.goto(`${cfg.url}/#dm/turtle`);
+      await go(page, "dm/turtle");
       await message(page, "Beautiful soup!").waitFor();
       await screen("direct");
       await page.locator("#profile > summary").click();
@@ -493,7 +604,7 @@ const scenarios = {
     await loginUI(page, "queen");
     await page.locator("#conversation-empty", { hasText: "No conversation is open. Pick one in the inbox or the rooms" }).waitFor();
     await page.locator("#inbox a", { hasText: "palace" }).locator(".badge", { hasText: "20" }).waitFor();
-    await page.goto(`${cfg.url}/#room/palace`);
+    await go(page, "room/palace");
     await message(page, "tart 20").waitFor();
     const layout = await page.locator("#messages").evaluate((list) =>
       [...list.children].map((li) => li.classList.contains("message")
@@ -525,7 +636,7 @@ const scenarios = {
     check(focused === "React 🎉", `ArrowRight went to ${JSON.stringify(focused)}, want the second quick reaction`);
     check((await toolbar.evaluate((t) => getComputedStyle(t).opacity)) === "1", "the focused toolbar does not show");
 
-    await page.goto(`${cfg.url}/#room/empty-hall`);
+    await go(page, "room/empty-hall");
     await page.locator("#conversation-empty", { hasText: "No messages here yet: say hello below." }).waitFor();
     await shot(page, "webapp-empty-room");
     await send(page, "Hello?");
@@ -549,6 +660,7 @@ const scenarios = {
     const page = await open("ivy", "#room/court");
     page.on("dialog", (d) => d.accept()); // the confirmations of a block and a ban
     await loginUI(page, "ivy");
+    await opened(page, "room/court");
     await message(page, "Off with their heads!").waitFor();
     await live(page);
 
@@ -594,6 +706,52 @@ const scenarios = {
     return "from the app: a hide, a ban, a block that collapses messages until shown, a mute, a profile change";
   },
 
+  // Two tabs of one session: a tab opened from the app's (window.open, as a
+  // link opened in a new tab) starts with a copy of its sessionStorage, so
+  // with the same refresh token, which works once. Each tab refreshes in
+  // turn, as their timers do: the second takes the pair the first got
+  // instead of spending the spent token again (which would end the session
+  // for both), and so on; both stay signed in and live.
+  async sharedSession() {
+    const iris = await user("iris");
+    await createRoom(iris, "garden-party");
+    const first = await open("iris", "#room/garden-party");
+    await loginUI(first, "iris");
+    await opened(first, "room/garden-party");
+    await live(first);
+    const [second] = await Promise.all([first.waitForEvent("popup"), first.evaluate(() => void window.open(location.href))]);
+    second.setDefaultTimeout(timeout);
+    trace("iris-2", second);
+    pages.set("iris-2", second);
+    await opened(second, "room/garden-party");
+    await live(second);
+    const stored = (page) => page.evaluate(() => JSON.parse(sessionStorage.getItem("chatql.session"))?.refreshToken ?? null);
+    const shared = await stored(second);
+    check(shared, "the second tab does not start signed in");
+    // Their timers may have refreshed already: they hold the same pair still.
+    await first.waitForFunction((t) => JSON.parse(sessionStorage.getItem("chatql.session"))?.refreshToken === t, await stored(second));
+    const refresh = (page) => page.evaluate(() => import("/api.js").then((api) => api.refresh()).then(() => "", (err) => `${err.code}: ${err.message}`));
+    for (const [page, other] of [[first, second], [second, first], [first, second], [second, first]]) {
+      const failed = await refresh(page);
+      check(failed === "", `a tab's refresh failed: ${failed}`);
+      const now = await stored(page);
+      await other.waitForFunction((t) => JSON.parse(sessionStorage.getItem("chatql.session"))?.refreshToken === t, now);
+    }
+    // Both at once: one waits for the other, and takes its pair.
+    const both = await Promise.all([refresh(first), refresh(second)]);
+    check(both.join("") === "", `refreshing in both tabs at once failed: ${both.join("; ")}`);
+    await first.waitForFunction((t) => JSON.parse(sessionStorage.getItem("chatql.session"))?.refreshToken === t, await stored(second));
+    check((await stored(first)) !== shared, "the tabs never refreshed");
+    for (const page of [first, second]) check(await page.locator("#chat").isVisible(), "a tab was logged out");
+    // The notes the tabs leave each other keep no token in the clear.
+    const notes = await first.evaluate(() => localStorage.getItem("chatql.rotations") ?? "");
+    const current = await stored(first);
+    check(notes.length > 0 && !notes.includes(current.split(".").pop()), `the tabs' notes: ${notes.slice(0, 80)}...`);
+    await send(second, "Both tabs, one session.");
+    await message(first, "Both tabs, one session.").waitFor();
+    return "two tabs of one session refreshed in turn four times, then both at once, each taking the other's new pair: both stayed signed in and live";
+  },
+
   // The access token is short-lived (cfg.tokenTTL seconds): the app
   // refreshes it before it expires, and when the server closes the
   // websocket of the expired one (4401) the app reconnects with the new
@@ -605,6 +763,7 @@ const scenarios = {
     await joinRoom(hal, "clock");
     const page = await open("hal", "#room/clock");
     await loginUI(page, "hal");
+    await opened(page, "room/clock");
     await live(page);
     const session = () => page.evaluate(() => JSON.parse(sessionStorage.getItem("chatql.session")));
     const before = await session();
@@ -646,9 +805,11 @@ const scenarios = {
     await joinRoom(otto, "gallery");
     const sender = await open("nora", "#room/gallery");
     await loginUI(sender, "nora");
+    await opened(sender, "room/gallery");
     await live(sender);
     const reader = await open("otto", "#room/gallery");
     await loginUI(reader, "otto");
+    await opened(reader, "room/gallery");
     await live(reader);
 
     // A PNG picked with the file input: its chip shows it uploaded, then it goes with a caption.
@@ -782,10 +943,8 @@ const scenarios = {
     await shot(reader, "webapp-files");
 
     // A direct message with a file and a link: the reader, in the conversation, sees both arrive live.
-    await reader.goto(`${cfg.url}/#dm/nora`);
-    await live(reader);
-    await sender.goto(`${cfg.url}/#dm/otto`);
-    await live(sender);
+    await go(reader, "dm/nora");
+    await go(sender, "dm/otto");
     await sender.locator("#file-input").setInputFiles({ name: "letter.pdf", mimeType: "application/pdf", buffer: Buffer.from("%PDF-1.4\n%%EOF\n") });
     await chips.and(sender.locator(".chip.ready")).waitFor();
     const caption = cfg.pageURL ? `The letter, and ${cfg.pageURL}` : "The letter";
@@ -793,9 +952,8 @@ const scenarios = {
     const letter = item(reader, caption);
     await letter.locator("a.file", { hasText: "letter.pdf" }).waitFor();
     if (cfg.pageURL) await letter.locator("aside.preview .title", { hasText: "The Looking-Glass House" }).waitFor();
-    await reader.goto(`${cfg.url}/#room/gallery`);
-    await live(reader);
-    await sender.goto(`${cfg.url}/#room/gallery`);
+    await go(reader, "room/gallery");
+    await go(sender, "room/gallery");
     await item(sender, "A picture").waitFor();
 
     // Deleted, the picture's message shows no files.
@@ -823,11 +981,13 @@ const scenarios = {
     await post(march, "tea-time", "Clean cup, move down.");
     const setter = await open("hatter", "#room/tea-time");
     await loginUI(setter, "hatter");
+    await opened(setter, "room/tea-time");
     await live(setter);
     await setter.locator("#me .avatar.initials", { hasText: "HT" }).waitFor();
     await send(setter, "No room! No room!");
     const reader = await open("march", "#room/tea-time");
     await loginUI(reader, "march");
+    await opened(reader, "room/tea-time");
     await live(reader);
     const before = item(reader, "No room! No room!").locator(".avatar");
     await before.and(reader.locator(".initials")).waitFor();
@@ -895,7 +1055,8 @@ const scenarios = {
     const put = await fetch(up.url, { method: up.method, headers: Object.fromEntries(up.headers.filter((h) => h.name.toLowerCase() !== "content-length").map((h) => [h.name, h.value])), body: bytes });
     check(put.ok, `the icon's upload answered ${put.status}`);
     await gql("mutation($f: ID) { setRoomIcon(room: \"tea-time\", file: $f) { name } }", { f: up.id }, march);
-    await reader.reload();
+    await reload(reader);
+    await opened(reader, "room/tea-time");
     for (const where of ["#rooms a", "#conversation-icon"]) {
       const icon = reader.locator(`${where} .avatar img`).first();
       await icon.waitFor();
@@ -922,7 +1083,8 @@ const scenarios = {
     });
     check(pages[0].count === pages[0].first && pages[0].first >= 20, `the app's page of messages: ${JSON.stringify(pages[0])}`);
     const fifty = pages[1].count === 50 ? "a page of 50 fits too" : `a page of 50 does not: ${pages[1].error}`;
-    await reader.reload();
+    await reload(reader);
+    await opened(reader, "room/tea-time");
     await message(reader, "tea 50").waitFor();
     check((await reader.locator("#conversation-error").textContent()) === "", `march's page says ${await reader.locator("#conversation-error").textContent()}`);
     for (const name of ["hatter", "march"]) check(!consoleErrors.has(name), `${name}'s console: ${JSON.stringify(consoleErrors.get(name))}`);
@@ -1049,6 +1211,7 @@ const scenarios = {
     await page.locator("#conversation-title", { hasText: "@caterpillar" }).waitFor();
     check((await page.evaluate(() => location.hash)) === "#dm/caterpillar", `the window's hash: ${await page.evaluate(() => location.hash)}`);
     await page.goto(`${cfg.url}/#conversation/treacle-well`);
+    await opened(page, "room/treacle-well");
     await page.locator("#conversation-title", { hasText: "# treacle-well" }).waitFor();
     await page.locator("#composer:not([hidden])").waitFor();
     // Without the permission: asked on the click, refused, told in words,
@@ -1128,11 +1291,16 @@ for (const [name, run] of Object.entries(scenarios)) {
   } catch (err) {
     failed = true;
     console.error(`${name} FAILED: ${err.stack || err}`);
-    for (const [p, page] of pages) await shot(page, `failed-${name}-${p}`, { audit: false }).catch(() => {});
+    for (const [p, page] of pages) {
+      await shot(page, `failed-${name}-${p}`, { audit: false }).catch(() => {});
+      const state = await page.locator("#connection").getAttribute("data-state", { timeout: 1000 }).catch(() => "?");
+      console.error(`[${p}] at ${page.url().slice(cfg.url.length)}, connection ${state}; its websockets:\n  ${(traces.get(p) ?? []).join("\n  ")}`);
+    }
     break;
   } finally {
     for (const page of pages.values()) await page.context().close().catch(() => {});
     pages.clear();
+    traces.clear();
   }
 }
 await browser.close();

@@ -54,23 +54,105 @@ function scheduleRefresh() {
   clearTimeout(refreshTimer);
   if (!session) return;
   const left = Date.parse(session.expiresAt) - Date.now();
-  refreshTimer = setTimeout(() => refresh().catch(() => {}), Math.max(1000, Math.min(left - 60_000, left / 2)));
+  refreshTimer = setTimeout(() => refresh().catch(() => {}), Math.max(1000, left - 60_000, left / 2));
 }
 scheduleRefresh(); // a session kept across a reload
+
+// Tabs that share a session: a tab opened from the app (a link opened in a
+// new tab, a duplicated tab) starts with a copy of its sessionStorage, so
+// with the same refresh token, which works once: the second tab to use it
+// would end the session for both. So tabs refresh one at a time (a Web
+// Lock), and a tab that exchanges a refresh token notes the new pair under
+// the spent token (localStorage, for a few minutes) and tells the open tabs
+// (a BroadcastChannel); a tab about to spend that token takes the new pair
+// instead. The note is encrypted with a key derived from the spent token,
+// which only the tabs holding it know: once they are closed, no one can
+// read the live token it keeps.
+const rotations = "chatql.rotations"; // localStorage: [{ id, iv, pair, at }], newest last
+const rotationLife = 5 * 60_000;
+const tabs = typeof BroadcastChannel === "function" ? new BroadcastChannel("chatql.session") : null;
+const bytes = (text) => new TextEncoder().encode(text);
+const base64 = (buf) => btoa(String.fromCharCode(...new Uint8Array(buf)));
+const unbase64 = (text) => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+
+// noteKey derives, from a spent refresh token, its note's id and the key
+// that encrypts the pair it was exchanged for.
+async function noteKey(spent) {
+  const id = base64(await crypto.subtle.digest("SHA-256", bytes(`chatql note id ${spent}`)));
+  const raw = await crypto.subtle.digest("SHA-256", bytes(`chatql note key ${spent}`));
+  return { id, key: await crypto.subtle.importKey("raw", raw, "AES-GCM", false, ["encrypt", "decrypt"]) };
+}
+
+function notesKept() {
+  try {
+    const list = JSON.parse(localStorage.getItem(rotations) || "[]");
+    return Array.isArray(list) ? list.filter((n) => Date.now() - n.at < rotationLife) : [];
+  } catch {
+    return [];
+  }
+}
+
+// rotated notes that spent was exchanged for next, for the other tabs.
+async function rotated(spent, next) {
+  tabs?.postMessage({ spent, session: next });
+  try {
+    const { id, key } = await noteKey(spent);
+    const iv = crypto.getRandomValues(new Uint8Array(12));
+    const pair = await crypto.subtle.encrypt({ name: "AES-GCM", iv }, key, bytes(JSON.stringify(next)));
+    localStorage.setItem(rotations, JSON.stringify([...notesKept(), { id, iv: base64(iv), pair: base64(pair), at: Date.now() }].slice(-8)));
+  } catch {
+    /* no storage or no crypto here: the broadcast told the open tabs */
+  }
+}
+
+// successorOf is the pair another tab got for spent, if one did.
+async function successorOf(spent) {
+  try {
+    const { id, key } = await noteKey(spent);
+    const note = notesKept().find((n) => n.id === id);
+    if (!note) return null;
+    const pair = await crypto.subtle.decrypt({ name: "AES-GCM", iv: unbase64(note.iv) }, key, unbase64(note.pair));
+    return JSON.parse(new TextDecoder().decode(pair));
+  } catch {
+    return null;
+  }
+}
+
+tabs?.addEventListener("message", ({ data }) => {
+  if (session && data?.spent === session.refreshToken) setSession(data.session);
+});
+
+// withRefreshLock runs fn holding the tabs' refresh lock (at once where the
+// browser has no Web Locks).
+function withRefreshLock(fn) {
+  return navigator.locks ? navigator.locks.request("chatql.refresh", fn) : fn();
+}
 
 /** Exchanges the refresh token for a new pair; ends the session if it fails. */
 export function refresh() {
   if (!session) return Promise.reject(new Error("not logged in"));
-  // One refresh at a time: a refresh token works once.
-  refreshing ??= post(`mutation Refresh($t: String!) { refreshToken(token: $t) { ${authFields} } }`, { t: session.refreshToken }, null)
-    .then((d) => setSession(d.refreshToken))
-    .catch((err) => {
-      // Used up, revoked or expired: log in again. An outage (no answer,
-      // a 502, RATE_LIMITED) keeps the session, to try again later.
-      if (err.code === "UNAUTHENTICATED") setSession(null);
+  // One refresh at a time, in this tab and across tabs: a refresh token works once.
+  refreshing ??= withRefreshLock(async () => {
+    if (!session) throw new Error("not logged in");
+    const spent = session.refreshToken;
+    const taken = await successorOf(spent);
+    if (taken) {
+      setSession(taken); // another tab exchanged it meanwhile: its pair is ours
+      return;
+    }
+    try {
+      const d = await post(`mutation Refresh($t: String!) { refreshToken(token: $t) { ${authFields} } }`, { t: spent }, null);
+      // Kept before anything else: the old token is spent now.
+      setSession(d.refreshToken);
+      await rotated(spent, d.refreshToken);
+    } catch (err) {
+      // Used up, revoked or expired: log in again, unless another tab's
+      // pair has replaced the one used meanwhile. An outage (no answer, a
+      // 502, RATE_LIMITED) keeps the session, to try again later.
+      if (err.code === "UNAUTHENTICATED" && session?.refreshToken === spent) setSession(null);
       throw err;
-    })
-    .finally(() => (refreshing = null));
+    }
+  }).finally(() => (refreshing = null));
   return refreshing;
 }
 
@@ -198,7 +280,12 @@ class Connection {
     client?.terminate();
     this.setState(navigator.onLine ? "connecting" : "offline");
     if (event?.code === 4401 && session) {
-      refresh().then(() => this.schedule(), () => {});
+      // A refresh that got no answer keeps the session: the socket is
+      // started again later all the same, as after any outage (a failed
+      // one ends the session, and nothing is started).
+      refresh()
+        .catch(() => {})
+        .then(() => this.schedule());
     } else {
       this.schedule();
     }
@@ -233,11 +320,15 @@ export const connectionState = (fn) => connection.onState(fn);
  * variables(cursor) gives the variables for a start after cursor (null at
  * first); onEvent gets each event; onError gets a GraphQL error the server
  * refused the subscription with (it is not started again). Returns a
- * handle whose cancel() ends it.
+ * handle whose cancel() ends it, whose ended is true once the server ended
+ * or refused it, and whose resumeFrom(cursor) gives a
+ * subscription that has seen no event yet a cursor to start again from
+ * (one read since it started: what it has shown is up to there).
  */
 export function subscribe(query, variables, field, onEvent, onError, cursor = null) {
   const sub = {
     running: false,
+    ended: false,
     dispose: null,
     start() {
       this.running = true;
@@ -256,18 +347,27 @@ export function subscribe(query, variables, field, onEvent, onError, cursor = nu
           error: (err) => {
             if (this.run !== run) return;
             this.running = false;
-            if (Array.isArray(err)) {
+            if (Array.isArray(err) && err[0]?.extensions?.code !== "UNAUTHENTICATED") {
               // Refused by the server (not a participant, no such room...).
+              this.ended = true;
               connection.subs.delete(this);
               onError?.(new APIError(err));
             } else if (connection.client === client) {
-              connection.drop(err); // the socket closed: start again from the cursor
+              // The socket closed, or the access token it was opened with
+              // expired: the server ends each operation with UNAUTHENTICATED,
+              // and may do so before it closes the socket with 4401. Either
+              // way, start again from the cursor (after a refresh, for a
+              // token: a session that ended fails it, and logs out).
+              connection.drop(Array.isArray(err) ? { code: 4401 } : err);
+            } else {
+              connection.schedule(); // already dropped: started again with the others
             }
           },
           complete: () => {
             if (this.run !== run) return;
             // The server ended the stream (the room was deleted, or we left).
             this.running = false;
+            this.ended = true;
             connection.subs.delete(this);
           },
         },
@@ -287,6 +387,9 @@ export function subscribe(query, variables, field, onEvent, onError, cursor = nu
     cancel() {
       connection.subs.delete(this);
       this.stop();
+    },
+    resumeFrom(after) {
+      cursor ??= after;
     },
   };
   connection.subs.add(sub);

@@ -29,7 +29,7 @@ const messageFields = `id room content system postedAt hidden editedAt deleted r
 
 export const queries = {
   inbox: `query Inbox { inbox { id kind unread mentions muted readUpTo peerOnline peer { login firstname lastname avatar { ${pictureFields} } }
-    lastMessage { content deleted author { login } } } }`,
+    lastMessage { id content deleted author { login } } } }`,
   rooms: `query Rooms($after: String) { rooms(first: 20, after: $after) {
     edges { node { name banner kind icon { ${pictureFields} } } } pageInfo { hasNextPage endCursor } } }`,
   room: `query Room($name: String!) { room(name: $name) { name banner kind icon { ${pictureFields} } creator { login } moderators { login }
@@ -43,6 +43,7 @@ export const queries = {
   presence: `query Presence($logins: [String!]!) { presence(logins: $logins) { login online } }`,
   roomEvents: `subscription RoomEvents($room: String!, $after: String) { roomEvents(room: $room, after: $after, presence: true) {
     kind cursor online user { login firstname } by { login } message { ${messageFields} } } }`,
+  roomUnread: `subscription RoomUnread($room: String!, $after: String) { roomEvents(room: $room, after: $after) { kind cursor user { login } } }`,
   inboxEvents: `subscription InboxEvents($after: String) { inboxEvents(after: $after, presence: true) {
     kind cursor conversationId online user { login } message { ${messageFields} } } }`,
   post: `mutation Post($room: String!, $content: String!, $id: String, $replyTo: ID, $attachments: [ID!]) {
@@ -137,22 +138,48 @@ let inboxTimer = 0;
 let inboxPoll = 0;
 let conversations = [];
 
-function startChat() {
+async function startChat() {
   if (started) return;
   started = true;
   loadMe();
-  loadInbox();
   loadRooms();
-  inboxSub = api.subscribe(queries.inboxEvents, (after) => ({ after }), "inboxEvents", onInboxEvent, showSideError);
-  // Public rooms' posts send no inbox event: their unread counts are read with the inbox.
-  inboxPoll = setInterval(loadInbox, 20_000);
   openFromHash();
+  // The inbox's live events follow from what its first read shows: they
+  // start after its newest message, so that whatever arrives after the read
+  // (or while the socket reconnects later, before any event came) is
+  // replayed rather than lost. (A subscription without a cursor would miss
+  // what happens before the server has it, which no transport tells.)
+  await loadInbox();
+  if (!started || inboxSub) return;
+  inboxSub = api.subscribe(queries.inboxEvents, (after) => ({ after }), "inboxEvents", onInboxEvent, showSideError, newestInInbox());
+  followRooms();
+}
+
+// messageTime orders message ids (time-based UUIDs) by their time: the
+// 60-bit timestamp's hex digits, most significant first, then the rest.
+function messageTime(id) {
+  return id.slice(15, 18) + id.slice(9, 13) + id.slice(0, 8) + id.slice(19);
+}
+
+// newestInInbox is the id of the newest message the inbox read shows (null
+// for an empty inbox): message ids are the inbox events' cursors' order.
+function newestInInbox() {
+  let newest = null;
+  for (const c of conversations) {
+    const id = c.lastMessage?.id;
+    if (id && (!newest || messageTime(id) > messageTime(newest))) newest = id;
+  }
+  return newest;
 }
 
 function stopChat() {
   started = false;
   inboxSub?.cancel();
+  inboxSub = null;
+  for (const sub of roomFollows.values()) sub.cancel();
+  roomFollows.clear();
   clearInterval(inboxPoll);
+  inboxPoll = 0;
   closeConversation();
   $("inbox").replaceChildren();
   $("rooms").replaceChildren();
@@ -329,9 +356,10 @@ async function turnPushOn() {
     await sub?.unsubscribe().catch(() => {});
     if ($("push-error")) $("push-error").textContent = `Notifications are not on: ${err.message}`;
   } finally {
+    // Busy until the section says how things now stand.
+    await showPush();
     pushBusy = false;
     $("push")?.removeAttribute("aria-busy");
-    await showPush();
   }
 }
 
@@ -351,9 +379,10 @@ async function turnPushOff() {
   } catch (err) {
     if ($("push-error")) $("push-error").textContent = `Notifications are still on: ${err.message}`;
   } finally {
+    // Busy until the section says how things now stand.
+    await showPush();
     pushBusy = false;
     $("push")?.removeAttribute("aria-busy");
-    await showPush();
   }
 }
 
@@ -521,20 +550,69 @@ function showSideError(err) {
   $("side-error").textContent = err ? err.message : "";
 }
 
-// loadInbox reads the inbox soon, once however many events ask for it.
-function loadInboxSoon() {
-  clearTimeout(inboxTimer);
-  inboxTimer = setTimeout(loadInbox, 200);
+// loadInboxSoon reads the inbox after delay ms, once however many events
+// ask for it meanwhile (a busy room's posts read it once a delay).
+function loadInboxSoon(delay = 200) {
+  if (inboxTimer) return;
+  inboxTimer = setTimeout(() => {
+    inboxTimer = 0;
+    loadInbox();
+  }, delay);
 }
+
+let inboxReads = 0; // reads started: only the last one's answer is shown
 
 async function loadInbox() {
   if (!navigator.onLine) return;
+  const read = ++inboxReads;
   try {
-    conversations = (await api.gql(queries.inbox)).inbox;
+    const { inbox } = await api.gql(queries.inbox);
+    if (read !== inboxReads || !started) return; // a later read is on its way
+    conversations = inbox;
+    // An inbox subscription that has seen no event yet (an empty inbox
+    // when it started: a room joined since) resumes from what this read
+    // shows.
+    inboxSub?.resumeFrom(newestInInbox());
     showSideError(null);
     renderInbox();
+    followRooms();
   } catch (err) {
     showSideError(err);
+  }
+}
+
+// Public rooms' unread counts, live. A post in a public room sends no inbox
+// event (it writes nothing per participant: the inbox counts when it is
+// read), so the app follows the roomEvents of each public room of the
+// inbox, from the newest message the inbox read shows (nothing missed in
+// between), and reads the inbox again when another's message arrives, goes
+// or is hidden there. Up to liveRooms rooms, the most recently active; the
+// inbox is read every 20 s for the others.
+const liveRooms = 50;
+const roomFollows = new Map(); // room -> its subscription
+const changesUnread = new Set(["MESSAGE_POSTED", "MESSAGE_DELETED", "MESSAGE_HIDDEN"]);
+
+function followRooms() {
+  if (!started || !inboxSub) return; // the inbox's first read starts them
+  const rooms = conversations.filter((c) => c.kind === "ROOM");
+  const followed = new Map(rooms.slice(0, liveRooms).map((c) => [c.id, c]));
+  for (const [id, sub] of roomFollows) {
+    if (followed.has(id) && !sub.ended) continue;
+    sub.cancel();
+    roomFollows.delete(id);
+  }
+  for (const [id, c] of followed) {
+    if (roomFollows.has(id)) continue;
+    const onEvent = (e) => {
+      if (changesUnread.has(e.kind) && e.user?.login !== api.currentUser()?.login) loadInboxSoon(1000);
+    };
+    roomFollows.set(id, api.subscribe(queries.roomUnread, (after) => ({ room: id, after }), "roomEvents", onEvent, null, c.lastMessage?.id ?? null));
+  }
+  // The rooms beyond those followed: their counts as the inbox reads them.
+  if (rooms.length > liveRooms && !inboxPoll) inboxPoll = setInterval(loadInbox, 20_000);
+  if (rooms.length <= liveRooms && inboxPoll) {
+    clearInterval(inboxPoll);
+    inboxPoll = 0;
   }
 }
 
@@ -663,6 +741,7 @@ $("dm-form").addEventListener("submit", (e) => {
 
 // open is the conversation shown: { kind: "room" | "dm", id, name, peer }.
 let open = null;
+const conversationMain = document.querySelector("main.conversation");
 let roomSub = null;
 let olderCursor = null; // messages(after:) for the next older page
 let hasOlder = false;
@@ -697,6 +776,7 @@ function openFromHash() {
 
 function closeConversation() {
   closeThread();
+  delete conversationMain.dataset.open;
   document.querySelector(".chat").classList.remove("in-conversation");
   $("block-peer")?.remove();
   roomSub?.cancel();
@@ -759,6 +839,9 @@ async function openConversation(conv) {
     roomSub = api.subscribe(queries.roomEvents, (after) => ({ room: conv.name, after }), "roomEvents", onRoomEvent, showConversationError, newest);
   }
   if (conv.kind === "dm") refreshPresence(); // a room's was read before its page
+  // Open: its history read, the message box shown, its live events on
+  // their way from its newest message (what the browser tests wait for).
+  conversationMain.dataset.open = `${conv.kind}/${conv.name}`;
   markReadSoon();
   $("composer-input").focus();
   // A first page too short to scroll: read older ones until it scrolls.
