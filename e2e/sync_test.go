@@ -53,13 +53,14 @@ type syncState struct {
 	me       string
 	seen     map[string]int
 	messages map[string]string
+	roomOf   map[string]string
 	rooms    map[string]bool
 	cursor   string
 	caughtUp bool
 }
 
 func newSyncState(me string) *syncState {
-	return &syncState{me: me, seen: map[string]int{}, messages: map[string]string{}, rooms: map[string]bool{}}
+	return &syncState{me: me, seen: map[string]int{}, messages: map[string]string{}, roomOf: map[string]string{}, rooms: map[string]bool{}}
 }
 
 func (s *syncState) take(t *testing.T, p syncPage) {
@@ -76,10 +77,14 @@ func (s *syncState) take(t *testing.T, p syncPage) {
 		}
 		id, _, _ := strings.Cut(ev.Cursor, ".")
 		key := fmt.Sprintf("%s %s %s %s", where, ev.Kind, id, ev.User.Login)
+		if ev.Kind == "ROOM_DELETED" {
+			key = where + " ROOM_DELETED" // who deleted it: told live only
+		}
 		s.seen[key]++
 		if m := ev.Message; m != nil {
 			b, _ := json.Marshal(m)
 			s.messages[m.ID] = string(b)
+			s.roomOf[m.ID] = where
 		}
 		if c.RoomEvent != nil && ev.User.Login == s.me {
 			switch ev.Kind {
@@ -90,7 +95,18 @@ func (s *syncState) take(t *testing.T, p syncPage) {
 			}
 		}
 		if ev.Kind == "ROOM_DELETED" {
+			// The room is gone, and what the client knew of it.
 			delete(s.rooms, ev.Room)
+			for k := range s.seen {
+				if strings.HasPrefix(k, ev.Room+" ") && !strings.HasSuffix(k, " ROOM_DELETED") {
+					delete(s.seen, k)
+				}
+			}
+			for id, room := range s.roomOf {
+				if room == ev.Room {
+					delete(s.messages, id)
+				}
+			}
 		}
 	}
 }
@@ -185,6 +201,10 @@ func syncEveryChangeOnce(t *testing.T, instances []*testServer, on func(int, *ch
 	mustDo(t, olga, syncPostID, map[string]any{"r": name(46), "c": "welcome"}, nil)
 	mustDo(t, dana, leaveRoom, map[string]any{"r": name(3)}, nil)         // left
 	mustDo(t, olga, banQ, map[string]any{"r": name(4), "l": "dana"}, nil) // banned
+	mustDo(t, dana, leaveRoom, map[string]any{"r": name(5)}, nil)         // left and back
+	mustDo(t, olga, syncPostID, map[string]any{"r": name(5), "c": "while dana was away"}, nil)
+	mustDo(t, dana, joinRoom, map[string]any{"r": name(5)}, nil)
+	mustDo(t, olga, `mutation($r: String!) { deleteRoom(room: $r) { name } }`, map[string]any{"r": name(7)}, nil)
 	mustDo(t, olga, syncCreateGroup, map[string]any{"n": "olgas-group"}, nil)
 	mustDo(t, olga, syncPostID, map[string]any{"r": "olgas-group", "c": "before dana"}, nil)
 	mustDo(t, olga, syncAddMember, map[string]any{"g": "olgas-group", "l": "dana"}, nil)
@@ -232,11 +252,21 @@ func syncEveryChangeOnce(t *testing.T, instances []*testServer, on func(int, *ch
 		return n
 	}
 	// The 45 rooms she was in, 2 posts each (those she left or was
-	// banned from after), and what followed her join of room-46.
-	for kind, want := range map[string]int{"MESSAGE_EDITED": 9, "MESSAGE_DELETED": 9, "REACTION_CHANGED": 9, "PARTICIPANT_BANNED": 9} {
-		if got := count(kind, "room-"); got < want {
-			t.Errorf("%d %s events, want at least %d", got, kind, want)
+	// banned from after), what followed her join of room-46, the post
+	// while she was away from room-05; room-07 is gone with its events.
+	for kind, want := range map[string]int{"MESSAGE_EDITED": 9, "MESSAGE_DELETED": 9, "REACTION_CHANGED": 9 - 1, "PARTICIPANT_BANNED": 9 + 1} {
+		if got := count(kind, "room-"); got != want {
+			t.Errorf("%d %s events, want %d", got, kind, want)
 		}
+	}
+	if online.rooms[name(7)] || offline.rooms[name(7)] {
+		t.Error("room-07 was deleted, and a sync kept it")
+	}
+	if offline.seen[name(7)+" ROOM_DELETED"] != 1 {
+		t.Error("no ROOM_DELETED of room-07")
+	}
+	if count("MESSAGE_POSTED", name(5)+" ") != 3 || count("PARTICIPANT_JOINED", name(5)+" ") != 1 {
+		t.Error("room-05, left and joined again: want its 3 posts and dana's join back")
 	}
 	for _, want := range []string{"room-03 PARTICIPANT_LEFT", "room-04 PARTICIPANT_BANNED", "room-46 PARTICIPANT_JOINED", "olgas-group PARTICIPANT_JOINED", "inbox:olgas-group ADDED_TO_GROUP", "danas-own MESSAGE_POSTED"} {
 		room, kind, _ := strings.Cut(want, " ")
@@ -252,8 +282,8 @@ func syncEveryChangeOnce(t *testing.T, instances []*testServer, on func(int, *ch
 			t.Errorf("the group's message from before dana was added reached her: %s", m)
 		}
 	}
-	if got := count("MESSAGE_POSTED", "room-"); got != 45*2+1 {
-		t.Errorf("%d posts of the rooms, want %d (none of room-46 from before she joined)", got, 45*2+1)
+	if got, want := count("MESSAGE_POSTED", "room-"), 45*2+1+1-2; got != want {
+		t.Errorf("%d posts of the rooms, want %d (none of room-46 from before she joined, none of room-07, deleted)", got, want)
 	}
 
 	// Both go on live, with no gap.
@@ -261,4 +291,23 @@ func syncEveryChangeOnce(t *testing.T, instances []*testServer, on func(int, *ch
 	before := len(offline.seen)
 	readSync(t, resumed, offline, func() bool { return len(offline.seen) > before })
 	readSync(t, onlineSub, online, func() bool { return len(online.seen) > before })
+}
+
+func TestSyncRefusesACursorItDidNotGive(t *testing.T) {
+	ts := startServer(t, testConfig(t))
+	dana := ts.user(t, "dana")
+	for _, bad := range []string{"nope", "AQ", "f63ae290-ea28-11f1-bd77-b606e7c06077"} {
+		if _, err := openSync(t, dana, bad).Next(testContext(t)); !isCode(err, "BAD_USER_INPUT") {
+			t.Errorf("sync(after: %q): %v, want BAD_USER_INPUT", bad, err)
+		}
+	}
+	anonymous := dana.WithToken("")
+	sub, err := anonymous.Subscribe(testContext(t), chatclient.GraphQLTransportWS, syncSub, nil)
+	if err == nil {
+		_, err = sub.Next(testContext(t))
+		sub.Close()
+	}
+	if !isCode(err, "UNAUTHENTICATED") {
+		t.Errorf("an anonymous sync: %v, want UNAUTHENTICATED", err)
+	}
 }
