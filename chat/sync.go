@@ -58,6 +58,10 @@ const SyncPageSize = 50
 type Sync struct {
 	s  *Service
 	me store.UserRef
+	// pageSize bounds a page's changes: SyncPageSize, or less (Changes).
+	pageSize int
+	// fullPages: during the replay, deliver full pages only (Changes).
+	fullPages bool
 	// cur is the cursor of what was delivered so far; from is the Base
 	// rooms entered before this sync started replay from (the resumed
 	// cursor's).
@@ -101,7 +105,7 @@ type inboxItem struct {
 
 // OpenSync opens me's sync after the cursor (empty: from now on).
 func (s *Service) OpenSync(ctx context.Context, me store.UserRef, after string) (*Sync, error) {
-	sy := &Sync{s: s, me: me, rooms: map[string]*syncRoom{}, ready: map[string]bool{}, wake: make(chan struct{}, 1), inboxed: make(chan inboxItem)}
+	sy := &Sync{s: s, me: me, pageSize: SyncPageSize, rooms: map[string]*syncRoom{}, ready: map[string]bool{}, wake: make(chan struct{}, 1), inboxed: make(chan inboxItem)}
 	resuming := after != ""
 	if resuming {
 		cur, err := ParseSyncCursor(after)
@@ -151,6 +155,33 @@ func (s *Service) OpenSync(ctx context.Context, me store.UserRef, after string) 
 	}
 	sy.initial = len(sy.rooms)
 	return sy, nil
+}
+
+// Changes is the polling form of a sync: its first page after the cursor
+// (empty: from now on, the page is empty and caught up), of up to first
+// changes (at most SyncPageSize). A page that is not CaughtUp has more
+// after it: ask again with its cursor.
+func (s *Service) Changes(ctx context.Context, me store.UserRef, since string, first int) (SyncPage, error) {
+	if first < 1 || first > SyncPageSize {
+		return SyncPage{}, store.Invalidf("invalid first: %d; it must be between 1 and %d", first, SyncPageSize)
+	}
+	sy, err := s.OpenSync(ctx, me, since)
+	if err != nil {
+		return SyncPage{}, err
+	}
+	sy.pageSize, sy.fullPages = first, true
+	var page *SyncPage
+	err = sy.Run(ctx, func(p SyncPage) bool {
+		page = &p
+		return false
+	})
+	if err == nil && page == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return SyncPage{}, err
+	}
+	return *page, nil
 }
 
 // enter follows room, which the user entered, unless the sync does: from
@@ -270,7 +301,7 @@ func (sy *Sync) Run(ctx context.Context, emit func(SyncPage) bool) error {
 			if !sy.flush(emit, true) {
 				return nil
 			}
-		} else if len(sy.page) > 0 && !sy.flush(emit, false) {
+		} else if len(sy.page) > 0 && (sy.caughtUp || !sy.fullPages) && !sy.flush(emit, false) {
 			return nil
 		}
 		select {
@@ -526,7 +557,7 @@ func (sy *Sync) ownMembershipAfter(ctx context.Context, room string, after store
 // the subscriber is gone.
 func (sy *Sync) add(c SyncChange, emit func(SyncPage) bool) bool {
 	sy.page = append(sy.page, c)
-	return len(sy.page) < SyncPageSize || sy.flush(emit, sy.caughtUp)
+	return len(sy.page) < sy.pageSize || sy.flush(emit, sy.caughtUp)
 }
 
 // flush delivers the page and the cursor after it.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
@@ -21,7 +22,10 @@ const (
 	syncAddMember   = `mutation($g: String!, $l: String!) { addGroupMember(group: $g, login: $l) { name } }`
 	syncDM          = `mutation($to: String!, $c: String!) { sendDirectMessage(to: $to, content: $c) { id } }`
 	syncReact       = `mutation($id: ID!, $e: String!) { addReaction(messageId: $id, emoji: $e) { id } }`
-	syncPostID      = `mutation($r: String!, $c: String!) { postMessage(room: $r, content: $c) { id } }`
+	syncChanges     = `query($since: String) { changes(since: $since) { cursor caughtUp changes {
+		roomEvent { kind room cursor user { login } message { id content deleted reactions { emoji count } } }
+		inboxEvent { kind conversationId cursor user { login } message { id content deleted reactions { emoji count } } } } } }`
+	syncPostID = `mutation($r: String!, $c: String!) { postMessage(room: $r, content: $c) { id } }`
 )
 
 type syncMessage struct {
@@ -212,6 +216,19 @@ func syncEveryChangeOnce(t *testing.T, instances []*testServer, on func(int, *ch
 	mustDo(t, olga, syncDM, map[string]any{"to": "dana", "c": "psst"}, nil)
 	mustDo(t, dana, syncPostID, map[string]any{"r": "danas-own", "c": "note to self"}, nil)
 
+	// A polling client, from the same cursor.
+	polled := newSyncState("dana")
+	since := offline.cursor
+	for pages := 0; !polled.caughtUp; pages++ {
+		var out struct{ Changes syncPage }
+		mustDo(t, on(len(instances)-1, dana), syncChanges, map[string]any{"since": since}, &out)
+		if pages > 20 || len(out.Changes.Changes) > 50 || !out.Changes.CaughtUp && len(out.Changes.Changes) != 50 {
+			t.Fatalf("page %d of changes: %d changes, caught up %v", pages, len(out.Changes.Changes), out.Changes.CaughtUp)
+		}
+		polled.take(t, out.Changes)
+		since = out.Changes.Cursor
+	}
+
 	// The offline client resumes, on another instance when there is one.
 	resumed := openSync(t, on(len(instances)-1, dana), offline.cursor)
 	offline.caughtUp = false
@@ -237,6 +254,9 @@ func syncEveryChangeOnce(t *testing.T, instances []*testServer, on func(int, *ch
 		if offline.seen[k] == 0 {
 			t.Errorf("the online sync delivered %s, the resumed one did not", k)
 		}
+	}
+	if !maps.Equal(polled.seen, offline.seen) || !maps.Equal(polled.messages, offline.messages) {
+		t.Errorf("polling changes got %d changes, the resumed sync %d; or their messages differ", len(polled.seen), len(offline.seen))
 	}
 	for id, m := range online.messages {
 		if offline.messages[id] != m {
@@ -301,6 +321,11 @@ func TestSyncRefusesACursorItDidNotGive(t *testing.T) {
 			t.Errorf("sync(after: %q): %v, want BAD_USER_INPUT", bad, err)
 		}
 	}
+	for _, first := range []int{0, 51} {
+		wantCode(t, dana, "BAD_USER_INPUT", `query($f: Int) { changes(first: $f) { cursor } }`, map[string]any{"f": first})
+	}
+	wantCode(t, dana, "BAD_USER_INPUT", `query { changes(since: "nope") { cursor } }`, nil)
+	wantCode(t, dana.WithToken(""), "UNAUTHENTICATED", `query { changes { cursor } }`, nil)
 	anonymous := dana.WithToken("")
 	sub, err := anonymous.Subscribe(testContext(t), chatclient.GraphQLTransportWS, syncSub, nil)
 	if err == nil {

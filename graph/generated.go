@@ -300,6 +300,7 @@ type ComplexityRoot struct {
 	Query struct {
 		BlockedUsers      func(childComplexity int, first *int, after *string) int
 		Bots              func(childComplexity int) int
+		Changes           func(childComplexity int, since *string, first *int) int
 		DirectMessages    func(childComplexity int, with string, first *int, after *string, last *int, before *string, around *string) int
 		FileQuota         func(childComplexity int) int
 		Identities        func(childComplexity int) int
@@ -641,6 +642,7 @@ type QueryResolver interface {
 	SearchMessages(ctx context.Context, query string, conversation *string, from *string, first *int, after *string) (*model.SearchConnection, error)
 	SearchUsers(ctx context.Context, prefix string, first *int) ([]store.UserRef, error)
 	SearchRooms(ctx context.Context, query string, first *int) ([]store.Room, error)
+	Changes(ctx context.Context, since *string, first *int) (*model.SyncPage, error)
 	Bots(ctx context.Context) ([]store.Bot, error)
 	BlockedUsers(ctx context.Context, first *int, after *string) ([]store.UserRef, error)
 	Me(ctx context.Context) (*store.User, error)
@@ -2116,6 +2118,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Bots(childComplexity), true
+	case "Query.changes":
+		if e.ComplexityRoot.Query.Changes == nil {
+			break
+		}
+
+		args, err := ec.field_Query_changes_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Changes(childComplexity, args["since"].(*string), args["first"].(*int)), true
 	case "Query.directMessages":
 		if e.ComplexityRoot.Query.DirectMessages == nil {
 			break
@@ -4684,6 +4697,21 @@ extend type Subscription {
     """A page's ` + "`" + `cursor` + "`" + `: replay the changes since, then go live. Absent: from now on."""
     after: String
   ): SyncPage!
+}
+
+extend type Query {
+  """
+  The polling form of ` + "`" + `sync` + "`" + `, for clients that hold no subscription: the next page of the
+  caller's changes after ` + "`" + `since` + "`" + ` (a page's ` + "`" + `cursor` + "`" + `, from either form), as ` + "`" + `sync` + "`" + ` would deliver
+  it. A page with ` + "`" + `caughtUp` + "`" + ` false has more after it: ask again with its ` + "`" + `cursor` + "`" + ` at once.
+  Without ` + "`" + `since` + "`" + `: no changes, and the cursor to poll from.
+  """
+  changes(
+    """A page's ` + "`" + `cursor` + "`" + `: the changes after it. Absent: none, and a cursor from now on."""
+    since: String
+    """How many changes at most, 1 to 50; 50 when absent."""
+    first: Int
+  ): SyncPage! @cost(weight: "50")
 }
 `, BuiltIn: false},
 	{Name: "../schema/users.graphqls", Input: `"""
@@ -7257,6 +7285,28 @@ func (ec *executionContext) field_Query_blockedUsers_args(ctx context.Context, r
 		return nil, err
 	}
 	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_changes_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "since",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["since"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
 	return args, nil
 }
 
@@ -14213,6 +14263,50 @@ func (ec *executionContext) fieldContext_Query_searchRooms(ctx context.Context, 
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_searchRooms_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_changes(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_changes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Changes(ctx, fc.Args["since"].(*string), fc.Args["first"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SyncPage) graphql.Marshaler {
+			return ec.marshalNSyncPage2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐSyncPage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_changes(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SyncPage(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_changes_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -21935,6 +22029,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_searchRooms(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "changes":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_changes(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}

@@ -9,8 +9,30 @@ import (
 	"context"
 
 	"github.com/killrchat/chatql/auth"
+	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/graph/model"
 )
+
+// Changes is the resolver for the changes field.
+func (r *queryResolver) Changes(ctx context.Context, since *string, first *int) (*model.SyncPage, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n, err := boundedFirst(first, chat.SyncPageSize, chat.SyncPageSize)
+	if err != nil {
+		return nil, err
+	}
+	var from string
+	if since != nil {
+		from = *since
+	}
+	page, err := r.Service.Changes(ctx, me, from, n)
+	if err != nil {
+		return nil, err
+	}
+	return syncPageOf(page), nil
+}
 
 // Sync is the resolver for the sync field.
 func (r *subscriptionResolver) Sync(ctx context.Context, after *string) (<-chan *model.SyncPage, error) {
