@@ -142,6 +142,15 @@ func (s *Service) FollowRoom(ctx context.Context, me store.UserRef, room string,
 	if !rd.Participant {
 		return nil, notParticipant(room, me)
 	}
+	return s.openRoomStream(ctx, rd, after)
+}
+
+// openRoomStream opens the stream of rd's room for its viewer after the
+// cursor, through their reader's view: FollowRoom's, for a reader the
+// caller cleared (a sync also replays a group's former member's windows up
+// to their leave).
+func (s *Service) openRoomStream(ctx context.Context, rd Reader, after store.Cursor) (*stream.Room, error) {
+	me, room := rd.Viewer, rd.Conversation
 	if w := rd.Windows; len(w) > 0 && !after.ID.IsZero() {
 		if start := store.MinMessageID(w[len(w)-1].From); after.ID.Compare(start) < 0 {
 			after = store.Cursor{ID: start}

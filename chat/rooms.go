@@ -34,6 +34,7 @@ func (s *Service) CreateRoom(ctx context.Context, me store.UserRef, name string,
 	if err := s.Store.CreateRoom(ctx, room); err != nil {
 		return nil, err
 	}
+	s.publishTo(ctx, broker.UserTopic(me.Login), store.Event{Kind: store.RoomEntered, Room: name, User: me})
 	return &room, nil
 }
 
@@ -56,12 +57,16 @@ func (s *Service) Join(ctx context.Context, me store.UserRef, room string) (*sto
 		}
 	}
 	var after store.Room
-	_, err = s.inLine(ctx, room, func() (joined store.Event, err error) {
+	joined, err := s.inLine(ctx, room, func() (joined store.Event, err error) {
 		after, joined, err = s.Store.JoinRoom(ctx, room, me)
 		return joined, err
 	})
 	if err != nil {
 		return nil, err
+	}
+	if !joined.ID.IsZero() {
+		// For the caller's syncs (see Sync).
+		s.publishTo(ctx, broker.UserTopic(me.Login), store.Event{Kind: store.RoomEntered, Room: room, User: me, Message: joined.Message})
 	}
 	return &after, nil
 }

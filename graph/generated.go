@@ -308,6 +308,7 @@ type ComplexityRoot struct {
 	Query struct {
 		BlockedUsers      func(childComplexity int, first *int, after *string) int
 		Bots              func(childComplexity int) int
+		Changes           func(childComplexity int, since *string, first *int) int
 		DirectMessages    func(childComplexity int, with string, first *int, after *string, last *int, before *string, around *string) int
 		FileQuota         func(childComplexity int) int
 		Identities        func(childComplexity int) int
@@ -415,6 +416,18 @@ type ComplexityRoot struct {
 	Subscription struct {
 		InboxEvents func(childComplexity int, after *string, presence *bool) int
 		RoomEvents  func(childComplexity int, room string, after *string, presence *bool) int
+		Sync        func(childComplexity int, after *string) int
+	}
+
+	SyncChange struct {
+		InboxEvent func(childComplexity int) int
+		RoomEvent  func(childComplexity int) int
+	}
+
+	SyncPage struct {
+		CaughtUp func(childComplexity int) int
+		Changes  func(childComplexity int) int
+		Cursor   func(childComplexity int) int
 	}
 
 	Thumbnail struct {
@@ -643,6 +656,7 @@ type QueryResolver interface {
 	SearchMessages(ctx context.Context, query string, conversation *string, from *string, first *int, after *string) (*model.SearchConnection, error)
 	SearchUsers(ctx context.Context, prefix string, first *int) ([]store.UserRef, error)
 	SearchRooms(ctx context.Context, query string, first *int) ([]store.Room, error)
+	Changes(ctx context.Context, since *string, first *int) (*model.SyncPage, error)
 	Bots(ctx context.Context) ([]store.Bot, error)
 	BlockedUsers(ctx context.Context, first *int, after *string) ([]store.UserRef, error)
 	Me(ctx context.Context) (*store.User, error)
@@ -673,6 +687,7 @@ type RoomResolver interface {
 type SubscriptionResolver interface {
 	InboxEvents(ctx context.Context, after *string, presence *bool) (<-chan *model.InboxEvent, error)
 	RoomEvents(ctx context.Context, room string, after *string, presence *bool) (<-chan *model.RoomEvent, error)
+	Sync(ctx context.Context, after *string) (<-chan *model.SyncPage, error)
 }
 type UserResolver interface {
 	ID(ctx context.Context, obj *store.User) (string, error)
@@ -2164,6 +2179,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Bots(childComplexity), true
+	case "Query.changes":
+		if e.ComplexityRoot.Query.Changes == nil {
+			break
+		}
+
+		args, err := ec.field_Query_changes_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Changes(childComplexity, args["since"].(*string), args["first"].(*int)), true
 	case "Query.directMessages":
 		if e.ComplexityRoot.Query.DirectMessages == nil {
 			break
@@ -2715,6 +2741,49 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.RoomEvents(childComplexity, args["room"].(string), args["after"].(*string), args["presence"].(*bool)), true
+	case "Subscription.sync":
+		if e.ComplexityRoot.Subscription.Sync == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_sync_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.Sync(childComplexity, args["after"].(*string)), true
+
+	case "SyncChange.inboxEvent":
+		if e.ComplexityRoot.SyncChange.InboxEvent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncChange.InboxEvent(childComplexity), true
+	case "SyncChange.roomEvent":
+		if e.ComplexityRoot.SyncChange.RoomEvent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncChange.RoomEvent(childComplexity), true
+
+	case "SyncPage.caughtUp":
+		if e.ComplexityRoot.SyncPage.CaughtUp == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncPage.CaughtUp(childComplexity), true
+	case "SyncPage.changes":
+		if e.ComplexityRoot.SyncPage.Changes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncPage.Changes(childComplexity), true
+	case "SyncPage.cursor":
+		if e.ComplexityRoot.SyncPage.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncPage.Cursor(childComplexity), true
 
 	case "Thumbnail.height":
 		if e.ComplexityRoot.Thumbnail.Height == nil {
@@ -4718,6 +4787,63 @@ extend type Query {
   ): [Room!]! @listSize(slicingArguments: ["first"], assumedSize: 50) @cost(weight: "10")
 }
 `, BuiltIn: false},
+	{Name: "../schema/sync.graphqls", Input: `"""
+One change a sync delivers: an event of a room or group the caller takes part in (` + "`" + `roomEvent` + "`" + `),
+or of their inbox (` + "`" + `inboxEvent` + "`" + `: direct messages and the changes to them, unread counts, groups
+joined, mentions). Exactly one of the two is set.
+"""
+type SyncChange {
+  """An event of one of the caller's rooms or groups, as ` + "`" + `roomEvents` + "`" + ` delivers it; null for an inbox event."""
+  roomEvent: RoomEvent
+  """An event of the caller's inbox, as ` + "`" + `inboxEvents` + "`" + ` delivers it; null for a room event."""
+  inboxEvent: InboxEvent
+}
+
+"""
+What a sync delivers at once: up to 50 changes, each room's and the inbox's in their order, and
+the cursor to resume after them.
+"""
+type SyncPage {
+  """The changes, up to 50; none in the page that only says the sync caught up."""
+  changes: [SyncChange!]! @listSize(assumedSize: 50)
+  """Pass as ` + "`" + `sync(after:)` + "`" + ` to resume after this page, on any device's connection to any instance. Opaque."""
+  cursor: String!
+  """Whether the replay after ` + "`" + `after` + "`" + ` is over: this page and the ones after it are live. The first page with ` + "`" + `caughtUp` + "`" + ` true comes even when there is nothing to replay."""
+  caughtUp: Boolean!
+}
+
+extend type Subscription {
+  """
+  One sync for all of the caller's conversations: the events of every room and group they take
+  part in and of their inbox, on one subscription. With ` + "`" + `after` + "`" + ` (a page's ` + "`" + `cursor` + "`" + `), first
+  replays, in pages of up to 50, every change logged since, each once, then goes live with no
+  gap and no duplicate, whichever instance it reconnects to. Rooms entered since are followed
+  from the caller's join on (a room created since, from its start); rooms left since deliver
+  their events up to the leave (a public room: the leave itself), rooms deleted since a
+  ROOM_DELETED. Without ` + "`" + `after` + "`" + `: live changes from now on, and at once a page with the cursor to
+  resume from. Ephemeral events (typing, presence) are not part of it.
+  """
+  sync(
+    """A page's ` + "`" + `cursor` + "`" + `: replay the changes since, then go live. Absent: from now on."""
+    after: String
+  ): SyncPage!
+}
+
+extend type Query {
+  """
+  The polling form of ` + "`" + `sync` + "`" + `, for clients that hold no subscription: the next page of the
+  caller's changes after ` + "`" + `since` + "`" + ` (a page's ` + "`" + `cursor` + "`" + `, from either form), as ` + "`" + `sync` + "`" + ` would deliver
+  it. A page with ` + "`" + `caughtUp` + "`" + ` false has more after it: ask again with its ` + "`" + `cursor` + "`" + ` at once.
+  Without ` + "`" + `since` + "`" + `: no changes, and the cursor to poll from.
+  """
+  changes(
+    """A page's ` + "`" + `cursor` + "`" + `: the changes after it. Absent: none, and a cursor from now on."""
+    since: String
+    """How many changes at most, 1 to 50; 50 when absent."""
+    first: Int
+  ): SyncPage! @cost(weight: "50")
+}
+`, BuiltIn: false},
 	{Name: "../schema/users.graphqls", Input: `"""
 The public face of a user, wherever the API shows one: a message's author, a
 room's creator and participants, an event's user, a conversation's peer. It
@@ -5722,6 +5848,28 @@ func (ec *executionContext) childFields_SnippetPart(ctx context.Context, field g
 		return ec.fieldContext_SnippetPart_match(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SnippetPart", field.Name)
+}
+
+func (ec *executionContext) childFields_SyncChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "roomEvent":
+		return ec.fieldContext_SyncChange_roomEvent(ctx, field)
+	case "inboxEvent":
+		return ec.fieldContext_SyncChange_inboxEvent(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SyncChange", field.Name)
+}
+
+func (ec *executionContext) childFields_SyncPage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "changes":
+		return ec.fieldContext_SyncPage_changes(ctx, field)
+	case "cursor":
+		return ec.fieldContext_SyncPage_cursor(ctx, field)
+	case "caughtUp":
+		return ec.fieldContext_SyncPage_caughtUp(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SyncPage", field.Name)
 }
 
 func (ec *executionContext) childFields_Thumbnail(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -7352,6 +7500,28 @@ func (ec *executionContext) field_Query_blockedUsers_args(ctx context.Context, r
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_changes_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "since",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["since"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_directMessages_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -7839,6 +8009,20 @@ func (ec *executionContext) field_Subscription_roomEvents_args(ctx context.Conte
 		return nil, err
 	}
 	args["presence"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_sync_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg0
 	return args, nil
 }
 
@@ -14507,6 +14691,50 @@ func (ec *executionContext) fieldContext_Query_searchRooms(ctx context.Context, 
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_changes(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_changes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Changes(ctx, fc.Args["since"].(*string), fc.Args["first"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SyncPage) graphql.Marshaler {
+			return ec.marshalNSyncPage2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐSyncPage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_changes(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SyncPage(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_changes_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_bots(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -16153,6 +16381,192 @@ func (ec *executionContext) fieldContext_Subscription_roomEvents(ctx context.Con
 		return fc, err
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_sync(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_sync(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().Sync(ctx, fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SyncPage) graphql.Marshaler {
+			return ec.marshalNSyncPage2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐSyncPage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_sync(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SyncPage(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_sync_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SyncChange_roomEvent(ctx context.Context, field graphql.CollectedField, obj *model.SyncChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncChange_roomEvent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RoomEvent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RoomEvent) graphql.Marshaler {
+			return ec.marshalORoomEvent2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐRoomEvent(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SyncChange_roomEvent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SyncChange",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RoomEvent(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SyncChange_inboxEvent(ctx context.Context, field graphql.CollectedField, obj *model.SyncChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncChange_inboxEvent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InboxEvent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.InboxEvent) graphql.Marshaler {
+			return ec.marshalOInboxEvent2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐInboxEvent(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SyncChange_inboxEvent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SyncChange",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InboxEvent(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SyncPage_changes(ctx context.Context, field graphql.CollectedField, obj *model.SyncPage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncPage_changes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Changes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.SyncChange) graphql.Marshaler {
+			return ec.marshalNSyncChange2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐSyncChangeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SyncPage_changes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SyncPage",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SyncChange(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SyncPage_cursor(ctx context.Context, field graphql.CollectedField, obj *model.SyncPage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncPage_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SyncPage_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncPage", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SyncPage_caughtUp(ctx context.Context, field graphql.CollectedField, obj *model.SyncPage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncPage_caughtUp(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CaughtUp, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SyncPage_caughtUp(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncPage", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _Thumbnail_width(ctx context.Context, field graphql.CollectedField, obj *model.Thumbnail) (ret graphql.Marshaler) {
@@ -22158,6 +22572,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "changes":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_changes(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "bots":
 			field := field
 
@@ -23297,9 +23733,102 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 		return ec._Subscription_inboxEvents(ctx, fields[0])
 	case "roomEvents":
 		return ec._Subscription_roomEvents(ctx, fields[0])
+	case "sync":
+		return ec._Subscription_sync(ctx, fields[0])
 	default:
 		panic("unknown field " + strconv.Quote(fields[0].Name))
 	}
+}
+
+var syncChangeImplementors = []string{"SyncChange"}
+
+func (ec *executionContext) _SyncChange(ctx context.Context, sel ast.SelectionSet, obj *model.SyncChange) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, syncChangeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SyncChange")
+		case "roomEvent":
+			out.Values[i] = ec._SyncChange_roomEvent(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "inboxEvent":
+			out.Values[i] = ec._SyncChange_inboxEvent(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var syncPageImplementors = []string{"SyncPage"}
+
+func (ec *executionContext) _SyncPage(ctx context.Context, sel ast.SelectionSet, obj *model.SyncPage) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, syncPageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SyncPage")
+		case "changes":
+			out.Values[i] = ec._SyncPage_changes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cursor":
+			out.Values[i] = ec._SyncPage_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "caughtUp":
+			out.Values[i] = ec._SyncPage_caughtUp(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
 }
 
 var thumbnailImplementors = []string{"Thumbnail"}
@@ -25609,6 +26138,36 @@ func (ec *executionContext) marshalNString2ᚕstringᚄ(ctx context.Context, sel
 	return ret
 }
 
+func (ec *executionContext) marshalNSyncChange2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐSyncChange(ctx context.Context, sel ast.SelectionSet, v model.SyncChange) graphql.Marshaler {
+	return ec._SyncChange(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSyncChange2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐSyncChangeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.SyncChange) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSyncChange2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐSyncChange(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNSyncPage2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐSyncPage(ctx context.Context, sel ast.SelectionSet, v *model.SyncPage) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._SyncPage(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNThumbnail2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐThumbnail(ctx context.Context, sel ast.SelectionSet, v model.Thumbnail) graphql.Marshaler {
 	return ec._Thumbnail(ctx, sel, &v)
 }
@@ -26034,6 +26593,13 @@ func (ec *executionContext) marshalOImage2ᚖgithubᚗcomᚋkillrchatᚋchatql�
 	return ec._Image(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalOInboxEvent2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐInboxEvent(ctx context.Context, sel ast.SelectionSet, v *model.InboxEvent) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._InboxEvent(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalOInt2ᚖint(ctx context.Context, v any) (*int, error) {
 	if v == nil {
 		return nil, nil
@@ -26104,6 +26670,13 @@ func (ec *executionContext) marshalORoom2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋ
 		return graphql.Null
 	}
 	return ec._Room(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalORoomEvent2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐRoomEvent(ctx context.Context, sel ast.SelectionSet, v *model.RoomEvent) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._RoomEvent(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalORoomKind2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐRoomKind(ctx context.Context, v any) (*model.RoomKind, error) {

@@ -10,6 +10,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/killrchat/chatql/auth"
+	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/graph"
 	"github.com/killrchat/chatql/graph/model"
 	"github.com/killrchat/chatql/store"
@@ -159,6 +160,10 @@ func (f feedSubscription) RoomEvents(context.Context, string, *string, *bool) (<
 	return f.feed, nil
 }
 
+func (f feedSubscription) Sync(context.Context, *string) (<-chan *model.SyncPage, error) {
+	return nil, errors.New("resolvers: a feed schema serves roomEvents only")
+}
+
 func (f feedSubscription) InboxEvents(context.Context, *string, *bool) (<-chan *model.InboxEvent, error) {
 	return nil, errors.New("resolvers: a feed schema serves roomEvents only")
 }
@@ -256,4 +261,36 @@ func actorOf(ev *store.Event) *store.UserRef {
 		}
 	}
 	return nil
+}
+
+// syncPageOf shapes a sync's page as the API's SyncPage.
+func syncPageOf(p chat.SyncPage) *model.SyncPage {
+	out := &model.SyncPage{Changes: make([]model.SyncChange, len(p.Changes)), Cursor: p.Cursor, CaughtUp: p.CaughtUp}
+	for i, c := range p.Changes {
+		if c.Inbox {
+			out.Changes[i].InboxEvent = inboxEventOf(c.Event)
+		} else {
+			out.Changes[i].RoomEvent = RoomEventOf(c.Event)
+		}
+	}
+	return out
+}
+
+// runSync runs the caller's sync for gqlgen's subscription transports, as
+// channel runs a stream.
+func (r *Resolver) runSync(ctx, watched context.Context, s *chat.Sync) <-chan *model.SyncPage {
+	out := make(chan *model.SyncPage)
+	go func() {
+		defer close(out)
+		err := s.Run(watched, func(p chat.SyncPage) bool {
+			select {
+			case out <- syncPageOf(p):
+				return true
+			case <-watched.Done():
+				return false
+			}
+		})
+		r.endStream(ctx, whyEnded(ctx, watched, err))
+	}()
+	return out
 }

@@ -66,6 +66,12 @@ const (
 	// each room and group they take part in and to the other user of each
 	// of their direct conversations (see presence.Tracker).
 	PresenceChanged EventKind = "PRESENCE_CHANGED"
+	// RoomEntered: User, the topic's owner, joined the public room Room
+	// (Message is the system message that records it) or created the room
+	// or group Room (no Message). Told on the user's own topic only, for
+	// their sync to follow the room (see chat.Sync); inbox subscribers
+	// never see it.
+	RoomEntered EventKind = "ROOM_ENTERED"
 )
 
 // The kinds of the announcements server instances make to each other on the

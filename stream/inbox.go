@@ -24,6 +24,17 @@ type Inbox struct {
 	// viewer's direct-conversation peers (FollowPresence); nil if the
 	// subscriber does not follow them.
 	presence *broker.Subscription
+	// forSync: the stream serves a sync (ForSync), which also gets the
+	// RoomEntered hints and learns when the replay is over.
+	forSync  bool
+	caughtUp func()
+}
+
+// ForSync has the stream deliver the viewer's RoomEntered hints too, which
+// an inbox subscriber never sees, and call caughtUp once the replay after
+// the cursor is over (right away without a cursor). Call it before Run.
+func (in *Inbox) ForSync(caughtUp func()) {
+	in.forSync, in.caughtUp = true, caughtUp
 }
 
 // FollowPresence has the stream deliver the viewer's peers' PresenceChanged
@@ -40,6 +51,9 @@ func (in *Inbox) FollowPresence(ctx context.Context) error {
 // deliver emits ev unless it was delivered before; false means the
 // subscriber is gone.
 func (in *Inbox) deliver(ev *store.Event, emit func(*store.Event) bool) bool {
+	if ev.Kind == store.RoomEntered && !in.forSync {
+		return true
+	}
 	return !in.seen.first(ev.ID) || emit(ev)
 }
 
@@ -72,6 +86,9 @@ func (in *Inbox) Run(ctx context.Context, emit func(*store.Event) bool) error {
 		if ok, err := in.catchUp(ctx, in.after, emit); !ok {
 			return err
 		}
+	}
+	if in.caughtUp != nil {
+		in.caughtUp()
 	}
 	wait := in.sub.Wait
 	if in.presence != nil {

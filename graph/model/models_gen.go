@@ -311,6 +311,27 @@ type SnippetPart struct {
 type Subscription struct {
 }
 
+// One change a sync delivers: an event of a room or group the caller takes part in (`roomEvent`),
+// or of their inbox (`inboxEvent`: direct messages and the changes to them, unread counts, groups
+// joined, mentions). Exactly one of the two is set.
+type SyncChange struct {
+	// An event of one of the caller's rooms or groups, as `roomEvents` delivers it; null for an inbox event.
+	RoomEvent *RoomEvent `json:"roomEvent,omitempty"`
+	// An event of the caller's inbox, as `inboxEvents` delivers it; null for a room event.
+	InboxEvent *InboxEvent `json:"inboxEvent,omitempty"`
+}
+
+// What a sync delivers at once: up to 50 changes, each room's and the inbox's in their order, and
+// the cursor to resume after them.
+type SyncPage struct {
+	// The changes, up to 50; none in the page that only says the sync caught up.
+	Changes []SyncChange `json:"changes"`
+	// Pass as `sync(after:)` to resume after this page, on any device's connection to any instance. Opaque.
+	Cursor string `json:"cursor"`
+	// Whether the replay after `after` is over: this page and the ones after it are live. The first page with `caughtUp` true comes even when there is nothing to replay.
+	CaughtUp bool `json:"caughtUp"`
+}
+
 // A scaled copy of an image.
 type Thumbnail struct {
 	// Its width in pixels.
