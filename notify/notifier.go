@@ -151,9 +151,10 @@ type scan struct {
 	retryAt time.Time
 	// from is where the next drain reads new notices from.
 	from store.MessageID
-	// pass is where the pass under way stopped (zero: none), passEnd
+	// passing reports a pass under way: pass is where it stopped, passEnd
 	// where it ends (the from of when it began), passLeft the oldest
 	// notice left since it began and passRetry the longest wait it met.
+	passing                 bool
 	pass, passEnd, passLeft store.MessageID
 	passRetry               time.Duration
 }
@@ -314,20 +315,20 @@ func (n *Notifier) drain(ctx context.Context, shard int, sc *scan, until time.Ti
 		sc.from = fresh.last // stopped here
 	}
 	switch {
-	case !sc.pass.IsZero():
+	case sc.passing:
 		sc.passLeft = minID(sc.passLeft, fresh.left)
 		sc.passRetry = max(sc.passRetry, fresh.retry)
 	case !sc.left.IsZero() && !time.Now().Before(sc.retryAt):
 		// A pass begins: it reads the notices up to where this drain
 		// began; those this drain left are past it.
-		sc.pass, sc.passEnd, sc.passLeft, sc.passRetry = cursor, start, fresh.left, fresh.retry
+		sc.passing, sc.pass, sc.passEnd, sc.passLeft, sc.passRetry = true, cursor, start, fresh.left, fresh.retry
 	default:
 		if sc.left.IsZero() && !fresh.left.IsZero() {
 			sc.retryAt = time.Now().Add(max(fresh.retry, n.poll()))
 		}
 		sc.left = minID(sc.left, fresh.left)
 	}
-	if !sc.pass.IsZero() {
+	if sc.passing {
 		p, err := n.read(ctx, shard, maxID(cursor, sc.pass), sc.passEnd, until)
 		if err != nil {
 			return err
@@ -335,17 +336,21 @@ func (n *Notifier) drain(ctx context.Context, shard int, sc *scan, until time.Ti
 		sc.passLeft = minID(sc.passLeft, p.left)
 		sc.passRetry = max(sc.passRetry, p.retry)
 		if p.complete {
-			sc.left, sc.pass = sc.passLeft, store.MessageID{}
+			sc.left, sc.passing = sc.passLeft, false
 			sc.retryAt = time.Now().Add(max(sc.passRetry, n.poll()))
 		} else {
 			sc.pass = maxID(sc.pass, p.last)
 		}
 	}
-	// The cursor stays before every notice left, and before the part of
-	// the pass under way not read yet.
-	bound := sc.left
-	if !sc.pass.IsZero() {
-		bound = minID(sc.passLeft, sc.pass)
+	// The cursor stays before every notice left, and before what is not
+	// read yet: the rest of the pass under way, and the new notices from
+	// where a read stopped.
+	bound := minID(sc.left, sc.from)
+	if sc.passing {
+		if sc.pass.IsZero() {
+			return nil // the pass has read nothing yet from the shard's start
+		}
+		bound = minID(minID(sc.passLeft, sc.pass), sc.from)
 	}
 	return n.advance(ctx, shard, cursor, bound)
 }
@@ -410,7 +415,8 @@ func maxID(a, b store.MessageID) store.MessageID {
 }
 
 // advance moves shard's cursor as far as it safely may: to Lag ago, but
-// not past a notice left for a retry.
+// not past oldestLeft, a notice left for a retry or where the reading
+// stopped.
 func (n *Notifier) advance(ctx context.Context, shard int, cursor, oldestLeft store.MessageID) error {
 	upTo := store.MinMessageID(n.now().Add(-n.lag()))
 	if !oldestLeft.IsZero() && oldestLeft.Compare(upTo) <= 0 {
