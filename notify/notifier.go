@@ -142,8 +142,10 @@ type rest struct {
 // push services failed or rest are left in the outbox, a backlog whose
 // oldest is left, and read again by a pass from the cursor, one per
 // backoff; a pass, like a read of new notices, leaves at most maxIdle
-// notices a drain and goes on at the next, so that a backlog behind a dead
-// push service costs each poll a bounded read, whatever its size.
+// notices a drain, so that a backlog behind a dead push service costs a
+// poll a bounded read, whatever its size. A pass goes on at the next poll
+// if it told something, else once the push services it met may be tried
+// again.
 type scan struct {
 	// left is the oldest notice left for a retry (zero: none); retryAt is
 	// when a pass is to read them again.
@@ -157,6 +159,10 @@ type scan struct {
 	passing                 bool
 	pass, passEnd, passLeft store.MessageID
 	passRetry               time.Duration
+	// passAt is when the pass under way goes on: at the next poll after
+	// a read that told something, else when the push services it left
+	// notices for may be tried again.
+	passAt time.Time
 }
 
 // A read is what a drain did with the notices of one stretch of a shard.
@@ -166,6 +172,8 @@ type read struct {
 	left  store.MessageID
 	idle  int
 	retry time.Duration
+	// handled counts the notices done.
+	handled int
 	// last is the last id read; complete reports whether the stretch was
 	// read to its end.
 	last     store.MessageID
@@ -321,24 +329,29 @@ func (n *Notifier) drain(ctx context.Context, shard int, sc *scan, until time.Ti
 	case !sc.left.IsZero() && !time.Now().Before(sc.retryAt):
 		// A pass begins: it reads the notices up to where this drain
 		// began; those this drain left are past it.
-		sc.passing, sc.pass, sc.passEnd, sc.passLeft, sc.passRetry = true, cursor, start, fresh.left, fresh.retry
+		sc.passing, sc.pass, sc.passEnd, sc.passLeft, sc.passRetry, sc.passAt = true, cursor, start, fresh.left, fresh.retry, time.Time{}
 	default:
 		if sc.left.IsZero() && !fresh.left.IsZero() {
 			sc.retryAt = time.Now().Add(max(fresh.retry, n.poll()))
 		}
 		sc.left = minID(sc.left, fresh.left)
 	}
-	if sc.passing {
+	if sc.passing && !time.Now().Before(sc.passAt) {
 		p, err := n.read(ctx, shard, maxID(cursor, sc.pass), sc.passEnd, until)
 		if err != nil {
 			return err
 		}
 		sc.passLeft = minID(sc.passLeft, p.left)
 		sc.passRetry = max(sc.passRetry, p.retry)
-		if p.complete {
+		switch {
+		case p.complete:
 			sc.left, sc.passing = sc.passLeft, false
 			sc.retryAt = time.Now().Add(max(sc.passRetry, n.poll()))
-		} else {
+		case p.handled == 0 && p.idle > 0:
+			// Nothing told: the push services still fail or rest, and
+			// the pass waits for them rather than read on every poll.
+			sc.pass, sc.passAt = maxID(sc.pass, p.last), time.Now().Add(max(p.retry, n.poll()))
+		default:
 			sc.pass = maxID(sc.pass, p.last)
 		}
 	}
@@ -487,7 +500,7 @@ func (n *Notifier) handle(ctx context.Context, shard int, page []store.Notice, r
 			}
 		}
 		if n.Push == nil {
-			if err := n.done(ctx, shard, group); err != nil {
+			if err := n.done(ctx, shard, group, r); err != nil {
 				return err
 			}
 			continue
@@ -506,7 +519,7 @@ func (n *Notifier) handle(ctx context.Context, shard int, page []store.Notice, r
 				r.leave(group, wait)
 				continue
 			}
-			if err := n.done(ctx, shard, sendNotices(ps)); err != nil {
+			if err := n.done(ctx, shard, sendNotices(ps), r); err != nil {
 				return err
 			}
 			n.forget(ps)
@@ -528,7 +541,7 @@ func (n *Notifier) handle(ctx context.Context, shard int, page []store.Notice, r
 				r.leave(group, wait)
 				continue
 			}
-			if err := n.done(ctx, shard, group); err != nil { // nobody to push to
+			if err := n.done(ctx, shard, group, r); err != nil { // nobody to push to
 				return err
 			}
 			continue
@@ -545,7 +558,7 @@ func (n *Notifier) handle(ctx context.Context, shard int, page []store.Notice, r
 			if err != nil {
 				n.Log.WarnContext(ctx, "notify: a notification not sent", "recipient", recipient, "err", err)
 			}
-			if err := n.done(ctx, shard, group); err != nil {
+			if err := n.done(ctx, shard, group, r); err != nil {
 				return err
 			}
 			continue
@@ -568,7 +581,7 @@ func (n *Notifier) handle(ctx context.Context, shard int, page []store.Notice, r
 			r.leave(p.group, wait)
 			continue
 		}
-		if err := n.done(ctx, shard, p.group); err != nil {
+		if err := n.done(ctx, shard, p.group, r); err != nil {
 			return err
 		}
 		n.forget(p.send)
@@ -577,11 +590,12 @@ func (n *Notifier) handle(ctx context.Context, shard int, page []store.Notice, r
 }
 
 // done marks a group's notices done.
-func (n *Notifier) done(ctx context.Context, shard int, group []store.Notice) error {
+func (n *Notifier) done(ctx context.Context, shard int, group []store.Notice, r *read) error {
 	if err := n.Outbox.MarkNoticesDone(ctx, shard, group); err != nil {
 		return err
 	}
 	n.handled.Add(uint64(len(group)))
+	r.handled += len(group)
 	return nil
 }
 
