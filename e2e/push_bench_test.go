@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/killrchat/chatql/notify/webpush"
 	"github.com/killrchat/chatql/notify/webpush/pushtest"
 	"github.com/killrchat/chatql/store"
 )
@@ -43,10 +44,11 @@ func BenchmarkSendWithNotices(b *testing.B) {
 // without: a direct message to an offline user through the API on the
 // embedded store, push on, with no backlog and with one of 100,000
 // notices (CHAT_OUTBOX_BACKLOG's) to 64 users mentioned in a room, all
-// subscribed at the dead service, written through the store before the
-// timing starts. The notifier reads the outbox meanwhile, polling every
-// 20 ms and resting the dead service 500 ms at most, as the push tests
-// do, to make its work on the backlog as frequent as it gets.
+// subscribed at the dead service. The backlog is written through the
+// store of a server with push off (no notifier), two minutes back; then
+// the server restarts on the same data with push on, its notifier polling
+// every 20 ms and resting the dead service 500 ms at most, as the push
+// tests do, to make its work on the backlog as frequent as it gets.
 func BenchmarkSendBehindPushBacklog(b *testing.B) {
 	size := 100_000
 	if v := os.Getenv("CHAT_OUTBOX_BACKLOG"); v != "" {
@@ -59,12 +61,20 @@ func BenchmarkSendBehindPushBacklog(b *testing.B) {
 		b.Run(fmt.Sprint("backlog=", backlog), func(b *testing.B) {
 			dead := pushtest.New(b)
 			dead.FailFor(time.Hour, 503, "")
-			ts := startServer(b, pushConfig(testConfig(b)))
+			cfg := pushConfig(testConfig(b))
+			quiet := cfg
+			quiet.Push, quiet.EmailDigestAfter = false, 0
+			ts := startServer(b, quiet)
 			alice := ts.user(b, "alice")
 			ts.user(b, "bob")
-			if backlog > 0 {
-				fillPushBacklog(b, ts, dead, backlog)
+			fillPushBacklog(b, ts, cfg.VAPIDPrivateKey, dead, backlog)
+			if err := ts.Server.Close(context.Background()); err != nil {
+				b.Fatal(err)
 			}
+			ts = startServer(b, cfg)
+			var login struct{ Login struct{ Token string } }
+			mustDo(b, ts.Client, `mutation { login(login: "alice", password: "password-alice") { token } }`, nil, &login)
+			alice = ts.Client.WithToken(login.Login.Token)
 			for b.Loop() {
 				mustDo(b, alice, `mutation { sendDirectMessage(to: "bob", content: "hello") { id } }`, nil, nil)
 			}
@@ -73,20 +83,22 @@ func BenchmarkSendBehindPushBacklog(b *testing.B) {
 }
 
 // fillPushBacklog writes size notices through the server's store: posts
-// by host to a room, each mentioning the room's 64 other members, who are
-// subscribed at the dead service.
-func fillPushBacklog(b *testing.B, ts *testServer, dead *pushtest.Service, size int) {
+// by host to a room, two minutes back, each mentioning the room's 64 other
+// members, who are subscribed at the dead service for the VAPID key.
+func fillPushBacklog(b *testing.B, ts *testServer, vapidKey string, dead *pushtest.Service, size int) {
 	b.Helper()
 	ctx := context.Background()
+	key, err := webpush.ParseVAPIDKey(vapidKey)
+	if err != nil {
+		b.Fatal(err)
+	}
 	const members = 64
 	mustDo(b, ts.user(b, "host"), createRoom, map[string]any{"n": "busy"}, nil)
-	var key struct{ VapidPublicKey string }
-	mustDo(b, ts.Client, `{ vapidPublicKey }`, nil, &key)
 	logins := make([]string, members)
 	for i := range logins {
 		logins[i] = fmt.Sprint("away", i)
 		mustDo(b, ts.user(b, logins[i]), joinRoom, map[string]any{"r": "busy"}, nil)
-		sub, err := dead.Subscribe(key.VapidPublicKey)
+		sub, err := dead.Subscribe(key.PublicKey())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -95,10 +107,8 @@ func fillPushBacklog(b *testing.B, ts *testServer, dead *pushtest.Service, size 
 		}
 	}
 	host := store.UserRef{Login: "host"}
-	// Ids of now on, past the cursor, which stays a minute behind the
-	// clock: the notifier reads what is after it.
 	posts := size / members
-	start := time.Now()
+	start := time.Now().Add(-2 * time.Minute)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	var failed atomic.Value

@@ -119,7 +119,9 @@ func TestBacklogBehindDeadService(t *testing.T) {
 	if max := int64(2 * (maxIdle + pageSize)); counted.maxSubscriptions.Load() > max {
 		t.Errorf("a poll read the subscriptions of %d recipients, more than %d", counted.maxSubscriptions.Load(), max)
 	}
-	if growth > 64<<20 {
+	// What is live while it runs: the pages and store iterators of the
+	// 16 shards' readers in flight, and the bounded maps.
+	if growth > 128<<20 {
 		t.Errorf("the heap grew by %d MiB while the notifier read the backlog", growth>>20)
 	}
 	if pending, err := db.PendingNotices(context.Background(), 0, store.MessageID{}, 1); err != nil || len(pending) == 0 {

@@ -319,7 +319,18 @@ func (n *Notifier) drain(ctx context.Context, shard int, sc *scan, until time.Ti
 		return err
 	}
 	sc.from = lagAgo
-	if !fresh.complete && fresh.last.Compare(lagAgo) < 0 {
+	stopped := !fresh.complete && fresh.last.Compare(lagAgo) < 0
+	switch {
+	case stopped && fresh.handled == 0 && fresh.idle >= maxIdle:
+		// The new notices are a backlog whose push services take
+		// nothing: the rest of it, up to Lag ago, joins the pass, which
+		// waits for them, and the next drain reads on from Lag ago.
+		if !sc.passing {
+			sc.passing, sc.pass, sc.passLeft, sc.passRetry = true, cursor, store.MessageID{}, 0
+			sc.passAt = time.Now().Add(max(fresh.retry, n.poll()))
+		}
+		sc.passEnd = maxID(sc.passEnd, lagAgo)
+	case stopped:
 		sc.from = fresh.last // stopped here
 	}
 	switch {
