@@ -314,7 +314,7 @@ func (n *Notifier) drain(ctx context.Context, shard int, sc *scan, until time.Ti
 	}
 	lagAgo := store.MinMessageID(n.now().Add(-n.lag()))
 	start := maxID(cursor, sc.from)
-	fresh, err := n.read(ctx, shard, start, store.MessageID{}, until)
+	fresh, err := n.read(ctx, shard, start, store.MessageID{}, maxIdle, until)
 	if err != nil {
 		return err
 	}
@@ -348,7 +348,13 @@ func (n *Notifier) drain(ctx context.Context, shard int, sc *scan, until time.Ti
 		sc.left = minID(sc.left, fresh.left)
 	}
 	if sc.passing && !time.Now().Before(sc.passAt) {
-		p, err := n.read(ctx, shard, maxID(cursor, sc.pass), sc.passEnd, until)
+		// A pass that waited reads a page to see whether the push
+		// services take anything now before it reads more.
+		budget := maxIdle
+		if !sc.passAt.IsZero() {
+			budget = pageSize
+		}
+		p, err := n.read(ctx, shard, maxID(cursor, sc.pass), sc.passEnd, budget, until)
 		if err != nil {
 			return err
 		}
@@ -363,7 +369,7 @@ func (n *Notifier) drain(ctx context.Context, shard int, sc *scan, until time.Ti
 			// the pass waits for them rather than read on every poll.
 			sc.pass, sc.passAt = maxID(sc.pass, p.last), time.Now().Add(max(p.retry, n.poll()))
 		default:
-			sc.pass = maxID(sc.pass, p.last)
+			sc.pass, sc.passAt = maxID(sc.pass, p.last), time.Time{}
 		}
 	}
 	// The cursor stays before every notice left, and before what is not
@@ -380,11 +386,11 @@ func (n *Notifier) drain(ctx context.Context, shard int, sc *scan, until time.Ti
 }
 
 // read handles the pending notices of shard after after, up to end (the
-// end of the shard when zero), a page at a time, until it has left maxIdle
+// end of the shard when zero), a page at a time, until it has left budget
 // notices or until comes.
-func (n *Notifier) read(ctx context.Context, shard int, after, end store.MessageID, until time.Time) (read, error) {
+func (n *Notifier) read(ctx context.Context, shard int, after, end store.MessageID, budget int, until time.Time) (read, error) {
 	r := read{last: after}
-	for time.Now().Before(until) && r.idle < maxIdle {
+	for time.Now().Before(until) && r.idle < budget {
 		page, err := n.Outbox.PendingNotices(ctx, shard, after, pageSize)
 		if err != nil {
 			return r, err
