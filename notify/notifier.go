@@ -95,10 +95,11 @@ type Notifier struct {
 	Now func() time.Time
 
 	mu sync.Mutex
-	// sent remembers, per notice, the subscriptions a notification of it
-	// reached, so that a retry after a failure reaches only the others;
-	// at most maxRemembered notices (past that, a retry may repeat a push
-	// to a subscription that had it, which the push's Topic collapses).
+	// sent remembers, per recorded push send (by its newest notice), the
+	// subscriptions it reached, so that a retry after a failure reaches
+	// only the others; at most maxRemembered sends (past that, and after
+	// a restart, a retry pushes the same send again to a subscription
+	// that had it, which the push's Topic collapses).
 	sent map[noticeKey]map[string]bool
 	// rests holds the push services (by origin) that were unreachable
 	// or asked for a retry, until when none of their subscriptions is
