@@ -120,7 +120,7 @@ func (s *Service) ComposeNotification(ctx context.Context, notices []store.Notic
 	}
 	last := told[len(told)-1]
 	note := notify.Notification{Kind: last.Kind, Conversation: room, Count: len(told), Message: newest.ID.String()}
-	for _, n := range told {
+	for _, n := range told[max(len(told)-maxListedNotices, 0):] {
 		note.Notices = append(note.Notices, n.ID.String())
 	}
 	from := s.UserName(ctx, last.From.Login)
@@ -153,6 +153,11 @@ func (s *Service) notificationTitle(n store.Notice, from store.UserRef, room str
 	}
 	return name + " in " + room
 }
+
+// maxListedNotices is how many notices' ids a notification lists at most,
+// the newest: a push carries 3993 bytes (webpush.MaxPayload), and a
+// notification of a backlog may stand for hundreds of notices (Count).
+const maxListedNotices = 50
 
 // maxExcerpt is how many characters of a message a notification shows.
 const maxExcerpt = 200

@@ -96,10 +96,12 @@ type storeCalls struct {
 	PostGroupMessage       storeCall
 	PostMessage            storeCall
 	PushPreviews           storeCall
+	PushSends              storeCall
 	PushSubscriptions      storeCall
 	PutTwoFactor           storeCall
 	React                  storeCall
 	Reactions              storeCall
+	RecordPushSends        storeCall
 	ReleaseFiles           storeCall
 	RemoveBot              storeCall
 	RemoveFile             storeCall
@@ -233,10 +235,12 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		PostGroupMessage:       m.call("PostGroupMessage"),
 		PostMessage:            m.call("PostMessage"),
 		PushPreviews:           m.call("PushPreviews"),
+		PushSends:              m.call("PushSends"),
 		PushSubscriptions:      m.call("PushSubscriptions"),
 		PutTwoFactor:           m.call("PutTwoFactor"),
 		React:                  m.call("React"),
 		Reactions:              m.call("Reactions"),
+		RecordPushSends:        m.call("RecordPushSends"),
 		ReleaseFiles:           m.call("ReleaseFiles"),
 		RemoveBot:              m.call("RemoveBot"),
 		RemoveFile:             m.call("RemoveFile"),
@@ -843,6 +847,13 @@ func (s *timedStore) PushPreviews(ctx context.Context, a1 string) (bool, error) 
 	return r0, err
 }
 
+func (s *timedStore) PushSends(ctx context.Context, a1 int, a2 []string) ([]store.PushSend, error) {
+	start := now()
+	r0, err := s.Store.PushSends(ctx, a1, a2)
+	s.calls.PushSends.done(ctx, start, err)
+	return r0, err
+}
+
 func (s *timedStore) PushSubscriptions(ctx context.Context, a1 string) ([]store.PushSubscription, error) {
 	start := now()
 	r0, err := s.Store.PushSubscriptions(ctx, a1)
@@ -869,6 +880,13 @@ func (s *timedStore) Reactions(ctx context.Context, a1 []store.Message, a2 strin
 	r0, err := s.Store.Reactions(ctx, a1, a2)
 	s.calls.Reactions.done(ctx, start, err)
 	return r0, err
+}
+
+func (s *timedStore) RecordPushSends(ctx context.Context, a1 int, a2 []store.PushSend) error {
+	start := now()
+	err := s.Store.RecordPushSends(ctx, a1, a2)
+	s.calls.RecordPushSends.done(ctx, start, err)
+	return err
 }
 
 func (s *timedStore) ReleaseFiles(ctx context.Context, a1 string, a2 []store.MessageID) error {

@@ -11,8 +11,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,7 +38,8 @@ type Notification struct {
 	Count int `json:"count"`
 	// Message is the newest message's id, which the app opens.
 	Message string `json:"message"`
-	// Notices are the ids of the notices it stands for, newest last.
+	// Notices are the ids of the notices it stands for, newest last: the
+	// newest 50 of them.
 	Notices []string `json:"notices"`
 }
 
@@ -92,10 +95,11 @@ type Notifier struct {
 	Now func() time.Time
 
 	mu sync.Mutex
-	// sent remembers, per notice, the subscriptions a notification of it
-	// reached, so that a retry after a failure reaches only the others;
-	// at most maxRemembered notices (past that, a retry may repeat a push
-	// to a subscription that had it, which the push's Topic collapses).
+	// sent remembers, per recorded push send (by its newest notice), the
+	// subscriptions it reached, so that a retry after a failure reaches
+	// only the others; at most maxRemembered sends (past that, and after
+	// a restart, a retry pushes the same send again to a subscription
+	// that had it, which the push's Topic collapses).
 	sent map[noticeKey]map[string]bool
 	// rests holds the push services (by origin) that were unreachable
 	// or asked for a retry, until when none of their subscriptions is
@@ -120,6 +124,10 @@ const (
 	// maxRemembered bounds sent; maxResting bounds rests.
 	maxRemembered = 1 << 16
 	maxResting    = 1 << 12
+	// maxIdle is how many notices a read of a drain may leave for a
+	// retry before it stops: the bound on what a backlog behind a dead
+	// push service costs a poll.
+	maxIdle = 4 * pageSize
 )
 
 // rest is a push service's backoff: not tried before until; wait is the
@@ -130,19 +138,65 @@ type rest struct {
 }
 
 // scan is what the reader of one shard remembers between its drains. A
-// drain reads the shard from its cursor; but while notices it had to
-// leave for a retry wait for their push services' backoffs, a drain reads
-// on from where the previous one could have missed a notice (one whose
-// write landed after it read past the notice's id: Lag before it began,
-// or where it stopped), so a backlog behind a dead push service is read
-// again once per backoff, not once per Poll.
+// drain reads the notices after from (those not read yet: Lag before the
+// previous drain began, or where it stopped) to tell them. Notices whose
+// push services failed or rest are left in the outbox, a backlog whose
+// oldest is left, and read again by a pass from the cursor, one per
+// backoff; a pass, like a read of new notices, leaves at most maxIdle
+// notices a drain, so that a backlog behind a dead push service costs a
+// poll a bounded read, whatever its size. A pass goes on at the next poll
+// if it told something, else once the push services it met may be tried
+// again.
 type scan struct {
-	// left is the oldest notice left for a retry (zero: none), retryAt
-	// when the drain is to read from the cursor again to retry them.
+	// left is the oldest notice left for a retry (zero: none); retryAt is
+	// when a pass is to read them again.
 	left    store.MessageID
 	retryAt time.Time
-	// from is where the next drain that skips the ones left reads from.
+	// from is where the next drain reads new notices from.
 	from store.MessageID
+	// passing reports a pass under way: pass is where it stopped, passEnd
+	// where it ends (the from of when it began), passLeft the oldest
+	// notice left since it began and passRetry the longest wait it met.
+	passing                 bool
+	pass, passEnd, passLeft store.MessageID
+	passRetry               time.Duration
+	// passAt is when the pass under way goes on: at the next poll after
+	// a read that told something, else when the push services it left
+	// notices for may be tried again.
+	passAt time.Time
+}
+
+// A read is what a drain did with the notices of one stretch of a shard.
+type read struct {
+	// left is the oldest notice left for a retry (zero: none), idle how
+	// many were left, and retry the longest wait they asked for.
+	left  store.MessageID
+	idle  int
+	retry time.Duration
+	// handled counts the notices done.
+	handled int
+	// last is the last id read; complete reports whether the stretch was
+	// read to its end.
+	last     store.MessageID
+	complete bool
+}
+
+func (r *read) leave(group []store.Notice, wait time.Duration) {
+	if r.left.IsZero() || group[0].ID.Compare(r.left) < 0 {
+		r.left = group[0].ID
+	}
+	r.idle += len(group)
+	r.retry = max(r.retry, wait)
+}
+
+func minID(a, b store.MessageID) store.MessageID {
+	switch {
+	case a.IsZero():
+		return b
+	case b.IsZero() || a.Compare(b) <= 0:
+		return a
+	}
+	return b
 }
 
 type noticeKey struct {
@@ -250,68 +304,122 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// drain handles shard's pending notices until none is left or until, when
-// the lease is to be renewed. The notices it leaves for a retry (their
-// push services failed or rest) are read again when the scan's retryAt
-// comes.
+// drain reads shard's new notices and, when a pass over the notices left
+// for a retry is due or under way, goes on with it; each read stops after
+// leaving maxIdle notices, or at until, when the lease is to be renewed.
+// Then it moves the cursor as far as it safely may.
 func (n *Notifier) drain(ctx context.Context, shard int, sc *scan, until time.Time) error {
 	cursor, err := n.Outbox.NoticeCursor(ctx, shard)
 	if err != nil {
 		return err
 	}
-	var retry time.Duration
-	after, left := cursor, store.MessageID{}
-	if !sc.left.IsZero() && time.Now().Before(sc.retryAt) {
-		after, left = maxID(cursor, sc.from), sc.left
+	lagAgo := store.MinMessageID(n.now().Add(-n.lag()))
+	start := maxID(cursor, sc.from)
+	fresh, err := n.read(ctx, shard, start, store.MessageID{}, maxIdle, until)
+	if err != nil {
+		return err
 	}
-	from, complete := store.MinMessageID(n.now().Add(-n.lag())), false
-	for time.Now().Before(until) {
-		page, err := n.Outbox.PendingNotices(ctx, shard, after, pageSize)
+	sc.from = lagAgo
+	stopped := !fresh.complete && fresh.last.Compare(lagAgo) < 0
+	switch {
+	case stopped && fresh.handled == 0 && fresh.idle >= maxIdle:
+		// The new notices are a backlog whose push services take
+		// nothing: the rest of it, up to Lag ago, joins the pass, which
+		// waits for them, and the next drain reads on from Lag ago.
+		if !sc.passing {
+			sc.passing, sc.pass, sc.passLeft, sc.passRetry = true, cursor, store.MessageID{}, 0
+			sc.passAt = time.Now().Add(max(fresh.retry, n.poll()))
+		}
+		sc.passEnd = maxID(sc.passEnd, lagAgo)
+	case stopped:
+		sc.from = fresh.last // stopped here
+	}
+	switch {
+	case sc.passing:
+		sc.passLeft = minID(sc.passLeft, fresh.left)
+		sc.passRetry = max(sc.passRetry, fresh.retry)
+	case !sc.left.IsZero() && !time.Now().Before(sc.retryAt):
+		// A pass begins: it reads the notices up to where this drain
+		// began; those this drain left are past it.
+		sc.passing, sc.pass, sc.passEnd, sc.passLeft, sc.passRetry, sc.passAt = true, cursor, start, fresh.left, fresh.retry, time.Time{}
+	default:
+		if sc.left.IsZero() && !fresh.left.IsZero() {
+			sc.retryAt = time.Now().Add(max(fresh.retry, n.poll()))
+		}
+		sc.left = minID(sc.left, fresh.left)
+	}
+	if sc.passing && !time.Now().Before(sc.passAt) {
+		// A pass that waited reads a page to see whether the push
+		// services take anything now before it reads more.
+		budget := maxIdle
+		if !sc.passAt.IsZero() {
+			budget = pageSize
+		}
+		p, err := n.read(ctx, shard, maxID(cursor, sc.pass), sc.passEnd, budget, until)
 		if err != nil {
 			return err
+		}
+		sc.passLeft = minID(sc.passLeft, p.left)
+		sc.passRetry = max(sc.passRetry, p.retry)
+		switch {
+		case p.complete:
+			sc.left, sc.passing = sc.passLeft, false
+			sc.retryAt = time.Now().Add(max(sc.passRetry, n.poll()))
+		case p.handled == 0 && p.idle > 0:
+			// Nothing told: the push services still fail or rest, and
+			// the pass waits for them rather than read on every poll.
+			sc.pass, sc.passAt = maxID(sc.pass, p.last), time.Now().Add(max(p.retry, n.poll()))
+		default:
+			sc.pass, sc.passAt = maxID(sc.pass, p.last), time.Time{}
+		}
+	}
+	// The cursor stays before every notice left, and before what is not
+	// read yet: the rest of the pass under way, and the new notices from
+	// where a read stopped.
+	bound := minID(sc.left, sc.from)
+	if sc.passing {
+		if sc.pass.IsZero() {
+			return nil // the pass has read nothing yet from the shard's start
+		}
+		bound = minID(minID(sc.passLeft, sc.pass), sc.from)
+	}
+	return n.advance(ctx, shard, cursor, bound)
+}
+
+// read handles the pending notices of shard after after, up to end (the
+// end of the shard when zero), a page at a time, until it has left budget
+// notices or until comes.
+func (n *Notifier) read(ctx context.Context, shard int, after, end store.MessageID, budget int, until time.Time) (read, error) {
+	r := read{last: after}
+	for time.Now().Before(until) && r.idle < budget {
+		page, err := n.Outbox.PendingNotices(ctx, shard, after, pageSize)
+		if err != nil {
+			return r, err
 		}
 		full := len(page) == pageSize
 		if full {
 			page = wholeIDs(page)
 		}
-		for _, group := range byConversation(page) {
-			if n.Digests != nil {
-				if err := n.Digests.KeepForDigest(ctx, group); err != nil {
-					return err
-				}
+		if !end.IsZero() {
+			inside := len(page)
+			for inside > 0 && page[inside-1].ID.Compare(end) > 0 {
+				inside--
 			}
-			wait, err := n.tell(ctx, group)
-			if err != nil {
-				return err
+			if inside < len(page) {
+				page, full = page[:inside], false
 			}
-			if wait > 0 {
-				if left.IsZero() || group[0].ID.Compare(left) < 0 {
-					left = group[0].ID
-				}
-				retry = max(retry, wait)
-				continue
-			}
-			if err := n.Outbox.MarkNoticesDone(ctx, shard, group); err != nil {
-				return err
-			}
-			n.forget(group)
-			n.handled.Add(uint64(len(group)))
+		}
+		if err := n.handle(ctx, shard, page, &r); err != nil {
+			return r, err
 		}
 		if !full {
-			complete = true
+			r.complete = true
 			break
 		}
 		after = page[len(page)-1].ID
+		r.last = after
 	}
-	sc.from = from
-	if !complete && after.Compare(from) < 0 {
-		sc.from = after // stopped here
-	}
-	if retry > 0 || left.IsZero() {
-		sc.retryAt = time.Now().Add(max(retry, n.poll()))
-	}
-	sc.left = left
-	return n.advance(ctx, shard, cursor, left)
+	return r, nil
 }
 
 // wholeIDs drops from a full page the notices of its last id, which may
@@ -338,7 +446,8 @@ func maxID(a, b store.MessageID) store.MessageID {
 }
 
 // advance moves shard's cursor as far as it safely may: to Lag ago, but
-// not past a notice left for a retry.
+// not past oldestLeft, a notice left for a retry or where the reading
+// stopped.
 func (n *Notifier) advance(ctx context.Context, shard int, cursor, oldestLeft store.MessageID) error {
 	upTo := store.MinMessageID(n.now().Add(-n.lag()))
 	if !oldestLeft.IsZero() && oldestLeft.Compare(upTo) <= 0 {
@@ -369,61 +478,185 @@ func byConversation(page []store.Notice) [][]store.Notice {
 	return groups
 }
 
-// tell sends one recipient's notification of a conversation's notices to
-// each of their subscriptions that has not had it and whose push service
-// is not resting. A subscription the push service says is gone is
-// dropped. It returns how long to wait before a retry when a push service
-// asked for one or rests (0: done).
-func (n *Notifier) tell(ctx context.Context, group []store.Notice) (retry time.Duration, err error) {
-	if n.Push == nil {
-		return 0, nil
+// conversation names one recipient's conversation, the key of a push
+// send.
+type conversation struct{ recipient, room string }
+
+// handle tells a page's notices, grouped by recipient and conversation.
+// A conversation with a push send recorded has that send pushed again
+// first (to the subscriptions that have not had it), and its notices
+// marked done; the others are composed, their sends recorded in one write,
+// then pushed. A group whose push services failed or rest is left in the
+// outbox, in r; the others are marked done, which forgets their sends.
+func (n *Notifier) handle(ctx context.Context, shard int, page []store.Notice, r *read) error {
+	groups := byConversation(page)
+	recorded := map[conversation]store.PushSend{}
+	if n.Push != nil && len(groups) > 0 {
+		var recipients []string
+		for _, g := range groups {
+			recipients = append(recipients, g[0].Recipient)
+		}
+		sends, err := n.Outbox.PushSends(ctx, shard, recipients)
+		if err != nil {
+			return err
+		}
+		for _, ps := range sends {
+			recorded[conversation{ps.Recipient, ps.Room}] = ps
+		}
 	}
-	recipient := group[0].Recipient
-	subs, err := n.Subscriptions.PushSubscriptions(ctx, recipient)
-	if err != nil {
-		return 0, err
+	type push struct {
+		group []store.Notice
+		send  store.PushSend
+		subs  []store.PushSubscription
 	}
-	last := group[len(group)-1]
-	due := subs[:0]
-	for _, sub := range subs {
-		if n.reached(last, sub.Endpoint) {
+	var pushes []push
+	var sends []store.PushSend
+	for _, group := range groups {
+		if n.Digests != nil {
+			if err := n.Digests.KeepForDigest(ctx, group); err != nil {
+				return err
+			}
+		}
+		if n.Push == nil {
+			if err := n.done(ctx, shard, group, r); err != nil {
+				return err
+			}
 			continue
 		}
-		if wait := n.resting(sub.Endpoint); wait > 0 {
+		recipient := group[0].Recipient
+		subs, err := n.Subscriptions.PushSubscriptions(ctx, recipient)
+		if err != nil {
+			return err
+		}
+		if ps, ok := recorded[conversation{recipient, group[0].Room}]; ok {
+			wait, err := n.push(ctx, ps, subs)
+			if err != nil {
+				return err
+			}
+			if wait > 0 {
+				r.leave(group, wait)
+				continue
+			}
+			if err := n.done(ctx, shard, sendNotices(ps), r); err != nil {
+				return err
+			}
+			n.forget(ps)
+			if group = slices.DeleteFunc(group, func(nt store.Notice) bool { return slices.Contains(ps.Notices, nt.ID) }); len(group) == 0 {
+				continue
+			}
+		}
+		var wait time.Duration
+		due := 0
+		for _, sub := range subs {
+			if w := n.resting(sub.Endpoint, false); w > 0 {
+				wait = max(wait, w)
+			} else {
+				due++
+			}
+		}
+		if due == 0 {
+			if wait > 0 {
+				r.leave(group, wait)
+				continue
+			}
+			if err := n.done(ctx, shard, group, r); err != nil { // nobody to push to
+				return err
+			}
+			continue
+		}
+		note, ok, err := n.Compose(ctx, group)
+		if err != nil {
+			return err
+		}
+		payload, err := json.Marshal(note)
+		if err == nil && len(payload) > webpush.MaxPayload {
+			err = fmt.Errorf("the notification of %d notices has %d bytes, more than a push carries", len(group), len(payload))
+		}
+		if !ok || err != nil {
+			if err != nil {
+				n.Log.WarnContext(ctx, "notify: a notification not sent", "recipient", recipient, "err", err)
+			}
+			if err := n.done(ctx, shard, group, r); err != nil {
+				return err
+			}
+			continue
+		}
+		ps := store.PushSend{Recipient: recipient, Room: group[0].Room, Payload: payload}
+		for _, nt := range group {
+			ps.Notices = append(ps.Notices, nt.ID)
+		}
+		pushes, sends = append(pushes, push{group, ps, subs}), append(sends, ps)
+	}
+	if err := n.Outbox.RecordPushSends(ctx, shard, sends); err != nil {
+		return err
+	}
+	for _, p := range pushes {
+		wait, err := n.push(ctx, p.send, p.subs)
+		if err != nil {
+			return err
+		}
+		if wait > 0 {
+			r.leave(p.group, wait)
+			continue
+		}
+		if err := n.done(ctx, shard, p.group, r); err != nil {
+			return err
+		}
+		n.forget(p.send)
+	}
+	return nil
+}
+
+// done marks a group's notices done.
+func (n *Notifier) done(ctx context.Context, shard int, group []store.Notice, r *read) error {
+	if err := n.Outbox.MarkNoticesDone(ctx, shard, group); err != nil {
+		return err
+	}
+	n.handled.Add(uint64(len(group)))
+	r.handled += len(group)
+	return nil
+}
+
+// sendNotices are the notices a push send stands for, to mark done.
+func sendNotices(ps store.PushSend) []store.Notice {
+	out := make([]store.Notice, len(ps.Notices))
+	for i, id := range ps.Notices {
+		out[i] = store.Notice{ID: id, Recipient: ps.Recipient, Room: ps.Room}
+	}
+	return out
+}
+
+// push sends a recorded notification to each of its recipient's
+// subscriptions that has not had it and whose push service is not
+// resting, with the conversation as its Topic. A subscription the push
+// service says is gone is dropped. It returns how long to wait before a
+// retry when a push service asked for one or rests (0: done).
+func (n *Notifier) push(ctx context.Context, ps store.PushSend, subs []store.PushSubscription) (retry time.Duration, err error) {
+	for _, sub := range subs {
+		if n.reached(ps, sub.Endpoint) {
+			continue
+		}
+		if wait := n.resting(sub.Endpoint, true); wait > 0 {
 			retry = max(retry, wait)
 			continue
 		}
-		due = append(due, sub)
-	}
-	if len(due) == 0 {
-		return retry, nil
-	}
-	note, ok, err := n.Compose(ctx, group)
-	if err != nil || !ok {
-		return 0, err
-	}
-	payload, err := json.Marshal(note)
-	if err != nil {
-		return 0, err
-	}
-	for _, sub := range due {
-		res, err := n.Push.Send(ctx, webpush.Subscription{Endpoint: sub.Endpoint, P256dh: sub.P256dh, Auth: sub.Auth}, payload,
-			webpush.Options{TTL: 24 * time.Hour, Urgency: webpush.UrgencyNormal, Topic: topic(note.Conversation)})
+		res, err := n.Push.Send(ctx, webpush.Subscription{Endpoint: sub.Endpoint, P256dh: sub.P256dh, Auth: sub.Auth}, ps.Payload,
+			webpush.Options{TTL: 24 * time.Hour, Urgency: webpush.UrgencyNormal, Topic: topic(ps.Room)})
 		if errors.Is(err, context.Canceled) {
 			return retry, err
 		}
 		switch res.Outcome {
 		case webpush.Delivered:
-			n.reach(last, sub.Endpoint)
+			n.reach(ps, sub.Endpoint)
 		case webpush.Gone:
-			if err := n.Subscriptions.RemovePushSubscription(ctx, recipient, sub.Endpoint); err != nil {
+			if err := n.Subscriptions.RemovePushSubscription(ctx, ps.Recipient, sub.Endpoint); err != nil {
 				return 0, err
 			}
 		case webpush.RetryLater:
 			retry = max(retry, n.rest(sub.Endpoint, res.RetryAfter))
 			continue
 		default:
-			n.Log.WarnContext(ctx, "notify: a push was refused", "recipient", recipient, "status", res.StatusCode, "detail", res.Detail, "err", err)
+			n.Log.WarnContext(ctx, "notify: a push was refused", "recipient", ps.Recipient, "status", res.StatusCode, "detail", res.Detail, "err", err)
 		}
 		n.awake(sub.Endpoint)
 	}
@@ -440,10 +673,11 @@ func origin(endpoint string) string {
 }
 
 // resting is how long endpoint's push service still rests (0: it does
-// not). When a rest has ended, the first to ask may try the service again
-// and, until it knows whether the service is back, the others still see
-// it resting: the shards' readers do not all try it at once.
-func (n *Notifier) resting(endpoint string) time.Duration {
+// not). When a rest has ended, the first to ask to try it (try) may try the
+// service again and, until it knows whether the service is back, the
+// others still see it resting: the shards' readers do not all try it at
+// once.
+func (n *Notifier) resting(endpoint string, try bool) time.Duration {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	key := origin(endpoint)
@@ -454,7 +688,9 @@ func (n *Notifier) resting(endpoint string) time.Duration {
 	if wait := time.Until(r.until); wait > 0 {
 		return wait
 	}
-	n.rests[key] = rest{until: time.Now().Add(r.wait), wait: r.wait}
+	if try {
+		n.rests[key] = rest{until: time.Now().Add(r.wait), wait: r.wait}
+	}
 	return 0
 }
 
@@ -503,19 +739,24 @@ func (n *Notifier) awake(endpoint string) {
 	delete(n.rests, origin(endpoint))
 }
 
-func (n *Notifier) reached(nt store.Notice, endpoint string) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.sent[noticeKey{nt.ID, nt.Recipient}][endpoint]
+// sentKey names a push send in sent: its recipient and newest notice.
+func sentKey(ps store.PushSend) noticeKey {
+	return noticeKey{ps.Notices[len(ps.Notices)-1], ps.Recipient}
 }
 
-func (n *Notifier) reach(nt store.Notice, endpoint string) {
+func (n *Notifier) reached(ps store.PushSend, endpoint string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.sent[sentKey(ps)][endpoint]
+}
+
+func (n *Notifier) reach(ps store.PushSend, endpoint string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.sent == nil {
 		n.sent = map[noticeKey]map[string]bool{}
 	}
-	k := noticeKey{nt.ID, nt.Recipient}
+	k := sentKey(ps)
 	if n.sent[k] == nil {
 		if len(n.sent) >= maxRemembered {
 			return
@@ -525,13 +766,11 @@ func (n *Notifier) reach(nt store.Notice, endpoint string) {
 	n.sent[k][endpoint] = true
 }
 
-// forget drops what was remembered of a group's notices, now done.
-func (n *Notifier) forget(group []store.Notice) {
+// forget drops what was remembered of a push send, now done.
+func (n *Notifier) forget(ps store.PushSend) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for _, nt := range group {
-		delete(n.sent, noticeKey{nt.ID, nt.Recipient})
-	}
+	delete(n.sent, sentKey(ps))
 }
 
 // topic is a conversation's Topic header: a later notification of the

@@ -134,8 +134,19 @@ type Outbox interface {
 	PendingNotices(ctx context.Context, shard int, after MessageID, limit int) ([]Notice, error)
 	// MarkNoticesDone marks notices of shard done: PendingNotices skips
 	// them from then on. Marking a notice twice, or one no longer kept,
-	// does nothing.
+	// does nothing. In the same write it forgets the push send recorded
+	// (RecordPushSends) for each recipient and conversation (Room) of the
+	// notices: a send is recorded only while its notices are pending.
 	MarkNoticesDone(ctx context.Context, shard int, notices []Notice) error
+	// RecordPushSends records, in one write, the notifications of shard
+	// about to be pushed, each replacing the one recorded for its
+	// recipient and conversation: after a crash, the next reader of the
+	// shard pushes the very same notification again rather than its
+	// notices in another (see PushSend).
+	RecordPushSends(ctx context.Context, shard int, sends []PushSend) error
+	// PushSends returns the sends of shard recorded for recipients (and
+	// not forgotten by MarkNoticesDone), in one read.
+	PushSends(ctx context.Context, shard int, recipients []string) ([]PushSend, error)
 	// NoticeCursor is shard's cursor (the zero id when it has none).
 	NoticeCursor(ctx context.Context, shard int) (MessageID, error)
 	// SetNoticeCursor moves shard's cursor to upTo, never back: of racing
@@ -151,6 +162,51 @@ type Outbox interface {
 	// out); on Cassandra, whose TTLs are whole seconds counted from the
 	// current one, up to a second more.
 	LeaseNoticeShard(ctx context.Context, shard int, holder string, ttl time.Duration) (bool, error)
+}
+
+// PushSend is a notification the notifier is about to push to the
+// subscriptions of Recipient, recorded in the outbox before it is pushed
+// and forgotten when its notices are marked done. A reader that finds one
+// (the previous holder of the shard died between the two, or a push
+// service asked for a retry) pushes the same Payload again, with the same
+// Topic, before anything else of the conversation: a push service still
+// holding the first replaces it (RFC 8030 section 5.4), and a browser that
+// had it gets the same notification again, not one of its notices in
+// another.
+type PushSend struct {
+	Recipient string
+	// Room is the conversation.
+	Room string
+	// Notices are the ids of Recipient's notices it stands for.
+	Notices []MessageID
+	// Payload is the notification as pushed (before its encryption,
+	// which differs for each subscription and push).
+	Payload []byte
+}
+
+// MaxPushPayload bounds a PushSend's Payload: a push service need not
+// accept a message longer than 4096 bytes (RFC 8030 section 7.2), its
+// encryption included.
+const MaxPushPayload = 4096
+
+// CheckPushSends rejects a shard out of range and sends that are not
+// whole: each needs a recipient of the shard, a conversation, notices and
+// a payload of at most MaxPushPayload bytes.
+func CheckPushSends(shard int, sends []PushSend) error {
+	if shard < 0 || shard >= NoticeShards {
+		return Invalidf("outbox shard %d is not in [0, %d)", shard, NoticeShards)
+	}
+	for _, s := range sends {
+		switch {
+		case s.Recipient == "" || s.Room == "" || len(s.Notices) == 0:
+			return Invalidf("a push send needs a recipient, a conversation and notices: %q in %q with %d", s.Recipient, s.Room, len(s.Notices))
+		case NoticeShard(s.Recipient) != shard:
+			return Invalidf("the push send to %q is not of shard %d", s.Recipient, shard)
+		case len(s.Payload) == 0 || len(s.Payload) > MaxPushPayload:
+			return Invalidf("the push send to %q has %d bytes, not 1 to %d", s.Recipient, len(s.Payload), MaxPushPayload)
+		}
+	}
+	return nil
 }
 
 // PushSubscription is a browser's Web Push subscription (the PushSubscription

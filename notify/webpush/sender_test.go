@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -449,5 +450,43 @@ func TestConcurrentSends(t *testing.T) {
 		if got := len(f.service.Messages(sub.Endpoint)); got != perSub {
 			t.Errorf("%s received %d messages, want %d", sub.Endpoint, got, perSub)
 		}
+	}
+}
+
+// TestTopicReplacesWhileAway: while the browser is away, the push service
+// holds what it accepts, and a message with a Topic replaces the one held
+// with the same Topic (RFC 8030 section 5.4); one without a Topic, or of
+// another, stays. Back, the browser receives what is held.
+func TestTopicReplacesWhileAway(t *testing.T) {
+	f := newFixture(t, 5*time.Second)
+	send := func(text, topic string) {
+		t.Helper()
+		if res, err := f.sender.Send(context.Background(), f.sub, []byte(text), Options{TTL: time.Minute, Topic: topic}); err != nil || res.Outcome != Delivered {
+			t.Fatalf("Send(%q) = %+v, %v", text, res, err)
+		}
+	}
+	send("before", "tea")
+	f.service.Away(f.sub.Endpoint, true)
+	send("first", "tea")
+	send("second", "tea")
+	send("other", "cake")
+	send("untopical", "")
+	send("third", "tea")
+	texts := func(ms []pushtest.Message) []string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, string(m.Plaintext))
+		}
+		return out
+	}
+	if got := texts(f.service.Messages(f.sub.Endpoint)); !slices.Equal(got, []string{"before"}) {
+		t.Fatalf("while away, the browser received %q; want only what came before", got)
+	}
+	f.service.Away(f.sub.Endpoint, false)
+	if got, want := texts(f.service.Messages(f.sub.Endpoint)), []string{"before", "other", "untopical", "third"}; !slices.Equal(got, want) {
+		t.Fatalf("back, the browser received %q, want %q", got, want)
+	}
+	if got := len(f.service.Accepted(f.sub.Endpoint)); got != 6 {
+		t.Fatalf("the service accepted %d messages, want 6", got)
 	}
 }

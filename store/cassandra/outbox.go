@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,6 +26,10 @@ const (
 	selectNoticesAft = `SELECT ` + noticeColumns + ` FROM notices WHERE shard = ? AND hour = ? AND id > ?`
 	insertNoticeHour = `INSERT INTO notice_hours (shard, hour) VALUES (?, ?)`
 	selectNoticeHrs  = `SELECT hour FROM notice_hours WHERE shard = ? AND hour >= ?`
+
+	insertPushSend  = `INSERT INTO push_sends (shard, recipient, room, notices, payload) VALUES (?, ?, ?, ?, ?)`
+	deletePushSend  = `DELETE FROM push_sends WHERE shard = ? AND recipient = ? AND room = ?`
+	selectPushSends = `SELECT recipient, room, notices, payload FROM push_sends WHERE shard = ? AND recipient IN ?`
 
 	selectCursor  = `SELECT cursor FROM notice_cursors WHERE shard = ?`
 	insertCursor  = `INSERT INTO notice_cursors (shard, cursor) VALUES (?, ?) IF NOT EXISTS`
@@ -221,34 +226,85 @@ func readNotices(q *gocql.Query, out []store.Notice, limit int) ([]store.Notice,
 	return out, iter.Close()
 }
 
-// MarkNoticesDone sets done on each notice, in one batch per partition.
-// An UPDATE makes the row it sets a column of: a mark of a notice no
-// longer kept leaves a row of done alone (its other cells expired first,
-// or were never written), which readNotices skips as done and the table's
-// TTL drops.
+// MarkNoticesDone sets done on each notice and deletes the push send of
+// each recipient and conversation, in one logged batch: the partitions of
+// the notices and the shard's of push_sends change together or not at
+// all, so a send is never left recorded with its notices done (the next
+// send of the conversation would push it again), nor forgotten with its
+// notices pending. An UPDATE makes the row it sets a column of: a mark of
+// a notice no longer kept leaves a row of done alone (its other cells
+// expired first, or were never written), which readNotices skips as done
+// and the table's TTL drops.
 func (db *DB) MarkNoticesDone(ctx context.Context, shard int, notices []store.Notice) error {
-	if err := checkShard(shard); err != nil {
+	if err := checkShard(shard); err != nil || len(notices) == 0 {
 		return err
 	}
-	byPartition := map[noticePartition][]store.Notice{}
+	type conversation struct{ recipient, room string }
+	forgot := map[conversation]bool{}
+	b := db.session.NewBatch(gocql.LoggedBatch).WithContext(ctx).RetryPolicy(retryElsewhere)
 	for _, n := range notices {
 		p := partitionOf(shard, n.ID)
-		byPartition[p] = append(byPartition[p], n)
+		b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: markNoticeDone, Args: []any{p.shard, p.hour, gocql.UUID(n.ID), n.Recipient}, Idempotent: true})
+		if c := (conversation{n.Recipient, n.Room}); !forgot[c] {
+			forgot[c] = true
+			b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: deletePushSend, Args: []any{shard, n.Recipient, n.Room}, Idempotent: true})
+		}
 	}
-	fo := newFanout(fanoutParallelism)
-	for p, ns := range byPartition {
-		fo.Go(func() error {
-			b := db.session.NewBatch(gocql.UnloggedBatch).WithContext(ctx).RetryPolicy(retryElsewhere)
-			for _, n := range ns {
-				b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: markNoticeDone, Args: []any{p.shard, p.hour, gocql.UUID(n.ID), n.Recipient}, Idempotent: true})
-			}
-			return db.session.ExecuteBatch(b)
-		})
-	}
-	if err := fo.Wait(); err != nil {
+	if err := db.session.ExecuteBatch(b); err != nil {
 		return fmt.Errorf("cassandra: mark notices of shard %d done: %w", shard, err)
 	}
 	return nil
+}
+
+// RecordPushSends writes the sends in one unlogged batch of the shard's
+// partition, one mutation. It is not retried: a retry landing after the
+// batch that marks the notices done could bring a send back (the client's
+// timestamps order them, but a retry of the same statement is a new
+// write).
+func (db *DB) RecordPushSends(ctx context.Context, shard int, sends []store.PushSend) error {
+	if err := store.CheckPushSends(shard, sends); err != nil || len(sends) == 0 {
+		return err
+	}
+	b := db.session.NewBatch(gocql.UnloggedBatch).WithContext(ctx)
+	for _, s := range sends {
+		ids := make([]gocql.UUID, len(s.Notices))
+		for i, id := range s.Notices {
+			ids[i] = gocql.UUID(id)
+		}
+		b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: insertPushSend, Args: []any{shard, s.Recipient, s.Room, ids, s.Payload}})
+	}
+	if err := db.session.ExecuteBatch(b); err != nil {
+		return fmt.Errorf("cassandra: record push sends of shard %d: %w", shard, err)
+	}
+	return nil
+}
+
+// PushSends reads the recipients' rows of the shard's partition in one
+// query (recipient IN ?, the first clustering column).
+func (db *DB) PushSends(ctx context.Context, shard int, recipients []string) ([]store.PushSend, error) {
+	if err := checkShard(shard); err != nil || len(recipients) == 0 {
+		return nil, err
+	}
+	recipients = slices.Compact(slices.Sorted(slices.Values(recipients)))
+	iter := db.query(ctx, selectPushSends, shard, recipients).Iter()
+	var out []store.PushSend
+	for {
+		var (
+			s   store.PushSend
+			ids []gocql.UUID
+		)
+		if !iter.Scan(&s.Recipient, &s.Room, &ids, &s.Payload) {
+			break
+		}
+		for _, id := range ids {
+			s.Notices = append(s.Notices, store.MessageID(id))
+		}
+		out = append(out, s)
+	}
+	if err := iter.Close(); err != nil {
+		return nil, fmt.Errorf("cassandra: push sends of shard %d: %w", shard, err)
+	}
+	return out, nil
 }
 
 // NoticeCursor reads the cursor at serial consistency, so it sees every

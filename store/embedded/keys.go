@@ -56,6 +56,9 @@ const (
 	tableNotices       = "notices"
 	tableNoticeCursors = "notice_cursors"
 	tableNoticeLeases  = "notice_leases"
+	// tablePushSends holds the push sends recorded before their pushes,
+	// a partition per shard, by recipient then conversation.
+	tablePushSends = "push_sends"
 	// tablePushSubscriptions holds the users' push subscriptions, a
 	// partition per user, and tablePushPreviews their choice of previews:
 	// Cassandra keeps it as a static column of push_subscriptions.
@@ -420,6 +423,16 @@ func noticeKey(shard int, id store.MessageID, recipient string) key {
 func noticeCursorKey(shard int) key { return tuple(tableNoticeCursors).int(int64(shard)) }
 
 func noticeLeaseKey(shard int) key { return tuple(tableNoticeLeases).int(int64(shard)) }
+
+// pushSendsOf prefixes the push sends of recipient in the shard.
+func pushSendsOf(shard int, recipient string) key {
+	return tuple(tablePushSends).int(int64(shard)).str(recipient)
+}
+
+// pushSendKey is the row of the push send to recipient of a conversation.
+func pushSendKey(shard int, recipient, room string) key {
+	return pushSendsOf(shard, recipient).str(room)
+}
 
 // pushPartition holds login's push subscriptions, by endpoint.
 func pushPartition(login string) key { return tuple(tablePushSubscriptions).str(login) }

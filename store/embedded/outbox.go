@@ -102,9 +102,74 @@ func parseNoticeKey(b []byte) (store.Notice, error) {
 	return store.Notice{ID: id, Recipient: recipient}, err
 }
 
+// pushSendRow is a row of push_sends; the shard, recipient and room are
+// in the key.
+type pushSendRow struct {
+	Notices []store.MessageID `json:"n"`
+	Payload []byte            `json:"p"`
+}
+
+// RecordPushSends writes the sends in one batch.
+func (db *DB) RecordPushSends(ctx context.Context, shard int, sends []store.PushSend) error {
+	if err := store.CheckPushSends(shard, sends); err != nil || len(sends) == 0 {
+		return err
+	}
+	end, err := db.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
+	b := db.batch()
+	for _, s := range sends {
+		b.set(pushSendKey(shard, s.Recipient, s.Room), pushSendRow{Notices: s.Notices, Payload: s.Payload})
+	}
+	if err := b.commit(); err != nil {
+		return fmt.Errorf("recording push sends of shard %d: %w", shard, err)
+	}
+	return nil
+}
+
+// PushSends scans the partition of each recipient.
+func (db *DB) PushSends(ctx context.Context, shard int, recipients []string) ([]store.PushSend, error) {
+	if err := checkShard(shard); err != nil {
+		return nil, err
+	}
+	end, err := db.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	var out []store.PushSend
+	seen := map[string]bool{}
+	for _, r := range recipients {
+		if seen[r] {
+			continue
+		}
+		seen[r] = true
+		p := pushSendsOf(shard, r)
+		err := db.scan(ctx, p, p.end(), false, func(k, v []byte) (bool, error) {
+			row, err := decode[pushSendRow](v)
+			if err != nil {
+				return false, err
+			}
+			room, _, err := parseStr(k[len(p):])
+			if err != nil {
+				return false, err
+			}
+			out = append(out, store.PushSend{Recipient: r, Room: room, Notices: row.Notices, Payload: row.Payload})
+			return true, nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("push sends of shard %d to %q: %w", shard, r, err)
+		}
+	}
+	return out, nil
+}
+
 // MarkNoticesDone sets the done flag of the notices still kept, under the
 // shard's lock, which SetNoticeCursor holds to forget notices: a mark
-// never brings back a row it forgot.
+// never brings back a row it forgot. The same batch forgets the push
+// sends of the notices' recipients and conversations.
 func (db *DB) MarkNoticesDone(ctx context.Context, shard int, notices []store.Notice) error {
 	if err := checkShard(shard); err != nil || len(notices) == 0 {
 		return err
@@ -126,6 +191,7 @@ func (db *DB) MarkNoticesDone(ctx context.Context, shard int, notices []store.No
 			row.Done = true
 			b.set(k, row)
 		}
+		b.delete(pushSendKey(shard, n.Recipient, n.Room))
 	}
 	if err := b.commit(); err != nil {
 		return fmt.Errorf("marking notices of shard %d done: %w", shard, err)

@@ -552,3 +552,98 @@ func testOutboxRacingAdds(t *testing.T, s store.Store) {
 	want := []store.Notice{{ID: joined[0], Recipient: bob.Login, Kind: store.NoticeAddedToGroup, Room: group.Name, From: alice}}
 	checkNotices(t, "bob's notices after racing adds", pendingOf(t, ctx, s, store.NoticeShard(bob.Login), start, bob.Login), want)
 }
+
+// testPushSends: a push send is recorded, one per recipient and
+// conversation (a second replaces the first), read back for its
+// recipients, and forgotten when notices of its conversation are marked
+// done, in the same write; a send that is not whole is refused.
+func testPushSends(t *testing.T, s store.Store) {
+	ctx := newContext(t)
+	author := mustCreateUser(t, ctx, s, "sender").UserRef
+	room := mustCreateRoom(t, ctx, s, "sends", author)
+	other := mustCreateRoom(t, ctx, s, "sends", author)
+	shard := rand.IntN(store.NoticeShards)
+	ann, bob := newLoginInShard(t, "ann", shard), newLoginInShard(t, "bob", shard)
+	base := outboxWindow(3)
+	notices := postNoticesAt(t, ctx, s, room.Name, author, []string{ann, bob}, base, base.Add(time.Millisecond))
+	elsewhere := postNoticesAt(t, ctx, s, other.Name, author, []string{ann}, base.Add(2*time.Millisecond))
+	ids := func(ns ...store.Notice) []store.MessageID {
+		var out []store.MessageID
+		for _, n := range ns {
+			out = append(out, n.ID)
+		}
+		return out
+	}
+	mine := func(who string, ns []store.Notice) []store.Notice {
+		return slices.DeleteFunc(slices.Clone(ns), func(n store.Notice) bool { return n.Recipient != who })
+	}
+	sends := func(recipients ...string) map[string]store.PushSend {
+		t.Helper()
+		got, err := s.PushSends(ctx, shard, recipients)
+		if err != nil {
+			t.Fatalf("PushSends = %v", err)
+		}
+		out := map[string]store.PushSend{}
+		for _, ps := range got {
+			if !slices.Contains(recipients, ps.Recipient) {
+				t.Errorf("PushSends(%v) returned a send to %q", recipients, ps.Recipient)
+			}
+			out[ps.Recipient+" "+ps.Room] = ps
+		}
+		return out
+	}
+	first := store.PushSend{Recipient: ann, Room: room.Name, Notices: ids(mine(ann, notices)[:1]...), Payload: []byte(`{"count":1}`)}
+	if err := s.RecordPushSends(ctx, shard, []store.PushSend{first}); err != nil {
+		t.Fatalf("RecordPushSends = %v", err)
+	}
+	// A second send of ann's conversation replaces the first; bob's and
+	// ann's other conversation's are written in the same call.
+	again := store.PushSend{Recipient: ann, Room: room.Name, Notices: ids(mine(ann, notices)...), Payload: []byte(`{"count":2}`)}
+	toBob := store.PushSend{Recipient: bob, Room: room.Name, Notices: ids(mine(bob, notices)...), Payload: []byte(`{"bob":true}`)}
+	otherRoom := store.PushSend{Recipient: ann, Room: other.Name, Notices: ids(elsewhere...), Payload: []byte(`{"other":true}`)}
+	if err := s.RecordPushSends(ctx, shard, []store.PushSend{again, toBob, otherRoom}); err != nil {
+		t.Fatalf("RecordPushSends = %v", err)
+	}
+	got := sends(ann)
+	if len(got) != 2 || !pushSendEqual(got[ann+" "+room.Name], again) || !pushSendEqual(got[ann+" "+other.Name], otherRoom) {
+		t.Fatalf("ann's sends = %+v, want the second of her room's and the other room's", got)
+	}
+	if got := sends(ann, bob); len(got) != 3 || !pushSendEqual(got[bob+" "+room.Name], toBob) {
+		t.Fatalf("ann's and bob's sends = %+v", got)
+	}
+
+	// Marking ann's notices of the room done forgets her send of it, not
+	// bob's nor her other conversation's.
+	if err := s.MarkNoticesDone(ctx, shard, mine(ann, notices)); err != nil {
+		t.Fatal(err)
+	}
+	got = sends(ann, bob)
+	if _, ok := got[ann+" "+room.Name]; ok || len(got) != 2 {
+		t.Fatalf("after ann's notices are done, the sends = %+v; want bob's and ann's other", got)
+	}
+	if err := s.MarkNoticesDone(ctx, shard, append(mine(bob, notices), elsewhere...)); err != nil {
+		t.Fatal(err)
+	}
+	if got := sends(ann, bob); len(got) != 0 {
+		t.Fatalf("after every notice is done, the sends = %+v; want none", got)
+	}
+
+	for _, bad := range []store.PushSend{
+		{Room: room.Name, Notices: first.Notices, Payload: first.Payload},
+		{Recipient: ann, Notices: first.Notices, Payload: first.Payload},
+		{Recipient: ann, Room: room.Name, Payload: first.Payload},
+		{Recipient: ann, Room: room.Name, Notices: first.Notices},
+		{Recipient: ann, Room: room.Name, Notices: first.Notices, Payload: make([]byte, store.MaxPushPayload+1)},
+		{Recipient: newLoginInShard(t, "cy", (shard+1)%store.NoticeShards), Room: room.Name, Notices: first.Notices, Payload: first.Payload},
+	} {
+		wantErr(t, fmt.Sprintf("RecordPushSends(%+v)", bad), s.RecordPushSends(ctx, shard, []store.PushSend{bad}), store.ErrInvalid)
+	}
+	wantErr(t, "RecordPushSends of shard -1", s.RecordPushSends(ctx, -1, []store.PushSend{first}), store.ErrInvalid)
+	if got := sends(ann); len(got) != 0 {
+		t.Fatalf("refused sends were recorded: %+v", got)
+	}
+}
+
+func pushSendEqual(a, b store.PushSend) bool {
+	return a.Recipient == b.Recipient && a.Room == b.Room && slices.Equal(a.Notices, b.Notices) && string(a.Payload) == string(b.Payload)
+}

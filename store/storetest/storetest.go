@@ -181,6 +181,7 @@ func groups() []group[store.Store] {
 			{"Paging", testOutboxPaging},
 			{"Backlog", testOutboxBacklog},
 			{"Cursor", testOutboxCursor},
+			{"PushSends", testPushSends},
 			{"LeaseHolders", testLeaseHolders},
 			{"LeaseRacing", testLeaseRacing},
 		}},

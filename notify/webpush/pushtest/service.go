@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,7 +73,13 @@ type subscription struct {
 	auth      []byte
 	serverKey []byte // the applicationServerKey it was made for
 	gone      bool
-	messages  []Message
+	// accepted are the messages the service accepted; messages those the
+	// browser received; outstanding those it holds while the browser is
+	// away (Away), which a message of the same Topic replaces.
+	accepted    []Message
+	messages    []Message
+	outstanding []Message
+	away        bool
 }
 
 // failure is a queued answer to give instead of accepting a push.
@@ -129,8 +136,9 @@ func (s *Service) Subscribe(applicationServerKey string) (Subscription, error) {
 	}, nil
 }
 
-// Messages returns the messages received for the subscription with the
-// given endpoint, oldest first.
+// Messages returns the messages the browser of the subscription with the
+// given endpoint received, oldest first: every message the service
+// accepted for it but those replaced while it was away (see Away).
 func (s *Service) Messages(endpoint string) []Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -139,6 +147,38 @@ func (s *Service) Messages(endpoint string) []Message {
 		return nil
 	}
 	return append([]Message(nil), sub.messages...)
+}
+
+// Accepted returns every message the service accepted for the
+// subscription with the given endpoint, oldest first, replaced or not.
+func (s *Service) Accepted(endpoint string) []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sub := s.subs[idOf(endpoint)]
+	if sub == nil {
+		return nil
+	}
+	return append([]Message(nil), sub.accepted...)
+}
+
+// Away sets whether the browser of the subscription with the given
+// endpoint is away (not connected to the service). While it is, the
+// service holds the messages it accepts for it, and a message with a Topic
+// replaces the one held with the same Topic, as RFC 8030 section 5.4 says
+// of a push service; when it comes back, the browser receives the ones
+// held, oldest first. A browser is connected until told otherwise.
+func (s *Service) Away(endpoint string, away bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sub := s.subs[idOf(endpoint)]
+	if sub == nil {
+		return
+	}
+	sub.away = away
+	if !away {
+		sub.messages = append(sub.messages, sub.outstanding...)
+		sub.outstanding = nil
+	}
 }
 
 // Unsubscribe ends the subscription with the given endpoint: pushes to it
@@ -320,13 +360,23 @@ func (s *Service) reject(status int, why string) (int, string) {
 	return status, why
 }
 
-// record stores an accepted message unless its subscription is gone.
+// record stores an accepted message unless its subscription is gone: the
+// browser receives it, or, while it is away, the service holds it in place
+// of the one held with the same Topic.
 func (s *Service) record(sub *subscription, m Message) (int, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sub.gone {
 		return http.StatusGone, "subscription expired"
 	}
-	sub.messages = append(sub.messages, m)
+	sub.accepted = append(sub.accepted, m)
+	if !sub.away {
+		sub.messages = append(sub.messages, m)
+		return http.StatusCreated, ""
+	}
+	if m.Topic != "" {
+		sub.outstanding = slices.DeleteFunc(sub.outstanding, func(o Message) bool { return o.Topic == m.Topic })
+	}
+	sub.outstanding = append(sub.outstanding, m)
 	return http.StatusCreated, ""
 }

@@ -1,0 +1,121 @@
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/killrchat/chatql/notify/webpush"
+	"github.com/killrchat/chatql/notify/webpush/pushtest"
+	"github.com/killrchat/chatql/store"
+	"github.com/killrchat/chatql/store/embedded"
+)
+
+// TestRecordedSendIsPushedAgain plays the notifier's restart after a
+// SIGKILL that struck between recording a notification (RecordPushSends)
+// and marking its notices done: the next notifier pushes that very
+// notification again, the same bytes with the conversation's Topic, and
+// then the notices the killed one had not read, in a notification of
+// their own; no notice is in two notifications, and the send is
+// forgotten once its notices are done.
+func TestRecordedSendIsPushedAgain(t *testing.T) {
+	ctx := t.Context()
+	db, err := embedded.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	service := pushtest.New(t)
+	key, err := webpush.GenerateVAPIDKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sender, err := webpush.NewSender(webpush.Config{Key: key, Contact: "mailto:ops@example.com", AllowLoopback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sender.Close)
+	author := store.Account{User: store.User{UserRef: store.UserRef{Login: "author"}}, PassHash: []byte("x")}
+	if err := db.CreateUser(ctx, author); err != nil {
+		t.Fatal(err)
+	}
+	room := store.Room{Name: "tea", Creator: author.UserRef, CreatedAt: time.Now(), Banner: "tea"}
+	if err := db.CreateRoom(ctx, room); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := service.Subscribe(key.PublicKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AddPushSubscription(ctx, "bob", store.PushSubscription{Endpoint: sub.Endpoint, P256dh: sub.P256dh, Auth: sub.Auth}); err != nil {
+		t.Fatal(err)
+	}
+	var notices []store.Notice
+	at := time.Now().Add(-time.Hour)
+	for i := range 3 {
+		m := store.Message{Room: room.Name, ID: store.MessageIDAt(at.Add(time.Duration(i) * time.Millisecond)), Author: author.UserRef, Content: "@bob tea?"}
+		n := store.Notice{ID: m.ID, Recipient: "bob", Kind: store.NoticeMention, Room: room.Name, From: author.UserRef}
+		if err := db.PostMessage(ctx, m, n); err != nil {
+			t.Fatal(err)
+		}
+		notices = append(notices, n)
+	}
+	// The killed notifier read the first two, recorded their
+	// notification, and may or may not have pushed it.
+	killed, _, _ := composeCount(ctx, notices[:2])
+	killed.Body = "worded by the killed notifier"
+	payload, err := json.Marshal(killed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shard := store.NoticeShard("bob")
+	if err := db.RecordPushSends(ctx, shard, []store.PushSend{{Recipient: "bob", Room: room.Name, Notices: []store.MessageID{notices[0].ID, notices[1].ID}, Payload: payload}}); err != nil {
+		t.Fatal(err)
+	}
+
+	n := &Notifier{
+		Outbox: db, Subscriptions: db, Push: sender, Compose: composeCount, Holder: "restarted",
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Lag: time.Second, Poll: 5 * time.Millisecond,
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n.Run(runCtx)
+	}()
+	deadline := time.After(30 * time.Second)
+	for n.Handled() < 3 {
+		select {
+		case <-deadline:
+			t.Fatalf("the notifier handled %d notices of 3", n.Handled())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	stop()
+	<-done
+
+	got := service.Messages(sub.Endpoint)
+	if len(got) != 2 {
+		t.Fatalf("%d pushes, want the recorded one and one of the third notice: %q", len(got), got)
+	}
+	if string(got[0].Plaintext) != string(payload) || got[0].Topic != topic(room.Name) {
+		t.Errorf("the first push is %s (topic %q), want the recorded %s (topic %q)", got[0].Plaintext, got[0].Topic, payload, topic(room.Name))
+	}
+	var third Notification
+	if err := json.Unmarshal(got[1].Plaintext, &third); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(third.Notices, []string{notices[2].ID.String()}) || got[1].Topic != topic(room.Name) {
+		t.Errorf("the second push is %s, want one of the third notice alone", got[1].Plaintext)
+	}
+	if sends, err := db.PushSends(ctx, shard, []string{"bob"}); err != nil || len(sends) != 0 {
+		t.Errorf("the sends after the notices are done: %+v, %v; want none", sends, err)
+	}
+	if pending, err := db.PendingNotices(ctx, shard, store.MessageID{}, 10); err != nil || len(pending) != 0 {
+		t.Errorf("pending notices after the restart: %v, %v; want none", pending, err)
+	}
+}
