@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/killrchat/chatql/internal/chatclient"
-	"github.com/killrchat/chatql/internal/testenv"
 	"github.com/killrchat/chatql/server"
 )
 
@@ -25,17 +24,7 @@ import (
 func TestPasskeysInBrowser(t *testing.T) { forEachStore(t, testPasskeysInBrowser) }
 
 func testPasskeysInBrowser(t *testing.T, cfg server.Config) {
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		testenv.Missing(t, "chromium is not installed (scripts/chromium.sh installs it)", "the browser tests")
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		testenv.Missing(t, "node is not installed", "the browser tests")
-	}
-	if _, err := os.Stat(filepath.Join(repoRoot, browserDir, "node_modules", "playwright-core")); err != nil {
-		testenv.Missing(t, browserDir+"/node_modules is missing (npm ci --prefix "+browserDir+")", "the browser tests")
-	}
+	browser, node := browserTools(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/killrchat/chatql/internal/testenv"
 	"github.com/killrchat/chatql/server"
 )
 
@@ -31,23 +30,8 @@ import (
 func TestSettingsInBrowser(t *testing.T) { forEachStore(t, testSettingsInBrowser) }
 
 func testSettingsInBrowser(t *testing.T, cfg server.Config) {
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		testenv.Missing(t, "chromium is not installed (scripts/chromium.sh installs it)", "the browser tests")
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		testenv.Missing(t, "node is not installed", "the browser tests")
-	}
-	if _, err := os.Stat(filepath.Join(repoRoot, browserDir, "node_modules", "playwright-core")); err != nil {
-		testenv.Missing(t, browserDir+"/node_modules is missing (npm ci --prefix "+browserDir+")", "the browser tests")
-	}
-	artifacts := os.Getenv(artifactsVar)
-	if artifacts == "" {
-		artifacts = t.TempDir()
-	} else if !filepath.IsAbs(artifacts) {
-		artifacts = filepath.Join(repoRoot, artifacts)
-	}
+	browser, node := browserTools(t)
+	artifacts := browserArtifacts(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,43 @@ const artifactsVar = "CHAT_BROWSER_ARTIFACTS"
 // scenarios.mjs names them), for a focused run; all run when it is unset.
 const scenariosVar = "CHAT_BROWSER_SCENARIOS"
 
+// browserTools returns the paths of chromium and node for a browser test,
+// which is skipped (failed under CHAT_REQUIRE_BACKENDS) when either, or
+// clients/browser's playwright-core, is missing.
+func browserTools(t *testing.T) (chromium, node string) {
+	t.Helper()
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		testenv.Missing(t, "chromium is not installed (scripts/chromium.sh installs it)", "the browser tests")
+	}
+	node, err = exec.LookPath("node")
+	if err != nil {
+		testenv.Missing(t, "node is not installed", "the browser tests")
+	}
+	if _, err := os.Stat(filepath.Join(repoRoot, browserDir, "node_modules", "playwright-core")); err != nil {
+		testenv.Missing(t, browserDir+"/node_modules is missing (npm ci --prefix "+browserDir+")", "the browser tests")
+	}
+	return chromium, node
+}
+
+// browserArtifacts is the absolute path of the directory the browser
+// tests keep their screenshots in (artifactsVar).
+func browserArtifacts(t *testing.T) string {
+	t.Helper()
+	artifacts := os.Getenv(artifactsVar)
+	if artifacts == "" {
+		return t.TempDir()
+	}
+	if !filepath.IsAbs(artifacts) {
+		artifacts = filepath.Join(repoRoot, artifacts)
+	}
+	abs, err := filepath.Abs(artifacts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
+}
+
 // The web app and the playground in a real browser: two users chat live in
 // two browser contexts, the history pages on scroll, a browser that goes
 // offline and back resumes from its last cursor losing nothing and showing
@@ -60,26 +97,8 @@ func TestWebAppInBrowser(t *testing.T) {
 	if raceDetector {
 		stepTimeout *= 3
 	}
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		testenv.Missing(t, "chromium is not installed (scripts/chromium.sh installs it)", "the browser tests")
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		testenv.Missing(t, "node is not installed", "the browser tests")
-	}
-	if _, err := os.Stat(filepath.Join(repoRoot, browserDir, "node_modules", "playwright-core")); err != nil {
-		testenv.Missing(t, browserDir+"/node_modules is missing (npm ci --prefix "+browserDir+")", "the browser tests")
-	}
-	artifacts := os.Getenv(artifactsVar)
-	if artifacts == "" {
-		artifacts = t.TempDir()
-	} else if !filepath.IsAbs(artifacts) {
-		artifacts = filepath.Join(repoRoot, artifacts)
-	}
-	if artifacts, err = filepath.Abs(artifacts); err != nil {
-		t.Fatal(err)
-	}
+	browser, node := browserTools(t)
+	artifacts := browserArtifacts(t)
 	cfg := testConfig(t)
 	// Short-lived access tokens: the app must refresh them, and reconnect
 	// its websocket (closed with 4401 when the old token expires), while
