@@ -10,8 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
@@ -81,49 +79,46 @@ func (s *Sessions) authenticateKey(ctx context.Context, key string) context.Cont
 
 // checkKey answers from the key cache, or reads the key and its bot.
 func (s *Sessions) checkKey(ctx context.Context, hash []byte) (store.UserRef, error) {
-	e, ok := s.keys.get(string(hash), s.now())
+	v, ok := s.keys.get(string(hash), s.now())
 	if !ok {
 		var err error
-		if e, err = s.loadKey(ctx, hash); err != nil {
+		if v, err = s.loadKey(ctx, hash); err != nil {
 			return store.UserRef{}, err
 		}
 	}
-	if e.err != nil {
-		return store.UserRef{}, e.err
+	if v.err != nil {
+		return store.UserRef{}, v.err
 	}
-	if s.userEnded(e.bot.Login) {
+	if s.userEnded(v.val.Login) {
 		return store.UserRef{}, errSessionEnded
 	}
-	return e.bot, nil
+	return v.val, nil
 }
 
 // loadKey reads the bot of the key whose hash is hash, and its profile,
 // and caches the answer for CheckInterval. The store finds the key by its
 // hash: what a lookup's timing could tell is about the hash, which says
 // nothing of any other key.
-func (s *Sessions) loadKey(ctx context.Context, hash []byte) (keyEntry, error) {
-	until := s.now().Add(s.interval)
+func (s *Sessions) loadKey(ctx context.Context, hash []byte) (verdict[store.UserRef], error) {
+	until, epoch := s.now().Add(s.interval), s.keys.readEpoch()
+	v := verdict[store.UserRef]{err: errBadKey, until: until}
 	login, err := s.store.BotByKey(ctx, hash)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		e := keyEntry{err: errBadKey, until: until}
-		s.keys.put(string(hash), e)
-		return e, nil
 	case err != nil:
-		return keyEntry{}, fmt.Errorf("auth: read API key: %w", err)
+		return verdict[store.UserRef]{}, fmt.Errorf("auth: read API key: %w", err)
+	default:
+		u, err := s.store.User(ctx, login)
+		switch {
+		case errors.Is(err, store.ErrNotFound) || err == nil && !u.Bot:
+		case err != nil:
+			return verdict[store.UserRef]{}, fmt.Errorf("auth: read the bot of an API key: %w", err)
+		default:
+			v.val, v.err = u.UserRef, nil
+		}
 	}
-	u, err := s.store.User(ctx, login)
-	switch {
-	case errors.Is(err, store.ErrNotFound) || err == nil && !u.Bot:
-		e := keyEntry{err: errBadKey, until: until}
-		s.keys.put(string(hash), e)
-		return e, nil
-	case err != nil:
-		return keyEntry{}, fmt.Errorf("auth: read the bot of an API key: %w", err)
-	}
-	e := keyEntry{bot: u.UserRef, until: until}
-	s.keys.put(string(hash), e)
-	return e, nil
+	s.keys.remember(string(hash), v, epoch)
+	return v, nil
 }
 
 // RevokeKey records that the API key whose hash is hash, of the bot login,
@@ -133,7 +128,7 @@ func (s *Sessions) loadKey(ctx context.Context, hash []byte) (keyEntry, error) {
 // RevokeKey too (see chat.Service.FollowAnnouncements); without the
 // announcement the others stop accepting it within CheckInterval.
 func (s *Sessions) RevokeKey(login string, hash []byte) {
-	s.keys.put(string(hash), keyEntry{err: errKeyRevoked, until: s.now().Add(s.interval)})
+	s.keys.revokeOne(string(hash), errKeyRevoked, s.now().Add(s.interval))
 	k := sessionKey{login, keySession(hash)}
 	s.ended(func(other sessionKey) bool { return other == k })
 }
@@ -152,53 +147,14 @@ func (s *Sessions) loadKeySession(ctx context.Context, k sessionKey) error {
 	if err != nil {
 		return errBadKey
 	}
-	e, err := s.loadKey(ctx, hash)
+	v, err := s.loadKey(ctx, hash)
 	switch {
 	case err != nil:
 		return err
-	case e.err != nil:
-		return e.err
-	case subtle.ConstantTimeCompare([]byte(e.bot.Login), []byte(k.login)) != 1:
+	case v.err != nil:
+		return v.err
+	case subtle.ConstantTimeCompare([]byte(v.val.Login), []byte(k.login)) != 1:
 		return errBadKey
 	}
 	return nil
-}
-
-// keyEntry is what an instance knows of an API key: its bot, or why it is
-// refused, until a deadline.
-type keyEntry struct {
-	bot   store.UserRef
-	err   error
-	until time.Time
-}
-
-// keyCache remembers API keys by hash, at most limit of them.
-type keyCache struct {
-	mu      sync.Mutex
-	limit   int
-	entries map[string]keyEntry
-}
-
-func (c *keyCache) get(hash string, now time.Time) (keyEntry, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[hash]
-	if !ok || !now.Before(e.until) {
-		return keyEntry{}, false
-	}
-	return e, true
-}
-
-func (c *keyCache) put(hash string, e keyEntry) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.entries[hash]; !ok && len(c.entries) >= c.limit {
-		for k := range c.entries { // arbitrary ones, as sessionCache.evict
-			if len(c.entries) < c.limit*9/10 {
-				break
-			}
-			delete(c.entries, k)
-		}
-	}
-	c.entries[hash] = e
 }

@@ -41,9 +41,10 @@ type Sessions struct {
 	interval   time.Duration
 	now        func() time.Time
 
-	cache sessionCache
-	// keys caches API keys as cache does sessions; limits counts bad keys.
-	keys   keyCache
+	// cache remembers whether each session stands; keys does so for
+	// API keys, with their bots. limits counts bad keys.
+	cache  verdicts[sessionKey, struct{}]
+	keys   verdicts[string, store.UserRef]
 	limits *ratelimit.Set
 
 	mu       sync.Mutex
@@ -118,8 +119,8 @@ func NewSessions(ctx context.Context, cfg SessionConfig) (*Sessions, error) {
 		refreshTTL: cfg.RefreshTTL,
 		interval:   cfg.CheckInterval,
 		now:        time.Now,
-		cache:      sessionCache{limit: cfg.CacheSize, entries: map[sessionKey]cacheEntry{}},
-		keys:       keyCache{limit: cfg.CacheSize, entries: map[string]keyEntry{}},
+		cache:      newVerdicts[sessionKey, struct{}](cfg.CacheSize),
+		keys:       newVerdicts[string, store.UserRef](cfg.CacheSize),
 		limits:     cfg.Limits,
 		watchers:   map[sessionKey]map[*watcher]struct{}{},
 		endedUsers: map[string]time.Time{},
@@ -284,7 +285,7 @@ func (s *Sessions) userEnded(login string) bool {
 // ended records locally that the sessions matching match have ended, and
 // ends their streams.
 func (s *Sessions) ended(match func(sessionKey) bool) {
-	s.cache.forget(match, s.now().Add(s.interval))
+	s.cache.revoke(match, errSessionEnded, s.now().Add(s.interval))
 	s.mu.Lock()
 	var ws []*watcher
 	for k, set := range s.watchers {
@@ -341,8 +342,8 @@ func (s *Sessions) check(ctx context.Context, k sessionKey) error {
 	if s.userEnded(k.login) {
 		return errSessionEnded
 	}
-	if err, ok := s.cache.get(k, s.now()); ok {
-		return err
+	if v, ok := s.cache.get(k, s.now()); ok {
+		return v.err
 	}
 	return s.load(ctx, k)
 }
@@ -352,11 +353,11 @@ func (s *Sessions) load(ctx context.Context, k sessionKey) error {
 	if strings.HasPrefix(k.id, keySessionPrefix) {
 		return s.loadKeySession(ctx, k)
 	}
-	now := s.now()
+	now, epoch := s.now(), s.cache.readEpoch()
 	sess, err := s.store.Session(ctx, k.login, k.id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		s.cache.put(k, errSessionEnded, now.Add(s.interval))
+		s.cache.remember(k, verdict[struct{}]{err: errSessionEnded, until: now.Add(s.interval)}, epoch)
 		return errSessionEnded
 	case err != nil:
 		return fmt.Errorf("auth: read session: %w", err)
@@ -365,7 +366,7 @@ func (s *Sessions) load(ctx context.Context, k sessionKey) error {
 	if sess.ExpiresAt.Before(until) {
 		until = sess.ExpiresAt
 	}
-	s.cache.put(k, nil, until)
+	s.cache.remember(k, verdict[struct{}]{until: until}, epoch)
 	return nil
 }
 
@@ -445,58 +446,3 @@ func (s *Sessions) watch(ctx context.Context) {
 }
 
 type sessionKey struct{ login, id string }
-
-// sessionCache remembers, per session, whether it stood (nil) or why not,
-// until a deadline. It holds at most limit entries.
-type sessionCache struct {
-	mu      sync.Mutex
-	limit   int
-	entries map[sessionKey]cacheEntry
-}
-
-type cacheEntry struct {
-	err   error
-	until time.Time
-}
-
-func (c *sessionCache) get(k sessionKey, now time.Time) (error, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[k]
-	if !ok || !now.Before(e.until) {
-		return nil, false
-	}
-	return e.err, true
-}
-
-func (c *sessionCache) put(k sessionKey, err error, until time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.entries[k]; !ok && len(c.entries) >= c.limit {
-		c.evict()
-	}
-	c.entries[k] = cacheEntry{err: err, until: until}
-}
-
-// evict makes room: it drops a tenth of the entries, arbitrary ones (Go
-// maps iterate from a random place), so that a full cache costs amortized
-// constant time per entry. Called with mu held.
-func (c *sessionCache) evict() {
-	for k := range c.entries {
-		if len(c.entries) < c.limit*9/10 {
-			break
-		}
-		delete(c.entries, k)
-	}
-}
-
-// forget records the sessions matching match as ended until until.
-func (c *sessionCache) forget(match func(sessionKey) bool, until time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for k := range c.entries {
-		if match(k) {
-			c.entries[k] = cacheEntry{err: errSessionEnded, until: until}
-		}
-	}
-}

@@ -315,14 +315,3 @@ func TestWatch(t *testing.T) {
 	}
 	waitUntil(t, "every watcher is forgotten", func() bool { return a.Watching()+b.Watching()+short.Watching() == 0 })
 }
-
-func TestSessionCacheBound(t *testing.T) {
-	c := sessionCache{limit: 100, entries: map[sessionKey]cacheEntry{}}
-	until := time.Now().Add(time.Hour)
-	for i := range 1000 {
-		c.put(sessionKey{"alice", newSessionID()}, nil, until)
-		if len(c.entries) > c.limit {
-			t.Fatalf("after %d puts the cache holds %d entries, over its limit %d", i+1, len(c.entries), c.limit)
-		}
-	}
-}
