@@ -67,7 +67,7 @@ func forgedWith(f *testing.F, c jwt.Claims) string {
 // login, session and generation cannot be changed without the key.
 func FuzzParseRefreshToken(f *testing.F) {
 	key := refreshKey(testSecret)
-	valid := mintRefresh(key, "alice", "s1", 3)
+	valid := mintRefresh(key, "alice", "s1", 3, "")
 	for _, seed := range []string{valid, valid + "=", strings.Replace(valid, ".3.", ".4.", 1), "", ".", "a.b.c.d.e", strings.Repeat(".", 100)} {
 		f.Add(seed)
 	}

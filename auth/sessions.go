@@ -145,7 +145,7 @@ func (s *Sessions) StartWith(ctx context.Context, u store.UserRef, how SignIn) (
 		Device: deviceName(ctx, how.Device), Address: clientAddress(ctx), Method: how.Method,
 		LastSeenAt: now, TwoFactor: how.TwoFactor,
 	}
-	refresh := mintRefresh(s.key, u.Login, sess.ID, sess.Generation)
+	refresh := mintRefresh(s.key, u.Login, sess.ID, sess.Generation, "")
 	sess.RefreshHash = hashRefresh(refresh)
 	if err := s.store.CreateSession(ctx, sess); err != nil {
 		return Pair{}, err
@@ -161,42 +161,100 @@ func (s *Sessions) pair(u store.UserRef, sess store.Session, refresh string) (Pa
 	return Pair{AccessToken: access, AccessExpires: exp, RefreshToken: refresh, RefreshExpires: sess.ExpiresAt, Session: sess.ID}, nil
 }
 
+// RefreshGrace is how long after a rotation the client that asked for it
+// may ask again with the same refresh token and get the same session's
+// current pair, rather than end the session: a client that lost the answer
+// of its refresh (a page reloaded, a connection dropped) retries with the
+// token it still holds. It proves it is the client that asked by sending
+// the same clientRefreshId, a secret it made for that refresh and kept
+// until it stored the answer (as a message's clientMessageId). Without it,
+// or later, a second use is a reuse: a thief holding only the old token
+// still ends the session.
+const RefreshGrace = 30 * time.Second
+
 // Refresh exchanges a refresh token for a new pair, and the user's
 // profile. The token is used up: the rotation is a compare-and-set on the
 // session's generation. A token that was already used (or that lost a race
 // with another use of itself) ends its whole session: whoever holds the
-// newer tokens, a thief or the rightful client, must log in again.
-func (s *Sessions) Refresh(ctx context.Context, token string) (Pair, store.User, error) {
+// newer tokens, a thief or the rightful client, must log in again. The
+// exception is the retry of a refresh by the client that made it, within
+// RefreshGrace (see there): clientRefreshID, which may be "", names the
+// refresh.
+func (s *Sessions) Refresh(ctx context.Context, token, clientRefreshID string) (Pair, store.User, error) {
+	if err := validateClientRefreshID(clientRefreshID); err != nil {
+		return Pair{}, store.User{}, err
+	}
 	rt, err := parseRefresh(s.key, token)
 	if err != nil {
 		return Pair{}, store.User{}, err
 	}
-	sess, err := s.store.Session(ctx, rt.login, rt.session)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return Pair{}, store.User{}, errSessionEnded
-	case err != nil:
-		return Pair{}, store.User{}, err
-	case rt.generation != sess.Generation || subtle.ConstantTimeCompare(hashRefresh(token), sess.RefreshHash) != 1:
-		return Pair{}, store.User{}, s.revokeReused(ctx, rt)
-	}
-	if !sess.TwoFactor {
-		// A session that began without a second factor, of a user who
-		// turned two-factor sign-in on since: the refresh needs a code.
-		tf, err := s.store.TwoFactor(ctx, rt.login)
+	for read := 0; ; read++ {
+		sess, err := s.store.Session(ctx, rt.login, rt.session)
 		switch {
-		case err == nil && tf.Enabled:
-			return Pair{}, store.User{}, s.IssueChallenge(Challenge{Login: rt.login, Session: sess.ID, Generation: sess.Generation, Method: sess.Method})
-		case err != nil && !errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, store.ErrNotFound):
+			return Pair{}, store.User{}, errSessionEnded
+		case err != nil:
 			return Pair{}, store.User{}, err
 		}
+		current := rt.generation == sess.Generation && subtle.ConstantTimeCompare(hashRefresh(token), sess.RefreshHash) == 1
+		retried := !current && s.retriedInGrace(rt, sess, clientRefreshID)
+		if !current && !retried {
+			return Pair{}, store.User{}, s.revokeReused(ctx, rt)
+		}
+		if !sess.TwoFactor {
+			// A session that began without a second factor, of a user who
+			// turned two-factor sign-in on since: the refresh needs a code.
+			tf, err := s.store.TwoFactor(ctx, rt.login)
+			switch {
+			case err == nil && tf.Enabled:
+				return Pair{}, store.User{}, s.IssueChallenge(Challenge{Login: rt.login, Session: sess.ID, Generation: sess.Generation, Method: sess.Method})
+			case err != nil && !errors.Is(err, store.ErrNotFound):
+				return Pair{}, store.User{}, err
+			}
+		}
+		if retried {
+			return s.reissue(ctx, sess, clientRefreshID)
+		}
+		p, u, err := s.rotate(ctx, sess, rt, clientRefreshID)
+		if errors.Is(err, errRotatedMeanwhile) && read == 0 {
+			continue // another use of this token won: read what it made
+		}
+		return p, u, err
 	}
-	return s.rotate(ctx, sess, rt)
 }
 
+// retriedInGrace reports whether rt, authentic, is the token sess's last
+// rotation replaced, used again within RefreshGrace of it (LastSeenAt is
+// the rotation's time) by the client whose refresh clientRefreshID made
+// sess's current token.
+func (s *Sessions) retriedInGrace(rt refreshToken, sess store.Session, clientRefreshID string) bool {
+	return clientRefreshID != "" && rt.generation == sess.Generation-1 &&
+		s.now().Sub(sess.LastSeenAt) < RefreshGrace &&
+		subtle.ConstantTimeCompare(hashRefresh(mintRefresh(s.key, rt.login, sess.ID, sess.Generation, clientRefreshID)), sess.RefreshHash) == 1
+}
+
+// reissue answers a retried refresh with sess's current pair: its refresh
+// token again, and a new access token. Nothing is written.
+func (s *Sessions) reissue(ctx context.Context, sess store.Session, clientRefreshID string) (Pair, store.User, error) {
+	u, err := s.store.User(ctx, sess.Login)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return Pair{}, store.User{}, errors.Join(errSessionEnded, s.End(ctx, sess.Login, sess.ID))
+	case err != nil:
+		return Pair{}, store.User{}, err
+	}
+	p, err := s.pair(u.UserRef, sess, mintRefresh(s.key, sess.Login, sess.ID, sess.Generation, clientRefreshID))
+	return p, u, err
+}
+
+// errRotatedMeanwhile is rotate's answer when the session rotated between
+// its read and the rotation.
+var errRotatedMeanwhile = errors.New("auth: the session rotated meanwhile")
+
 // rotate issues the next pair of the session sess, as read at the
-// generation of the refresh token rt.
-func (s *Sessions) rotate(ctx context.Context, sess store.Session, rt refreshToken) (Pair, store.User, error) {
+// generation of the refresh token rt, for the refresh clientRefreshID
+// names; errRotatedMeanwhile if it rotated since.
+func (s *Sessions) rotate(ctx context.Context, sess store.Session, rt refreshToken, clientRefreshID string) (Pair, store.User, error) {
 	u, err := s.store.User(ctx, rt.login)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -206,7 +264,7 @@ func (s *Sessions) rotate(ctx context.Context, sess store.Session, rt refreshTok
 	}
 	next := sess
 	next.Generation++
-	refresh := mintRefresh(s.key, rt.login, sess.ID, next.Generation)
+	refresh := mintRefresh(s.key, rt.login, sess.ID, next.Generation, clientRefreshID)
 	next.RefreshHash = hashRefresh(refresh)
 	next.ExpiresAt = s.now().Add(s.refreshTTL)
 	// "Last seen" is the last refresh: written with the rotation, at no
@@ -217,7 +275,7 @@ func (s *Sessions) rotate(ctx context.Context, sess store.Session, rt refreshTok
 	}
 	switch err := s.store.RotateSession(ctx, next, sess.Generation); {
 	case errors.Is(err, store.ErrConflict):
-		return Pair{}, store.User{}, s.revokeReused(ctx, rt)
+		return Pair{}, store.User{}, errRotatedMeanwhile
 	case errors.Is(err, store.ErrNotFound):
 		return Pair{}, store.User{}, errSessionEnded
 	case err != nil:

@@ -98,7 +98,7 @@ func TestRefreshRotates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p1, u, err := s.Refresh(ctx, p0.RefreshToken)
+	p1, u, err := s.Refresh(ctx, p0.RefreshToken, "")
 	if err != nil {
 		t.Fatalf("Refresh = %v", err)
 	}
@@ -107,7 +107,7 @@ func TestRefreshRotates(t *testing.T) {
 	}
 	wantVerified(t, s, p1.AccessToken)
 	wantVerified(t, s, p0.AccessToken) // the session stands: earlier access tokens live out their short life
-	p2, _, err := s.Refresh(ctx, p1.RefreshToken)
+	p2, _, err := s.Refresh(ctx, p1.RefreshToken, "")
 	if err != nil {
 		t.Fatalf("second Refresh = %v", err)
 	}
@@ -130,16 +130,16 @@ func TestRefreshReuseRevokesFamily(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p1, _, err := s.Refresh(ctx, p0.RefreshToken)
+	p1, _, err := s.Refresh(ctx, p0.RefreshToken, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Refresh(ctx, p0.RefreshToken); !errors.Is(err, ErrUnauthenticated) || !strings.Contains(err.Error(), "already used") {
+	if _, _, err := s.Refresh(ctx, p0.RefreshToken, ""); !errors.Is(err, ErrUnauthenticated) || !strings.Contains(err.Error(), "already used") {
 		t.Fatalf("Refresh(used token) = %v, want ErrUnauthenticated saying it was already used", err)
 	}
 	wantRefused(t, s, p1.AccessToken)
 	wantRefused(t, s, p0.AccessToken)
-	if _, _, err := s.Refresh(ctx, p1.RefreshToken); !errors.Is(err, ErrUnauthenticated) {
+	if _, _, err := s.Refresh(ctx, p1.RefreshToken, ""); !errors.Is(err, ErrUnauthenticated) {
 		t.Errorf("Refresh(newest token of a revoked family) = %v, want ErrUnauthenticated", err)
 	}
 	wantVerified(t, s, other.AccessToken)
@@ -157,11 +157,11 @@ func TestRefreshForgedKeepsSession(t *testing.T) {
 	}
 	body, _, _ := cutLast(p0.RefreshToken, ".")
 	forged := body + "." + b64.EncodeToString(make([]byte, 32))
-	if _, _, err := s.Refresh(ctx, forged); !errors.Is(err, ErrUnauthenticated) {
+	if _, _, err := s.Refresh(ctx, forged, ""); !errors.Is(err, ErrUnauthenticated) {
 		t.Fatalf("Refresh(forged) = %v, want ErrUnauthenticated", err)
 	}
 	wantVerified(t, s, p0.AccessToken)
-	if _, _, err := s.Refresh(ctx, p0.RefreshToken); err != nil {
+	if _, _, err := s.Refresh(ctx, p0.RefreshToken, ""); err != nil {
 		t.Errorf("Refresh(genuine) after a forged one = %v", err)
 	}
 }
@@ -184,7 +184,7 @@ func TestRefreshConcurrent(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			pairs[i], _, errs[i] = s.Refresh(ctx, p0.RefreshToken)
+			pairs[i], _, errs[i] = s.Refresh(ctx, p0.RefreshToken, "")
 		})
 	}
 	close(start)
@@ -204,6 +204,102 @@ func TestRefreshConcurrent(t *testing.T) {
 	if _, err := st.Session(ctx, "alice", p0.Session); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("session after concurrent reuse = %v, want it revoked", err)
 	}
+}
+
+// TestRefreshRetriedInGrace: the client whose refresh's answer was lost
+// sends it again, with the same clientRefreshId, and gets the same
+// session's current pair; concurrent tries all get it. Anyone else's
+// second use of the token, with another id, none, or after RefreshGrace,
+// is a reuse and ends the session.
+func TestRefreshRetriedInGrace(t *testing.T) {
+	const id = "3f1c7a9e-retry-0001"
+	ctx := t.Context()
+	st := testStore(t)
+	s := testInstance(t, st, time.Hour, time.Hour)
+	now := time.Now()
+	s.now = func() time.Time { return now }
+	alice := testUser(t, st, "alice")
+
+	p0, err := s.Start(ctx, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, _, err := s.Refresh(ctx, p0.RefreshToken, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(RefreshGrace - time.Second)
+	again, u, err := s.Refresh(ctx, p0.RefreshToken, id)
+	if err != nil || u.Login != "alice" || again.RefreshToken != p1.RefreshToken || again.Session != p0.Session {
+		t.Fatalf("retried Refresh = %+v, %+v, %v; want alice's current refresh token %q", again, u, err, p1.RefreshToken)
+	}
+	wantVerified(t, s, again.AccessToken)
+	p2, _, err := s.Refresh(ctx, again.RefreshToken, "")
+	if err != nil {
+		t.Fatalf("Refresh of the retried answer's token = %v", err)
+	}
+	wantVerified(t, s, p2.AccessToken)
+
+	t.Run("Concurrent", func(t *testing.T) {
+		p, err := s.Start(ctx, alice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 8
+		pairs := make([]Pair, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				pairs[i], _, errs[i] = s.Refresh(ctx, p.RefreshToken, id)
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i := range n {
+			if errs[i] != nil || pairs[i].RefreshToken != pairs[0].RefreshToken {
+				t.Fatalf("try %d = %+v, %v; want every try to get %q", i, pairs[i], errs[i], pairs[0].RefreshToken)
+			}
+		}
+		wantVerified(t, s, pairs[0].AccessToken)
+	})
+
+	for _, tc := range []struct {
+		name  string
+		id    string
+		after time.Duration
+	}{
+		{"AnotherID", "another-client-0002", 0},
+		{"NoID", "", 0},
+		{"AfterGrace", id, RefreshGrace},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := s.Start(ctx, alice)
+			if err != nil {
+				t.Fatal(err)
+			}
+			next, _, err := s.Refresh(ctx, p.RefreshToken, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now = now.Add(tc.after)
+			if _, _, err := s.Refresh(ctx, p.RefreshToken, tc.id); !errors.Is(err, ErrUnauthenticated) {
+				t.Fatalf("second use = %v, want ErrUnauthenticated", err)
+			}
+			wantRefused(t, s, next.AccessToken)
+		})
+	}
+
+	t.Run("BadID", func(t *testing.T) {
+		for _, bad := range []string{"short", strings.Repeat("x", MaxClientRefreshIDLength+1), "has spaces in it, sixteen+"} {
+			var fe *store.FieldError
+			if _, _, err := s.Refresh(ctx, p2.RefreshToken, bad); !errors.As(err, &fe) || fe.Field != "clientRefreshId" {
+				t.Errorf("Refresh with clientRefreshId %q = %v, want a FieldError on clientRefreshId", bad, err)
+			}
+		}
+	})
 }
 
 // TestEndAcrossInstances ends a session on one instance: it is refused

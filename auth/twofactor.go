@@ -257,5 +257,10 @@ func (s *Sessions) ResumeRefresh(ctx context.Context, c Challenge) (Pair, store.
 		return Pair{}, store.User{}, fmt.Errorf("%w: the challenge was used already; sign in again", ErrUnauthenticated)
 	}
 	sess.TwoFactor = true
-	return s.rotate(ctx, sess, refreshToken{login: c.Login, session: c.Session, generation: c.Generation})
+	rt := refreshToken{login: c.Login, session: c.Session, generation: c.Generation}
+	p, u, err := s.rotate(ctx, sess, rt, "")
+	if errors.Is(err, errRotatedMeanwhile) {
+		return Pair{}, store.User{}, s.revokeReused(ctx, rt)
+	}
+	return p, u, err
 }

@@ -22,6 +22,7 @@ import (
 const (
 	loginQ          = `mutation($l: String!, $p: String!) { login(login: $l, password: $p) { token expiresAt refreshToken refreshExpiresAt user { login } } }`
 	refreshQ        = `mutation($t: String!) { refreshToken(token: $t) { token expiresAt refreshToken refreshExpiresAt user { login } } }`
+	refreshRetryQ   = `mutation($t: String!, $id: String) { refreshToken(token: $t, clientRefreshId: $id) { token refreshToken user { login } } }`
 	logoutQ         = `mutation { logout }`
 	changePasswordQ = `mutation($o: String!, $n: String!) { changePassword(oldPassword: $o, newPassword: $n) }`
 )
@@ -88,6 +89,29 @@ func testSessions(t *testing.T, cfg server.Config) {
 		wantCode(t, ts.Client, "UNAUTHENTICATED", refreshQ, map[string]any{"t": p1.RefreshToken})
 		wantMe(t, ts, other.Token, true)
 		wantCode(t, ts.Client, "UNAUTHENTICATED", refreshQ, map[string]any{"t": "not-a-refresh-token"})
+	})
+
+	t.Run("RetriedRefresh", func(t *testing.T) {
+		// The client lost the answer of its refresh and sends it again,
+		// with the same clientRefreshId: same pair, same session. Another
+		// id, or none, is a reuse.
+		const id = "0b9c4f1e-5d2a-4c1e-9f0a-6b7d8e9f0a1b"
+		p0 := login(t, ts, "alice", "password-alice")
+		var first, again struct{ RefreshToken authPayload }
+		mustDo(t, ts.Client, refreshRetryQ, map[string]any{"t": p0.RefreshToken, "id": id}, &first)
+		mustDo(t, ts.Client, refreshRetryQ, map[string]any{"t": p0.RefreshToken, "id": id}, &again)
+		if again.RefreshToken.RefreshToken != first.RefreshToken.RefreshToken || again.RefreshToken.User.Login != "alice" {
+			t.Fatalf("retried refresh = %+v, want the first answer's refresh token %q", again.RefreshToken, first.RefreshToken.RefreshToken)
+		}
+		wantMe(t, ts, again.RefreshToken.Token, true)
+		refresh(t, ts, again.RefreshToken.RefreshToken)
+
+		stolen := login(t, ts, "alice", "password-alice")
+		mustDo(t, ts.Client, refreshRetryQ, map[string]any{"t": stolen.RefreshToken, "id": id}, &first)
+		wantCode(t, ts.Client, "UNAUTHENTICATED", refreshRetryQ, map[string]any{"t": stolen.RefreshToken, "id": "a-thief-guessing-0000"})
+		wantMe(t, ts, first.RefreshToken.Token, false)
+
+		wantCode(t, ts.Client, "BAD_USER_INPUT", refreshRetryQ, map[string]any{"t": p0.RefreshToken, "id": "short"})
 	})
 
 	t.Run("Logout", func(t *testing.T) {

@@ -233,7 +233,7 @@ type ComplexityRoot struct {
 		MuteConversation           func(childComplexity int, conversation string, muted *bool) int
 		PinMessage                 func(childComplexity int, id string) int
 		PostMessage                func(childComplexity int, room string, content string, attachments []string, clientMessageID *string, replyTo *string) int
-		RefreshToken               func(childComplexity int, token string) int
+		RefreshToken               func(childComplexity int, token string, clientRefreshID *string) int
 		RegenerateRecoveryCodes    func(childComplexity int, code *string) int
 		RegisterPushSubscription   func(childComplexity int, endpoint string, p256dh string, auth string, device *string) int
 		RemoveParticipant          func(childComplexity int, room string, login string) int
@@ -610,7 +610,7 @@ type MutationResolver interface {
 	UnblockUser(ctx context.Context, login string) ([]store.UserRef, error)
 	Signup(ctx context.Context, input model.SignupInput) (*store.User, error)
 	Login(ctx context.Context, login string, password string, device *string) (*model.AuthPayload, error)
-	RefreshToken(ctx context.Context, token string) (*model.AuthPayload, error)
+	RefreshToken(ctx context.Context, token string, clientRefreshID *string) (*model.AuthPayload, error)
 	Logout(ctx context.Context) (bool, error)
 	ChangePassword(ctx context.Context, oldPassword string, newPassword string) (bool, error)
 	SetEmail(ctx context.Context, email string) (*store.User, error)
@@ -1730,7 +1730,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.RefreshToken(childComplexity, args["token"].(string)), true
+		return e.ComplexityRoot.Mutation.RefreshToken(childComplexity, args["token"].(string), args["clientRefreshId"].(*string)), true
 	case "Mutation.regenerateRecoveryCodes":
 		if e.ComplexityRoot.Mutation.RegenerateRecoveryCodes == nil {
 			break
@@ -4983,7 +4983,8 @@ type AuthPayload {
   expiresAt: Time!
   """
   Exchanges for the next pair with ` + "`" + `refreshToken(token:)` + "`" + `, once: using it a
-  second time ends the whole session.
+  second time ends the whole session, unless it is the retry of a refresh
+  whose answer was lost (see ` + "`" + `refreshToken` + "`" + `'s ` + "`" + `clientRefreshId` + "`" + `).
   """
   refreshToken: String!
   """When the refresh token stops being accepted (CHAT_REFRESH_TTL after it was issued)."""
@@ -5077,11 +5078,23 @@ extend type Mutation {
   """
   Exchanges a refresh token for a new pair of tokens; the one given is used
   up. A refresh token used a second time gives UNAUTHENTICATED and ends its
-  session: every token descending from its login stops working.
+  session: every token descending from its login stops working. The one
+  exception is a retry by the client that made the refresh, with the same
+  ` + "`" + `clientRefreshId` + "`" + `, within 30 seconds: it gets the session's current pair
+  again, so a page reloaded or a connection lost during a refresh does not
+  end the session.
   """
   refreshToken(
-    """The ` + "`" + `refreshToken` + "`" + ` of the last pair, unused."""
+    """The ` + "`" + `refreshToken` + "`" + ` of the last pair, unused (or, retrying, the one just sent)."""
     token: String!
+    """
+    A secret the client makes for this refresh (16 to 128 letters, digits,
+    '.', '_', ':' or '-'; a random UUID will do) and keeps with the token
+    until it has stored the answer. Sent again with the same token within 30
+    seconds, it gets the same pair instead of ending the session. Without
+    it, a lost answer means logging in again.
+    """
+    clientRefreshId: String
   ): AuthPayload!
   """
   Ends the session of the access token: its tokens stop working, and the push
@@ -6939,6 +6952,14 @@ func (ec *executionContext) field_Mutation_refreshToken_args(ctx context.Context
 		return nil, err
 	}
 	args["token"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "clientRefreshId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["clientRefreshId"] = arg1
 	return args, nil
 }
 
@@ -12643,7 +12664,7 @@ func (ec *executionContext) _Mutation_refreshToken(ctx context.Context, field gr
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().RefreshToken(ctx, fc.Args["token"].(string))
+			return ec.Resolvers.Mutation().RefreshToken(ctx, fc.Args["token"].(string), fc.Args["clientRefreshId"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.AuthPayload) graphql.Marshaler {

@@ -58,8 +58,8 @@ func (r *mutationResolver) Login(ctx context.Context, login string, password str
 }
 
 // RefreshToken is the resolver for the refreshToken field.
-func (r *mutationResolver) RefreshToken(ctx context.Context, token string) (*model.AuthPayload, error) {
-	pair, u, err := r.Sessions.Refresh(ctx, token)
+func (r *mutationResolver) RefreshToken(ctx context.Context, token string, clientRefreshID *string) (*model.AuthPayload, error) {
+	pair, u, err := r.Sessions.Refresh(ctx, token, deref(clientRefreshID))
 	if err != nil {
 		return nil, err
 	}

@@ -752,6 +752,47 @@ const scenarios = {
     return "two tabs of one session refreshed in turn four times, then both at once, each taking the other's new pair: both stayed signed in and live";
   },
 
+  // A refresh whose answer is lost: the server rotated the session's
+  // tokens, and the page, reloaded, still holds the old refresh token. It
+  // sends it again with the same clientRefreshId, kept in sessionStorage
+  // before the first try, and gets the same pair: the session goes on,
+  // where a plain second use would have ended it as a reuse.
+  async lostRefresh() {
+    const jon = await user("jon");
+    await createRoom(jon, "lighthouse");
+    const page = await open("jon", "#room/lighthouse");
+    await loginUI(page, "jon");
+    await opened(page, "room/lighthouse");
+    await live(page);
+    const session = () => page.evaluate(() => JSON.parse(sessionStorage.getItem("chatql.session")));
+    const refresh = () => page.evaluate(() => import("/api.js").then((api) => api.refresh()).then(() => "", (err) => `${err.code}: ${err.message}`));
+    let lost = 0;
+    await page.route(`${cfg.url}/query`, async (route) => {
+      if (lost === 0 && (route.request().postData() ?? "").includes("refreshToken(")) {
+        lost++;
+        await route.fetch(); // the server rotates the session's tokens...
+        return route.abort("failed"); // ...and the page never hears of it
+      }
+      return route.continue();
+    });
+    const before = await session();
+    const failed = await refresh();
+    check(lost === 1 && failed.startsWith("NETWORK"), `the refresh whose answer was lost: ${failed || "succeeded"}`);
+    await page.unroute(`${cfg.url}/query`);
+    const kept = await session();
+    check(kept.refreshToken === before.refreshToken && kept.refreshId, "the page did not keep its refresh token and the refresh's id");
+    await page.reload();
+    await opened(page, "room/lighthouse");
+    const retried = await refresh();
+    check(retried === "", `the retried refresh after the reload failed: ${retried}`);
+    const after = await session();
+    check(after.refreshToken !== before.refreshToken && !after.refreshId, "the retried refresh did not take the new pair");
+    await live(page);
+    await send(page, "Still signed in after a lost refresh.");
+    check(await page.locator("#auth").isHidden(), "jon was logged out");
+    return "a refresh whose answer was lost, retried after a reload with the same clientRefreshId, got the rotated pair: the session went on";
+  },
+
   // The access token is short-lived (cfg.tokenTTL seconds): the app
   // refreshes it before it expires, and when the server closes the
   // websocket of the expired one (4401) the app reconnects with the new

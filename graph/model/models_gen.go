@@ -20,7 +20,8 @@ type AuthPayload struct {
 	// When the access token stops being accepted.
 	ExpiresAt time.Time `json:"expiresAt"`
 	// Exchanges for the next pair with `refreshToken(token:)`, once: using it a
-	// second time ends the whole session.
+	// second time ends the whole session, unless it is the retry of a refresh
+	// whose answer was lost (see `refreshToken`'s `clientRefreshId`).
 	RefreshToken string `json:"refreshToken"`
 	// When the refresh token stops being accepted (CHAT_REFRESH_TTL after it was issued).
 	RefreshExpiresAt time.Time `json:"refreshExpiresAt"`

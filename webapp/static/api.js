@@ -140,8 +140,20 @@ export function refresh() {
       setSession(taken); // another tab exchanged it meanwhile: its pair is ours
       return;
     }
+    // The refresh's name, kept with the session before it is sent: if the
+    // answer is lost (the page reloaded, the network dropped), the next try
+    // sends the same token and name, and the server answers with the same
+    // pair instead of ending the session as a reuse.
+    if (!session.refreshId) {
+      session.refreshId = crypto.randomUUID();
+      sessionStorage.setItem(stored, JSON.stringify(session));
+    }
     try {
-      const d = await post(`mutation Refresh($t: String!) { refreshToken(token: $t) { ${authFields} } }`, { t: spent }, null);
+      const d = await post(
+        `mutation Refresh($t: String!, $id: String) { refreshToken(token: $t, clientRefreshId: $id) { ${authFields} } }`,
+        { t: spent, id: session.refreshId },
+        null,
+      );
       // Kept before anything else: the old token is spent now.
       setSession(d.refreshToken);
       await rotated(spent, d.refreshToken);
