@@ -56,6 +56,8 @@ export class ChatClient {
   private readonly fetchImpl: typeof fetch;
   private readonly webSocketImpl: unknown;
   private socket: SocketClient | null = null;
+  /** The refresh on its way or whose answer was lost: its token and clientRefreshId. */
+  private pendingRefresh: { token: string; id: string } | null = null;
 
   constructor(options: ChatClientOptions) {
     this.url = options.url;
@@ -100,10 +102,17 @@ export class ChatClient {
     return session;
   }
 
-  /** Exchanges the refresh token for a new pair (once: a refresh token works once). */
+  /**
+   * Exchanges the refresh token for a new pair (once: a refresh token works
+   * once). A refresh whose answer was lost may be called again: it sends
+   * the same token with the same clientRefreshId, and the server answers
+   * with the same pair (within 30 s) instead of ending the session.
+   */
   async refresh(): Promise<Session> {
-    if (!this.session?.refreshToken) throw new Error("no refresh token: log in first");
-    const { refreshToken: session } = await this.request(RefreshTokenDocument, { token: this.session.refreshToken });
+    const token = this.session?.refreshToken;
+    if (!token) throw new Error("no refresh token: log in first");
+    if (this.pendingRefresh?.token !== token) this.pendingRefresh = { token, id: crypto.randomUUID() };
+    const { refreshToken: session } = await this.request(RefreshTokenDocument, { token, clientRefreshId: this.pendingRefresh.id });
     this.session = session;
     return session;
   }
