@@ -395,12 +395,17 @@ func (r *runner) postBaselines(ctx context.Context) []ThroughputBaseline {
 	cfg := r.cfg
 	conc := cfg.posters
 	d := cfg.baselineDuration
-	text := string(content(nil, time.Now().UnixNano(), cfg.msgSize))
+	raw := content(nil, time.Now().UnixNano(), cfg.msgSize)
+	text := string(raw)
 	var out []ThroughputBaseline
 
+	posts := make([]postFunc, conc)
+	for w := range posts {
+		posts[w] = r.target.poster(w)
+	}
 	ours := r.closedLoop(ctx, "ours: postMessage", "postMessage over HTTP to a room without subscribers: GraphQL, JWT, room read, store write, publish", conc, d,
 		r.profileWindow("postMessage closed loop"), func(ctx context.Context, w, _ int) error {
-			return postMessage(ctx, r.w.posters[w], r.w.postRoom, text)
+			return posts[w](ctx, r.w.postRoom, raw)
 		})
 	ours.Ours = true
 	out = append(out, ours)

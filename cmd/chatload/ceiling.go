@@ -66,7 +66,7 @@ func (r *runner) ceiling(ctx context.Context) *Ceiling {
 		lanes := cfg.posters * ceilingLanes
 		interval := paceInterval(lanes, rate)
 		for i := range lanes {
-			p := cfg.on(i, r.w.posters[i%cfg.posters])
+			p := r.target.poster(i)
 			wg.Add(1)
 			go func() { defer wg.Done(); r.poster(stepCtx, i, lanes, p, interval) }()
 		}

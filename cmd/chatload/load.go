@@ -79,31 +79,26 @@ func (m *metrics) snapshot(r *runner) *metricsSnap {
 	return s
 }
 
-// subscriber is one websocket with one roomEvents subscription. When the
+// subscriber is one websocket with one subscription to a room. When the
 // server ends the subscription (a slow subscriber is cut off), it counts
-// the error and resubscribes after the last cursor it saw, as an app would.
+// the error and resubscribes after the last position it saw, as an app
+// would.
 type subscriber struct {
-	m      *metrics
-	client *chatclient.Client
-	room   string
+	m    *metrics
+	open func(ctx context.Context, resume []byte) (stream, error)
 
 	mu      sync.Mutex
-	sub     *chatclient.Subscription
+	sub     stream
 	stopped bool
 
-	cursor    [36]byte
-	hasCursor bool
+	resume    []byte // the position of the last event, to resume after
 	receiving bool
 }
 
 var errStopped = errors.New("stopped")
 
 func (s *subscriber) connect(ctx context.Context) error {
-	vars := map[string]any{"r": s.room}
-	if s.hasCursor {
-		vars["after"] = string(s.cursor[:])
-	}
-	sub, err := s.client.Subscribe(ctx, chatclient.GraphQLTransportWS, roomEventsSub, vars)
+	sub, err := s.open(ctx, s.resume)
 	if err != nil {
 		return err
 	}
@@ -177,56 +172,34 @@ func (s *subscriber) loop(ctx context.Context) {
 	}
 }
 
-var (
-	markerContent = []byte(`"content":"` + contentMarker)
-	markerCursor  = []byte(`"cursor":"`)
-	markerErrors  = []byte(`"errors":`)
-)
+var markerContent = []byte(`"content":"` + contentMarker)
 
-func (s *subscriber) read(sub *chatclient.Subscription, buf *[]byte) error {
+func (s *subscriber) read(sub stream, buf *[]byte) error {
 	for {
-		msg, err := sub.ReadRaw(context.Background(), *buf)
+		msg, position, err := sub.next(*buf)
 		*buf = msg[:0]
 		if err != nil {
 			return err
 		}
-		switch chatclient.RawType(msg) {
-		case "next":
-			if err := s.event(msg); err != nil {
-				return err
-			}
-		case "ping":
-			if err := sub.Pong(context.Background()); err != nil {
-				return err
-			}
-		case "error":
-			return rawErrors(msg)
-		case "complete":
-			return chatclient.ErrComplete
+		if position != nil {
+			s.resume = append(s.resume[:0], position...)
 		}
+		s.event(msg)
 	}
 }
 
-// event takes what it needs from a "next" message without decoding it:
-// the send time in the content, and the cursor to resume from.
-func (s *subscriber) event(msg []byte) error {
+// event takes the send time from an event's content, without decoding it.
+func (s *subscriber) event(msg []byte) {
 	now := time.Now().UnixNano()
-	if bytes.Contains(msg, markerErrors) {
-		return rawErrors(msg)
-	}
-	if i := bytes.Index(msg, markerCursor); i >= 0 && len(msg) >= i+len(markerCursor)+36 {
-		copy(s.cursor[:], msg[i+len(markerCursor):])
-		s.hasCursor = true
-	}
 	i := bytes.Index(msg, markerContent)
 	if i < 0 {
 		s.m.otherEvents.Add(1)
-		return nil
+		return
 	}
 	sent, ok := parseLeadingInt(msg[i+len(markerContent):])
 	if !ok {
 		s.m.otherEvents.Add(1)
-		return nil
+		return
 	}
 	s.m.delivery.Record(time.Duration(now - sent))
 	s.m.deliveries.Add(1)
@@ -235,7 +208,6 @@ func (s *subscriber) event(msg []byte) error {
 		s.receiving = true
 		s.m.subsReceiving.Add(1)
 	}
-	return nil
 }
 
 func parseLeadingInt(b []byte) (int64, bool) {
@@ -306,7 +278,7 @@ func paceInterval(workers int, rate float64) time.Duration {
 // poster i of of posts to the rooms in turn, one post per tick of interval
 // (or as fast as the server answers if interval is 0), until ctx ends; the
 // posters start spread over one interval.
-func (r *runner) poster(ctx context.Context, i, of int, c *chatclient.Client, interval time.Duration) {
+func (r *runner) poster(ctx context.Context, i, of int, post postFunc, interval time.Duration) {
 	var tick <-chan time.Time
 	if interval > 0 {
 		// Stagger the posters over one interval, so posts are evenly spread.
@@ -331,7 +303,7 @@ func (r *runner) poster(ctx context.Context, i, of int, c *chatclient.Client, in
 		room := r.w.rooms[(i+k)%len(r.w.rooms)]
 		start := time.Now()
 		buf = content(buf, start.UnixNano(), r.cfg.msgSize)
-		if err := postMessage(ctx, c, room, string(buf)); err != nil {
+		if err := post(ctx, room, buf); err != nil {
 			if ctx.Err() == nil {
 				r.m.errs.Add("post", err)
 			}
@@ -342,14 +314,8 @@ func (r *runner) poster(ctx context.Context, i, of int, c *chatclient.Client, in
 	}
 }
 
-func postMessage(ctx context.Context, c *chatclient.Client, room, text string) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	return c.Do(ctx, postMutation, map[string]any{"r": room, "c": text}, nil)
-}
-
 // reader reads the newest page of 50 of the rooms in turn.
-func (r *runner) reader(ctx context.Context, i int, c *chatclient.Client, interval time.Duration) {
+func (r *runner) reader(ctx context.Context, i int, read readFunc, interval time.Duration) {
 	var tick <-chan time.Time
 	if interval > 0 {
 		if !sleepCtx(ctx, interval*time.Duration(i)/time.Duration(max(r.cfg.readers, 1))) {
@@ -371,7 +337,7 @@ func (r *runner) reader(ctx context.Context, i int, c *chatclient.Client, interv
 		}
 		room := r.w.rooms[(i+k)%len(r.w.rooms)]
 		start := time.Now()
-		if _, err := graphqlPage(ctx, r.http, c.URL, c.Token, room, 50); err != nil {
+		if err := read(ctx, room); err != nil {
 			if ctx.Err() == nil {
 				r.m.errs.Add("messages", err)
 			}

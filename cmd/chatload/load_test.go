@@ -18,11 +18,13 @@ func TestEventParsing(t *testing.T) {
 	msg := []byte(`{"payload":{"data":{"roomEvents":{"kind":"MESSAGE_POSTED","room":"r","cursor":"0f1e2d3c-4b5a-1968-8776-655443322110","message":{"id":"x","content":"chatload 1700000000123456789 the quick"}}}},"id":"1","type":"next"}`)
 	m := &metrics{errs: newErrorCounts()}
 	s := &subscriber{m: m}
-	if err := s.event(msg); err != nil {
+	cursor, err := graphqlEvent(msg)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if m.deliveries.Load() != 1 || !s.hasCursor || string(s.cursor[:]) != "0f1e2d3c-4b5a-1968-8776-655443322110" {
-		t.Fatalf("deliveries %d, cursor %q", m.deliveries.Load(), s.cursor)
+	s.event(msg)
+	if m.deliveries.Load() != 1 || string(cursor) != "0f1e2d3c-4b5a-1968-8776-655443322110" {
+		t.Fatalf("deliveries %d, cursor %q", m.deliveries.Load(), cursor)
 	}
 	if n, ok := parseLeadingInt(msg[bytes.Index(msg, []byte("chatload "))+len("chatload "):]); !ok || n != 1700000000123456789 {
 		t.Fatalf("parseLeadingInt = %d, %v", n, ok)
@@ -45,18 +47,14 @@ func TestEventDeliveryLatency(t *testing.T) {
 	for range 2 {
 		msg := event(string(content(nil, time.Now().Add(-age).UnixNano(), 120)))
 		size += int64(len(msg))
-		if err := s.event(msg); err != nil {
-			t.Fatal(err)
-		}
+		s.event(msg)
 	}
 	for _, other := range [][]byte{
 		event("hello, not ours"),
 		event("chatload no time"),
 		[]byte(`{"payload":{"data":{"roomEvents":{"kind":"USER_JOINED","room":"r","cursor":"0f1e2d3c-4b5a-1968-8776-655443322110","message":null}}},"id":"1","type":"next"}`),
 	} {
-		if err := s.event(other); err != nil {
-			t.Fatal(err)
-		}
+		s.event(other)
 	}
 	snap := m.delivery.Snapshot()
 	if m.deliveries.Load() != 2 || snap.n != 2 || m.deliveryBytes.Load() != size || m.otherEvents.Load() != 3 || m.subsReceiving.Load() != 1 {
@@ -67,7 +65,7 @@ func TestEventDeliveryLatency(t *testing.T) {
 	if got := snap.Quantile(0); got < age-age/128 || got > age+10*time.Second {
 		t.Errorf("delivery latency %v, want %v and a little", got, age)
 	}
-	if err := s.event([]byte(`{"payload":{"errors":[{"message":"boom","extensions":{"code":"INTERNAL"}}]},"id":"1","type":"next"}`)); err == nil || errorKind(err) != "graphql-INTERNAL" {
+	if _, err := graphqlEvent([]byte(`{"payload":{"errors":[{"message":"boom","extensions":{"code":"INTERNAL"}}]},"id":"1","type":"next"}`)); err == nil || errorKind(err) != "graphql-INTERNAL" {
 		t.Errorf("an event with errors = %v (%s), want the GraphQL error", err, errorKind(err))
 	}
 }
@@ -164,5 +162,34 @@ func TestErrorCounts(t *testing.T) {
 	counts["post:http-503"] = 99 // a snapshot is a copy
 	if again, _ := e.Snapshot(); again["post:http-503"] != 2 {
 		t.Error("changing a snapshot changed the counts")
+	}
+}
+
+// TestCentrifugoMessages: a frame of Centrifugo's JSON protocol holds
+// several messages, one per line; a push gives its publication's offset to
+// recover from, and a disconnect or unsubscribe push ends the stream.
+func TestCentrifugoMessages(t *testing.T) {
+	s := &centrifugoStream{pending: []byte(`{}` + "\n" + `{"push":{"channel":"r","pub":{"data":{"content":"chatload 1 x"},"offset":42}}}`)}
+	var got []string
+	for range 2 {
+		msg, err := s.message(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(msg))
+	}
+	if got[0] != "{}" || !strings.HasPrefix(got[1], `{"push":`) || len(s.pending) != 0 {
+		t.Fatalf("messages %q, left %q; want the ping, then the push", got, s.pending)
+	}
+	if offset, err := centrifugoPush([]byte(got[1])); err != nil || string(offset) != "42" {
+		t.Fatalf("centrifugoPush = %q, %v; want offset 42", offset, err)
+	}
+	if offset, err := centrifugoPush([]byte(`{"push":{"channel":"r","pub":{"data":{"content":"no history"}}}}`)); err != nil || offset != nil {
+		t.Fatalf("centrifugoPush of a publication without offset = %q, %v; want none", offset, err)
+	}
+	for _, end := range []string{`{"push":{"disconnect":{"code":3001,"reason":"shutdown"}}}`, `{"push":{"channel":"r","unsubscribe":{"code":2500}}}`} {
+		if _, err := centrifugoPush([]byte(end)); err == nil {
+			t.Errorf("centrifugoPush(%s) = nil, want the end of the subscription", end)
+		}
 	}
 }

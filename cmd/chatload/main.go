@@ -42,6 +42,8 @@ import (
 )
 
 type config struct {
+	target           string   // chatql or centrifugo
+	apiKey           string   // Centrifugo's HTTP API key
 	url              string   // the first of urls: setup's
 	urls             []string // the endpoints the load is spread over
 	rooms            int
@@ -81,7 +83,9 @@ type config struct {
 func parseFlags(args []string) (*config, error) {
 	c := &config{}
 	fs := flag.NewFlagSet("chatload", flag.ContinueOnError)
-	urls := fs.String("url", "http://127.0.0.1:8080/query", "GraphQL endpoint of the server under test; several, comma-separated, for instances behind no balancer: posters, readers and subscriptions are spread over them in turn (setup uses the first)")
+	fs.StringVar(&c.target, "target", "chatql", "the server under test: chatql (its GraphQL API), or centrifugo (its JSON protocol over websockets, publish and history over its HTTP API, driven with the same profile for a side-by-side comparison)")
+	fs.StringVar(&c.apiKey, "api-key", "", "-target centrifugo: the HTTP API key (http_api.key)")
+	urls := fs.String("url", "http://127.0.0.1:8080/query", "GraphQL endpoint of the server under test (-target centrifugo: its base URL, e.g. http://127.0.0.1:8000); several, comma-separated, for instances behind no balancer: posters, readers and subscriptions are spread over them in turn (setup uses the first)")
 	fs.IntVar(&c.rooms, "rooms", 10, "rooms the subscribers and posters share")
 	fs.IntVar(&c.subscribers, "subscribers", 1000, "roomEvents subscriptions, one websocket each, spread evenly over the rooms")
 	fs.IntVar(&c.users, "users", 0, "distinct subscriber users (0: one per subscriber); a smaller number speeds up setup on a server with costly password hashing")
@@ -125,6 +129,9 @@ func parseFlags(args []string) (*config, error) {
 	if len(c.urls) == 0 {
 		return nil, errors.New("-url: no endpoint")
 	}
+	if c.target != "chatql" && c.target != "centrifugo" {
+		return nil, fmt.Errorf("-target: unknown server %q: chatql or centrifugo", c.target)
+	}
 	c.url = c.urls[0]
 	for _, s := range strings.Split(*stores, ",") {
 		if s = strings.TrimSpace(s); s != "" && s != "none" {
@@ -150,6 +157,10 @@ func parseFlags(args []string) (*config, error) {
 		}
 	}
 	switch {
+	case c.target == "centrifugo" && (c.baselineKinds["post"] || c.baselineKinds["history"]):
+		return nil, errors.New("-target centrifugo: the post and history baselines measure chatql's store; use -baselines none or delivery")
+	case c.target == "centrifugo" && c.apiKey == "":
+		return nil, errors.New("-target centrifugo needs -api-key, its HTTP API key")
 	case c.rooms < 1:
 		return nil, errors.New("-rooms must be at least 1")
 	case c.subscribers < 0 || c.posters < 1 || c.readers < 0:
@@ -209,12 +220,12 @@ func main() {
 
 // runner holds the state of one run.
 type runner struct {
-	cfg   *config
-	http  *http.Client
-	api   *chatclient.Client
-	w     *world
-	m     *metrics
-	redis *redis.Client // for Redis's CPU time and the delivery baseline; nil without -redis-url
+	cfg    *config
+	http   *http.Client
+	target target
+	w      *world
+	m      *metrics
+	redis  *redis.Client // for Redis's CPU time and the delivery baseline; nil without -redis-url
 
 	phase    atomic.Value // string
 	start    time.Time    // of the load phase
@@ -227,7 +238,11 @@ func run(ctx context.Context, cfg *config) error {
 	r := &runner{cfg: cfg, m: &metrics{errs: newErrorCounts()}}
 	r.phase.Store("setup")
 	r.http = newHTTPClient(cfg.posters + cfg.readers + 16)
-	r.api = &chatclient.Client{URL: cfg.url, HTTP: r.http}
+	if cfg.target == "centrifugo" {
+		r.target = &centrifugoTarget{cfg: cfg, http: r.http}
+	} else {
+		r.target = &chatqlTarget{cfg: cfg, api: &chatclient.Client{URL: cfg.url, HTTP: r.http}, http: r.http}
+	}
 	rep := &Report{
 		Tool:      "chatload",
 		Label:     cfg.label,
@@ -248,10 +263,8 @@ func run(ctx context.Context, cfg *config) error {
 			return fmt.Errorf("redis at %s: %w", o.Addr, err)
 		}
 	}
-	for _, u := range cfg.urls {
-		if err := waitReady(ctx, r.http, u); err != nil {
-			return err
-		}
+	if err := r.target.ready(ctx); err != nil {
+		return err
 	}
 	if cfg.serverPID > 0 {
 		rss, _, err := procRSS(cfg.serverPID)
@@ -262,7 +275,7 @@ func run(ctx context.Context, cfg *config) error {
 	}
 
 	logf("setup: prefix %s, %d posters, %d subscribers in %d rooms, against %s", cfg.prefix, cfg.posters, cfg.subscribers, cfg.rooms, strings.Join(cfg.urls, ", "))
-	w, err := setup(ctx, r.api, cfg, r.m.errs)
+	w, err := r.target.setup(ctx, r.m.errs)
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
@@ -370,20 +383,14 @@ func (r *runner) idlePhase(ctx context.Context) (*IdleResult, error) {
 	perConn := len(r.w.idleRooms)
 	conns := (n + perConn - 1) / perConn
 	res.Connections = conns
-	vars := make([]map[string]any, perConn)
-	for k, room := range r.w.idleRooms {
-		vars[k] = map[string]any{"r": room}
-	}
-	subs := make([]*chatclient.Subscription, conns)
+	subs := make([]stream, conns)
 	sources := idleSources(r.cfg.idleSources, conns)
 	open := func(from, to int) error {
 		return parallel(ctx, r.cfg.connectConc, to-from, func(ctx context.Context, i int) error {
 			i += from
-			c := *r.w.idleUsers[i%len(r.w.idleUsers)]
-			c.HTTP = sources[i%len(sources)]
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
-			sub, err := c.SubscribeEach(cctx, chatclient.GraphQLTransportWS, roomEventsSub, vars[:min(perConn, n-i*perConn)]...)
+			sub, err := r.target.idle(cctx, i, sources[i%len(sources)], r.w.idleRooms[:min(perConn, n-i*perConn)])
 			if err != nil {
 				r.m.errs.Add("idle-subscribe", err)
 				return err
@@ -433,7 +440,7 @@ func (r *runner) load(ctx context.Context, rep *Report) error {
 	r.phase.Store("subscribe")
 	subs := make([]*subscriber, cfg.subscribers)
 	for j := range subs {
-		subs[j] = &subscriber{m: r.m, client: r.cfg.on(j, r.w.subUsers[j%len(r.w.subUsers)]), room: r.w.rooms[j%len(r.w.rooms)]}
+		subs[j] = &subscriber{m: r.m, open: r.target.subscriber(j, r.w.rooms[j%len(r.w.rooms)])}
 	}
 	connectStart := time.Now()
 	var failed atomic.Int64
@@ -475,15 +482,15 @@ func (r *runner) load(ctx context.Context, rep *Report) error {
 	var wg sync.WaitGroup
 	postInterval := paceInterval(cfg.posters, cfg.rate)
 	readInterval := paceInterval(cfg.readers, cfg.readRate)
-	for i, c := range r.w.posters {
-		c := cfg.on(i, c)
+	for i := range cfg.posters {
+		post := r.target.poster(i)
 		wg.Add(1)
-		go func() { defer wg.Done(); r.poster(loadCtx, i, cfg.posters, c, postInterval) }()
+		go func() { defer wg.Done(); r.poster(loadCtx, i, cfg.posters, post, postInterval) }()
 	}
 	for i := range cfg.readers {
-		c := cfg.on(i, r.w.posters[i%len(r.w.posters)])
+		read := r.target.reader(i)
 		wg.Add(1)
-		go func() { defer wg.Done(); r.reader(loadCtx, i, c, readInterval) }()
+		go func() { defer wg.Done(); r.reader(loadCtx, i, read, readInterval) }()
 	}
 
 	r.phase.Store("warmup")
