@@ -202,6 +202,13 @@ func logf(format string, args ...any) {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "compare" {
+		if err := compareMain(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "chatload compare:", err)
+			os.Exit(2)
+		}
+		return
+	}
 	cfg, err := parseFlags(os.Args[1:])
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
