@@ -16,10 +16,18 @@
 # bench-out/<run>/report.json and chart.svg. The whole thing takes under
 # three minutes on 2 cores.
 #
-# Usage: scripts/bench.sh [all|go|load|profile]
+# Usage: scripts/bench.sh [all|go|load|profile|centrifugo]
 #   all      Go benchmarks, then both load runs (the default; `make bench`)
 #   go       Go benchmarks only
 #   load     both load runs only
+#   centrifugo  chatql beside Centrifugo (CENTRIFUGO_VERSION, built from the
+#            Go module proxy into $OUT/bin on first use) with the same load
+#            profile: BENCH_REPS interleaved runs of each, chatql embedded
+#            against Centrifugo's memory engine, then, when Redis answers,
+#            chatql with the Redis broker against Centrifugo's Redis engine,
+#            both with history on; `chatload compare` prints the medians,
+#            the ratios and issue 34's aims (about 2 minutes per pair of
+#            runs at the defaults)
 #   profile  the embedded load run against the server inside a test binary
 #            that writes CPU, heap, mutex and goroutine profiles of each
 #            phase to bench-out/profile/ (BenchmarkServeForProfiling), and
@@ -45,6 +53,8 @@
 #   BENCH_GOGC               GOGC of the server               (unset: Go's default)
 #   REDIS_URL                Redis of the second run and of the delivery
 #                            baseline                         (redis://127.0.0.1:6379/0)
+#   BENCH_REPS               centrifugo: runs of each server    (3)
+#   CENTRIFUGO_VERSION       centrifugo: the version built      (v6.9.1)
 #   CASSANDRA_HOSTS          adds the bare Cassandra write baseline and the
 #                            Cassandra Go benchmarks when a node answers there
 #                                                             (127.0.0.1)
@@ -252,11 +262,89 @@ profile_run() {
   log "profiles in $dir; summary in $dir/top.txt; e.g. $GO tool pprof -http=: $bin $dir/cpu-1.prof"
 }
 
+# start_centrifugo NAME ENGINE: Centrifugo on a free loopback port with
+# anonymous websockets, the HTTP API key "bench", and history on every
+# channel (100 publications, 5 minutes, recovery forced), as chatql keeps
+# every message; ENGINE memory or redis (at REDIS_URL, its own prefix).
+# Sets SERVER_PID and SERVER_ADDR.
+start_centrifugo() {
+  local name="$1" engine="$2" port
+  mkdir -p "$OUT/$name"
+  port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  cat >"$OUT/$name/config.json" <<JSON
+{
+  "log": {"level": "error"},
+  "http_server": {"address": "127.0.0.1", "port": $port},
+  "http_api": {"key": "bench"},
+  "client": {"insecure": true, "allowed_origins": ["*"]},
+  "channel": {"without_namespace": {"history_size": 100, "history_ttl": "300s", "force_recovery": true}},
+  "engine": {"type": "$engine", "redis": {"address": ["$REDIS_URL"], "prefix": "bench-$RANDOM$RANDOM"}}
+}
+JSON
+  local gogc=()
+  [[ -n "${BENCH_GOGC:-}" ]] && gogc=("GOGC=$BENCH_GOGC")
+  env "${gogc[@]}" "$OUT/bin/centrifugo" -c "$OUT/$name/config.json" >"$OUT/$name/server.log" 2>&1 &
+  SERVER_PID=$!
+  SERVER_ADDR="127.0.0.1:$port"
+  for _ in $(seq 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$OUT/$name/server.log" >&2; die "Centrifugo did not start"; }
+    sleep 0.1
+  done
+  die "Centrifugo did not listen on $SERVER_ADDR"
+}
+
+# run_centrifugo_load NAME BROKER: chatload's profile against the
+# Centrifugo just started.
+run_centrifugo_load() {
+  local name="$1" broker="$2" redis=()
+  if [[ -n "$REDIS_OK" ]]; then redis=(-redis-url "$REDIS_URL"); fi
+  "$OUT/chatload" -target centrifugo -api-key bench -url "http://$SERVER_ADDR" -label "$name" \
+    -subscribers "$SUBSCRIBERS" -rooms "$ROOMS" -rate "$RATE" -posters "$POSTERS" \
+    -readers "$READERS" -read-rate "$READ_RATE" -duration "$DURATION" -warmup "$WARMUP" \
+    -idle-subs "$IDLE_SUBS" -server-pid "$SERVER_PID" -server-broker "$broker" \
+    -baselines none "${redis[@]}" -out "$OUT/$name" "$@" | tee "$OUT/$name/summary.txt"
+}
+
+# versus_centrifugo: BENCH_REPS interleaved runs of chatql and Centrifugo,
+# per engine, then the comparison of each engine's runs.
+versus_centrifugo() {
+  build
+  local version="${CENTRIFUGO_VERSION:-v6.9.1}" reps="${BENCH_REPS:-3}"
+  if [[ ! -x "$OUT/bin/centrifugo" ]]; then
+    log "building Centrifugo $version from the module proxy (a few minutes, once)"
+    GOBIN="$(cd "$OUT" && pwd -P)/bin" "$GO" install "github.com/centrifugal/centrifugo/v6@$version"
+  fi
+  local engines=(memory)
+  [[ -n "$REDIS_OK" ]] && engines+=(redis)
+  for engine in "${engines[@]}"; do
+    local ours=() theirs=() broker=in-process chatenv=()
+    if [[ "$engine" == redis ]]; then
+      broker=redis
+      chatenv=(CHAT_REDIS_URL="$REDIS_URL" CHAT_REDIS_CHANNEL_PREFIX="bench-$RANDOM$RANDOM:")
+    fi
+    for rep in $(seq "$reps"); do
+      start_server "chatql-$engine-$rep" "${chatenv[@]}"
+      log "chatql, $broker broker, run $rep of $reps (pid $SERVER_PID on $SERVER_ADDR)"
+      run_chatload "chatql-$engine-$rep" "$SERVER_PID" "$SERVER_ADDR" embedded "$broker" none
+      stop_server
+      ours+=("$OUT/chatql-$engine-$rep/report.json")
+      start_centrifugo "centrifugo-$engine-$rep" "$engine"
+      log "Centrifugo $version, $engine engine, run $rep of $reps (pid $SERVER_PID on $SERVER_ADDR)"
+      run_centrifugo_load "centrifugo-$engine-$rep" "$broker"
+      stop_server
+      theirs+=("$OUT/centrifugo-$engine-$rep/report.json")
+    done
+    local IFS=,
+    "$OUT/chatload" compare "${ours[*]}" "${theirs[*]}" | tee "$OUT/versus-centrifugo-$engine.txt"
+  done
+}
+
 REDIS_OK=""
 CASSANDRA_OK=""
 case "$MODE" in
-  all|go|load|profile) ;;
-  *) die "unknown mode '$MODE': want all, go, load or profile" ;;
+  all|go|load|profile|centrifugo) ;;
+  *) die "unknown mode '$MODE': want all, go, load, profile or centrifugo" ;;
 esac
 if ensure_redis; then REDIS_OK=1; else log "no Redis at $REDIS_URL: Redis run and baselines skipped"; fi
 if cassandra_up; then CASSANDRA_OK=1; else log "no Cassandra at $CASSANDRA_HOSTS: Cassandra baselines skipped"; fi
@@ -266,5 +354,6 @@ case "$MODE" in
   go) go_benchmarks ;;
   load) load_runs ;;
   profile) profile_run ;;
+  centrifugo) versus_centrifugo ;;
 esac
 log "done in $((SECONDS - START))s; reports in $OUT/"
