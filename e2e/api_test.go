@@ -326,6 +326,19 @@ func testPagedLists(t *testing.T, cfg server.Config) {
 		wantCode(t, alice, "COMPLEXITY_LIMIT_EXCEEDED", `{ rooms { edges { node { name creator { login } participants { login firstname lastname } } } } }`, nil)
 		mustDo(t, alice, `{ room(name: "hall") { p0: participants(first: 5) { login } p1: participants(first: 5, after: "bob") { login } } }`, nil, nil)
 	})
+	t.Run("APageOfMessagesAsAnAppShowsThem", func(t *testing.T) {
+		// The leaves of a message's files, thumbnails and link card come
+		// with the message: a page of 50 with all of them is within the
+		// limit; two such pages are not.
+		page := func(alias string) string {
+			return alias + `: messages(room: "hall", first: 50) { edges { cursor node { id content postedAt
+				author { login firstname lastname avatar { thumbnails { url } blurhash } } reactions { emoji count reactedByMe }
+				attachments { id name contentType size width height blurhash url thumbnails { width height url } }
+				preview { url title description siteName imageUrl } } } pageInfo { hasNextPage endCursor } }`
+		}
+		mustDo(t, alice, `{ `+page("a")+` }`, nil, nil)
+		wantCode(t, alice, "COMPLEXITY_LIMIT_EXCEEDED", `{ `+page("a")+page("b")+` }`, nil)
+	})
 }
 
 func TestRoomsPerUser(t *testing.T) { forEachStore(t, testRoomsPerUser) }

@@ -3782,24 +3782,24 @@ signed links to them, valid for at least an hour and given only to readers of th
 """
 type Attachment {
   """The file's id, from ` + "`" + `createUpload` + "`" + `."""
-  id: ID!
+  id: ID! @cost(weight: "0")
   """The name its sender gave it, made safe: no path, no control or direction-changing characters."""
-  name: String!
+  name: String! @cost(weight: "0")
   """The type read from its bytes (never the one declared); images are image/jpeg, image/png, image/gif or image/webp."""
-  contentType: String!
+  contentType: String! @cost(weight: "0")
   """Its size in bytes, as served (an image's metadata removed)."""
-  size: Int!
+  size: Int! @cost(weight: "0")
   """An image's width in pixels, as shown (its orientation applied); null for other files."""
-  width: Int
+  width: Int @cost(weight: "0")
   """An image's height in pixels; null for other files."""
-  height: Int
+  height: Int @cost(weight: "0")
   """A blurhash (blurha.sh) of an image, to show while it loads; null for other files."""
-  blurhash: String
+  blurhash: String @cost(weight: "0")
   """
   A signed link to the file, valid for at least an hour. Images are served inline; any other file
   as a download (Content-Disposition: attachment), never rendered on the file's origin.
   """
-  url: String!
+  url: String! @cost(weight: "0")
   """An image's thumbnails, smallest first (each fits in a square of 160 and 640 pixels; never larger than the image); none for other files."""
   thumbnails: [Thumbnail!]! @listSize(assumedSize: 2)
 }
@@ -3811,15 +3811,15 @@ attachment's are (valid for at least an hour), and given to anyone who sees the 
 """
 type Image {
   """The file's id, from ` + "`" + `createUpload` + "`" + `."""
-  id: ID!
+  id: ID! @cost(weight: "0")
   """Its width in pixels, as shown."""
-  width: Int!
+  width: Int! @cost(weight: "0")
   """Its height in pixels."""
-  height: Int!
+  height: Int! @cost(weight: "0")
   """A blurhash (blurha.sh) of it, to show while it loads."""
-  blurhash: String!
+  blurhash: String! @cost(weight: "0")
   """A signed link to the image."""
-  url: String!
+  url: String! @cost(weight: "0")
   """Its thumbnails, smallest first (each fits in a square of 160 and 640 pixels; never larger than the image): an avatar is best drawn from the first."""
   thumbnails: [Thumbnail!]! @listSize(assumedSize: 2)
 }
@@ -3827,11 +3827,11 @@ type Image {
 """A scaled copy of an image."""
 type Thumbnail {
   """Its width in pixels."""
-  width: Int!
+  width: Int! @cost(weight: "0")
   """Its height in pixels."""
-  height: Int!
+  height: Int! @cost(weight: "0")
   """A signed link to it, valid for at least an hour."""
-  url: String!
+  url: String! @cost(weight: "0")
 }
 
 """A header of the upload's request, which the client sends as given."""
@@ -3959,15 +3959,15 @@ type Message implements Node {
 """What the server read of a web page a message links to (its Open Graph tags, or its title)."""
 type LinkPreview {
   """The page's address."""
-  url: String!
+  url: String! @cost(weight: "0")
   """Its title."""
-  title: String!
+  title: String! @cost(weight: "0")
   """Its description; empty if it gives none."""
-  description: String!
+  description: String! @cost(weight: "0")
   """The site's name; empty if it gives none."""
-  siteName: String!
+  siteName: String! @cost(weight: "0")
   """The page's image, as the page gives it (the client loads it from there); null if none."""
-  imageUrl: String
+  imageUrl: String @cost(weight: "0")
 }
 
 """One kind of reaction to a message."""
@@ -4685,8 +4685,10 @@ directive @listSize(assumedSize: Int, slicingArguments: [String!], sizedFields: 
 
 """
 What a field costs beyond its selection (1 when absent), for a field that does much more than
-read what its parent holds; on an object type, what each item of that type costs beyond its
-fields (IBM's GraphQL Cost Directives specification).
+read what its parent holds, or 0 for the leaves of values that come whole with their parent (a
+message's files, thumbnails and link card, an avatar), so that a page of messages as an app
+shows them costs its messages, not each file's fields; on an object type, what each item of
+that type costs beyond its fields (IBM's GraphQL Cost Directives specification).
 """
 directive @cost(weight: String!) on FIELD_DEFINITION | OBJECT
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/99designs/gqlgen/complexity"
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 )
@@ -32,6 +33,26 @@ import (
 // So a field costs weight + n × (its selection + the item type's weight),
 // where n is 1 for a field without @listSize. Every list field of the
 // schema declares its size (TestEveryListFieldDeclaresItsSize).
+
+// Options returns the options of gqlgen's complexity walker that the
+// declared costs need besides Costed: the leaves declared @cost(weight: "0")
+// left out, since the walker takes a field's cost under 1 for the
+// default of 1.
+func Options(schema *ast.Schema) []complexity.Option {
+	free := map[string]struct{}{}
+	for _, t := range schema.Types {
+		if t.Kind != ast.Object && t.Kind != ast.Interface {
+			continue
+		}
+		for _, f := range t.Fields {
+			leaf := schema.Types[f.Type.Name()]
+			if w, ok := weight(f.Directives); ok && w == 0 && leaf != nil && (leaf.Kind == ast.Scalar || leaf.Kind == ast.Enum) {
+				free[t.Name+"."+f.Name] = struct{}{}
+			}
+		}
+	}
+	return []complexity.Option{complexity.WithIgnoreFields(free)}
+}
 
 // Costed returns es with the cost its schema declares as its complexity.
 func Costed(es graphql.ExecutableSchema) graphql.ExecutableSchema {

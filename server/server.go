@@ -368,7 +368,8 @@ const (
 // routes builds the HTTP surface: the API at /query, the playground at /,
 // and health probes. Websockets and subscriptions end when streams does.
 func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessions *auth.Sessions) http.Handler {
-	gql := handler.New(querylimit.Costed(graph.NewExecutableSchema(graph.Config{Resolvers: res})))
+	es := querylimit.Costed(graph.NewExecutableSchema(graph.Config{Resolvers: res}))
+	gql := handler.New(es)
 	s.live = live.New(live.Config{
 		Rooms:             s.metrics.GraphQL.Rooms(res),
 		FeedSchema:        res.FeedSchema,
@@ -420,7 +421,7 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 		Errors:    maxResponseErrors,
 		Validated: validated,
 	})
-	gql.Use(extension.FixedComplexityLimit(s.cfg.MaxComplexity))
+	gql.Use(extension.FixedComplexityLimit(s.cfg.MaxComplexity, querylimit.Options(es.Schema())...))
 	gql.AroundOperations(endSubscriptionsWith(streams))
 	gql.AroundOperations(resolvers.WithPageLoader)
 	gql.AroundResponses(res.AwaitPublished)
