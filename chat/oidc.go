@@ -124,6 +124,14 @@ func (s *Service) newOIDCAccount(ctx context.Context, c auth.OIDCClaims) (store.
 		} else if err != nil {
 			return store.Identity{}, err
 		}
+		if u.Email != "" {
+			// The provider vouches for the address (email_verified), as a
+			// link we email would: it is verified, and finds the account
+			// for password resets, as for any verified address.
+			if err := s.Store.VerifyEmail(ctx, login, u.Email); err != nil {
+				s.Log.WarnContext(ctx, "oidc: marking the provider's verified address verified failed", "login", login, "err", err)
+			}
+		}
 		return id, nil
 	}
 	return store.Identity{}, fmt.Errorf("no free login like %q for the new account: %w", base, store.ErrConflict)

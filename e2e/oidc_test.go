@@ -182,7 +182,7 @@ func (p *oidcProvider) signInAs(claims map[string]any, forge bool) {
 
 const (
 	beginOIDCQ  = `mutation { beginOidcSignIn { url flow } }`
-	finishOIDCQ = `mutation($f: String!, $c: String!, $s: String!) { finishOidcSignIn(flow: $f, code: $c, state: $s) { token refreshToken user { login firstname lastname email } } }`
+	finishOIDCQ = `mutation($f: String!, $c: String!, $s: String!) { finishOidcSignIn(flow: $f, code: $c, state: $s) { token refreshToken user { login firstname lastname email emailVerified } } }`
 	linkOIDCQ   = `mutation($f: String!, $c: String!, $s: String!) { linkOidcIdentity(flow: $f, code: $c, state: $s) { issuer subject email } }`
 	identitiesQ = `{ identities { issuer subject email linkedAt } }`
 )
@@ -208,7 +208,10 @@ func atProvider(t *testing.T, ts *testServer) (flow, code, state string) {
 
 type oidcSignedIn struct {
 	Token, RefreshToken string
-	User                struct{ Login, Firstname, Lastname, Email string }
+	User                struct {
+		Login, Firstname, Lastname, Email string
+		EmailVerified                     bool
+	}
 }
 
 // signInAtProvider signs in through the provider, as whoever it signs in.
@@ -252,8 +255,8 @@ func testOIDCSignIn(t *testing.T, cfg server.Config) {
 	flow, code, state := atProvider(t, ts)
 	wantCode(t, ts.Client, "UNAUTHENTICATED", finishOIDCQ, map[string]any{"f": flow, "c": code, "s": "not-the-state"})
 	carol := finishOIDC(t, ts, flow, code, state)
-	if u := carol.User; u.Login != "carol" || u.Firstname != "Carol" || u.Lastname != "Lewis" || u.Email != "carol@example.com" {
-		t.Errorf("first sign-in made %+v, want carol's account from her claims", u)
+	if u := carol.User; u.Login != "carol" || u.Firstname != "Carol" || u.Lastname != "Lewis" || u.Email != "carol@example.com" || !u.EmailVerified {
+		t.Errorf("first sign-in made %+v, want carol's account from her claims, her address verified as the provider says", u)
 	}
 	wantMe(t, ts, carol.Token, true)
 	// The code works once.
