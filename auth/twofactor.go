@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"bytes"
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
@@ -11,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image/png"
 	"strings"
 	"time"
 
@@ -157,14 +159,33 @@ func PasswordProof(hash []byte) []byte {
 	return h[:16]
 }
 
+// A TOTPKey is a new TOTP key for an authenticator app: its base32
+// secret, its otpauth:// URI, and the URI as a QR code (a PNG image).
+type TOTPKey struct {
+	Secret, URI string
+	QRCode      []byte
+}
+
+// qrCodeSize is the width and height of a key's QR code, in pixels: large
+// enough for a phone's camera at arm's length on any screen.
+const qrCodeSize = 256
+
 // NewTOTPKey returns a new random TOTP key of login's, for an
-// authenticator app: its base32 secret and its otpauth:// URI.
-func NewTOTPKey(issuer, login string) (secret, uri string, err error) {
+// authenticator app.
+func NewTOTPKey(issuer, login string) (TOTPKey, error) {
 	key, err := totp.Generate(totp.GenerateOpts{Issuer: issuer, AccountName: login, Period: totpPeriod, SecretSize: 20, Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1})
 	if err != nil {
-		return "", "", fmt.Errorf("auth: new TOTP key: %w", err)
+		return TOTPKey{}, fmt.Errorf("auth: new TOTP key: %w", err)
 	}
-	return key.Secret(), key.URL(), nil
+	img, err := key.Image(qrCodeSize, qrCodeSize)
+	if err != nil {
+		return TOTPKey{}, fmt.Errorf("auth: the QR code of a TOTP key: %w", err)
+	}
+	var qr bytes.Buffer
+	if err := png.Encode(&qr, img); err != nil {
+		return TOTPKey{}, fmt.Errorf("auth: the QR code of a TOTP key: %w", err)
+	}
+	return TOTPKey{Secret: key.Secret(), URI: key.URL(), QRCode: qr.Bytes()}, nil
 }
 
 // MatchTOTP reports whether code is the TOTP code of secret (base32) at

@@ -3,6 +3,7 @@ package auth
 import (
 	"bytes"
 	"errors"
+	"image/png"
 	"strings"
 	"testing"
 	"time"
@@ -11,10 +12,11 @@ import (
 // TestMatchTOTP: a code is accepted a step either side of now, never for a
 // step at or before the last one accepted, and never when wrong.
 func TestMatchTOTP(t *testing.T) {
-	secret, _, err := NewTOTPKey("chatql", "alice")
+	key, err := NewTOTPKey("chatql", "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
+	secret := key.Secret
 	now := time.Unix(1_800_000_000, 0)
 	step := now.Unix() / totpPeriod
 	for _, d := range []int64{-1, 0, 1} {
@@ -31,6 +33,43 @@ func TestMatchTOTP(t *testing.T) {
 		if _, ok := MatchTOTP(secret, code, now, 0); ok {
 			t.Errorf("MatchTOTP(%q) = ok, want refused", code)
 		}
+	}
+}
+
+// TestTOTPKeyQRCode: a key's QR code is a PNG of qrCodeSize pixels square,
+// dark modules on light, that differs between keys (it encodes the URI,
+// secret included).
+func TestTOTPKeyQRCode(t *testing.T) {
+	a, err := NewTOTPKey("chatql", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewTOTPKey("chatql", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(a.QRCode))
+	if err != nil {
+		t.Fatalf("the QR code is not a PNG: %v", err)
+	}
+	if r := img.Bounds(); r.Dx() != qrCodeSize || r.Dy() != qrCodeSize {
+		t.Fatalf("the QR code is %v, want %d pixels square", r, qrCodeSize)
+	}
+	dark, light := 0, 0
+	for y := range qrCodeSize {
+		for x := range qrCodeSize {
+			if l, _, _, _ := img.At(x, y).RGBA(); l < 0x8000 {
+				dark++
+			} else {
+				light++
+			}
+		}
+	}
+	if dark < qrCodeSize*qrCodeSize/5 || light < qrCodeSize*qrCodeSize/5 {
+		t.Errorf("the QR code has %d dark and %d light pixels, want modules of both", dark, light)
+	}
+	if !strings.HasPrefix(a.URI, "otpauth://totp/") || bytes.Equal(a.QRCode, b.QRCode) {
+		t.Errorf("two keys' QR codes are the same, or the URI %q is not a TOTP one", a.URI)
 	}
 }
 

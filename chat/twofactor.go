@@ -22,8 +22,10 @@ const totpIssuer = "chatql"
 type TwoFactorKey struct {
 	// Secret is the key in base32, to type in.
 	Secret string
-	// URI is its otpauth:// URI, to show as a QR code.
-	URI string
+	// URI is its otpauth:// URI, and QRCode the URI as a QR code: a PNG
+	// image.
+	URI    string
+	QRCode []byte
 }
 
 // TwoFactorStatus is what a user sees of their two-factor sign-in.
@@ -68,15 +70,15 @@ func (s *Service) BeginTwoFactor(ctx context.Context, me store.UserRef, password
 	case cur.Enabled:
 		return TwoFactorKey{}, fmt.Errorf("two-factor sign-in is on already; disable it first: %w", store.ErrConflict)
 	}
-	secret, uri, err := auth.NewTOTPKey(totpIssuer, me.Login)
+	key, err := auth.NewTOTPKey(totpIssuer, me.Login)
 	if err != nil {
 		return TwoFactorKey{}, err
 	}
-	next := store.TwoFactor{Login: me.Login, Secret: s.Sessions.Seal(me.Login, []byte(secret)), Version: cur.Version + 1, UpdatedAt: s.now()}
+	next := store.TwoFactor{Login: me.Login, Secret: s.Sessions.Seal(me.Login, []byte(key.Secret)), Version: cur.Version + 1, UpdatedAt: s.now()}
 	if err := s.Store.PutTwoFactor(ctx, next, cur.Version); err != nil {
 		return TwoFactorKey{}, err
 	}
-	return TwoFactorKey{Secret: secret, URI: uri}, nil
+	return TwoFactorKey{Secret: key.Secret, URI: key.URI, QRCode: key.QRCode}, nil
 }
 
 // ConfirmTwoFactor turns two-factor sign-in on, given a code of the key

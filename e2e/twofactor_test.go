@@ -1,6 +1,10 @@
 package e2e
 
 import (
+	"bytes"
+	"encoding/base64"
+	"image/png"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +16,7 @@ import (
 
 const (
 	twoFactorQ        = `{ twoFactor { enabled recoveryCodesLeft } }`
-	beginTwoFactorQ   = `mutation($p: String!) { beginTwoFactor(password: $p) { secret uri } }`
+	beginTwoFactorQ   = `mutation($p: String!) { beginTwoFactor(password: $p) { secret uri qrCode } }`
 	confirmTwoFactorQ = `mutation($c: String!) { confirmTwoFactor(code: $c) }`
 	disableTwoFactorQ = `mutation($c: String!) { disableTwoFactor(code: $c) }`
 	verifyTwoFactorQ  = `mutation($ch: String!, $c: String!) { verifyTwoFactor(challenge: $ch, code: $c) { token refreshToken user { login } } }`
@@ -79,11 +83,19 @@ func testTwoFactor(t *testing.T, cfg server.Config) {
 	}
 	wantCode(t, me, "UNAUTHENTICATED", beginTwoFactorQ, map[string]any{"p": "wrong-password"})
 	wantCode(t, me, "NOT_FOUND", confirmTwoFactorQ, map[string]any{"c": "123456"})
-	var begun struct{ BeginTwoFactor struct{ Secret, URI string } }
+	var begun struct {
+		BeginTwoFactor struct{ Secret, URI, QRCode string }
+	}
 	mustDo(t, me, beginTwoFactorQ, map[string]any{"p": "password-alice"}, &begun)
 	secret := begun.BeginTwoFactor.Secret
 	if secret == "" || begun.BeginTwoFactor.URI == "" {
 		t.Fatalf("beginTwoFactor = %+v, want a key", begun)
+	}
+	qr, ok := strings.CutPrefix(begun.BeginTwoFactor.QRCode, "data:image/png;base64,")
+	if raw, err := base64.StdEncoding.DecodeString(qr); !ok || err != nil {
+		t.Errorf("the key's qrCode %.40q is not a data: URL of a PNG", begun.BeginTwoFactor.QRCode)
+	} else if img, err := png.Decode(bytes.NewReader(raw)); err != nil || img.Bounds().Dx() != 256 {
+		t.Errorf("the key's QR code: %v, %v; want a PNG 256 pixels wide", err, img)
 	}
 	// Not on until confirmed: login needs no code yet.
 	login(t, ts, "alice", "password-alice")

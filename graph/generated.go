@@ -437,6 +437,7 @@ type ComplexityRoot struct {
 	}
 
 	TwoFactorKey struct {
+		QRCode func(childComplexity int) int
 		Secret func(childComplexity int) int
 		URI    func(childComplexity int) int
 	}
@@ -2804,6 +2805,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Thumbnail.Width(childComplexity), true
 
+	case "TwoFactorKey.qrCode":
+		if e.ComplexityRoot.TwoFactorKey.QRCode == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TwoFactorKey.QRCode(childComplexity), true
 	case "TwoFactorKey.secret":
 		if e.ComplexityRoot.TwoFactorKey.Secret == nil {
 			break
@@ -3274,6 +3281,8 @@ type TwoFactorKey {
   secret: String!
   """The key as an otpauth:// URI, to show as a QR code."""
   uri: String!
+  """The URI as a QR code for the app's camera: a PNG image of 256 by 256 pixels, as a ` + "`" + `data:` + "`" + ` URL to use as an ` + "`" + `<img>` + "`" + `'s ` + "`" + `src` + "`" + `."""
+  qrCode: String! @cost(weight: "0")
 }
 
 extend type Query {
@@ -5905,6 +5914,8 @@ func (ec *executionContext) childFields_TwoFactorKey(ctx context.Context, field 
 		return ec.fieldContext_TwoFactorKey_secret(ctx, field)
 	case "uri":
 		return ec.fieldContext_TwoFactorKey_uri(ctx, field)
+	case "qrCode":
+		return ec.fieldContext_TwoFactorKey_qrCode(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type TwoFactorKey", field.Name)
 }
@@ -16707,6 +16718,29 @@ func (ec *executionContext) fieldContext_TwoFactorKey_uri(_ context.Context, fie
 	return graphql.NewScalarFieldContext("TwoFactorKey", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _TwoFactorKey_qrCode(ctx context.Context, field graphql.CollectedField, obj *model.TwoFactorKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TwoFactorKey_qrCode(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.QRCode, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TwoFactorKey_qrCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TwoFactorKey", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _TwoFactorStatus_enabled(ctx context.Context, field graphql.CollectedField, obj *model.TwoFactorStatus) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -23921,6 +23955,11 @@ func (ec *executionContext) _TwoFactorKey(ctx context.Context, sel ast.Selection
 			}
 		case "uri":
 			out.Values[i] = ec._TwoFactorKey_uri(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "qrCode":
+			out.Values[i] = ec._TwoFactorKey_qrCode(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}

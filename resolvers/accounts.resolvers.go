@@ -7,6 +7,7 @@ package resolvers
 
 import (
 	"context"
+	"encoding/base64"
 
 	"github.com/killrchat/chatql/auth"
 	"github.com/killrchat/chatql/graph/model"
@@ -34,7 +35,7 @@ func (r *mutationResolver) BeginTwoFactor(ctx context.Context, password string) 
 	if err != nil {
 		return nil, err
 	}
-	return &model.TwoFactorKey{Secret: key.Secret, URI: key.URI}, nil
+	return &model.TwoFactorKey{Secret: key.Secret, URI: key.URI, QRCode: "data:image/png;base64," + base64.StdEncoding.EncodeToString(key.QRCode)}, nil
 }
 
 // ConfirmTwoFactor is the resolver for the confirmTwoFactor field.

@@ -140,6 +140,10 @@ async function settingsOf(size, viewport) {
   const secret = await dialog.locator("#settings-totp-secret").textContent();
   const uri = await dialog.getByRole("link", { name: "Open in your authenticator app" }).getAttribute("href");
   check(uri.startsWith("otpauth://totp/") && uri.includes(`secret=${secret}`), `the key's link is ${uri}`);
+  const qr = dialog.getByRole("img", { name: /QR code of your two-factor key/ });
+  await qr.waitFor();
+  const drawn = await qr.evaluate((img) => img.complete && img.naturalWidth === 256 && img.width === 192);
+  check(drawn, "the key's QR code is not drawn");
   await shot(page, `settings-two-factor-setup-${size}`, viewport.width);
   await dialog.getByLabel("Code from the app", { exact: true }).fill(totp(secret));
   await dialog.getByRole("button", { name: "Confirm" }).click();

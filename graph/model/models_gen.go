@@ -349,6 +349,8 @@ type TwoFactorKey struct {
 	Secret string `json:"secret"`
 	// The key as an otpauth:// URI, to show as a QR code.
 	URI string `json:"uri"`
+	// The URI as a QR code for the app's camera: a PNG image of 256 by 256 pixels, as a `data:` URL to use as an `<img>`'s `src`.
+	QRCode string `json:"qrCode"`
 }
 
 // The caller's two-factor sign-in, as `twoFactor` shows it.

@@ -21,7 +21,7 @@ const q = {
   beginPasskey: `mutation BeginPasskey { beginPasskeyRegistration { options state } }`,
   finishPasskey: `mutation FinishPasskey($s: String!, $c: String!, $n: String) { finishPasskeyRegistration(state: $s, credential: $c, name: $n) { id } }`,
   deletePasskey: `mutation DeletePasskey($id: ID!) { deletePasskey(id: $id) }`,
-  beginTwoFactor: `mutation BeginTwoFactor($p: String!) { beginTwoFactor(password: $p) { secret uri } }`,
+  beginTwoFactor: `mutation BeginTwoFactor($p: String!) { beginTwoFactor(password: $p) { secret uri qrCode } }`,
   confirmTwoFactor: `mutation ConfirmTwoFactor($c: String!) { confirmTwoFactor(code: $c) }`,
   regenerate: `mutation Regenerate($c: String) { regenerateRecoveryCodes(code: $c) }`,
   disableTwoFactor: `mutation DisableTwoFactor($c: String!) { disableTwoFactor(code: $c) }`,
@@ -205,7 +205,9 @@ function twoFactor(tf, hasPassword) {
     }));
   } else if (setup) {
     const link = el("a", { href: setup.uri }, "Open in your authenticator app");
-    parts.push(el("p", {}, "Add this key to your authenticator app: ", link, ", or type it in: ", el("code", { id: "settings-totp-secret" }, setup.secret)));
+    parts.push(el("p", {}, "Scan this code with your authenticator app:"));
+    parts.push(el("img", { id: "settings-totp-qr", src: setup.qrCode, width: 192, height: 192, alt: "QR code of your two-factor key (the key is also written below)" }));
+    parts.push(el("p", {}, link, ", or type the key in: ", el("code", { id: "settings-totp-secret" }, setup.secret)));
     parts.push(form([{ label: "Code from the app", name: "code", autocomplete: "one-time-code", inputMode: "numeric", required: true }], "Confirm", async (v) => {
       const codes = (await api.gql(q.confirmTwoFactor, { c: v.code.trim() })).confirmTwoFactor;
       setup = null;
