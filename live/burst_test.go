@@ -108,13 +108,100 @@ func TestBurstIsCoalescedOneMessageAFrame(t *testing.T) {
 	}
 }
 
-// writeGate counts the server's writes; armed, it holds the next one until
-// release is closed, telling held first.
+// A subscriber whose write is held up while its room goes on falls
+// behind by more than the broker's buffer: it gets every event queued
+// before it was cut off (a gap-free prefix, in order, coalesced), then an
+// error (the slow-consumer limit holds however writes are gathered), and
+// resuming from the last cursor it got delivers the rest exactly once.
+func TestSlowSubscriberResumesExactlyOnce(t *testing.T) {
+	const posts = broker.DefaultBufferSize + 44
+	gate := &writeGate{held: make(chan struct{}), release: make(chan struct{})}
+	h := newHarnessOn(t, nil, func(l net.Listener) net.Listener { return gatedListener{Listener: l, gate: gate} })
+	alice := h.user("alice")
+	h.room("hall", "alice")
+	c, _ := dialRecording(t, h, alice) // the first connection: the gated one
+	before := h.open()
+	c.subscribe(graphqlTransportWS, "s", roomEvents, map[string]any{"r": "hall"})
+	waitFor(t, "the stream", func() bool { return h.open() == before+1 })
+
+	gate.writes.Store(0)
+	gate.armed.Store(true)
+	h.post(alice, "hall", "m 000")
+	select {
+	case <-gate.held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first event was not written")
+	}
+	for i := 1; i < posts; i++ {
+		h.post(alice, "hall", fmt.Sprintf("m %03d", i))
+	}
+	close(gate.release)
+
+	var got []string
+	var cursor string
+	follow := func(id string) (failed bool) {
+		for len(got) < posts {
+			m := c.read()
+			if m.ID != id {
+				t.Fatalf("got %+v, want a message of %s", m, id)
+			}
+			switch m.Type {
+			case graphqlTransportWS.next:
+				ev := resultEvent(t, m.Payload)
+				if ev.Message == nil {
+					t.Fatalf("event %d of %s: %+v, want a message", len(got), id, ev)
+				}
+				got = append(got, ev.Message.Content)
+				cursor = ev.Cursor
+			case msgError:
+				return true
+			default:
+				t.Fatalf("got %+v, want %s's results", m, id)
+			}
+		}
+		return false
+	}
+	if !follow("s") {
+		t.Fatalf("the subscriber got all %d events in time: it was not cut off", posts)
+	}
+	cutAt := len(got)
+	if cutAt == 0 {
+		t.Fatal("cut off before the first event")
+	}
+	c.subscribe(graphqlTransportWS, "s2", roomEvents, map[string]any{"r": "hall", "after": cursor})
+	if follow("s2") {
+		t.Fatalf("the resumed subscription failed after %d events", len(got))
+	}
+	for i, content := range got {
+		if want := fmt.Sprintf("m %03d", i); content != want {
+			t.Fatalf("event %d is %q, want %q (cut off after %d)", i, content, want, cutAt)
+		}
+	}
+	t.Logf("cut off after %d events; %d writes while they were queued", cutAt, gate.writes.Load())
+}
+
+// resultEvent decodes the roomEvents event of a next payload.
+func resultEvent(t *testing.T, payload json.RawMessage) roomEvent {
+	t.Helper()
+	var r struct {
+		Data   struct{ RoomEvents roomEvent }
+		Errors []json.RawMessage
+	}
+	if err := json.Unmarshal(payload, &r); err != nil || len(r.Errors) > 0 {
+		t.Fatalf("result %s: %v", payload, err)
+	}
+	return r.Data.RoomEvents
+}
+
+// writeGate counts the server's writes; armed, it holds the next one on
+// the first connection accepted (the test's websocket; HTTP posts come on
+// others) until release is closed, telling held first.
 type writeGate struct {
-	writes  atomic.Int64
-	armed   atomic.Bool
-	held    chan struct{}
-	release chan struct{}
+	writes   atomic.Int64
+	armed    atomic.Bool
+	accepted atomic.Int64
+	held     chan struct{}
+	release  chan struct{}
 }
 
 type gatedListener struct {
@@ -127,15 +214,19 @@ func (l gatedListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return gatedConn{Conn: c, gate: l.gate}, nil
+	return gatedConn{Conn: c, gate: l.gate, first: l.gate.accepted.Add(1) == 1}, nil
 }
 
 type gatedConn struct {
 	net.Conn
-	gate *writeGate
+	gate  *writeGate
+	first bool
 }
 
 func (c gatedConn) Write(p []byte) (int, error) {
+	if !c.first {
+		return c.Conn.Write(p)
+	}
 	c.gate.writes.Add(1)
 	if c.gate.armed.CompareAndSwap(true, false) {
 		c.gate.held <- struct{}{}
