@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,24 +52,26 @@ func (c npmClient) run(t *testing.T, arg any) []byte {
 }
 
 // clientRoom is a room a client follows from a cursor: its first message,
-// so that the second is replayed.
+// so that those after it are replayed, the last of them (Replayed) closing
+// the replay.
 type clientRoom struct {
-	Name     string `json:"name"`
-	After    string `json:"after"`
-	Replayed string `json:"replayed"`
+	Name     string   `json:"name"`
+	After    string   `json:"after"`
+	Replayed string   `json:"replayed"`
+	Replays  []string `json:"-"` // every replayed message, in order
 }
 
-// prepareClientRoom creates owner's room with two messages.
-func prepareClientRoom(t *testing.T, owner *chatclient.Client, name string) clientRoom {
+// prepareClientRoom creates owner's room with replays+1 messages.
+func prepareClientRoom(t *testing.T, owner *chatclient.Client, name string, replays int) clientRoom {
 	t.Helper()
 	mustDo(t, owner, createRoom, map[string]any{"n": name}, nil)
-	var ids [2]string
+	ids := make([]string, replays+1)
 	for i := range ids {
 		var out struct{ PostMessage struct{ ID string } }
-		mustDo(t, owner, postMessage, map[string]any{"r": name, "c": "before " + name}, &out)
+		mustDo(t, owner, postMessage, map[string]any{"r": name, "c": fmt.Sprintf("before %s %d", name, i)}, &out)
 		ids[i] = out.PostMessage.ID
 	}
-	return clientRoom{Name: name, After: ids[0], Replayed: ids[1]}
+	return clientRoom{Name: name, After: ids[0], Replayed: ids[replays], Replays: ids[1:]}
 }
 
 // clientFollow is what a client saw following a clientRoom: the scenarios
@@ -81,18 +84,26 @@ type clientFollow struct {
 	PostError string
 }
 
-// check fails t unless the client got the replayed message, the live one
-// and ROOM_DELETED, then complete, and no error.
+// check fails t unless the client got the replayed messages in order, the
+// live one and ROOM_DELETED, then complete, and no error.
 func (f clientFollow) check(t *testing.T, who string, r clientRoom) {
 	t.Helper()
 	kinds := make([]string, len(f.Events))
 	for i, ev := range f.Events {
 		kinds[i] = ev.Kind
 	}
-	if f.Timeout || !f.Completed || len(f.Error) > 0 && string(f.Error) != "null" || f.PostError != "" || len(f.Events) != 3 ||
-		f.Events[0].ID != r.Replayed || f.Events[1].Content != "live in "+r.Name ||
-		strings.Join(kinds, ",") != "MESSAGE_POSTED,MESSAGE_POSTED,ROOM_DELETED" {
-		t.Errorf("%s: following %s: got %s; want the replayed message, the live one, ROOM_DELETED, then complete", who, r.Name, show(f))
+	n := len(r.Replays)
+	want := strings.Repeat("MESSAGE_POSTED,", n) + "MESSAGE_POSTED,ROOM_DELETED"
+	if f.Timeout || !f.Completed || len(f.Error) > 0 && string(f.Error) != "null" || f.PostError != "" || len(f.Events) != n+2 ||
+		f.Events[n].Content != "live in "+r.Name || strings.Join(kinds, ",") != want {
+		t.Errorf("%s: following %s: got %s; want the %d replayed messages, the live one, ROOM_DELETED, then complete", who, r.Name, show(f), n)
+		return
+	}
+	for i, id := range r.Replays {
+		if f.Events[i].ID != id {
+			t.Errorf("%s: following %s: replayed message %d is %s, want %s", who, r.Name, i, f.Events[i].ID, id)
+			return
+		}
 	}
 }
 

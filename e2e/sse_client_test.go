@@ -16,7 +16,7 @@ import (
 func TestOfficialSSEClient(t *testing.T) {
 	ts := startServer(t, testConfig(t))
 	alice, bob := ts.user(t, "alice"), ts.user(t, "bob")
-	prepare := func(name string) clientRoom { return prepareClientRoom(t, alice, name) }
+	prepare := func(name string) clientRoom { return prepareClientRoom(t, alice, name, 1) }
 	type rooms struct {
 		First   clientRoom `json:"first"`
 		Second  clientRoom `json:"second"`

@@ -17,8 +17,11 @@ import (
 // message, the room's deletion and the complete that follows), runs a query,
 // gets refused subscriptions on its error sink with extensions.code, and is
 // refused a bad token: graphql-ws by the 4401 close, without retrying;
-// subscriptions-transport-ws by connection_error, then 4401.
+// subscriptions-transport-ws by connection_error, then 4401. The replay is
+// 40 messages, which the server writes 32 frames to a write (live's
+// coalescing): each client must still read every message, in order.
 func TestOfficialWebsocketClients(t *testing.T) {
+	const replays = 40
 	ts := startServer(t, testConfig(t))
 	alice, bob := ts.user(t, "alice"), ts.user(t, "bob")
 	mustDo(t, alice, createRoom, map[string]any{"n": "closed"}, nil)
@@ -28,8 +31,8 @@ func TestOfficialWebsocketClients(t *testing.T) {
 		"member":             alice.Token,
 		"outsider":           bob.Token,
 		"closedRoom":         "closed",
-		"graphqlTransportWS": prepareClientRoom(t, alice, "modern"),
-		"graphqlWS":          prepareClientRoom(t, alice, "legacy"),
+		"graphqlTransportWS": prepareClientRoom(t, alice, "modern", replays),
+		"graphqlWS":          prepareClientRoom(t, alice, "legacy", replays),
 	}
 	stdout := npmClient{"clients/graphql-ws", "graphql-ws", "the npm websocket client tests"}.run(t, cfg)
 

@@ -264,6 +264,7 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 	// ends with the server.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	c := &conn{t: t, ws: ws, socket: lean.socket, proto: p, counts: &t.counts[p.index], exec: exec, ctx: ctx, cancel: cancel, ops: make(map[string]*operation)}
+	c.drainFn = c.drain
 	c.unauthenticated.Store(true)
 	t.mu.Lock()
 	closed := t.closed
@@ -311,6 +312,9 @@ type conn struct {
 	// emptied last, reused.
 	pending, spare []*roomSubscription
 	draining       bool
+	// drainFn is c.drain, made once: a go statement with a receiver
+	// allocates a closure each time.
+	drainFn func()
 
 	// unauthenticated: the connection holds a place under the cap of
 	// unauthenticated connections (until a user authenticates, or it ends).
@@ -580,7 +584,7 @@ func (c *conn) ready(r *roomSubscription) {
 	c.draining = true
 	c.mu.Unlock()
 	if start {
-		go c.drain()
+		go c.drainFn()
 	}
 }
 
@@ -594,6 +598,15 @@ func (c *conn) drain() {
 		c.mu.Lock()
 		ready := c.pending
 		if len(ready) == 0 {
+			// The next wake appends to a slice emptied before instead of
+			// allocating one; a short one, as an idle connection keeps it.
+			if ready == nil {
+				ready = c.spare
+			}
+			c.pending, c.spare = nil, nil
+			if cap(ready) <= maxKeptReady {
+				c.pending = ready
+			}
 			c.draining = false
 			c.mu.Unlock()
 			return
@@ -606,6 +619,10 @@ func (c *conn) drain() {
 		c.mu.Unlock()
 	}
 }
+
+// maxKeptReady is the longest slice of ready subscriptions a connection
+// keeps between its drains.
+const maxKeptReady = 16
 
 // deliver delivers the ready subscriptions in one batch, written when they
 // are done: a frame waits for no more than what was ready with it.
