@@ -326,12 +326,13 @@ versus_centrifugo() {
     for rep in $(seq "$reps"); do
       start_server "chatql-$engine-$rep" "${chatenv[@]}"
       log "chatql, $broker broker, run $rep of $reps (pid $SERVER_PID on $SERVER_ADDR)"
-      run_chatload "chatql-$engine-$rep" "$SERVER_PID" "$SERVER_ADDR" embedded "$broker" none
+      run_chatload "chatql-$engine-$rep" "$SERVER_PID" "$SERVER_ADDR" embedded "$broker" none \
+        -ceiling-steps "$CEILING_STEPS" -ceiling-from "$CEILING_FROM"
       stop_server
       ours+=("$OUT/chatql-$engine-$rep/report.json")
       start_centrifugo "centrifugo-$engine-$rep" "$engine"
       log "Centrifugo $version, $engine engine, run $rep of $reps (pid $SERVER_PID on $SERVER_ADDR)"
-      run_centrifugo_load "centrifugo-$engine-$rep" "$broker"
+      run_centrifugo_load "centrifugo-$engine-$rep" "$broker" -ceiling-steps "$CEILING_STEPS" -ceiling-from "$CEILING_FROM"
       stop_server
       theirs+=("$OUT/centrifugo-$engine-$rep/report.json")
     done
