@@ -92,7 +92,12 @@ func browserArtifacts(t *testing.T) string {
 // pushPreviews, the worker shows a push (one notification per
 // conversation) and a notification opens its conversation. A thread opens
 // from a reply count and gets a reply live; at 390 px the list and a
-// conversation take the screen in turn. Every screen is checked by
+// conversation take the screen in turn. One sync subscription follows 55
+// rooms and resumes from its kept cursor (offline and back, a reload), or
+// afresh from one the server refuses; messages are pinned and unpinned
+// live, the pinned list jumps to a message far back; a group's invite
+// link is made, copied, revoked, joins a signed-out user after they log
+// in, and says why it lets nobody in (used up, revoked, expired, banned). Every screen is checked by
 // axe-core (no serious or critical violation), at 1100 and 390 px. The
 // scenarios are clients/browser/scenarios.mjs.
 func TestWebAppInBrowser(t *testing.T) {

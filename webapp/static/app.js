@@ -1,6 +1,7 @@
 // The chat app: the inbox with unread counts, rooms, and one open
 // conversation (a room, a private group or a direct conversation) with its
-// history paged on scroll and its live events. Every call to the server is
+// history paged on scroll, its pinned messages and a group's invite links;
+// every change live on one sync. Every call to the server is
 // in api.js; this file is the page.
 import * as api from "./api.js";
 import "./search.js"; // the search box, which keeps to itself
@@ -218,6 +219,8 @@ function storeCursor(cursor) {
   else sessionStorage.removeItem(syncStored);
 }
 
+// startSync subscribes from cursor (null: from now). #chat's data-sync is
+// "live" once a page said the sync caught up (the browser tests wait for it).
 function startSync(cursor) {
   syncCursor = cursor;
   syncFresh = cursor === null;
