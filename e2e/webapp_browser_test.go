@@ -186,7 +186,7 @@ func TestWebAppInBrowser(t *testing.T) {
 		t.Fatalf("browser scenarios: %v (screenshots in %s)", err, artifacts)
 	}
 	if os.Getenv(scenariosVar) == "" {
-		for _, name := range []string{"webapp-live", "webapp-history", "webapp-offline", "webapp-moderation", "webapp-files", "webapp-files-error", "webapp-avatar-set", "webapp-avatars", "webapp-notifications", "webapp-thread", "webapp-phone", "webapp-pins", "webapp-pins-phone", "webapp-invites", "webapp-invite-join-phone", "webapp-invite-expired", "webapp-sync", "screen-room-desktop", "screen-thread-phone", "playground-subscription"} {
+		for _, name := range []string{"webapp-live", "webapp-history", "webapp-offline", "webapp-moderation", "webapp-files", "webapp-files-error", "webapp-avatar-set", "webapp-avatars", "webapp-notifications", "webapp-thread", "webapp-phone", "webapp-pins", "webapp-pins-phone", "webapp-invites", "webapp-invite-join-phone", "webapp-invite-expired", "webapp-invite-banned-phone", "webapp-sync", "screen-pins-phone", "screen-invites-phone", "screen-room-desktop", "screen-thread-phone", "playground-subscription"} {
 			if _, err := os.Stat(filepath.Join(artifacts, name+".png")); err != nil {
 				t.Errorf("no screenshot %s: %v", name, err)
 			}

@@ -818,8 +818,9 @@ const scenarios = {
 
   // Every screen of the app, at a desktop's size and a phone's, checked by
   // axe-core (shot) and kept as screenshots: signed out, signed in with no
-  // conversation open, a room, its thread, a direct conversation, the
-  // profile panel. On the phone nothing is wider than the screen.
+  // conversation open, a room, its thread, a direct conversation, a
+  // group's pinned list and its invite links, the profile panel. On the
+  // phone nothing is wider than the screen.
   async everyScreen() {
     const gryphon = await user("gryphon");
     const turtle = await user("turtle");
@@ -829,6 +830,10 @@ const scenarios = {
     await gql("mutation($r: String!, $c: String!, $to: ID) { postMessage(room: $r, content: $c, replyTo: $to) { id } }",
       { r: "seashore", c: "Said a whiting to a snail.", to: root.id }, gryphon);
     await gql('mutation { sendDirectMessage(to: "gryphon", content: "Beautiful soup!") { id } }', {}, turtle);
+    // A group of the gryphon's with a pinned message, for its pinned list and its invite links.
+    await gql('mutation { createRoom(input: {name: "sea-cave", kind: PRIVATE_GROUP}) { name } }', {}, gryphon);
+    const { postMessage: lesson } = await post(gryphon, "sea-cave", "Reeling and Writhing, to begin with.");
+    await gql("mutation($id: ID!) { pinMessage(id: $id) { id } }", { id: lesson.id }, gryphon);
     const sizes = [["desktop", { width: 1100, height: 700 }], ["phone", { width: 390, height: 800 }]];
     for (const [size, viewport] of sizes) {
       const context = await browser.newContext({ viewport });
@@ -856,11 +861,20 @@ const scenarios = {
       await go(page, "dm/turtle");
       await message(page, "Beautiful soup!").waitFor();
       await screen("direct");
+      await go(page, "room/sea-cave");
+      await page.getByRole("button", { name: "1 pinned message", exact: true }).click();
+      await page.locator("#pins-list .pin-link", { hasText: "Reeling and Writhing" }).waitFor();
+      await screen("pins");
+      await page.getByRole("button", { name: "Invite links", exact: true }).click();
+      await page.getByRole("button", { name: "Make a link" }).click();
+      await page.locator("#invite-new").waitFor();
+      await page.locator("#invite-list li button").first().waitFor();
+      await screen("invites");
       await page.locator("#profile > summary").click();
       await page.locator("#profile-firstname").waitFor();
       await screen("profile");
     }
-    return `${sizes.length * 6} screens at ${sizes.map(([s, v]) => `${s} (${v.width} px)`).join(" and ")}, each within the width and checked by axe-core`;
+    return `${sizes.length * 8} screens at ${sizes.map(([s, v]) => `${s} (${v.width} px)`).join(" and ")}, each within the width and checked by axe-core`;
   },
 
   // What a conversation looks like: the empty states say what to do, a

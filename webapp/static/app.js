@@ -1772,6 +1772,7 @@ function renderPins() {
 }
 
 $("pins-toggle").addEventListener("click", () => {
+  closeInvites(); // one panel at a time
   $("pins").hidden = !$("pins").hidden;
   $("pins-toggle").setAttribute("aria-expanded", String(!$("pins").hidden));
   if (!$("pins").hidden) $("pins-list").querySelector("a")?.focus();
@@ -1834,6 +1835,8 @@ $("invites-toggle").addEventListener("click", () => {
     closeInvites();
     return;
   }
+  $("pins").hidden = true; // one panel at a time
+  $("pins-toggle").setAttribute("aria-expanded", "false");
   $("invites").hidden = false;
   $("invites-toggle").setAttribute("aria-expanded", "true");
   loadInvites();
