@@ -30,7 +30,7 @@ const messageFields = `id room content system postedAt hidden editedAt deleted r
 
 // The fields a sync change carries of its message: enough for the unread
 // counts and to tell which conversation it is in.
-const syncMessageFields = "id conversationId replyToId system deleted mentions author { login }";
+const syncMessageFields = "id conversationId system deleted mentions author { login }";
 
 // The fields the app shows of a pinned message in the pinned list.
 const pinFields = "pinnedAt pinnedBy { login } message { id content deleted hidden attachments { name } author { login firstname lastname } }";
@@ -142,6 +142,7 @@ api.onSession((user) => {
 api.connectionState((state) => {
   $("connection").textContent = state === "live" ? "online" : state;
   $("connection").dataset.state = state;
+  if (state !== "live") syncLive = false; // the sync replays what it missed first
   if (state !== "live" || !started) return;
   // Presence is not replayed: after a (re)connect, read it again. So is
   // the newest page: the subscriptions replay from their cursors, but one
@@ -222,6 +223,7 @@ function storeCursor(cursor) {
 // startSync subscribes from cursor (null: from now). #chat's data-sync is
 // "live" once a page said the sync caught up (the browser tests wait for it).
 function startSync(cursor) {
+  syncLive = false;
   syncCursor = cursor;
   syncFresh = cursor === null;
   $("chat").dataset.sync = "starting";
@@ -245,6 +247,9 @@ function onSyncRefused(err) {
 }
 
 let syncFresh = false; // the sync started from now, and no page came yet
+// The sync is live: its replay (after a start or a reconnect) is over. A
+// replayed post is counted by the inbox's read, not once more at once.
+let syncLive = false;
 
 function onSyncPage(page) {
   if (!started) return;
@@ -254,7 +259,10 @@ function onSyncPage(page) {
   }
   syncCursor = page.cursor;
   storeCursor(page.cursor);
-  if (page.caughtUp) $("chat").dataset.sync = "live";
+  if (page.caughtUp) {
+    syncLive = true;
+    $("chat").dataset.sync = "live";
+  }
   if (syncFresh) {
     // A sync from now (its first page comes at once): what came before it is read again.
     syncFresh = false;
@@ -310,7 +318,8 @@ function onRoomChange(e) {
     setTyping(e.user.login, false);
     postedAt.set(e.user.login, Date.now());
   }
-  if (e.message) showFetched(e.message.id, e.kind === "MESSAGE_POSTED" || changesRoom.has(e.kind));
+  // A post, or the system message that records a join, a leave or a moderation: new to the history.
+  if (e.message) showFetched(e.message.id, e.kind === "MESSAGE_POSTED" || e.message.system);
 }
 
 function onInboxChange(e) {
@@ -328,7 +337,7 @@ function onInboxChange(e) {
 // that follows (loadInboxSoon) has the last word.
 function countUnread(id, message) {
   const entry = conversations.find((c) => c.id === id);
-  if (!entry || !message) return;
+  if (!entry || !message || !syncLive) return;
   entry.unread = (entry.unread ?? 0) + 1;
   if (message.mentions?.includes(api.currentUser().login)) entry.mentions = (entry.mentions ?? 0) + 1;
   renderInbox();
@@ -377,17 +386,22 @@ function showFetched(id, posted) {
     return;
   }
   if (posted && shown.has(id)) return; // shown already (the user's own post, as the server answered it)
-  // An update of a message neither shown nor in the open thread: nothing to redraw.
-  if (!posted && !shown.has(id) && !thread?.shown.has(id) && thread?.root.id !== id) return;
-  const read = api.gql(queries.message, { id }).then(
-    (d) => d.message,
-    () => null,
-  );
+  // An update is read if its message is shown, or is by the time the
+  // changes before it are (its post's read may be on its way).
+  const known = () => shown.has(id) || thread?.shown.has(id) || thread?.root.id === id;
+  const read = (posted || known()) && readMessage(id);
   showing = showing.then(async () => {
-    const message = await read;
+    if (open !== conv || (!read && !known())) return;
+    const message = await (read || readMessage(id));
     if (message && open === conv) show(message, posted);
   });
 }
+
+const readMessage = (id) =>
+  api.gql(queries.message, { id }).then(
+    (d) => d.message,
+    () => null,
+  );
 
 // ---- The profile and blocked users ----
 
