@@ -196,9 +196,8 @@ function stopChat() {
 // reactions, pins, joins and leaves), each once, in pages with a cursor.
 // The tab keeps the last page's cursor (sessionStorage): a reconnect and a
 // reload resume from it, and the server replays what was missed, nothing
-// twice. A cursor the server refuses (one it did not give, or too old)
-// starts a new sync from now, with the inbox and the open conversation
-// read again. Typing and presence are in no log: the open room's
+// twice. A cursor the server refuses (one it did not give) starts a new
+// sync from now, with the inbox and the open conversation read again. Typing and presence are in no log: the open room's
 // `roomEvents` and the inbox's `inboxEvents`, live only, bring them.
 const syncStored = "chatql.sync"; // sessionStorage: { login, cursor }
 let syncSub = null;
@@ -230,20 +229,23 @@ function startSync(cursor) {
   syncSub = api.subscribe(queries.sync, (after) => ({ after }), "sync", onSyncPage, onSyncRefused, cursor);
 }
 
-// onSyncRefused: the server refused the sync (a cursor it does not take).
-// Start again from now, and read what a replay would have brought.
+// onSyncRefused: the server refused or ended the sync with an error. A
+// cursor it does not take (BAD_USER_INPUT: not one it gave) starts a new
+// sync from now, and what a replay would have brought is read again; a
+// stream that failed (it fell behind, the server had trouble) starts
+// again from the last cursor, in a while.
+let syncBackoff = 0;
 function onSyncRefused(err) {
   if (!started) return;
   syncSub = null;
-  const resumed = syncCursor !== null;
-  storeCursor(null);
-  if (!resumed) {
-    // Refused from now too: say so, and try again in a while.
-    showSideError(new Error(`Live updates stopped (${err.message}). Trying again…`));
-    syncRetry = setTimeout(() => started && !syncSub && startSync(null), 10_000);
+  if (err.code === "BAD_USER_INPUT" && syncCursor !== null) {
+    storeCursor(null);
+    startSync(null);
     return;
   }
-  startSync(null);
+  syncBackoff = Math.min(30_000, syncBackoff * 2 || 1000);
+  if (syncBackoff >= 8000) showSideError(new Error(`Live updates stopped (${err.message}). Trying again…`));
+  syncRetry = setTimeout(() => started && !syncSub && startSync(syncCursor), syncBackoff);
 }
 
 let syncFresh = false; // the sync started from now, and no page came yet
@@ -259,6 +261,8 @@ function onSyncPage(page) {
   }
   syncCursor = page.cursor;
   storeCursor(page.cursor);
+  if (syncBackoff >= 8000) showSideError(null);
+  syncBackoff = 0;
   if (page.caughtUp) {
     syncLive = true;
     $("chat").dataset.sync = "live";
