@@ -928,7 +928,7 @@ let open = null;
 const conversationMain = document.querySelector("main.conversation");
 let olderCursor = null; // messages(after:) for the next older page
 let hasOlder = false;
-let loadingOlder = false;
+let olderRead = null; // the older page being read
 const shown = new Map(); // message id -> { message, li }
 const typists = new Map(); // login -> timer
 let replyTo = null; // the message the composer replies to
@@ -1092,8 +1092,6 @@ async function loadPage() {
   }
 }
 
-// loadOlder reads the next older page, unless one is being read; it
-// reports whether it read one.
 // refreshNewest shows the messages of the newest page not shown yet.
 async function refreshNewest() {
   const conv = open;
@@ -1110,15 +1108,21 @@ async function refreshNewest() {
   }
 }
 
+// loadOlder reads the next older page (or waits for the one being read);
+// it reports whether there was one to read.
 async function loadOlder() {
-  if (loadingOlder || !hasOlder || !open) return false;
-  loadingOlder = true;
+  if (olderRead) {
+    await olderRead; // one at a time: the one being read
+    return true;
+  }
+  if (!hasOlder || !open) return false;
   const list = $("messages");
   list.setAttribute("aria-busy", "true");
+  olderRead = loadPage();
   try {
-    await loadPage();
+    await olderRead;
   } finally {
-    loadingOlder = false;
+    olderRead = null;
     list.setAttribute("aria-busy", "false");
   }
   return true;
@@ -1806,9 +1810,7 @@ $("pins").addEventListener("keydown", (e) => {
 // is shown (a pinned message may be far back), and gives it the focus.
 async function jumpTo(id) {
   const conv = open;
-  for (let pages = 0; !shown.has(id) && open === conv && hasOlder && pages < 100; pages++) {
-    if (!(await loadOlder())) await new Promise((r) => setTimeout(r, 100)); // a page is being read
-  }
+  for (let pages = 0; !shown.has(id) && open === conv && pages < 100 && (await loadOlder()); pages++);
   if (open !== conv) return;
   const li = shown.get(id)?.li;
   if (!li) {
