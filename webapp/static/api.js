@@ -321,9 +321,9 @@ export const connectionState = (fn) => connection.onState(fn);
  * first); onEvent gets each event; onError gets a GraphQL error the server
  * refused the subscription with (it is not started again). Returns a
  * handle whose cancel() ends it, and whose ended is true once the server
- * ended or refused it.
+ * ended or refused it. onEnd is told when the server ends it.
  */
-export function subscribe(query, variables, field, onEvent, onError, cursor = null) {
+export function subscribe(query, variables, field, onEvent, onError, cursor = null, onEnd = null) {
   const sub = {
     running: false,
     ended: false,
@@ -367,6 +367,7 @@ export function subscribe(query, variables, field, onEvent, onError, cursor = nu
             this.running = false;
             this.ended = true;
             connection.subs.delete(this);
+            onEnd?.();
           },
         },
       );

@@ -197,8 +197,9 @@ function stopChat() {
 // The tab keeps the last page's cursor (sessionStorage): a reconnect and a
 // reload resume from it, and the server replays what was missed, nothing
 // twice. A cursor the server refuses (one it did not give) starts a new
-// sync from now, with the inbox and the open conversation read again. Typing and presence are in no log: the open room's
-// `roomEvents` and the inbox's `inboxEvents`, live only, bring them.
+// sync from now, with the inbox and the open conversation read again.
+// Typing and presence are in no log: the open room's `roomEvents` and the
+// inbox's `inboxEvents`, live only, bring them.
 const syncStored = "chatql.sync"; // sessionStorage: { login, cursor }
 let syncSub = null;
 let syncCursor = null; // the cursor of the last page applied
@@ -226,7 +227,9 @@ function startSync(cursor) {
   syncCursor = cursor;
   syncFresh = cursor === null;
   $("chat").dataset.sync = "starting";
-  syncSub = api.subscribe(queries.sync, (after) => ({ after }), "sync", onSyncPage, onSyncRefused, cursor);
+  // The server ends a sync only when it must (its user's session ended, or it shuts down): again from the cursor.
+  const ended = () => onSyncRefused(new Error("the server ended the sync"));
+  syncSub = api.subscribe(queries.sync, (after) => ({ after }), "sync", onSyncPage, onSyncRefused, cursor, ended);
 }
 
 // onSyncRefused: the server refused or ended the sync with an error. A
