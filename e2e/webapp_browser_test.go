@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/killrchat/chatql/internal/testenv"
 	"github.com/killrchat/chatql/server"
+	"github.com/killrchat/chatql/store"
 )
 
 // browserDir holds the browser tests' scenarios (clients/browser): Node
@@ -89,7 +92,12 @@ func browserArtifacts(t *testing.T) string {
 // pushPreviews, the worker shows a push (one notification per
 // conversation) and a notification opens its conversation. A thread opens
 // from a reply count and gets a reply live; at 390 px the list and a
-// conversation take the screen in turn. Every screen is checked by
+// conversation take the screen in turn. One sync subscription follows 55
+// rooms and resumes from its kept cursor (offline and back, a reload), or
+// afresh from one the server refuses; messages are pinned and unpinned
+// live, the pinned list jumps to a message far back; a group's invite
+// link is made, copied, revoked, joins a signed-out user after they log
+// in, and says why it lets nobody in (used up, revoked, expired, banned). Every screen is checked by
 // axe-core (no serious or critical violation), at 1100 and 390 px. The
 // scenarios are clients/browser/scenarios.mjs.
 func TestWebAppInBrowser(t *testing.T) {
@@ -110,7 +118,12 @@ func TestWebAppInBrowser(t *testing.T) {
 	cfg.FileLimits.QuotaBytes = 4 << 20
 	cfg.LinkPreviews = true
 	cfg.LinkPreviewsAllowLoopback = true
+	var srv *server.Server
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/expired-invite" {
+			expiredInvite(t, srv, w, r)
+			return
+		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write([]byte(`<!doctype html><html><head><title>glass</title>
 <meta property="og:title" content="The Looking-Glass House">
@@ -129,7 +142,7 @@ func TestWebAppInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.PublicURL = "http://" + ln.Addr().String()
-	srv, err := server.New(context.Background(), cfg, testLogger())
+	srv, err = server.New(context.Background(), cfg, testLogger())
 	if err != nil {
 		ln.Close()
 		t.Fatalf("server.New: %v", err)
@@ -141,6 +154,10 @@ func TestWebAppInBrowser(t *testing.T) {
 		"screenshots": artifacts,
 		"tokenTTL":    cfg.TokenTTL.Seconds(),
 		"pageURL":     page.URL + "/looking-glass",
+		// Where a scenario gets an invite link that has expired: an invite
+		// lasts a minute at least, so the test writes one whose time is up
+		// to the store, as it would be a minute after it was made.
+		"expiredInviteURL": page.URL + "/expired-invite",
 		// How long a scenario waits for what the app should show (a
 		// message, a count, a mark): 15 s, three times that under the race
 		// detector, which slows the server several times (a picture's
@@ -169,11 +186,29 @@ func TestWebAppInBrowser(t *testing.T) {
 		t.Fatalf("browser scenarios: %v (screenshots in %s)", err, artifacts)
 	}
 	if os.Getenv(scenariosVar) == "" {
-		for _, name := range []string{"webapp-live", "webapp-history", "webapp-offline", "webapp-moderation", "webapp-files", "webapp-files-error", "webapp-avatar-set", "webapp-avatars", "webapp-notifications", "webapp-thread", "webapp-phone", "screen-room-desktop", "screen-thread-phone", "playground-subscription"} {
+		for _, name := range []string{"webapp-live", "webapp-history", "webapp-offline", "webapp-moderation", "webapp-files", "webapp-files-error", "webapp-avatar-set", "webapp-avatars", "webapp-notifications", "webapp-thread", "webapp-phone", "webapp-pins", "webapp-pins-phone", "webapp-invites", "webapp-invite-join-phone", "webapp-invite-expired", "webapp-invite-banned-phone", "webapp-sync", "screen-pins-phone", "screen-invites-phone", "screen-room-desktop", "screen-thread-phone", "playground-subscription"} {
 			if _, err := os.Stat(filepath.Join(artifacts, name+".png")); err != nil {
 				t.Errorf("no screenshot %s: %v", name, err)
 			}
 		}
 	}
 	t.Logf("screenshots in %s", artifacts)
+}
+
+// expiredInvite writes to the store an invite link of the group ?room=,
+// made by its creator ?by=, whose time is up (made and expired now, after
+// the group was created), and answers its token.
+func expiredInvite(t *testing.T, srv *server.Server, w http.ResponseWriter, r *http.Request) {
+	secret := make([]byte, 32)
+	rand.Read(secret) // never fails (crypto/rand)
+	token := "chatinv_" + base64.RawURLEncoding.EncodeToString(secret)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	inv := store.Invite{Room: r.URL.Query().Get("room"), Hash: store.InviteHash(token), CreatedBy: store.UserRef{Login: r.URL.Query().Get("by")},
+		CreatedAt: now, ExpiresAt: now, MaxUses: 5}
+	if err := srv.Store().CreateInvite(r.Context(), inv); err != nil {
+		t.Errorf("writing an expired invite: %v", err)
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	_, _ = w.Write([]byte(token))
 }

@@ -345,8 +345,8 @@ const scenarios = {
   },
 
   // A public room's unread count, live: walrus reads another room while the
-  // carpenter posts in theirs; its count in the inbox follows each post (a
-  // roomEvents subscription of the app's, no poll), a mention shows as
+  // carpenter posts in theirs; its count in the inbox follows each post (the
+  // app's sync, no poll), a mention shows as
   // one, and a deleted post leaves the count again.
   async liveUnread() {
     const walrus = await user("walrus");
@@ -379,6 +379,283 @@ const scenarios = {
     await opened(page, "room/oyster-bed");
     await entry.locator(".badge").waitFor({ state: "detached" });
     return "a public room's unread count followed two posts, a mention and its deletion live, and went once the room was opened";
+  },
+
+  // One sync: the app follows every conversation on one `sync`
+  // subscription, however many rooms the user is in (55 here: the app
+  // once followed 50 rooms live and polled for the others), with the open
+  // room's typing and presence on a subscription of their own, live only.
+  // Its cursor is kept: offline and back, and after a reload, the sync
+  // resumes from the last page's cursor and what was missed shows once; a
+  // cursor the server refuses starts a new sync, the inbox read again.
+  async oneSync() {
+    const hare = await user("hare");
+    const dodo = await user("dodo");
+    for (let i = 1; i <= 55; i++) {
+      await createRoom(dodo, `burrow-${i}`);
+      await joinRoom(hare, `burrow-${i}`);
+    }
+    const page = await open("hare", "#room/burrow-55");
+    // What the page subscribes to, and the sync's cursors it was given.
+    const subscribed = [];
+    const cursors = new Set();
+    page.on("websocket", (ws) => {
+      ws.on("framesent", ({ payload }) => {
+        const m = JSON.parse(payload);
+        if (m.type === "subscribe") subscribed.push(m.payload);
+      });
+      ws.on("framereceived", ({ payload }) => {
+        const m = JSON.parse(payload);
+        if (m.type === "next" && m.payload?.data?.sync) cursors.add(m.payload.data.sync.cursor);
+      });
+    });
+    const syncs = () => subscribed.filter((p) => /^\s*subscription Sync\b/.test(p.query));
+    const stored = () => page.evaluate(() => JSON.parse(sessionStorage.getItem("chatql.sync"))?.cursor ?? null);
+    const synced = () => page.locator('#chat[data-sync="live"]').waitFor();
+    await loginUI(page, "hare");
+    await opened(page, "room/burrow-55");
+    await live(page);
+    await synced();
+    // The least recently active of the 55 rooms counts a post live.
+    const entry = (room) => page.locator(`#inbox a[href="#room/${room}"]`);
+    await entry("burrow-1").waitFor();
+    await post(dodo, "burrow-1", "Everybody has won");
+    await entry("burrow-1").locator(".badge", { hasText: exactly("1") }).waitFor();
+    check(syncs().length === 1, `the page subscribed to sync ${syncs().length} times, want once`);
+    const others = subscribed.filter((p) => !/^\s*subscription Sync\b/.test(p.query));
+    const resumed = others.filter((p) => p.variables?.after != null);
+    check(resumed.length === 0, `subscriptions other than the sync resume from cursors: ${JSON.stringify(resumed.map((p) => p.query.slice(0, 40)))}`);
+    const rooms = others.filter((p) => /roomEvents/.test(p.query)).map((p) => p.variables.room);
+    check(rooms.every((r) => r === "burrow-55"), `the page follows roomEvents of ${JSON.stringify(rooms)}, want the open room's at most`);
+    check(others.every((p) => !/message\s*\{/.test(p.query)), "a subscription besides the sync asks for messages");
+
+    // Offline and back: the sync resumes from its last cursor; the open
+    // room's posts show once, in order; the counts of another room and of
+    // a direct conversation follow.
+    await page.context().setOffline(true);
+    await page.locator('#connection[data-state="offline"]').waitFor();
+    const kept = await stored();
+    check(cursors.has(kept), `the stored cursor ${kept} is none the server gave`);
+    for (let i = 1; i <= 3; i++) await post(dodo, "burrow-55", `while away ${i}`);
+    await post(dodo, "burrow-2", "In another burrow");
+    await gql('mutation { sendDirectMessage(to: "hare", content: "A word, hare.") { id } }', {}, dodo);
+    const before = syncs().length;
+    await page.context().setOffline(false);
+    await live(page);
+    await message(page, "while away 3").waitFor();
+    await entry("burrow-2").locator(".badge", { hasText: exactly("1") }).waitFor();
+    await page.locator('#inbox a[href="#dm/dodo"]').locator(".badge", { hasText: exactly("1") }).waitFor();
+    const again = syncs().slice(before);
+    check(again.length >= 1 && again[0].variables.after === kept, `back online the sync started again after ${JSON.stringify(again.map((p) => p.variables.after))}, want ${kept}`);
+    const want = ["while away 1", "while away 2", "while away 3"];
+    check(JSON.stringify(await messages(page).allTextContents()) === JSON.stringify(want), `back online the room shows ${JSON.stringify(await messages(page).allTextContents())}`);
+
+    // A reload resumes from the stored cursor.
+    const beforeReload = syncs().length;
+    await reload(page);
+    await opened(page, "room/burrow-55");
+    await synced();
+    const reloaded = syncs().slice(beforeReload);
+    check(reloaded.length >= 1 && cursors.has(reloaded[0].variables.after), `after a reload the sync started after ${JSON.stringify(reloaded[0]?.variables.after)}, want a cursor it was given`);
+    await post(dodo, "burrow-55", "after the reload");
+    await message(page, "after the reload").waitFor();
+    check(JSON.stringify(await messages(page).allTextContents()) === JSON.stringify([...want, "after the reload"]), `after the reload the room shows ${JSON.stringify(await messages(page).allTextContents())}`);
+    await shot(page, "webapp-sync");
+
+    // A cursor the server refuses: the app starts a new sync and reads the
+    // inbox again, and stays live.
+    await page.evaluate(() => sessionStorage.setItem("chatql.sync", JSON.stringify({ login: "hare", cursor: "not-a-cursor" })));
+    const beforeBad = syncs().length;
+    await reload(page);
+    await opened(page, "room/burrow-55");
+    await synced();
+    const restarted = syncs().slice(beforeBad).map((p) => p.variables.after ?? null);
+    check(JSON.stringify(restarted) === JSON.stringify(["not-a-cursor", null]), `with a refused cursor the sync started after ${JSON.stringify(restarted)}, want "not-a-cursor" then from now`);
+    await page.waitForFunction(() => JSON.parse(sessionStorage.getItem("chatql.sync"))?.cursor !== "not-a-cursor");
+    check(cursors.has(await stored()), "the new sync's cursor is not kept");
+    await post(dodo, "burrow-4", "A fresh start");
+    await entry("burrow-4").locator(".badge", { hasText: exactly("1") }).waitFor();
+    check((await page.locator("#side-error").textContent()) === "", `the page says ${await page.locator("#side-error").textContent()}`);
+    return "one sync subscription for 55 rooms (none of their roomEvents), a post in the least active counted live; offline and back, and after a reload, it resumed from the stored cursor with each message once; a refused cursor started a new sync and stayed live";
+  },
+
+  // Pinned messages: a public room's creator pins from a message's
+  // actions (a participant may not: no Pin there), the other's page shows
+  // the pin live (the header's count, the message's tag); the list, newest
+  // pin first, jumps to a message far back in the history (older pages
+  // read until it shows); unpinned from the list or the message, the
+  // other's page follows. In a group any member pins. Checked by axe-core
+  // at a desktop's and a phone's size.
+  async pinnedMessages() {
+    const duchess = await user("duchess");
+    const cook = await user("cook");
+    await createRoom(duchess, "kitchen");
+    await joinRoom(cook, "kitchen");
+    const pepper = "There's certainly too much pepper in that soup!";
+    await post(cook, "kitchen", pepper);
+    for (let i = 1; i <= 45; i++) await post(cook, "kitchen", `sneeze ${i}`);
+    const page = await open("duchess", "#room/kitchen");
+    await loginUI(page, "duchess");
+    await opened(page, "room/kitchen");
+    await live(page);
+    const reader = await open("cook", "#room/kitchen");
+    await loginUI(reader, "cook");
+    await opened(reader, "room/kitchen");
+    await live(reader);
+    await reader.locator('#chat[data-sync="live"]').waitFor();
+
+    // A public room: its creator pins, a participant may not.
+    check((await item(reader, "sneeze 45").getByRole("button", { name: "Pin", exact: true }).count()) === 0, "a participant who does not moderate is offered Pin");
+    await item(page, "sneeze 45").getByRole("button", { name: "Pin", exact: true }).click();
+    await page.getByRole("button", { name: "1 pinned message", exact: true }).waitFor();
+    await reader.getByRole("button", { name: "1 pinned message", exact: true }).waitFor();
+    await item(reader, "sneeze 45").getByText("📌 pinned").waitFor();
+    await item(page, "sneeze 45").getByRole("button", { name: "Unpin", exact: true }).waitFor();
+
+    // A message older than the pages shown, pinned too: the list, newest
+    // pin first, jumps to it.
+    const { messages: found } = await gql('{ messages(room: "kitchen", first: 100) { edges { node { id content } } } }', {}, cook);
+    const pepperId = found.edges.find((e) => e.node.content === pepper).node.id;
+    check((await message(reader, pepper).count()) === 0, "the old message is shown before the jump");
+    await gql("mutation($id: ID!) { pinMessage(id: $id) { id } }", { id: pepperId }, duchess);
+    const toggle = reader.getByRole("button", { name: "2 pinned messages", exact: true });
+    await toggle.click();
+    check((await toggle.getAttribute("aria-expanded")) === "true", "the pinned list's button does not say it is expanded");
+    const listed = await reader.locator("#pins-list .pin-link").allTextContents();
+    check(JSON.stringify(listed) === JSON.stringify([`Cook Tester: ${pepper}`, "Cook Tester: sneeze 45"]), `the pinned list reads ${JSON.stringify(listed)}`);
+    await reader.locator("#pins-list li").first().getByText("pinned by duchess").waitFor();
+    await shot(reader, "webapp-pins");
+    await reader.locator("#pins-list").getByRole("link", { name: new RegExp("too much pepper") }).click();
+    await message(reader, pepper).waitFor();
+    await reader.waitForFunction((text) => document.activeElement?.classList.contains("message") && document.activeElement.textContent.includes(text), pepper);
+    const at = await item(reader, pepper).boundingBox();
+    const history = await reader.locator("#messages").boundingBox();
+    check(at && at.y >= history.y - 1 && at.y + at.height <= history.y + history.height + 1, `after the jump the message is at ${JSON.stringify(at)}, the history ${JSON.stringify(history)}`);
+    await item(reader, pepper).getByText("📌 pinned").waitFor();
+
+    // Unpinned from the list, then from the message: the other page follows.
+    await page.getByRole("button", { name: "2 pinned messages", exact: true }).click();
+    await page.locator("#pins-list li", { hasText: "sneeze 45" }).getByRole("button", { name: "Unpin Cook Tester's message" }).click();
+    await reader.getByRole("button", { name: "1 pinned message", exact: true }).waitFor();
+    await item(reader, "sneeze 45").getByText("📌 pinned").waitFor({ state: "detached" });
+    // The list stays open, one pin shorter.
+    await page.locator('#pins-toggle[aria-expanded="true"]', { hasText: "1 pinned" }).waitFor();
+    await page.locator("#pins-list").getByRole("link", { name: new RegExp("too much pepper") }).click();
+    await item(page, pepper).getByRole("button", { name: "Unpin", exact: true }).click();
+    await reader.locator("#pins-toggle").waitFor({ state: "hidden" });
+    await item(reader, pepper).getByText("📌 pinned").waitFor({ state: "detached" });
+    const { room } = await gql('{ room(name: "kitchen") { pinnedMessages { message { id } } } }', {}, cook);
+    check(room.pinnedMessages.length === 0, `the room still pins ${JSON.stringify(room.pinnedMessages)}`);
+
+    // A group: any member pins. At a phone's size too.
+    await gql('mutation { createRoom(input: {name: "nursery", kind: PRIVATE_GROUP}) { name } }', {}, duchess);
+    await gql('mutation { addGroupMember(group: "nursery", login: "cook") { name } }', {}, duchess);
+    await post(duchess, "nursery", "Speak roughly to your little boy");
+    const phone = await open("cook-phone", "#room/nursery", await browser.newContext({ viewport: { width: 390, height: 800 } }));
+    await loginUI(phone, "cook");
+    await opened(phone, "room/nursery");
+    await item(phone, "Speak roughly to your little boy").getByRole("button", { name: "Pin", exact: true }).click();
+    await phone.getByRole("button", { name: "1 pinned message", exact: true }).click();
+    await phone.locator("#pins-list .pin-link", { hasText: "Speak roughly" }).waitFor();
+    const width = await phone.evaluate(() => document.documentElement.scrollWidth);
+    check(width <= 390, `with the pinned list open at 390 px the page is ${width} px wide`);
+    await shot(phone, "webapp-pins-phone");
+    return "a room's creator pinned from the message's actions (a participant had no Pin), seen live on the other page; the list, newest first, jumped to a message 45 back; unpinned from the list and the message, followed live; a group's member pinned, on a phone";
+  },
+
+  // Invite links: a private group's creator makes one in the app (lasting a
+  // day, two uses), copies it, sees it listed; someone signed out opens it
+  // on a phone, logs in and is in the group. Links that let nobody in say
+  // why in words: used up, revoked (from the app's list), the opener
+  // banned, expired.
+  async inviteLinks() {
+    const queen = await user("redqueen");
+    await gql('mutation { createRoom(input: {name: "chessboard", kind: PRIVATE_GROUP}) { name } }', {}, queen);
+    await post(queen, "chessboard", "It takes all the running you can do, to keep in the same place.");
+    await user("pawn");
+    const knight = await user("knight");
+    await user("bishop");
+    await user("rook");
+    const page = await open("redqueen", "#room/chessboard");
+    await page.context().grantPermissions(["clipboard-read", "clipboard-write"], { origin: cfg.url });
+    page.on("dialog", (d) => d.accept()); // the revocation's confirmation
+    await loginUI(page, "redqueen");
+    await opened(page, "room/chessboard");
+    await live(page);
+    const panel = page.getByRole("button", { name: "Invite links", exact: true });
+    await panel.click();
+    check((await panel.getAttribute("aria-expanded")) === "true", "the invite links' button does not say it is expanded");
+    await page.locator("#invite-list .empty", { hasText: "No invite links yet" }).waitFor();
+    await page.getByLabel("Lasts").selectOption({ label: "1 day" });
+    await page.getByLabel("Uses").fill("2");
+    await page.getByRole("button", { name: "Make a link" }).click();
+    await page.locator("#invite-new").waitFor();
+    const link = await page.locator("#invite-link").inputValue();
+    check(link.startsWith(`${cfg.url}/#join/chatinv_`), `the link is ${link}`);
+    await page.getByRole("button", { name: "Copy" }).click();
+    // The clipboard's permissions are granted: the copy works.
+    await page.locator("#invite-status", { hasText: "Link copied." }).waitFor();
+    const clip = await page.evaluate(() => navigator.clipboard.readText());
+    check(clip === link, `the clipboard holds ${clip}`);
+    await page.locator("#invite-list li", { hasText: "used 0 of 2" }).waitFor();
+    const { room: made } = await gql('{ room(name: "chessboard") { invites { maxUses uses expiresAt } } }', {}, queen);
+    const lasts = Date.parse(made.invites[0].expiresAt) - Date.now();
+    check(made.invites.length === 1 && made.invites[0].maxUses === 2 && lasts > 23 * 3600e3 && lasts <= 24 * 3600e3, `the group's invites: ${JSON.stringify(made.invites)}`);
+    await shot(page, "webapp-invites");
+
+    // Signed out, on a phone: the link asks to log in, then joins.
+    const pawn = await open("pawn", link.slice(cfg.url.length + 1), await browser.newContext({ viewport: { width: 390, height: 800 } }));
+    await pawn.locator("#auth-note", { hasText: "invite link" }).waitFor();
+    await loginUI(pawn, "pawn");
+    await opened(pawn, "room/chessboard");
+    await send(pawn, "A pawn may become a queen.");
+    await message(page, "A pawn may become a queen.").waitFor();
+    check(pawn.url().endsWith("#room/chessboard"), `after joining pawn is at ${pawn.url()}`);
+    const width = await pawn.evaluate(() => document.documentElement.scrollWidth);
+    check(width <= 390, `the joined group at 390 px is ${width} px wide`);
+    await shot(pawn, "webapp-invite-join-phone");
+    await page.getByRole("button", { name: "Close the invite links" }).click();
+    await panel.click();
+    await page.locator("#invite-list li", { hasText: "used 1 of 2" }).waitFor();
+
+    // Used up: its second use is the knight's; the bishop is told.
+    const twice = decodeURIComponent(link.split("#join/")[1]);
+    await gql("mutation($t: String!) { joinByInvite(token: $t) { name } }", { t: twice }, knight);
+    const bishop = await open("bishop", `#join/${twice}`);
+    await loginUI(bishop, "bishop");
+    const error = bishop.locator("#join-error");
+    await error.filter({ hasText: "This invite link has been used as many times as it allows." }).waitFor();
+
+    // Revoked from the app's list.
+    await page.getByRole("button", { name: "Make a link" }).click();
+    await page.locator("#invite-list li", { hasText: "used 0 of 2" }).waitFor();
+    const revoked = await page.locator("#invite-link").inputValue();
+    check(revoked !== link, "a new link is the old one");
+    await page.locator("#invite-list li", { hasText: "used 0 of 2" }).getByRole("button", { name: /^Revoke/ }).click();
+    await page.locator("#invite-status", { hasText: "Link revoked." }).waitFor();
+    await page.locator("#invite-list li", { hasText: "used 0 of 2" }).waitFor({ state: "detached" });
+    await bishop.goto(revoked);
+    await error.filter({ hasText: "This invite link does not work: it was revoked, or its group no longer exists." }).waitFor();
+
+    // Expired (written to the store as it would be a minute after it was
+    // made: a link lasts a minute at least).
+    const expired = await (await fetch(`${cfg.expiredInviteURL}?room=chessboard&by=redqueen`)).text();
+    await bishop.goto(`${cfg.url}/#join/${expired}`);
+    await error.filter({ hasText: "This invite link has expired." }).waitFor();
+    await bishop.locator("#join-hint", { hasText: "Ask a member of the group for a new link" }).waitFor();
+    await shot(bishop, "webapp-invite-expired");
+    const { inbox } = await gql("{ inbox { id } }", {}, await token("bishop"));
+    check(!inbox.some((c) => c.id === "chessboard"), "the bishop joined the group");
+
+    // Banned: a link that works lets the banned rook in no more. On a phone.
+    await gql('mutation { banUser(room: "chessboard", login: "rook") { name } }', {}, queen);
+    const { createInvite } = await gql('mutation { createInvite(room: "chessboard") { token } }', {}, queen);
+    const rook = await open("rook", `#join/${createInvite.token}`, await browser.newContext({ viewport: { width: 390, height: 800 } }));
+    await loginUI(rook, "rook");
+    await rook.locator("#join-error", { hasText: "You are banned from this group: its invite links cannot add you." }).waitFor();
+    check(await rook.locator("#conversation-empty").isHidden(), "the invite link's screen says no conversation is open");
+    await shot(rook, "webapp-invite-banned-phone");
+    return "a group's creator made a link (a day, two uses) in the app, copied it and saw it listed; opened signed out on a phone, it asked to log in and joined; used up, revoked from the list, expired and banned, the link said why in words";
   },
 
   // History pages on scroll: 100 messages, 30 a page; scrolling to the top
@@ -540,8 +817,9 @@ const scenarios = {
 
   // Every screen of the app, at a desktop's size and a phone's, checked by
   // axe-core (shot) and kept as screenshots: signed out, signed in with no
-  // conversation open, a room, its thread, a direct conversation, the
-  // profile panel. On the phone nothing is wider than the screen.
+  // conversation open, a room, its thread, a direct conversation, a
+  // group's pinned list and its invite links, the profile panel. On the
+  // phone nothing is wider than the screen.
   async everyScreen() {
     const gryphon = await user("gryphon");
     const turtle = await user("turtle");
@@ -551,6 +829,10 @@ const scenarios = {
     await gql("mutation($r: String!, $c: String!, $to: ID) { postMessage(room: $r, content: $c, replyTo: $to) { id } }",
       { r: "seashore", c: "Said a whiting to a snail.", to: root.id }, gryphon);
     await gql('mutation { sendDirectMessage(to: "gryphon", content: "Beautiful soup!") { id } }', {}, turtle);
+    // A group of the gryphon's with a pinned message, for its pinned list and its invite links.
+    await gql('mutation { createRoom(input: {name: "sea-cave", kind: PRIVATE_GROUP}) { name } }', {}, gryphon);
+    const { postMessage: lesson } = await post(gryphon, "sea-cave", "Reeling and Writhing, to begin with.");
+    await gql("mutation($id: ID!) { pinMessage(id: $id) { id } }", { id: lesson.id }, gryphon);
     const sizes = [["desktop", { width: 1100, height: 700 }], ["phone", { width: 390, height: 800 }]];
     for (const [size, viewport] of sizes) {
       const context = await browser.newContext({ viewport });
@@ -578,11 +860,20 @@ const scenarios = {
       await go(page, "dm/turtle");
       await message(page, "Beautiful soup!").waitFor();
       await screen("direct");
+      await go(page, "room/sea-cave");
+      await page.getByRole("button", { name: "1 pinned message", exact: true }).click();
+      await page.locator("#pins-list .pin-link", { hasText: "Reeling and Writhing" }).waitFor();
+      await screen("pins");
+      await page.getByRole("button", { name: "Invite links", exact: true }).click();
+      await page.getByRole("button", { name: "Make a link" }).click();
+      await page.locator("#invite-new").waitFor();
+      await page.locator("#invite-list li button").first().waitFor();
+      await screen("invites");
       await page.locator("#profile > summary").click();
       await page.locator("#profile-firstname").waitFor();
       await screen("profile");
     }
-    return `${sizes.length * 6} screens at ${sizes.map(([s, v]) => `${s} (${v.width} px)`).join(" and ")}, each within the width and checked by axe-core`;
+    return `${sizes.length * 8} screens at ${sizes.map(([s, v]) => `${s} (${v.width} px)`).join(" and ")}, each within the width and checked by axe-core`;
   },
 
   // What a conversation looks like: the empty states say what to do, a
@@ -1098,7 +1389,14 @@ const scenarios = {
     await gql("mutation($f: ID) { setRoomIcon(room: \"tea-time\", file: $f) { name } }", { f: up.id }, march);
     await reload(reader);
     await opened(reader, "room/tea-time");
-    for (const where of ["#rooms a", "#conversation-icon"]) {
+    // The rooms list shows 20 at a time: "More rooms" until it lists tea-time.
+    while ((await reader.locator('#rooms a[href="#room/tea-time"]').count()) === 0) {
+      const listed = await reader.locator("#rooms li").count();
+      check(await reader.locator("#rooms-more").isVisible(), "the rooms list ends without tea-time");
+      await reader.locator("#rooms-more").click();
+      await reader.waitForFunction((n) => document.querySelectorAll("#rooms li").length > n, listed);
+    }
+    for (const where of ['#rooms a[href="#room/tea-time"]', "#conversation-icon"]) {
       const icon = reader.locator(`${where} .avatar img`).first();
       await icon.waitFor();
       await reader.waitForFunction((img) => img.complete && img.naturalWidth > 0, await icon.elementHandle());

@@ -230,8 +230,8 @@ export async function logout() {
 // client itself does not retry: when the socket closes for any reason (the
 // network went, the server restarted, the access token expired: 4401), every
 // subscription is started again on a new socket, with a fresh token, and with
-// `after` set to the cursor of the last event it saw, so the server replays
-// what was missed: nothing lost, nothing twice.
+// `after` set to the cursor of the last event (or sync page) it saw, so the
+// server replays what was missed: nothing lost, nothing twice.
 class Connection {
   constructor() {
     this.client = null;
@@ -328,16 +328,14 @@ const connection = new Connection();
 export const connectionState = (fn) => connection.onState(fn);
 
 /**
- * Subscribes to query (roomEvents or inboxEvents) and keeps it running.
+ * Subscribes to query (sync, roomEvents or inboxEvents) and keeps it running.
  * variables(cursor) gives the variables for a start after cursor (null at
  * first); onEvent gets each event; onError gets a GraphQL error the server
  * refused the subscription with (it is not started again). Returns a
- * handle whose cancel() ends it, whose ended is true once the server ended
- * or refused it, and whose resumeFrom(cursor) gives a
- * subscription that has seen no event yet a cursor to start again from
- * (one read since it started: what it has shown is up to there).
+ * handle whose cancel() ends it, and whose ended is true once the server
+ * ended or refused it. onEnd is told when the server ends it.
  */
-export function subscribe(query, variables, field, onEvent, onError, cursor = null) {
+export function subscribe(query, variables, field, onEvent, onError, cursor = null, onEnd = null) {
   const sub = {
     running: false,
     ended: false,
@@ -381,6 +379,7 @@ export function subscribe(query, variables, field, onEvent, onError, cursor = nu
             this.running = false;
             this.ended = true;
             connection.subs.delete(this);
+            onEnd?.();
           },
         },
       );
@@ -399,9 +398,6 @@ export function subscribe(query, variables, field, onEvent, onError, cursor = nu
     cancel() {
       connection.subs.delete(this);
       this.stop();
-    },
-    resumeFrom(after) {
-      cursor ??= after;
     },
   };
   connection.subs.add(sub);

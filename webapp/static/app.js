@@ -1,6 +1,7 @@
 // The chat app: the inbox with unread counts, rooms, and one open
 // conversation (a room, a private group or a direct conversation) with its
-// history paged on scroll and its live events. Every call to the server is
+// history paged on scroll, its pinned messages and a group's invite links;
+// every change live on one sync. Every call to the server is
 // in api.js; this file is the page.
 import * as api from "./api.js";
 import "./search.js"; // the search box, which keeps to itself
@@ -27,6 +28,16 @@ const messageFields = `id room content system postedAt hidden editedAt deleted r
   author { login firstname lastname avatar { ${pictureFields} } } reactions { emoji count reactedByMe }
   attachments { ${attachmentFields} } preview { url title description siteName imageUrl }`;
 
+// The fields a sync change carries of its message: enough for the unread
+// counts and to tell which conversation it is in.
+const syncMessageFields = "id conversationId system deleted mentions author { login }";
+
+// The fields the app shows of a pinned message in the pinned list.
+const pinFields = "pinnedAt pinnedBy { login } message { id content deleted hidden attachments { name } author { login firstname lastname } }";
+
+// The fields the app shows of a group's invite link.
+const inviteFields = "id createdBy { login } createdAt expiresAt maxUses uses";
+
 export const queries = {
   inbox: `query Inbox { inbox { id kind unread mentions muted readUpTo peerOnline peer { login firstname lastname avatar { ${pictureFields} } }
     lastMessage { id content deleted author { login } } } }`,
@@ -41,11 +52,15 @@ export const queries = {
   directMessages: `query Direct($with: String!, $first: Int, $after: String) { directMessages(with: $with, first: $first, after: $after) {
     edges { cursor node { ${messageFields} } } pageInfo { hasNextPage endCursor } } }`,
   presence: `query Presence($logins: [String!]!) { presence(logins: $logins) { login online } }`,
-  roomEvents: `subscription RoomEvents($room: String!, $after: String) { roomEvents(room: $room, after: $after, presence: true) {
-    kind cursor online user { login firstname } by { login } message { ${messageFields} } } }`,
-  roomUnread: `subscription RoomUnread($room: String!, $after: String) { roomEvents(room: $room, after: $after) { kind cursor user { login } } }`,
-  inboxEvents: `subscription InboxEvents($after: String) { inboxEvents(after: $after, presence: true) {
-    kind cursor conversationId online user { login } message { ${messageFields} } } }`,
+  // The sync: one subscription for every conversation, with a light
+  // selection of each message (a page holds up to 50 changes, within the
+  // cost limit); the open conversation reads its messages whole (message).
+  sync: `subscription Sync($after: String) { sync(after: $after) { cursor caughtUp changes {
+    roomEvent { kind room user { login } message { ${syncMessageFields} } }
+    inboxEvent { kind conversationId user { login } message { ${syncMessageFields} } } } } }`,
+  // What no log keeps (typing, presence), live only: of the open room, and of the direct conversations.
+  roomLive: `subscription RoomLive($room: String!) { roomEvents(room: $room, presence: true) { kind online user { login } } }`,
+  inboxLive: `subscription InboxLive { inboxEvents(presence: true) { kind conversationId online user { login } } }`,
   post: `mutation Post($room: String!, $content: String!, $id: String, $replyTo: ID, $attachments: [ID!]) {
     postMessage(room: $room, content: $content, clientMessageId: $id, replyTo: $replyTo, attachments: $attachments) { ${messageFields} } }`,
   sendDirect: `mutation Send($to: String!, $content: String!, $id: String, $replyTo: ID, $attachments: [ID!]) {
@@ -74,6 +89,13 @@ export const queries = {
   hide: `mutation Hide($id: ID!) { hideMessage(id: $id) { ${messageFields} } }`,
   removeParticipant: `mutation Remove($r: String!, $l: String!) { removeParticipant(room: $r, login: $l) { name } }`,
   ban: `mutation Ban($r: String!, $l: String!) { banUser(room: $r, login: $l) { name } }`,
+  pins: `query Pins($name: String!) { room(name: $name) { pinnedMessages { ${pinFields} } } }`,
+  pin: `mutation Pin($id: ID!) { pinMessage(id: $id) { id } }`,
+  unpin: `mutation Unpin($id: ID!) { unpinMessage(id: $id) { id } }`,
+  invites: `query Invites($name: String!) { room(name: $name) { invites { ${inviteFields} } } }`,
+  createInvite: `mutation CreateInvite($r: String!, $n: Int, $s: Int) { createInvite(room: $r, maxUses: $n, expiresInSeconds: $s) { token invite { ${inviteFields} } } }`,
+  revokeInvite: `mutation RevokeInvite($r: String!, $id: ID!) { revokeInvite(room: $r, id: $id) }`,
+  joinByInvite: `mutation JoinByInvite($t: String!) { joinByInvite(token: $t) { name } }`,
   push: `query Push { vapidPublicKey pushPreviews pushSubscriptions { endpoint } }`,
   registerPush: `mutation RegisterPush($e: String!, $p: String!, $a: String!, $d: String) {
     registerPushSubscription(endpoint: $e, p256dh: $p, auth: $a, device: $d) { endpoint } }`,
@@ -91,6 +113,7 @@ function showSignedIn(user) {
     startChat();
   } else {
     stopChat();
+    $("auth-note").hidden = !location.hash.startsWith("#join/");
     $("login-login").focus();
   }
 }
@@ -119,6 +142,7 @@ api.onSession((user) => {
 api.connectionState((state) => {
   $("connection").textContent = state === "live" ? "online" : state;
   $("connection").dataset.state = state;
+  if (state !== "live") syncLive = false; // the sync replays what it missed first
   if (state !== "live" || !started) return;
   // Presence is not replayed: after a (re)connect, read it again. So is
   // the newest page: the subscriptions replay from their cursors, but one
@@ -133,9 +157,7 @@ api.connectionState((state) => {
 // ---- The inbox and the rooms ----
 
 let started = false;
-let inboxSub = null;
 let inboxTimer = 0;
-let inboxPoll = 0;
 let conversations = [];
 
 async function startChat() {
@@ -144,46 +166,249 @@ async function startChat() {
   loadMe();
   loadRooms();
   openFromHash();
-  // The inbox's live events follow from what its first read shows: they
-  // start after its newest message, so that whatever arrives after the read
-  // (or while the socket reconnects later, before any event came) is
-  // replayed rather than lost. (A subscription without a cursor would miss
-  // what happens before the server has it, which no transport tells.)
+  // The sync first, from the cursor this tab kept (a reload resumes it);
+  // the inbox is read once the sync is on (see onSyncPage), so that what
+  // happens between the read and the sync's start is not lost.
+  startSync(storedCursor());
+  inboxLive = api.subscribe(queries.inboxLive, () => ({}), "inboxEvents", onInboxLive, null);
   await loadInbox();
-  if (!started || inboxSub) return;
-  inboxSub = api.subscribe(queries.inboxEvents, (after) => ({ after }), "inboxEvents", onInboxEvent, showSideError, newestInInbox());
-  followRooms();
-}
-
-// messageTime orders message ids (time-based UUIDs) by their time: the
-// 60-bit timestamp's hex digits, most significant first, then the rest.
-function messageTime(id) {
-  return id.slice(15, 18) + id.slice(9, 13) + id.slice(0, 8) + id.slice(19);
-}
-
-// newestInInbox is the id of the newest message the inbox read shows (null
-// for an empty inbox): message ids are the inbox events' cursors' order.
-function newestInInbox() {
-  let newest = null;
-  for (const c of conversations) {
-    const id = c.lastMessage?.id;
-    if (id && (!newest || messageTime(id) > messageTime(newest))) newest = id;
-  }
-  return newest;
 }
 
 function stopChat() {
   started = false;
-  inboxSub?.cancel();
-  inboxSub = null;
-  for (const sub of roomFollows.values()) sub.cancel();
-  roomFollows.clear();
-  clearInterval(inboxPoll);
-  inboxPoll = 0;
+  syncSub?.cancel();
+  syncSub = null;
+  clearTimeout(syncRetry);
+  inboxLive?.cancel();
+  inboxLive = null;
+  storeCursor(null);
+  delete $("chat").dataset.sync;
   closeConversation();
   $("inbox").replaceChildren();
   $("rooms").replaceChildren();
 }
+
+// ---- The sync ----
+
+// One subscription, `sync`, brings every change of every conversation the
+// user takes part in: the inbox's (direct messages, unread counts, groups
+// joined) and every room's and group's (posts, edits, deletions,
+// reactions, pins, joins and leaves), each once, in pages with a cursor.
+// The tab keeps the last page's cursor (sessionStorage): a reconnect and a
+// reload resume from it, and the server replays what was missed, nothing
+// twice. A cursor the server refuses (one it did not give) starts a new
+// sync from now, with the inbox and the open conversation read again.
+// Typing and presence are in no log: the open room's `roomEvents` and the
+// inbox's `inboxEvents`, live only, bring them.
+const syncStored = "chatql.sync"; // sessionStorage: { login, cursor }
+let syncSub = null;
+let syncCursor = null; // the cursor of the last page applied
+let syncRetry = 0;
+let inboxLive = null;
+
+function storedCursor() {
+  try {
+    const kept = JSON.parse(sessionStorage.getItem(syncStored) || "null");
+    return kept?.login === api.currentUser()?.login ? (kept.cursor ?? null) : null;
+  } catch {
+    return null;
+  }
+}
+
+function storeCursor(cursor) {
+  if (cursor) sessionStorage.setItem(syncStored, JSON.stringify({ login: api.currentUser()?.login, cursor }));
+  else sessionStorage.removeItem(syncStored);
+}
+
+// startSync subscribes from cursor (null: from now). #chat's data-sync is
+// "live" once a page said the sync caught up (the browser tests wait for it).
+function startSync(cursor) {
+  syncLive = false;
+  syncCursor = cursor;
+  syncFresh = cursor === null;
+  $("chat").dataset.sync = "starting";
+  // The server ends a sync only when it must (its user's session ended, or it shuts down): again from the cursor.
+  const ended = () => onSyncRefused(new Error("the server ended the sync"));
+  syncSub = api.subscribe(queries.sync, (after) => ({ after }), "sync", onSyncPage, onSyncRefused, cursor, ended);
+}
+
+// onSyncRefused: the server refused or ended the sync with an error. A
+// cursor it does not take (BAD_USER_INPUT: not one it gave) starts a new
+// sync from now, and what a replay would have brought is read again; a
+// stream that failed (it fell behind, the server had trouble) starts
+// again from the last cursor, in a while.
+let syncBackoff = 0;
+function onSyncRefused(err) {
+  if (!started) return;
+  syncSub = null;
+  if (err.code === "BAD_USER_INPUT" && syncCursor !== null) {
+    storeCursor(null);
+    startSync(null);
+    return;
+  }
+  syncBackoff = Math.min(30_000, syncBackoff * 2 || 1000);
+  if (syncBackoff >= 8000) showSideError(new Error(`Live updates stopped (${err.message}). Trying again…`));
+  syncRetry = setTimeout(() => started && !syncSub && startSync(syncCursor), syncBackoff);
+}
+
+let syncFresh = false; // the sync started from now, and no page came yet
+// The sync is live: its replay (after a start or a reconnect) is over. A
+// replayed post is counted by the inbox's read, not once more at once.
+let syncLive = false;
+
+function onSyncPage(page) {
+  if (!started) return;
+  for (const change of page.changes) {
+    if (change.roomEvent) onRoomChange(change.roomEvent);
+    else if (change.inboxEvent) onInboxChange(change.inboxEvent);
+  }
+  syncCursor = page.cursor;
+  storeCursor(page.cursor);
+  if (syncBackoff >= 8000) showSideError(null);
+  syncBackoff = 0;
+  if (page.caughtUp) {
+    syncLive = true;
+    $("chat").dataset.sync = "live";
+  }
+  if (syncFresh) {
+    // A sync from now (its first page comes at once): what came before it is read again.
+    syncFresh = false;
+    loadInbox();
+    if (open?.ready) {
+      refreshNewest();
+      if (open.kind === "room") loadPins();
+    }
+  }
+}
+
+// The kinds of room events that change an unread count.
+const changesUnread = new Set(["MESSAGE_POSTED", "MESSAGE_DELETED", "MESSAGE_HIDDEN"]);
+// The kinds of room events that change who takes part, or what the room is.
+const changesRoom = new Set(["PARTICIPANT_JOINED", "PARTICIPANT_LEFT", "PARTICIPANT_REMOVED", "PARTICIPANT_BANNED", "MODERATOR_APPOINTED", "MODERATOR_DISMISSED", "ROOM_SETTINGS_CHANGED"]);
+
+function onRoomChange(e) {
+  const me = api.currentUser().login;
+  const here = open?.kind === "room" && open.name === e.room;
+  if (changesUnread.has(e.kind) && e.user.login !== me) {
+    if (e.kind === "MESSAGE_POSTED" && !here && !e.message?.system) countUnread(e.room, e.message);
+    loadInboxSoon(500);
+  }
+  if (e.kind === "ROOM_DELETED" || (changesRoom.has(e.kind) && e.user.login === me)) loadInboxSoon();
+  if (!here) return;
+  switch (e.kind) {
+    case "ROOM_DELETED":
+      $("conversation-info").textContent = "This room was deleted.";
+      $("composer").hidden = true;
+      loadRooms();
+      return;
+    case "MESSAGE_PINNED":
+    case "MESSAGE_UNPINNED":
+      loadPins();
+      if (e.user.login !== me) $("announce").textContent = `${e.user.login} ${e.kind === "MESSAGE_PINNED" ? "pinned" : "unpinned"} a message.`;
+      return;
+    case "PARTICIPANT_LEFT":
+    case "PARTICIPANT_REMOVED":
+    case "PARTICIPANT_BANNED":
+      if (e.message) showFetched(e.message.id, true);
+      if (e.user.login === me) {
+        $("conversation-info").textContent = e.kind === "PARTICIPANT_LEFT" ? "You left this room." : `You were ${e.kind === "PARTICIPANT_BANNED" ? "banned" : "removed"} from this room.`;
+        $("composer").hidden = true;
+        $("leave").hidden = true;
+        roomLive?.cancel();
+        return;
+      }
+      refreshPresence();
+      return;
+  }
+  if (changesRoom.has(e.kind)) refreshPresence();
+  if (e.kind === "MESSAGE_POSTED") {
+    setTyping(e.user.login, false);
+    postedAt.set(e.user.login, Date.now());
+  }
+  // A post, or the system message that records a join, a leave or a moderation: new to the history.
+  if (e.message) showFetched(e.message.id, e.kind === "MESSAGE_POSTED" || e.message.system);
+}
+
+function onInboxChange(e) {
+  const here = open?.kind === "dm" && e.conversationId === open.id;
+  const me = api.currentUser().login;
+  if (e.kind === "DIRECT_MESSAGE" && !here && e.user.login !== me) countUnread(e.conversationId, e.message);
+  loadInboxSoon(e.kind === "DIRECT_MESSAGE" ? 500 : 200);
+  if (e.kind === "ADDED_TO_GROUP") loadRooms();
+  if (!here || !e.message) return;
+  if (e.kind === "DIRECT_MESSAGE") setTyping(e.user.login, false);
+  showFetched(e.message.id, e.kind === "DIRECT_MESSAGE");
+}
+
+// countUnread counts a new message in the inbox at once; the inbox read
+// that follows (loadInboxSoon) has the last word.
+function countUnread(id, message) {
+  const entry = conversations.find((c) => c.id === id);
+  if (!entry || !message || !syncLive) return;
+  entry.unread = (entry.unread ?? 0) + 1;
+  if (message.mentions?.includes(api.currentUser().login)) entry.mentions = (entry.mentions ?? 0) + 1;
+  renderInbox();
+}
+
+// The ephemeral events of direct conversations: typing, and the other
+// users' presence (the inbox's dots).
+function onInboxLive(e) {
+  const here = open?.kind === "dm" && e.conversationId === open.id;
+  switch (e.kind) {
+    case "TYPING_STARTED":
+    case "TYPING_STOPPED":
+      if (here) setTyping(e.user.login, e.kind === "TYPING_STARTED");
+      return;
+    case "PRESENCE_CHANGED":
+      for (const c of conversations) if (c.peer?.login === e.user.login) c.peerOnline = e.online;
+      renderInbox();
+      if (here) setOnline(e.user.login, e.online);
+  }
+}
+
+// The open room's ephemeral events: typing and presence.
+let roomLive = null;
+function onRoomLive(e) {
+  switch (e.kind) {
+    case "TYPING_STARTED":
+    case "TYPING_STOPPED":
+      setTyping(e.user.login, e.kind === "TYPING_STARTED");
+      return;
+    case "PRESENCE_CHANGED":
+      setOnline(e.user.login, e.online);
+  }
+}
+
+// showFetched reads a message of the open conversation whole (a sync
+// change carries a light selection of it) and shows it; posted: new to
+// the history. Messages are read at once and shown in the order their
+// changes came; those that come while the conversation's first page is
+// read wait for it.
+let showing = Promise.resolve();
+function showFetched(id, posted) {
+  const conv = open;
+  if (!conv) return;
+  if (!conv.ready) {
+    conv.pending.push([id, posted]);
+    return;
+  }
+  if (posted && shown.has(id)) return; // shown already (the user's own post, as the server answered it)
+  // An update is read if its message is shown, or is by the time the
+  // changes before it are (its post's read may be on its way).
+  const known = () => shown.has(id) || thread?.shown.has(id) || thread?.root.id === id;
+  const read = (posted || known()) && readMessage(id);
+  showing = showing.then(async () => {
+    if (open !== conv || (!read && !known())) return;
+    const message = await (read || readMessage(id));
+    if (message && open === conv) show(message, posted);
+  });
+}
+
+const readMessage = (id) =>
+  api.gql(queries.message, { id }).then(
+    (d) => d.message,
+    () => null,
+  );
 
 // ---- The profile and blocked users ----
 
@@ -569,50 +794,10 @@ async function loadInbox() {
     const { inbox } = await api.gql(queries.inbox);
     if (read !== inboxReads || !started) return; // a later read is on its way
     conversations = inbox;
-    // An inbox subscription that has seen no event yet (an empty inbox
-    // when it started: a room joined since) resumes from what this read
-    // shows.
-    inboxSub?.resumeFrom(newestInInbox());
     showSideError(null);
     renderInbox();
-    followRooms();
   } catch (err) {
     showSideError(err);
-  }
-}
-
-// Public rooms' unread counts, live. A post in a public room sends no inbox
-// event (it writes nothing per participant: the inbox counts when it is
-// read), so the app follows the roomEvents of each public room of the
-// inbox, from the newest message the inbox read shows (nothing missed in
-// between), and reads the inbox again when another's message arrives, goes
-// or is hidden there. Up to liveRooms rooms, the most recently active; the
-// inbox is read every 20 s for the others.
-const liveRooms = 50;
-const roomFollows = new Map(); // room -> its subscription
-const changesUnread = new Set(["MESSAGE_POSTED", "MESSAGE_DELETED", "MESSAGE_HIDDEN"]);
-
-function followRooms() {
-  if (!started || !inboxSub) return; // the inbox's first read starts them
-  const rooms = conversations.filter((c) => c.kind === "ROOM");
-  const followed = new Map(rooms.slice(0, liveRooms).map((c) => [c.id, c]));
-  for (const [id, sub] of roomFollows) {
-    if (followed.has(id) && !sub.ended) continue;
-    sub.cancel();
-    roomFollows.delete(id);
-  }
-  for (const [id, c] of followed) {
-    if (roomFollows.has(id)) continue;
-    const onEvent = (e) => {
-      if (changesUnread.has(e.kind) && e.user?.login !== api.currentUser()?.login) loadInboxSoon(1000);
-    };
-    roomFollows.set(id, api.subscribe(queries.roomUnread, (after) => ({ room: id, after }), "roomEvents", onEvent, null, c.lastMessage?.id ?? null));
-  }
-  // The rooms beyond those followed: their counts as the inbox reads them.
-  if (rooms.length > liveRooms && !inboxPoll) inboxPoll = setInterval(loadInbox, 20_000);
-  if (rooms.length <= liveRooms && inboxPoll) {
-    clearInterval(inboxPoll);
-    inboxPoll = 0;
   }
 }
 
@@ -739,13 +924,14 @@ $("dm-form").addEventListener("submit", (e) => {
 
 // ---- The open conversation ----
 
-// open is the conversation shown: { kind: "room" | "dm", id, name, peer }.
+// open is the conversation shown: { kind: "room" | "dm", id, name, peer,
+// ready (its first page is shown), pending (the sync's changes that came
+// before), pins (a room's pinned messages) }.
 let open = null;
 const conversationMain = document.querySelector("main.conversation");
-let roomSub = null;
 let olderCursor = null; // messages(after:) for the next older page
 let hasOlder = false;
-let loadingOlder = false;
+let olderRead = null; // the older page being read
 const shown = new Map(); // message id -> { message, li }
 const typists = new Map(); // login -> timer
 let replyTo = null; // the message the composer replies to
@@ -755,12 +941,16 @@ addEventListener("hashchange", openFromHash);
 
 function openFromHash() {
   if (!started) return;
-  const [, kind, id] = location.hash.match(/^#(room|dm|conversation)\/(.+)$/) || [];
+  const [, kind, id] = location.hash.match(/^#(room|dm|conversation|join)\/(.+)$/) || [];
   if (!kind) {
     closeConversation();
     return;
   }
   const name = decodeURIComponent(id);
+  if (kind === "join") {
+    joinByLink(name);
+    return;
+  }
   if (kind === "conversation") {
     // A notification's link names the conversation by its id: a room's
     // name, or a direct conversation's two logins joined by ':'.
@@ -779,9 +969,12 @@ function closeConversation() {
   delete conversationMain.dataset.open;
   document.querySelector(".chat").classList.remove("in-conversation");
   $("block-peer")?.remove();
-  roomSub?.cancel();
-  roomSub = null;
+  roomLive?.cancel();
+  roomLive = null;
   open = null;
+  renderPins();
+  closeInvites();
+  $("invites-toggle").hidden = true;
   olderCursor = null;
   hasOlder = false;
   readUpTo = null;
@@ -798,6 +991,10 @@ function closeConversation() {
   $("mute").hidden = true;
   $("conversation-title").textContent = "Pick a conversation";
   $("jump-new").hidden = true;
+  $("join-status").hidden = true;
+  $("join-text").textContent = "";
+  $("join-error").textContent = "";
+  $("join-hint").hidden = true;
   renderEmpty();
   $("conversation-icon").replaceChildren();
   $("conversation-info").textContent = "";
@@ -805,6 +1002,9 @@ function closeConversation() {
 
 async function openConversation(conv) {
   closeConversation();
+  conv.ready = false;
+  conv.pending = [];
+  conv.pins = [];
   open = conv;
   document.querySelector(".chat").classList.add("in-conversation");
   renderInbox();
@@ -820,9 +1020,12 @@ async function openConversation(conv) {
   // Where the user stopped reading, for the "New messages" line.
   const entry = conversations.find((c) => c.id === conv.id);
   conv.unreadFrom = entry?.unread > 0 ? { readUpTo: entry.readUpTo ?? null } : null;
-  if (conv.kind === "room") await refreshPresence(); // its creator and moderators, for the message actions
+  if (conv.kind === "room") await Promise.all([refreshPresence(), loadPins()]); // its creator, moderators and pins, for the message actions
   const page = await loadPage();
   if (open !== conv || !page) return;
+  // The sync's changes to it that came while its page was read.
+  conv.ready = true;
+  for (const [id, posted] of conv.pending.splice(0)) showFetched(id, posted);
   markNewMessages(conv);
   $("composer").hidden = false;
   renderEmpty();
@@ -831,16 +1034,13 @@ async function openConversation(conv) {
   // message above it again.
   const list = $("messages");
   list.scrollTop = list.scrollHeight;
-  // Live events from the newest message on: the server replays anything
-  // posted since the page was read, then goes live. A direct conversation's
-  // events arrive in the inbox subscription.
-  if (conv.kind === "room") {
-    const newest = page.edges[0]?.cursor ?? null;
-    roomSub = api.subscribe(queries.roomEvents, (after) => ({ room: conv.name, after }), "roomEvents", onRoomEvent, showConversationError, newest);
-  }
+  // Its changes come with the sync; a room's typing and presence, live, on
+  // a subscription of their own (a direct conversation's come with the
+  // inbox's).
+  if (conv.kind === "room") roomLive = api.subscribe(queries.roomLive, () => ({ room: conv.name }), "roomEvents", onRoomLive, null);
   if (conv.kind === "dm") refreshPresence(); // a room's was read before its page
-  // Open: its history read, the message box shown, its live events on
-  // their way from its newest message (what the browser tests wait for).
+  // Open: its history read, the message box shown, its changes on their
+  // way with the sync (what the browser tests wait for).
   conversationMain.dataset.open = `${conv.kind}/${conv.name}`;
   markReadSoon();
   $("composer-input").focus();
@@ -895,8 +1095,6 @@ async function loadPage() {
   }
 }
 
-// loadOlder reads the next older page, unless one is being read; it
-// reports whether it read one.
 // refreshNewest shows the messages of the newest page not shown yet.
 async function refreshNewest() {
   const conv = open;
@@ -913,15 +1111,21 @@ async function refreshNewest() {
   }
 }
 
+// loadOlder reads the next older page (or waits for the one being read);
+// it reports whether there was one to read.
 async function loadOlder() {
-  if (loadingOlder || !hasOlder || !open) return false;
-  loadingOlder = true;
+  if (olderRead) {
+    await olderRead; // one at a time: the one being read
+    return true;
+  }
+  if (!hasOlder || !open) return false;
   const list = $("messages");
   list.setAttribute("aria-busy", "true");
+  olderRead = loadPage();
   try {
-    await loadPage();
+    await olderRead;
   } finally {
-    loadingOlder = false;
+    olderRead = null;
     list.setAttribute("aria-busy", "false");
   }
   return true;
@@ -967,73 +1171,6 @@ $("join").addEventListener("click", async () => {
 });
 
 // ---- Live events ----
-
-function onRoomEvent(e) {
-  switch (e.kind) {
-    case "TYPING_STARTED":
-    case "TYPING_STOPPED":
-      setTyping(e.user.login, e.kind === "TYPING_STARTED");
-      return;
-    case "PRESENCE_CHANGED":
-      setOnline(e.user.login, e.online);
-      return;
-    case "READ_UPTO":
-      return;
-    case "ROOM_DELETED":
-      $("conversation-info").textContent = "This room was deleted.";
-      $("composer").hidden = true;
-      loadInboxSoon();
-      loadRooms();
-      return;
-    case "PARTICIPANT_LEFT":
-    case "PARTICIPANT_REMOVED":
-    case "PARTICIPANT_BANNED":
-      if (e.message) show(e.message, true);
-      if (e.user.login === api.currentUser().login) {
-        // The server ends our subscription after this event.
-        $("conversation-info").textContent = e.kind === "PARTICIPANT_LEFT" ? "You left this room." : `You were ${e.kind === "PARTICIPANT_BANNED" ? "banned" : "removed"} by ${e.by?.login ?? "a moderator"}.`;
-        $("composer").hidden = true;
-        $("leave").hidden = true;
-        loadInboxSoon();
-        return;
-      }
-      refreshPresence();
-      return;
-    case "PARTICIPANT_JOINED":
-    case "MODERATOR_APPOINTED":
-    case "MODERATOR_DISMISSED":
-      if (e.message) show(e.message, true);
-      refreshPresence();
-      return;
-  }
-  if (e.kind === "MESSAGE_POSTED") {
-    setTyping(e.user.login, false);
-    postedAt.set(e.user.login, Date.now());
-  }
-  if (e.message) show(e.message, e.kind === "MESSAGE_POSTED");
-}
-
-function onInboxEvent(e) {
-  const here = open?.kind === "dm" && e.conversationId === open.id;
-  switch (e.kind) {
-    case "TYPING_STARTED":
-    case "TYPING_STOPPED":
-      if (here) setTyping(e.user.login, e.kind === "TYPING_STARTED");
-      return;
-    case "PRESENCE_CHANGED":
-      for (const c of conversations) if (c.peer?.login === e.user.login) c.peerOnline = e.online;
-      renderInbox();
-      if (here) setOnline(e.user.login, e.online);
-      return;
-    case "READ_UPTO":
-      return; // a read receipt: nothing in the inbox changed
-  }
-  if (here && e.message) {
-    if (e.kind === "DIRECT_MESSAGE") setTyping(e.user.login, false);
-    show(e.message, e.kind === "DIRECT_MESSAGE");
-  }
-  loadInboxSoon();
-}
 
 // show adds a message to the history, or updates it where it is shown.
 function show(message, posted) {
@@ -1099,8 +1236,9 @@ function render(message) {
   li.id = `m-${message.id}`;
   li.dataset.id = message.id;
   li.dataset.posted = message.postedAt;
-  // A reply or an edited message shows its line of details: it opens a run.
-  li.dataset.author = message.system || message.replyToId || message.editedAt ? "" : message.author.login;
+  // A reply, an edited or a pinned message shows its line of details: it opens a run.
+  const pinned = open?.kind === "room" && pinnedIds().has(message.id);
+  li.dataset.author = message.system || message.replyToId || message.editedAt || pinned ? "" : message.author.login;
   // The author's picture beside the message, its text beside the picture.
   const body = document.createElement("div");
   body.className = "body";
@@ -1115,6 +1253,7 @@ function render(message) {
   time.textContent = timeFormat.format(new Date(message.postedAt)); // the day is its separator's
   meta.append(author, " ", time);
   if (message.editedAt) meta.append(" ", tag("(edited)"));
+  if (pinned) meta.append(" ", tag("📌 pinned"));
   if (message.replyToId) {
     const root = shown.get(message.replyToId)?.message;
     const link = document.createElement("a");
@@ -1180,6 +1319,7 @@ function render(message) {
       reactions.append(t);
     }
     actions.append(button("Reply", () => setComposerMode({ replyTo: message })));
+    if (mayPin()) actions.append(button(pinned ? "Unpin" : "Pin", () => setPinned(message, !pinned)));
     if (mine) {
       actions.append(button("Edit", () => setComposerMode({ edit: message })));
       actions.append(button("Delete", () => remove(message)));
@@ -1279,7 +1419,7 @@ function renderEmpty() {
   const empty = $("conversation-empty");
   if (!open) {
     empty.textContent = "No conversation is open. Pick one in the inbox or the rooms, create a room, or write to someone with “Direct message to”.";
-    empty.hidden = false;
+    empty.hidden = !$("join-status").hidden; // an invite link says what to do instead
   } else {
     empty.textContent = open.kind === "dm" ? `No messages with @${open.peer} yet: write the first below.` : "No messages here yet: say hello below.";
     empty.hidden = $("messages").querySelector("li.message:not(.system)") !== null || $("composer").hidden;
@@ -1568,6 +1708,292 @@ async function remove(message) {
   }
 }
 
+// ---- Pinned messages ----
+
+// A room's pinned messages (Room.pinnedMessages, the newest pin first): a
+// button in the conversation's header says how many and opens their list,
+// each a link to the message in the history; the message actions pin and
+// unpin for whoever may (in a public room its creator and moderators, in a
+// group any member). MESSAGE_PINNED and MESSAGE_UNPINNED come with the
+// sync: the list is read again.
+
+async function loadPins() {
+  const conv = open;
+  if (conv?.kind !== "room") return;
+  try {
+    const { room } = await api.gql(queries.pins, { name: conv.name });
+    if (open !== conv) return;
+    const before = new Set(conv.pins.map((p) => p.message.id));
+    conv.pins = room?.pinnedMessages ?? [];
+    const after = new Set(conv.pins.map((p) => p.message.id));
+    // The messages pinned or unpinned show it (their tag, their action).
+    for (const id of new Set([...before, ...after])) {
+      const s = shown.get(id);
+      if (before.has(id) !== after.has(id) && s) s.li.replaceWith(render(s.message));
+    }
+    arrangeHistory();
+    renderPins();
+  } catch {
+    /* the list stays as it was */
+  }
+}
+
+const pinnedIds = () => new Set((open?.pins ?? []).map((p) => p.message.id));
+
+// mayPin says whether the user may pin in the open conversation.
+function mayPin() {
+  if (open?.kind !== "room" || !open.participants) return false;
+  if (!open.group) return !!open.moderates;
+  return open.participants.includes(api.currentUser().login) || open.participants.length >= 100;
+}
+
+async function setPinned(message, pin) {
+  showConversationError(null);
+  try {
+    await api.gql(pin ? queries.pin : queries.unpin, { id: message.id });
+    await loadPins();
+    $("announce").textContent = pin ? "Message pinned." : "Message unpinned.";
+  } catch (err) {
+    showConversationError(err);
+  }
+}
+
+function renderPins() {
+  const pins = open?.pins ?? [];
+  const toggle = $("pins-toggle");
+  toggle.hidden = pins.length === 0;
+  toggle.textContent = `📌 ${pins.length} pinned`;
+  toggle.setAttribute("aria-label", `${pins.length} pinned message${pins.length === 1 ? "" : "s"}`);
+  if (pins.length === 0) $("pins").hidden = true;
+  toggle.setAttribute("aria-expanded", String(!$("pins").hidden));
+  const may = mayPin();
+  $("pins-list").replaceChildren(
+    ...pins.map((p) => {
+      const li = document.createElement("li");
+      const m = p.message;
+      const link = document.createElement("a");
+      link.href = `#m-${m.id}`;
+      link.className = "pin-link";
+      const who = document.createElement("strong");
+      who.textContent = displayName(m.author);
+      const text = m.deleted ? "This message was deleted." : m.hidden && !m.content ? "This message was hidden." : m.content || filesText(m.attachments);
+      link.append(who, `: ${text.length > 120 ? `${text.slice(0, 120)}…` : text}`);
+      link.addEventListener("click", (e) => {
+        e.preventDefault(); // the hash is the open conversation's
+        jumpTo(m.id);
+      });
+      const by = document.createElement("span");
+      by.className = "pin-by";
+      by.textContent = `pinned by ${p.pinnedBy.login} · ${dayFormat.format(new Date(p.pinnedAt))}`;
+      li.append(link, by);
+      if (may) {
+        const b = button("Unpin", () => setPinned(m, false));
+        b.setAttribute("aria-label", `Unpin ${who.textContent}'s message`);
+        li.append(b);
+      }
+      return li;
+    }),
+  );
+}
+
+$("pins-toggle").addEventListener("click", () => {
+  closeInvites(); // one panel at a time
+  $("pins").hidden = !$("pins").hidden;
+  $("pins-toggle").setAttribute("aria-expanded", String(!$("pins").hidden));
+  if (!$("pins").hidden) $("pins-list").querySelector("a")?.focus();
+});
+$("pins").addEventListener("keydown", (e) => {
+  if (e.key !== "Escape") return;
+  $("pins").hidden = true;
+  $("pins-toggle").setAttribute("aria-expanded", "false");
+  $("pins-toggle").focus();
+});
+
+// jumpTo scrolls the history to a message, reading older pages until it
+// is shown (a pinned message may be far back), and gives it the focus.
+async function jumpTo(id) {
+  const conv = open;
+  for (let pages = 0; !shown.has(id) && open === conv && pages < 100 && (await loadOlder()); pages++);
+  if (open !== conv) return;
+  const li = shown.get(id)?.li;
+  if (!li) {
+    showConversationError(new Error("That message is not in the history you can read."));
+    return;
+  }
+  $("pins").hidden = true;
+  $("pins-toggle").setAttribute("aria-expanded", "false");
+  li.tabIndex = -1;
+  li.scrollIntoView({ block: "center" });
+  li.focus({ preventScroll: true });
+  li.classList.add("search-found");
+  setTimeout(() => li.classList.remove("search-found"), 2000);
+}
+
+// ---- Invite links (a private group's) ----
+
+// A group's creator and moderators make invite links (createInvite: how
+// long it lasts and how many may use it), copy them (the token is shown
+// once), see them (Room.invites: uses, expiry) and revoke them. A link is
+// the app's address with #join/<token>: opened by someone signed in, it
+// joins them (joinByInvite); signed out, they log in or sign up first.
+
+const mayInvite = () => open?.kind === "room" && open.group && open.moderates;
+
+function renderInvitesButton() {
+  $("invites-toggle").hidden = !mayInvite();
+  if (!mayInvite()) closeInvites();
+}
+
+function closeInvites() {
+  $("invites").hidden = true;
+  $("invites-toggle").setAttribute("aria-expanded", "false");
+  $("invite-new").hidden = true;
+  $("invite-link").value = "";
+  $("invite-status").textContent = "";
+  $("invite-error").textContent = "";
+}
+
+$("invites-toggle").addEventListener("click", () => {
+  if (!$("invites").hidden) {
+    closeInvites();
+    return;
+  }
+  $("pins").hidden = true; // one panel at a time
+  $("pins-toggle").setAttribute("aria-expanded", "false");
+  $("invites").hidden = false;
+  $("invites-toggle").setAttribute("aria-expanded", "true");
+  loadInvites();
+  $("invite-expiry").focus();
+});
+$("invites").addEventListener("keydown", (e) => {
+  if (e.key !== "Escape") return;
+  closeInvites();
+  $("invites-toggle").focus();
+});
+$("invites-close").addEventListener("click", () => {
+  closeInvites();
+  $("invites-toggle").focus();
+});
+
+async function loadInvites() {
+  const conv = open;
+  try {
+    const { room } = await api.gql(queries.invites, { name: conv.name });
+    if (open === conv) renderInvites(room?.invites ?? []);
+  } catch (err) {
+    if (open === conv) $("invite-error").textContent = err.message;
+  }
+}
+
+function renderInvites(invites) {
+  const now = Date.now();
+  const items = invites.map((inv) => {
+    const li = document.createElement("li");
+    const text = document.createElement("span");
+    const expired = Date.parse(inv.expiresAt) <= now;
+    const usedUp = inv.uses >= inv.maxUses;
+    const state = expired ? "expired" : usedUp ? "used up" : `expires ${dayFormat.format(new Date(inv.expiresAt))}`;
+    text.textContent = `Made by @${inv.createdBy.login} ${dayFormat.format(new Date(inv.createdAt))} · used ${inv.uses} of ${inv.maxUses} · ${state}`;
+    li.append(text);
+    if (!expired && !usedUp) {
+      const b = button("Revoke", () => revokeInvite(inv));
+      b.setAttribute("aria-label", `Revoke the link made ${dayFormat.format(new Date(inv.createdAt))}, used ${inv.uses} of ${inv.maxUses}`);
+      li.append(b);
+    }
+    return li;
+  });
+  if (items.length === 0) items.push(emptyItem("No invite links yet: make one above."));
+  $("invite-list").replaceChildren(...items);
+}
+
+$("invite-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const conv = open;
+  $("invite-error").textContent = "";
+  $("invite-status").textContent = "";
+  try {
+    const { createInvite } = await api.gql(queries.createInvite, {
+      r: conv.name,
+      n: Number($("invite-uses").value),
+      s: Number($("invite-expiry").value),
+    });
+    if (open !== conv) return;
+    $("invite-link").value = `${location.origin}${location.pathname}#join/${encodeURIComponent(createInvite.token)}`;
+    $("invite-new").hidden = false;
+    $("invite-link").select();
+    $("invite-status").textContent = "Link made. It is shown only now: copy it.";
+    loadInvites();
+  } catch (err) {
+    $("invite-error").textContent = err.message;
+  }
+});
+
+$("invite-copy").addEventListener("click", async () => {
+  const link = $("invite-link");
+  try {
+    await navigator.clipboard.writeText(link.value);
+    $("invite-status").textContent = "Link copied.";
+  } catch {
+    link.select();
+    $("invite-status").textContent = "The browser did not let the app copy: the link is selected, copy it with Ctrl+C (⌘C).";
+  }
+});
+
+async function revokeInvite(inv) {
+  if (!confirm("Revoke this invite link? Nobody can join with it any more.")) return;
+  const conv = open;
+  $("invite-error").textContent = "";
+  try {
+    await api.gql(queries.revokeInvite, { r: conv.name, id: inv.id });
+    if (open !== conv) return;
+    $("invite-status").textContent = "Link revoked.";
+    loadInvites();
+  } catch (err) {
+    $("invite-error").textContent = err.message;
+  }
+}
+
+// joinByLink joins the group of an invite link's token, then opens it; a
+// link that lets nobody in says why, in words.
+let joining = null; // the token being used
+async function joinByLink(token) {
+  if (joining === token) return;
+  joining = token;
+  closeConversation();
+  document.querySelector(".chat").classList.add("in-conversation");
+  $("conversation-title").textContent = "Invite link";
+  $("join-status").hidden = false;
+  renderEmpty();
+  $("join-text").textContent = "Joining the group…";
+  try {
+    const { joinByInvite: room } = await api.gql(queries.joinByInvite, { t: token });
+    if (!location.hash.startsWith("#join/")) return; // the user went elsewhere meanwhile
+    loadInbox();
+    loadRooms();
+    history.replaceState(null, "", `#room/${encodeURIComponent(room.name)}`);
+    openFromHash();
+  } catch (err) {
+    if (open || !location.hash.startsWith("#join/")) return;
+    $("join-text").textContent = "";
+    $("join-error").textContent = joinErrorText(err);
+    $("join-hint").hidden = false;
+  } finally {
+    joining = null;
+  }
+}
+
+// joinErrorText says why an invite link let nobody in.
+function joinErrorText(err) {
+  const said = err.message.replace(/^[^:]*forbidden: /i, "");
+  if (err.code === "NOT_FOUND") return "This invite link does not work: it was revoked, or its group no longer exists.";
+  if (err.code !== "FORBIDDEN") return err.message;
+  if (/expired/.test(said)) return "This invite link has expired.";
+  if (/used as often/.test(said)) return "This invite link has been used as many times as it allows.";
+  if (/banned/.test(said)) return "You are banned from this group: its invite links cannot add you.";
+  if (/block/.test(said)) return "This invite link cannot add you: you or its maker blocked the other.";
+  return `This invite link cannot add you: ${said}`;
+}
+
 // ---- A message's thread ----
 
 // thread is the open thread: { root, after (the cursor of its older replies),
@@ -1740,7 +2166,6 @@ async function refreshPresence() {
       const { room } = await api.gql(queries.room, { name: conv.name });
       if (open !== conv || !room) return;
       online = new Set((room.online ?? []).map((u) => u.login));
-      conv.participants = room.participants.map((u) => u.login);
       conv.banner = room.banner;
       conv.icon = room.icon;
       renderConversationIcon();
@@ -1750,8 +2175,12 @@ async function refreshPresence() {
       conv.creator = room.creator.login;
       conv.moderators = room.moderators.map((m) => m.login);
       conv.moderates = moderates;
-      if (changed) rerenderShown();
+      const participants = (conv.participants ?? []).join();
+      conv.participants = room.participants.map((u) => u.login);
+      if (changed || (conv.group && participants !== conv.participants.join())) rerenderShown();
       $("member-form").hidden = !conv.group;
+      renderInvitesButton();
+      renderPins();
     } else {
       const { presence } = await api.gql(queries.presence, { logins: [conv.peer] });
       if (open !== conv) return;
