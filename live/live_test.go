@@ -294,7 +294,7 @@ func (c *client) closed() (websocket.StatusCode, string) {
 			return ce.Code, ce.Reason
 		}
 		if m.Type != "ka" {
-			c.t.Fatalf("want the connection closed, got %+v", m)
+			c.t.Fatalf("want the connection closed, got %+v %s", m, m.Payload)
 		}
 	}
 }
