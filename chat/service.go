@@ -58,6 +58,9 @@ type Service struct {
 	// MaxRoomsPerUser caps the rooms and groups a user takes part in
 	// (DefaultMaxRoomsPerUser when 0).
 	MaxRoomsPerUser int
+	// MaxSyncsPerUser caps the syncs a user has open at once on this
+	// instance (DefaultMaxSyncsPerUser when 0; see syncSlots).
+	MaxSyncsPerUser int
 	// Files keeps the files people send; nil refuses them.
 	Files *files.Service
 	// WebhooksAllowLoopback accepts webhook URLs on loopback over http
@@ -75,6 +78,8 @@ type Service struct {
 
 	// history shares identical history reads made at once.
 	history historyReads
+	// syncs counts each user's open syncs (syncslots.go).
+	syncs syncSlots
 	// roomLines order each room's events by id as they leave (roomorder.go).
 	roomLines roomLines
 	// previewsUnderWay holds a token per preview being fetched

@@ -82,6 +82,8 @@ type Sync struct {
 	// former are the rooms of the cursor the user no longer takes part
 	// in, to settle before going live.
 	former []string
+	// release gives back the sync's place under MaxSyncsPerUser.
+	release func()
 }
 
 type syncRoom struct {
@@ -103,8 +105,24 @@ type inboxItem struct {
 	err      error
 }
 
-// OpenSync opens me's sync after the cursor (empty: from now on).
+// OpenSync opens me's sync after the cursor (empty: from now on), if me
+// has fewer than MaxSyncsPerUser open on this instance (BAD_USER_INPUT
+// otherwise); it holds its place until it is closed (Run returns).
 func (s *Service) OpenSync(ctx context.Context, me store.UserRef, after string) (*Sync, error) {
+	release, err := s.syncs.take(me.Login, s.syncsPerUser())
+	if err != nil {
+		return nil, err
+	}
+	sy, err := s.openSync(ctx, me, after)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	sy.release = release
+	return sy, nil
+}
+
+func (s *Service) openSync(ctx context.Context, me store.UserRef, after string) (*Sync, error) {
 	sy := &Sync{s: s, me: me, pageSize: SyncPageSize, rooms: map[string]*syncRoom{}, ready: map[string]bool{}, wake: make(chan struct{}, 1), inboxed: make(chan inboxItem)}
 	resuming := after != ""
 	if resuming {
@@ -598,10 +616,13 @@ func (sy *Sync) prune() {
 	}
 }
 
-// close releases the sync's streams.
+// close releases the sync's streams, and its place among the user's.
 func (sy *Sync) close() {
 	sy.inbox.Close()
 	for _, fr := range sy.rooms {
 		fr.st.Close()
+	}
+	if sy.release != nil {
+		sy.release()
 	}
 }

@@ -67,7 +67,10 @@ func startClusterWith(t *testing.T, n int, url string, configure func(i int, c *
 	var st store.Store
 	if os.Getenv("CHAT_CASSANDRA_HOSTS") != "" {
 		cc := cassandraConfig(t).Cassandra
-		db, err := cassandra.Open(testContext(t), cc)
+		// Setup, as startServer's: not bounded by a request's deadline
+		// (testContext), which a fresh keyspace's schema takes longer than
+		// on a loaded node.
+		db, err := cassandra.Open(t.Context(), cc)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -153,8 +153,27 @@ func dropKeyspace(t *testing.T, hosts []string, keyspace string) {
 		t.Fatalf("connect to cassandra at %v: %v", hosts, err)
 	}
 	defer session.Close()
-	if err := session.Query("DROP KEYSPACE IF EXISTS " + keyspace).Exec(); err != nil {
-		t.Fatalf("drop keyspace %s: %v", keyspace, err)
+	// A loaded node may answer a schema change past the client's timeout
+	// and apply it all the same: as the store does (cassandra.execDDL), the
+	// drop, which changes nothing a second time, is sent again until it is
+	// answered, and then every node agrees on it: within the bound of a
+	// test's setup.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for {
+		err := session.Query("DROP KEYSPACE IF EXISTS " + keyspace).WithContext(ctx).Exec()
+		if err == nil {
+			err = session.AwaitSchemaAgreement(ctx)
+		}
+		var writeTimeout *gocql.RequestErrWriteTimeout
+		timedOut := errors.Is(err, gocql.ErrTimeoutNoResponse) || errors.As(err, &writeTimeout)
+		switch {
+		case err == nil:
+			return
+		case !timedOut || ctx.Err() != nil:
+			t.Fatalf("drop keyspace %s: %v", keyspace, err)
+		}
+		t.Logf("drop keyspace %s: %v; sending it again", keyspace, err)
 	}
 }
 

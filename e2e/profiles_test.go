@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/killrchat/chatql/internal/chatclient"
 	"github.com/killrchat/chatql/server"
 )
@@ -112,24 +110,6 @@ func nextProfileEvent(t *testing.T, sub *chatclient.Subscription) profileEvent {
 	var out struct{ RoomEvents profileEvent }
 	nextData(t, sub, &out)
 	return out.RoomEvents
-}
-
-// wantSessionEnded reads the subscription until it ends, which must be for
-// its session: the connection closed with 4401, or the operation's stream
-// ended with UNAUTHENTICATED (an inbox stream watches its session too, and
-// may tell first).
-func wantSessionEnded(t *testing.T, sub *chatclient.Subscription) {
-	t.Helper()
-	for {
-		_, err := sub.Next(testContext(t))
-		if err == nil {
-			continue
-		}
-		if websocket.CloseStatus(err) != 4401 && !isCode(err, "UNAUTHENTICATED") {
-			t.Fatalf("subscription ended with %v, want close 4401 or UNAUTHENTICATED", err)
-		}
-		return
-	}
 }
 
 func TestUpdateProfile(t *testing.T) { forEachStore(t, testUpdateProfile) }
@@ -262,7 +242,7 @@ func testDeleteAccount(t *testing.T, cfg server.Config) {
 	wantCode(t, ts.Client.WithToken(session.Token), "UNAUTHENTICATED", sessionOnly, nil)
 	wantCode(t, ts.Client, "UNAUTHENTICATED", refreshQ, map[string]any{"t": session.RefreshToken})
 	wantCode(t, ts.Client, "UNAUTHENTICATED", loginQ, map[string]any{"l": "alice", "p": "password-alice"})
-	wantSessionEnded(t, aliceWS)
+	wantClosed4401(t, aliceWS)
 	wantCode(t, alice, "UNAUTHENTICATED", deleteAccountQ, map[string]any{"p": "password-alice"})
 	// Nobody can take the login and pass for the author of her messages.
 	wantCode(t, ts.Client, "CONFLICT", `mutation($in: SignupInput!) { signup(input: $in) { login } }`,
@@ -350,7 +330,7 @@ func TestClusterProfiles(t *testing.T) {
 		err := aliceOnB.Do(testContext(t), sessionOnly, nil, nil)
 		return isCode(err, "UNAUTHENTICATED"), err
 	})
-	wantSessionEnded(t, aliceWS)
+	wantClosed4401(t, aliceWS)
 	if ev := nextProfileEvent(t, sub); ev.Kind != "PARTICIPANT_LEFT" || ev.User.Login != "alice" {
 		t.Fatalf("bob's live event on B: %+v, want alice leaving", ev)
 	}

@@ -440,27 +440,37 @@ func TestMembershipTTLConfig(t *testing.T) {
 }
 
 // TestMaxRoomsPerUserConfig: CHAT_MAX_ROOMS_PER_USER sets the cap (1,000
-// by default); a cap under one is refused.
+// by default), and CHAT_MAX_SYNCS_PER_USER the syncs' (16); a cap under
+// one is refused.
 func TestMaxRoomsPerUserConfig(t *testing.T) {
-	for _, c := range []struct {
-		value string
-		want  int
-		bad   bool
+	for _, cap := range []struct {
+		env   string
+		def   int
+		value func(server.Config) int
 	}{
-		{"", chat.DefaultMaxRoomsPerUser, false},
-		{"50", 50, false},
-		{"0", 0, true},
-		{"-3", 0, true},
-		{"many", 0, true},
+		{"CHAT_MAX_ROOMS_PER_USER", chat.DefaultMaxRoomsPerUser, func(c server.Config) int { return c.MaxRoomsPerUser }},
+		{"CHAT_MAX_SYNCS_PER_USER", chat.DefaultMaxSyncsPerUser, func(c server.Config) int { return c.MaxSyncsPerUser }},
 	} {
-		cfg, err := server.ParseConfig(nil, func(k string) string {
-			if k == "CHAT_MAX_ROOMS_PER_USER" {
-				return c.value
+		for _, c := range []struct {
+			value string
+			want  int
+			bad   bool
+		}{
+			{"", cap.def, false},
+			{"50", 50, false},
+			{"0", 0, true},
+			{"-3", 0, true},
+			{"many", 0, true},
+		} {
+			cfg, err := server.ParseConfig(nil, func(k string) string {
+				if k == cap.env {
+					return c.value
+				}
+				return ""
+			})
+			if (err != nil) != c.bad || err == nil && cap.value(cfg) != c.want {
+				t.Errorf("%s=%q: %d, error %v; want %d, error %v", cap.env, c.value, cap.value(cfg), err, c.want, c.bad)
 			}
-			return ""
-		})
-		if (err != nil) != c.bad || err == nil && cfg.MaxRoomsPerUser != c.want {
-			t.Errorf("CHAT_MAX_ROOMS_PER_USER=%q: %d, error %v; want %d, error %v", c.value, cfg.MaxRoomsPerUser, err, c.want, c.bad)
 		}
 	}
 }

@@ -33,12 +33,13 @@ import (
 // harness serves the schema with this transport (and POST for mutations)
 // on an embedded store and an in-process broker.
 type harness struct {
-	t      testing.TB
-	url    string
-	live   *Transport
-	tokens *auth.Tokens
-	store  store.Store
-	broker broker.Broker
+	t        testing.TB
+	url      string
+	live     *Transport
+	tokens   *auth.Tokens
+	sessions *auth.Sessions
+	store    store.Store
+	broker   broker.Broker
 	// streams counts the harness's open room streams.
 	streams *stream.Source
 }
@@ -67,9 +68,15 @@ func newHarnessOn(t testing.TB, tune func(*Config), wrap func(net.Listener) net.
 	// Runs before the store and broker close: streams end asynchronously
 	// after the server and its context.
 	t.Cleanup(func() { waitFor(t, "the streams to end", func() bool { return src.Open() == 0 }) })
-	res := &resolvers.Resolver{Service: &chat.Service{Store: st, Broker: br, Streams: src, Log: log}, Tokens: tokens}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
+	// Tokens from h.user have no session; those from h.session do, and the
+	// resolvers' streams watch it.
+	sessions, err := auth.NewSessions(ctx, auth.SessionConfig{Store: st, Tokens: tokens, Secret: []byte("0123456789abcdef0123456789abcdef"), RefreshTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := &resolvers.Resolver{Service: &chat.Service{Store: st, Broker: br, Streams: src, Log: log, Sessions: sessions}, Tokens: tokens}
 	cfg := Config{
 		Rooms:             res,
 		FeedSchema:        res.FeedSchema,
@@ -92,7 +99,7 @@ func newHarnessOn(t testing.TB, tune func(*Config), wrap func(net.Listener) net.
 	if tune != nil {
 		tune(&cfg)
 	}
-	h := &harness{t: t, live: New(cfg), tokens: tokens, store: st, broker: br, streams: src}
+	h := &harness{t: t, live: New(cfg), tokens: tokens, sessions: sessions, store: st, broker: br, streams: src}
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: res}))
 	gql.AddTransport(h.live)
 	gql.AddTransport(transport.POST{})
@@ -119,6 +126,17 @@ func (h *harness) user(login string) string {
 		h.t.Fatal(err)
 	}
 	return token
+}
+
+// session starts a session of the user login (created by h.user) and
+// returns its access token and its id.
+func (h *harness) session(login string) (token, id string) {
+	h.t.Helper()
+	pair, err := h.sessions.Start(context.Background(), store.UserRef{Login: login, Firstname: login})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return pair.AccessToken, pair.Session
 }
 
 // room creates a room of creator that the others join.
@@ -276,7 +294,7 @@ func (c *client) closed() (websocket.StatusCode, string) {
 			return ce.Code, ce.Reason
 		}
 		if m.Type != "ka" {
-			c.t.Fatalf("want the connection closed, got %+v", m)
+			c.t.Fatalf("want the connection closed, got %+v %s", m, m.Payload)
 		}
 	}
 }

@@ -399,12 +399,19 @@ func (op *operation) complete() {
 }
 
 // fail frees the operation and sends the errors that ended it (never
-// followed by complete), unless the client completed it first.
+// followed by complete), unless the client completed it first. Errors
+// that say the connection's credentials ended close the connection
+// instead (see credentialsEnded).
 func (op *operation) fail(errs ...*gqlerror.Error) {
 	op.release()
-	if !op.stopped.Load() {
-		op.c.sendError(msgError, op.id, errs...)
+	if op.stopped.Load() {
+		return
 	}
+	if reason, ended := op.c.credentialsEnded(errs); ended {
+		op.c.close(closeUnauthorized, reason)
+		return
+	}
+	op.c.sendError(msgError, op.id, errs...)
 }
 
 // finish releases the operation, if its last message has not already; a

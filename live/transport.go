@@ -304,6 +304,7 @@ type conn struct {
 	mu        sync.Mutex
 	inited    bool // connection_init received
 	acked     bool // and accepted
+	user      bool // as a user's (see credentialsEnded)
 	closed    bool
 	ops       map[string]*operation
 	keepAlive *time.Timer
@@ -473,7 +474,7 @@ func (c *conn) init(payload json.RawMessage) bool {
 		}
 	}
 	c.mu.Lock()
-	c.ctx, c.acked = ctx, true
+	c.ctx, c.acked, c.user = ctx, true, user
 	c.mu.Unlock()
 	if !c.send(message{Type: msgConnectionAck}) {
 		return false
@@ -482,6 +483,32 @@ func (c *conn) init(payload json.RawMessage) bool {
 		c.sendKeepAlive()
 	}
 	return true
+}
+
+// credentialsEnded reports whether errs, which end an operation of the
+// connection, say that the credentials the connection was opened with no
+// longer hold (an UNAUTHENTICATED error on a user's connection: the
+// session ended, the token expired, the user was deleted), and if so the
+// reason to close it with. The connection is then closed with 4401, as
+// when SessionEnd tells it first, and the operation gets no error of its
+// own: a client treats an operation's error as final, but reconnects
+// after 4401 with fresh credentials and starts every operation again (the
+// graphql-ws client reports 4401 to each of them). An anonymous
+// connection's UNAUTHENTICATED errors (an operation that needs a user)
+// are the operation's.
+func (c *conn) credentialsEnded(errs []*gqlerror.Error) (reason string, ended bool) {
+	c.mu.Lock()
+	user := c.user
+	c.mu.Unlock()
+	if !user {
+		return "", false
+	}
+	for _, e := range errs {
+		if apierror.CodeOf(e) == apierror.Unauthenticated {
+			return truncateReason("Unauthorized: " + e.Message), true
+		}
+	}
+	return "", false
 }
 
 // reject closes a connection whose connection_init failed: 4401 for a

@@ -618,3 +618,61 @@ func goroutinesRunning(fn string) int {
 	buf := make([]byte, 1<<20)
 	return strings.Count(string(buf[:runtime.Stack(buf, true)]), fn+"(")
 }
+
+// A session that ends closes its user's connections with 4401, and none of
+// their operations gets an error first: a client takes an operation's error
+// as final, but reconnects after 4401 with fresh credentials and starts
+// its operations again. The operations' streams watch the session too, and
+// may tell first (without SessionEnd, only they tell); another session's
+// connection stays.
+func TestSessionEndClosesWithoutOperationErrors(t *testing.T) {
+	for _, connectionWatches := range []bool{false, true} {
+		t.Run(fmt.Sprintf("connection watches %v", connectionWatches), func(t *testing.T) {
+			var h *harness
+			h = newHarness(t, func(c *Config) {
+				c.KeepAlive = time.Hour
+				if connectionWatches {
+					c.SessionEnd = func(ctx context.Context) context.Context { return h.sessions.Watch(ctx) }
+				}
+			})
+			h.user("alice")
+			h.user("bob")
+			h.room("hall", "alice", "bob")
+			alice, session := h.session("alice")
+			bob, _ := h.session("bob")
+			const syncQuery = `subscription { sync { cursor caughtUp } }`
+			var clients []*client
+			var protos []*protocol
+			for _, proto := range []*protocol{graphqlTransportWS, graphqlWS} {
+				before := h.open()
+				c := h.connect(proto.name, alice)
+				c.subscribe(proto, "room", roomEvents, map[string]any{"r": "hall"})
+				waitFor(t, "the room stream", func() bool { return h.open() == before+1 })
+				for _, id := range []string{"sync1", "sync2"} {
+					c.subscribe(proto, id, syncQuery, nil)
+					// Its first page: the stream watches the session.
+					if m := c.read(); m.Type != proto.next || m.ID != id || !strings.Contains(string(m.Payload), `"cursor"`) {
+						t.Fatalf("%s: got %+v %s, want the first sync page", proto.name, m, m.Payload)
+					}
+				}
+				clients, protos = append(clients, c), append(protos, proto)
+			}
+			other := h.connect(graphqlTransportWS.name, bob)
+			other.subscribe(graphqlTransportWS, "sync", syncQuery, nil)
+			other.read()
+
+			if err := h.sessions.End(context.Background(), "alice", session); err != nil {
+				t.Fatal(err)
+			}
+			for i, c := range clients {
+				if code, reason := c.closed(); code != closeUnauthorized || !strings.Contains(reason, "session has ended") {
+					t.Errorf("%s: closed with %d %q, want %d for the session's end", protos[i].name, code, reason, closeUnauthorized)
+				}
+			}
+			other.send(message{Type: msgPing})
+			if m := other.read(); m.Type != msgPong {
+				t.Fatalf("another session's connection: got %+v %s, want the pong", m, m.Payload)
+			}
+		})
+	}
+}

@@ -69,6 +69,9 @@ type Config struct {
 	MaxConnsPerClient int
 	// MaxRoomsPerUser caps the rooms and groups a user takes part in.
 	MaxRoomsPerUser int
+	// MaxSyncsPerUser caps the syncs a user has open at once on an
+	// instance.
+	MaxSyncsPerUser int
 	SubscriberQueue int
 	KeepAlive       time.Duration
 	// PresenceTTL is how long an instance's presence records outlive its
@@ -212,6 +215,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", env.duration("CHAT_IDLE_TIMEOUT", 2*time.Minute), "how long an idle keep-alive connection stays open (CHAT_IDLE_TIMEOUT)")
 	fs.IntVar(&c.MaxConnsPerClient, "max-conns-per-client", env.int("CHAT_MAX_CONNS_PER_CLIENT", 256), "connections open at once from one client IP; 0 for no cap, e.g. behind a proxy (CHAT_MAX_CONNS_PER_CLIENT)")
 	fs.IntVar(&c.MaxRoomsPerUser, "max-rooms-per-user", env.int("CHAT_MAX_ROOMS_PER_USER", chat.DefaultMaxRoomsPerUser), "rooms and groups a user may take part in at once; each costs their inbox reads and presence changes (CHAT_MAX_ROOMS_PER_USER)")
+	fs.IntVar(&c.MaxSyncsPerUser, "max-syncs-per-user", env.int("CHAT_MAX_SYNCS_PER_USER", chat.DefaultMaxSyncsPerUser), "sync subscriptions (and changes polls under way) a user may have open at once on one instance; each follows every room of theirs (CHAT_MAX_SYNCS_PER_USER)")
 	fs.IntVar(&c.SubscriberQueue, "subscriber-queue", env.int("CHAT_SUBSCRIBER_QUEUE", 256), "events a subscriber may fall behind before it is cut off (CHAT_SUBSCRIBER_QUEUE)")
 	fs.DurationVar(&c.PresenceTTL, "presence-ttl", env.duration("CHAT_PRESENCE_TTL", presence.DefaultTTL), "how long a dead instance's users stay online in Redis; instances heartbeat every third of it (CHAT_PRESENCE_TTL)")
 	fs.DurationVar(&c.ProfileTTL, "profile-ttl", env.duration("CHAT_PROFILE_TTL", chat.DefaultProfileTTL), "how long an instance shows the names it read of a user at most, should the announcement of a change be lost (CHAT_PROFILE_TTL)")
@@ -289,6 +293,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	cass.Hosts = splitList(*hosts)
 	if c.MaxRoomsPerUser < 1 {
 		return c, fmt.Errorf("max rooms per user %d: must be at least 1", c.MaxRoomsPerUser)
+	}
+	if c.MaxSyncsPerUser < 1 {
+		return c, fmt.Errorf("max syncs per user %d: must be at least 1", c.MaxSyncsPerUser)
 	}
 	if c.MaxUnauthenticatedWebsockets < 1 {
 		return c, fmt.Errorf("max unauthenticated websockets %d: must be at least 1", c.MaxUnauthenticatedWebsockets)

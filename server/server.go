@@ -212,7 +212,7 @@ func NewOnStore(ctx context.Context, cfg Config, log *slog.Logger, st store.Stor
 			return nil, err
 		}
 	}
-	core := &chat.Service{Store: s.store, Broker: s.broker, Streams: s.streams, Sessions: sessions, PasskeyCeremonies: passkeys, OIDC: sso, Passwords: passwords, Log: log, Limits: limits, MaxRoomsPerUser: cfg.MaxRoomsPerUser, Clock: cfg.IDClock}
+	core := &chat.Service{Store: s.store, Broker: s.broker, Streams: s.streams, Sessions: sessions, PasskeyCeremonies: passkeys, OIDC: sso, Passwords: passwords, Log: log, Limits: limits, MaxRoomsPerUser: cfg.MaxRoomsPerUser, MaxSyncsPerUser: cfg.MaxSyncsPerUser, Clock: cfg.IDClock}
 	core.Typists = core.NewTyping()
 	core.Profiles = chat.NewProfiles(s.store, log, 0, cfg.ProfileTTL)
 	s.profiles = core.Profiles

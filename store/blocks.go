@@ -9,7 +9,9 @@ const MaxBlocks = 1000
 // Blocks keeps whom each user blocked, in a partition per user.
 type Blocks interface {
 	// Block records that login blocked u. Blocking again changes nothing.
-	// Returns ErrInvalid if login already blocks MaxBlocks users.
+	// Returns ErrInvalid if login already blocks MaxBlocks users. Racing
+	// blocks never pass MaxBlocks on the embedded store; on Cassandra,
+	// which counts and then writes, they may by fewer than their number.
 	Block(ctx context.Context, login string, u UserRef) error
 
 	// Unblock forgets that login blocked other; unblocking a user not

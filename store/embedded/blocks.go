@@ -21,7 +21,17 @@ type muteRow struct {
 	At           time.Time `json:"at"`
 }
 
-// Block counts and writes under the partition's lock.
+// blockCountRow is how many users a user blocks, kept up to date with
+// their blocks, in the same batches under the blocks partition's lock.
+type blockCountRow struct {
+	N int `json:"n"`
+}
+
+// Block writes the block and its user's count of blocks in one batch,
+// under the partition's lock, so that the cap holds however many blocks
+// race, and filling the partition up to it reads one count per block, not
+// the partition. A store written before the count was kept counts the
+// partition once, at its user's first block since.
 func (db *DB) Block(ctx context.Context, login string, u store.UserRef) error {
 	p := blocksPartition(login)
 	end, err := db.beginLocked(ctx, p)
@@ -32,27 +42,67 @@ func (db *DB) Block(ctx context.Context, login string, u store.UserRef) error {
 	if blocked, err := db.has(p.str(u.Login)); err != nil || blocked {
 		return err
 	}
-	n := 0
-	err = db.scan(ctx, p, p.end(), false, func(_, _ []byte) (bool, error) {
-		n++
-		return n < store.MaxBlocks, nil
-	})
+	n, err := db.blockCount(ctx, login)
 	if err != nil {
-		return fmt.Errorf("counting the blocks of %q: %w", login, err)
+		return err
 	}
 	if n >= store.MaxBlocks {
 		return store.Invalidf("invalid block: %s blocks %d users already, the most one may", login, n)
 	}
 	b := db.batch()
 	b.set(p.str(u.Login), blockRow{User: refRow(u), At: time.Now().UTC()})
+	b.set(blockCountKey(login), blockCountRow{N: n + 1})
 	if err := b.commit(); err != nil {
 		return fmt.Errorf("%q blocks %q: %w", login, u.Login, err)
 	}
 	return nil
 }
 
+// blockCount reads how many users login blocks, counting the partition if
+// no count is stored (a store written before it was kept); the caller
+// holds the partition's lock.
+func (db *DB) blockCount(ctx context.Context, login string) (int, error) {
+	row, found, err := getRow[blockCountRow](db, blockCountKey(login))
+	if err != nil || found {
+		return row.N, err
+	}
+	p := blocksPartition(login)
+	n := 0
+	err = db.scan(ctx, p, p.end(), false, func(_, _ []byte) (bool, error) {
+		n++
+		return true, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("counting the blocks of %q: %w", login, err)
+	}
+	return n, nil
+}
+
+// Unblock deletes the block and counts it off, under the partition's lock.
+// Without a stored count (see Block), there is nothing to count off.
 func (db *DB) Unblock(ctx context.Context, login, other string) error {
-	return db.deleteRow(ctx, blocksPartition(login).str(other), "%q unblocks %q", login, other)
+	p := blocksPartition(login)
+	end, err := db.beginLocked(ctx, p)
+	if err != nil {
+		return err
+	}
+	defer end()
+	if blocked, err := db.has(p.str(other)); err != nil || !blocked {
+		return err
+	}
+	count, counted, err := getRow[blockCountRow](db, blockCountKey(login))
+	if err != nil {
+		return err
+	}
+	b := db.batch()
+	b.delete(p.str(other))
+	if counted {
+		b.set(blockCountKey(login), blockCountRow{N: max(count.N-1, 0)})
+	}
+	if err := b.commit(); err != nil {
+		return fmt.Errorf("%q unblocks %q: %w", login, other, err)
+	}
+	return nil
 }
 
 func (db *DB) BlockedUsers(ctx context.Context, login string) ([]store.UserRef, error) {

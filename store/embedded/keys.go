@@ -41,6 +41,9 @@ const (
 	tableRoomReads        = "room_reads"
 	tableBlocks           = "user_blocks"
 	tableMutes            = "user_mutes"
+	// tableBlockCounts holds how many users each user blocks, kept with
+	// the blocks so that Block need not count them: no Cassandra table.
+	tableBlockCounts = "user_block_counts"
 	// tableRoomBans holds the logins banned from each room, a partition
 	// per room: Cassandra keeps them in chat_rooms.banned.
 	tableRoomBans = "room_bans"
@@ -325,6 +328,9 @@ func roomReadsPartition(room string) key { return tuple(tableRoomReads).str(room
 // conversations login muted.
 func blocksPartition(login string) key { return tuple(tableBlocks).str(login) }
 func mutesPartition(login string) key  { return tuple(tableMutes).str(login) }
+
+// blockCountKey is how many users login blocks (see DB.Block).
+func blockCountKey(login string) key { return tuple(tableBlockCounts).str(login) }
 
 // roomReplies is every thread row of a room, for its delete.
 func roomReplies(room string) key { return tuple(tableReplies).str(room) }

@@ -99,11 +99,12 @@ func (db *DB) Names(ctx context.Context, logins []string) (map[string]store.Publ
 
 // DeleteAccount replaces the user's row by its tombstone and deletes the
 // user's sessions, blocks, mutes, push subscriptions and previews choice,
-// in one batch. It holds the lock of the push subscriptions too, so an add
-// racing it lands before (and goes) or after.
+// in one batch. It holds the locks of the push subscriptions and of the
+// blocks too, so an add or a block racing it lands before (and goes) or
+// after.
 func (db *DB) DeleteAccount(ctx context.Context, login string, passHash []byte) ([]string, error) {
 	k := userKey(login)
-	end, err := db.beginLocked(ctx, k, sessionPartition(login), pushPartition(login))
+	end, err := db.beginLocked(ctx, k, sessionPartition(login), pushPartition(login), blocksPartition(login))
 	if err != nil {
 		return nil, err
 	}
@@ -121,6 +122,7 @@ func (db *DB) DeleteAccount(ctx context.Context, login string, passHash []byte) 
 	b.indexUser(tomb)
 	b.deleteRange(sessionPartition(login))
 	b.deleteRange(blocksPartition(login))
+	b.delete(blockCountKey(login))
 	b.deleteRange(mutesPartition(login))
 	b.deleteRange(pushPartition(login))
 	b.delete(pushPreviewsKey(login))

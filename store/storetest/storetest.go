@@ -90,6 +90,7 @@ func groups() []group[store.Store] {
 		{"Blocks", []storeTest{
 			{"OK", testBlocks},
 			{"Cap", testBlocksCap},
+			{"Racing", testBlocksRacing},
 			{"Mutes", testMutes},
 		}},
 		{"CreateRoom", []storeTest{
