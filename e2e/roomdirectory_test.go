@@ -266,14 +266,14 @@ func TestRoomReadMarksAndEvents(t *testing.T) {
 
 		t.Run("RoomEventChatRoom", func(t *testing.T) {
 			mustDo(t, alice, createRoom, map[string]any{"n": "fleeting"}, nil)
-			sub := ts.live(t, alice, `subscription { roomEvents(room: "fleeting") { kind room conversationId chatRoom { name kind creator { login } } } }`, nil)
+			sub := ts.live(t, alice, `subscription { roomEvents(room: "fleeting") { kind room conversationId chatRoom { name kind banner creator { login } } } }`, nil)
 			posted(alice, "fleeting", "hello")
 			type event struct {
 				RoomEvents struct {
 					Kind, Room, ConversationID string
 					ChatRoom                   *struct {
-						Name, Kind string
-						Creator    struct{ Login string }
+						Name, Kind, Banner string
+						Creator            struct{ Login string }
 					}
 				}
 			}
@@ -281,6 +281,13 @@ func TestRoomReadMarksAndEvents(t *testing.T) {
 			nextData(t, sub, &ev)
 			if e := ev.RoomEvents; e.Kind != "MESSAGE_POSTED" || e.Room != "fleeting" || e.ConversationID != "fleeting" || e.ChatRoom == nil || e.ChatRoom.Name != "fleeting" || e.ChatRoom.Kind != "PUBLIC" || e.ChatRoom.Creator.Login != "alice" {
 				t.Errorf("event = %+v; want MESSAGE_POSTED in fleeting with its chatRoom", e)
+			}
+			// Each event shows the room as it is then: the new banner.
+			mustDo(t, alice, `mutation { updateRoomSettings(room: "fleeting", input: {banner: "moved on"}) { name } }`, nil, nil)
+			ev = event{}
+			nextData(t, sub, &ev)
+			if e := ev.RoomEvents; e.Kind != "ROOM_SETTINGS_CHANGED" || e.ChatRoom == nil || e.ChatRoom.Banner != "moved on" {
+				t.Errorf("event = %+v; want ROOM_SETTINGS_CHANGED with the room's new banner", e)
 			}
 			mustDo(t, alice, deleteRoom, map[string]any{"r": "fleeting"}, nil)
 			ev = event{}

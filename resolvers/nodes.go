@@ -112,7 +112,7 @@ func (r *Resolver) roomNamed(ctx context.Context, name string) (*store.Room, err
 	}
 	read := func() (*store.Room, error) { return nullIfMissing(r.Service.Room(ctx, me, name)) }
 	l := loaderOf(ctx)
-	if l == nil {
+	if l == nil || l.live {
 		return read()
 	}
 	l.mu.Lock()
