@@ -3659,8 +3659,8 @@ type Conversation {
   lastMessage: Message
   """
   How many messages of others after ` + "`" + `readUpTo` + "`" + `, counted up to 100: 100 means
-  100 or more (show "99+"). System messages are not counted, nor deleted or
-  hidden ones, and posting marks the conversation read up to the post.
+  100 or more (show "99+"). System messages are not counted, nor deleted
+  ones, and posting marks the conversation read up to the post.
   """
   unread: Int!
   """The newest message the caller has marked read (markRead or a post of their own); null when none."""
