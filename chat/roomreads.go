@@ -241,7 +241,7 @@ func (s *Service) PeerReadUpTo(ctx context.Context, me store.UserRef, c *store.C
 			return store.MessageID{}, err
 		}
 	}
-	marks, err := s.Store.RoomReadMarks(ctx, c.ID, 2)
+	marks, err := s.Store.RoomReadMarks(ctx, c.ID, "", 2)
 	if err != nil {
 		return store.MessageID{}, err
 	}

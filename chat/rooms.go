@@ -179,10 +179,11 @@ func (s *Service) Rooms(ctx context.Context, me store.UserRef, after string, lim
 	return s.visibleRooms(ctx, me, after, limit)
 }
 
-// ReadMarks are up to n of a room's read marks, for its participants: a
-// public room's, and a group's read receipts (see sendReceipt), none for
-// a member who sends none. None for others.
-func (s *Service) ReadMarks(ctx context.Context, me store.UserRef, room *store.Room, n int) ([]store.ReadMark, error) {
+// ReadMarks are up to n of a room's read marks, by login, those after the
+// login after ("" from the first), for its participants: a public room's,
+// and a group's read receipts (see sendReceipt), none for a member who
+// sends none. None for others. One bounded read of the marks per call.
+func (s *Service) ReadMarks(ctx context.Context, me store.UserRef, room *store.Room, after string, n int) ([]store.ReadMark, error) {
 	if m, err := s.Store.Membership(ctx, room.Name, me.Login); err != nil || !m.Participant {
 		return []store.ReadMark{}, nil
 	}
@@ -191,7 +192,7 @@ func (s *Service) ReadMarks(ctx context.Context, me store.UserRef, room *store.R
 			return []store.ReadMark{}, err
 		}
 	}
-	return s.Store.RoomReadMarks(ctx, room.Name, n)
+	return s.Store.RoomReadMarks(ctx, room.Name, after, n)
 }
 
 // Bans are the room's bans, for its creator and moderators only (nil for

@@ -44,6 +44,7 @@ type ResolverRoot interface {
 	Reaction() ReactionResolver
 	ReadMark() ReadMarkResolver
 	Room() RoomResolver
+	RoomEvent() RoomEventResolver
 	Subscription() SubscriptionResolver
 	User() UserResolver
 	UserSummary() UserSummaryResolver
@@ -321,6 +322,7 @@ type ComplexityRoot struct {
 		OidcProvider      func(childComplexity int) int
 		Passkeys          func(childComplexity int) int
 		Presence          func(childComplexity int, logins []string) int
+		PublicRooms       func(childComplexity int, first *int, after *string) int
 		PushPreviews      func(childComplexity int) int
 		PushSubscriptions func(childComplexity int) int
 		Room              func(childComplexity int, name string) int
@@ -346,23 +348,34 @@ type ComplexityRoot struct {
 		User func(childComplexity int) int
 	}
 
+	ReadMarkConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	ReadMarkEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
 	Room struct {
-		Banned          func(childComplexity int, first *int, after *string) int
-		Banner          func(childComplexity int) int
-		CreatedAt       func(childComplexity int) int
-		Creator         func(childComplexity int) int
-		ID              func(childComplexity int) int
-		Icon            func(childComplexity int) int
-		Invites         func(childComplexity int) int
-		Kind            func(childComplexity int) int
-		Moderators      func(childComplexity int) int
-		Name            func(childComplexity int) int
-		Online          func(childComplexity int, first *int) int
-		Participants    func(childComplexity int, first *int, after *string) int
-		PinnedMessages  func(childComplexity int) int
-		ReadMarks       func(childComplexity int, first *int) int
-		SlowModeSeconds func(childComplexity int) int
-		Title           func(childComplexity int) int
+		Banned              func(childComplexity int, first *int, after *string) int
+		Banner              func(childComplexity int) int
+		CreatedAt           func(childComplexity int) int
+		Creator             func(childComplexity int) int
+		ID                  func(childComplexity int) int
+		Icon                func(childComplexity int) int
+		Invites             func(childComplexity int) int
+		Kind                func(childComplexity int) int
+		Moderators          func(childComplexity int) int
+		Name                func(childComplexity int) int
+		Online              func(childComplexity int, first *int) int
+		Participants        func(childComplexity int, first *int, after *string) int
+		PinnedMessages      func(childComplexity int) int
+		ReadMarks           func(childComplexity int, first *int) int
+		ReadMarksConnection func(childComplexity int, first *int, after *string) int
+		SlowModeSeconds     func(childComplexity int) int
+		Title               func(childComplexity int) int
 	}
 
 	RoomConnection struct {
@@ -376,13 +389,15 @@ type ComplexityRoot struct {
 	}
 
 	RoomEvent struct {
-		By      func(childComplexity int) int
-		Cursor  func(childComplexity int) int
-		Kind    func(childComplexity int) int
-		Message func(childComplexity int) int
-		Online  func(childComplexity int) int
-		Room    func(childComplexity int) int
-		User    func(childComplexity int) int
+		By             func(childComplexity int) int
+		ChatRoom       func(childComplexity int) int
+		ConversationID func(childComplexity int) int
+		Cursor         func(childComplexity int) int
+		Kind           func(childComplexity int) int
+		Message        func(childComplexity int) int
+		Online         func(childComplexity int) int
+		Room           func(childComplexity int) int
+		User           func(childComplexity int) int
 	}
 
 	SearchConnection struct {
@@ -654,6 +669,7 @@ type QueryResolver interface {
 	PushPreviews(ctx context.Context) (bool, error)
 	Room(ctx context.Context, name string) (*store.Room, error)
 	Rooms(ctx context.Context, first *int, after *string) (*model.RoomConnection, error)
+	PublicRooms(ctx context.Context, first *int, after *string) (*model.RoomConnection, error)
 	SearchMessages(ctx context.Context, query string, conversation *string, from *string, first *int, after *string) (*model.SearchConnection, error)
 	SearchUsers(ctx context.Context, prefix string, first *int) ([]store.UserRef, error)
 	SearchRooms(ctx context.Context, query string, first *int) ([]store.Room, error)
@@ -681,9 +697,14 @@ type RoomResolver interface {
 	Participants(ctx context.Context, obj *store.Room, first *int, after *string) ([]store.UserRef, error)
 	Kind(ctx context.Context, obj *store.Room) (model.RoomKind, error)
 	ReadMarks(ctx context.Context, obj *store.Room, first *int) ([]store.ReadMark, error)
+	ReadMarksConnection(ctx context.Context, obj *store.Room, first *int, after *string) (*model.ReadMarkConnection, error)
 	Online(ctx context.Context, obj *store.Room, first *int) ([]store.UserRef, error)
 
 	Banned(ctx context.Context, obj *store.Room, first *int, after *string) ([]string, error)
+}
+type RoomEventResolver interface {
+	ChatRoom(ctx context.Context, obj *model.RoomEvent) (*store.Room, error)
+	ConversationID(ctx context.Context, obj *model.RoomEvent) (string, error)
 }
 type SubscriptionResolver interface {
 	InboxEvents(ctx context.Context, after *string, presence *bool) (<-chan *model.InboxEvent, error)
@@ -2294,6 +2315,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Presence(childComplexity, args["logins"].([]string)), true
+	case "Query.publicRooms":
+		if e.ComplexityRoot.Query.PublicRooms == nil {
+			break
+		}
+
+		args, err := ec.field_Query_publicRooms_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.PublicRooms(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Query.pushPreviews":
 		if e.ComplexityRoot.Query.PushPreviews == nil {
 			break
@@ -2434,6 +2466,32 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ReadMark.User(childComplexity), true
 
+	case "ReadMarkConnection.edges":
+		if e.ComplexityRoot.ReadMarkConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReadMarkConnection.Edges(childComplexity), true
+	case "ReadMarkConnection.pageInfo":
+		if e.ComplexityRoot.ReadMarkConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReadMarkConnection.PageInfo(childComplexity), true
+
+	case "ReadMarkEdge.cursor":
+		if e.ComplexityRoot.ReadMarkEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReadMarkEdge.Cursor(childComplexity), true
+	case "ReadMarkEdge.node":
+		if e.ComplexityRoot.ReadMarkEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReadMarkEdge.Node(childComplexity), true
+
 	case "Room.banned":
 		if e.ComplexityRoot.Room.Banned == nil {
 			break
@@ -2538,6 +2596,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Room.ReadMarks(childComplexity, args["first"].(*int)), true
+	case "Room.readMarksConnection":
+		if e.ComplexityRoot.Room.ReadMarksConnection == nil {
+			break
+		}
+
+		args, err := ec.field_Room_readMarksConnection_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Room.ReadMarksConnection(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Room.slowModeSeconds":
 		if e.ComplexityRoot.Room.SlowModeSeconds == nil {
 			break
@@ -2583,6 +2652,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RoomEvent.By(childComplexity), true
+	case "RoomEvent.chatRoom":
+		if e.ComplexityRoot.RoomEvent.ChatRoom == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RoomEvent.ChatRoom(childComplexity), true
+	case "RoomEvent.conversationId":
+		if e.ComplexityRoot.RoomEvent.ConversationID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RoomEvent.ConversationID(childComplexity), true
 	case "RoomEvent.cursor":
 		if e.ComplexityRoot.RoomEvent.Cursor == nil {
 			break
@@ -3587,8 +3668,8 @@ type Conversation {
   lastMessage: Message
   """
   How many messages of others after ` + "`" + `readUpTo` + "`" + `, counted up to 100: 100 means
-  100 or more (show "99+"). System messages are not counted, and posting
-  marks the conversation read up to the post.
+  100 or more (show "99+"). System messages are not counted, nor deleted
+  ones, and posting marks the conversation read up to the post.
   """
   unread: Int!
   """The newest message the caller has marked read (markRead or a post of their own); null when none."""
@@ -4071,7 +4152,11 @@ type RoomEvent {
   """What happened."""
   kind: RoomEventKind!
   """The room it happened in."""
-  room: String!
+  room: String! @deprecated(reason: "Use ` + "`" + `chatRoom` + "`" + ` for the room or group (an object), or ` + "`" + `conversationId` + "`" + ` for the same string.")
+  """The room or private group it happened in, as ` + "`" + `room(name:)` + "`" + ` shows it to the caller; null for ROOM_DELETED and once the caller may no longer see it."""
+  chatRoom: Room @viewer
+  """The conversation it happened in, as the inbox names it (` + "`" + `Conversation.id` + "`" + `): the room's or group's name."""
+  conversationId: ID!
   """The posted message, or the system message recording a join or leave. Null for ROOM_DELETED."""
   message: Message
   """Who posted, joined, left or deleted the room; for the moderation kinds, who was acted on."""
@@ -4357,7 +4442,20 @@ type Room implements Node {
   readMarks(
     """How many, 1 to 1000."""
     first: Int = 100
-  ): [ReadMark!]! @listSize(slicingArguments: ["first"], assumedSize: 1000)
+  ): [ReadMark!]! @listSize(slicingArguments: ["first"], assumedSize: 1000) @deprecated(reason: "Use ` + "`" + `readMarksConnection` + "`" + `, which pages past the first 1000.")
+  """
+  Who has read the room how far (` + "`" + `markRead` + "`" + `), by login, ` + "`" + `first` + "`" + ` (1 to 100) at a time ` + "`" + `after` + "`" + ` an
+  edge's cursor: each page is one bounded read of the room's read marks, however many there are.
+  The same marks as ` + "`" + `readMarks` + "`" + ` shows, with the same rules: in a private group, the members' read
+  receipts, empty for a caller who sends none and without the members who send none; empty for a
+  caller who does not take part.
+  """
+  readMarksConnection(
+    """How many, 1 to 100."""
+    first: Int = 100
+    """An edge's cursor: the page starts after that participant's mark."""
+    after: String
+  ): ReadMarkConnection! @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"])
   """
   The participants online now (with at least one open connection to any instance), sorted by login,
   at most ` + "`" + `first` + "`" + ` (1 to 1000), among the room's first 10,000 participants by login. Null for a caller who does not take part: presence is shown only
@@ -4448,6 +4546,22 @@ enum RoomKind {
   PRIVATE_GROUP
 }
 
+"""A page of read marks (` + "`" + `Room.readMarksConnection` + "`" + `)."""
+type ReadMarkConnection {
+  """The marks of this page, by login."""
+  edges: [ReadMarkEdge!]!
+  """Where the page ends."""
+  pageInfo: PageInfo!
+}
+
+"""A read mark and its cursor."""
+type ReadMarkEdge {
+  """Pass as ` + "`" + `readMarksConnection(after:)` + "`" + ` to continue after this mark."""
+  cursor: String!
+  """The mark."""
+  node: ReadMark!
+}
+
 """A page of rooms."""
 type RoomConnection {
   """The rooms of this page."""
@@ -4458,7 +4572,7 @@ type RoomConnection {
 
 """A room and its cursor."""
 type RoomEdge {
-  """Pass as ` + "`" + `rooms(after:)` + "`" + ` to continue after this room."""
+  """Pass as the ` + "`" + `after` + "`" + ` of the list it came from (` + "`" + `publicRooms` + "`" + ` or ` + "`" + `rooms` + "`" + `) to continue after this room."""
   cursor: String!
   """The room."""
   node: Room!
@@ -4485,6 +4599,21 @@ extend type Query {
     """How many rooms, 1 to 100."""
     first: Int = 20
     """An edge's cursor: the page starts after that room."""
+    after: String
+  ): RoomConnection! @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"]) @deprecated(reason: "Use ` + "`" + `publicRooms` + "`" + `, the directory of public rooms, which costs one bounded read a page; the caller's groups are in ` + "`" + `me.rooms` + "`" + ` and ` + "`" + `conversations` + "`" + `.")
+  """
+  The directory of public rooms, ` + "`" + `first` + "`" + ` (1 to 100) at a time ` + "`" + `after` + "`" + ` an edge's cursor, in a
+  stable order: by name on the embedded store, in the ring's token order on Cassandra, where
+  each page is one range read of an index of the public rooms, however many rooms and groups
+  there are (use ` + "`" + `searchRooms` + "`" + ` to find rooms by name). Never a private group, nor a room the
+  caller is banned from: a page may hold fewer than ` + "`" + `first` + "`" + ` rooms when it skipped such a room,
+  and ` + "`" + `hasNextPage` + "`" + ` says whether more follow. A room made or deleted while paging may be missed
+  or shown; every other room is shown exactly once. Needs a token.
+  """
+  publicRooms(
+    """How many rooms, 1 to 100."""
+    first: Int = 20
+    """An edge's cursor (` + "`" + `pageInfo.endCursor` + "`" + `): the page starts after that room."""
     after: String
   ): RoomConnection! @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"])
 }
@@ -5740,6 +5869,26 @@ func (ec *executionContext) childFields_ReadMark(ctx context.Context, field grap
 	return nil, fmt.Errorf("no field named %q was found under type ReadMark", field.Name)
 }
 
+func (ec *executionContext) childFields_ReadMarkConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_ReadMarkConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_ReadMarkConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ReadMarkConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_ReadMarkEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_ReadMarkEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_ReadMarkEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ReadMarkEdge", field.Name)
+}
+
 func (ec *executionContext) childFields_Room(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -5768,6 +5917,8 @@ func (ec *executionContext) childFields_Room(ctx context.Context, field graphql.
 		return ec.fieldContext_Room_kind(ctx, field)
 	case "readMarks":
 		return ec.fieldContext_Room_readMarks(ctx, field)
+	case "readMarksConnection":
+		return ec.fieldContext_Room_readMarksConnection(ctx, field)
 	case "online":
 		return ec.fieldContext_Room_online(ctx, field)
 	case "moderators":
@@ -5804,6 +5955,10 @@ func (ec *executionContext) childFields_RoomEvent(ctx context.Context, field gra
 		return ec.fieldContext_RoomEvent_kind(ctx, field)
 	case "room":
 		return ec.fieldContext_RoomEvent_room(ctx, field)
+	case "chatRoom":
+		return ec.fieldContext_RoomEvent_chatRoom(ctx, field)
+	case "conversationId":
+		return ec.fieldContext_RoomEvent_conversationId(ctx, field)
 	case "message":
 		return ec.fieldContext_RoomEvent_message(ctx, field)
 	case "user":
@@ -7728,6 +7883,28 @@ func (ec *executionContext) field_Query_presence_args(ctx context.Context, rawAr
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_publicRooms_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_room_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -7959,6 +8136,28 @@ func (ec *executionContext) field_Room_online_args(ctx context.Context, rawArgs 
 }
 
 func (ec *executionContext) field_Room_participants_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Room_readMarksConnection_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
@@ -14593,6 +14792,50 @@ func (ec *executionContext) fieldContext_Query_rooms(ctx context.Context, field 
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_publicRooms(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_publicRooms(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().PublicRooms(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RoomConnection) graphql.Marshaler {
+			return ec.marshalNRoomConnection2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐRoomConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_publicRooms(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RoomConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_publicRooms_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_searchMessages(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -15121,6 +15364,125 @@ func (ec *executionContext) fieldContext_ReadMark_upTo(_ context.Context, field 
 	return graphql.NewScalarFieldContext("ReadMark", field, true, true, errors.New("field of type ID does not have child fields"))
 }
 
+func (ec *executionContext) _ReadMarkConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.ReadMarkConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReadMarkConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.ReadMarkEdge) graphql.Marshaler {
+			return ec.marshalNReadMarkEdge2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐReadMarkEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReadMarkConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ReadMarkConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ReadMarkEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ReadMarkConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.ReadMarkConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReadMarkConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReadMarkConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ReadMarkConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ReadMarkEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.ReadMarkEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReadMarkEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReadMarkEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReadMarkEdge", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ReadMarkEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.ReadMarkEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReadMarkEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.ReadMark) graphql.Marshaler {
+			return ec.marshalNReadMark2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐReadMark(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReadMarkEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ReadMarkEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ReadMark(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Room_id(ctx context.Context, field graphql.CollectedField, obj *store.Room) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -15498,6 +15860,50 @@ func (ec *executionContext) fieldContext_Room_readMarks(ctx context.Context, fie
 	return fc, nil
 }
 
+func (ec *executionContext) _Room_readMarksConnection(ctx context.Context, field graphql.CollectedField, obj *store.Room) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Room_readMarksConnection(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Room().ReadMarksConnection(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ReadMarkConnection) graphql.Marshaler {
+			return ec.marshalNReadMarkConnection2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐReadMarkConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Room_readMarksConnection(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Room",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ReadMarkConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Room_readMarksConnection_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Room_online(ctx context.Context, field graphql.CollectedField, obj *store.Room) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -15781,6 +16187,61 @@ func (ec *executionContext) _RoomEvent_room(ctx context.Context, field graphql.C
 }
 func (ec *executionContext) fieldContext_RoomEvent_room(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("RoomEvent", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _RoomEvent_chatRoom(ctx context.Context, field graphql.CollectedField, obj *model.RoomEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RoomEvent_chatRoom(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.RoomEvent().ChatRoom(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Room) graphql.Marshaler {
+			return ec.marshalORoom2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐRoom(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RoomEvent_chatRoom(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RoomEvent",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Room(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RoomEvent_conversationId(ctx context.Context, field graphql.CollectedField, obj *model.RoomEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RoomEvent_conversationId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.RoomEvent().ConversationID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RoomEvent_conversationId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RoomEvent", field, true, true, errors.New("field of type ID does not have child fields"))
 }
 
 func (ec *executionContext) _RoomEvent_message(ctx context.Context, field graphql.CollectedField, obj *model.RoomEvent) (ret graphql.Marshaler) {
@@ -22563,6 +23024,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "publicRooms":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_publicRooms(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "searchMessages":
 			field := field
 
@@ -22964,6 +23447,92 @@ func (ec *executionContext) _ReadMark(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
+var readMarkConnectionImplementors = []string{"ReadMarkConnection"}
+
+func (ec *executionContext) _ReadMarkConnection(ctx context.Context, sel ast.SelectionSet, obj *model.ReadMarkConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, readMarkConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ReadMarkConnection")
+		case "edges":
+			out.Values[i] = ec._ReadMarkConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._ReadMarkConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var readMarkEdgeImplementors = []string{"ReadMarkEdge"}
+
+func (ec *executionContext) _ReadMarkEdge(ctx context.Context, sel ast.SelectionSet, obj *model.ReadMarkEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, readMarkEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ReadMarkEdge")
+		case "cursor":
+			out.Values[i] = ec._ReadMarkEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._ReadMarkEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var roomImplementors = []string{"Room", "Node"}
 
 func (ec *executionContext) _Room(ctx context.Context, sel ast.SelectionSet, obj *store.Room) graphql.Marshaler {
@@ -23305,6 +23874,44 @@ func (ec *executionContext) _Room(ctx context.Context, sel ast.SelectionSet, obj
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "readMarksConnection":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Room_readMarksConnection(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "online":
 			field := field
 
@@ -23508,37 +24115,113 @@ func (ec *executionContext) _RoomEvent(ctx context.Context, sel ast.SelectionSet
 		case "kind":
 			out.Values[i] = ec._RoomEvent_kind(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "room":
 			out.Values[i] = ec._RoomEvent_room(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "chatRoom":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._RoomEvent_chatRoom(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Values[i] = innerFunc(ctx, out)
+		case "conversationId":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._RoomEvent_conversationId(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Values[i] = innerFunc(ctx, out)
 		case "message":
 			out.Values[i] = ec._RoomEvent_message(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "user":
 			out.Values[i] = ec._RoomEvent_user(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "by":
 			out.Values[i] = ec._RoomEvent_by(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "online":
 			out.Values[i] = ec._RoomEvent_online(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "cursor":
 			out.Values[i] = ec._RoomEvent_cursor(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -25964,6 +26647,46 @@ func (ec *executionContext) marshalNReadMark2ᚕgithubᚗcomᚋkillrchatᚋchatq
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNReadMark2githubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐReadMark(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNReadMark2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐReadMark(ctx context.Context, sel ast.SelectionSet, v *store.ReadMark) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ReadMark(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNReadMarkConnection2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐReadMarkConnection(ctx context.Context, sel ast.SelectionSet, v *model.ReadMarkConnection) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ReadMarkConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNReadMarkEdge2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐReadMarkEdge(ctx context.Context, sel ast.SelectionSet, v model.ReadMarkEdge) graphql.Marshaler {
+	return ec._ReadMarkEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNReadMarkEdge2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐReadMarkEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.ReadMarkEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNReadMarkEdge2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐReadMarkEdge(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {

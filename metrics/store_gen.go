@@ -95,6 +95,7 @@ type storeCalls struct {
 	Pins                   storeCall
 	PostGroupMessage       storeCall
 	PostMessage            storeCall
+	PublicRooms            storeCall
 	PushPreviews           storeCall
 	PushSends              storeCall
 	PushSubscriptions      storeCall
@@ -234,6 +235,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		Pins:                   m.call("Pins"),
 		PostGroupMessage:       m.call("PostGroupMessage"),
 		PostMessage:            m.call("PostMessage"),
+		PublicRooms:            m.call("PublicRooms"),
 		PushPreviews:           m.call("PushPreviews"),
 		PushSends:              m.call("PushSends"),
 		PushSubscriptions:      m.call("PushSubscriptions"),
@@ -840,6 +842,13 @@ func (s *timedStore) PostMessage(ctx context.Context, a1 store.Message, a2 ...st
 	return err
 }
 
+func (s *timedStore) PublicRooms(ctx context.Context, a1 string, a2 string, a3 int) ([]store.ListedRoom, error) {
+	start := now()
+	r0, err := s.Store.PublicRooms(ctx, a1, a2, a3)
+	s.calls.PublicRooms.done(ctx, start, err)
+	return r0, err
+}
+
 func (s *timedStore) PushPreviews(ctx context.Context, a1 string) (bool, error) {
 	start := now()
 	r0, err := s.Store.PushPreviews(ctx, a1)
@@ -952,9 +961,9 @@ func (s *timedStore) RoomEvents(ctx context.Context, a1 string, a2 store.Message
 	return r0, err
 }
 
-func (s *timedStore) RoomReadMarks(ctx context.Context, a1 string, a2 int) ([]store.ReadMark, error) {
+func (s *timedStore) RoomReadMarks(ctx context.Context, a1 string, a2 string, a3 int) ([]store.ReadMark, error) {
 	start := now()
-	r0, err := s.Store.RoomReadMarks(ctx, a1, a2)
+	r0, err := s.Store.RoomReadMarks(ctx, a1, a2, a3)
 	s.calls.RoomReadMarks.done(ctx, start, err)
 	return r0, err
 }

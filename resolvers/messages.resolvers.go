@@ -168,6 +168,19 @@ func (r *reactionResolver) ReactedByMe(ctx context.Context, obj *store.Reaction)
 	return &obj.Mine, nil
 }
 
+// ChatRoom is the resolver for the chatRoom field.
+func (r *roomEventResolver) ChatRoom(ctx context.Context, obj *model.RoomEvent) (*store.Room, error) {
+	if obj.Kind == model.RoomEventKindRoomDeleted {
+		return nil, nil // gone: a room of that name now would be another
+	}
+	return r.roomNamed(ctx, obj.Room)
+}
+
+// ConversationID is the resolver for the conversationId field.
+func (r *roomEventResolver) ConversationID(ctx context.Context, obj *model.RoomEvent) (string, error) {
+	return obj.Room, nil
+}
+
 // RoomEvents is the resolver for the roomEvents field.
 func (r *subscriptionResolver) RoomEvents(ctx context.Context, room string, after *string, presence *bool) (<-chan *model.RoomEvent, error) {
 	watched := r.watchSession(ctx)
@@ -187,8 +200,12 @@ func (r *Resolver) Message() graph.MessageResolver { return &messageResolver{r} 
 // Reaction returns graph.ReactionResolver implementation.
 func (r *Resolver) Reaction() graph.ReactionResolver { return &reactionResolver{r} }
 
+// RoomEvent returns graph.RoomEventResolver implementation.
+func (r *Resolver) RoomEvent() graph.RoomEventResolver { return &roomEventResolver{r} }
+
 type (
 	linkPreviewResolver struct{ *Resolver }
 	messageResolver     struct{ *Resolver }
 	reactionResolver    struct{ *Resolver }
+	roomEventResolver   struct{ *Resolver }
 )

@@ -99,23 +99,30 @@ func (r *Resolver) roomOf(ctx context.Context, m *store.Message) (*store.Room, e
 	if store.IsDirectConversation(m.Room) {
 		return nil, nil
 	}
+	return r.roomNamed(ctx, m.Room)
+}
+
+// roomNamed is the room or group called name as the caller sees it (nil
+// for one the caller may not see, or that is gone), read once per
+// operation and room: a message's room, a room event's.
+func (r *Resolver) roomNamed(ctx context.Context, name string) (*store.Room, error) {
 	me, err := auth.UserFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
-	read := func() (*store.Room, error) { return nullIfMissing(r.Service.Room(ctx, me, m.Room)) }
+	read := func() (*store.Room, error) { return nullIfMissing(r.Service.Room(ctx, me, name)) }
 	l := loaderOf(ctx)
-	if l == nil {
+	if l == nil || l.live {
 		return read()
 	}
 	l.mu.Lock()
 	if l.rooms == nil {
 		l.rooms = map[string]*onceRoom{}
 	}
-	once := l.rooms[m.Room]
+	once := l.rooms[name]
 	if once == nil {
 		once = &onceRoom{}
-		l.rooms[m.Room] = once
+		l.rooms[name] = once
 	}
 	l.mu.Unlock()
 	once.once.Do(func() { once.room, once.err = read() })

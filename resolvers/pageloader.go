@@ -27,9 +27,12 @@ type pageLoader struct {
 	// each time.
 	blocked *onceSet
 
-	// The rooms the operation's messages show (Message.chatRoom), by
-	// name, read once each.
+	// The rooms the operation's messages and room events show
+	// (Message.chatRoom, RoomEvent.chatRoom), by name, read once each;
+	// never kept for a subscription (live), whose events show each room
+	// as it is then (a ROOM_SETTINGS_CHANGED's new banner).
 	rooms map[string]*onceRoom
+	live  bool
 }
 
 // onceSet is a set read once, when first needed.
@@ -61,6 +64,8 @@ func WithPageLoader(ctx context.Context, next graphql.OperationHandler) graphql.
 	l := &pageLoader{reactions: map[store.MessageID][]store.Reaction{}, threads: map[store.MessageID]store.Thread{}}
 	if op := graphql.GetOperationContext(ctx).Operation; op != nil && op.Operation != ast.Subscription {
 		l.blocked = &onceSet{}
+	} else {
+		l.live = true
 	}
 	return next(context.WithValue(ctx, loaderKey{}, l))
 }

@@ -188,6 +188,27 @@ func (r *queryResolver) Rooms(ctx context.Context, first *int, after *string) (*
 	return conn, nil
 }
 
+// PublicRooms is the resolver for the publicRooms field.
+func (r *queryResolver) PublicRooms(ctx context.Context, first *int, after *string) (*model.RoomConnection, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n, err := pageSize(first, defaultRoomPage)
+	if err != nil {
+		return nil, err
+	}
+	from, err := parseListCursor("after", directoryCursor, after, store.ValidateRoomName)
+	if err != nil {
+		return nil, err
+	}
+	page, err := r.Service.PublicRooms(ctx, me, from, n)
+	if err != nil {
+		return nil, err
+	}
+	return directoryConnection(after, page), nil
+}
+
 // User is the resolver for the user field.
 func (r *readMarkResolver) User(ctx context.Context, obj *store.ReadMark) (*store.UserRef, error) {
 	return &obj.User, nil
@@ -265,7 +286,34 @@ func (r *roomResolver) ReadMarks(ctx context.Context, obj *store.Room, first *in
 	if err != nil {
 		return nil, err
 	}
-	return r.Service.ReadMarks(ctx, me, obj, n)
+	return r.Service.ReadMarks(ctx, me, obj, "", n)
+}
+
+// ReadMarksConnection is the resolver for the readMarksConnection field.
+func (r *roomResolver) ReadMarksConnection(ctx context.Context, obj *store.Room, first *int, after *string) (*model.ReadMarkConnection, error) {
+	n, err := pageSize(first, chat.DefaultReadMarks)
+	if err != nil {
+		return nil, err
+	}
+	from, err := parseListCursor("after", readMarkCursor, after, store.ValidateLogin)
+	if err != nil {
+		return nil, err
+	}
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	marks, err := r.Service.ReadMarks(ctx, me, obj, from, n+1)
+	if err != nil {
+		return nil, err
+	}
+	conn := &model.ReadMarkConnection{Edges: []model.ReadMarkEdge{}, PageInfo: newPageInfo(after, len(marks) > n)}
+	for i := range marks[:min(n, len(marks))] {
+		cursor := listCursor(readMarkCursor, marks[i].User.Login)
+		conn.Edges = append(conn.Edges, model.ReadMarkEdge{Cursor: cursor, Node: &marks[i]})
+		addEdge(conn.PageInfo, &cursor)
+	}
+	return conn, nil
 }
 
 // Online is the resolver for the online field.

@@ -122,7 +122,9 @@ type BlockReader interface {
 // those of them that mention owner, but for the mentions of authors owner
 // blocked (asked of blocks once per such author, so an inbox without
 // unread mentions reads no block).
-// System messages (joins, leaves, additions) are not counted. It reads
+// System messages (joins, leaves, additions) are not counted, nor deleted
+// ones (tombstones: nothing is left to read). A hidden message still
+// counts: it keeps its place, shown as hidden. It reads
 // nothing when the last message is read, and otherwise pages of the stream
 // newest first from the last message back to the mark. A mark at most
 // unlistedDays before the last message skips the stream's listing: the days
@@ -169,7 +171,7 @@ func CountUnread(ctx context.Context, owner string, c Conversation, stream Strea
 			if m.ID.Compare(c.ReadUpTo) <= 0 {
 				return unread, mentions, nil // newest first: the rest are read
 			}
-			if !m.System && m.Author.Login != owner {
+			if !m.System && !m.Deleted && m.Author.Login != owner {
 				switch counts, err := mentionsOwner(m); {
 				case err != nil:
 					return 0, 0, err

@@ -113,6 +113,25 @@ func TestCountUnread(t *testing.T) {
 	})
 }
 
+// TestCountUnreadSkipsDeleted: a deleted message of another's is no unread
+// message, nor a mention, however it was written; a hidden one still
+// counts (it keeps its place, shown as hidden).
+func TestCountUnreadSkipsDeleted(t *testing.T) {
+	last := time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC)
+	me, peer := UserRef{Login: "mira"}, UserRef{Login: "peer"}
+	msgs := []Message{
+		{Room: "mira:peer", ID: MessageIDAt(last), Author: peer, Deleted: true, Content: "@mira deleted"},
+		{Room: "mira:peer", ID: MessageIDAt(last.Add(-time.Minute)), Author: peer, Hidden: true, Content: "@mira hidden"},
+		{Room: "mira:peer", ID: MessageIDAt(last.Add(-2 * time.Minute)), Author: peer, Content: "@mira hi"},
+	}
+	f := &fakeStream{msgs: msgs}
+	c := Conversation{ID: "mira:peer", Kind: DirectConversation, LastMessage: msgs[0]}
+	unread, mentions, err := CountUnread(t.Context(), me.Login, c, f.stream(), noBlocks{})
+	if err != nil || unread != 2 || mentions != 2 {
+		t.Errorf("CountUnread = %d unread, %d mentions, %v; want 2 and 2: the deleted message is not counted, the hidden one is", unread, mentions, err)
+	}
+}
+
 func TestDaysBetween(t *testing.T) {
 	day := func(m time.Month, d, h int) time.Time { return time.Date(2026, m, d, h, 0, 0, 0, time.UTC) }
 	for _, tc := range []struct {

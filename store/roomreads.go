@@ -21,9 +21,10 @@ type RoomReads interface {
 	// wins). The caller checks that user takes part.
 	MarkRoomRead(ctx context.Context, room string, user UserRef, upTo MessageID) error
 
-	// RoomReadMarks returns up to limit marks of the room, by login: the
-	// bound of a large room's read receipts.
-	RoomReadMarks(ctx context.Context, room string, limit int) ([]ReadMark, error)
+	// RoomReadMarks returns up to limit marks of the room, by login,
+	// those of the logins after after ("" from the first): one bounded
+	// read of the room's partition per page.
+	RoomReadMarks(ctx context.Context, room, after string, limit int) ([]ReadMark, error)
 
 	// RoomConversations returns login's inbox entries of the public rooms:
 	// each room's newest message, login's mark and unread count (as

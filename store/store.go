@@ -190,6 +190,7 @@ type Store interface {
 	Email
 	MessageSearch
 	Directory
+	RoomDirectory
 	TwoFactors
 	Passkeys
 	Identities

@@ -191,6 +191,22 @@ type ProfileInput struct {
 type Query struct {
 }
 
+// A page of read marks (`Room.readMarksConnection`).
+type ReadMarkConnection struct {
+	// The marks of this page, by login.
+	Edges []ReadMarkEdge `json:"edges"`
+	// Where the page ends.
+	PageInfo *PageInfo `json:"pageInfo"`
+}
+
+// A read mark and its cursor.
+type ReadMarkEdge struct {
+	// Pass as `readMarksConnection(after:)` to continue after this mark.
+	Cursor string `json:"cursor"`
+	// The mark.
+	Node *store.ReadMark `json:"node"`
+}
+
 // A page of rooms.
 type RoomConnection struct {
 	// The rooms of this page.
@@ -201,7 +217,7 @@ type RoomConnection struct {
 
 // A room and its cursor.
 type RoomEdge struct {
-	// Pass as `rooms(after:)` to continue after this room.
+	// Pass as the `after` of the list it came from (`publicRooms` or `rooms`) to continue after this room.
 	Cursor string `json:"cursor"`
 	// The room.
 	Node *store.Room `json:"node"`
@@ -213,6 +229,10 @@ type RoomEvent struct {
 	Kind RoomEventKind `json:"kind"`
 	// The room it happened in.
 	Room string `json:"room"`
+	// The room or private group it happened in, as `room(name:)` shows it to the caller; null for ROOM_DELETED and once the caller may no longer see it.
+	ChatRoom *store.Room `json:"chatRoom,omitempty"`
+	// The conversation it happened in, as the inbox names it (`Conversation.id`): the room's or group's name.
+	ConversationID string `json:"conversationId"`
 	// The posted message, or the system message recording a join or leave. Null for ROOM_DELETED.
 	Message *store.Message `json:"message,omitempty"`
 	// Who posted, joined, left or deleted the room; for the moderation kinds, who was acted on.

@@ -11,7 +11,7 @@ import (
 
 const (
 	setRoomRead     = `UPDATE room_reads USING TIMESTAMP ? SET reader = ?, read_upto = ? WHERE room_name = ? AND login = ?`
-	selectRoomReads = `SELECT reader, read_upto FROM room_reads WHERE room_name = ? LIMIT ?`
+	selectRoomReads = `SELECT reader, read_upto FROM room_reads WHERE room_name = ? AND login > ? LIMIT ?`
 	selectRoomRead  = `SELECT read_upto FROM room_reads WHERE room_name = ? AND login = ?`
 	deleteRoomReads = `DELETE FROM room_reads USING TIMESTAMP ? WHERE room_name = ?`
 )
@@ -28,9 +28,13 @@ func (db *DB) MarkRoomRead(ctx context.Context, room string, user store.UserRef,
 	return nil
 }
 
-// RoomReadMarks reads the room's partition, by login, up to limit rows.
-func (db *DB) RoomReadMarks(ctx context.Context, room string, limit int) ([]store.ReadMark, error) {
-	iter := db.query(ctx, selectRoomReads, room, limit).Iter()
+// RoomReadMarks reads the room's partition, by login, after the login
+// after, up to limit rows (every login is greater than "").
+func (db *DB) RoomReadMarks(ctx context.Context, room, after string, limit int) ([]store.ReadMark, error) {
+	if limit <= 0 {
+		return []store.ReadMark{}, nil
+	}
+	iter := db.query(ctx, selectRoomReads, room, after, limit).Iter()
 	marks := []store.ReadMark{}
 	var (
 		reader userUDT

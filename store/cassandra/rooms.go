@@ -14,8 +14,8 @@ import (
 
 const (
 	roomColumns = `room_name, creator, creation_date, banner, participants, kind, moderators, icon, title, slow_mode`
-	insertRoom  = `INSERT INTO chat_rooms (room_name, creator, creator_login, creation_date, banner, participants, kind, search_prefixes)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
+	insertRoom  = `INSERT INTO chat_rooms (room_name, creator, creator_login, creation_date, banner, participants, kind, search_prefixes, listed)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
 	selectRoom       = `SELECT ` + roomColumns + ` FROM chat_rooms WHERE room_name = ?`
 	selectRooms      = `SELECT ` + roomColumns + ` FROM chat_rooms LIMIT ?`
 	selectRoomsAfter = `SELECT ` + roomColumns + ` FROM chat_rooms WHERE token(room_name) > token(?) LIMIT ?`
@@ -60,8 +60,10 @@ const maxCASAttempts = 32
 // CreatedAt is kept to the millisecond, Cassandra's timestamp precision.
 func (db *DB) CreateRoom(ctx context.Context, r store.Room) error {
 	var kind any = gocql.UnsetValue // a public room writes no kind, not even a null
+	var listed any = gocql.UnsetValue
 	switch r.Kind {
 	case store.PublicRoom:
+		listed = listedPublic
 	case store.PrivateGroup:
 		kind = string(r.Kind)
 	default:
@@ -70,7 +72,7 @@ func (db *DB) CreateRoom(ctx context.Context, r store.Room) error {
 	created := r.CreatedAt.Truncate(time.Millisecond)
 	creator := userUDT(r.Creator)
 	applied, err := againIfNotApplied(func() (bool, error) {
-		q := db.query(ctx, insertRoom, r.Name, creator, r.Creator.Login, created, r.Banner, []userUDT{creator}, kind, roomPrefixes(r))
+		q := db.query(ctx, insertRoom, r.Name, creator, r.Creator.Login, created, r.Banner, []userUDT{creator}, kind, roomPrefixes(r), listed)
 		return lwt(ctx, q, nil, func(ctx context.Context) (casOutcome, error) {
 			got, err := db.readRoom(db.serialRead(ctx, selectRoom, r.Name))
 			switch {

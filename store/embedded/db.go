@@ -112,6 +112,9 @@ func openFS(dir string, fs vfs.FS) (*DB, error) {
 	if err := db.buildReadMarks(); err != nil {
 		return nil, errors.Join(fmt.Errorf("opening embedded store in %s: converting unread rows to read marks: %w", dir, err), pdb.Close())
 	}
+	if err := db.buildPublicRooms(); err != nil {
+		return nil, errors.Join(fmt.Errorf("opening embedded store in %s: listing the public rooms: %w", dir, err), pdb.Close())
+	}
 	return db, nil
 }
 

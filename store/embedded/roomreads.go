@@ -37,16 +37,24 @@ func (db *DB) MarkRoomRead(ctx context.Context, room string, user store.UserRef,
 	return nil
 }
 
-// RoomReadMarks scans the room's partition, by login.
-func (db *DB) RoomReadMarks(ctx context.Context, room string, limit int) ([]store.ReadMark, error) {
+// RoomReadMarks scans the room's partition, by login, from the login
+// after after.
+func (db *DB) RoomReadMarks(ctx context.Context, room, after string, limit int) ([]store.ReadMark, error) {
+	marks := []store.ReadMark{}
+	if limit <= 0 {
+		return marks, nil
+	}
 	end, err := db.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer end()
 	p := roomReadsPartition(room)
-	marks := []store.ReadMark{}
-	err = db.scan(ctx, p, p.end(), false, func(_, v []byte) (bool, error) {
+	lower := []byte(p)
+	if after != "" {
+		lower = p.str(after).next()
+	}
+	err = db.scan(ctx, lower, p.end(), false, func(_, v []byte) (bool, error) {
 		row, err := decode[readMarkRow](v)
 		if err != nil {
 			return false, err

@@ -43,6 +43,7 @@ func (db *DB) CreateRoom(ctx context.Context, r store.Room) error {
 	b := db.batch()
 	b.set(rk, row)
 	b.indexRoom(row)
+	b.listRoom(row)
 	b.set(membersPartition(r.Name), row.headerRow())
 	b.addMember(row, r.Creator.Login)
 	b.set(uk, creator)
@@ -317,6 +318,7 @@ func (db *DB) DeleteRoom(ctx context.Context, name string, by store.UserRef) (st
 
 		b := db.batch()
 		b.delete(rk)
+		b.delete(publicRoomKey(name))
 		b.indexName(roomEntry, name)
 		b.deleteRange(membersPartition(name))
 		for _, p := range room.Participants {

@@ -42,19 +42,30 @@ func testRoomReads(t *testing.T, s ConversationStore) {
 	mark(alice.UserRef, msgs[4].ID)
 	entry(alice.Login, 0, msgs[4].ID)
 
-	marks, err := s.RoomReadMarks(ctx, room.Name, 10)
+	marks, err := s.RoomReadMarks(ctx, room.Name, "", 10)
 	want := []store.ReadMark{{User: alice.UserRef, UpTo: msgs[4].ID}, {User: bob, UpTo: msgs[1].ID}}
 	if err != nil || len(marks) != 2 || marks[0] != want[0] || marks[1] != want[1] {
 		t.Errorf("RoomReadMarks = %+v, %v; want %+v", marks, err, want)
 	}
-	if marks, err := s.RoomReadMarks(ctx, room.Name, 1); err != nil || len(marks) != 1 {
-		t.Errorf("RoomReadMarks limited to 1 = %+v, %v", marks, err)
+	if marks, err := s.RoomReadMarks(ctx, room.Name, "", 1); err != nil || len(marks) != 1 || marks[0] != want[0] {
+		t.Errorf("RoomReadMarks limited to 1 = %+v, %v; want %+v", marks, err, want[:1])
+	}
+	// Paging on by login: after alice comes bob, after bob nothing, and a
+	// login between the two (no mark of its own) starts at bob.
+	if marks, err := s.RoomReadMarks(ctx, room.Name, alice.Login, 10); err != nil || len(marks) != 1 || marks[0] != want[1] {
+		t.Errorf("RoomReadMarks after %q = %+v, %v; want %+v", alice.Login, marks, err, want[1:])
+	}
+	if marks, err := s.RoomReadMarks(ctx, room.Name, bob.Login, 10); err != nil || len(marks) != 0 {
+		t.Errorf("RoomReadMarks after %q = %+v, %v; want none", bob.Login, marks, err)
+	}
+	if marks, err := s.RoomReadMarks(ctx, room.Name, alice.Login+"0", 10); err != nil || len(marks) != 1 || marks[0] != want[1] {
+		t.Errorf("RoomReadMarks after %q = %+v, %v; want %+v", alice.Login+"0", marks, err, want[1:])
 	}
 
 	if _, _, err := s.DeleteRoom(ctx, room.Name, alice.UserRef); err != nil {
 		t.Fatal(err)
 	}
-	if marks, err := s.RoomReadMarks(ctx, room.Name, 10); err != nil || len(marks) != 0 {
+	if marks, err := s.RoomReadMarks(ctx, room.Name, "", 10); err != nil || len(marks) != 0 {
 		t.Errorf("RoomReadMarks after the room's delete = %+v, %v; want none", marks, err)
 	}
 	if got, err := s.RoomConversations(ctx, bob.Login, []string{room.Name}); err != nil || len(got) != 0 {

@@ -102,6 +102,7 @@ func groups() []group[store.Store] {
 		}},
 		{"Rooms", []storeTest{
 			{"Paging", testRoomsPaging},
+			{"PublicRooms", testPublicRooms},
 		}},
 		{"JoinRoom", []storeTest{
 			{"OK", testJoinRoomOK},
