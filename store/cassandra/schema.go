@@ -136,6 +136,11 @@ var schemaV22 string
 //go:embed schema_v23.cql
 var schemaV23 string
 
+// schemaV24 adds the inbox in the order of last activity.
+//
+//go:embed schema_v24.cql
+var schemaV24 string
+
 // A migration is one schema version: CQL statements separated by ';', then
 // the conversion of the data, if any.
 type migration struct {
@@ -174,6 +179,7 @@ var migrations = []migration{
 	{version: 21, description: "sessions' devices, two_factor, passkeys, oidc_identities", cql: schemaV21},
 	{version: 22, description: "chat_rooms.title, chat_rooms.slow_mode, users.no_read_receipts, room_pins, room_post_turns, group_invites, group_invites_by_room", cql: schemaV22},
 	{version: 23, description: "chat_room_messages.search_terms, users.search_prefixes, chat_rooms.search_prefixes and their indexes", cql: schemaV23},
+	{version: 24, description: "inbox_order", cql: schemaV24},
 }
 
 // createMigrationsTable repeats schema.cql's statement: the table must exist

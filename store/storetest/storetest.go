@@ -192,6 +192,7 @@ func groups() []group[store.Store] {
 			{"Lease", testWebhookLease},
 		}},
 		{"RoomSettings", roomSettingsTests()},
+		{"InboxOrder", inboxOrderTests()},
 	}
 }
 
