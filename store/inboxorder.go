@@ -66,6 +66,8 @@ type InboxOrder interface {
 
 	// DropInboxPositions deletes these positions of login: those of
 	// conversations login no longer has. A newer position of the same
-	// conversation stays.
+	// conversation stays. A dropped position may stay dropped if recorded
+	// again (Cassandra's tombstone wins the tie of their timestamps): an
+	// activity is recorded once, but for OrderInbox's, which comes first.
 	DropInboxPositions(ctx context.Context, login string, positions []InboxPosition) error
 }

@@ -38,6 +38,22 @@ type BotCreated struct {
 	APIKey string `json:"apiKey"`
 }
 
+// A page of the caller's inbox (`conversations`).
+type ConversationConnection struct {
+	// The conversations of this page, newest activity first.
+	Edges []ConversationEdge `json:"edges"`
+	// `hasNextPage` and `endCursor` (pass it as `after`) lead to the conversations with older activity.
+	PageInfo *PageInfo `json:"pageInfo"`
+}
+
+// An inbox entry and its cursor.
+type ConversationEdge struct {
+	// Pass as `conversations(after:)` to continue after this conversation. Opaque.
+	Cursor string `json:"cursor"`
+	// The conversation.
+	Node *store.Conversation `json:"node"`
+}
+
 // A new room.
 type CreateRoomInput struct {
 	// 2 to 40 characters: lowercase letters, digits, '_' or '-', starting with a letter or digit.

@@ -94,7 +94,7 @@ func (db *DB) CreateRoom(ctx context.Context, r store.Room) error {
 	// creator's copies, which AddGroupMember of the creator repairs (see
 	// there) for a group.
 	fo := newFanout(3)
-	fo.Go(db.activityWrite(ctx, r.Creator.Login, r.Name, store.MessageIDAt(created)))
+	fo.Go(db.activityWrite(ctx, r.Creator.Login, r.Name, store.MinMessageID(created)))
 	fo.Go(func() error {
 		if err := db.query(ctx, addUserRoom, []string{r.Name}, r.Creator.Login).Exec(); err != nil {
 			return fmt.Errorf("cassandra: add room %q to user %q: %w", r.Name, r.Creator.Login, err)

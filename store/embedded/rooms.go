@@ -46,7 +46,7 @@ func (db *DB) CreateRoom(ctx context.Context, r store.Room) error {
 	b.set(membersPartition(r.Name), row.headerRow())
 	b.addMember(row, r.Creator.Login)
 	b.set(uk, creator)
-	b.addActivity(r.Creator.Login, r.Name, store.MessageIDAt(r.CreatedAt))
+	b.addActivity(r.Creator.Login, r.Name, store.MinMessageID(r.CreatedAt))
 	if r.Kind == store.PrivateGroup {
 		// A fresh entry, whatever a deleted group of that name left.
 		k := conversationKey(r.Creator.Login, r.Name)
