@@ -308,32 +308,33 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		BlockedUsers      func(childComplexity int, first *int, after *string) int
-		Bots              func(childComplexity int) int
-		Conversations     func(childComplexity int, first *int, after *string) int
-		DirectMessages    func(childComplexity int, with string, first *int, after *string, last *int, before *string, around *string) int
-		FileQuota         func(childComplexity int) int
-		Identities        func(childComplexity int) int
-		Inbox             func(childComplexity int) int
-		Me                func(childComplexity int) int
-		Message           func(childComplexity int, id string) int
-		Messages          func(childComplexity int, room string, first *int, after *string, last *int, before *string, around *string) int
-		MyMessages        func(childComplexity int, first *int, after *string) int
-		Node              func(childComplexity int, id string) int
-		Passkeys          func(childComplexity int) int
-		Presence          func(childComplexity int, logins []string) int
-		PushPreviews      func(childComplexity int) int
-		PushSubscriptions func(childComplexity int) int
-		Room              func(childComplexity int, name string) int
-		Rooms             func(childComplexity int, first *int, after *string) int
-		SearchMessages    func(childComplexity int, query string, conversation *string, from *string, first *int, after *string) int
-		SearchRooms       func(childComplexity int, query string, first *int) int
-		SearchUsers       func(childComplexity int, prefix string, first *int) int
-		Sessions          func(childComplexity int) int
-		Thread            func(childComplexity int, messageID string, first *int, after *string, last *int, before *string, around *string) int
-		TwoFactor         func(childComplexity int) int
-		VapidPublicKey    func(childComplexity int) int
-		Webhooks          func(childComplexity int, room string) int
+		BlockedUsers           func(childComplexity int, first *int, after *string) int
+		BlockedUsersConnection func(childComplexity int, first *int, after *string) int
+		Bots                   func(childComplexity int) int
+		Conversations          func(childComplexity int, first *int, after *string) int
+		DirectMessages         func(childComplexity int, with string, first *int, after *string, last *int, before *string, around *string) int
+		FileQuota              func(childComplexity int) int
+		Identities             func(childComplexity int) int
+		Inbox                  func(childComplexity int) int
+		Me                     func(childComplexity int) int
+		Message                func(childComplexity int, id string) int
+		Messages               func(childComplexity int, room string, first *int, after *string, last *int, before *string, around *string) int
+		MyMessages             func(childComplexity int, first *int, after *string) int
+		Node                   func(childComplexity int, id string) int
+		Passkeys               func(childComplexity int) int
+		Presence               func(childComplexity int, logins []string) int
+		PushPreviews           func(childComplexity int) int
+		PushSubscriptions      func(childComplexity int) int
+		Room                   func(childComplexity int, name string) int
+		Rooms                  func(childComplexity int, first *int, after *string) int
+		SearchMessages         func(childComplexity int, query string, conversation *string, from *string, first *int, after *string) int
+		SearchRooms            func(childComplexity int, query string, first *int) int
+		SearchUsers            func(childComplexity int, prefix string, first *int) int
+		Sessions               func(childComplexity int) int
+		Thread                 func(childComplexity int, messageID string, first *int, after *string, last *int, before *string, around *string) int
+		TwoFactor              func(childComplexity int) int
+		VapidPublicKey         func(childComplexity int) int
+		Webhooks               func(childComplexity int, room string) int
 	}
 
 	Reaction struct {
@@ -348,22 +349,23 @@ type ComplexityRoot struct {
 	}
 
 	Room struct {
-		Banned          func(childComplexity int, first *int, after *string) int
-		Banner          func(childComplexity int) int
-		CreatedAt       func(childComplexity int) int
-		Creator         func(childComplexity int) int
-		ID              func(childComplexity int) int
-		Icon            func(childComplexity int) int
-		Invites         func(childComplexity int) int
-		Kind            func(childComplexity int) int
-		Moderators      func(childComplexity int) int
-		Name            func(childComplexity int) int
-		Online          func(childComplexity int, first *int) int
-		Participants    func(childComplexity int, first *int, after *string) int
-		PinnedMessages  func(childComplexity int) int
-		ReadMarks       func(childComplexity int, first *int) int
-		SlowModeSeconds func(childComplexity int) int
-		Title           func(childComplexity int) int
+		Banned                 func(childComplexity int, first *int, after *string) int
+		Banner                 func(childComplexity int) int
+		CreatedAt              func(childComplexity int) int
+		Creator                func(childComplexity int) int
+		ID                     func(childComplexity int) int
+		Icon                   func(childComplexity int) int
+		Invites                func(childComplexity int) int
+		Kind                   func(childComplexity int) int
+		Moderators             func(childComplexity int) int
+		Name                   func(childComplexity int) int
+		Online                 func(childComplexity int, first *int) int
+		Participants           func(childComplexity int, first *int, after *string) int
+		ParticipantsConnection func(childComplexity int, first *int, after *string) int
+		PinnedMessages         func(childComplexity int) int
+		ReadMarks              func(childComplexity int, first *int) int
+		SlowModeSeconds        func(childComplexity int) int
+		Title                  func(childComplexity int) int
 	}
 
 	RoomConnection struct {
@@ -456,6 +458,17 @@ type ComplexityRoot struct {
 		Login         func(childComplexity int) int
 		ReadReceipts  func(childComplexity int) int
 		Rooms         func(childComplexity int, first *int, after *string) int
+	}
+
+	UserConnection struct {
+		Edges      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	UserEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	UserPresence struct {
@@ -643,6 +656,7 @@ type QueryResolver interface {
 	SearchRooms(ctx context.Context, query string, first *int) ([]store.Room, error)
 	Bots(ctx context.Context) ([]store.Bot, error)
 	BlockedUsers(ctx context.Context, first *int, after *string) ([]store.UserRef, error)
+	BlockedUsersConnection(ctx context.Context, first *int, after *string) (*model.UserConnection, error)
 	Me(ctx context.Context) (*store.User, error)
 	Webhooks(ctx context.Context, room string) ([]store.Webhook, error)
 }
@@ -662,6 +676,7 @@ type RoomResolver interface {
 	Invites(ctx context.Context, obj *store.Room) ([]store.Invite, error)
 
 	Participants(ctx context.Context, obj *store.Room, first *int, after *string) ([]store.UserRef, error)
+	ParticipantsConnection(ctx context.Context, obj *store.Room, first *int, after *string) (*model.UserConnection, error)
 	Kind(ctx context.Context, obj *store.Room) (model.RoomKind, error)
 	ReadMarks(ctx context.Context, obj *store.Room, first *int) ([]store.ReadMark, error)
 	Online(ctx context.Context, obj *store.Room, first *int) ([]store.UserRef, error)
@@ -2135,6 +2150,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.BlockedUsers(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "Query.blockedUsersConnection":
+		if e.ComplexityRoot.Query.BlockedUsersConnection == nil {
+			break
+		}
+
+		args, err := ec.field_Query_blockedUsersConnection_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.BlockedUsersConnection(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Query.bots":
 		if e.ComplexityRoot.Query.Bots == nil {
 			break
@@ -2476,6 +2502,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Room.Participants(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "Room.participantsConnection":
+		if e.ComplexityRoot.Room.ParticipantsConnection == nil {
+			break
+		}
+
+		args, err := ec.field_Room_participantsConnection_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Room.ParticipantsConnection(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Room.pinnedMessages":
 		if e.ComplexityRoot.Room.PinnedMessages == nil {
 			break
@@ -2851,6 +2888,38 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.User.Rooms(childComplexity, args["first"].(*int), args["after"].(*string)), true
+
+	case "UserConnection.edges":
+		if e.ComplexityRoot.UserConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserConnection.Edges(childComplexity), true
+	case "UserConnection.pageInfo":
+		if e.ComplexityRoot.UserConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserConnection.PageInfo(childComplexity), true
+	case "UserConnection.totalCount":
+		if e.ComplexityRoot.UserConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserConnection.TotalCount(childComplexity), true
+
+	case "UserEdge.cursor":
+		if e.ComplexityRoot.UserEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserEdge.Cursor(childComplexity), true
+	case "UserEdge.node":
+		if e.ComplexityRoot.UserEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserEdge.Node(childComplexity), true
 
 	case "UserPresence.login":
 		if e.ComplexityRoot.UserPresence.Login == nil {
@@ -4213,7 +4282,14 @@ type Room implements Node {
     first: Int = 100
     """A login: the page starts after it."""
     after: String
-  ): [UserSummary!]! @listSize(slicingArguments: ["first"], assumedSize: 100)
+  ): [UserSummary!]! @listSize(slicingArguments: ["first"], assumedSize: 100) @deprecated(reason: "Use ` + "`" + `participantsConnection(first:, after:)` + "`" + `: the same pages, with ` + "`" + `pageInfo` + "`" + ` and ` + "`" + `totalCount` + "`" + `.")
+  """Everyone in the room, sorted by login, a page at a time, with how many there are. Only participants read and post messages."""
+  participantsConnection(
+    """How many, 1 to 100."""
+    first: Int = 100
+    """An edge's cursor: the page starts after that participant."""
+    after: String
+  ): UserConnection! @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"])
   """Public room or private group."""
   kind: RoomKind!
   """
@@ -4850,7 +4926,14 @@ extend type Query {
     first: Int = 100
     """A login: the page starts after it."""
     after: String
-  ): [UserSummary!]! @listSize(slicingArguments: ["first"], assumedSize: 100)
+  ): [UserSummary!]! @listSize(slicingArguments: ["first"], assumedSize: 100) @deprecated(reason: "Use ` + "`" + `blockedUsersConnection(first:, after:)` + "`" + `: the same pages, with ` + "`" + `pageInfo` + "`" + ` and ` + "`" + `totalCount` + "`" + `.")
+  """The users the caller blocked, by login, a page at a time, with how many there are."""
+  blockedUsersConnection(
+    """How many, 1 to 100."""
+    first: Int = 100
+    """An edge's cursor: the page starts after that user."""
+    after: String
+  ): UserConnection! @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"])
   """The logged-in user's profile and rooms. Needs a token."""
   me: User!
 }
@@ -5052,6 +5135,24 @@ extend type Mutation {
     """The login of one of the caller's bots."""
     login: String!
   ): Boolean!
+}
+
+"""A page of users, by login."""
+type UserConnection {
+  """The users of this page, by login."""
+  edges: [UserEdge!]!
+  """` + "`" + `hasNextPage` + "`" + ` and ` + "`" + `endCursor` + "`" + ` (pass it as ` + "`" + `after` + "`" + `) lead to the next logins."""
+  pageInfo: PageInfo!
+  """How many users the whole list holds, every page together."""
+  totalCount: Int!
+}
+
+"""A user and its cursor."""
+type UserEdge {
+  """Pass as ` + "`" + `after` + "`" + ` to continue after this user."""
+  cursor: String!
+  """The user."""
+  node: UserSummary!
 }
 `, BuiltIn: false},
 	{Name: "../schema/webhooks.graphqls", Input: `"""Where a webhook's delivery stands."""
@@ -5559,6 +5660,8 @@ func (ec *executionContext) childFields_Room(ctx context.Context, field graphql.
 		return ec.fieldContext_Room_createdAt(ctx, field)
 	case "participants":
 		return ec.fieldContext_Room_participants(ctx, field)
+	case "participantsConnection":
+		return ec.fieldContext_Room_participantsConnection(ctx, field)
 	case "kind":
 		return ec.fieldContext_Room_kind(ctx, field)
 	case "readMarks":
@@ -5749,6 +5852,28 @@ func (ec *executionContext) childFields_User(ctx context.Context, field graphql.
 		return ec.fieldContext_User_rooms(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type User", field.Name)
+}
+
+func (ec *executionContext) childFields_UserConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_UserConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_UserConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_UserConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type UserConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_UserEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_UserEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_UserEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type UserEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_UserPresence(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -7215,6 +7340,28 @@ func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_blockedUsersConnection_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_blockedUsers_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -7658,6 +7805,28 @@ func (ec *executionContext) field_Room_online_args(ctx context.Context, rawArgs 
 		return nil, err
 	}
 	args["first"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Room_participantsConnection_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
 	return args, nil
 }
 
@@ -14443,6 +14612,50 @@ func (ec *executionContext) fieldContext_Query_blockedUsers(ctx context.Context,
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_blockedUsersConnection(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_blockedUsersConnection(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().BlockedUsersConnection(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.UserConnection) graphql.Marshaler {
+			return ec.marshalNUserConnection2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_blockedUsersConnection(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_blockedUsersConnection_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_me(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -15023,6 +15236,50 @@ func (ec *executionContext) fieldContext_Room_participants(ctx context.Context, 
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Room_participants_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Room_participantsConnection(ctx context.Context, field graphql.CollectedField, obj *store.Room) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Room_participantsConnection(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Room().ParticipantsConnection(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.UserConnection) graphql.Marshaler {
+			return ec.marshalNUserConnection2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Room_participantsConnection(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Room",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Room_participantsConnection_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -16648,6 +16905,148 @@ func (ec *executionContext) fieldContext_User_rooms(ctx context.Context, field g
 	if fc.Args, err = ec.field_User_rooms_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UserConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.UserConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.UserEdge) graphql.Marshaler {
+			return ec.marshalNUserEdge2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UserConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UserConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.UserConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UserConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UserConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.UserConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserConnection", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _UserEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.UserEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserEdge", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _UserEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.UserEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.UserRef) graphql.Marshaler {
+			return ec.marshalNUserSummary2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUserRef(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UserEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserSummary(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -22061,6 +22460,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "blockedUsersConnection":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_blockedUsersConnection(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "me":
 			field := field
 
@@ -22567,6 +22988,44 @@ func (ec *executionContext) _Room(ctx context.Context, sel ast.SelectionSet, obj
 					}
 				}()
 				res = ec._Room_participants(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "participantsConnection":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Room_participantsConnection(ctx, field, obj)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -23567,6 +24026,97 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var userConnectionImplementors = []string{"UserConnection"}
+
+func (ec *executionContext) _UserConnection(ctx context.Context, sel ast.SelectionSet, obj *model.UserConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, userConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UserConnection")
+		case "edges":
+			out.Values[i] = ec._UserConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._UserConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._UserConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var userEdgeImplementors = []string{"UserEdge"}
+
+func (ec *executionContext) _UserEdge(ctx context.Context, sel ast.SelectionSet, obj *model.UserEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, userEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UserEdge")
+		case "cursor":
+			out.Values[i] = ec._UserEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._UserEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -25556,6 +26106,36 @@ func (ec *executionContext) marshalNUser2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋ
 		return graphql.Null
 	}
 	return ec._User(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNUserConnection2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserConnection(ctx context.Context, sel ast.SelectionSet, v *model.UserConnection) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._UserConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNUserEdge2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserEdge(ctx context.Context, sel ast.SelectionSet, v model.UserEdge) graphql.Marshaler {
+	return ec._UserEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNUserEdge2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.UserEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNUserEdge2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNUserPresence2githubᚗcomᚋkillrchatᚋchatqlᚋchatᚐUserPresence(ctx context.Context, sel ast.SelectionSet, v chat.UserPresence) graphql.Marshaler {

@@ -247,6 +247,19 @@ func (r *roomResolver) Participants(ctx context.Context, obj *store.Room, first 
 	return page, err
 }
 
+// ParticipantsConnection is the resolver for the participantsConnection field.
+func (r *roomResolver) ParticipantsConnection(ctx context.Context, obj *store.Room, first *int, after *string) (*model.UserConnection, error) {
+	conn, err := userConnection(obj.Participants, first, after)
+	if err == nil {
+		page := make([]store.UserRef, 0, len(conn.Edges))
+		for _, e := range conn.Edges {
+			page = append(page, *e.Node)
+		}
+		r.warmSummaries(ctx, page)
+	}
+	return conn, err
+}
+
 // Kind is the resolver for the kind field.
 func (r *roomResolver) Kind(ctx context.Context, obj *store.Room) (model.RoomKind, error) {
 	if obj.Kind == store.PrivateGroup {

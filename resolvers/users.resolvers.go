@@ -242,6 +242,19 @@ func (r *queryResolver) BlockedUsers(ctx context.Context, first *int, after *str
 	return sortedPage(blocked, func(u store.UserRef) string { return u.Login }, first, after)
 }
 
+// BlockedUsersConnection is the resolver for the blockedUsersConnection field.
+func (r *queryResolver) BlockedUsersConnection(ctx context.Context, first *int, after *string) (*model.UserConnection, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	blocked, err := r.Service.BlockedUsers(ctx, me)
+	if err != nil {
+		return nil, err
+	}
+	return userConnection(blocked, first, after)
+}
+
 // Me is the resolver for the me field.
 func (r *queryResolver) Me(ctx context.Context) (*store.User, error) {
 	me, err := auth.UserFrom(ctx)

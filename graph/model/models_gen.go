@@ -359,6 +359,24 @@ type Upload struct {
 	ExpiresAt time.Time `json:"expiresAt"`
 }
 
+// A page of users, by login.
+type UserConnection struct {
+	// The users of this page, by login.
+	Edges []UserEdge `json:"edges"`
+	// `hasNextPage` and `endCursor` (pass it as `after`) lead to the next logins.
+	PageInfo *PageInfo `json:"pageInfo"`
+	// How many users the whole list holds, every page together.
+	TotalCount int `json:"totalCount"`
+}
+
+// A user and its cursor.
+type UserEdge struct {
+	// Pass as `after` to continue after this user.
+	Cursor string `json:"cursor"`
+	// The user.
+	Node *store.UserRef `json:"node"`
+}
+
 // What an inbox entry is about.
 type ConversationKind string
 
