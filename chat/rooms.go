@@ -190,10 +190,14 @@ func (s *Service) ReadMarks(ctx context.Context, me store.UserRef, room *store.R
 }
 
 // Bans are the room's bans, for its creator and moderators only (nil for
-// others).
+// others, non-nil for them, if empty).
 func (s *Service) Bans(ctx context.Context, me store.UserRef, room *store.Room) ([]string, error) {
 	if room.Creator.Login != me.Login && !room.Moderates(me.Login) {
 		return nil, nil
 	}
-	return s.Store.Bans(ctx, room.Name)
+	bans, err := s.Store.Bans(ctx, room.Name)
+	if err == nil && bans == nil {
+		bans = []string{}
+	}
+	return bans, err
 }

@@ -82,12 +82,37 @@ func testUserConnections(t *testing.T, cfg server.Config) {
 		wantCode(t, alice, "BAD_USER_INPUT", participantsQ, map[string]any{"n": n})
 	}
 
+	// The bans, to the creator only.
+	const bannedQ = `query($n: Int, $after: String) { room(name: "lobby") { bannedConnection(first: $n, after: $after) {
+		edges { cursor node { login } } pageInfo { hasNextPage hasPreviousPage endCursor } totalCount } } }`
+	var noBans struct{ Room struct{ BannedConnection *userConnection } }
+	mustDo(t, alice, bannedQ, map[string]any{"n": 1}, &noBans)
+	if c := noBans.Room.BannedConnection; c == nil || len(c.Edges) != 0 || c.TotalCount != 0 {
+		t.Errorf("bannedConnection before any ban = %+v, want empty", c)
+	}
+	for _, l := range []string{"dave", "carol"} {
+		mustDo(t, alice, `mutation($l: String!) { banUser(room: "lobby", login: $l) { name } }`, map[string]any{"l": l}, nil)
+	}
+	got := pageUsers(t, 1, 2, func(after any) userConnection {
+		var out struct{ Room struct{ BannedConnection userConnection } }
+		mustDo(t, alice, bannedQ, map[string]any{"n": 1, "after": after}, &out)
+		return out.Room.BannedConnection
+	})
+	if want := []string{"carol", "dave"}; !slices.Equal(got, want) {
+		t.Errorf("bans one at a time = %v, want %v", got, want)
+	}
+	var hidden struct{ Room struct{ BannedConnection *userConnection } }
+	mustDo(t, others[1], bannedQ, map[string]any{"n": 5}, &hidden)
+	if hidden.Room.BannedConnection != nil {
+		t.Errorf("bannedConnection to a participant = %+v, want null", hidden.Room.BannedConnection)
+	}
+
 	for _, l := range []string{"carol", "bob"} {
 		mustDo(t, alice, `mutation($l: String!) { blockUser(login: $l) { login } }`, map[string]any{"l": l}, nil)
 	}
 	const blockedQ = `query($n: Int, $after: String) { blockedUsersConnection(first: $n, after: $after) {
 		edges { cursor node { login } } pageInfo { hasNextPage hasPreviousPage endCursor } totalCount } }`
-	got := pageUsers(t, 1, 2, func(after any) userConnection {
+	got = pageUsers(t, 1, 2, func(after any) userConnection {
 		var out struct{ BlockedUsersConnection userConnection }
 		mustDo(t, alice, blockedQ, map[string]any{"n": 1, "after": after}, &out)
 		return out.BlockedUsersConnection
@@ -96,7 +121,7 @@ func testUserConnections(t *testing.T, cfg server.Config) {
 		t.Errorf("blocked users one at a time = %v, want %v", got, want)
 	}
 	var none struct{ BlockedUsersConnection userConnection }
-	mustDo(t, others[0], blockedQ, map[string]any{"n": 5}, &none)
+	mustDo(t, others[1], blockedQ, map[string]any{"n": 5}, &none)
 	if c := none.BlockedUsersConnection; len(c.Edges) != 0 || c.TotalCount != 0 || c.PageInfo.HasNextPage || c.PageInfo.EndCursor != nil {
 		t.Errorf("blockedUsersConnection of one who blocked nobody = %+v, want empty", c)
 	}

@@ -350,6 +350,7 @@ type ComplexityRoot struct {
 
 	Room struct {
 		Banned                 func(childComplexity int, first *int, after *string) int
+		BannedConnection       func(childComplexity int, first *int, after *string) int
 		Banner                 func(childComplexity int) int
 		CreatedAt              func(childComplexity int) int
 		Creator                func(childComplexity int) int
@@ -682,6 +683,7 @@ type RoomResolver interface {
 	Online(ctx context.Context, obj *store.Room, first *int) ([]store.UserRef, error)
 
 	Banned(ctx context.Context, obj *store.Room, first *int, after *string) ([]string, error)
+	BannedConnection(ctx context.Context, obj *store.Room, first *int, after *string) (*model.UserConnection, error)
 }
 type SubscriptionResolver interface {
 	InboxEvents(ctx context.Context, after *string, presence *bool) (<-chan *model.InboxEvent, error)
@@ -2426,6 +2428,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Room.Banned(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "Room.bannedConnection":
+		if e.ComplexityRoot.Room.BannedConnection == nil {
+			break
+		}
+
+		args, err := ec.field_Room_bannedConnection_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Room.BannedConnection(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Room.banner":
 		if e.ComplexityRoot.Room.Banner == nil {
 			break
@@ -4327,7 +4340,14 @@ type Room implements Node {
     first: Int = 100
     """A login: the page starts after it."""
     after: String
-  ): [String!] @listSize(slicingArguments: ["first"], assumedSize: 100)
+  ): [String!] @listSize(slicingArguments: ["first"], assumedSize: 100) @deprecated(reason: "Use ` + "`" + `bannedConnection(first:, after:)` + "`" + `: the same pages, of users, with ` + "`" + `pageInfo` + "`" + ` and ` + "`" + `totalCount` + "`" + `.")
+  """The users banned from the room (` + "`" + `banUser` + "`" + `), by login, a page at a time, with how many there are. Null unless the caller is its creator or one of its moderators."""
+  bannedConnection(
+    """How many, 1 to 100."""
+    first: Int = 100
+    """An edge's cursor: the page starts after that user."""
+    after: String
+  ): UserConnection @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"])
 }
 
 """A message pinned to a room."""
@@ -5672,6 +5692,8 @@ func (ec *executionContext) childFields_Room(ctx context.Context, field graphql.
 		return ec.fieldContext_Room_moderators(ctx, field)
 	case "banned":
 		return ec.fieldContext_Room_banned(ctx, field)
+	case "bannedConnection":
+		return ec.fieldContext_Room_bannedConnection(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Room", field.Name)
 }
@@ -7769,6 +7791,28 @@ func (ec *executionContext) field_Query_webhooks_args(ctx context.Context, rawAr
 		return nil, err
 	}
 	args["room"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Room_bannedConnection_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
 	return args, nil
 }
 
@@ -15467,6 +15511,50 @@ func (ec *executionContext) fieldContext_Room_banned(ctx context.Context, field 
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Room_banned_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Room_bannedConnection(ctx context.Context, field graphql.CollectedField, obj *store.Room) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Room_bannedConnection(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Room().BannedConnection(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.UserConnection) graphql.Marshaler {
+			return ec.marshalOUserConnection2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserConnection(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Room_bannedConnection(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Room",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Room_bannedConnection_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -23211,6 +23299,44 @@ func (ec *executionContext) _Room(ctx context.Context, sel ast.SelectionSet, obj
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "bannedConnection":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Room_bannedConnection(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -26615,6 +26741,13 @@ func (ec *executionContext) marshalOTime2ᚖtimeᚐTime(ctx context.Context, sel
 	_ = ctx
 	res := graphql.MarshalTime(*v)
 	return res
+}
+
+func (ec *executionContext) marshalOUserConnection2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserConnection(ctx context.Context, sel ast.SelectionSet, v *model.UserConnection) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._UserConnection(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalOUserSummary2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUserRefᚄ(ctx context.Context, sel ast.SelectionSet, v []store.UserRef) graphql.Marshaler {

@@ -307,6 +307,23 @@ func (r *roomResolver) Banned(ctx context.Context, obj *store.Room, first *int, 
 	return sortedPage(bans, func(login string) string { return login }, first, after)
 }
 
+// BannedConnection is the resolver for the bannedConnection field.
+func (r *roomResolver) BannedConnection(ctx context.Context, obj *store.Room, first *int, after *string) (*model.UserConnection, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bans, err := r.Service.Bans(ctx, me, obj)
+	if err != nil || bans == nil {
+		return nil, err
+	}
+	users := make([]store.UserRef, 0, len(bans))
+	for _, login := range bans {
+		users = append(users, store.UserRef{Login: login})
+	}
+	return userConnection(users, first, after)
+}
+
 // Invite returns graph.InviteResolver implementation.
 func (r *Resolver) Invite() graph.InviteResolver { return &inviteResolver{r} }
 
