@@ -2,6 +2,7 @@ package cassandra
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -63,7 +64,7 @@ func (db *DB) PostMessage(ctx context.Context, m store.Message, notices ...store
 		return err
 	}
 	r, err := db.Room(ctx, m.Room)
-	if err != nil {
+	if err != nil && !errors.Is(err, store.ErrNotFound) { // a room deleted meanwhile has no one to tell
 		return fmt.Errorf("cassandra: post message to room %q: %w", m.Room, err)
 	}
 	for _, p := range r.Participants {
