@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -166,6 +167,23 @@ func (s *Service) AddGroupMember(ctx context.Context, me store.UserRef, group, l
 // do not reveal that a group exists.
 func (s *Service) Room(ctx context.Context, me store.UserRef, name string) (store.Room, error) {
 	return s.visibleRoom(ctx, name, me)
+}
+
+// RoomsNamed reads the rooms with these names that me may see, in the
+// order given, passing over those gone (deleted meanwhile) or hidden.
+func (s *Service) RoomsNamed(ctx context.Context, me store.UserRef, names []string) ([]store.Room, error) {
+	rooms := make([]store.Room, 0, len(names))
+	for _, name := range names {
+		r, err := s.visibleRoom(ctx, name, me)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		rooms = append(rooms, r)
+	}
+	return rooms, nil
 }
 
 // Rooms pages the rooms me may see, in the store's stable order after the

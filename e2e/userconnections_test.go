@@ -126,3 +126,58 @@ func testUserConnections(t *testing.T, cfg server.Config) {
 		t.Errorf("blockedUsersConnection of one who blocked nobody = %+v, want empty", c)
 	}
 }
+
+func TestMyRoomsConnection(t *testing.T) { forEachStore(t, testMyRoomsConnection) }
+
+// testMyRoomsConnection pages the rooms and groups the caller takes part
+// in, with their total, and not the rooms of others.
+func testMyRoomsConnection(t *testing.T, cfg server.Config) {
+	ts := startServer(t, cfg)
+	alice, bob := ts.user(t, "alice"), ts.user(t, "bob")
+	mustDo(t, bob, createRoom, map[string]any{"n": "attic"}, nil)
+	mustDo(t, bob, createRoom, map[string]any{"n": "cellar"}, nil)
+	mustDo(t, alice, joinRoom, map[string]any{"r": "cellar"}, nil)
+	mustDo(t, alice, createRoom, map[string]any{"n": "lobby"}, nil)
+	mustDo(t, alice, createKind, map[string]any{"n": "club", "k": "PRIVATE_GROUP"}, nil)
+	const q = `query($n: Int, $after: String) { me { roomsConnection(first: $n, after: $after) {
+		edges { cursor node { name kind } } pageInfo { hasNextPage hasPreviousPage endCursor } totalCount } } }`
+	type page struct {
+		Me struct {
+			RoomsConnection struct {
+				Edges []struct {
+					Cursor string
+					Node   struct{ Name, Kind string }
+				}
+				PageInfo struct {
+					HasNextPage, HasPreviousPage bool
+					EndCursor                    *string
+				}
+				TotalCount int
+			}
+		}
+	}
+	var names []string
+	var after any
+	for range 5 {
+		var out page
+		mustDo(t, alice, q, map[string]any{"n": 2, "after": after}, &out)
+		conn := out.Me.RoomsConnection
+		if conn.TotalCount != 3 || conn.PageInfo.HasPreviousPage != (after != nil) {
+			t.Errorf("page after %v: totalCount %d, hasPreviousPage %v", after, conn.TotalCount, conn.PageInfo.HasPreviousPage)
+		}
+		for _, e := range conn.Edges {
+			if e.Cursor != e.Node.Name {
+				t.Errorf("the cursor of %q is %q", e.Node.Name, e.Cursor)
+			}
+			names = append(names, e.Node.Name+"/"+e.Node.Kind)
+		}
+		if !conn.PageInfo.HasNextPage {
+			break
+		}
+		after = *conn.PageInfo.EndCursor
+	}
+	if want := []string{"cellar/PUBLIC", "club/PRIVATE_GROUP", "lobby/PUBLIC"}; !slices.Equal(names, want) {
+		t.Errorf("alice's rooms two at a time = %v, want %v", names, want)
+	}
+	wantCode(t, alice, "BAD_USER_INPUT", q, map[string]any{"n": 101})
+}

@@ -370,8 +370,9 @@ type ComplexityRoot struct {
 	}
 
 	RoomConnection struct {
-		Edges    func(childComplexity int) int
-		PageInfo func(childComplexity int) int
+		Edges      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
 	}
 
 	RoomEdge struct {
@@ -447,18 +448,19 @@ type ComplexityRoot struct {
 	}
 
 	User struct {
-		Avatar        func(childComplexity int) int
-		Bio           func(childComplexity int) int
-		Bot           func(childComplexity int) int
-		Email         func(childComplexity int) int
-		EmailDigests  func(childComplexity int) int
-		EmailVerified func(childComplexity int) int
-		Firstname     func(childComplexity int) int
-		ID            func(childComplexity int) int
-		Lastname      func(childComplexity int) int
-		Login         func(childComplexity int) int
-		ReadReceipts  func(childComplexity int) int
-		Rooms         func(childComplexity int, first *int, after *string) int
+		Avatar          func(childComplexity int) int
+		Bio             func(childComplexity int) int
+		Bot             func(childComplexity int) int
+		Email           func(childComplexity int) int
+		EmailDigests    func(childComplexity int) int
+		EmailVerified   func(childComplexity int) int
+		Firstname       func(childComplexity int) int
+		ID              func(childComplexity int) int
+		Lastname        func(childComplexity int) int
+		Login           func(childComplexity int) int
+		ReadReceipts    func(childComplexity int) int
+		Rooms           func(childComplexity int, first *int, after *string) int
+		RoomsConnection func(childComplexity int, first *int, after *string) int
 	}
 
 	UserConnection struct {
@@ -696,6 +698,7 @@ type UserResolver interface {
 
 	ReadReceipts(ctx context.Context, obj *store.User) (bool, error)
 	Rooms(ctx context.Context, obj *store.User, first *int, after *string) ([]string, error)
+	RoomsConnection(ctx context.Context, obj *store.User, first *int, after *string) (*model.RoomConnection, error)
 }
 type UserSummaryResolver interface {
 	ID(ctx context.Context, obj *store.UserRef) (string, error)
@@ -2568,6 +2571,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RoomConnection.PageInfo(childComplexity), true
+	case "RoomConnection.totalCount":
+		if e.ComplexityRoot.RoomConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RoomConnection.TotalCount(childComplexity), true
 
 	case "RoomEdge.cursor":
 		if e.ComplexityRoot.RoomEdge.Cursor == nil {
@@ -2901,6 +2910,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.User.Rooms(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "User.roomsConnection":
+		if e.ComplexityRoot.User.RoomsConnection == nil {
+			break
+		}
+
+		args, err := ec.field_User_roomsConnection_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.User.RoomsConnection(childComplexity, args["first"].(*int), args["after"].(*string)), true
 
 	case "UserConnection.edges":
 		if e.ComplexityRoot.UserConnection.Edges == nil {
@@ -4419,6 +4439,8 @@ type RoomConnection {
   edges: [RoomEdge!]!
   """Where the page ends."""
   pageInfo: PageInfo!
+  """How many rooms the list holds, every page together: for ` + "`" + `User.roomsConnection` + "`" + `, the rooms the user takes part in. Null for the directory (` + "`" + `rooms` + "`" + `), which is not counted."""
+  totalCount: Int
 }
 
 """A room and its cursor."""
@@ -4841,7 +4863,14 @@ type User implements Node {
     first: Int = 100
     """A room's name: the page starts after it."""
     after: String
-  ): [String!]! @listSize(slicingArguments: ["first"], assumedSize: 100)
+  ): [String!]! @listSize(slicingArguments: ["first"], assumedSize: 100) @deprecated(reason: "Use ` + "`" + `roomsConnection(first:, after:)` + "`" + `: the rooms themselves, by name, with ` + "`" + `pageInfo` + "`" + ` and ` + "`" + `totalCount` + "`" + `.")
+  """The rooms and groups the user takes part in, by name, a page at a time (a read per room), with how many there are."""
+  roomsConnection(
+    """How many rooms, 1 to 100."""
+    first: Int = 20
+    """An edge's cursor: the page starts after that room."""
+    after: String
+  ): RoomConnection! @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"])
 }
 
 """A new account."""
@@ -5704,6 +5733,8 @@ func (ec *executionContext) childFields_RoomConnection(ctx context.Context, fiel
 		return ec.fieldContext_RoomConnection_edges(ctx, field)
 	case "pageInfo":
 		return ec.fieldContext_RoomConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_RoomConnection_totalCount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RoomConnection", field.Name)
 }
@@ -5872,6 +5903,8 @@ func (ec *executionContext) childFields_User(ctx context.Context, field graphql.
 		return ec.fieldContext_User_readReceipts(ctx, field)
 	case "rooms":
 		return ec.fieldContext_User_rooms(ctx, field)
+	case "roomsConnection":
+		return ec.fieldContext_User_roomsConnection(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type User", field.Name)
 }
@@ -7959,6 +7992,28 @@ func (ec *executionContext) field_Subscription_roomEvents_args(ctx context.Conte
 		return nil, err
 	}
 	args["presence"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_User_roomsConnection_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
 	return args, nil
 }
 
@@ -15625,6 +15680,29 @@ func (ec *executionContext) fieldContext_RoomConnection_pageInfo(_ context.Conte
 	return fc, nil
 }
 
+func (ec *executionContext) _RoomConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.RoomConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RoomConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RoomConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RoomConnection", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
 func (ec *executionContext) _RoomEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.RoomEdge) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -16991,6 +17069,50 @@ func (ec *executionContext) fieldContext_User_rooms(ctx context.Context, field g
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_User_rooms_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _User_roomsConnection(ctx context.Context, field graphql.CollectedField, obj *store.User) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_User_roomsConnection(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.User().RoomsConnection(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RoomConnection) graphql.Marshaler {
+			return ec.marshalNRoomConnection2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐRoomConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_User_roomsConnection(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "User",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RoomConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_User_roomsConnection_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -23380,6 +23502,11 @@ func (ec *executionContext) _RoomConnection(ctx context.Context, sel ast.Selecti
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "totalCount":
+			out.Values[i] = ec._RoomConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -24124,6 +24251,44 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 					}
 				}()
 				res = ec._User_rooms(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "roomsConnection":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._User_roomsConnection(ctx, field, obj)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}

@@ -284,6 +284,33 @@ func (r *userResolver) Rooms(ctx context.Context, obj *store.User, first *int, a
 	return sortedPage(obj.ChatRooms, func(name string) string { return name }, first, after)
 }
 
+// RoomsConnection is the resolver for the roomsConnection field.
+func (r *userResolver) RoomsConnection(ctx context.Context, obj *store.User, first *int, after *string) (*model.RoomConnection, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names, err := sortedPage(obj.ChatRooms, func(name string) string { return name }, first, after)
+	if err != nil {
+		return nil, err
+	}
+	rooms, err := r.Service.RoomsNamed(ctx, me, names)
+	if err != nil {
+		return nil, err
+	}
+	hasNext := len(names) > 0 && names[len(names)-1] != obj.ChatRooms[len(obj.ChatRooms)-1]
+	total := len(obj.ChatRooms)
+	conn := &model.RoomConnection{Edges: []model.RoomEdge{}, PageInfo: newPageInfo(after, hasNext), TotalCount: &total}
+	for i := range rooms {
+		conn.Edges = append(conn.Edges, model.RoomEdge{Cursor: rooms[i].Name, Node: &rooms[i]})
+		addEdge(conn.PageInfo, &rooms[i].Name)
+	}
+	if len(names) > 0 { // where the page stopped, though its last room be gone
+		conn.PageInfo.EndCursor = &names[len(names)-1]
+	}
+	return conn, nil
+}
+
 // ID is the resolver for the id field.
 func (r *userSummaryResolver) ID(ctx context.Context, obj *store.UserRef) (string, error) {
 	return nodeID(userNode, obj.Login), nil

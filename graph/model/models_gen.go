@@ -204,6 +204,8 @@ type RoomConnection struct {
 	Edges []RoomEdge `json:"edges"`
 	// Where the page ends.
 	PageInfo *PageInfo `json:"pageInfo"`
+	// How many rooms the list holds, every page together: for `User.roomsConnection`, the rooms the user takes part in. Null for the directory (`rooms`), which is not counted.
+	TotalCount *int `json:"totalCount,omitempty"`
 }
 
 // A room and its cursor.
