@@ -70,7 +70,9 @@ func testUserConnections(t *testing.T, cfg server.Config) {
 		edges { cursor node { login } } pageInfo { hasNextPage hasPreviousPage endCursor } totalCount } } }`
 	for _, n := range []int{1, 2, 4, 5} {
 		got := pageUsers(t, n, 4, func(after any) userConnection {
-			var out struct{ Room struct{ ParticipantsConnection userConnection } }
+			var out struct {
+				Room struct{ ParticipantsConnection userConnection }
+			}
 			mustDo(t, others[0], participantsQ, map[string]any{"n": n, "after": after}, &out)
 			return out.Room.ParticipantsConnection
 		})
@@ -85,7 +87,9 @@ func testUserConnections(t *testing.T, cfg server.Config) {
 	// The bans, to the creator only.
 	const bannedQ = `query($n: Int, $after: String) { room(name: "lobby") { bannedConnection(first: $n, after: $after) {
 		edges { cursor node { login } } pageInfo { hasNextPage hasPreviousPage endCursor } totalCount } } }`
-	var noBans struct{ Room struct{ BannedConnection *userConnection } }
+	var noBans struct {
+		Room struct{ BannedConnection *userConnection }
+	}
 	mustDo(t, alice, bannedQ, map[string]any{"n": 1}, &noBans)
 	if c := noBans.Room.BannedConnection; c == nil || len(c.Edges) != 0 || c.TotalCount != 0 {
 		t.Errorf("bannedConnection before any ban = %+v, want empty", c)
@@ -94,14 +98,18 @@ func testUserConnections(t *testing.T, cfg server.Config) {
 		mustDo(t, alice, `mutation($l: String!) { banUser(room: "lobby", login: $l) { name } }`, map[string]any{"l": l}, nil)
 	}
 	got := pageUsers(t, 1, 2, func(after any) userConnection {
-		var out struct{ Room struct{ BannedConnection userConnection } }
+		var out struct {
+			Room struct{ BannedConnection userConnection }
+		}
 		mustDo(t, alice, bannedQ, map[string]any{"n": 1, "after": after}, &out)
 		return out.Room.BannedConnection
 	})
 	if want := []string{"carol", "dave"}; !slices.Equal(got, want) {
 		t.Errorf("bans one at a time = %v, want %v", got, want)
 	}
-	var hidden struct{ Room struct{ BannedConnection *userConnection } }
+	var hidden struct {
+		Room struct{ BannedConnection *userConnection }
+	}
 	mustDo(t, others[1], bannedQ, map[string]any{"n": 5}, &hidden)
 	if hidden.Room.BannedConnection != nil {
 		t.Errorf("bannedConnection to a participant = %+v, want null", hidden.Room.BannedConnection)
