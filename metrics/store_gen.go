@@ -55,6 +55,7 @@ type storeCalls struct {
 	DigestNotices          storeCall
 	DoomFiles              storeCall
 	DoomOwnerFiles         storeCall
+	DropInboxPositions     storeCall
 	DueDigests             storeCall
 	DueFiles               storeCall
 	EditMessage            storeCall
@@ -67,6 +68,8 @@ type storeCalls struct {
 	Inbox                  storeCall
 	InboxEntries           storeCall
 	InboxEvents            storeCall
+	InboxOrdered           storeCall
+	InboxPage              storeCall
 	Invite                 storeCall
 	Invites                storeCall
 	JoinRoom               storeCall
@@ -90,6 +93,7 @@ type storeCalls struct {
 	Mutes                  storeCall
 	Names                  storeCall
 	NoticeCursor           storeCall
+	OrderInbox             storeCall
 	PendingNotices         storeCall
 	PinMessage             storeCall
 	Pins                   storeCall
@@ -194,6 +198,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		DigestNotices:          m.call("DigestNotices"),
 		DoomFiles:              m.call("DoomFiles"),
 		DoomOwnerFiles:         m.call("DoomOwnerFiles"),
+		DropInboxPositions:     m.call("DropInboxPositions"),
 		DueDigests:             m.call("DueDigests"),
 		DueFiles:               m.call("DueFiles"),
 		EditMessage:            m.call("EditMessage"),
@@ -206,6 +211,8 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		Inbox:                  m.call("Inbox"),
 		InboxEntries:           m.call("InboxEntries"),
 		InboxEvents:            m.call("InboxEvents"),
+		InboxOrdered:           m.call("InboxOrdered"),
+		InboxPage:              m.call("InboxPage"),
 		Invite:                 m.call("Invite"),
 		Invites:                m.call("Invites"),
 		JoinRoom:               m.call("JoinRoom"),
@@ -229,6 +236,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		Mutes:                  m.call("Mutes"),
 		Names:                  m.call("Names"),
 		NoticeCursor:           m.call("NoticeCursor"),
+		OrderInbox:             m.call("OrderInbox"),
 		PendingNotices:         m.call("PendingNotices"),
 		PinMessage:             m.call("PinMessage"),
 		Pins:                   m.call("Pins"),
@@ -560,6 +568,13 @@ func (s *timedStore) DoomOwnerFiles(ctx context.Context, a1 string) error {
 	return err
 }
 
+func (s *timedStore) DropInboxPositions(ctx context.Context, a1 string, a2 []store.InboxPosition) error {
+	start := now()
+	err := s.Store.DropInboxPositions(ctx, a1, a2)
+	s.calls.DropInboxPositions.done(ctx, start, err)
+	return err
+}
+
 func (s *timedStore) DueDigests(ctx context.Context, a1 int, a2 time.Time, a3 int) ([]string, error) {
 	start := now()
 	r0, err := s.Store.DueDigests(ctx, a1, a2, a3)
@@ -641,6 +656,20 @@ func (s *timedStore) InboxEvents(ctx context.Context, a1 string, a2 store.Messag
 	start := now()
 	r0, err := s.Store.InboxEvents(ctx, a1, a2, a3)
 	s.calls.InboxEvents.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) InboxOrdered(ctx context.Context, a1 string) (bool, error) {
+	start := now()
+	r0, err := s.Store.InboxOrdered(ctx, a1)
+	s.calls.InboxOrdered.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) InboxPage(ctx context.Context, a1 string, a2 store.InboxPosition, a3 int) ([]store.InboxPosition, error) {
+	start := now()
+	r0, err := s.Store.InboxPage(ctx, a1, a2, a3)
+	s.calls.InboxPage.done(ctx, start, err)
 	return r0, err
 }
 
@@ -803,6 +832,13 @@ func (s *timedStore) NoticeCursor(ctx context.Context, a1 int) (store.MessageID,
 	r0, err := s.Store.NoticeCursor(ctx, a1)
 	s.calls.NoticeCursor.done(ctx, start, err)
 	return r0, err
+}
+
+func (s *timedStore) OrderInbox(ctx context.Context, a1 string, a2 []store.InboxPosition) error {
+	start := now()
+	err := s.Store.OrderInbox(ctx, a1, a2)
+	s.calls.OrderInbox.done(ctx, start, err)
+	return err
 }
 
 func (s *timedStore) PendingNotices(ctx context.Context, a1 int, a2 store.MessageID, a3 int) ([]store.Notice, error) {

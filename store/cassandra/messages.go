@@ -2,6 +2,7 @@ package cassandra
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -54,11 +55,20 @@ const fanoutParallelism = 16
 // (every write is an idempotent upsert of the same values). The event
 // shares the stream copy's partition key and goes in one batch with it. The
 // post lists its day with its copies (see listBuckets). Its notices join
-// the fan-out (see noticeWrites).
+// the fan-out (see noticeWrites), and so do the activities of the room in
+// its participants' inbox orders (store.InboxOrder), a write per
+// participant, after a read of the room's participants.
 func (db *DB) PostMessage(ctx context.Context, m store.Message, notices ...store.Notice) error {
 	extra, err := db.noticeWrites(ctx, m.ID, m.Room, notices)
 	if err != nil {
 		return err
+	}
+	r, err := db.Room(ctx, m.Room)
+	if err != nil && !errors.Is(err, store.ErrNotFound) { // a room deleted meanwhile has no one to tell
+		return fmt.Errorf("cassandra: post message to room %q: %w", m.Room, err)
+	}
+	for _, p := range r.Participants {
+		extra = append(extra, db.activityWrite(ctx, p.Login, m.Room, m.ID))
 	}
 	if err := db.writeMessage(ctx, m, store.MessagePosted, extra); err != nil {
 		return fmt.Errorf("cassandra: post message to room %q: %w", m.Room, err)

@@ -93,7 +93,8 @@ func (db *DB) CreateRoom(ctx context.Context, r store.Room) error {
 	// The room exists from here on: a failure below leaves it without the
 	// creator's copies, which AddGroupMember of the creator repairs (see
 	// there) for a group.
-	fo := newFanout(2)
+	fo := newFanout(3)
+	fo.Go(db.activityWrite(ctx, r.Creator.Login, r.Name, store.MinMessageID(created)))
 	fo.Go(func() error {
 		if err := db.query(ctx, addUserRoom, []string{r.Name}, r.Creator.Login).Exec(); err != nil {
 			return fmt.Errorf("cassandra: add room %q to user %q: %w", r.Name, r.Creator.Login, err)
@@ -502,7 +503,7 @@ func (db *DB) JoinRoom(ctx context.Context, name string, u store.UserRef) (store
 		}
 		return err
 	}
-	if err := db.writeMessage(ctx, m, store.ParticipantJoined, nil); err != nil {
+	if err := db.writeMessage(ctx, m, store.ParticipantJoined, []func() error{db.activityWrite(ctx, u.Login, name, m.ID)}); err != nil {
 		err = fmt.Errorf("cassandra: join room %q: %w", name, err)
 		return store.Room{}, store.Event{}, takeBackRoom(takeBackMessage(err))
 	}

@@ -46,6 +46,7 @@ func (db *DB) CreateRoom(ctx context.Context, r store.Room) error {
 	b.set(membersPartition(r.Name), row.headerRow())
 	b.addMember(row, r.Creator.Login)
 	b.set(uk, creator)
+	b.addActivity(r.Creator.Login, r.Name, store.MinMessageID(r.CreatedAt))
 	if r.Kind == store.PrivateGroup {
 		// A fresh entry, whatever a deleted group of that name left.
 		k := conversationKey(r.Creator.Login, r.Name)
@@ -208,6 +209,7 @@ func (db *DB) JoinRoom(ctx context.Context, name string, u store.UserRef) (store
 	b.set(rk, room)
 	b.addMember(room, u.Login)
 	b.set(uk, user)
+	b.addActivity(u.Login, name, ev.ID)
 	if err := db.addLoggedMessage(b, ev); err != nil {
 		b.Close()
 		return store.Room{}, store.Event{}, err

@@ -1,0 +1,180 @@
+package cassandra
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gocql/gocql"
+	"github.com/killrchat/chatql/store"
+)
+
+// The inbox in the order of last activity lives in inbox_order
+// (schema_v25.cql): section positionsSection holds the positions, newest
+// first, section newestSection each conversation's newest activity, at
+// sentinelID. An activity writes both in one single-partition batch, USING
+// TIMESTAMP of the activity, so that the newest activity of a conversation
+// is the one its newest cell holds whatever order racing writes land in.
+const (
+	positionsSection = 0
+	newestSection    = 1
+
+	insertPosition       = `INSERT INTO inbox_order (login, section, activity, conversation_id) VALUES (?, 0, ?, ?) USING TIMESTAMP ?`
+	setNewest            = `UPDATE inbox_order USING TIMESTAMP ? SET newest = ? WHERE login = ? AND section = 1 AND activity = ? AND conversation_id = ?`
+	deletePosition       = `DELETE FROM inbox_order USING TIMESTAMP ? WHERE login = ? AND section = 0 AND activity = ? AND conversation_id = ?`
+	selectFirstPositions = `SELECT activity, conversation_id FROM inbox_order WHERE login = ? AND section = 0 LIMIT ?`
+	selectPositionsAfter = `SELECT activity, conversation_id FROM inbox_order WHERE login = ? AND section = 0
+		AND (activity, conversation_id) < (?, ?) LIMIT ?`
+	selectNewestActivities = `SELECT conversation_id, newest FROM inbox_order WHERE login = ? AND section = 1 AND activity = ? AND conversation_id IN ?`
+	selectOrdered          = `SELECT ordered FROM inbox_order WHERE login = ? LIMIT 1`
+	setOrdered             = `UPDATE inbox_order SET ordered = true WHERE login = ?`
+)
+
+// positionBatchSize bounds how many positions OrderInbox writes in one
+// batch: one partition, but a batch of thousands of rows trips Cassandra's
+// batch size warnings.
+const positionBatchSize = 50
+
+// addActivity adds to b the activity of conversation in login's order: its
+// position and its newest activity.
+func addActivity(b *gocql.Batch, login, conversation string, activity store.MessageID) {
+	ts, id := writeTime(activity), gocql.UUID(activity)
+	b.Query(insertPosition, login, id, conversation, ts)
+	b.Query(setNewest, ts, id, login, sentinelID, conversation)
+}
+
+// activityWrite returns the write of conversation's activity in login's
+// order, for the extra writes of a message (see writeMessage).
+func (db *DB) activityWrite(ctx context.Context, login, conversation string, activity store.MessageID) func() error {
+	return func() error {
+		b := db.inboxBatch(ctx)
+		addActivity(b, login, conversation, activity)
+		if err := db.session.ExecuteBatch(b); err != nil {
+			return fmt.Errorf("cassandra: the inbox order of %q: %w", login, err)
+		}
+		return nil
+	}
+}
+
+// InboxPage reads login's positions a slice at a time from after, checks
+// each slice's conversations against their newest activity (one read of
+// the same partition), and deletes those an older activity left behind.
+func (db *DB) InboxPage(ctx context.Context, login string, after store.InboxPosition, limit int) ([]store.InboxPosition, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var page []store.InboxPosition
+	for len(page) < limit {
+		var q *gocql.Query
+		if after.Conversation == "" {
+			q = db.query(ctx, selectFirstPositions, login, limit)
+		} else {
+			q = db.query(ctx, selectPositionsAfter, login, gocql.UUID(after.Activity), after.Conversation, limit)
+		}
+		iter := q.Iter()
+		var slice []store.InboxPosition
+		var activity gocql.UUID
+		var conversation string
+		for iter.Scan(&activity, &conversation) {
+			slice = append(slice, store.InboxPosition{Activity: store.MessageID(activity), Conversation: conversation})
+		}
+		if err := iter.Close(); err != nil {
+			return nil, fmt.Errorf("cassandra: inbox order of %q: %w", login, err)
+		}
+		current, stale, err := db.currentPositions(ctx, login, slice)
+		if err != nil {
+			return nil, err
+		}
+		if err := db.DropInboxPositions(ctx, login, stale); err != nil {
+			return nil, err
+		}
+		page = append(page, current[:min(len(current), limit-len(page))]...)
+		if len(slice) < limit {
+			break
+		}
+		after = slice[len(slice)-1]
+	}
+	return page, nil
+}
+
+// currentPositions splits the positions into those at their conversation's
+// newest activity, or newer (a write whose newest has not landed yet), and
+// those an older activity left behind. A conversation with two positions
+// at its newest activity (which only OrderInbox racing an activity of the
+// same instant can leave) is listed at the first.
+func (db *DB) currentPositions(ctx context.Context, login string, positions []store.InboxPosition) (current, stale []store.InboxPosition, err error) {
+	if len(positions) == 0 {
+		return nil, nil, nil
+	}
+	ids := make([]string, 0, len(positions))
+	for _, p := range positions {
+		ids = append(ids, p.Conversation)
+	}
+	newest := make(map[string]store.MessageID, len(ids))
+	iter := db.query(ctx, selectNewestActivities, login, sentinelID, ids).Iter()
+	var id string
+	var at gocql.UUID
+	for iter.Scan(&id, &at) {
+		newest[id] = store.MessageID(at)
+	}
+	if err := iter.Close(); err != nil {
+		return nil, nil, fmt.Errorf("cassandra: newest activities of %q: %w", login, err)
+	}
+	listed := make(map[string]bool, len(positions))
+	for _, p := range positions {
+		if p.Activity.Compare(newest[p.Conversation]) < 0 || listed[p.Conversation] {
+			stale = append(stale, p)
+			continue
+		}
+		listed[p.Conversation] = true
+		current = append(current, p)
+	}
+	return current, stale, nil
+}
+
+// InboxOrdered reads the partition's ordered flag.
+func (db *DB) InboxOrdered(ctx context.Context, login string) (bool, error) {
+	var ordered bool
+	err := db.query(ctx, selectOrdered, login).Scan(&ordered)
+	if err != nil && err != gocql.ErrNotFound {
+		return false, fmt.Errorf("cassandra: whether the inbox of %q is ordered: %w", login, err)
+	}
+	return ordered, nil
+}
+
+// OrderInbox writes the positions in batches of positionBatchSize, then the
+// ordered flag.
+func (db *DB) OrderInbox(ctx context.Context, login string, positions []store.InboxPosition) error {
+	for len(positions) > 0 {
+		n := min(len(positions), positionBatchSize)
+		b := db.inboxBatch(ctx)
+		for _, p := range positions[:n] {
+			addActivity(b, login, p.Conversation, p.Activity)
+		}
+		if err := db.session.ExecuteBatch(b); err != nil {
+			return fmt.Errorf("cassandra: order the inbox of %q: %w", login, err)
+		}
+		positions = positions[n:]
+	}
+	if err := db.query(ctx, setOrdered, login).Exec(); err != nil {
+		return fmt.Errorf("cassandra: order the inbox of %q: %w", login, err)
+	}
+	return nil
+}
+
+// DropInboxPositions deletes each position at the time its activity wrote
+// it, so that the tombstone wins the tie and no later activity's cell is
+// shadowed.
+func (db *DB) DropInboxPositions(ctx context.Context, login string, positions []store.InboxPosition) error {
+	for len(positions) > 0 {
+		n := min(len(positions), positionBatchSize)
+		b := db.inboxBatch(ctx)
+		for _, p := range positions[:n] {
+			b.Query(deletePosition, writeTime(p.Activity), login, gocql.UUID(p.Activity), p.Conversation)
+		}
+		if err := db.session.ExecuteBatch(b); err != nil {
+			return fmt.Errorf("cassandra: drop positions of the inbox of %q: %w", login, err)
+		}
+		positions = positions[n:]
+	}
+	return nil
+}
