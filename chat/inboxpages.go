@@ -73,6 +73,15 @@ func parseInboxCursor(cursor string) (store.InboxPosition, error) {
 // Conversations returns up to first (1 to MaxInboxPage) of me's inbox
 // entries after the cursor (empty: from the newest), newest activity first,
 // each as Conversation shows it.
+//
+// The large rooms of me's order (store.LargeInboxRooms: past
+// store.InboxFanoutLimit participants, whose posts write no positions) are
+// read first, each at its last activity, and merged into the order's
+// positions, which are read a range at a time: a range holds the order's
+// positions after the last one's of the range before, and the large rooms
+// between, sorted. The order's positions of a large room are passed over:
+// the room's last activity is at least as new as any of them, so the room
+// is listed once, there, and a cursor names the same place in every page.
 func (s *Service) Conversations(ctx context.Context, me store.UserRef, first int, after string) (ConversationsPage, error) {
 	if first < 1 || first > MaxInboxPage {
 		return ConversationsPage{}, store.Invalidf("invalid first: %d; it must be between 1 and %d", first, MaxInboxPage)
@@ -84,6 +93,10 @@ func (s *Service) Conversations(ctx context.Context, me store.UserRef, first int
 	if err := s.orderInbox(ctx, me); err != nil {
 		return ConversationsPage{}, err
 	}
+	large, err := s.largeRooms(ctx, me)
+	if err != nil {
+		return ConversationsPage{}, err
+	}
 	var page ConversationsPage
 	for {
 		want := first + 1 - len(page.Entries) // one more says whether more follow
@@ -91,6 +104,12 @@ func (s *Service) Conversations(ctx context.Context, me store.UserRef, first int
 		if err != nil {
 			return ConversationsPage{}, err
 		}
+		exhausted := len(positions) < want
+		var last store.InboxPosition
+		if !exhausted {
+			last = positions[len(positions)-1]
+		}
+		positions = slices.DeleteFunc(positions, func(p store.InboxPosition) bool { return large.has(p.Conversation) })
 		entries, gone, err := s.inboxEntries(ctx, me, positions)
 		if err != nil {
 			return ConversationsPage{}, err
@@ -98,21 +117,92 @@ func (s *Service) Conversations(ctx context.Context, me store.UserRef, first int
 		if err := s.Store.DropInboxPositions(ctx, me.Login, gone); err != nil {
 			return ConversationsPage{}, err
 		}
+		var listed []inboxEntry
 		for i, e := range entries {
 			if e != nil {
-				page.Entries = append(page.Entries, *e)
-				page.Cursors = append(page.Cursors, InboxCursor(positions[i]))
+				listed = append(listed, inboxEntry{positions[i], *e})
 			}
 		}
-		if len(positions) < want || len(page.Entries) > first {
+		for _, l := range large {
+			if follows(l.at, pos) && (exhausted || !follows(l.at, last)) {
+				listed = append(listed, l)
+			}
+		}
+		slices.SortFunc(listed, func(a, b inboxEntry) int { return store.ComparePositions(a.at, b.at) })
+		for _, l := range listed {
+			page.Entries = append(page.Entries, l.entry)
+			page.Cursors = append(page.Cursors, InboxCursor(l.at))
+		}
+		if exhausted || len(page.Entries) > first {
 			break
 		}
-		pos = positions[len(positions)-1]
+		pos = last
 	}
 	if page.More = len(page.Entries) > first; page.More {
 		page.Entries, page.Cursors = page.Entries[:first], page.Cursors[:first]
 	}
 	return page, nil
+}
+
+// inboxEntry is an entry of a page at its place.
+type inboxEntry struct {
+	at    store.InboxPosition
+	entry store.Conversation
+}
+
+// follows reports whether p comes after pos in the inbox's order; every
+// position follows the zero one, the start.
+func follows(p, pos store.InboxPosition) bool {
+	return pos.Conversation == "" || store.ComparePositions(p, pos) > 0
+}
+
+// largeEntries are me's large rooms, each at its last activity.
+type largeEntries []inboxEntry
+
+func (l largeEntries) has(room string) bool {
+	return slices.ContainsFunc(l, func(e inboxEntry) bool { return e.entry.ID == room })
+}
+
+// largeRooms reads the entry of each large room of me's order, at its last
+// activity: a read per room (me takes part in few rooms of more than
+// store.InboxFanoutLimit participants). The marks of rooms me no longer
+// takes part in are dropped, but a mark made since the read began (me
+// joined again).
+func (s *Service) largeRooms(ctx context.Context, me store.UserRef) (largeEntries, error) {
+	began := time.Now()
+	rooms, err := s.Store.LargeInboxRooms(ctx, me.Login)
+	if err != nil || len(rooms) == 0 {
+		return nil, err
+	}
+	positions := make([]store.InboxPosition, len(rooms))
+	for i, r := range rooms {
+		positions[i].Conversation = r
+	}
+	entries, gone, err := s.inboxEntries(ctx, me, positions)
+	if err != nil {
+		return nil, err
+	}
+	if len(gone) > 0 {
+		names := make([]string, len(gone))
+		for i, g := range gone {
+			names[i] = g.Conversation
+		}
+		if err := s.Store.DropLargeInboxRooms(ctx, me.Login, names, began); err != nil {
+			return nil, err
+		}
+	}
+	var large largeEntries
+	for _, e := range entries {
+		if e == nil {
+			continue
+		}
+		activity, err := s.lastActivity(ctx, *e)
+		if err != nil {
+			return nil, err
+		}
+		large = append(large, inboxEntry{store.InboxPosition{Activity: activity, Conversation: e.ID}, *e})
+	}
+	return large, nil
 }
 
 // inboxEntries reads the entry of each position, inboxReads at a time: nil

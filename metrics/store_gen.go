@@ -56,6 +56,7 @@ type storeCalls struct {
 	DoomFiles              storeCall
 	DoomOwnerFiles         storeCall
 	DropInboxPositions     storeCall
+	DropLargeInboxRooms    storeCall
 	DueDigests             storeCall
 	DueFiles               storeCall
 	EditMessage            storeCall
@@ -73,6 +74,7 @@ type storeCalls struct {
 	Invite                 storeCall
 	Invites                storeCall
 	JoinRoom               storeCall
+	LargeInboxRooms        storeCall
 	LeaseNoticeShard       storeCall
 	LeaseWebhook           storeCall
 	LeaveGroup             storeCall
@@ -199,6 +201,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		DoomFiles:              m.call("DoomFiles"),
 		DoomOwnerFiles:         m.call("DoomOwnerFiles"),
 		DropInboxPositions:     m.call("DropInboxPositions"),
+		DropLargeInboxRooms:    m.call("DropLargeInboxRooms"),
 		DueDigests:             m.call("DueDigests"),
 		DueFiles:               m.call("DueFiles"),
 		EditMessage:            m.call("EditMessage"),
@@ -216,6 +219,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		Invite:                 m.call("Invite"),
 		Invites:                m.call("Invites"),
 		JoinRoom:               m.call("JoinRoom"),
+		LargeInboxRooms:        m.call("LargeInboxRooms"),
 		LeaseNoticeShard:       m.call("LeaseNoticeShard"),
 		LeaseWebhook:           m.call("LeaseWebhook"),
 		LeaveGroup:             m.call("LeaveGroup"),
@@ -575,6 +579,13 @@ func (s *timedStore) DropInboxPositions(ctx context.Context, a1 string, a2 []sto
 	return err
 }
 
+func (s *timedStore) DropLargeInboxRooms(ctx context.Context, a1 string, a2 []string, a3 time.Time) error {
+	start := now()
+	err := s.Store.DropLargeInboxRooms(ctx, a1, a2, a3)
+	s.calls.DropLargeInboxRooms.done(ctx, start, err)
+	return err
+}
+
 func (s *timedStore) DueDigests(ctx context.Context, a1 int, a2 time.Time, a3 int) ([]string, error) {
 	start := now()
 	r0, err := s.Store.DueDigests(ctx, a1, a2, a3)
@@ -692,6 +703,13 @@ func (s *timedStore) JoinRoom(ctx context.Context, a1 string, a2 store.UserRef) 
 	r0, r1, err := s.Store.JoinRoom(ctx, a1, a2)
 	s.calls.JoinRoom.done(ctx, start, err)
 	return r0, r1, err
+}
+
+func (s *timedStore) LargeInboxRooms(ctx context.Context, a1 string) ([]string, error) {
+	start := now()
+	r0, err := s.Store.LargeInboxRooms(ctx, a1)
+	s.calls.LargeInboxRooms.done(ctx, start, err)
+	return r0, err
 }
 
 func (s *timedStore) LeaseNoticeShard(ctx context.Context, a1 int, a2 string, a3 time.Duration) (bool, error) {

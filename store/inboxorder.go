@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // InboxPosition is where a conversation stands in its owner's inbox: the
 // time of its last activity, as a message id, and the conversation's id.
@@ -32,8 +35,9 @@ func ComparePositions(a, b InboxPosition) int {
 // read a page at a time with one partition read (the entries of the page
 // are then read each). An activity is a message that makes a conversation
 // the newest: a direct message (both users), a group message (every member),
-// a post to a public room (every participant: the one write per participant
-// a room post makes), and for the user alone, creating a room or group,
+// a post to a public room of at most InboxFanoutLimit participants (every
+// participant: the one write per participant such a post makes), and for
+// the user alone, creating a room or group,
 // joining a room or being added to a group.
 //
 // Moving a conversation writes a position at the new activity and records
@@ -45,6 +49,15 @@ func ComparePositions(a, b InboxPosition) int {
 // newest activity. Leaving a conversation leaves its position: the chat
 // core passes over (and drops) the positions of conversations the user no
 // longer has.
+//
+// A post to a public room of more than InboxFanoutLimit participants writes
+// no position: the room is a large room of each participant's order
+// (LargeInboxRooms), marked there by the join that took the room past the
+// limit (every participant) and by each join while it is past it (the
+// joiner), and the chat core merges its last activity into the pages. A
+// mark stays when the room shrinks back (its posts then write positions
+// again, and the mark costs the page one read) until the chat core drops
+// it, when the user no longer takes part (DropLargeInboxRooms).
 type InboxOrder interface {
 	// InboxPage returns up to limit of login's positions, newest first,
 	// strictly after `after` in that order (the zero position: from the
@@ -70,4 +83,23 @@ type InboxOrder interface {
 	// again (Cassandra's tombstone wins the tie of their timestamps): an
 	// activity is recorded once, but for OrderInbox's, which comes first.
 	DropInboxPositions(ctx context.Context, login string, positions []InboxPosition) error
+
+	// LargeInboxRooms returns the rooms marked large in login's order, by
+	// name.
+	LargeInboxRooms(ctx context.Context, login string) ([]string, error)
+
+	// DropLargeInboxRooms deletes login's marks of these rooms made before
+	// `before`: a join after it marks the room again.
+	DropLargeInboxRooms(ctx context.Context, login string, rooms []string, before time.Time) error
 }
+
+// InboxFanoutLimit is the most participants a public room may have for its
+// posts to write a position in each participant's inbox order; a larger
+// room's posts write none, whatever its size, and its activity is merged
+// when the inbox is read (one read per large room per page). 200: a post to
+// a room at the limit writes 200 positions (about as many rows as the
+// embedded store's post writes for 20 mentions' notices), which the
+// benchmark of posting (BENCHMARKS.md) shows within a few times a plain
+// post, while the rooms past it, where a user takes part in few, cost a
+// page a read each.
+const InboxFanoutLimit = 200

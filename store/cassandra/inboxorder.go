@@ -2,7 +2,9 @@ package cassandra
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gocql/gocql"
 	"github.com/killrchat/chatql/store"
@@ -11,12 +13,13 @@ import (
 // The inbox in the order of last activity lives in inbox_order
 // (schema_v25.cql): section positionsSection holds the positions, newest
 // first, section newestSection each conversation's newest activity, at
-// sentinelID. An activity writes both in one single-partition batch, USING
+// sentinelID, section largeSection the user's large rooms, at sentinelID. An activity writes both in one single-partition batch, USING
 // TIMESTAMP of the activity, so that the newest activity of a conversation
 // is the one its newest cell holds whatever order racing writes land in.
 const (
 	positionsSection = 0
 	newestSection    = 1
+	largeSection     = 2
 
 	insertPosition       = `INSERT INTO inbox_order (login, section, activity, conversation_id) VALUES (?, 0, ?, ?) USING TIMESTAMP ?`
 	setNewest            = `UPDATE inbox_order USING TIMESTAMP ? SET newest = ? WHERE login = ? AND section = 1 AND activity = ? AND conversation_id = ?`
@@ -27,6 +30,10 @@ const (
 	selectNewestActivities = `SELECT conversation_id, newest FROM inbox_order WHERE login = ? AND section = 1 AND activity = ? AND conversation_id IN ?`
 	selectOrdered          = `SELECT ordered FROM inbox_order WHERE login = ? LIMIT 1`
 	setOrdered             = `UPDATE inbox_order SET ordered = true WHERE login = ?`
+	insertLargeRoom        = `INSERT INTO inbox_order (login, section, activity, conversation_id) VALUES (?, 2, ?, ?)`
+	selectLargeRooms       = `SELECT conversation_id FROM inbox_order WHERE login = ? AND section = 2`
+	deleteLargeRoom        = `DELETE FROM inbox_order USING TIMESTAMP ? WHERE login = ? AND section = 2 AND activity = ? AND conversation_id = ?`
+	selectRoomFanout       = `SELECT participant_count, inbox_fanout FROM chat_rooms WHERE room_name = ?`
 )
 
 // positionBatchSize bounds how many positions OrderInbox writes in one
@@ -175,6 +182,88 @@ func (db *DB) DropInboxPositions(ctx context.Context, login string, positions []
 			return fmt.Errorf("cassandra: drop positions of the inbox of %q: %w", login, err)
 		}
 		positions = positions[n:]
+	}
+	return nil
+}
+
+// roomFanout returns the logins whose inbox orders a post to the room
+// writes: from one read of the room's participant_count and inbox_fanout,
+// at most store.InboxFanoutLimit logins, none past it. A room whose count
+// no join or leave has set since schema version 25 is read whole, and each
+// of its participants told: it has no large marks to tell them otherwise.
+// A room deleted meanwhile has no one to tell.
+func (db *DB) roomFanout(ctx context.Context, room string) ([]string, error) {
+	var count *int
+	var fanout []string
+	err := db.query(ctx, selectRoomFanout, room).Scan(&count, &fanout)
+	switch {
+	case errors.Is(err, gocql.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case count != nil:
+		return fanout, nil
+	}
+	r, err := db.Room(ctx, room)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	logins := make([]string, 0, len(r.Participants))
+	for _, p := range r.Participants {
+		logins = append(logins, p.Login)
+	}
+	return logins, err
+}
+
+// markLarge marks the room in the orders of whom u's join concerns, given
+// the participants the join left, if they are past store.InboxFanoutLimit:
+// every participant when the join took the room past it, else u.
+func (db *DB) markLarge(ctx context.Context, room string, participants []store.UserRef, u store.UserRef) error {
+	n := len(participants)
+	if n <= store.InboxFanoutLimit {
+		return nil
+	}
+	logins := []string{u.Login}
+	if n == store.InboxFanoutLimit+1 {
+		logins = logins[:0]
+		for _, p := range participants {
+			logins = append(logins, p.Login)
+		}
+	}
+	fo := newFanout(fanoutParallelism)
+	for _, login := range logins {
+		fo.Go(func() error { return db.query(ctx, insertLargeRoom, login, sentinelID, room).Exec() })
+	}
+	return fo.Wait()
+}
+
+// LargeInboxRooms reads section largeSection of login's partition.
+func (db *DB) LargeInboxRooms(ctx context.Context, login string) ([]string, error) {
+	iter := db.query(ctx, selectLargeRooms, login).Iter()
+	var rooms []string
+	var room string
+	for iter.Scan(&room) {
+		rooms = append(rooms, room)
+	}
+	if err := iter.Close(); err != nil {
+		return nil, fmt.Errorf("cassandra: large rooms of the inbox of %q: %w", login, err)
+	}
+	return rooms, nil
+}
+
+// DropLargeInboxRooms deletes the marks at the timestamp `before`: a mark
+// written after it stays.
+func (db *DB) DropLargeInboxRooms(ctx context.Context, login string, rooms []string, before time.Time) error {
+	for len(rooms) > 0 {
+		n := min(len(rooms), positionBatchSize)
+		b := db.inboxBatch(ctx)
+		for _, room := range rooms[:n] {
+			b.Query(deleteLargeRoom, before.UnixMicro(), login, sentinelID, room)
+		}
+		if err := db.session.ExecuteBatch(b); err != nil {
+			return fmt.Errorf("cassandra: drop large rooms of the inbox of %q: %w", login, err)
+		}
+		rooms = rooms[n:]
 	}
 	return nil
 }

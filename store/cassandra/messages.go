@@ -2,7 +2,6 @@ package cassandra
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -57,18 +56,18 @@ const fanoutParallelism = 16
 // post lists its day with its copies (see listBuckets). Its notices join
 // the fan-out (see noticeWrites), and so do the activities of the room in
 // its participants' inbox orders (store.InboxOrder), a write per
-// participant, after a read of the room's participants.
+// participant of a room of at most store.InboxFanoutLimit (see roomFanout).
 func (db *DB) PostMessage(ctx context.Context, m store.Message, notices ...store.Notice) error {
 	extra, err := db.noticeWrites(ctx, m.ID, m.Room, notices)
 	if err != nil {
 		return err
 	}
-	r, err := db.Room(ctx, m.Room)
-	if err != nil && !errors.Is(err, store.ErrNotFound) { // a room deleted meanwhile has no one to tell
+	fanout, err := db.roomFanout(ctx, m.Room)
+	if err != nil {
 		return fmt.Errorf("cassandra: post message to room %q: %w", m.Room, err)
 	}
-	for _, p := range r.Participants {
-		extra = append(extra, db.activityWrite(ctx, p.Login, m.Room, m.ID))
+	for _, login := range fanout {
+		extra = append(extra, db.activityWrite(ctx, login, m.Room, m.ID))
 	}
 	if err := db.writeMessage(ctx, m, store.MessagePosted, extra); err != nil {
 		return fmt.Errorf("cassandra: post message to room %q: %w", m.Room, err)

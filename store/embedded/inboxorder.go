@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/killrchat/chatql/store"
 )
@@ -19,7 +20,12 @@ const (
 	tableInboxPositions  = "inbox_positions"
 	tableInboxActivities = "inbox_activities"
 	tableInboxOrdered    = "inbox_ordered"
+	tableInboxLarge      = "inbox_large_rooms"
 )
+
+// largeRoomsPartition holds the large rooms of login's order, a key each
+// whose value is when it was marked.
+func largeRoomsPartition(login string) key { return tuple(tableInboxLarge).str(login) }
 
 func positionsPartition(login string) key { return tuple(tableInboxPositions).str(login) }
 
@@ -166,18 +172,89 @@ func (db *DB) DropInboxPositions(ctx context.Context, login string, positions []
 	return nil
 }
 
-// addRoomActivity adds to b the post m as an activity of its public room in
-// the order of each participant: a write per participant, from the room's
-// participants as they are (a post takes no lock: one joining meanwhile has
-// the join as their activity).
+// addRoomActivity adds the post m as an activity of its public room to b,
+// in the order of each participant, if the room has at most
+// store.InboxFanoutLimit participants: it reads that many of the room's
+// members and one more, whatever the room's size. A post takes no lock:
+// one joining meanwhile has the join as their activity, and a join that
+// takes the room past the limit marks it large in every participant's
+// order in the batch that adds the participant (markLarge).
 func (db *DB) addRoomActivity(b *batch, m store.Message) error {
 	p := membersPartition(m.Room)
-	return db.scan(context.Background(), p.next(), p.end(), false, func(k, _ []byte) (bool, error) {
+	logins := make([]string, 0, store.InboxFanoutLimit+1)
+	err := db.scan(context.Background(), p.next(), p.end(), false, func(k, _ []byte) (bool, error) {
 		login, _, err := parseStr(k[len(p):])
 		if err != nil {
 			return false, fmt.Errorf("member key of room %q: %w", m.Room, err)
 		}
-		b.addActivity(login, m.Room, m.ID)
-		return true, nil
+		logins = append(logins, login)
+		return len(logins) <= store.InboxFanoutLimit, nil
 	})
+	if err != nil || len(logins) > store.InboxFanoutLimit {
+		return err
+	}
+	for _, login := range logins {
+		b.addActivity(login, m.Room, m.ID)
+	}
+	return nil
+}
+
+// markLarge adds to b the marks of the room, which u's join leaves with
+// participants, if that is past store.InboxFanoutLimit: in every
+// participant's order when the join takes the room past it, else in u's.
+func (b *batch) markLarge(room string, participants []userRef, u store.UserRef, at time.Time) {
+	switch n := len(participants); {
+	case n == store.InboxFanoutLimit+1:
+		for _, p := range participants {
+			b.set(largeRoomsPartition(p.Login).str(room), at)
+		}
+	case n > store.InboxFanoutLimit:
+		b.set(largeRoomsPartition(u.Login).str(room), at)
+	}
+}
+
+// LargeInboxRooms scans login's marks.
+func (db *DB) LargeInboxRooms(ctx context.Context, login string) ([]string, error) {
+	end, err := db.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	p := largeRoomsPartition(login)
+	var rooms []string
+	err = db.scan(ctx, p, p.end(), false, func(k, _ []byte) (bool, error) {
+		room, _, err := parseStr(k[len(p):])
+		rooms = append(rooms, room)
+		return err == nil, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the large rooms of the inbox of %q: %w", login, err)
+	}
+	return rooms, nil
+}
+
+// DropLargeInboxRooms deletes the marks made before `before`, under the
+// lock of login's marks, so that a join's mark made meanwhile stays.
+func (db *DB) DropLargeInboxRooms(ctx context.Context, login string, rooms []string, before time.Time) error {
+	p := largeRoomsPartition(login)
+	end, err := db.beginLocked(ctx, p)
+	if err != nil {
+		return err
+	}
+	defer end()
+	b := db.batch()
+	for _, room := range rooms {
+		at, found, err := getRow[time.Time](db, p.str(room))
+		if err != nil {
+			b.Close()
+			return err
+		}
+		if found && at.Before(before) {
+			b.delete(p.str(room))
+		}
+	}
+	if err := b.commit(); err != nil {
+		return fmt.Errorf("dropping large rooms of the inbox of %q: %w", login, err)
+	}
+	return nil
 }

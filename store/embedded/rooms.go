@@ -181,7 +181,7 @@ func (db *DB) Rooms(ctx context.Context, after string, limit int) ([]store.Room,
 // exists and u is not in it; a join never creates a room. u must be a user.
 func (db *DB) JoinRoom(ctx context.Context, name string, u store.UserRef) (store.Room, store.Event, error) {
 	rk, uk := roomKey(name), userKey(u.Login)
-	end, err := db.beginLocked(ctx, rk, uk)
+	end, err := db.beginLocked(ctx, rk, uk, largeRoomsPartition(u.Login)) // the last for the mark of u (markLarge, DropLargeInboxRooms)
 	if err != nil {
 		return store.Room{}, store.Event{}, err
 	}
@@ -210,6 +210,7 @@ func (db *DB) JoinRoom(ctx context.Context, name string, u store.UserRef) (store
 	b.addMember(room, u.Login)
 	b.set(uk, user)
 	b.addActivity(u.Login, name, ev.ID)
+	b.markLarge(name, room.Participants, u, ev.ID.Time())
 	if err := db.addLoggedMessage(b, ev); err != nil {
 		b.Close()
 		return store.Room{}, store.Event{}, err

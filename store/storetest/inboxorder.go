@@ -19,6 +19,7 @@ func inboxOrderTests() []storeTest {
 		{"RacingActivities", testInboxOrderRacing},
 		{"OrderInbox", testOrderInbox},
 		{"DropInboxPositions", testDropInboxPositions},
+		{"LargeRooms", testInboxLargeRooms},
 	}
 }
 
@@ -227,4 +228,79 @@ func testDropInboxPositions(t *testing.T, s store.Store) {
 	if len(got) != 2 || got[0] != (store.InboxPosition{Activity: m.ID, Conversation: room.Name}) {
 		t.Errorf("InboxPage after a post = %s, want %q first at the post", fmtPositions(got), room.Name)
 	}
+}
+
+// checkLarge checks login's large rooms.
+func checkLarge(t *testing.T, ctx context.Context, s store.Store, login string, want ...string) {
+	t.Helper()
+	got, err := s.LargeInboxRooms(ctx, login)
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("LargeInboxRooms(%q) = %v, %v, want %v, nil", login, got, err, want)
+	}
+}
+
+// checkFirst checks the first position of login's order.
+func checkFirst(t *testing.T, ctx context.Context, s store.Store, what, login string, want store.InboxPosition) {
+	t.Helper()
+	page := mustInboxPage(t, ctx, s, login, store.InboxPosition{}, 1)
+	if len(page) != 1 || page[0] != want {
+		t.Errorf("%s: the first position of %q = %s, want %s", what, login, fmtPositions(page), fmtPositions([]store.InboxPosition{want}))
+	}
+}
+
+// testInboxLargeRooms: a post to a public room of at most
+// store.InboxFanoutLimit participants is an activity of each one's order;
+// the join that takes it past the limit marks it large in every
+// participant's order, a later join in the joiner's, and its posts then
+// write no positions, until leaves take it back to the limit. The marks
+// stay until dropped, and a drop spares a mark made after it.
+func testInboxLargeRooms(t *testing.T, s store.Store) {
+	ctx := newContext(t)
+	host := mustCreateUser(t, ctx, s, "host").UserRef
+	room := mustCreateRoom(t, ctx, s, "large", host)
+	var last store.UserRef
+	for n := 1; n < store.InboxFanoutLimit; n++ {
+		last = mustCreateUser(t, ctx, s, "crowd").UserRef
+		mustJoinRoom(t, ctx, s, room.Name, last)
+	}
+	atLimit := mustPost(t, ctx, s, room.Name, store.NewMessageID(), last, "at the limit")
+	atLimitPos := store.InboxPosition{Activity: atLimit.ID, Conversation: room.Name}
+	for _, u := range []store.UserRef{host, last} {
+		checkFirst(t, ctx, s, "a post to a room at the limit", u.Login, atLimitPos)
+		checkLarge(t, ctx, s, u.Login)
+	}
+
+	over := mustCreateUser(t, ctx, s, "over").UserRef
+	if r := mustJoinRoom(t, ctx, s, room.Name, over); len(r.Participants) != store.InboxFanoutLimit+1 {
+		t.Fatalf("the room has %d participants, want %d", len(r.Participants), store.InboxFanoutLimit+1)
+	}
+	for _, u := range []store.UserRef{host, last, over} {
+		checkLarge(t, ctx, s, u.Login, room.Name)
+	}
+	mustPost(t, ctx, s, room.Name, store.NewMessageID(), host, "past the limit")
+	checkFirst(t, ctx, s, "a post to a room past the limit", host.Login, atLimitPos)
+	later := mustCreateUser(t, ctx, s, "later").UserRef
+	mustJoinRoom(t, ctx, s, room.Name, later)
+	checkLarge(t, ctx, s, later.Login, room.Name)
+
+	// Back at the limit, posts are activities of every order again.
+	for _, u := range []store.UserRef{over, later} {
+		if _, err := s.LeaveRoom(ctx, room.Name, u); err != nil {
+			t.Fatalf("LeaveRoom(%q) = %v", u.Login, err)
+		}
+	}
+	again := mustPost(t, ctx, s, room.Name, store.NewMessageID(), host, "at the limit again")
+	checkFirst(t, ctx, s, "a post after leaves back to the limit", last.Login, store.InboxPosition{Activity: again.ID, Conversation: room.Name})
+	checkLarge(t, ctx, s, last.Login, room.Name)
+
+	// A drop spares a mark made after it.
+	if err := s.DropLargeInboxRooms(ctx, later.Login, []string{room.Name}, time.Now().Add(-time.Hour)); err != nil {
+		t.Fatalf("DropLargeInboxRooms = %v", err)
+	}
+	checkLarge(t, ctx, s, later.Login, room.Name)
+	if err := s.DropLargeInboxRooms(ctx, later.Login, []string{room.Name}, time.Now().Add(time.Second)); err != nil {
+		t.Fatalf("DropLargeInboxRooms = %v", err)
+	}
+	checkLarge(t, ctx, s, later.Login)
+	checkLarge(t, ctx, s, host.Login, room.Name)
 }
