@@ -34,6 +34,8 @@ const (
 	selectLargeRooms       = `SELECT conversation_id FROM inbox_order WHERE login = ? AND section = 2`
 	deleteLargeRoom        = `DELETE FROM inbox_order USING TIMESTAMP ? WHERE login = ? AND section = 2 AND activity = ? AND conversation_id = ?`
 	selectRoomFanout       = `SELECT participant_count, inbox_fanout FROM chat_rooms WHERE room_name = ?`
+	selectRoomActivity     = `SELECT activity FROM room_inbox_activity WHERE room_name = ?`
+	setRoomActivity        = `UPDATE room_inbox_activity USING TIMESTAMP ? SET activity = ? WHERE room_name = ?`
 )
 
 // positionBatchSize bounds how many positions OrderInbox writes in one
@@ -52,9 +54,19 @@ func addActivity(b *gocql.Batch, login, conversation string, activity store.Mess
 // activityWrite returns the write of conversation's activity in login's
 // order, for the extra writes of a message (see writeMessage).
 func (db *DB) activityWrite(ctx context.Context, login, conversation string, activity store.MessageID) func() error {
+	return db.activityReplacing(ctx, login, conversation, activity, store.MessageID{})
+}
+
+// activityReplacing is activityWrite that also deletes, in the same
+// single-partition batch, the position at prev (none if zero): the one the
+// activity replaces.
+func (db *DB) activityReplacing(ctx context.Context, login, conversation string, activity, prev store.MessageID) func() error {
 	return func() error {
 		b := db.inboxBatch(ctx)
 		addActivity(b, login, conversation, activity)
+		if !prev.IsZero() {
+			b.Query(deletePosition, writeTime(prev), login, gocql.UUID(prev), conversation)
+		}
 		if err := db.session.ExecuteBatch(b); err != nil {
 			return fmt.Errorf("cassandra: the inbox order of %q: %w", login, err)
 		}
@@ -186,33 +198,71 @@ func (db *DB) DropInboxPositions(ctx context.Context, login string, positions []
 	return nil
 }
 
-// roomFanout returns the logins whose inbox orders a post to the room
-// writes: from one read of the room's participant_count and inbox_fanout,
-// at most store.InboxFanoutLimit logins, none past it. A room whose count
-// no join or leave has set since schema version 25 is read whole, and each
-// of its participants told: it has no large marks to tell them otherwise.
-// A room deleted meanwhile has no one to tell.
-func (db *DB) roomFanout(ctx context.Context, room string) ([]string, error) {
-	var count *int
-	var fanout []string
-	err := db.query(ctx, selectRoomFanout, room).Scan(&count, &fanout)
-	switch {
-	case errors.Is(err, gocql.ErrNotFound):
-		return nil, nil
-	case err != nil:
+// roomActivityWrites returns the writes of the post m in the inbox orders
+// of its room's participants: from one read of the room's
+// participant_count and inbox_fanout, at most store.InboxFanoutLimit
+// participants, none past it. A room whose count no join or leave has set
+// since schema version 25 is read whole, and each of its participants
+// told: it has no large marks to tell them otherwise. A room deleted
+// meanwhile has no one to tell.
+//
+// Each position replaces the one of the room's last post that wrote
+// positions (room_inbox_activity, read alongside), deleted in the same
+// batch rather than left for a page; that post's id is then m's. A post
+// older than it (racing) writes none.
+func (db *DB) roomActivityWrites(ctx context.Context, m store.Message) ([]func() error, error) {
+	var (
+		count  *int
+		fanout []string
+		prev   gocql.UUID
+	)
+	fo := newFanout(2)
+	fo.Go(func() error {
+		err := db.query(ctx, selectRoomFanout, m.Room).Scan(&count, &fanout)
+		if errors.Is(err, gocql.ErrNotFound) {
+			return nil
+		}
+		return err
+	})
+	fo.Go(func() error {
+		err := db.query(ctx, selectRoomActivity, m.Room).Scan(&prev)
+		if errors.Is(err, gocql.ErrNotFound) {
+			return nil
+		}
+		return err
+	})
+	if err := fo.Wait(); err != nil {
 		return nil, err
-	case count != nil:
-		return fanout, nil
 	}
-	r, err := db.Room(ctx, room)
-	if errors.Is(err, store.ErrNotFound) {
+	last := store.MessageID(prev)
+	switch last.Compare(m.ID) {
+	case 1:
+		return nil, nil
+	case 0:
+		last = store.MessageID{} // m again (a retry): its own position stays
+	}
+	if count == nil {
+		r, err := db.Room(ctx, m.Room)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range r.Participants {
+			fanout = append(fanout, p.Login)
+		}
+	}
+	if len(fanout) == 0 {
 		return nil, nil
 	}
-	logins := make([]string, 0, len(r.Participants))
-	for _, p := range r.Participants {
-		logins = append(logins, p.Login)
+	writes := []func() error{func() error {
+		return db.query(ctx, setRoomActivity, writeTime(m.ID), gocql.UUID(m.ID), m.Room).Exec()
+	}}
+	for _, login := range fanout {
+		writes = append(writes, db.activityReplacing(ctx, login, m.Room, m.ID, last))
 	}
-	return logins, err
+	return writes, nil
 }
 
 // markLarge marks the room in the orders of whom u's join concerns, given

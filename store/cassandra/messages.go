@@ -56,19 +56,18 @@ const fanoutParallelism = 16
 // post lists its day with its copies (see listBuckets). Its notices join
 // the fan-out (see noticeWrites), and so do the activities of the room in
 // its participants' inbox orders (store.InboxOrder), a write per
-// participant of a room of at most store.InboxFanoutLimit (see roomFanout).
+// participant of a room of at most store.InboxFanoutLimit (see
+// roomActivityWrites).
 func (db *DB) PostMessage(ctx context.Context, m store.Message, notices ...store.Notice) error {
 	extra, err := db.noticeWrites(ctx, m.ID, m.Room, notices)
 	if err != nil {
 		return err
 	}
-	fanout, err := db.roomFanout(ctx, m.Room)
+	activities, err := db.roomActivityWrites(ctx, m)
 	if err != nil {
 		return fmt.Errorf("cassandra: post message to room %q: %w", m.Room, err)
 	}
-	for _, login := range fanout {
-		extra = append(extra, db.activityWrite(ctx, login, m.Room, m.ID))
-	}
+	extra = append(extra, activities...)
 	if err := db.writeMessage(ctx, m, store.MessagePosted, extra); err != nil {
 		return fmt.Errorf("cassandra: post message to room %q: %w", m.Room, err)
 	}

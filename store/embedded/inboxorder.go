@@ -21,11 +21,16 @@ const (
 	tableInboxActivities = "inbox_activities"
 	tableInboxOrdered    = "inbox_ordered"
 	tableInboxLarge      = "inbox_large_rooms"
+	tableRoomActivity    = "room_inbox_activity"
 )
 
 // largeRoomsPartition holds the large rooms of login's order, a key each
 // whose value is when it was marked.
 func largeRoomsPartition(login string) key { return tuple(tableInboxLarge).str(login) }
+
+// roomActivityKey holds the id of the room's last post that wrote
+// positions (addRoomActivity).
+func roomActivityKey(room string) key { return tuple(tableRoomActivity).str(room) }
 
 func positionsPartition(login string) key { return tuple(tableInboxPositions).str(login) }
 
@@ -43,6 +48,13 @@ func orderedKey(login string) key { return tuple(tableInboxOrdered).str(login) }
 func (b *batch) addActivity(login, conversation string, activity store.MessageID) {
 	b.setEmpty(positionKey(login, store.InboxPosition{Activity: activity, Conversation: conversation}))
 	b.setEmpty(activitiesPartition(login, conversation).asc(activity))
+}
+
+// dropActivity adds to b the deletion of the activity of conversation in
+// login's order, its position with it.
+func (b *batch) dropActivity(login, conversation string, activity store.MessageID) {
+	b.delete(positionKey(login, store.InboxPosition{Activity: activity, Conversation: conversation}))
+	b.delete(activitiesPartition(login, conversation).asc(activity))
 }
 
 // InboxPage scans login's positions last to first from after, and deletes,
@@ -179,10 +191,20 @@ func (db *DB) DropInboxPositions(ctx context.Context, login string, positions []
 // one joining meanwhile has the join as their activity, and a join that
 // takes the room past the limit marks it large in every participant's
 // order in the batch that adds the participant (markLarge).
+//
+// Each position replaces the one of the room's last post that wrote
+// positions (roomActivityKey), deleted in the same batch rather than left
+// for a page: so the positions a room leaves behind are those of other
+// activities (joins) and of racing posts, not one per post and
+// participant. A post older than that last one (racing) writes none.
 func (db *DB) addRoomActivity(b *batch, m store.Message) error {
+	prev, _, err := getRow[store.MessageID](db, roomActivityKey(m.Room))
+	if err != nil || prev.Compare(m.ID) > 0 {
+		return err
+	}
 	p := membersPartition(m.Room)
 	logins := make([]string, 0, store.InboxFanoutLimit+1)
-	err := db.scan(context.Background(), p.next(), p.end(), false, func(k, _ []byte) (bool, error) {
+	err = db.scan(context.Background(), p.next(), p.end(), false, func(k, _ []byte) (bool, error) {
 		login, _, err := parseStr(k[len(p):])
 		if err != nil {
 			return false, fmt.Errorf("member key of room %q: %w", m.Room, err)
@@ -194,8 +216,12 @@ func (db *DB) addRoomActivity(b *batch, m store.Message) error {
 		return err
 	}
 	for _, login := range logins {
+		if !prev.IsZero() {
+			b.dropActivity(login, m.Room, prev)
+		}
 		b.addActivity(login, m.Room, m.ID)
 	}
+	b.set(roomActivityKey(m.Room), m.ID)
 	return nil
 }
 
