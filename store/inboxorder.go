@@ -96,10 +96,10 @@ type InboxOrder interface {
 // InboxFanoutLimit is the most participants a public room may have for its
 // posts to write a position in each participant's inbox order; a larger
 // room's posts write none, whatever its size, and its activity is merged
-// when the inbox is read (one read per large room per page). 200: a post to
-// a room at the limit writes 200 positions (about as many rows as the
-// embedded store's post writes for 20 mentions' notices), which the
-// benchmark of posting (BENCHMARKS.md) shows within a few times a plain
-// post, while the rooms past it, where a user takes part in few, cost a
-// page a read each.
+// when the inbox is read (one read per large room per page). 200: a post
+// to a room at the limit writes 400 keys of inbox order on the embedded
+// store, a few milliseconds on the 2-core machine (BenchmarkPostToRoomOfSize,
+// BENCHMARKS.md), and a user takes part in few rooms larger than that, so
+// pages read few. Lower, more users' pages pay a read per room; higher,
+// each post pays a write per participant more.
 const InboxFanoutLimit = 200

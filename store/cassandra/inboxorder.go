@@ -317,3 +317,47 @@ func (db *DB) DropLargeInboxRooms(ctx context.Context, login string, rooms []str
 	}
 	return nil
 }
+
+const (
+	selectRoomCounts = `SELECT room_name, creator_login, kind, participants, participant_count FROM chat_rooms`
+	setRoomCount     = `UPDATE chat_rooms SET participant_count = ?, inbox_fanout = ? WHERE room_name = ? IF participants = ? AND participant_count = null`
+)
+
+// countParticipants sets, once (schema version 25), the participant count
+// and fan-out of every room no join or leave has set them of, each by a
+// compare-and-set of the participant set it read, and marks each public
+// room past store.InboxFanoutLimit large in every participant's order:
+// its posts wrote positions for everyone until now. A compare-and-set
+// that does not apply lost to a join or leave, which set them. Rooms made
+// meanwhile by a server of an older version have no count until their
+// first join or leave: their posts read the participants (see
+// roomActivityWrites).
+func countParticipants(ctx context.Context, session *gocql.Session) error {
+	iter := session.Query(selectRoomCounts).WithContext(ctx).PageSize(500).Iter()
+	var (
+		name, creator, kind string
+		participants        []userUDT
+		count               *int
+	)
+	for iter.Scan(&name, &creator, &kind, &participants, &count) {
+		if count != nil || creator == "" {
+			continue
+		}
+		n, fanout := fanoutOf(participants)
+		if _, err := session.Query(setRoomCount, n, fanout, name, participants).WithContext(ctx).MapScanCAS(map[string]any{}); err != nil {
+			return errors.Join(fmt.Errorf("counting the participants of room %q: %w", name, err), iter.Close())
+		}
+		if kind != "" || n <= store.InboxFanoutLimit {
+			continue
+		}
+		for _, p := range participants {
+			if err := session.Query(insertLargeRoom, p.Login, sentinelID, name).WithContext(ctx).Exec(); err != nil {
+				return errors.Join(fmt.Errorf("marking room %q large: %w", name, err), iter.Close())
+			}
+		}
+	}
+	if err := iter.Close(); err != nil {
+		return fmt.Errorf("reading chat_rooms: %w", err)
+	}
+	return nil
+}

@@ -2,9 +2,11 @@ package embedded
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/killrchat/chatql/store"
 )
 
@@ -61,6 +63,48 @@ func TestInboxPositionsReplaced(t *testing.T) {
 		got := positionsOf(t, db, u.Login)
 		if got["hall"] != 2 || got[dm] != 1 {
 			t.Errorf("positions of %s = %v, want 2 of hall (its creation or join, the last post) and 1 of %s", u.Login, got, dm)
+		}
+	}
+}
+
+// TestLargeRoomsMarkedOnOpen: a store written before large rooms, whose
+// large rooms are marked nowhere, has them marked in every participant's
+// order when opened, once.
+func TestLargeRoomsMarkedOnOpen(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	ctx := context.Background()
+	var last store.UserRef
+	for i := range store.InboxFanoutLimit + 1 {
+		last = store.UserRef{Login: fmt.Sprintf("user%03d", i), Firstname: "F", Lastname: "L"}
+		if err := db.CreateUser(ctx, store.Account{User: store.User{UserRef: last}}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			if err := db.CreateRoom(ctx, store.Room{Name: "hall", Creator: last, CreatedAt: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+		} else if _, _, err := db.JoinRoom(ctx, "hall", last); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What an older version left: no marks, and none made.
+	for _, k := range []key{tuple(tableInboxLarge), tuple(tableMeta).str(tableInboxLarge)} {
+		if err := db.pdb.DeleteRange(k, k.end(), pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rooms, err := db.LargeInboxRooms(ctx, last.Login); err != nil || len(rooms) != 0 {
+		t.Fatalf("LargeInboxRooms after forgetting = %v, %v", rooms, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = open(t, dir)
+	defer db.Close()
+	for _, login := range []string{"user000", last.Login} {
+		if rooms, err := db.LargeInboxRooms(ctx, login); err != nil || len(rooms) != 1 || rooms[0] != "hall" {
+			t.Errorf("LargeInboxRooms(%s) after Open = %v, %v, want [hall]", login, rooms, err)
 		}
 	}
 }
