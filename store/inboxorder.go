@@ -46,7 +46,13 @@ func ComparePositions(a, b InboxPosition) int {
 // in (Cassandra: USING TIMESTAMP of the activity; embedded: the largest
 // key). The positions older activities left behind are dropped by the first
 // page that reaches them, so a page lists each conversation once, at its
-// newest activity. Leaving a conversation leaves its position: the chat
+// newest activity. Fewer are left: a post to a public room deletes the
+// positions the room's previous post wrote, in the batches that write its
+// own, and so, on the embedded store, do a direct and a group message
+// (whose entry it reads anyway); what is left is the positions of other
+// activities (joins, creations) and of racing posts, and on Cassandra of
+// direct and group messages, whose writes read nothing that names the
+// previous one. Leaving a conversation leaves its position: the chat
 // core passes over (and drops) the positions of conversations the user no
 // longer has.
 //
