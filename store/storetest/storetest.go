@@ -195,6 +195,7 @@ func groups() []group[store.Store] {
 			{"Lease", testWebhookLease},
 		}},
 		{"RoomSettings", roomSettingsTests()},
+		{"InboxOrder", inboxOrderTests()},
 	}
 }
 
