@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -173,6 +174,23 @@ func (s *Service) Room(ctx context.Context, me store.UserRef, name string) (stor
 	return s.visibleRoom(ctx, name, me)
 }
 
+// RoomsNamed reads the rooms with these names that me may see, in the
+// order given, passing over those gone (deleted meanwhile) or hidden.
+func (s *Service) RoomsNamed(ctx context.Context, me store.UserRef, names []string) ([]store.Room, error) {
+	rooms := make([]store.Room, 0, len(names))
+	for _, name := range names {
+		r, err := s.visibleRoom(ctx, name, me)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		rooms = append(rooms, r)
+	}
+	return rooms, nil
+}
+
 // Rooms pages the rooms me may see, in the store's stable order after the
 // room named after.
 func (s *Service) Rooms(ctx context.Context, me store.UserRef, after string, limit int) ([]store.Room, error) {
@@ -195,10 +213,14 @@ func (s *Service) ReadMarks(ctx context.Context, me store.UserRef, room *store.R
 }
 
 // Bans are the room's bans, for its creator and moderators only (nil for
-// others).
+// others, non-nil for them, if empty).
 func (s *Service) Bans(ctx context.Context, me store.UserRef, room *store.Room) ([]string, error) {
 	if room.Creator.Login != me.Login && !room.Moderates(me.Login) {
 		return nil, nil
 	}
-	return s.Store.Bans(ctx, room.Name)
+	bans, err := s.Store.Bans(ctx, room.Name)
+	if err == nil && bans == nil {
+		bans = []string{}
+	}
+	return bans, err
 }

@@ -100,6 +100,16 @@ type ComplexityRoot struct {
 		Unread       func(childComplexity int) int
 	}
 
+	ConversationConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	ConversationEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
 	CreatedInvite struct {
 		Invite func(childComplexity int) int
 		Token  func(childComplexity int) int
@@ -306,33 +316,35 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		BlockedUsers      func(childComplexity int, first *int, after *string) int
-		Bots              func(childComplexity int) int
-		Changes           func(childComplexity int, since *string, first *int) int
-		DirectMessages    func(childComplexity int, with string, first *int, after *string, last *int, before *string, around *string) int
-		FileQuota         func(childComplexity int) int
-		Identities        func(childComplexity int) int
-		Inbox             func(childComplexity int) int
-		Me                func(childComplexity int) int
-		Message           func(childComplexity int, id string) int
-		Messages          func(childComplexity int, room string, first *int, after *string, last *int, before *string, around *string) int
-		MyMessages        func(childComplexity int, first *int, after *string) int
-		Node              func(childComplexity int, id string) int
-		OidcProvider      func(childComplexity int) int
-		Passkeys          func(childComplexity int) int
-		Presence          func(childComplexity int, logins []string) int
-		PushPreviews      func(childComplexity int) int
-		PushSubscriptions func(childComplexity int) int
-		Room              func(childComplexity int, name string) int
-		Rooms             func(childComplexity int, first *int, after *string) int
-		SearchMessages    func(childComplexity int, query string, conversation *string, from *string, first *int, after *string) int
-		SearchRooms       func(childComplexity int, query string, first *int) int
-		SearchUsers       func(childComplexity int, prefix string, first *int) int
-		Sessions          func(childComplexity int) int
-		Thread            func(childComplexity int, messageID string, first *int, after *string, last *int, before *string, around *string) int
-		TwoFactor         func(childComplexity int) int
-		VapidPublicKey    func(childComplexity int) int
-		Webhooks          func(childComplexity int, room string) int
+		BlockedUsers           func(childComplexity int, first *int, after *string) int
+		BlockedUsersConnection func(childComplexity int, first *int, after *string) int
+		Bots                   func(childComplexity int) int
+		Changes                func(childComplexity int, since *string, first *int) int
+		Conversations          func(childComplexity int, first *int, after *string) int
+		DirectMessages         func(childComplexity int, with string, first *int, after *string, last *int, before *string, around *string) int
+		FileQuota              func(childComplexity int) int
+		Identities             func(childComplexity int) int
+		Inbox                  func(childComplexity int) int
+		Me                     func(childComplexity int) int
+		Message                func(childComplexity int, id string) int
+		Messages               func(childComplexity int, room string, first *int, after *string, last *int, before *string, around *string) int
+		MyMessages             func(childComplexity int, first *int, after *string) int
+		Node                   func(childComplexity int, id string) int
+		OidcProvider           func(childComplexity int) int
+		Passkeys               func(childComplexity int) int
+		Presence               func(childComplexity int, logins []string) int
+		PushPreviews           func(childComplexity int) int
+		PushSubscriptions      func(childComplexity int) int
+		Room                   func(childComplexity int, name string) int
+		Rooms                  func(childComplexity int, first *int, after *string) int
+		SearchMessages         func(childComplexity int, query string, conversation *string, from *string, first *int, after *string) int
+		SearchRooms            func(childComplexity int, query string, first *int) int
+		SearchUsers            func(childComplexity int, prefix string, first *int) int
+		Sessions               func(childComplexity int) int
+		Thread                 func(childComplexity int, messageID string, first *int, after *string, last *int, before *string, around *string) int
+		TwoFactor              func(childComplexity int) int
+		VapidPublicKey         func(childComplexity int) int
+		Webhooks               func(childComplexity int, room string) int
 	}
 
 	Reaction struct {
@@ -347,27 +359,30 @@ type ComplexityRoot struct {
 	}
 
 	Room struct {
-		Banned          func(childComplexity int, first *int, after *string) int
-		Banner          func(childComplexity int) int
-		CreatedAt       func(childComplexity int) int
-		Creator         func(childComplexity int) int
-		ID              func(childComplexity int) int
-		Icon            func(childComplexity int) int
-		Invites         func(childComplexity int) int
-		Kind            func(childComplexity int) int
-		Moderators      func(childComplexity int) int
-		Name            func(childComplexity int) int
-		Online          func(childComplexity int, first *int) int
-		Participants    func(childComplexity int, first *int, after *string) int
-		PinnedMessages  func(childComplexity int) int
-		ReadMarks       func(childComplexity int, first *int) int
-		SlowModeSeconds func(childComplexity int) int
-		Title           func(childComplexity int) int
+		Banned                 func(childComplexity int, first *int, after *string) int
+		BannedConnection       func(childComplexity int, first *int, after *string) int
+		Banner                 func(childComplexity int) int
+		CreatedAt              func(childComplexity int) int
+		Creator                func(childComplexity int) int
+		ID                     func(childComplexity int) int
+		Icon                   func(childComplexity int) int
+		Invites                func(childComplexity int) int
+		Kind                   func(childComplexity int) int
+		Moderators             func(childComplexity int) int
+		Name                   func(childComplexity int) int
+		Online                 func(childComplexity int, first *int) int
+		Participants           func(childComplexity int, first *int, after *string) int
+		ParticipantsConnection func(childComplexity int, first *int, after *string) int
+		PinnedMessages         func(childComplexity int) int
+		ReadMarks              func(childComplexity int, first *int) int
+		SlowModeSeconds        func(childComplexity int) int
+		Title                  func(childComplexity int) int
 	}
 
 	RoomConnection struct {
-		Edges    func(childComplexity int) int
-		PageInfo func(childComplexity int) int
+		Edges      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
 	}
 
 	RoomEdge struct {
@@ -456,19 +471,31 @@ type ComplexityRoot struct {
 	}
 
 	User struct {
-		Avatar        func(childComplexity int) int
-		Bio           func(childComplexity int) int
-		Bot           func(childComplexity int) int
-		Email         func(childComplexity int) int
-		EmailDigests  func(childComplexity int) int
-		EmailVerified func(childComplexity int) int
-		Firstname     func(childComplexity int) int
-		HasPassword   func(childComplexity int) int
-		ID            func(childComplexity int) int
-		Lastname      func(childComplexity int) int
-		Login         func(childComplexity int) int
-		ReadReceipts  func(childComplexity int) int
-		Rooms         func(childComplexity int, first *int, after *string) int
+		Avatar          func(childComplexity int) int
+		Bio             func(childComplexity int) int
+		Bot             func(childComplexity int) int
+		Email           func(childComplexity int) int
+		EmailDigests    func(childComplexity int) int
+		EmailVerified   func(childComplexity int) int
+		Firstname       func(childComplexity int) int
+		HasPassword     func(childComplexity int) int
+		ID              func(childComplexity int) int
+		Lastname        func(childComplexity int) int
+		Login           func(childComplexity int) int
+		ReadReceipts    func(childComplexity int) int
+		Rooms           func(childComplexity int, first *int, after *string) int
+		RoomsConnection func(childComplexity int, first *int, after *string) int
+	}
+
+	UserConnection struct {
+		Edges      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	UserEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	UserPresence struct {
@@ -641,6 +668,7 @@ type QueryResolver interface {
 	OidcProvider(ctx context.Context) (*model.OidcProvider, error)
 	Identities(ctx context.Context) ([]model.LinkedIdentity, error)
 	Inbox(ctx context.Context) ([]store.Conversation, error)
+	Conversations(ctx context.Context, first *int, after *string) (*model.ConversationConnection, error)
 	DirectMessages(ctx context.Context, with string, first *int, after *string, last *int, before *string, around *string) (*model.MessageConnection, error)
 	Message(ctx context.Context, id string) (*store.Message, error)
 	Presence(ctx context.Context, logins []string) ([]chat.UserPresence, error)
@@ -660,6 +688,7 @@ type QueryResolver interface {
 	Changes(ctx context.Context, since *string, first *int) (*model.SyncPage, error)
 	Bots(ctx context.Context) ([]store.Bot, error)
 	BlockedUsers(ctx context.Context, first *int, after *string) ([]store.UserRef, error)
+	BlockedUsersConnection(ctx context.Context, first *int, after *string) (*model.UserConnection, error)
 	Me(ctx context.Context) (*store.User, error)
 	Webhooks(ctx context.Context, room string) ([]store.Webhook, error)
 }
@@ -679,11 +708,13 @@ type RoomResolver interface {
 	Invites(ctx context.Context, obj *store.Room) ([]store.Invite, error)
 
 	Participants(ctx context.Context, obj *store.Room, first *int, after *string) ([]store.UserRef, error)
+	ParticipantsConnection(ctx context.Context, obj *store.Room, first *int, after *string) (*model.UserConnection, error)
 	Kind(ctx context.Context, obj *store.Room) (model.RoomKind, error)
 	ReadMarks(ctx context.Context, obj *store.Room, first *int) ([]store.ReadMark, error)
 	Online(ctx context.Context, obj *store.Room, first *int) ([]store.UserRef, error)
 
 	Banned(ctx context.Context, obj *store.Room, first *int, after *string) ([]string, error)
+	BannedConnection(ctx context.Context, obj *store.Room, first *int, after *string) (*model.UserConnection, error)
 }
 type SubscriptionResolver interface {
 	InboxEvents(ctx context.Context, after *string, presence *bool) (<-chan *model.InboxEvent, error)
@@ -698,6 +729,7 @@ type UserResolver interface {
 	HasPassword(ctx context.Context, obj *store.User) (bool, error)
 	ReadReceipts(ctx context.Context, obj *store.User) (bool, error)
 	Rooms(ctx context.Context, obj *store.User, first *int, after *string) ([]string, error)
+	RoomsConnection(ctx context.Context, obj *store.User, first *int, after *string) (*model.RoomConnection, error)
 }
 type UserSummaryResolver interface {
 	ID(ctx context.Context, obj *store.UserRef) (string, error)
@@ -930,6 +962,32 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Conversation.Unread(childComplexity), true
+
+	case "ConversationConnection.edges":
+		if e.ComplexityRoot.ConversationConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ConversationConnection.Edges(childComplexity), true
+	case "ConversationConnection.pageInfo":
+		if e.ComplexityRoot.ConversationConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ConversationConnection.PageInfo(childComplexity), true
+
+	case "ConversationEdge.cursor":
+		if e.ComplexityRoot.ConversationEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ConversationEdge.Cursor(childComplexity), true
+	case "ConversationEdge.node":
+		if e.ComplexityRoot.ConversationEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ConversationEdge.Node(childComplexity), true
 
 	case "CreatedInvite.invite":
 		if e.ComplexityRoot.CreatedInvite.Invite == nil {
@@ -2174,6 +2232,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.BlockedUsers(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "Query.blockedUsersConnection":
+		if e.ComplexityRoot.Query.BlockedUsersConnection == nil {
+			break
+		}
+
+		args, err := ec.field_Query_blockedUsersConnection_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.BlockedUsersConnection(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Query.bots":
 		if e.ComplexityRoot.Query.Bots == nil {
 			break
@@ -2191,6 +2260,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Changes(childComplexity, args["since"].(*string), args["first"].(*int)), true
+	case "Query.conversations":
+		if e.ComplexityRoot.Query.Conversations == nil {
+			break
+		}
+
+		args, err := ec.field_Query_conversations_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Conversations(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Query.directMessages":
 		if e.ComplexityRoot.Query.DirectMessages == nil {
 			break
@@ -2445,6 +2525,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Room.Banned(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "Room.bannedConnection":
+		if e.ComplexityRoot.Room.BannedConnection == nil {
+			break
+		}
+
+		args, err := ec.field_Room_bannedConnection_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Room.BannedConnection(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Room.banner":
 		if e.ComplexityRoot.Room.Banner == nil {
 			break
@@ -2521,6 +2612,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Room.Participants(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "Room.participantsConnection":
+		if e.ComplexityRoot.Room.ParticipantsConnection == nil {
+			break
+		}
+
+		args, err := ec.field_Room_participantsConnection_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Room.ParticipantsConnection(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Room.pinnedMessages":
 		if e.ComplexityRoot.Room.PinnedMessages == nil {
 			break
@@ -2563,6 +2665,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RoomConnection.PageInfo(childComplexity), true
+	case "RoomConnection.totalCount":
+		if e.ComplexityRoot.RoomConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RoomConnection.TotalCount(childComplexity), true
 
 	case "RoomEdge.cursor":
 		if e.ComplexityRoot.RoomEdge.Cursor == nil {
@@ -2951,6 +3059,49 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.User.Rooms(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "User.roomsConnection":
+		if e.ComplexityRoot.User.RoomsConnection == nil {
+			break
+		}
+
+		args, err := ec.field_User_roomsConnection_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.User.RoomsConnection(childComplexity, args["first"].(*int), args["after"].(*string)), true
+
+	case "UserConnection.edges":
+		if e.ComplexityRoot.UserConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserConnection.Edges(childComplexity), true
+	case "UserConnection.pageInfo":
+		if e.ComplexityRoot.UserConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserConnection.PageInfo(childComplexity), true
+	case "UserConnection.totalCount":
+		if e.ComplexityRoot.UserConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserConnection.TotalCount(childComplexity), true
+
+	case "UserEdge.cursor":
+		if e.ComplexityRoot.UserEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserEdge.Cursor(childComplexity), true
+	case "UserEdge.node":
+		if e.ComplexityRoot.UserEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserEdge.Node(childComplexity), true
 
 	case "UserPresence.login":
 		if e.ComplexityRoot.UserPresence.Login == nil {
@@ -3605,6 +3756,22 @@ type Conversation {
   muted: Boolean!
 }
 
+"""A page of the caller's inbox (` + "`" + `conversations` + "`" + `)."""
+type ConversationConnection {
+  """The conversations of this page, newest activity first."""
+  edges: [ConversationEdge!]!
+  """` + "`" + `hasNextPage` + "`" + ` and ` + "`" + `endCursor` + "`" + ` (pass it as ` + "`" + `after` + "`" + `) lead to the conversations with older activity."""
+  pageInfo: PageInfo!
+}
+
+"""An inbox entry and its cursor."""
+type ConversationEdge {
+  """Pass as ` + "`" + `conversations(after:)` + "`" + ` to continue after this conversation. Opaque."""
+  cursor: String!
+  """The conversation."""
+  node: Conversation!
+}
+
 """Whether a user is online."""
 type UserPresence @cost(weight: "10") {
   """Who."""
@@ -3667,8 +3834,20 @@ type InboxEvent {
 }
 
 extend type Query {
-  """The caller's conversations, direct, group and the public rooms they take part in, newest message first, with unread counts."""
-  inbox: [Conversation!]! @listSize(assumedSize: 50)
+  """The caller's conversations, direct, group and the public rooms they take part in, newest message first, with unread counts: all of them at once, a read per conversation."""
+  inbox: [Conversation!]! @listSize(assumedSize: 50) @deprecated(reason: "Use ` + "`" + `conversations(first:, after:)` + "`" + `: the same entries, a page at a time, newest activity first.")
+  """
+  The caller's conversations, direct, group and the public rooms they take part in, a page at a
+  time, newest activity first: a message (anyone's), or for the caller alone creating a room or
+  group, joining a room or being added to a group. Each entry is as ` + "`" + `inbox` + "`" + ` shows it. A page costs
+  one read of the order and one read per entry on it.
+  """
+  conversations(
+    """How many conversations, 1 to 50."""
+    first: Int = 20
+    """An edge's cursor: the page starts after that conversation."""
+    after: String
+  ): ConversationConnection! @listSize(slicingArguments: ["first"], assumedSize: 50, sizedFields: ["edges"])
   """The direct messages between the caller and another user, newest first, paged as ` + "`" + `messages` + "`" + ` is (` + "`" + `around` + "`" + ` a message of the conversation)."""
   directMessages(
     """The other user's login."""
@@ -4344,7 +4523,14 @@ type Room implements Node {
     first: Int = 100
     """A login: the page starts after it."""
     after: String
-  ): [UserSummary!]! @listSize(slicingArguments: ["first"], assumedSize: 100)
+  ): [UserSummary!]! @listSize(slicingArguments: ["first"], assumedSize: 100) @deprecated(reason: "Use ` + "`" + `participantsConnection(first:, after:)` + "`" + `: the same pages, with ` + "`" + `pageInfo` + "`" + ` and ` + "`" + `totalCount` + "`" + `.")
+  """Everyone in the room, sorted by login, a page at a time, with how many there are. Only participants read and post messages."""
+  participantsConnection(
+    """How many, 1 to 100."""
+    first: Int = 100
+    """An edge's cursor: the page starts after that participant."""
+    after: String
+  ): UserConnection! @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"])
   """Public room or private group."""
   kind: RoomKind!
   """
@@ -4382,7 +4568,14 @@ type Room implements Node {
     first: Int = 100
     """A login: the page starts after it."""
     after: String
-  ): [String!] @listSize(slicingArguments: ["first"], assumedSize: 100)
+  ): [String!] @listSize(slicingArguments: ["first"], assumedSize: 100) @deprecated(reason: "Use ` + "`" + `bannedConnection(first:, after:)` + "`" + `: the same pages, of users, with ` + "`" + `pageInfo` + "`" + ` and ` + "`" + `totalCount` + "`" + `.")
+  """The users banned from the room (` + "`" + `banUser` + "`" + `), by login, a page at a time, with how many there are. Null unless the caller is its creator or one of its moderators."""
+  bannedConnection(
+    """How many, 1 to 100."""
+    first: Int = 100
+    """An edge's cursor: the page starts after that user."""
+    after: String
+  ): UserConnection @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"])
 }
 
 """A message pinned to a room."""
@@ -4454,6 +4647,8 @@ type RoomConnection {
   edges: [RoomEdge!]!
   """Where the page ends."""
   pageInfo: PageInfo!
+  """How many rooms the list holds, every page together: for ` + "`" + `User.roomsConnection` + "`" + `, the rooms the user takes part in. Null for the directory (` + "`" + `rooms` + "`" + `), which is not counted."""
+  totalCount: Int
 }
 
 """A room and its cursor."""
@@ -4940,7 +5135,14 @@ type User implements Node {
     first: Int = 100
     """A room's name: the page starts after it."""
     after: String
-  ): [String!]! @listSize(slicingArguments: ["first"], assumedSize: 100)
+  ): [String!]! @listSize(slicingArguments: ["first"], assumedSize: 100) @deprecated(reason: "Use ` + "`" + `roomsConnection(first:, after:)` + "`" + `: the rooms themselves, by name, with ` + "`" + `pageInfo` + "`" + ` and ` + "`" + `totalCount` + "`" + `.")
+  """The rooms and groups the user takes part in, by name, a page at a time (a read per room), with how many there are."""
+  roomsConnection(
+    """How many rooms, 1 to 100."""
+    first: Int = 20
+    """An edge's cursor: the page starts after that room."""
+    after: String
+  ): RoomConnection! @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"])
 }
 
 """A new account."""
@@ -5046,7 +5248,14 @@ extend type Query {
     first: Int = 100
     """A login: the page starts after it."""
     after: String
-  ): [UserSummary!]! @listSize(slicingArguments: ["first"], assumedSize: 100)
+  ): [UserSummary!]! @listSize(slicingArguments: ["first"], assumedSize: 100) @deprecated(reason: "Use ` + "`" + `blockedUsersConnection(first:, after:)` + "`" + `: the same pages, with ` + "`" + `pageInfo` + "`" + ` and ` + "`" + `totalCount` + "`" + `.")
+  """The users the caller blocked, by login, a page at a time, with how many there are."""
+  blockedUsersConnection(
+    """How many, 1 to 100."""
+    first: Int = 100
+    """An edge's cursor: the page starts after that user."""
+    after: String
+  ): UserConnection! @listSize(slicingArguments: ["first"], assumedSize: 100, sizedFields: ["edges"])
   """The logged-in user's profile and rooms. Needs a token."""
   me: User!
 }
@@ -5268,6 +5477,24 @@ extend type Mutation {
     login: String!
   ): Boolean!
 }
+
+"""A page of users, by login."""
+type UserConnection {
+  """The users of this page, by login."""
+  edges: [UserEdge!]!
+  """` + "`" + `hasNextPage` + "`" + ` and ` + "`" + `endCursor` + "`" + ` (pass it as ` + "`" + `after` + "`" + `) lead to the next logins."""
+  pageInfo: PageInfo!
+  """How many users the whole list holds, every page together."""
+  totalCount: Int!
+}
+
+"""A user and its cursor."""
+type UserEdge {
+  """Pass as ` + "`" + `after` + "`" + ` to continue after this user."""
+  cursor: String!
+  """The user."""
+  node: UserSummary!
+}
 `, BuiltIn: false},
 	{Name: "../schema/webhooks.graphqls", Input: `"""Where a webhook's delivery stands."""
 enum WebhookState {
@@ -5452,6 +5679,26 @@ func (ec *executionContext) childFields_Conversation(ctx context.Context, field 
 		return ec.fieldContext_Conversation_muted(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Conversation", field.Name)
+}
+
+func (ec *executionContext) childFields_ConversationConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_ConversationConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_ConversationConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ConversationConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_ConversationEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_ConversationEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_ConversationEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ConversationEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_CreatedInvite(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -5764,6 +6011,8 @@ func (ec *executionContext) childFields_Room(ctx context.Context, field graphql.
 		return ec.fieldContext_Room_createdAt(ctx, field)
 	case "participants":
 		return ec.fieldContext_Room_participants(ctx, field)
+	case "participantsConnection":
+		return ec.fieldContext_Room_participantsConnection(ctx, field)
 	case "kind":
 		return ec.fieldContext_Room_kind(ctx, field)
 	case "readMarks":
@@ -5774,6 +6023,8 @@ func (ec *executionContext) childFields_Room(ctx context.Context, field graphql.
 		return ec.fieldContext_Room_moderators(ctx, field)
 	case "banned":
 		return ec.fieldContext_Room_banned(ctx, field)
+	case "bannedConnection":
+		return ec.fieldContext_Room_bannedConnection(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Room", field.Name)
 }
@@ -5784,6 +6035,8 @@ func (ec *executionContext) childFields_RoomConnection(ctx context.Context, fiel
 		return ec.fieldContext_RoomConnection_edges(ctx, field)
 	case "pageInfo":
 		return ec.fieldContext_RoomConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_RoomConnection_totalCount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RoomConnection", field.Name)
 }
@@ -5978,8 +6231,32 @@ func (ec *executionContext) childFields_User(ctx context.Context, field graphql.
 		return ec.fieldContext_User_readReceipts(ctx, field)
 	case "rooms":
 		return ec.fieldContext_User_rooms(ctx, field)
+	case "roomsConnection":
+		return ec.fieldContext_User_roomsConnection(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type User", field.Name)
+}
+
+func (ec *executionContext) childFields_UserConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_UserConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_UserConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_UserConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type UserConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_UserEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_UserEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_UserEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type UserEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_UserPresence(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -7512,6 +7789,28 @@ func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_blockedUsersConnection_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_blockedUsers_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -7553,6 +7852,28 @@ func (ec *executionContext) field_Query_changes_args(ctx context.Context, rawArg
 		return nil, err
 	}
 	args["first"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_conversations_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
 	return args, nil
 }
 
@@ -7922,6 +8243,28 @@ func (ec *executionContext) field_Query_webhooks_args(ctx context.Context, rawAr
 	return args, nil
 }
 
+func (ec *executionContext) field_Room_bannedConnection_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Room_banned_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -7955,6 +8298,28 @@ func (ec *executionContext) field_Room_online_args(ctx context.Context, rawArgs 
 		return nil, err
 	}
 	args["first"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Room_participantsConnection_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
 	return args, nil
 }
 
@@ -8057,6 +8422,28 @@ func (ec *executionContext) field_Subscription_sync_args(ctx context.Context, ra
 		return nil, err
 	}
 	args["after"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_User_roomsConnection_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
 	return args, nil
 }
 
@@ -8944,6 +9331,125 @@ func (ec *executionContext) _Conversation_muted(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_Conversation_muted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Conversation", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _ConversationConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.ConversationConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ConversationConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.ConversationEdge) graphql.Marshaler {
+			return ec.marshalNConversationEdge2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐConversationEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ConversationConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ConversationConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ConversationEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ConversationConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.ConversationConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ConversationConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ConversationConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ConversationConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ConversationEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.ConversationEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ConversationEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ConversationEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ConversationEdge", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ConversationEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.ConversationEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ConversationEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Conversation) graphql.Marshaler {
+			return ec.marshalNConversation2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐConversation(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ConversationEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ConversationEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Conversation(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _CreatedInvite_token(ctx context.Context, field graphql.CollectedField, obj *chat.NewInvite) (ret graphql.Marshaler) {
@@ -14087,6 +14593,50 @@ func (ec *executionContext) fieldContext_Query_inbox(_ context.Context, field gr
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_conversations(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_conversations(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Conversations(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ConversationConnection) graphql.Marshaler {
+			return ec.marshalNConversationConnection2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐConversationConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_conversations(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ConversationConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_conversations_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_directMessages(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -14845,6 +15395,50 @@ func (ec *executionContext) fieldContext_Query_blockedUsers(ctx context.Context,
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_blockedUsersConnection(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_blockedUsersConnection(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().BlockedUsersConnection(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.UserConnection) graphql.Marshaler {
+			return ec.marshalNUserConnection2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_blockedUsersConnection(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_blockedUsersConnection_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_me(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -15431,6 +16025,50 @@ func (ec *executionContext) fieldContext_Room_participants(ctx context.Context, 
 	return fc, nil
 }
 
+func (ec *executionContext) _Room_participantsConnection(ctx context.Context, field graphql.CollectedField, obj *store.Room) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Room_participantsConnection(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Room().ParticipantsConnection(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.UserConnection) graphql.Marshaler {
+			return ec.marshalNUserConnection2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Room_participantsConnection(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Room",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Room_participantsConnection_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Room_kind(ctx context.Context, field graphql.CollectedField, obj *store.Room) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -15618,6 +16256,50 @@ func (ec *executionContext) fieldContext_Room_banned(ctx context.Context, field 
 	return fc, nil
 }
 
+func (ec *executionContext) _Room_bannedConnection(ctx context.Context, field graphql.CollectedField, obj *store.Room) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Room_bannedConnection(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Room().BannedConnection(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.UserConnection) graphql.Marshaler {
+			return ec.marshalOUserConnection2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserConnection(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Room_bannedConnection(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Room",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Room_bannedConnection_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _RoomConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.RoomConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -15680,6 +16362,29 @@ func (ec *executionContext) fieldContext_RoomConnection_pageInfo(_ context.Conte
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _RoomConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.RoomConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RoomConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RoomConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RoomConnection", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _RoomEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.RoomEdge) (ret graphql.Marshaler) {
@@ -17282,6 +17987,192 @@ func (ec *executionContext) fieldContext_User_rooms(ctx context.Context, field g
 	if fc.Args, err = ec.field_User_rooms_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _User_roomsConnection(ctx context.Context, field graphql.CollectedField, obj *store.User) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_User_roomsConnection(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.User().RoomsConnection(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RoomConnection) graphql.Marshaler {
+			return ec.marshalNRoomConnection2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐRoomConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_User_roomsConnection(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "User",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RoomConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_User_roomsConnection_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UserConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.UserConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.UserEdge) graphql.Marshaler {
+			return ec.marshalNUserEdge2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UserConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UserConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.UserConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UserConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UserConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.UserConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserConnection", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _UserEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.UserEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserEdge", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _UserEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.UserEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.UserRef) graphql.Marshaler {
+			return ec.marshalNUserSummary2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUserRef(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UserEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserSummary(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -19884,6 +20775,92 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 	return out
 }
 
+var conversationConnectionImplementors = []string{"ConversationConnection"}
+
+func (ec *executionContext) _ConversationConnection(ctx context.Context, sel ast.SelectionSet, obj *model.ConversationConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, conversationConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ConversationConnection")
+		case "edges":
+			out.Values[i] = ec._ConversationConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._ConversationConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var conversationEdgeImplementors = []string{"ConversationEdge"}
+
+func (ec *executionContext) _ConversationEdge(ctx context.Context, sel ast.SelectionSet, obj *model.ConversationEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, conversationEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ConversationEdge")
+		case "cursor":
+			out.Values[i] = ec._ConversationEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._ConversationEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var createdInviteImplementors = []string{"CreatedInvite"}
 
 func (ec *executionContext) _CreatedInvite(ctx context.Context, sel ast.SelectionSet, obj *chat.NewInvite) graphql.Marshaler {
@@ -22277,6 +23254,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "conversations":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_conversations(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "directMessages":
 			field := field
 
@@ -22683,6 +23682,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_blockedUsers(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "blockedUsersConnection":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_blockedUsersConnection(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -23229,6 +24250,44 @@ func (ec *executionContext) _Room(ctx context.Context, sel ast.SelectionSet, obj
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "participantsConnection":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Room_participantsConnection(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "kind":
 			field := field
 
@@ -23386,6 +24445,44 @@ func (ec *executionContext) _Room(ctx context.Context, sel ast.SelectionSet, obj
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "bannedConnection":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Room_bannedConnection(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -23427,6 +24524,11 @@ func (ec *executionContext) _RoomConnection(ctx context.Context, sel ast.Selecti
 		case "pageInfo":
 			out.Values[i] = ec._RoomConnection_pageInfo(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._RoomConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -24337,6 +25439,135 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "roomsConnection":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._User_roomsConnection(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var userConnectionImplementors = []string{"UserConnection"}
+
+func (ec *executionContext) _UserConnection(ctx context.Context, sel ast.SelectionSet, obj *model.UserConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, userConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UserConnection")
+		case "edges":
+			out.Values[i] = ec._UserConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._UserConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._UserConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var userEdgeImplementors = []string{"UserEdge"}
+
+func (ec *executionContext) _UserEdge(ctx context.Context, sel ast.SelectionSet, obj *model.UserEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, userEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UserEdge")
+		case "cursor":
+			out.Values[i] = ec._UserEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._UserEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -25590,6 +26821,36 @@ func (ec *executionContext) marshalNConversation2ᚖgithubᚗcomᚋkillrchatᚋc
 	return ec._Conversation(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNConversationConnection2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐConversationConnection(ctx context.Context, sel ast.SelectionSet, v *model.ConversationConnection) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ConversationConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNConversationEdge2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐConversationEdge(ctx context.Context, sel ast.SelectionSet, v model.ConversationEdge) graphql.Marshaler {
+	return ec._ConversationEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNConversationEdge2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐConversationEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.ConversationEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNConversationEdge2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐConversationEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalNConversationKind2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐConversationKind(ctx context.Context, v any) (model.ConversationKind, error) {
 	var res model.ConversationKind
 	err := res.UnmarshalGQL(v)
@@ -26328,6 +27589,36 @@ func (ec *executionContext) marshalNUser2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋ
 	return ec._User(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNUserConnection2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserConnection(ctx context.Context, sel ast.SelectionSet, v *model.UserConnection) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._UserConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNUserEdge2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserEdge(ctx context.Context, sel ast.SelectionSet, v model.UserEdge) graphql.Marshaler {
+	return ec._UserEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNUserEdge2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.UserEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNUserEdge2githubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNUserPresence2githubᚗcomᚋkillrchatᚋchatqlᚋchatᚐUserPresence(ctx context.Context, sel ast.SelectionSet, v chat.UserPresence) graphql.Marshaler {
 	return ec._UserPresence(ctx, sel, &v)
 }
@@ -26826,6 +28117,13 @@ func (ec *executionContext) marshalOTime2ᚖtimeᚐTime(ctx context.Context, sel
 	_ = ctx
 	res := graphql.MarshalTime(*v)
 	return res
+}
+
+func (ec *executionContext) marshalOUserConnection2ᚖgithubᚗcomᚋkillrchatᚋchatqlᚋgraphᚋmodelᚐUserConnection(ctx context.Context, sel ast.SelectionSet, v *model.UserConnection) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._UserConnection(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalOUserSummary2ᚕgithubᚗcomᚋkillrchatᚋchatqlᚋstoreᚐUserRefᚄ(ctx context.Context, sel ast.SelectionSet, v []store.UserRef) graphql.Marshaler {

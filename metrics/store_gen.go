@@ -55,6 +55,8 @@ type storeCalls struct {
 	DigestNotices          storeCall
 	DoomFiles              storeCall
 	DoomOwnerFiles         storeCall
+	DropInboxPositions     storeCall
+	DropLargeInboxRooms    storeCall
 	DueDigests             storeCall
 	DueFiles               storeCall
 	EditMessage            storeCall
@@ -67,9 +69,12 @@ type storeCalls struct {
 	Inbox                  storeCall
 	InboxEntries           storeCall
 	InboxEvents            storeCall
+	InboxOrdered           storeCall
+	InboxPage              storeCall
 	Invite                 storeCall
 	Invites                storeCall
 	JoinRoom               storeCall
+	LargeInboxRooms        storeCall
 	LeaseNoticeShard       storeCall
 	LeaseWebhook           storeCall
 	LeaveGroup             storeCall
@@ -90,6 +95,7 @@ type storeCalls struct {
 	Mutes                  storeCall
 	Names                  storeCall
 	NoticeCursor           storeCall
+	OrderInbox             storeCall
 	PendingNotices         storeCall
 	PinMessage             storeCall
 	Pins                   storeCall
@@ -194,6 +200,8 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		DigestNotices:          m.call("DigestNotices"),
 		DoomFiles:              m.call("DoomFiles"),
 		DoomOwnerFiles:         m.call("DoomOwnerFiles"),
+		DropInboxPositions:     m.call("DropInboxPositions"),
+		DropLargeInboxRooms:    m.call("DropLargeInboxRooms"),
 		DueDigests:             m.call("DueDigests"),
 		DueFiles:               m.call("DueFiles"),
 		EditMessage:            m.call("EditMessage"),
@@ -206,9 +214,12 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		Inbox:                  m.call("Inbox"),
 		InboxEntries:           m.call("InboxEntries"),
 		InboxEvents:            m.call("InboxEvents"),
+		InboxOrdered:           m.call("InboxOrdered"),
+		InboxPage:              m.call("InboxPage"),
 		Invite:                 m.call("Invite"),
 		Invites:                m.call("Invites"),
 		JoinRoom:               m.call("JoinRoom"),
+		LargeInboxRooms:        m.call("LargeInboxRooms"),
 		LeaseNoticeShard:       m.call("LeaseNoticeShard"),
 		LeaseWebhook:           m.call("LeaseWebhook"),
 		LeaveGroup:             m.call("LeaveGroup"),
@@ -229,6 +240,7 @@ func newStoreCalls(m *storeMetrics) *storeCalls {
 		Mutes:                  m.call("Mutes"),
 		Names:                  m.call("Names"),
 		NoticeCursor:           m.call("NoticeCursor"),
+		OrderInbox:             m.call("OrderInbox"),
 		PendingNotices:         m.call("PendingNotices"),
 		PinMessage:             m.call("PinMessage"),
 		Pins:                   m.call("Pins"),
@@ -560,6 +572,20 @@ func (s *timedStore) DoomOwnerFiles(ctx context.Context, a1 string) error {
 	return err
 }
 
+func (s *timedStore) DropInboxPositions(ctx context.Context, a1 string, a2 []store.InboxPosition) error {
+	start := now()
+	err := s.Store.DropInboxPositions(ctx, a1, a2)
+	s.calls.DropInboxPositions.done(ctx, start, err)
+	return err
+}
+
+func (s *timedStore) DropLargeInboxRooms(ctx context.Context, a1 string, a2 []string, a3 time.Time) error {
+	start := now()
+	err := s.Store.DropLargeInboxRooms(ctx, a1, a2, a3)
+	s.calls.DropLargeInboxRooms.done(ctx, start, err)
+	return err
+}
+
 func (s *timedStore) DueDigests(ctx context.Context, a1 int, a2 time.Time, a3 int) ([]string, error) {
 	start := now()
 	r0, err := s.Store.DueDigests(ctx, a1, a2, a3)
@@ -644,6 +670,20 @@ func (s *timedStore) InboxEvents(ctx context.Context, a1 string, a2 store.Messag
 	return r0, err
 }
 
+func (s *timedStore) InboxOrdered(ctx context.Context, a1 string) (bool, error) {
+	start := now()
+	r0, err := s.Store.InboxOrdered(ctx, a1)
+	s.calls.InboxOrdered.done(ctx, start, err)
+	return r0, err
+}
+
+func (s *timedStore) InboxPage(ctx context.Context, a1 string, a2 store.InboxPosition, a3 int) ([]store.InboxPosition, error) {
+	start := now()
+	r0, err := s.Store.InboxPage(ctx, a1, a2, a3)
+	s.calls.InboxPage.done(ctx, start, err)
+	return r0, err
+}
+
 func (s *timedStore) Invite(ctx context.Context, a1 string) (store.Invite, error) {
 	start := now()
 	r0, err := s.Store.Invite(ctx, a1)
@@ -663,6 +703,13 @@ func (s *timedStore) JoinRoom(ctx context.Context, a1 string, a2 store.UserRef) 
 	r0, r1, err := s.Store.JoinRoom(ctx, a1, a2)
 	s.calls.JoinRoom.done(ctx, start, err)
 	return r0, r1, err
+}
+
+func (s *timedStore) LargeInboxRooms(ctx context.Context, a1 string) ([]string, error) {
+	start := now()
+	r0, err := s.Store.LargeInboxRooms(ctx, a1)
+	s.calls.LargeInboxRooms.done(ctx, start, err)
+	return r0, err
 }
 
 func (s *timedStore) LeaseNoticeShard(ctx context.Context, a1 int, a2 string, a3 time.Duration) (bool, error) {
@@ -803,6 +850,13 @@ func (s *timedStore) NoticeCursor(ctx context.Context, a1 int) (store.MessageID,
 	r0, err := s.Store.NoticeCursor(ctx, a1)
 	s.calls.NoticeCursor.done(ctx, start, err)
 	return r0, err
+}
+
+func (s *timedStore) OrderInbox(ctx context.Context, a1 string, a2 []store.InboxPosition) error {
+	start := now()
+	err := s.Store.OrderInbox(ctx, a1, a2)
+	s.calls.OrderInbox.done(ctx, start, err)
+	return err
 }
 
 func (s *timedStore) PendingNotices(ctx context.Context, a1 int, a2 store.MessageID, a3 int) ([]store.Notice, error) {

@@ -146,6 +146,28 @@ func (r *queryResolver) Inbox(ctx context.Context) ([]store.Conversation, error)
 	return r.Service.Inbox(ctx, me)
 }
 
+// Conversations is the resolver for the conversations field.
+func (r *queryResolver) Conversations(ctx context.Context, first *int, after *string) (*model.ConversationConnection, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n, err := boundedFirst(first, chat.DefaultInboxPage, chat.MaxInboxPage)
+	if err != nil {
+		return nil, err
+	}
+	page, err := r.Service.Conversations(ctx, me, n, deref(after))
+	if err != nil {
+		return nil, err
+	}
+	conn := &model.ConversationConnection{Edges: []model.ConversationEdge{}, PageInfo: newPageInfo(after, page.More)}
+	for i := range page.Entries {
+		conn.Edges = append(conn.Edges, model.ConversationEdge{Cursor: page.Cursors[i], Node: &page.Entries[i]})
+		addEdge(conn.PageInfo, &page.Cursors[i])
+	}
+	return conn, nil
+}
+
 // DirectMessages is the resolver for the directMessages field.
 func (r *queryResolver) DirectMessages(ctx context.Context, with string, first *int, after *string, last *int, before *string, around *string) (*model.MessageConnection, error) {
 	me, err := auth.UserFrom(ctx)

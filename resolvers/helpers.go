@@ -370,3 +370,20 @@ func secondsOf(seconds *int) *time.Duration {
 	d := time.Duration(*seconds) * time.Second
 	return &d
 }
+
+// userConnection is a page of users sorted by login, as sortedPage makes
+// it, with its cursors (the logins, which `after` takes) and the list's
+// size.
+func userConnection(users []store.UserRef, first *int, after *string) (*model.UserConnection, error) {
+	page, err := sortedPage(users, func(u store.UserRef) string { return u.Login }, first, after)
+	if err != nil {
+		return nil, err
+	}
+	hasNext := len(page) > 0 && page[len(page)-1].Login != users[len(users)-1].Login
+	conn := &model.UserConnection{Edges: []model.UserEdge{}, PageInfo: newPageInfo(after, hasNext), TotalCount: len(users)}
+	for i := range page {
+		conn.Edges = append(conn.Edges, model.UserEdge{Cursor: page[i].Login, Node: &page[i]})
+		addEdge(conn.PageInfo, &page[i].Login)
+	}
+	return conn, nil
+}

@@ -247,6 +247,19 @@ func (r *roomResolver) Participants(ctx context.Context, obj *store.Room, first 
 	return page, err
 }
 
+// ParticipantsConnection is the resolver for the participantsConnection field.
+func (r *roomResolver) ParticipantsConnection(ctx context.Context, obj *store.Room, first *int, after *string) (*model.UserConnection, error) {
+	conn, err := userConnection(obj.Participants, first, after)
+	if err == nil {
+		page := make([]store.UserRef, 0, len(conn.Edges))
+		for _, e := range conn.Edges {
+			page = append(page, *e.Node)
+		}
+		r.warmSummaries(ctx, page)
+	}
+	return conn, err
+}
+
 // Kind is the resolver for the kind field.
 func (r *roomResolver) Kind(ctx context.Context, obj *store.Room) (model.RoomKind, error) {
 	if obj.Kind == store.PrivateGroup {
@@ -292,6 +305,23 @@ func (r *roomResolver) Banned(ctx context.Context, obj *store.Room, first *int, 
 		return nil, err
 	}
 	return sortedPage(bans, func(login string) string { return login }, first, after)
+}
+
+// BannedConnection is the resolver for the bannedConnection field.
+func (r *roomResolver) BannedConnection(ctx context.Context, obj *store.Room, first *int, after *string) (*model.UserConnection, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bans, err := r.Service.Bans(ctx, me, obj)
+	if err != nil || bans == nil {
+		return nil, err
+	}
+	users := make([]store.UserRef, 0, len(bans))
+	for _, login := range bans {
+		users = append(users, store.UserRef{Login: login})
+	}
+	return userConnection(users, first, after)
 }
 
 // Invite returns graph.InviteResolver implementation.

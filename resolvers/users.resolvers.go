@@ -243,6 +243,19 @@ func (r *queryResolver) BlockedUsers(ctx context.Context, first *int, after *str
 	return sortedPage(blocked, func(u store.UserRef) string { return u.Login }, first, after)
 }
 
+// BlockedUsersConnection is the resolver for the blockedUsersConnection field.
+func (r *queryResolver) BlockedUsersConnection(ctx context.Context, first *int, after *string) (*model.UserConnection, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	blocked, err := r.Service.BlockedUsers(ctx, me)
+	if err != nil {
+		return nil, err
+	}
+	return userConnection(blocked, first, after)
+}
+
 // Me is the resolver for the me field.
 func (r *queryResolver) Me(ctx context.Context) (*store.User, error) {
 	me, err := auth.UserFrom(ctx)
@@ -282,6 +295,33 @@ func (r *userResolver) ReadReceipts(ctx context.Context, obj *store.User) (bool,
 // Rooms is the resolver for the rooms field.
 func (r *userResolver) Rooms(ctx context.Context, obj *store.User, first *int, after *string) ([]string, error) {
 	return sortedPage(obj.ChatRooms, func(name string) string { return name }, first, after)
+}
+
+// RoomsConnection is the resolver for the roomsConnection field.
+func (r *userResolver) RoomsConnection(ctx context.Context, obj *store.User, first *int, after *string) (*model.RoomConnection, error) {
+	me, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names, err := sortedPage(obj.ChatRooms, func(name string) string { return name }, first, after)
+	if err != nil {
+		return nil, err
+	}
+	rooms, err := r.Service.RoomsNamed(ctx, me, names)
+	if err != nil {
+		return nil, err
+	}
+	hasNext := len(names) > 0 && names[len(names)-1] != obj.ChatRooms[len(obj.ChatRooms)-1]
+	total := len(obj.ChatRooms)
+	conn := &model.RoomConnection{Edges: []model.RoomEdge{}, PageInfo: newPageInfo(after, hasNext), TotalCount: &total}
+	for i := range rooms {
+		conn.Edges = append(conn.Edges, model.RoomEdge{Cursor: rooms[i].Name, Node: &rooms[i]})
+		addEdge(conn.PageInfo, &rooms[i].Name)
+	}
+	if len(names) > 0 { // where the page stopped, though its last room be gone
+		conn.PageInfo.EndCursor = &names[len(names)-1]
+	}
+	return conn, nil
 }
 
 // ID is the resolver for the id field.

@@ -169,6 +169,7 @@ func (m Message) PostedAt() time.Time { return m.ID.Time() }
 // with errors.Is); anything else is an internal failure.
 type Store interface {
 	Conversations
+	InboxOrder
 	MessageIndex
 	Sessions
 	EventLog

@@ -39,6 +39,22 @@ type BotCreated struct {
 	APIKey string `json:"apiKey"`
 }
 
+// A page of the caller's inbox (`conversations`).
+type ConversationConnection struct {
+	// The conversations of this page, newest activity first.
+	Edges []ConversationEdge `json:"edges"`
+	// `hasNextPage` and `endCursor` (pass it as `after`) lead to the conversations with older activity.
+	PageInfo *PageInfo `json:"pageInfo"`
+}
+
+// An inbox entry and its cursor.
+type ConversationEdge struct {
+	// Pass as `conversations(after:)` to continue after this conversation. Opaque.
+	Cursor string `json:"cursor"`
+	// The conversation.
+	Node *store.Conversation `json:"node"`
+}
+
 // A new room.
 type CreateRoomInput struct {
 	// 2 to 40 characters: lowercase letters, digits, '_' or '-', starting with a letter or digit.
@@ -197,6 +213,8 @@ type RoomConnection struct {
 	Edges []RoomEdge `json:"edges"`
 	// Where the page ends.
 	PageInfo *PageInfo `json:"pageInfo"`
+	// How many rooms the list holds, every page together: for `User.roomsConnection`, the rooms the user takes part in. Null for the directory (`rooms`), which is not counted.
+	TotalCount *int `json:"totalCount,omitempty"`
 }
 
 // A room and its cursor.
@@ -373,6 +391,24 @@ type Upload struct {
 	Headers []HTTPHeader `json:"headers"`
 	// When the URL stops working.
 	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// A page of users, by login.
+type UserConnection struct {
+	// The users of this page, by login.
+	Edges []UserEdge `json:"edges"`
+	// `hasNextPage` and `endCursor` (pass it as `after`) lead to the next logins.
+	PageInfo *PageInfo `json:"pageInfo"`
+	// How many users the whole list holds, every page together.
+	TotalCount int `json:"totalCount"`
+}
+
+// A user and its cursor.
+type UserEdge struct {
+	// Pass as `after` to continue after this user.
+	Cursor string `json:"cursor"`
+	// The user.
+	Node *store.UserRef `json:"node"`
 }
 
 // What an inbox entry is about.

@@ -35,6 +35,7 @@ func (db *DB) PostGroupMessage(ctx context.Context, m store.Message, members []s
 		}
 		seen[u.Login] = true
 		last := lastOf(u.Login)
+		extra = append(extra, db.activityWrite(ctx, u.Login, m.Room, m.ID))
 		if u.Login == m.Author.Login {
 			extra = append(extra, func() error {
 				b := db.inboxBatch(ctx)
@@ -128,8 +129,9 @@ func (db *DB) AddGroupMember(ctx context.Context, group string, by store.UserRef
 		}
 		return err
 	}
-	fo := newFanout(3)
+	fo := newFanout(4)
 	fo.Go(func() error { return db.query(ctx, addUserRoom, []string{group}, u.Login).Exec() })
+	fo.Go(db.activityWrite(ctx, u.Login, group, m.ID))
 	fo.Go(func() error {
 		b := db.inboxBatch(ctx)
 		b.Query(openWindowStmt, []time.Time{at}, u.Login, group, sentinelID)

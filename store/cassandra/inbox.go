@@ -95,7 +95,7 @@ func (db *DB) SendDirect(ctx context.Context, m store.Message, to store.UserRef,
 	}
 	stmt, last := lastMessage(m, &to, files)
 	ev := store.Event{ID: m.ID, Kind: store.DirectMessage, Room: m.Room, User: m.Author, Message: &m}
-	extra := []func() error{db.inboxEventWrite(ctx, m.Author.Login, ev), func() error {
+	extra := []func() error{db.inboxEventWrite(ctx, m.Author.Login, ev), db.activityWrite(ctx, m.Author.Login, m.Room, m.ID), func() error {
 		b := db.inboxBatch(ctx)
 		b.Query(stmt, last(m.Author.Login)...)
 		b.Query(setReadMark, ts, id, m.Author.Login, m.Room, sentinelID)
@@ -109,7 +109,7 @@ func (db *DB) SendDirect(ctx context.Context, m store.Message, to store.UserRef,
 			b.Query(stmt, last(to.Login)...)
 			inboxListing(b, to.Login, ev.ID)
 			return db.session.ExecuteBatch(b)
-		}, db.inboxEventWrite(ctx, to.Login, ev))
+		}, db.inboxEventWrite(ctx, to.Login, ev), db.activityWrite(ctx, to.Login, m.Room, m.ID))
 	}
 	writes, err := db.noticeWrites(ctx, m.ID, m.Room, notices)
 	if err != nil {

@@ -145,8 +145,9 @@ func (db *DB) moderationUpdate(ctx context.Context, a store.ModerationAction, s 
 		sets, args = append(sets, "banned = banned - ?"), append(args, target)
 	}
 	if removes {
-		sets = append(sets, "participants = participants - ?", "moderators = moderators - ?")
-		args = append(args, elementsOf(s.participants, a.Target.Login), target)
+		count, fanout := fanoutOf(without(s.participants, a.Target.Login))
+		sets = append(sets, "participants = participants - ?", "participant_count = ?", "inbox_fanout = ?", "moderators = moderators - ?")
+		args = append(args, elementsOf(s.participants, a.Target.Login), count, fanout, target)
 		if group {
 			sets, args = append(sets, "former_members = former_members + ?"), append(args, target)
 		}

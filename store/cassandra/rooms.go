@@ -14,8 +14,8 @@ import (
 
 const (
 	roomColumns = `room_name, creator, creation_date, banner, participants, kind, moderators, icon, title, slow_mode`
-	insertRoom  = `INSERT INTO chat_rooms (room_name, creator, creator_login, creation_date, banner, participants, kind, search_prefixes)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
+	insertRoom  = `INSERT INTO chat_rooms (room_name, creator, creator_login, creation_date, banner, participants, kind, search_prefixes, participant_count, inbox_fanout)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?) IF NOT EXISTS`
 	selectRoom       = `SELECT ` + roomColumns + ` FROM chat_rooms WHERE room_name = ?`
 	selectRooms      = `SELECT ` + roomColumns + ` FROM chat_rooms LIMIT ?`
 	selectRoomsAfter = `SELECT ` + roomColumns + ` FROM chat_rooms WHERE token(room_name) > token(?) LIMIT ?`
@@ -25,10 +25,11 @@ const (
 	// in the condition keeps the update off a deleted room: on a missing
 	// row participants = {} holds, and the update would write a row. A
 	// join also requires that the login is not banned; a leave ends a
-	// moderator's role.
-	joinRoom     = `UPDATE chat_rooms SET participants = participants + ? WHERE room_name = ? IF banned[?] = null AND creator_login = ? AND participants = ?`
-	leaveRoom    = `UPDATE chat_rooms SET participants = participants - ?, moderators = moderators - ? WHERE room_name = ? IF creator_login = ? AND participants = ?`
-	leaveGroup   = `UPDATE chat_rooms SET participants = participants - ?, moderators = moderators - ?, former_members = former_members + ? WHERE room_name = ? IF creator_login = ? AND participants = ?`
+	// moderator's role. Each sets the participant count and the logins
+	// posts write the inbox orders of (fanoutOf) from the set it compares.
+	joinRoom     = `UPDATE chat_rooms SET participants = participants + ?, participant_count = ?, inbox_fanout = ? WHERE room_name = ? IF banned[?] = null AND creator_login = ? AND participants = ?`
+	leaveRoom    = `UPDATE chat_rooms SET participants = participants - ?, participant_count = ?, inbox_fanout = ?, moderators = moderators - ? WHERE room_name = ? IF creator_login = ? AND participants = ?`
+	leaveGroup   = `UPDATE chat_rooms SET participants = participants - ?, participant_count = ?, inbox_fanout = ?, moderators = moderators - ?, former_members = former_members + ? WHERE room_name = ? IF creator_login = ? AND participants = ?`
 	deleteRoom   = `DELETE FROM chat_rooms WHERE room_name = ? IF creator_login = ? AND participants = ? AND former_members = ?`
 	selectDoomed = `SELECT ` + roomColumns + `, former_members FROM chat_rooms WHERE room_name = ?`
 	// selectMembership reads of the room's row the creator, the kind, and
@@ -70,7 +71,7 @@ func (db *DB) CreateRoom(ctx context.Context, r store.Room) error {
 	created := r.CreatedAt.Truncate(time.Millisecond)
 	creator := userUDT(r.Creator)
 	applied, err := againIfNotApplied(func() (bool, error) {
-		q := db.query(ctx, insertRoom, r.Name, creator, r.Creator.Login, created, r.Banner, []userUDT{creator}, kind, roomPrefixes(r))
+		q := db.query(ctx, insertRoom, r.Name, creator, r.Creator.Login, created, r.Banner, []userUDT{creator}, kind, roomPrefixes(r), []string{r.Creator.Login})
 		return lwt(ctx, q, nil, func(ctx context.Context) (casOutcome, error) {
 			got, err := db.readRoom(db.serialRead(ctx, selectRoom, r.Name))
 			switch {
@@ -93,7 +94,8 @@ func (db *DB) CreateRoom(ctx context.Context, r store.Room) error {
 	// The room exists from here on: a failure below leaves it without the
 	// creator's copies, which AddGroupMember of the creator repairs (see
 	// there) for a group.
-	fo := newFanout(2)
+	fo := newFanout(3)
+	fo.Go(db.activityWrite(ctx, r.Creator.Login, r.Name, store.MinMessageID(created)))
 	fo.Go(func() error {
 		if err := db.query(ctx, addUserRoom, []string{r.Name}, r.Creator.Login).Exec(); err != nil {
 			return fmt.Errorf("cassandra: add room %q to user %q: %w", r.Name, r.Creator.Login, err)
@@ -265,6 +267,25 @@ func hasLogin(us []userUDT, login string) bool {
 	return slices.ContainsFunc(us, func(u userUDT) bool { return u.Login == login })
 }
 
+// without returns the elements of every login but login's.
+func without(us []userUDT, login string) []userUDT {
+	return slices.DeleteFunc(slices.Clone(us), func(u userUDT) bool { return u.Login == login })
+}
+
+// fanoutOf is what participant_count and inbox_fanout hold for a room of
+// these participants: their number and, while it is at most
+// store.InboxFanoutLimit, their logins (nil, a null, past it).
+func fanoutOf(participants []userUDT) (int, []string) {
+	if len(participants) > store.InboxFanoutLimit {
+		return len(participants), nil
+	}
+	logins := make([]string, 0, len(participants))
+	for _, p := range participants {
+		logins = append(logins, p.Login)
+	}
+	return len(participants), logins
+}
+
 // elementsOf returns the stored elements of login: set members match on
 // every field, and the caller's copy of a user may lack the names.
 func elementsOf(us []userUDT, login string) []userUDT {
@@ -355,7 +376,8 @@ func (db *DB) addParticipant(ctx context.Context, r store.Room, u store.UserRef,
 		if attempt > maxCASAttempts {
 			return store.Room{}, 0, fmt.Errorf("participants kept changing, gave up after %d attempts", maxCASAttempts)
 		}
-		applied, cur, err := db.casParticipants(ctx, r.Name, joinRoom, []any{[]userUDT{userUDT(u)}, r.Name, u.Login}, s, decide)
+		count, fanout := fanoutOf(append(slices.Clone(s.participants), userUDT(u)))
+		applied, cur, err := db.casParticipants(ctx, r.Name, joinRoom, []any{[]userUDT{userUDT(u)}, count, fanout, r.Name, u.Login}, s, decide)
 		if err != nil {
 			return store.Room{}, 0, err
 		}
@@ -416,9 +438,10 @@ func (db *DB) removeParticipant(ctx context.Context, r store.Room, u store.UserR
 		if len(gone) == 0 {
 			return unchanged, nil
 		}
-		stmt, args := leaveRoom, []any{gone, []string{u.Login}, r.Name}
+		count, fanout := fanoutOf(without(s.participants, u.Login))
+		stmt, args := leaveRoom, []any{gone, count, fanout, []string{u.Login}, r.Name}
 		if former {
-			stmt, args = leaveGroup, []any{gone, []string{u.Login}, []string{u.Login}, r.Name}
+			stmt, args = leaveGroup, []any{gone, count, fanout, []string{u.Login}, []string{u.Login}, r.Name}
 		}
 		applied, cur, err := db.casParticipants(ctx, r.Name, stmt, args, s, decide)
 		switch {
@@ -502,7 +525,7 @@ func (db *DB) JoinRoom(ctx context.Context, name string, u store.UserRef) (store
 		}
 		return err
 	}
-	if err := db.writeMessage(ctx, m, store.ParticipantJoined, nil); err != nil {
+	if err := db.writeMessage(ctx, m, store.ParticipantJoined, []func() error{db.activityWrite(ctx, u.Login, name, m.ID)}); err != nil {
 		err = fmt.Errorf("cassandra: join room %q: %w", name, err)
 		return store.Room{}, store.Event{}, takeBackRoom(takeBackMessage(err))
 	}
@@ -522,6 +545,9 @@ func (db *DB) JoinRoom(ctx context.Context, name string, u store.UserRef) (store
 			return store.Room{}, store.Event{}, err
 		}
 		return r, store.Event{}, nil
+	}
+	if err := db.markLarge(ctx, name, r.Participants, u); err != nil {
+		return store.Room{}, store.Event{}, fmt.Errorf("cassandra: join room %q applied, but marking it large failed: %w", name, err)
 	}
 	return r, eventOf(store.ParticipantJoined, m), nil
 }

@@ -142,6 +142,12 @@ var schemaV23 string
 //go:embed schema_v24.cql
 var schemaV24 string
 
+// schemaV25 adds the inbox in the order of last activity: inbox_order,
+// room_inbox_activity, and the participant count and fan-out of chat_rooms.
+//
+//go:embed schema_v25.cql
+var schemaV25 string
+
 // A migration is one schema version: CQL statements separated by ';', then
 // the conversion of the data, if any.
 type migration struct {
@@ -181,6 +187,7 @@ var migrations = []migration{
 	{version: 22, description: "chat_rooms.title, chat_rooms.slow_mode, users.no_read_receipts, room_pins, room_post_turns, group_invites, group_invites_by_room", cql: schemaV22},
 	{version: 23, description: "chat_room_messages.search_terms, users.search_prefixes, chat_rooms.search_prefixes and their indexes", cql: schemaV23},
 	{version: 24, description: "push_sends", cql: schemaV24},
+	{version: 25, description: "inbox_order, room_inbox_activity, chat_rooms.participant_count and inbox_fanout", cql: schemaV25, convert: countParticipants},
 }
 
 // createMigrationsTable repeats schema.cql's statement: the table must exist

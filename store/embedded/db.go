@@ -106,6 +106,9 @@ func openFS(dir string, fs vfs.FS) (*DB, error) {
 	if err := db.buildRoomMembers(); err != nil {
 		return nil, errors.Join(fmt.Errorf("opening embedded store in %s: building room_members: %w", dir, err), pdb.Close())
 	}
+	if err := db.markLargeRooms(); err != nil {
+		return nil, errors.Join(fmt.Errorf("opening embedded store in %s: %w", dir, err), pdb.Close())
+	}
 	if err := db.buildFormerMembers(); err != nil {
 		return nil, errors.Join(fmt.Errorf("opening embedded store in %s: recording the groups' former members: %w", dir, err), pdb.Close())
 	}

@@ -200,3 +200,25 @@ func BenchmarkInbox(b *testing.B) {
 	b.Cleanup(func() { db.Close() })
 	storetest.BenchmarkInbox(b, db)
 }
+
+// BenchmarkPostToRoomOfSize is a post to a public room of 10, 200
+// (store.InboxFanoutLimit) and 5,000 participants, from one poster: up to
+// the limit it writes a position in each participant's inbox order, past
+// it none, so its cost stays that of a post to a room at the limit
+// (BENCHMARKS.md, "Posting to a large room").
+func BenchmarkPostToRoomOfSize(b *testing.B) {
+	for _, n := range []int{10, store.InboxFanoutLimit, 5000} {
+		b.Run(fmt.Sprintf("participants=%d", n), func(b *testing.B) {
+			db, room := benchRoom(b, n)
+			ctx := context.Background()
+			author := room.Participants[0]
+			b.ReportAllocs()
+			for b.Loop() {
+				m := store.Message{Room: room.Name, ID: store.NewMessageID(), Author: author, Content: "The quick brown fox jumps over the lazy dog."}
+				if err := db.PostMessage(ctx, m); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -112,6 +112,7 @@ func (db *DB) AddGroupMember(ctx context.Context, group string, by store.UserRef
 	b.addMember(room, u.Login)
 	b.set(uk, user)
 	err = db.openWindow(b, u.Login, group, at)
+	b.addActivity(u.Login, group, joined.ID)
 	if err == nil {
 		err = db.addLoggedMessage(b, joined)
 	}

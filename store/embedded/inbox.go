@@ -67,7 +67,8 @@ func (db *DB) SendDirect(ctx context.Context, m store.Message, to store.UserRef,
 // as last message if it is newer than the entry's, and as read if login
 // wrote it. An entry that does not exist yet is made, of the kind given
 // (and with peer, for a direct conversation). The caller holds the lock of
-// login's inbox partition.
+// login's inbox partition. m is an activity of the conversation in login's
+// inbox order, whose position replaces the last message's.
 func (db *DB) record(b *batch, login string, m store.Message, kind store.ConversationKind, peer *store.UserRef) error {
 	k := conversationKey(login, m.Room)
 	row, found, err := getRow[conversationRow](db, k)
@@ -80,6 +81,15 @@ func (db *DB) record(b *batch, login string, m store.Message, kind store.Convers
 			p := refRow(*peer)
 			row.Peer = &p
 		}
+	}
+	if row.Last == nil || row.Last.ID.Compare(m.ID) < 0 {
+		// m is the conversation's newest: its position replaces the
+		// last message's, which is deleted now rather than left for a
+		// page (an older m, racing, would be stale at once).
+		if row.Last != nil {
+			b.dropActivity(login, m.Room, row.Last.ID)
+		}
+		b.addActivity(login, m.Room, m.ID)
 	}
 	changed := row.setLast(m)
 	if m.Author.Login == login && row.markRead(m.ID) {

@@ -28,6 +28,9 @@ func (db *DB) PostMessage(ctx context.Context, m store.Message, notices ...store
 	if err == nil {
 		err = db.addNotices(b, m.ID, m.Room, notices)
 	}
+	if err == nil {
+		err = db.addRoomActivity(b, m)
+	}
 	if err != nil {
 		b.Close()
 		return err

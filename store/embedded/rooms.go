@@ -46,6 +46,7 @@ func (db *DB) CreateRoom(ctx context.Context, r store.Room) error {
 	b.set(membersPartition(r.Name), row.headerRow())
 	b.addMember(row, r.Creator.Login)
 	b.set(uk, creator)
+	b.addActivity(r.Creator.Login, r.Name, store.MinMessageID(r.CreatedAt))
 	if r.Kind == store.PrivateGroup {
 		// A fresh entry, whatever a deleted group of that name left.
 		k := conversationKey(r.Creator.Login, r.Name)
@@ -180,7 +181,7 @@ func (db *DB) Rooms(ctx context.Context, after string, limit int) ([]store.Room,
 // exists and u is not in it; a join never creates a room. u must be a user.
 func (db *DB) JoinRoom(ctx context.Context, name string, u store.UserRef) (store.Room, store.Event, error) {
 	rk, uk := roomKey(name), userKey(u.Login)
-	end, err := db.beginLocked(ctx, rk, uk)
+	end, err := db.beginLocked(ctx, rk, uk, largeRoomsPartition(u.Login)) // the last for the mark of u (markLarge, DropLargeInboxRooms)
 	if err != nil {
 		return store.Room{}, store.Event{}, err
 	}
@@ -208,6 +209,8 @@ func (db *DB) JoinRoom(ctx context.Context, name string, u store.UserRef) (store
 	b.set(rk, room)
 	b.addMember(room, u.Login)
 	b.set(uk, user)
+	b.addActivity(u.Login, name, ev.ID)
+	b.markLarge(name, room.Participants, u, ev.ID.Time())
 	if err := db.addLoggedMessage(b, ev); err != nil {
 		b.Close()
 		return store.Room{}, store.Event{}, err

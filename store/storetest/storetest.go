@@ -193,6 +193,7 @@ func groups() []group[store.Store] {
 			{"Lease", testWebhookLease},
 		}},
 		{"RoomSettings", roomSettingsTests()},
+		{"InboxOrder", inboxOrderTests()},
 	}
 }
 
