@@ -690,6 +690,79 @@ const scenarios = {
     return `history paged on scroll: ${first} first, then all 100 in order`;
   },
 
+  // The inbox a page at a time: with 36 conversations the app shows the 30
+  // newest, in activity order; a post in one not shown yet brings it to the
+  // top; "More conversations" shows the rest, each once and in order; a
+  // direct message moves its conversation to the top. The page of 50 the
+  // app reads again stays within the query cost limit. Checked by axe-core
+  // with the button shown, at a desktop's size and a phone's.
+  async inboxPaging() {
+    const queen = await user("queen");
+    const knave = await user("knave");
+    await gql('mutation { sendDirectMessage(to: "queen", content: "The tarts!") { id } }', {}, knave);
+    const rooms = Array.from({ length: 35 }, (_, i) => `court-${String(i + 1).padStart(2, "0")}`);
+    for (const room of rooms) {
+      await createRoom(queen, room);
+      if (room === "court-01") await joinRoom(knave, room); // before the next room: its system message is activity of court-01's
+    }
+    await post(queen, "court-05", "Off with his head!");
+    await post(queen, "court-20", "Off with her head!");
+    // Newest activity first: the two posts, the rooms newest made first, the knave's message.
+    let order = ["#room/court-20", "#room/court-05",
+      ...rooms.slice().reverse().filter((r) => r !== "court-05" && r !== "court-20").map((r) => `#room/${r}`), "#dm/knave"];
+    const shown = (page) => page.locator("#inbox a").evaluateAll((links) => links.map((a) => a.getAttribute("href")));
+    const more = (page) => page.getByRole("button", { name: "More conversations" });
+
+    const sizes = [["desktop", { width: 1100, height: 700 }], ["phone", { width: 390, height: 800 }]];
+    let page;
+    for (const [size, viewport] of sizes) {
+      page = await open(`queen-${size}`, "", await browser.newContext({ viewport }));
+      await loginUI(page, "queen");
+      await live(page);
+      await more(page).waitFor();
+      const first = await shown(page);
+      check(JSON.stringify(first) === JSON.stringify(order.slice(0, 30)), `the first page shows ${first.length}: ${first.join(" ")}`);
+      const width = await page.evaluate(() => document.documentElement.scrollWidth);
+      check(width <= viewport.width, `the paged inbox at ${viewport.width} px is ${width} px wide`);
+      await shot(page, `screen-inbox-more-${size}`);
+    }
+
+    // A page of 50 as the app asks for it (when it reads again more than one page) is within the cost limit.
+    const fifty = await page.evaluate(async () => {
+      const { queries } = await import("/app.js");
+      const api = await import("/api.js");
+      const { conversations } = await api.gql(queries.conversations, { first: 50 });
+      return conversations.edges.length;
+    });
+    check(fifty === order.length, `a page of 50 conversations read ${fifty}`);
+
+    // A post in a conversation not shown yet brings it to the top, unread.
+    await post(knave, "court-01", "Who stole the tarts?");
+    order = ["#room/court-01", ...order.filter((h) => h !== "#room/court-01")];
+    await page.locator("#inbox li:first-child a[href='#room/court-01'] .badge", { hasText: exactly("1") }).waitFor();
+    const moved = await shown(page);
+    check(JSON.stringify(moved) === JSON.stringify(order.slice(0, 30)), `after the post the first page shows ${moved.length}: ${moved.join(" ")}`);
+
+    // The rest, once each, in order; the keyboard goes on from the first one brought.
+    await more(page).click();
+    await more(page).waitFor({ state: "hidden" });
+    const all = await shown(page);
+    check(JSON.stringify(all) === JSON.stringify(order), `after "More conversations" the inbox shows ${all.length}: ${all.join(" ")}`);
+    check(new Set(all).size === all.length, "a conversation shows twice");
+    const focused = await page.evaluate(() => document.activeElement?.getAttribute("href"));
+    check(focused === order[30], `after "More conversations" the focus is on ${focused}, want ${order[30]}`);
+    await shot(page, "screen-inbox-all-phone");
+
+    // A direct message, loaded at the bottom, moves to the top.
+    await gql('mutation { sendDirectMessage(to: "queen", content: "Not I!") { id } }', {}, knave);
+    order = ["#dm/knave", ...order.filter((h) => h !== "#dm/knave")];
+    await page.locator("#inbox li:first-child a[href='#dm/knave'] .badge", { hasText: exactly("2") }).waitFor();
+    const last = await shown(page);
+    check(JSON.stringify(last) === JSON.stringify(order), `after the direct message the inbox shows ${last.length}: ${last.join(" ")}`);
+    for (const name of ["queen-desktop", "queen-phone"]) check(!consoleErrors.has(name), `${name}'s console: ${JSON.stringify(consoleErrors.get(name))}`);
+    return `36 conversations: the first 30 in activity order, a post in one not shown brought it to the top, "More conversations" the rest once each in order, a direct message moved to the top; a page of 50 within the cost limit`;
+  },
+
   // Offline and back: what was posted while the browser was offline appears
   // once, after the app resubscribes from its last cursor.
   async offlineResume() {

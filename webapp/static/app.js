@@ -9,6 +9,8 @@ import { askForCode } from "./settings.js"; // the account's settings, single si
 
 const $ = (id) => document.getElementById(id);
 export const pageSize = 30; // messages a page of the history reads (exported for the browser tests)
+export const inboxPage = 30; // conversations the inbox shows first, and each "More conversations" adds
+const inboxMaxPage = 50; // the most conversations the server gives a page
 const quickReactions = ["👍", "🎉", "❤️"];
 
 // The fields the app shows of a file a message carries.
@@ -39,8 +41,11 @@ const pinFields = "pinnedAt pinnedBy { login } message { id content deleted hidd
 const inviteFields = "id createdBy { login } createdAt expiresAt maxUses uses";
 
 export const queries = {
-  inbox: `query Inbox { inbox { id kind unread mentions muted readUpTo peerOnline peer { login firstname lastname avatar { ${pictureFields} } }
-    lastMessage { id content deleted author { login } } } }`,
+  // The inbox a page at a time, newest activity first (inboxPage, then up
+  // to 50 a page when the app reads again what it shows).
+  conversations: `query Conversations($first: Int, $after: String) { conversations(first: $first, after: $after) {
+    edges { node { id kind unread mentions muted readUpTo peerOnline peer { login firstname lastname avatar { ${pictureFields} } }
+    lastMessage { id content deleted author { login } } } } pageInfo { hasNextPage endCursor } } }`,
   rooms: `query Rooms($after: String) { rooms(first: 20, after: $after) {
     edges { node { name banner kind icon { ${pictureFields} } } } pageInfo { hasNextPage endCursor } } }`,
   room: `query Room($name: String!) { room(name: $name) { name banner kind icon { ${pictureFields} } creator { login } moderators { login }
@@ -185,6 +190,11 @@ function stopChat() {
   delete $("chat").dataset.sync;
   closeConversation();
   $("inbox").replaceChildren();
+  conversations = [];
+  inboxWanted = inboxPage;
+  inboxCursor = null;
+  inboxHasMore = false;
+  $("inbox-more").hidden = true;
   $("rooms").replaceChildren();
 }
 
@@ -785,21 +795,69 @@ function loadInboxSoon(delay = 200) {
   }, delay);
 }
 
+// The inbox is read a page at a time (conversations), newest activity
+// first: the app shows the newest inboxWanted conversations, inboxPage at
+// first and inboxPage more for each "More conversations". Every change
+// reads them again from the newest (loadInboxSoon), so a conversation with
+// new activity moves to the top, loaded before or not, and each shows once.
+let inboxWanted = inboxPage;
+let inboxCursor = null; // the endCursor of the last page shown
+let inboxHasMore = false;
 let inboxReads = 0; // reads started: only the last one's answer is shown
+let inboxReading = 0; // the read under way, if any
 
-async function loadInbox() {
+// loadInbox reads the inbox's newest inboxWanted conversations again; with
+// more, it asks for inboxPage more, read after the last one shown.
+async function loadInbox(more = false) {
   if (!navigator.onLine) return;
+  if (more) {
+    inboxWanted = conversations.length + inboxPage;
+    // A read under way reads as far as inboxWanted says when it asks for its next page.
+    if (inboxReading) return;
+  }
   const read = ++inboxReads;
+  inboxReading = read;
+  const list = more ? conversations.slice() : [];
+  const seen = new Set(list.map((c) => c.id));
+  let after = more ? inboxCursor : null;
+  let hasMore = more ? inboxHasMore : false;
+  const shown = conversations.length;
+  $("inbox").setAttribute("aria-busy", "true");
   try {
-    const { inbox } = await api.gql(queries.inbox);
-    if (read !== inboxReads || !started) return; // a later read is on its way
-    conversations = inbox;
+    do {
+      const first = Math.min(inboxMaxPage, inboxWanted - list.length);
+      const { conversations: page } = await api.gql(queries.conversations, { first, after });
+      if (read !== inboxReads || !started) return; // a later read is on its way
+      // A conversation whose activity moved it between two pages' reads shows once.
+      for (const { node } of page.edges) {
+        if (seen.has(node.id)) continue;
+        seen.add(node.id);
+        list.push(node);
+      }
+      after = page.pageInfo.endCursor ?? after;
+      hasMore = page.pageInfo.hasNextPage;
+    } while (hasMore && list.length < inboxWanted);
+    conversations = list;
+    inboxCursor = after;
+    inboxHasMore = hasMore;
     showSideError(null);
     renderInbox();
+    // Asked for from the button, which may be gone now: the keyboard goes on from the first conversation it brought.
+    const from = document.activeElement;
+    if (more && list.length > shown && (from === $("inbox-more") || from === document.body)) {
+      $("inbox").children[shown]?.querySelector("a")?.focus();
+    }
   } catch (err) {
-    showSideError(err);
+    if (read === inboxReads) showSideError(err);
+  } finally {
+    if (inboxReading === read) {
+      inboxReading = 0;
+      $("inbox").removeAttribute("aria-busy");
+    }
   }
 }
+
+$("inbox-more").addEventListener("click", () => loadInbox(true));
 
 function renderInbox() {
   const items = conversations.map((c) => {
@@ -847,6 +905,7 @@ function renderInbox() {
   });
   if (items.length === 0) items.push(emptyItem("Nothing here yet: join a room below, or write to someone with “Direct message to”."));
   $("inbox").replaceChildren(...items);
+  $("inbox-more").hidden = !inboxHasMore;
   renderMute();
 }
 
