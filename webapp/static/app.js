@@ -40,12 +40,15 @@ const pinFields = "pinnedAt pinnedBy { login } message { id content deleted hidd
 // The fields the app shows of a group's invite link.
 const inviteFields = "id createdBy { login } createdAt expiresAt maxUses uses";
 
+// The fields the app shows of an inbox entry.
+const conversationFields = `id kind unread mentions muted readUpTo peerOnline peer { login firstname lastname avatar { ${pictureFields} } }
+  lastMessage { id content deleted author { login } }`;
+
 export const queries = {
   // The inbox a page at a time, newest activity first (inboxPage, then up
   // to 50 a page when the app reads again what it shows).
   conversations: `query Conversations($first: Int, $after: String) { conversations(first: $first, after: $after) {
-    edges { node { id kind unread mentions muted readUpTo peerOnline peer { login firstname lastname avatar { ${pictureFields} } }
-    lastMessage { id content deleted author { login } } } } pageInfo { hasNextPage endCursor } } }`,
+    edges { node { ${conversationFields} } } pageInfo { hasNextPage endCursor } } }`,
   rooms: `query Rooms($after: String) { rooms(first: 20, after: $after) {
     edges { node { name banner kind icon { ${pictureFields} } } } pageInfo { hasNextPage endCursor } } }`,
   room: `query Room($name: String!) { room(name: $name) { name banner kind icon { ${pictureFields} } creator { login } moderators { login }
@@ -79,7 +82,7 @@ export const queries = {
   delete: `mutation Delete($id: ID!) { deleteMessage(id: $id) { ${messageFields} } }`,
   addReaction: `mutation React($id: ID!, $emoji: String!) { addReaction(messageId: $id, emoji: $emoji) { ${messageFields} } }`,
   removeReaction: `mutation Unreact($id: ID!, $emoji: String!) { removeReaction(messageId: $id, emoji: $emoji) { ${messageFields} } }`,
-  markRead: `mutation Read($c: ID!, $upTo: ID!) { markRead(conversation: $c, upTo: $upTo) { id unread } }`,
+  markRead: `mutation Read($c: ID!, $upTo: ID!) { markRead(conversation: $c, upTo: $upTo) { ${conversationFields} } }`,
   typing: `mutation Typing($c: ID!, $active: Boolean) { typing(conversation: $c, active: $active) }`,
   createRoom: `mutation Create($input: CreateRoomInput!) { createRoom(input: $input) { name } }`,
   joinRoom: `mutation Join($room: String!) { joinRoom(room: $room) { name } }`,
@@ -909,10 +912,19 @@ function renderInbox() {
   renderMute();
 }
 
+// openEntry is the open conversation's inbox entry as markRead answered it:
+// the inbox shows a page at a time, and may not show it.
+let openEntry = null;
+
+// entryOf is a conversation's inbox entry, if the app has read it.
+function entryOf(id) {
+  return conversations.find((c) => c.id === id) ?? (openEntry?.id === id ? openEntry : null);
+}
+
 // renderMute shows the open conversation's mute button, pressed when muted;
 // only a conversation of the inbox can be muted.
 function renderMute() {
-  const entry = open && conversations.find((c) => c.id === open.id);
+  const entry = open && entryOf(open.id);
   const b = $("mute");
   b.hidden = !entry;
   if (!entry) return;
@@ -921,7 +933,7 @@ function renderMute() {
 }
 
 $("mute").addEventListener("click", async () => {
-  const entry = open && conversations.find((c) => c.id === open.id);
+  const entry = open && entryOf(open.id);
   if (!entry) return;
   try {
     await api.gql(queries.mute, { c: entry.id, m: !entry.muted });
@@ -1077,7 +1089,7 @@ async function openConversation(conv) {
   $("conversation-error").textContent = "";
   setComposerMode(null);
   // Where the user stopped reading, for the "New messages" line.
-  const entry = conversations.find((c) => c.id === conv.id);
+  const entry = entryOf(conv.id);
   conv.unreadFrom = entry?.unread > 0 ? { readUpTo: entry.readUpTo ?? null } : null;
   if (conv.kind === "room") await Promise.all([refreshPresence(), loadPins()]); // its creator, moderators and pins, for the message actions
   const page = await loadPage();
@@ -1110,7 +1122,7 @@ async function openConversation(conv) {
 // renderConversationIcon shows the open room's icon beside its name, when it
 // has one, or the peer's picture in a direct conversation (as the inbox read it).
 function renderConversationIcon() {
-  const peer = open?.kind === "dm" ? conversations.find((c) => c.id === open.id)?.peer : null;
+  const peer = open?.kind === "dm" ? entryOf(open.id)?.peer : null;
   const picture = open?.kind === "room" ? open.icon && avatar({ login: open.name, avatar: open.icon }) : peer && avatar(peer);
   $("conversation-icon").replaceChildren(...(picture ? [picture] : []));
 }
@@ -1273,7 +1285,11 @@ function markReadSoon() {
     if (!open || !last || document.hidden || last.dataset.id === readUpTo) return;
     try {
       readUpTo = last.dataset.id;
-      await api.gql(queries.markRead, { c: open.id, upTo: readUpTo });
+      const { markRead: entry } = await api.gql(queries.markRead, { c: open.id, upTo: readUpTo });
+      // Its entry, for its mute button and its peer's picture when the inbox does not show it (not among its pages yet).
+      if (open?.id === entry.id) openEntry = entry;
+      renderMute();
+      renderConversationIcon();
       loadInboxSoon();
     } catch {
       /* not fatal: the count stays */
