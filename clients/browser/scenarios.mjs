@@ -700,27 +700,27 @@ const scenarios = {
   // app reads again stays within the query cost limit. Checked by axe-core
   // with the button shown, at a desktop's size and a phone's.
   async inboxPaging() {
-    const queen = await user("queen");
-    const knave = await user("knave");
-    await gql('mutation { sendDirectMessage(to: "queen", content: "The tarts!") { id } }', {}, knave);
+    const hearts = await user("hearts");
+    const tartthief = await user("tartthief");
+    await gql('mutation { sendDirectMessage(to: "hearts", content: "The tarts!") { id } }', {}, tartthief);
     const rooms = Array.from({ length: 35 }, (_, i) => `court-${String(i + 1).padStart(2, "0")}`);
     for (const room of rooms) {
-      await createRoom(queen, room);
-      if (room === "court-01") await joinRoom(knave, room); // before the next room: its system message is activity of court-01's
+      await createRoom(hearts, room);
+      if (room === "court-01") await joinRoom(tartthief, room); // before the next room: its system message is activity of court-01's
     }
-    await post(queen, "court-05", "Off with his head!");
-    await post(queen, "court-20", "Off with her head!");
-    // Newest activity first: the two posts, the rooms newest made first, the knave's message.
+    await post(hearts, "court-05", "Off with his head!");
+    await post(hearts, "court-20", "Off with her head!");
+    // Newest activity first: the two posts, the rooms newest made first, the tartthief's message.
     let order = ["#room/court-20", "#room/court-05",
-      ...rooms.slice().reverse().filter((r) => r !== "court-05" && r !== "court-20").map((r) => `#room/${r}`), "#dm/knave"];
+      ...rooms.slice().reverse().filter((r) => r !== "court-05" && r !== "court-20").map((r) => `#room/${r}`), "#dm/tartthief"];
     const shown = (page) => page.locator("#inbox a").evaluateAll((links) => links.map((a) => a.getAttribute("href")));
     const more = (page) => page.getByRole("button", { name: "More conversations" });
 
     const sizes = [["desktop", { width: 1100, height: 700 }], ["phone", { width: 390, height: 800 }]];
     let page;
     for (const [size, viewport] of sizes) {
-      page = await open(`queen-${size}`, "", await browser.newContext({ viewport }));
-      await loginUI(page, "queen");
+      page = await open(`hearts-${size}`, "", await browser.newContext({ viewport }));
+      await loginUI(page, "hearts");
       await live(page);
       await more(page).waitFor();
       const first = await shown(page);
@@ -730,11 +730,11 @@ const scenarios = {
       await shot(page, `screen-inbox-more-${size}`);
       if (size !== "desktop") continue;
       // A conversation the inbox does not show yet, opened by its address, can still be muted (and is read).
-      await go(page, "dm/knave");
+      await go(page, "dm/tartthief");
       await message(page, "The tarts!").waitFor();
       await page.getByRole("button", { name: "Mute", exact: true }).waitFor();
-      await page.context().close(); // it would read the knave's next message
-      pages.delete(`queen-${size}`);
+      await page.context().close(); // it would read the tartthief's next message
+      pages.delete(`hearts-${size}`);
     }
 
     // A page of 50 as the app asks for it (when it reads again more than one page) is within the cost limit.
@@ -747,7 +747,7 @@ const scenarios = {
     check(fifty === order.length, `a page of 50 conversations read ${fifty}`);
 
     // A post in a conversation not shown yet brings it to the top, unread.
-    await post(knave, "court-01", "Who stole the tarts?");
+    await post(tartthief, "court-01", "Who stole the tarts?");
     order = ["#room/court-01", ...order.filter((h) => h !== "#room/court-01")];
     await page.locator("#inbox li:first-child a[href='#room/court-01'] .badge", { hasText: exactly("1") }).waitFor();
     const moved = await shown(page);
@@ -764,12 +764,12 @@ const scenarios = {
     await shot(page, "screen-inbox-all-phone");
 
     // A direct message, loaded at the bottom, moves to the top.
-    await gql('mutation { sendDirectMessage(to: "queen", content: "Not I!") { id } }', {}, knave);
-    order = ["#dm/knave", ...order.filter((h) => h !== "#dm/knave")];
-    await page.locator("#inbox li:first-child a[href='#dm/knave'] .badge", { hasText: exactly("1") }).waitFor();
+    await gql('mutation { sendDirectMessage(to: "hearts", content: "Not I!") { id } }', {}, tartthief);
+    order = ["#dm/tartthief", ...order.filter((h) => h !== "#dm/tartthief")];
+    await page.locator("#inbox li:first-child a[href='#dm/tartthief'] .badge", { hasText: exactly("1") }).waitFor();
     const last = await shown(page);
     check(JSON.stringify(last) === JSON.stringify(order), `after the direct message the inbox shows ${last.length}: ${last.join(" ")}`);
-    for (const name of ["queen-desktop", "queen-phone"]) check(!consoleErrors.has(name), `${name}'s console: ${JSON.stringify(consoleErrors.get(name))}`);
+    for (const name of ["hearts-desktop", "hearts-phone"]) check(!consoleErrors.has(name), `${name}'s console: ${JSON.stringify(consoleErrors.get(name))}`);
     return `36 conversations: the first 30 in activity order, a post in one not shown brought it to the top, "More conversations" the rest once each in order, a direct message moved to the top, one not shown yet opened by its address can be muted; a page of 50 within the cost limit`;
   },
 
