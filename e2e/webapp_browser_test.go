@@ -72,7 +72,9 @@ func browserArtifacts(t *testing.T) string {
 }
 
 // The web app and the playground in a real browser: two users chat live in
-// two browser contexts, the history pages on scroll, a browser that goes
+// two browser contexts, the history pages on scroll, the inbox pages on
+// "More conversations" (a post brings a conversation not shown yet to the
+// top, each shows once, in activity order), a browser that goes
 // offline and back resumes from its last cursor losing nothing and showing
 // nothing twice, a room's creator moderates, blocks, mutes and edits her
 // profile from the app, the app refreshes its token (and its websocket)

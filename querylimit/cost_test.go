@@ -78,6 +78,11 @@ const appMessageFields = `id room content system postedAt hidden editedAt delete
   attachments { id name contentType size width height blurhash url thumbnails { width height url } }
   preview { url title description siteName imageUrl }`
 
+// appConversationFields is what the web app shows of an inbox entry
+// (webapp/static/app.js, conversationFields).
+const appConversationFields = `id kind unread mentions muted readUpTo peerOnline peer { login firstname lastname avatar { thumbnails { url } blurhash } }
+  lastMessage { id content deleted author { login } }`
+
 // pages is an operation of n aliased pages of 100 messages.
 func pages(n int) string {
 	var b strings.Builder
@@ -156,6 +161,8 @@ func TestDeclaredCosts(t *testing.T) {
 		// link card and reactions come with the message's row, so they
 		// weigh nothing of their own; lists and resolvers do.
 		{"a page of 50 messages as a chat app shows them", `{ messages(room: "hall", first: 50) { edges { cursor node { ` + appMessageFields + ` } } pageInfo { hasNextPage endCursor } } }`, nil,
+			func(n int) bool { return n <= limit }, "within the limit"},
+		{"a page of 50 conversations as the web app shows them (webapp/static/app.js, conversationFields)", `{ conversations(first: 50) { edges { node { ` + appConversationFields + ` } } pageInfo { hasNextPage endCursor } } }`, nil,
 			func(n int) bool { return n <= limit }, "within the limit"},
 		{"the web app's room", `{ room(name: "hall") { name banner kind creator { login } moderators { login } participants(first: 100) { login } online(first: 100) { login } } }`, nil,
 			func(n int) bool { return n <= limit }, "within the limit"},

@@ -416,11 +416,13 @@ const scenarios = {
     await opened(page, "room/burrow-55");
     await live(page);
     await synced();
-    // The least recently active of the 55 rooms counts a post live.
+    // The least recently active of the 55 rooms, beyond the inbox's first
+    // page, comes to its top with a post, counted live.
     const entry = (room) => page.locator(`#inbox a[href="#room/${room}"]`);
-    await entry("burrow-1").waitFor();
+    await entry("burrow-55").waitFor();
+    check((await entry("burrow-1").count()) === 0, "the inbox's first page shows the least recently active of 55 rooms");
     await post(dodo, "burrow-1", "Everybody has won");
-    await entry("burrow-1").locator(".badge", { hasText: exactly("1") }).waitFor();
+    await page.locator('#inbox li:first-child a[href="#room/burrow-1"]').locator(".badge", { hasText: exactly("1") }).waitFor();
     check(syncs().length === 1, `the page subscribed to sync ${syncs().length} times, want once`);
     const others = subscribed.filter((p) => !/^\s*subscription Sync\b/.test(p.query));
     const resumed = others.filter((p) => p.variables?.after != null);
@@ -476,7 +478,7 @@ const scenarios = {
     await post(dodo, "burrow-4", "A fresh start");
     await entry("burrow-4").locator(".badge", { hasText: exactly("1") }).waitFor();
     check((await page.locator("#side-error").textContent()) === "", `the page says ${await page.locator("#side-error").textContent()}`);
-    return "one sync subscription for 55 rooms (none of their roomEvents), a post in the least active counted live; offline and back, and after a reload, it resumed from the stored cursor with each message once; a refused cursor started a new sync and stayed live";
+    return "one sync subscription for 55 rooms (none of their roomEvents), a post in the least active (not on the inbox's first page) brought it to the top, counted live; offline and back, and after a reload, it resumed from the stored cursor with each message once; a refused cursor started a new sync and stayed live";
   },
 
   // Pinned messages: a public room's creator pins from a message's
@@ -688,6 +690,87 @@ const scenarios = {
     check(JSON.stringify(texts) === JSON.stringify(want), `after scrolling the history shows ${texts.length} messages: ${texts.slice(0, 5)}...`);
     await shot(page, "webapp-history");
     return `history paged on scroll: ${first} first, then all 100 in order`;
+  },
+
+  // The inbox a page at a time: with 36 conversations the app shows the 30
+  // newest, in activity order; a post in one not shown yet brings it to the
+  // top; "More conversations" shows the rest, each once and in order; a
+  // direct message moves its conversation to the top; one not shown yet,
+  // opened by its address, can be muted. The page of 50 the
+  // app reads again stays within the query cost limit. Checked by axe-core
+  // with the button shown, at a desktop's size and a phone's.
+  async inboxPaging() {
+    const hearts = await user("hearts");
+    const tartthief = await user("tartthief");
+    await gql('mutation { sendDirectMessage(to: "hearts", content: "The tarts!") { id } }', {}, tartthief);
+    const rooms = Array.from({ length: 35 }, (_, i) => `court-${String(i + 1).padStart(2, "0")}`);
+    for (const room of rooms) {
+      await createRoom(hearts, room);
+      if (room === "court-01") await joinRoom(tartthief, room); // before the next room: its system message is activity of court-01's
+    }
+    await post(hearts, "court-05", "Off with his head!");
+    await post(hearts, "court-20", "Off with her head!");
+    // Newest activity first: the two posts, the rooms newest made first, the tartthief's message.
+    let order = ["#room/court-20", "#room/court-05",
+      ...rooms.slice().reverse().filter((r) => r !== "court-05" && r !== "court-20").map((r) => `#room/${r}`), "#dm/tartthief"];
+    const shown = (page) => page.locator("#inbox a").evaluateAll((links) => links.map((a) => a.getAttribute("href")));
+    const more = (page) => page.getByRole("button", { name: "More conversations" });
+
+    const sizes = [["desktop", { width: 1100, height: 700 }], ["phone", { width: 390, height: 800 }]];
+    let page;
+    for (const [size, viewport] of sizes) {
+      page = await open(`hearts-${size}`, "", await browser.newContext({ viewport }));
+      await loginUI(page, "hearts");
+      await live(page);
+      await more(page).waitFor();
+      const first = await shown(page);
+      check(JSON.stringify(first) === JSON.stringify(order.slice(0, 30)), `the first page shows ${first.length}: ${first.join(" ")}`);
+      const width = await page.evaluate(() => document.documentElement.scrollWidth);
+      check(width <= viewport.width, `the paged inbox at ${viewport.width} px is ${width} px wide`);
+      await shot(page, `screen-inbox-more-${size}`);
+      if (size !== "desktop") continue;
+      // A conversation the inbox does not show yet, opened by its address, can still be muted (and is read).
+      await go(page, "dm/tartthief");
+      await message(page, "The tarts!").waitFor();
+      await page.getByRole("button", { name: "Mute", exact: true }).waitFor();
+      await page.context().close(); // it would read the tartthief's next message
+      pages.delete(`hearts-${size}`);
+    }
+
+    // A page of 50 as the app asks for it (when it reads again more than one page) is within the cost limit.
+    const fifty = await page.evaluate(async () => {
+      const { queries } = await import("/app.js");
+      const api = await import("/api.js");
+      const { conversations } = await api.gql(queries.conversations, { first: 50 });
+      return conversations.edges.length;
+    });
+    check(fifty === order.length, `a page of 50 conversations read ${fifty}`);
+
+    // A post in a conversation not shown yet brings it to the top, unread.
+    await post(tartthief, "court-01", "Who stole the tarts?");
+    order = ["#room/court-01", ...order.filter((h) => h !== "#room/court-01")];
+    await page.locator("#inbox li:first-child a[href='#room/court-01'] .badge", { hasText: exactly("1") }).waitFor();
+    const moved = await shown(page);
+    check(JSON.stringify(moved) === JSON.stringify(order.slice(0, 30)), `after the post the first page shows ${moved.length}: ${moved.join(" ")}`);
+
+    // The rest, once each, in order; the keyboard goes on from the first one brought.
+    await more(page).click();
+    await more(page).waitFor({ state: "hidden" });
+    const all = await shown(page);
+    check(JSON.stringify(all) === JSON.stringify(order), `after "More conversations" the inbox shows ${all.length}: ${all.join(" ")}`);
+    check(new Set(all).size === all.length, "a conversation shows twice");
+    const focused = await page.evaluate(() => document.activeElement?.getAttribute("href"));
+    check(focused === order[30], `after "More conversations" the focus is on ${focused}, want ${order[30]}`);
+    await shot(page, "screen-inbox-all-phone");
+
+    // A direct message, loaded at the bottom, moves to the top.
+    await gql('mutation { sendDirectMessage(to: "hearts", content: "Not I!") { id } }', {}, tartthief);
+    order = ["#dm/tartthief", ...order.filter((h) => h !== "#dm/tartthief")];
+    await page.locator("#inbox li:first-child a[href='#dm/tartthief'] .badge", { hasText: exactly("1") }).waitFor();
+    const last = await shown(page);
+    check(JSON.stringify(last) === JSON.stringify(order), `after the direct message the inbox shows ${last.length}: ${last.join(" ")}`);
+    for (const name of ["hearts-desktop", "hearts-phone"]) check(!consoleErrors.has(name), `${name}'s console: ${JSON.stringify(consoleErrors.get(name))}`);
+    return `36 conversations: the first 30 in activity order, a post in one not shown brought it to the top, "More conversations" the rest once each in order, a direct message moved to the top, one not shown yet opened by its address can be muted; a page of 50 within the cost limit`;
   },
 
   // Offline and back: what was posted while the browser was offline appears

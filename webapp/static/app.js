@@ -9,6 +9,8 @@ import { askForCode } from "./settings.js"; // the account's settings, single si
 
 const $ = (id) => document.getElementById(id);
 export const pageSize = 30; // messages a page of the history reads (exported for the browser tests)
+export const inboxPage = 30; // conversations the inbox shows first, and each "More conversations" adds
+const inboxMaxPage = 50; // the most conversations the server gives a page
 const quickReactions = ["👍", "🎉", "❤️"];
 
 // The fields the app shows of a file a message carries.
@@ -38,9 +40,15 @@ const pinFields = "pinnedAt pinnedBy { login } message { id content deleted hidd
 // The fields the app shows of a group's invite link.
 const inviteFields = "id createdBy { login } createdAt expiresAt maxUses uses";
 
+// The fields the app shows of an inbox entry.
+const conversationFields = `id kind unread mentions muted readUpTo peerOnline peer { login firstname lastname avatar { ${pictureFields} } }
+  lastMessage { id content deleted author { login } }`;
+
 export const queries = {
-  inbox: `query Inbox { inbox { id kind unread mentions muted readUpTo peerOnline peer { login firstname lastname avatar { ${pictureFields} } }
-    lastMessage { id content deleted author { login } } } }`,
+  // The inbox a page at a time, newest activity first (inboxPage, then up
+  // to 50 a page when the app reads again what it shows).
+  conversations: `query Conversations($first: Int, $after: String) { conversations(first: $first, after: $after) {
+    edges { node { ${conversationFields} } } pageInfo { hasNextPage endCursor } } }`,
   rooms: `query Rooms($after: String) { rooms(first: 20, after: $after) {
     edges { node { name banner kind icon { ${pictureFields} } } } pageInfo { hasNextPage endCursor } } }`,
   room: `query Room($name: String!) { room(name: $name) { name banner kind icon { ${pictureFields} } creator { login } moderators { login }
@@ -74,7 +82,7 @@ export const queries = {
   delete: `mutation Delete($id: ID!) { deleteMessage(id: $id) { ${messageFields} } }`,
   addReaction: `mutation React($id: ID!, $emoji: String!) { addReaction(messageId: $id, emoji: $emoji) { ${messageFields} } }`,
   removeReaction: `mutation Unreact($id: ID!, $emoji: String!) { removeReaction(messageId: $id, emoji: $emoji) { ${messageFields} } }`,
-  markRead: `mutation Read($c: ID!, $upTo: ID!) { markRead(conversation: $c, upTo: $upTo) { id unread } }`,
+  markRead: `mutation Read($c: ID!, $upTo: ID!) { markRead(conversation: $c, upTo: $upTo) { ${conversationFields} } }`,
   typing: `mutation Typing($c: ID!, $active: Boolean) { typing(conversation: $c, active: $active) }`,
   createRoom: `mutation Create($input: CreateRoomInput!) { createRoom(input: $input) { name } }`,
   joinRoom: `mutation Join($room: String!) { joinRoom(room: $room) { name } }`,
@@ -185,6 +193,11 @@ function stopChat() {
   delete $("chat").dataset.sync;
   closeConversation();
   $("inbox").replaceChildren();
+  conversations = [];
+  inboxWanted = inboxPage;
+  inboxCursor = null;
+  inboxHasMore = false;
+  $("inbox-more").hidden = true;
   $("rooms").replaceChildren();
 }
 
@@ -785,21 +798,69 @@ function loadInboxSoon(delay = 200) {
   }, delay);
 }
 
+// The inbox is read a page at a time (conversations), newest activity
+// first: the app shows the newest inboxWanted conversations, inboxPage at
+// first and inboxPage more for each "More conversations". Every change
+// reads them again from the newest (loadInboxSoon), so a conversation with
+// new activity moves to the top, loaded before or not, and each shows once.
+let inboxWanted = inboxPage;
+let inboxCursor = null; // the endCursor of the last page shown
+let inboxHasMore = false;
 let inboxReads = 0; // reads started: only the last one's answer is shown
+let inboxReading = 0; // the read under way, if any
 
-async function loadInbox() {
+// loadInbox reads the inbox's newest inboxWanted conversations again; with
+// more, it asks for inboxPage more, read after the last one shown.
+async function loadInbox(more = false) {
   if (!navigator.onLine) return;
+  if (more) {
+    inboxWanted = conversations.length + inboxPage;
+    // A read under way reads as far as inboxWanted says when it asks for its next page.
+    if (inboxReading) return;
+  }
   const read = ++inboxReads;
+  inboxReading = read;
+  const list = more ? conversations.slice() : [];
+  const seen = new Set(list.map((c) => c.id));
+  let after = more ? inboxCursor : null;
+  let hasMore = more ? inboxHasMore : false;
+  const shown = conversations.length;
+  $("inbox").setAttribute("aria-busy", "true");
   try {
-    const { inbox } = await api.gql(queries.inbox);
-    if (read !== inboxReads || !started) return; // a later read is on its way
-    conversations = inbox;
+    do {
+      const first = Math.min(inboxMaxPage, inboxWanted - list.length);
+      const { conversations: page } = await api.gql(queries.conversations, { first, after });
+      if (read !== inboxReads || !started) return; // a later read is on its way
+      // A conversation whose activity moved it between two pages' reads shows once.
+      for (const { node } of page.edges) {
+        if (seen.has(node.id)) continue;
+        seen.add(node.id);
+        list.push(node);
+      }
+      after = page.pageInfo.endCursor ?? after;
+      hasMore = page.pageInfo.hasNextPage;
+    } while (hasMore && list.length < inboxWanted);
+    conversations = list;
+    inboxCursor = after;
+    inboxHasMore = hasMore;
     showSideError(null);
     renderInbox();
+    // Asked for from the button, which may be gone now: the keyboard goes on from the first conversation it brought.
+    const from = document.activeElement;
+    if (more && list.length > shown && (from === $("inbox-more") || from === document.body)) {
+      $("inbox").children[shown]?.querySelector("a")?.focus();
+    }
   } catch (err) {
-    showSideError(err);
+    if (read === inboxReads) showSideError(err);
+  } finally {
+    if (inboxReading === read) {
+      inboxReading = 0;
+      $("inbox").removeAttribute("aria-busy");
+    }
   }
 }
+
+$("inbox-more").addEventListener("click", () => loadInbox(true));
 
 function renderInbox() {
   const items = conversations.map((c) => {
@@ -847,13 +908,23 @@ function renderInbox() {
   });
   if (items.length === 0) items.push(emptyItem("Nothing here yet: join a room below, or write to someone with “Direct message to”."));
   $("inbox").replaceChildren(...items);
+  $("inbox-more").hidden = !inboxHasMore;
   renderMute();
+}
+
+// openEntry is the open conversation's inbox entry as markRead answered it:
+// the inbox shows a page at a time, and may not show it.
+let openEntry = null;
+
+// entryOf is a conversation's inbox entry, if the app has read it.
+function entryOf(id) {
+  return conversations.find((c) => c.id === id) ?? (openEntry?.id === id ? openEntry : null);
 }
 
 // renderMute shows the open conversation's mute button, pressed when muted;
 // only a conversation of the inbox can be muted.
 function renderMute() {
-  const entry = open && conversations.find((c) => c.id === open.id);
+  const entry = open && entryOf(open.id);
   const b = $("mute");
   b.hidden = !entry;
   if (!entry) return;
@@ -862,7 +933,7 @@ function renderMute() {
 }
 
 $("mute").addEventListener("click", async () => {
-  const entry = open && conversations.find((c) => c.id === open.id);
+  const entry = open && entryOf(open.id);
   if (!entry) return;
   try {
     await api.gql(queries.mute, { c: entry.id, m: !entry.muted });
@@ -1018,7 +1089,7 @@ async function openConversation(conv) {
   $("conversation-error").textContent = "";
   setComposerMode(null);
   // Where the user stopped reading, for the "New messages" line.
-  const entry = conversations.find((c) => c.id === conv.id);
+  const entry = entryOf(conv.id);
   conv.unreadFrom = entry?.unread > 0 ? { readUpTo: entry.readUpTo ?? null } : null;
   if (conv.kind === "room") await Promise.all([refreshPresence(), loadPins()]); // its creator, moderators and pins, for the message actions
   const page = await loadPage();
@@ -1051,7 +1122,7 @@ async function openConversation(conv) {
 // renderConversationIcon shows the open room's icon beside its name, when it
 // has one, or the peer's picture in a direct conversation (as the inbox read it).
 function renderConversationIcon() {
-  const peer = open?.kind === "dm" ? conversations.find((c) => c.id === open.id)?.peer : null;
+  const peer = open?.kind === "dm" ? entryOf(open.id)?.peer : null;
   const picture = open?.kind === "room" ? open.icon && avatar({ login: open.name, avatar: open.icon }) : peer && avatar(peer);
   $("conversation-icon").replaceChildren(...(picture ? [picture] : []));
 }
@@ -1214,7 +1285,11 @@ function markReadSoon() {
     if (!open || !last || document.hidden || last.dataset.id === readUpTo) return;
     try {
       readUpTo = last.dataset.id;
-      await api.gql(queries.markRead, { c: open.id, upTo: readUpTo });
+      const { markRead: entry } = await api.gql(queries.markRead, { c: open.id, upTo: readUpTo });
+      // Its entry, for its mute button and its peer's picture when the inbox does not show it (not among its pages yet).
+      if (open?.id === entry.id) openEntry = entry;
+      renderMute();
+      renderConversationIcon();
       loadInboxSoon();
     } catch {
       /* not fatal: the count stays */
