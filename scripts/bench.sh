@@ -336,8 +336,7 @@ versus_centrifugo() {
       stop_server
       theirs+=("$OUT/centrifugo-$engine-$rep/report.json")
     done
-    local IFS=,
-    "$OUT/chatload" compare "${ours[*]}" "${theirs[*]}" | tee "$OUT/versus-centrifugo-$engine.txt"
+    "$OUT/chatload" compare "$(IFS=,; echo "${ours[*]}")" "$(IFS=,; echo "${theirs[*]}")" | tee "$OUT/versus-centrifugo-$engine.txt"
   done
 }
 
