@@ -298,6 +298,7 @@ JSON
 # Centrifugo just started.
 run_centrifugo_load() {
   local name="$1" broker="$2" redis=()
+  shift 2
   if [[ -n "$REDIS_OK" ]]; then redis=(-redis-url "$REDIS_URL"); fi
   "$OUT/chatload" -target centrifugo -api-key bench -url "http://$SERVER_ADDR" -label "$name" \
     -subscribers "$SUBSCRIBERS" -rooms "$ROOMS" -rate "$RATE" -posters "$POSTERS" \
