@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -143,7 +144,17 @@ func testConversationsFilledIn(t *testing.T, cfg server.Config) {
 	ts.user(t, "bob")
 	mustDo(t, alice, createRoom, map[string]any{"n": "lobby"}, nil)
 	mustDo(t, alice, postMessage, map[string]any{"r": "lobby", "c": "first"}, nil)
-	mustDo(t, alice, sendDirect, map[string]any{"to": "bob", "c": "then"}, nil)
+	var dm struct{ SendDirectMessage struct{ ID string } }
+	mustDo(t, alice, sendDirect, map[string]any{"to": "bob", "c": "then"}, &dm)
+	// A room's creation time is kept to the millisecond: the group is made
+	// in a later one than the message, so that it is the newer activity.
+	sent, err := store.ParseMessageID(dm.SendDirectMessage.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for !time.Now().Truncate(time.Millisecond).After(sent.Time()) {
+		runtime.Gosched()
+	}
 	mustDo(t, alice, createKind, map[string]any{"n": "quiet", "k": "PRIVATE_GROUP"}, nil)
 
 	// What an older version left: no positions at all.

@@ -290,28 +290,15 @@ func (db *DB) DropLargeInboxRooms(ctx context.Context, login string, rooms []str
 // large rooms were (whose posts wrote positions for everyone): Open runs it
 // before any operation, after buildRoomMembers.
 func (db *DB) markLargeRooms() error {
-	done := tuple(tableMeta).str(tableInboxLarge)
-	if marked, err := db.has(done); err != nil || marked {
-		return err
-	}
-	b := db.batch()
-	table := tuple(tableChatRooms)
-	err := db.scan(context.Background(), table, table.end(), false, func(_, v []byte) (bool, error) {
-		row, err := decode[roomRow](v)
-		if err != nil {
-			return false, err
-		}
+	err := db.onceOverRooms(tuple(tableMeta).str(tableInboxLarge), nil, func(b *batch, row roomRow) {
 		if row.Kind == "" && len(row.Participants) > store.InboxFanoutLimit {
 			for _, p := range row.Participants {
 				b.set(largeRoomsPartition(p.Login).str(row.Name), row.CreatedAt)
 			}
 		}
-		return true, nil
 	})
 	if err != nil {
-		b.Close()
 		return fmt.Errorf("marking the large rooms: %w", err)
 	}
-	b.setEmpty(done)
-	return b.commit()
+	return nil
 }

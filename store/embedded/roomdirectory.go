@@ -79,31 +79,5 @@ func (b *batch) listRoom(row roomRow) {
 // public_rooms, once: Open runs it before any operation, so nothing writes
 // meanwhile. It clears the table first, as buildRoomMembers does.
 func (db *DB) buildPublicRooms() error {
-	if built, err := db.has(publicRoomsBuilt()); err != nil || built {
-		return err
-	}
-	const roomsPerBatch = 1024
-	b := db.batch()
-	b.deleteRange(tuple(tablePublicRooms))
-	n := 0
-	table := tuple(tableChatRooms)
-	err := db.scan(context.Background(), table, table.end(), false, func(_, v []byte) (bool, error) {
-		row, err := decode[roomRow](v)
-		if err != nil {
-			return false, err
-		}
-		b.listRoom(row)
-		if n++; n%roomsPerBatch == 0 {
-			err := b.commit() // closes b
-			b = db.batch()
-			return err == nil, err
-		}
-		return true, nil
-	})
-	if err != nil {
-		b.Close()
-		return err
-	}
-	b.setEmpty(publicRoomsBuilt())
-	return b.commit()
+	return db.onceOverRooms(publicRoomsBuilt(), tuple(tablePublicRooms), func(b *batch, row roomRow) { b.listRoom(row) })
 }

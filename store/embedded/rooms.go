@@ -385,12 +385,32 @@ func (db *DB) room(name string) (roomRow, error) {
 // write is, though only the marker's sync matters: a build cut short is
 // started over, and syncing the marker's batch syncs the log before it.
 func (db *DB) buildRoomMembers() error {
-	if built, err := db.has(roomMembersBuilt()); err != nil || built {
+	err := db.onceOverRooms(roomMembersBuilt(), tuple(tableRoomMembers), func(b *batch, row roomRow) {
+		b.set(membersPartition(row.Name), row.headerRow())
+		for _, p := range row.Participants {
+			b.addMember(row, p.Login)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("indexing the rooms: %w", err)
+	}
+	return nil
+}
+
+// onceOverRooms makes, once per store, a pass over every room: it deletes
+// the rows under clear (unless nil: so a pass cut short starts over),
+// writes what add makes of each room in batches of a few hundred rooms,
+// and sets marker in the last batch, so the pass is not made again. Open
+// runs the passes before any operation, so nothing writes meanwhile.
+func (db *DB) onceOverRooms(marker, clear key, add func(*batch, roomRow)) error {
+	if done, err := db.has(marker); err != nil || done {
 		return err
 	}
 	const roomsPerBatch = 256
 	b := db.batch()
-	b.deleteRange(tuple(tableRoomMembers))
+	if clear != nil {
+		b.deleteRange(clear)
+	}
 	n := 0
 	table := tuple(tableChatRooms)
 	err := db.scan(context.Background(), table, table.end(), false, func(_, v []byte) (bool, error) {
@@ -398,27 +418,19 @@ func (db *DB) buildRoomMembers() error {
 		if err != nil {
 			return false, err
 		}
-		b.set(membersPartition(row.Name), row.headerRow())
-		for _, p := range row.Participants {
-			b.addMember(row, p.Login)
-		}
+		add(b, row)
 		if n++; n%roomsPerBatch == 0 {
 			err := b.commit() // closes b
-			b = nil
-			if err != nil {
-				return false, err
-			}
 			b = db.batch()
+			return err == nil, err
 		}
 		return true, nil
 	})
 	if err != nil {
-		if b != nil {
-			b.Close()
-		}
-		return fmt.Errorf("indexing the rooms: %w", err)
+		b.Close()
+		return err
 	}
-	b.setEmpty(roomMembersBuilt())
+	b.setEmpty(marker)
 	return b.commit()
 }
 
