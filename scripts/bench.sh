@@ -55,6 +55,9 @@
 #                            baseline                         (redis://127.0.0.1:6379/0)
 #   BENCH_REPS               centrifugo: runs of each server    (3)
 #   CENTRIFUGO_VERSION       centrifugo: the version built      (v6.9.1)
+#   BENCH_REUSE_CENTRIFUGO   centrifugo: when set, Centrifugo's runs whose
+#                            report.json is in $OUT are not run again (to
+#                            measure a change of chatql's against them) (unset)
 #   CASSANDRA_HOSTS          adds the bare Cassandra write baseline and the
 #                            Cassandra Go benchmarks when a node answers there
 #                                                             (127.0.0.1)
@@ -331,11 +334,15 @@ versus_centrifugo() {
         -ceiling-steps "$CEILING_STEPS" -ceiling-from "$CEILING_FROM"
       stop_server
       ours+=("$OUT/chatql-$engine-$rep/report.json")
+      theirs+=("$OUT/centrifugo-$engine-$rep/report.json")
+      if [[ -n "${BENCH_REUSE_CENTRIFUGO:-}" && -f "$OUT/centrifugo-$engine-$rep/report.json" ]]; then
+        log "Centrifugo, $engine engine, run $rep: reusing $OUT/centrifugo-$engine-$rep/report.json"
+        continue
+      fi
       start_centrifugo "centrifugo-$engine-$rep" "$engine"
       log "Centrifugo $version, $engine engine, run $rep of $reps (pid $SERVER_PID on $SERVER_ADDR)"
       run_centrifugo_load "centrifugo-$engine-$rep" "$broker" -ceiling-steps "$CEILING_STEPS" -ceiling-from "$CEILING_FROM"
       stop_server
-      theirs+=("$OUT/centrifugo-$engine-$rep/report.json")
     done
     "$OUT/chatload" compare "$(IFS=,; echo "${ours[*]}")" "$(IFS=,; echo "${theirs[*]}")" | tee "$OUT/versus-centrifugo-$engine.txt"
   done

@@ -52,7 +52,10 @@ func ComparePositions(a, b InboxPosition) int {
 // (whose entry it reads anyway); what is left is the positions of other
 // activities (joins, creations) and of racing posts, and on Cassandra of
 // direct and group messages, whose writes read nothing that names the
-// previous one. Leaving a conversation leaves its position: the chat
+// previous one. The embedded store moves a public room at most once a
+// second and owes the moves of posts in between, which InboxPage makes
+// before it reads: a page lists the room at its newest post either way.
+// Leaving a conversation leaves its position: the chat
 // core passes over (and drops) the positions of conversations the user no
 // longer has.
 //

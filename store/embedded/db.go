@@ -53,6 +53,10 @@ type DB struct {
 	// releaseDir gives back the data directory (lockDir); nil for a store
 	// on a memory file system.
 	releaseDir func() error
+	// fanout defers the moves of public rooms in their participants'
+	// inbox order (inboxfanout.go).
+	fanout       roomFanout
+	closeFlusher sync.Once
 	// searchOff leaves the search index unwritten, for
 	// BenchmarkPostSearchOnOff only: what indexing costs a post.
 	searchOff bool
@@ -118,6 +122,9 @@ func openFS(dir string, fs vfs.FS) (*DB, error) {
 	if err := db.buildPublicRooms(); err != nil {
 		return nil, errors.Join(fmt.Errorf("opening embedded store in %s: listing the public rooms: %w", dir, err), pdb.Close())
 	}
+	if err := db.startFlusher(); err != nil {
+		return nil, errors.Join(fmt.Errorf("opening embedded store in %s: %w", dir, err), pdb.Close())
+	}
 	return db, nil
 }
 
@@ -125,6 +132,7 @@ func openFS(dir string, fs vfs.FS) (*DB, error) {
 // operations in flight; later operations return an error. Closing twice is
 // harmless.
 func (db *DB) Close() error {
+	db.closeFlusher.Do(db.stopFlusher)
 	db.closing.Lock()
 	defer db.closing.Unlock()
 	if db.closed {

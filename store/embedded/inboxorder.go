@@ -57,9 +57,10 @@ func (b *batch) dropActivity(login, conversation string, activity store.MessageI
 	b.delete(activitiesPartition(login, conversation).asc(activity))
 }
 
-// InboxPage scans login's positions last to first from after, and deletes,
-// with its activity, each position that is not at its conversation's
-// newest activity.
+// InboxPage makes the moves owed by login's rooms (flushRoomsOf), then
+// scans login's positions last to first from after, and deletes, with its
+// activity, each position that is not at its conversation's newest
+// activity.
 func (db *DB) InboxPage(ctx context.Context, login string, after store.InboxPosition, limit int) ([]store.InboxPosition, error) {
 	end, err := db.begin(ctx)
 	if err != nil {
@@ -69,6 +70,9 @@ func (db *DB) InboxPage(ctx context.Context, login string, after store.InboxPosi
 
 	if limit <= 0 {
 		return nil, nil
+	}
+	if err := db.flushRoomsOf(login); err != nil {
+		return nil, fmt.Errorf("reading the inbox order of %q: %w", login, err)
 	}
 	p := positionsPartition(login)
 	upper := p.end()
@@ -181,47 +185,6 @@ func (db *DB) DropInboxPositions(ctx context.Context, login string, positions []
 	if err := b.commit(); err != nil {
 		return fmt.Errorf("dropping positions of the inbox of %q: %w", login, err)
 	}
-	return nil
-}
-
-// addRoomActivity adds the post m as an activity of its public room to b,
-// in the order of each participant, if the room has at most
-// store.InboxFanoutLimit participants: it reads that many of the room's
-// members and one more, whatever the room's size. A post takes no lock:
-// one joining meanwhile has the join as their activity, and a join that
-// takes the room past the limit marks it large in every participant's
-// order in the batch that adds the participant (markLarge).
-//
-// Each position replaces the one of the room's last post that wrote
-// positions (roomActivityKey), deleted in the same batch rather than left
-// for a page: so the positions a room leaves behind are those of other
-// activities (joins) and of racing posts, not one per post and
-// participant. A post older than that last one (racing) writes none.
-func (db *DB) addRoomActivity(b *batch, m store.Message) error {
-	prev, _, err := getRow[store.MessageID](db, roomActivityKey(m.Room))
-	if err != nil || prev.Compare(m.ID) > 0 {
-		return err
-	}
-	p := membersPartition(m.Room)
-	logins := make([]string, 0, store.InboxFanoutLimit+1)
-	err = db.scan(context.Background(), p.next(), p.end(), false, func(k, _ []byte) (bool, error) {
-		login, _, err := parseStr(k[len(p):])
-		if err != nil {
-			return false, fmt.Errorf("member key of room %q: %w", m.Room, err)
-		}
-		logins = append(logins, login)
-		return len(logins) <= store.InboxFanoutLimit, nil
-	})
-	if err != nil || len(logins) > store.InboxFanoutLimit {
-		return err
-	}
-	for _, login := range logins {
-		if !prev.IsZero() {
-			b.dropActivity(login, m.Room, prev)
-		}
-		b.addActivity(login, m.Room, m.ID)
-	}
-	b.set(roomActivityKey(m.Room), m.ID)
 	return nil
 }
 

@@ -28,8 +28,9 @@ func (db *DB) PostMessage(ctx context.Context, m store.Message, notices ...store
 	if err == nil {
 		err = db.addNotices(b, m.ID, m.Room, notices)
 	}
+	var deferred bool
 	if err == nil {
-		err = db.addRoomActivity(b, m)
+		deferred, err = db.addRoomActivity(b, m)
 	}
 	if err != nil {
 		b.Close()
@@ -37,6 +38,9 @@ func (db *DB) PostMessage(ctx context.Context, m store.Message, notices ...store
 	}
 	if err := b.commit(); err != nil {
 		return fmt.Errorf("writing message to room %q: %w", m.Room, err)
+	}
+	if deferred {
+		db.fanout.owe(m.Room)
 	}
 	return nil
 }
