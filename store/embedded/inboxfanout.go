@@ -118,7 +118,9 @@ func (db *DB) addRoomActivity(b *batch, m store.Message) (deferred bool, err err
 // to activity in the order of each participant, if it has at most
 // store.InboxFanoutLimit: each position replaces prev's, deleted rather
 // than left for a page, so the positions a room leaves behind are those of
-// other activities (joins) and of racing moves.
+// other activities (joins) and of racing moves. A large room records the
+// activity alone, so that its posts in the next fanoutEvery defer their
+// reads of its members too.
 func (db *DB) moveRoom(b *batch, room string, prev, activity store.MessageID) error {
 	p := membersPartition(room)
 	logins := make([]string, 0, store.InboxFanoutLimit+1)
@@ -130,8 +132,12 @@ func (db *DB) moveRoom(b *batch, room string, prev, activity store.MessageID) er
 		logins = append(logins, login)
 		return len(logins) <= store.InboxFanoutLimit, nil
 	})
-	if err != nil || len(logins) > store.InboxFanoutLimit {
+	if err != nil {
 		return err
+	}
+	b.set(roomActivityKey(room), activity)
+	if len(logins) > store.InboxFanoutLimit {
+		return nil // a large room: its activity still defers the next posts' reads of its members
 	}
 	for _, login := range logins {
 		if !prev.IsZero() {
@@ -139,7 +145,6 @@ func (db *DB) moveRoom(b *batch, room string, prev, activity store.MessageID) er
 		}
 		b.addActivity(login, room, activity)
 	}
-	b.set(roomActivityKey(room), activity)
 	db.fanout.countMove()
 	return nil
 }

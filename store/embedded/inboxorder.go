@@ -28,8 +28,8 @@ const (
 // whose value is when it was marked.
 func largeRoomsPartition(login string) key { return tuple(tableInboxLarge).str(login) }
 
-// roomActivityKey holds the id of the room's last post that wrote
-// positions (addRoomActivity).
+// roomActivityKey holds the id of the room's last move (moveRoom): the
+// post whose positions it wrote, or in a large room, that read its members.
 func roomActivityKey(room string) key { return tuple(tableRoomActivity).str(room) }
 
 func positionsPartition(login string) key { return tuple(tableInboxPositions).str(login) }
