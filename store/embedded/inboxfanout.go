@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -57,34 +59,16 @@ func (f *roomFanout) owe(room string) {
 	f.mu.Unlock()
 }
 
-// take returns the rooms that may owe a move and forgets them: a post
-// deferred after that notes its room again.
-func (f *roomFanout) take() []string {
+// owed returns the rooms that may owe a move; with forget it forgets them,
+// and a post deferred after that notes its room again.
+func (f *roomFanout) owed(forget bool) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	rooms := make([]string, 0, len(f.rooms))
-	for r := range f.rooms {
-		rooms = append(rooms, r)
-		delete(f.rooms, r)
+	rooms := slices.Collect(maps.Keys(f.rooms))
+	if forget {
+		clear(f.rooms)
 	}
 	return rooms
-}
-
-// owing returns the rooms that may owe a move, keeping them.
-func (f *roomFanout) owing() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	rooms := make([]string, 0, len(f.rooms))
-	for r := range f.rooms {
-		rooms = append(rooms, r)
-	}
-	return rooms
-}
-
-func (f *roomFanout) forget(room string) {
-	f.mu.Lock()
-	delete(f.rooms, room)
-	f.mu.Unlock()
 }
 
 func (f *roomFanout) countMove() {
@@ -98,7 +82,7 @@ func (f *roomFanout) countMove() {
 // less than fanoutEvery before m, the pending key that owes it (deferred
 // reports which). A post older than the room's last move (racing) adds
 // nothing. The move reads up to store.InboxFanoutLimit participants and
-// one more, and writes nothing past the limit (a large room). A post takes
+// one more, and past the limit (a large room) writes no position. A post takes
 // no lock: one joining meanwhile has the join as their activity, and a
 // join that takes the room past the limit marks it large in every
 // participant's order in the batch that adds the participant (markLarge).
@@ -194,7 +178,7 @@ func (db *DB) flushRoom(room string) error {
 // flushRoomsOf makes the moves owed by the rooms login takes part in,
 // before a page of login's order is read.
 func (db *DB) flushRoomsOf(login string) error {
-	for _, room := range db.fanout.owing() {
+	for _, room := range db.fanout.owed(false) {
 		member, err := db.has(memberKey(room, login))
 		if err == nil && member {
 			err = db.flushRoom(room)
@@ -254,7 +238,7 @@ func (db *DB) flushOwed() error {
 	}
 	defer end()
 	var errs []error
-	for _, room := range db.fanout.take() {
+	for _, room := range db.fanout.owed(true) {
 		if err := db.flushRoom(room); err != nil {
 			db.fanout.owe(room)
 			errs = append(errs, err)

@@ -149,7 +149,7 @@ func TestRoomMoveOwedSurvivesCrash(t *testing.T) {
 	}
 	crashed := afterCrash(t, fs)
 	crashed.closeFlusher.Do(crashed.stopFlusher)
-	if owed := crashed.fanout.owing(); len(owed) != 1 || owed[0] != "hall" {
+	if owed := crashed.fanout.owed(false); len(owed) != 1 || owed[0] != "hall" {
 		t.Fatalf("rooms owing a move after the crash = %v, want [hall]", owed)
 	}
 	wantHallAt(t, crashed, alice.Login, last)
