@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -154,4 +155,59 @@ func TestRoomMoveOwedSurvivesCrash(t *testing.T) {
 	}
 	wantHallAt(t, crashed, alice.Login, last)
 	wantHallAt(t, crashed, bob.Login, last)
+}
+
+// TestRoomMovesRacingPosts: posts racing each other, the flusher and pages
+// leave no move owed unmade: once they end, a page lists the room at the
+// newest post.
+func TestRoomMovesRacingPosts(t *testing.T) {
+	db := open(t, t.TempDir())
+	defer db.Close()
+	alice, bob := hallOfTwo(t, db)
+	ctx := context.Background()
+	const posters, posts = 4, 50
+	ids := make(chan store.MessageID, posters*posts)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range posters {
+		wg.Go(func() {
+			for range posts {
+				id := store.NewMessageID()
+				if err := db.PostMessage(ctx, store.Message{Room: "hall", ID: id, Author: bob, Content: "post"}); err != nil {
+					t.Error(err)
+					return
+				}
+				ids <- id
+			}
+		})
+	}
+	pages := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-done:
+				pages <- nil
+				return
+			default:
+			}
+			if _, err := db.InboxPage(ctx, alice.Login, store.InboxPosition{}, 10); err != nil {
+				pages <- err
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	close(done)
+	if err := <-pages; err != nil {
+		t.Fatal(err)
+	}
+	close(ids)
+	var newest store.MessageID
+	for id := range ids {
+		if id.Compare(newest) > 0 {
+			newest = id
+		}
+	}
+	wantHallAt(t, db, alice.Login, newest)
+	wantHallAt(t, db, bob.Login, newest)
 }
