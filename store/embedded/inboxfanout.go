@@ -116,8 +116,8 @@ func (db *DB) moveRoom(b *batch, room string, prev, activity store.MessageID) er
 		logins = append(logins, login)
 		return len(logins) <= store.InboxFanoutLimit, nil
 	})
-	if err != nil {
-		return err
+	if err != nil || len(logins) == 0 {
+		return err // no one to move it for: a room deleted since the post
 	}
 	b.set(roomActivityKey(room), activity)
 	if len(logins) > store.InboxFanoutLimit {

@@ -211,3 +211,27 @@ func TestRoomMovesRacingPosts(t *testing.T) {
 	wantHallAt(t, db, alice.Login, newest)
 	wantHallAt(t, db, bob.Login, newest)
 }
+
+// TestRoomMoveOwedByDeletedRoom: deleting a room forgets its last move and
+// the moves it owes, and a flush after it writes nothing back.
+func TestRoomMoveOwedByDeletedRoom(t *testing.T) {
+	db := open(t, t.TempDir())
+	defer db.Close()
+	db.closeFlusher.Do(db.stopFlusher)
+	alice, bob := hallOfTwo(t, db)
+	postEvery(t, db, bob, 3, time.Millisecond)
+	if _, _, err := db.DeleteRoom(context.Background(), "hall", alice); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.flushOwed(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []key{roomActivityKey("hall"), pendingMovesPartition("hall")} {
+		if err := db.scan(context.Background(), p, p.end(), false, func(k, _ []byte) (bool, error) {
+			t.Errorf("a key of the deleted room's moves is left: %q", k)
+			return true, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -349,6 +349,8 @@ func (db *DB) DeleteRoom(ctx context.Context, name string, by store.UserRef) (st
 		b.deleteRange(bansPartition(name))
 		b.deleteRange(pinsPartition(name))
 		b.deleteRange(postTurnsPartition(name))
+		b.delete(roomActivityKey(name))
+		b.deleteRange(pendingMovesPartition(name))
 		if err := db.deleteRoomInvites(ctx, b, name); err != nil {
 			b.Close()
 			return store.Room{}, store.Event{}, err
