@@ -364,10 +364,12 @@ export function subscribe(query, variables, field, onEvent, onError, cursor = nu
               onError?.(new APIError(err));
             } else if (connection.client === client) {
               // The socket closed, or the access token it was opened with
-              // expired: the server ends each operation with UNAUTHENTICATED,
-              // and may do so before it closes the socket with 4401. Either
-              // way, start again from the cursor (after a refresh, for a
-              // token: a session that ended fails it, and logs out).
+              // expired: the server then closes the socket with 4401, which
+              // graphql-ws reports to each operation, and sends no error of
+              // the operation's own (an UNAUTHENTICATED one is taken the same
+              // way). Either way, start again from the cursor (after a
+              // refresh, for a token: a session that ended fails it, and
+              // logs out).
               connection.drop(Array.isArray(err) ? { code: 4401 } : err);
             } else {
               connection.schedule(); // already dropped: started again with the others
