@@ -30,7 +30,8 @@ import (
 //   - InboxPage, before it reads, for the rooms its reader takes part in,
 //     so a page always lists a room at its newest post: the deferral saves
 //     writes, it never shows a reader an older order;
-//   - Open, for the keys a crash left (loadPendingMoves queues them).
+//   - the flusher again after a crash: Open queues the rooms whose keys
+//     are left (startFlusher).
 //
 // A room posted to at 50 posts a second then writes its participants'
 // positions about once a second instead of 50 times.
