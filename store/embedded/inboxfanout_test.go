@@ -58,16 +58,8 @@ func wantHallAt(t *testing.T, db *DB, login string, activity store.MessageID) {
 		t.Fatal(err)
 	}
 	if len(page) == 0 || page[0].Conversation != "hall" || page[0].Activity != activity {
-		t.Fatalf("InboxPage(%s) = %s, want hall first at %v", login, fmtPositions(page), activity)
+		t.Fatalf("InboxPage(%s) = %v, want hall first at %v", login, page, activity)
 	}
-}
-
-func fmtPositions(page []store.InboxPosition) string {
-	s := "["
-	for _, p := range page {
-		s += " " + p.Conversation + "@" + p.Activity.String()
-	}
-	return s + " ]"
 }
 
 // TestRoomMovesDeferred: posts less than fanoutEvery after the room's last
