@@ -3,21 +3,26 @@ package live
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
+	"errors"
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Buffer sizes of a websocket connection. net/http hijacks with 4 KiB each
 // way, which an idle chat subscriber never uses. Clients send little
 // (subscribe, ping, complete); the websocket library reads longer messages
-// through the small buffer. Every frame the server sends is written inside
-// a batch of the socket, which gathers it whole however the library's
-// buffer cuts it up, and writes it in one syscall; so that buffer only
-// needs to hold a frame header.
+// through the small buffer. The server's messages do not go through the
+// library (socket.writeText frames them); it writes only control frames
+// (pong, close), whose payload is at most 125 bytes: the write buffer holds
+// such a frame whole, so that the library flushes it in one socket.Write,
+// which no message can then cut in two.
 const (
 	readBufferSize  = 256
-	writeBufferSize = 64
+	writeBufferSize = 2 + 125
 )
 
 // leanHijacker hands the websocket library the hijacked connection with
@@ -56,8 +61,9 @@ const (
 	maxBatchBytes      = 32 << 10
 )
 
-// socket is a websocket's connection. It reads pending before the socket;
-// and while a batch is open, it gathers what is written and writes it in
+// socket is a websocket's connection. It reads pending before the socket.
+// It frames the server's messages itself (writeText), and while a batch is
+// open, it gathers them, and whatever the library writes, and writes them in
 // one go when the batch closes or reaches its bounds: a connection's queued
 // events go out in one syscall instead of one each. Only what is already
 // queued is gathered: a lone event is written at once.
@@ -67,22 +73,30 @@ type socket struct {
 	// maxFrames is how many whole frames a batch gathers before it is
 	// written (Config.MaxFramesPerWrite); 1 writes every frame on its own.
 	maxFrames int
+	// writing is when the syscall under way started (Unix ns), 0 if none:
+	// the transport's watchdog aborts a connection whose client stopped
+	// reading.
+	writing atomic.Int64
 
 	mu       sync.Mutex // orders the writes, gathered or not
 	batches  int        // open batches
 	frames   int        // whole frames gathered
 	gathered *[]byte    // from gatherPool; nil if nothing is gathered
+	// closing: the close handshake has begun, so no message may follow.
+	closing bool
 }
 
 // gatherPool holds the buffers of batches, so that a connection holds none
 // between them.
 var gatherPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
+// Write is the websocket library's: its handshake answer and its control
+// frames, each whole in one call (see writeBufferSize).
 func (c *socket) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.batches == 0 {
-		return c.Conn.Write(p)
+		return c.send(p)
 	}
 	if c.gathered == nil {
 		c.gathered = gatherPool.Get().(*[]byte)
@@ -111,18 +125,60 @@ func (c *socket) closeBatch() error {
 	return c.flush()
 }
 
-// closeFrame closes the batch of one frame (conn.write's), which is now
-// whole: as closeBatch, and a batch inside which it was written is written
-// too once it holds maxFrames whole frames or maxBatchBytes.
-func (c *socket) closeFrame() error {
+// errClosing refuses a message written after the close handshake began.
+var errClosing = errors.New("live: the websocket is closing")
+
+// writeText writes one text message, the parts' bytes, as one unmasked
+// final frame (RFC 6455, section 5.2): gathered if a batch is open, until
+// the batch holds maxFrames whole frames or maxBatchBytes; else at once, in
+// one syscall.
+func (c *socket) writeText(parts ...[]byte) error {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.batches--
+	if c.closing {
+		return errClosing
+	}
+	if c.gathered == nil {
+		c.gathered = gatherPool.Get().(*[]byte)
+	}
+	b := appendTextHeader(*c.gathered, n)
+	for _, p := range parts {
+		b = append(b, p...)
+	}
+	*c.gathered = b
 	c.frames++
-	if c.batches > 0 && c.frames < c.maxFrames && (c.gathered == nil || len(*c.gathered) < maxBatchBytes) {
+	if c.batches > 0 && c.frames < c.maxFrames && len(b) < maxBatchBytes {
 		return nil
 	}
 	return c.flush()
+}
+
+// appendTextHeader appends the header of a final, unmasked text frame of n
+// bytes: the opcode, then the length in 7 bits, or 126 and 16 bits, or 127
+// and 64 bits.
+func appendTextHeader(b []byte, n int) []byte {
+	const finText = 0x80 | 0x1
+	switch {
+	case n < 126:
+		return append(b, finText, byte(n))
+	case n <= 0xffff:
+		return binary.BigEndian.AppendUint16(append(b, finText, 126), uint16(n))
+	default:
+		return binary.BigEndian.AppendUint64(append(b, finText, 127), uint64(n))
+	}
+}
+
+// endMessages refuses any message after it: the close frame the library
+// writes next must be the last frame. Messages gathered before it go out
+// before that frame, which is gathered after them.
+func (c *socket) endMessages() {
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
 }
 
 // flush writes what was gathered, in one write; c.mu is held.
@@ -131,13 +187,21 @@ func (c *socket) flush() error {
 	if c.gathered == nil {
 		return nil
 	}
-	_, err := c.Conn.Write(*c.gathered)
+	_, err := c.send(*c.gathered)
 	*c.gathered = (*c.gathered)[:0]
 	if cap(*c.gathered) <= 64<<10 { // a large frame's buffer is not kept
 		gatherPool.Put(c.gathered)
 	}
 	c.gathered = nil
 	return err
+}
+
+// send writes p to the connection, timed for the watchdog; c.mu is held.
+func (c *socket) send(p []byte) (int, error) {
+	c.writing.Store(time.Now().UnixNano())
+	n, err := c.Conn.Write(p)
+	c.writing.Store(0)
+	return n, err
 }
 
 func (c *socket) Read(p []byte) (int, error) {

@@ -1,11 +1,18 @@
 package live
 
 import (
+	"context"
+	"errors"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/coder/websocket"
 )
 
 // Bytes net/http had buffered past the handshake are read before the socket.
@@ -134,6 +141,15 @@ func TestSocketBatchesKeepWriteOrder(t *testing.T) {
 	}
 }
 
+// framed is what writeText sends for each of texts.
+func framed(texts ...string) string {
+	var b []byte
+	for _, text := range texts {
+		b = append(appendTextHeader(b, len(text)), text...)
+	}
+	return string(b)
+}
+
 // A batch is written once it gathers maxFrames whole frames or
 // maxBatchBytes, so a long run of queued events is not held back whole; the
 // rest goes when the batch closes.
@@ -141,26 +157,23 @@ func TestSocketBatchBounds(t *testing.T) {
 	conn := &countingConn{}
 	s := &socket{Conn: conn, maxFrames: 4}
 	frame := func(b string) {
-		s.openBatch() // conn.write's own batch around a frame
-		_, _ = s.Write([]byte(b[:1]))
-		_, _ = s.Write([]byte(b[1:])) // the library may write a frame in parts
-		if err := s.closeFrame(); err != nil {
+		if err := s.writeText([]byte(b[:1]), []byte(b[1:])); err != nil {
 			t.Fatal(err)
 		}
 	}
 	frame("a1") // outside a batch: at once
-	if conn.writes != 1 {
-		t.Fatalf("a lone frame made %d writes, want 1", conn.writes)
+	if conn.writes != 1 || string(conn.got) != framed("a1") {
+		t.Fatalf("a lone frame made %d writes of %q, want 1 of %q", conn.writes, conn.got, framed("a1"))
 	}
 	s.openBatch()
 	for _, f := range []string{"b1", "b2", "b3", "b4", "b5", "b6"} {
 		frame(f)
 	}
-	if conn.writes != 2 || string(conn.got) != "a1b1b2b3b4" {
-		t.Fatalf("after 6 frames in a batch of at most 4: %d writes of %q, want 2 of %q", conn.writes, conn.got, "a1b1b2b3b4")
+	if want := framed("a1", "b1", "b2", "b3", "b4"); conn.writes != 2 || string(conn.got) != want {
+		t.Fatalf("after 6 frames in a batch of at most 4: %d writes of %q, want 2 of %q", conn.writes, conn.got, want)
 	}
-	if err := s.closeBatch(); err != nil || conn.writes != 3 || string(conn.got) != "a1b1b2b3b4b5b6" {
-		t.Fatalf("closing the batch: %d writes of %q (%v), want 3", conn.writes, conn.got, err)
+	if want := framed("a1", "b1", "b2", "b3", "b4", "b5", "b6"); s.closeBatch() != nil || conn.writes != 3 || string(conn.got) != want {
+		t.Fatalf("closing the batch: %d writes of %q, want 3 of %q", conn.writes, conn.got, want)
 	}
 	// The byte bound: two frames of half of it fill a batch.
 	half := strings.Repeat("x", maxBatchBytes/2)
@@ -181,12 +194,105 @@ func TestSocketBatchBounds(t *testing.T) {
 	s = &socket{Conn: one, maxFrames: 1}
 	s.openBatch()
 	for range 3 {
-		s.openBatch()
-		_, _ = s.Write([]byte("e"))
-		_ = s.closeFrame()
+		_ = s.writeText([]byte("e"))
 	}
 	_ = s.closeBatch()
 	if one.writes != 3 {
 		t.Fatalf("with one frame a write: %d writes of 3 frames", one.writes)
+	}
+}
+
+// The frames writeText makes are read by a websocket client as the messages
+// written, at every length encoding (7, 16 and 64 bits), gathered or not,
+// with the library's own frames (ping, close) among them; and the close
+// frame is the last: what was gathered before goes out before it, and a
+// message after it is refused.
+func TestTextFramesReadByClient(t *testing.T) {
+	sizes := []int{0, 1, 125, 126, 127, 0xffff, 0x10000, 70000}
+	texts := make([]string, len(sizes))
+	for i, n := range sizes {
+		texts[i] = strings.Repeat(string(rune('a'+i)), n)
+	}
+	afterClose := make(chan error, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		lean := &leanHijacker{ResponseWriter: w, maxFrames: 3}
+		ws, err := websocket.Accept(lean, r, nil)
+		if err != nil {
+			return
+		}
+		s := lean.socket
+		ws.CloseRead(context.Background()) // reads the client's pong and close
+		for i, text := range texts[:4] {   // one at a time
+			if err := s.writeText([]byte(text[:i/2]), []byte(text[i/2:])); err != nil {
+				t.Error(err)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.openBatch()
+		for _, text := range texts[4:] { // gathered, past maxFrames
+			if err := s.writeText([]byte(text)); err != nil {
+				t.Error(err)
+			}
+		}
+		go func() { _ = ws.Ping(ctx) }() // a library frame while the batch is open
+		time.Sleep(10 * time.Millisecond)
+		s.openBatch() // a message gathered when the close begins
+		if err := s.writeText([]byte("last")); err != nil {
+			t.Error(err)
+		}
+		s.endMessages()
+		afterClose <- s.writeText([]byte("too late"))
+		closed := make(chan struct{})
+		go func() { // the close frame, gathered after "last"
+			defer close(closed)
+			_ = ws.Close(websocket.StatusNormalClosure, "done")
+		}()
+		time.Sleep(10 * time.Millisecond)
+		_ = s.closeBatch()
+		_ = s.closeBatch()
+		<-closed
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(1 << 20)
+	for i, want := range append(texts, "last") {
+		typ, got, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("message %d (%d bytes): %v", i, len(want), err)
+		}
+		if typ != websocket.MessageText || string(got) != want {
+			t.Fatalf("message %d: got %v of %d bytes, want text of %d", i, typ, len(got), len(want))
+		}
+	}
+	if _, _, err := c.Read(ctx); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+		t.Fatalf("after the messages: %v, want the close frame", err)
+	}
+	if err := <-afterClose; !errors.Is(err, errClosing) {
+		t.Fatalf("a message after the close began: %v, want refused", err)
+	}
+}
+
+// A frame's length takes the fewest bytes that hold it (RFC 6455, 5.2).
+func TestTextHeaderLengths(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want []byte
+	}{
+		{0, []byte{0x81, 0}},
+		{125, []byte{0x81, 125}},
+		{126, []byte{0x81, 126, 0, 126}},
+		{0xffff, []byte{0x81, 126, 0xff, 0xff}},
+		{0x10000, []byte{0x81, 127, 0, 0, 0, 0, 0, 1, 0, 0}},
+	} {
+		if got := appendTextHeader(nil, c.n); string(got) != string(c.want) {
+			t.Errorf("header of %d bytes: % x, want % x", c.n, got, c.want)
+		}
 	}
 }

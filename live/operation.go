@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"sync"
 	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -359,17 +358,13 @@ func (op *operation) execute(ctx context.Context, rc *graphql.OperationContext) 
 	op.end(streamErr(), nil)
 }
 
-// framePool holds frame buffers: a frame is built, written and released.
-var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+// closingBrace ends a result message, after its prefix and result.
+var closingBrace = []byte("}")
 
-// writeResult writes one result frame; false means the connection is gone.
+// writeResult writes one result message; false means the connection is
+// gone.
 func (op *operation) writeResult(prefix, result []byte) bool {
-	bp := framePool.Get().(*[]byte)
-	frame := append(append(append((*bp)[:0], prefix...), result...), '}')
-	ok := op.c.write(frame)
-	*bp = frame
-	framePool.Put(bp)
-	return ok
+	return op.c.write(prefix, result, closingBrace)
 }
 
 // end tells the client how the operation ended, unless the client ended it

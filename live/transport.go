@@ -207,7 +207,7 @@ func (t *Transport) watch() {
 			var stalled []*conn
 			t.mu.Lock()
 			for c := range t.conns {
-				if since := c.writing.Load(); since != 0 && since < startedBefore {
+				if since := c.socket.writing.Load(); since != 0 && since < startedBefore {
 					stalled = append(stalled, c)
 				}
 			}
@@ -297,9 +297,7 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	wmu      sync.Mutex   // serializes writes
-	writing  atomic.Int64 // when the write under way started (Unix ns), 0 if none
-	timedOut atomic.Bool  // the watchdog aborted a write: counted once
+	timedOut atomic.Bool // the watchdog aborted a write: counted once
 
 	mu        sync.Mutex
 	inited    bool // connection_init received
@@ -573,22 +571,11 @@ func (c *conn) sendError(typ, id string, errs ...*gqlerror.Error) bool {
 	return c.send(message{ID: id, Type: typ, Payload: payload})
 }
 
-// write sends one text frame. A write that fails closes the connection,
-// and so does one that waits longer than the write timeout (the watchdog
-// aborts it): the client is gone or not reading.
-func (c *conn) write(frame []byte) bool {
-	// Writes take turns (the websocket library would serialize them
-	// anyway), so that the watchdog times one write at a time.
-	c.wmu.Lock()
-	c.writing.Store(time.Now().UnixNano())
-	c.socket.openBatch() // the frame goes out in one syscall
-	err := c.ws.Write(context.Background(), websocket.MessageText, frame)
-	if berr := c.socket.closeFrame(); err == nil {
-		err = berr
-	}
-	c.writing.Store(0)
-	c.wmu.Unlock()
-	if err != nil {
+// write sends one text message of the parts' bytes. A write that fails
+// closes the connection, and so does one that waits longer than the write
+// timeout (the watchdog aborts it): the client is gone or not reading.
+func (c *conn) write(parts ...[]byte) bool {
+	if err := c.socket.writeText(parts...); err != nil {
 		c.mu.Lock()
 		closed := c.closed
 		c.mu.Unlock()
@@ -670,15 +657,9 @@ func (c *conn) deliver(ready []*roomSubscription) {
 func (c *conn) openBatch() { c.socket.openBatch() }
 
 // closeBatch closes a batch opened by openBatch and writes what it
-// gathered; false means the connection is gone. The write takes its turn
-// with the others, so that the watchdog times it.
+// gathered; false means the connection is gone.
 func (c *conn) closeBatch() bool {
-	c.wmu.Lock()
-	c.writing.Store(time.Now().UnixNano())
-	err := c.socket.closeBatch()
-	c.writing.Store(0)
-	c.wmu.Unlock()
-	if err != nil {
+	if err := c.socket.closeBatch(); err != nil {
 		c.abort()
 		return false
 	}
@@ -702,7 +683,10 @@ func (c *conn) close(code websocket.StatusCode, reason string) {
 	c.closed = true
 	c.mu.Unlock()
 	c.cancel()
-	go func() { _ = c.ws.Close(code, reason) }()
+	go func() {
+		c.socket.endMessages()
+		_ = c.ws.Close(code, reason)
+	}()
 }
 
 // truncateReason fits a close reason in a control frame (123 bytes).
