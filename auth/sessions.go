@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/killrchat/chatql/ratelimit"
@@ -355,7 +356,7 @@ func (s *Sessions) ended(match func(sessionKey) bool) {
 	}
 	s.mu.Unlock()
 	for _, w := range ws {
-		w.cancel(errSessionEnded)
+		w.fire(errSessionEnded)
 	}
 }
 
@@ -430,26 +431,33 @@ func (s *Sessions) load(ctx context.Context, k sessionKey) error {
 
 // A watcher is one stream following its session.
 type watcher struct {
-	cancel context.CancelCauseFunc
-	timer  *time.Timer
+	end   func(cause error)
+	fired atomic.Bool // end was called: it is called once
+	timer *time.Timer
 }
 
-// Watch returns a context derived from ctx that ends, with a cause wrapping
-// ErrUnauthenticated, when the access token of ctx's caller expires or its
-// session ends; nil if ctx has no caller with a session (anonymous). A
-// stream running in it ends with its credentials. Watching costs no
-// goroutine: a timer for the expiry, and a place in the set the periodic
-// check reads.
-func (s *Sessions) Watch(ctx context.Context) context.Context {
+// fire calls the watcher's end with cause, the first time only.
+func (w *watcher) fire(cause error) {
+	if w.fired.CompareAndSwap(false, true) {
+		w.end(cause)
+	}
+}
+
+// OnEnd calls end once, with a cause wrapping ErrUnauthenticated, when the
+// access token of ctx's caller expires or its session ends, unless stop
+// was called first; stop is nil, and end never called, if ctx has no
+// caller with a session (anonymous). Watching costs no goroutine and no
+// context: a timer for the expiry, and a place in the set the periodic
+// check reads, which stop gives back.
+func (s *Sessions) OnEnd(ctx context.Context, end func(cause error)) (stop func()) {
 	c, err := callerFrom(ctx)
 	if err != nil || c.session == "" {
 		return nil
 	}
 	k := sessionKey{c.user.Login, c.session}
-	wctx, cancel := context.WithCancelCause(ctx)
-	w := &watcher{cancel: cancel}
+	w := &watcher{end: end}
 	if !c.bot { // an API key does not expire
-		w.timer = time.AfterFunc(c.expires.Sub(s.now()), func() { cancel(errTokenExpired) })
+		w.timer = time.AfterFunc(c.expires.Sub(s.now()), func() { w.fire(errTokenExpired) })
 	}
 	s.mu.Lock()
 	if s.watchers[k] == nil {
@@ -457,7 +465,7 @@ func (s *Sessions) Watch(ctx context.Context) context.Context {
 	}
 	s.watchers[k][w] = struct{}{}
 	s.mu.Unlock()
-	context.AfterFunc(wctx, func() {
+	return func() {
 		if w.timer != nil {
 			w.timer.Stop()
 		}
@@ -467,7 +475,21 @@ func (s *Sessions) Watch(ctx context.Context) context.Context {
 			delete(s.watchers, k)
 		}
 		s.mu.Unlock()
-	})
+	}
+}
+
+// Watch returns a context derived from ctx that ends, with a cause wrapping
+// ErrUnauthenticated, when the access token of ctx's caller expires or its
+// session ends (OnEnd); nil if ctx has no caller with a session
+// (anonymous). A stream running in it ends with its credentials.
+func (s *Sessions) Watch(ctx context.Context) context.Context {
+	wctx, cancel := context.WithCancelCause(ctx)
+	stop := s.OnEnd(ctx, cancel)
+	if stop == nil {
+		cancel(nil)
+		return nil
+	}
+	context.AfterFunc(wctx, stop)
 	return wctx
 }
 

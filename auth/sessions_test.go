@@ -411,3 +411,52 @@ func TestWatch(t *testing.T) {
 	}
 	waitUntil(t, "every watcher is forgotten", func() bool { return a.Watching()+b.Watching()+short.Watching() == 0 })
 }
+
+// OnEnd calls end once when the session ends, and never once stop was
+// called; stop gives the watcher's place back; an anonymous caller is not
+// watched.
+func TestOnEnd(t *testing.T) {
+	st := testStore(t)
+	a := testInstance(t, st, time.Hour, time.Hour)
+	ctx := t.Context()
+	alice := testUser(t, st, "alice")
+	p, err := a.Start(ctx, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caller := a.Authenticate(ctx, p.AccessToken)
+	ended := make(chan error, 4)
+	stopped := make(chan error, 4)
+	stop := a.OnEnd(caller, func(cause error) { ended <- cause })
+	stopBefore := a.OnEnd(caller, func(cause error) { stopped <- cause })
+	if stop == nil || stopBefore == nil {
+		t.Fatal("OnEnd of an authenticated caller returned no stop")
+	}
+	if n := a.Watching(); n != 1 {
+		t.Fatalf("watching %d sessions, want 1", n)
+	}
+	stopBefore()
+	for range 2 { // the second end finds the session ended again: end is not called twice
+		if err := a.End(ctx, "alice", p.Session); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case cause := <-ended:
+		if !errors.Is(cause, ErrUnauthenticated) || !strings.Contains(cause.Error(), "session has ended") {
+			t.Errorf("cause = %v, want ErrUnauthenticated saying the session has ended", cause)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("end was not called")
+	}
+	if len(ended) != 0 || len(stopped) != 0 {
+		t.Fatalf("end called again (%d) or after stop (%d)", len(ended), len(stopped))
+	}
+	stop()
+	if n := a.Watching(); n != 0 {
+		t.Fatalf("watching %d sessions after stop, want 0", n)
+	}
+	if a.OnEnd(ctx, func(error) { t.Error("an anonymous caller's end was called") }) != nil {
+		t.Error("OnEnd of an anonymous caller returned a stop")
+	}
+}

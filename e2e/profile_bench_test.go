@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -27,6 +28,10 @@ import (
 //	go test -c -o bench-out/chatql-profile.test ./e2e
 //	CHAT_PROFILE_SERVE=1 CHAT_PROFILE_DIR=bench-out/profile CHAT_ADDR=127.0.0.1:0 \
 //	    bench-out/chatql-profile.test -test.run '^$' -test.bench '^BenchmarkServeForProfiling$' -test.benchtime 1x
+//
+// CHAT_PROFILE_MEMRATE sets runtime.MemProfileRate: 1 records every
+// allocation, so that the heap profiles are exact (what an idle
+// subscription holds), at the cost of a slower server.
 //
 // It writes "<pid> <host:port>" to $CHAT_PROFILE_DIR/server.addr once it
 // listens, and serves until SIGTERM or SIGINT. Signals control profiling,
@@ -53,6 +58,11 @@ func BenchmarkServeForProfiling(b *testing.B) {
 		b.Fatal(err)
 	}
 	runtime.SetMutexProfileFraction(100)
+	if rate := os.Getenv("CHAT_PROFILE_MEMRATE"); rate != "" { // 1: every allocation, exact and slow
+		if runtime.MemProfileRate, err = strconv.Atoi(rate); err != nil {
+			b.Fatalf("CHAT_PROFILE_MEMRATE: %v", err)
+		}
+	}
 	for b.Loop() {
 		serveForProfiling(b, cfg, dir)
 	}

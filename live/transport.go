@@ -65,15 +65,16 @@ type Config struct {
 	// message, or with 4500 if it is INTERNAL (the check itself failed).
 	Authenticate func(ctx context.Context, init map[string]any) (_ context.Context, user bool, _ error)
 	// SessionEnd, if set, is given the context Authenticate returned and
-	// returns one that ends when the connection's credentials do (the token
-	// expires, the session is revoked), or nil if they never end. The
-	// connection is then closed with 4401 and the context's cause as
-	// reason.
-	SessionEnd func(ctx context.Context) context.Context
+	// calls end when the connection's credentials end (the token expires,
+	// the session is revoked), unless stop was called first; stop is nil if
+	// they never end (auth.Sessions.OnEnd). The connection is then closed
+	// with 4401 and the cause as reason.
+	SessionEnd func(ctx context.Context, end func(cause error)) (stop func())
 	// Connected, if set, is told of each connection that a user
-	// authenticated, with the context Authenticate returned, which ends
-	// with the connection: presence counts it.
-	Connected func(ctx context.Context)
+	// authenticated, with the context Authenticate returned, and returns
+	// what to call once when the connection ends (nil: nothing): presence
+	// counts it.
+	Connected func(ctx context.Context) (disconnected func())
 	// Accept holds the origin rules of the websocket handshake.
 	Accept websocket.AcceptOptions
 	// InitTimeout is how long a client has to send connection_init.
@@ -299,13 +300,15 @@ type conn struct {
 
 	timedOut atomic.Bool // the watchdog aborted a write: counted once
 
-	mu        sync.Mutex
-	inited    bool // connection_init received
-	acked     bool // and accepted
-	user      bool // as a user's (see credentialsEnded)
-	closed    bool
-	ops       map[string]*operation
-	keepAlive *time.Timer
+	mu           sync.Mutex
+	inited       bool   // connection_init received
+	stopWatching func() // stops SessionEnd's watch, if any
+	disconnected func() // Connected's, called when the connection ends
+	acked        bool   // and accepted
+	user         bool   // as a user's (see credentialsEnded)
+	closed       bool
+	ops          map[string]*operation
+	keepAlive    *time.Timer
 	// pending are the room subscriptions with events ready, which the
 	// goroutine draining (see drain) delivers; spare is the slice it
 	// emptied last, reused.
@@ -398,11 +401,18 @@ func (c *conn) end() {
 	c.cancel()
 	c.stopKeepAlive()
 	c.mu.Lock()
+	stopWatching, disconnected := c.stopWatching, c.disconnected
 	ops := make([]*operation, 0, len(c.ops))
 	for _, op := range c.ops {
 		ops = append(ops, op)
 	}
 	c.mu.Unlock()
+	if stopWatching != nil {
+		stopWatching()
+	}
+	if disconnected != nil {
+		disconnected()
+	}
 	for _, op := range ops {
 		op.stop()
 	}
@@ -448,6 +458,7 @@ func (c *conn) init(payload json.RawMessage) bool {
 		}
 	}
 	ctx, user := c.ctx, false
+	var disconnected func()
 	if c.t.cfg.Authenticate != nil {
 		var err error
 		if ctx, user, err = c.t.cfg.Authenticate(ctx, init); err != nil {
@@ -458,21 +469,17 @@ func (c *conn) init(payload json.RawMessage) bool {
 	if user {
 		c.authenticated()
 		if c.t.cfg.Connected != nil {
-			c.t.cfg.Connected(ctx)
+			disconnected = c.t.cfg.Connected(ctx)
 		}
 	}
+	var stopWatching func()
 	if c.t.cfg.SessionEnd != nil {
-		if ended := c.t.cfg.SessionEnd(ctx); ended != nil {
-			authed := ctx
-			context.AfterFunc(ended, func() {
-				if authed.Err() == nil { // not the connection's own end
-					c.close(closeUnauthorized, truncateReason("Unauthorized: "+context.Cause(ended).Error()))
-				}
-			})
-		}
+		stopWatching = c.t.cfg.SessionEnd(ctx, func(cause error) {
+			c.close(closeUnauthorized, truncateReason("Unauthorized: "+cause.Error()))
+		})
 	}
 	c.mu.Lock()
-	c.ctx, c.acked, c.user = ctx, true, user
+	c.ctx, c.acked, c.user, c.stopWatching, c.disconnected = ctx, true, user, stopWatching, disconnected
 	c.mu.Unlock()
 	if !c.send(message{Type: msgConnectionAck}) {
 		return false

@@ -632,7 +632,7 @@ func TestSessionEndClosesWithoutOperationErrors(t *testing.T) {
 			h = newHarness(t, func(c *Config) {
 				c.KeepAlive = time.Hour
 				if connectionWatches {
-					c.SessionEnd = func(ctx context.Context) context.Context { return h.sessions.Watch(ctx) }
+					c.SessionEnd = func(ctx context.Context, end func(error)) func() { return h.sessions.OnEnd(ctx, end) }
 				}
 			})
 			h.user("alice")
@@ -675,4 +675,25 @@ func TestSessionEndClosesWithoutOperationErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A connection watching its session stops watching when it ends: nothing
+// of it stays in the sessions' set.
+func TestEndedConnectionStopsWatching(t *testing.T) {
+	var h *harness
+	h = newHarness(t, func(c *Config) {
+		c.SessionEnd = func(ctx context.Context, end func(error)) func() { return h.sessions.OnEnd(ctx, end) }
+	})
+	h.user("alice")
+	alice, _ := h.session("alice")
+	c := h.connect(graphqlTransportWS.name, alice)
+	c.send(message{Type: msgPing})
+	if m := c.read(); m.Type != msgPong {
+		t.Fatalf("got %+v, want the pong", m)
+	}
+	if n := h.sessions.Watching(); n != 1 {
+		t.Fatalf("watching %d sessions with the connection open, want 1", n)
+	}
+	_ = c.ws.Close(websocket.StatusNormalClosure, "")
+	waitFor(t, "the watch to stop", func() bool { return h.sessions.Watching() == 0 })
 }

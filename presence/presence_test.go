@@ -459,3 +459,27 @@ func testRedisRegistrySweepsBigDeadInstance(t *testing.T, on redisTarget) {
 		t.Fatalf("swept users online: %v", flags)
 	}
 }
+
+// A connection that joined counts until it leaves: its user goes offline
+// once the last of their connections has left (here without a grace).
+func TestTrackerJoinLeave(t *testing.T) {
+	c := newChanges()
+	reg := &Local{}
+	tr := &Tracker{Registry: reg, Tell: c.tell, Grace: time.Nanosecond, Log: quiet}
+	defer func() { _ = tr.Close(context.Background()) }()
+	first := tr.Join(store.UserRef{Login: "alice"})
+	second := tr.Join(store.UserRef{Login: "alice"})
+	c.wait(t, 1)
+	first()
+	if !slices.Equal(tr.Local(), []string{"alice"}) {
+		t.Fatalf("online here after one of two connections left: %v, want alice", tr.Local())
+	}
+	second()
+	c.wait(t, 2)
+	if got := c.told(); !slices.Equal(got, []string{"+alice", "-alice"}) {
+		t.Fatalf("told %v, want alice online, then offline", got)
+	}
+	if len(tr.Local()) != 0 {
+		t.Fatalf("online here after both left: %v", tr.Local())
+	}
+}

@@ -293,12 +293,21 @@ func (s *Server) startPresence(res *resolvers.Resolver) error {
 	return nil
 }
 
-// connected counts a websocket or an event stream of a user as a
-// connection, for presence, until ctx ends.
+// connected counts an event stream of a user as a connection, for
+// presence, until ctx ends.
 func (s *Server) connected(ctx context.Context) {
 	if u, err := auth.UserFrom(ctx); err == nil {
 		s.presence.Connect(ctx, u)
 	}
+}
+
+// joined counts a websocket of a user as a connection, for presence, until
+// the websocket calls disconnected.
+func (s *Server) joined(ctx context.Context) (disconnected func()) {
+	if u, err := auth.UserFrom(ctx); err == nil {
+		return s.presence.Join(u)
+	}
+	return nil
 }
 
 func openStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, error) {
@@ -378,8 +387,8 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 		ProfileEpoch:      res.Profiles.Epoch,
 		Scope:             requestBaseScope,
 		Authenticate:      websocketAuth(sessions),
-		SessionEnd:        sessions.Watch,
-		Connected:         s.connected,
+		SessionEnd:        sessions.OnEnd,
+		Connected:         s.joined,
 		ErrorPresenter:    res.ErrorPresenter,
 		Accept: websocket.AcceptOptions{
 			OriginPatterns:     s.websocketOrigins(),
