@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -46,7 +47,12 @@ func (w *leanHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		pending = bytes.Clone(b)
 	}
 	w.socket = &socket{Conn: conn, pending: pending, maxFrames: w.maxFrames}
-	return w.socket, bufio.NewReadWriter(bufio.NewReaderSize(w.socket, readBufferSize), bufio.NewWriterSize(w.socket, writeBufferSize)), nil
+	w.socket.reader = bufio.NewReaderSize(w.socket, readBufferSize)
+	if sc, ok := conn.(syscall.Conn); ok && canPeek {
+		w.socket.raw, _ = sc.SyscallConn()
+	}
+	w.socket.peekFn = w.socket.peek
+	return w.socket, bufio.NewReadWriter(w.socket.reader, bufio.NewWriterSize(w.socket, writeBufferSize)), nil
 }
 
 // Bounds of a batch: it is written as soon as it gathers this many whole
@@ -70,6 +76,13 @@ const (
 type socket struct {
 	net.Conn
 	pending []byte // read by one goroutine, the connection's reader
+	// reader is the websocket library's buffered reader of the socket;
+	// raw the connection's file descriptor, and peekFn c.peek, made once,
+	// to wait for input (awaitInput); nil where there is none.
+	reader *bufio.Reader
+	raw    syscall.RawConn
+	peekFn func(fd uintptr) bool
+	peeked [1]byte
 	// maxFrames is how many whole frames a batch gathers before it is
 	// written (Config.MaxFramesPerWrite); 1 writes every frame on its own.
 	maxFrames int
@@ -194,6 +207,22 @@ func (c *socket) flush() error {
 	}
 	c.gathered = nil
 	return err
+}
+
+// buffered reports whether bytes the client sent wait in the library's
+// buffer or in pending. Only while the library is not reading: its close
+// handshake reads on another goroutine (conn.awaitInput orders the two).
+func (c *socket) buffered() bool {
+	return len(c.pending) > 0 || c.reader.Buffered() > 0
+}
+
+// awaitInput returns once the socket has bytes to read, or has ended (an
+// error is the library's next read's to report). It lets the reader wait
+// without the library's read on its stack.
+func (c *socket) awaitInput() {
+	if c.raw != nil {
+		_ = c.raw.Read(c.peekFn)
+	}
 }
 
 // send writes p to the connection, timed for the watchdog; c.mu is held.

@@ -296,3 +296,75 @@ func TestTextHeaderLengths(t *testing.T) {
 		}
 	}
 }
+
+// holdingConn holds what is written to it while hold is set, and writes it
+// all in one write when released.
+type holdingConn struct {
+	net.Conn
+	mu   sync.Mutex
+	hold bool
+	held []byte
+}
+
+func (c *holdingConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.hold {
+		c.held = append(c.held, p...)
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *holdingConn) release() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hold = false
+	_, err := c.Conn.Write(c.held)
+	return err
+}
+
+// Messages that arrive together, read into the library's buffer at once,
+// are each handled without waiting for more from the client: the reader
+// waits on the socket only when nothing is buffered.
+func TestMessagesArrivingTogether(t *testing.T) {
+	h := newHarness(t, nil)
+	alice := h.user("alice")
+	var held *holdingConn
+	transport := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		held = &holdingConn{Conn: conn}
+		return held, nil
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(h.url, "http"), &websocket.DialOptions{
+		Subprotocols: []string{graphqlTransportWS.name}, HTTPClient: &http.Client{Transport: transport},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	c := &client{t: t, ws: ws}
+	held.mu.Lock()
+	held.hold = true
+	held.mu.Unlock()
+	c.send(message{Type: msgConnectionInit, Payload: mustJSON(map[string]any{"token": alice})})
+	for _, id := range []string{"1", "2", "3"} {
+		c.send(message{Type: msgPing, Payload: mustJSON(map[string]any{"n": id})})
+	}
+	if err := held.release(); err != nil {
+		t.Fatal(err)
+	}
+	if m := c.read(); m.Type != msgConnectionAck {
+		t.Fatalf("got %+v, want connection_ack", m)
+	}
+	for _, id := range []string{"1", "2", "3"} {
+		if m := c.read(); m.Type != msgPong || !strings.Contains(string(m.Payload), id) {
+			t.Fatalf("got %+v %s, want pong %s", m, m.Payload, id)
+		}
+	}
+}

@@ -343,52 +343,92 @@ func (c *conn) serve() {
 			c.close(closeInitTimeout, "Connection initialisation timeout")
 		}
 	})
-	acked := c.read(true)
+	acked := c.handshake()
 	initTimer.Stop()
 	if !acked {
 		c.end()
 		return
 	}
-	go func() {
-		defer c.end()
-		c.read(false)
-	}()
+	go c.readLoop()
 }
 
-// read handles client messages until the connection ends (false) or, with
-// untilAcked, until connection_init is accepted (true).
-func (c *conn) read(untilAcked bool) bool {
+// handshake handles client messages until connection_init is accepted
+// (true) or the connection ends (false).
+func (c *conn) handshake() bool {
 	for {
-		if untilAcked {
-			c.mu.Lock()
-			acked := c.acked
-			c.mu.Unlock()
-			if acked {
-				return true
-			}
+		c.mu.Lock()
+		acked := c.acked
+		c.mu.Unlock()
+		if acked {
+			return true
 		}
-		typ, data, err := c.ws.Read(context.Background())
-		if err != nil {
-			c.close(closeNormal, "")
-			return false
-		}
-		if typ != websocket.MessageText {
-			c.close(closeBadRequest, "Invalid message received: binary messages are not supported")
-			return false
-		}
-		var m message
-		if err := json.Unmarshal(data, &m); err != nil || m.Type == "" {
-			c.close(closeBadRequest, "Invalid message received")
-			return false
-		}
-		if problem := c.proto.malformed(m); problem != "" {
-			c.close(closeBadRequest, truncateReason("Invalid message received: "+problem))
-			return false
-		}
-		if !c.handle(m) {
+		c.awaitInput()
+		if ok, _ := c.readMessage(); !ok {
 			return false
 		}
 	}
+}
+
+// readLoop handles client messages until the connection ends. Between
+// messages it waits for the client on a shallow stack (awaitInput), so
+// that an idle connection's goroutine keeps the smallest stack the runtime
+// gives; and after a message whose handling grew the stack (a subscribe,
+// parsed and validated here), it goes on on a fresh goroutine, so that
+// the grown stack is freed now rather than over the next garbage
+// collections.
+func (c *conn) readLoop() {
+	for {
+		c.awaitInput()
+		ok, deep := c.readMessage()
+		if !ok {
+			c.end()
+			return
+		}
+		if deep {
+			go c.readLoop()
+			return
+		}
+	}
+}
+
+// awaitInput waits until the client has sent something the websocket
+// library has not read: at once if bytes are buffered, else on the socket.
+// Once the connection is closing, the library reads the close handshake on
+// another goroutine: the buffer is its, and nothing is awaited. c.mu orders
+// the check before that goroutine starts (close sets c.closed under it).
+func (c *conn) awaitInput() {
+	c.mu.Lock()
+	ready := c.closed || c.socket.buffered()
+	c.mu.Unlock()
+	if !ready {
+		c.socket.awaitInput()
+	}
+}
+
+// readMessage reads one client message and acts on it; ok false ends the
+// connection; deep tells of a message whose handling grows the stack.
+//
+//go:noinline
+func (c *conn) readMessage() (ok, deep bool) {
+	typ, data, err := c.ws.Read(context.Background())
+	if err != nil {
+		c.close(closeNormal, "")
+		return false, false
+	}
+	if typ != websocket.MessageText {
+		c.close(closeBadRequest, "Invalid message received: binary messages are not supported")
+		return false, false
+	}
+	var m message
+	if err := json.Unmarshal(data, &m); err != nil || m.Type == "" {
+		c.close(closeBadRequest, "Invalid message received")
+		return false, false
+	}
+	if problem := c.proto.malformed(m); problem != "" {
+		c.close(closeBadRequest, truncateReason("Invalid message received: "+problem))
+		return false, false
+	}
+	return c.handle(m), m.Type == c.proto.subscribe
 }
 
 // end stops the connection's operations and releases its timers.
