@@ -16,7 +16,7 @@
 # bench-out/<run>/report.json and chart.svg. The whole thing takes under
 # three minutes on 2 cores.
 #
-# Usage: scripts/bench.sh [all|go|load|profile|centrifugo]
+# Usage: scripts/bench.sh [all|go|load|profile|trace|centrifugo]
 #   all      Go benchmarks, then both load runs (the default; `make bench`)
 #   go       Go benchmarks only
 #   load     both load runs only
@@ -28,6 +28,11 @@
 #            both with history on; `chatload compare` prints the medians,
 #            the ratios and issue 34's aims (about 2 minutes per pair of
 #            runs at the defaults)
+#   trace    where a post's time goes: the embedded load run without
+#            baselines or idle subscriptions, then the server's own
+#            histograms (/metrics) of the postMessage operation, the store's
+#            fsynced write and the membership check, printed as means and
+#            distributions beside chatload's latencies; about 40 seconds
 #   profile  the embedded load run against the server inside a test binary
 #            that writes CPU, heap, mutex and goroutine profiles of each
 #            phase to bench-out/profile/ (BenchmarkServeForProfiling), and
@@ -265,6 +270,48 @@ profile_run() {
   log "profiles in $dir; summary in $dir/top.txt; e.g. $GO tool pprof -http=: $bin $dir/cpu-1.prof"
 }
 
+trace_run() {
+  build
+  start_server trace
+  log "trace: embedded store, in-process broker (server pid $SERVER_PID on $SERVER_ADDR)"
+  IDLE_SUBS=0 run_chatload trace "$SERVER_PID" "$SERVER_ADDR" embedded in-process none
+  curl -fsS "http://$SERVER_ADDR/metrics" >"$OUT/trace/metrics.prom"
+  stop_server
+  post_parts "$OUT/trace/metrics.prom" | tee "$OUT/trace/post.txt"
+}
+
+# post_parts METRICS: the parts of a post from the server's histograms (every
+# post of the run, the warmup's too): count, mean, and the share of calls
+# under each bound.
+post_parts() {
+  awk '
+    function part(name) {
+      if (!(name in seen)) { seen[name] = 1; order[++n] = name }
+      if ($1 ~ /_sum\{/) sum[name] = $NF
+      else if ($1 ~ /_count\{/) count[name] = $NF
+      else if (match($1, /le="[^"]*"/)) {
+        le = substr($1, RSTART + 4, RLENGTH - 5)
+        if (le != "+Inf") { nb[name]++; bound[name, nb[name]] = le; under[name, nb[name]] = $NF }
+      }
+    }
+    /^chatql_graphql_operation_duration_seconds_[a-z]+\{operation="postMessage"/ { part("the postMessage operation, parse to answer") }
+    /^chatql_store_call_duration_seconds_[a-z]+\{method="PostMessage"/ { part("of it, the store write (one batch, fsynced)") }
+    /^chatql_store_call_duration_seconds_[a-z]+\{method="Membership"/ { part("of it, membership reads (cache misses only)") }
+    END {
+      for (i = 1; i <= n; i++) {
+        name = order[i]; c = count[name] + 0
+        if (c == 0) { printf "%s: no calls\n", name; continue }
+        printf "%s: %d calls, mean %.3f ms\n  ", name, c, 1000 * sum[name] / c
+        for (j = 1; j <= nb[name]; j++) {
+          if (under[name, j] == 0) continue
+          printf " %d%% < %g ms", int(100 * under[name, j] / c), 1000 * bound[name, j]
+          if (under[name, j] == c) break
+        }
+        printf "\n"
+      }
+    }' "$1"
+}
+
 # start_centrifugo NAME ENGINE: Centrifugo on a free loopback port with
 # anonymous websockets, the HTTP API key "bench", and history on every
 # channel (100 publications, 5 minutes, recovery forced), as chatql keeps
@@ -351,8 +398,8 @@ versus_centrifugo() {
 REDIS_OK=""
 CASSANDRA_OK=""
 case "$MODE" in
-  all|go|load|profile|centrifugo) ;;
-  *) die "unknown mode '$MODE': want all, go, load, profile or centrifugo" ;;
+  all|go|load|profile|trace|centrifugo) ;;
+  *) die "unknown mode '$MODE': want all, go, load, profile, trace or centrifugo" ;;
 esac
 if ensure_redis; then REDIS_OK=1; else log "no Redis at $REDIS_URL: Redis run and baselines skipped"; fi
 if cassandra_up; then CASSANDRA_OK=1; else log "no Cassandra at $CASSANDRA_HOSTS: Cassandra baselines skipped"; fi
@@ -362,6 +409,7 @@ case "$MODE" in
   go) go_benchmarks ;;
   load) load_runs ;;
   profile) profile_run ;;
+  trace) trace_run ;;
   centrifugo) versus_centrifugo ;;
 esac
 log "done in $((SECONDS - START))s; reports in $OUT/"
