@@ -697,3 +697,41 @@ func TestEndedConnectionStopsWatching(t *testing.T) {
 	_ = c.ws.Close(websocket.StatusNormalClosure, "")
 	waitFor(t, "the watch to stop", func() bool { return h.sessions.Watching() == 0 })
 }
+
+// parked is how many drainers are parked.
+func (d *drainers) parkedNow() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.parked)
+}
+
+// A drainer that delivered to a connection parks and delivers the next
+// events, rather than a new goroutine each time; the transport's end stops
+// the parked ones.
+func TestDrainersAreReused(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := newHarness(t, func(c *Config) { c.Context = ctx })
+	alice := h.user("alice")
+	h.room("hall", "alice")
+	c := h.connect(graphqlTransportWS.name, alice)
+	before := h.open()
+	c.subscribe(graphqlTransportWS, "1", roomEvents, map[string]any{"r": "hall"})
+	waitFor(t, "the stream", func() bool { return h.open() == before+1 })
+	d := &h.live.drainers
+	for round := range 5 {
+		id := h.post(alice, "hall", fmt.Sprint("round ", round))
+		if ev := c.event(graphqlTransportWS, "1"); ev.Message == nil || ev.Message.ID != id {
+			t.Fatalf("round %d: got %+v, want the post", round, ev)
+		}
+		waitFor(t, "the drainer to park", func() bool { return d.parkedNow() == 1 })
+	}
+	cancel()
+	waitFor(t, "the parked drainers to stop", func() bool { return d.parkedNow() == 0 })
+	d.mu.Lock()
+	stopped := d.stopped
+	d.mu.Unlock()
+	if !stopped {
+		t.Fatal("the transport ended and its drainers still park")
+	}
+}
