@@ -301,15 +301,16 @@ type conn struct {
 
 	timedOut atomic.Bool // the watchdog aborted a write: counted once
 
-	mu           sync.Mutex
-	inited       bool   // connection_init received
-	stopWatching func() // stops SessionEnd's watch, if any
-	disconnected func() // Connected's, called when the connection ends
-	acked        bool   // and accepted
-	user         bool   // as a user's (see credentialsEnded)
-	closed       bool
-	ops          map[string]*operation
-	keepAlive    *time.Timer
+	mu        sync.Mutex
+	inited    bool // connection_init received
+	acked     bool // and accepted
+	user      bool // as a user's (see credentialsEnded)
+	closed    bool
+	ops       map[string]*operation
+	keepAlive *time.Timer
+	// stopWatching stops SessionEnd's watch, and disconnected is what
+	// Connected returned: both called when the connection ends.
+	stopWatching, disconnected func()
 	// pending are the room subscriptions with events ready, which the
 	// goroutine draining (see drain) delivers; spare is the slice it
 	// emptied last, reused.
