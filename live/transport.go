@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -206,6 +207,7 @@ func (t *Transport) watch() {
 			t.drainers.stop()
 			return
 		case now := <-tick.C:
+			t.drainers.trim()
 			startedBefore := now.Add(-t.cfg.WriteTimeout).UnixNano()
 			var stalled []*conn
 			t.mu.Lock()
@@ -650,21 +652,26 @@ func (c *conn) ready(r *roomSubscription) {
 
 // drainers are the goroutines that deliver connections' events (conn.drain).
 // One drains a connection, then parks, to drain the next connection handed
-// to it; at most maxIdleDrainers park, the others exit. A goroutine that
-// goes on keeps the stack the delivery path grew: a fresh one starts with
-// the runtime's average stack, which the idle connections' readers keep
-// small (2 KiB), and grew it on every delivery, copying it, at a tenth of
-// the server's CPU under load. Handing a connection to a parked drainer
-// costs a lock and a channel send, no timer and no select.
+// to it. A goroutine that goes on keeps the stack the delivery path grew: a
+// fresh one starts with the runtime's average stack, which the idle
+// connections' readers keep small (2 KiB), and grew it on every delivery,
+// copying it, at a tenth of the server's CPU under load. Handing a
+// connection to a parked drainer costs a lock and a channel send, no timer
+// and no select. A post to a large room readies its subscribers'
+// connections at once, so as many drainers park; those not needed again
+// for a tick of the watchdog end (trim).
 type drainers struct {
-	mu      sync.Mutex
-	parked  []chan *conn // each a parked drainer's, with room for one; the last parked last
-	stopped bool         // none parks any more
+	mu     sync.Mutex
+	parked []chan *conn // each a parked drainer's, with room for one; the last parked last
+	// unused is the fewest drainers parked since the last trim: that many,
+	// the first parked, were not handed a connection since.
+	unused  int
+	stopped bool // none parks any more
 }
 
-// maxIdleDrainers is how many drainers park at most: about the connections
-// a busy server delivers to at once.
-const maxIdleDrainers = 256
+// maxParkedDrainers bounds the drainers parked at once (a burst past it
+// starts goroutines that exit after their drain).
+const maxParkedDrainers = 8192
 
 // drain has c drained by a parked drainer, or a new one.
 func (d *drainers) drain(c *conn) {
@@ -672,6 +679,7 @@ func (d *drainers) drain(c *conn) {
 	if n := len(d.parked); n > 0 {
 		next := d.parked[n-1]
 		d.parked = d.parked[:n-1]
+		d.unused = min(d.unused, n-1)
 		d.mu.Unlock()
 		next <- c
 		return
@@ -681,13 +689,14 @@ func (d *drainers) drain(c *conn) {
 }
 
 // run drains c, then each connection handed to it while parked; it exits
-// when maxIdleDrainers others are parked, or when handed nil (stop).
+// when maxParkedDrainers others are parked, or when handed nil (trim,
+// stop).
 func (d *drainers) run(c *conn) {
 	next := make(chan *conn, 1)
 	for c != nil {
 		c.drain()
 		d.mu.Lock()
-		if d.stopped || len(d.parked) >= maxIdleDrainers {
+		if d.stopped || len(d.parked) >= maxParkedDrainers {
 			d.mu.Unlock()
 			return
 		}
@@ -697,11 +706,23 @@ func (d *drainers) run(c *conn) {
 	}
 }
 
+// trim ends the drainers that stayed parked since the last trim.
+func (d *drainers) trim() {
+	d.mu.Lock()
+	unused := slices.Clone(d.parked[:d.unused])
+	d.parked = slices.Delete(d.parked, 0, d.unused)
+	d.unused = len(d.parked)
+	d.mu.Unlock()
+	for _, next := range unused {
+		next <- nil
+	}
+}
+
 // stop ends the parked drainers (the transport's context ended).
 func (d *drainers) stop() {
 	d.mu.Lock()
 	parked := d.parked
-	d.parked, d.stopped = nil, true
+	d.parked, d.unused, d.stopped = nil, 0, true
 	d.mu.Unlock()
 	for _, next := range parked {
 		next <- nil

@@ -735,3 +735,27 @@ func TestDrainersAreReused(t *testing.T) {
 		t.Fatal("the transport ended and its drainers still park")
 	}
 }
+
+// Drainers left parked for a whole tick end at the next one; those handed a
+// connection since stay.
+func TestDrainersTrimTheUnused(t *testing.T) {
+	d := &drainers{}
+	for range 3 {
+		go d.run(&conn{}) // nothing pending: drains at once, then parks
+	}
+	waitFor(t, "three drainers to park", func() bool { return d.parkedNow() == 3 })
+	d.trim() // the first tick: none was parked a whole tick yet
+	if n := d.parkedNow(); n != 3 {
+		t.Fatalf("the first trim left %d parked, want 3", n)
+	}
+	d.drain(&conn{}) // one is handed a connection, and parks again
+	waitFor(t, "the drainer to park again", func() bool { return d.parkedNow() == 3 })
+	d.trim()
+	if n := d.parkedNow(); n != 1 {
+		t.Fatalf("after a tick in which one of 3 was used: %d parked, want 1", n)
+	}
+	d.trim()
+	if n := d.parkedNow(); n != 0 {
+		t.Fatalf("after a tick in which none was used: %d parked, want 0", n)
+	}
+}
