@@ -103,8 +103,9 @@ type socket struct {
 // between them.
 var gatherPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
-// Write is the websocket library's: its handshake answer and its control
-// frames, each whole in one call (see writeBufferSize).
+// Write is the websocket library's: its handshake answer, before any
+// message, and then only control frames, each whole in one call (see
+// writeBufferSize).
 func (c *socket) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

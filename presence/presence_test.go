@@ -81,8 +81,8 @@ func TestTrackerComesAndGoes(t *testing.T) {
 
 	tab1, close1 := context.WithCancel(context.Background())
 	tab2, close2 := context.WithCancel(context.Background())
-	tr.Connect(tab1, alice)
-	tr.Connect(tab2, alice)
+	connectUntil(tr, tab1, alice)
+	connectUntil(tr, tab2, alice)
 	if got := c.wait(t, 1); !slices.Equal(got, []string{"+alice"}) {
 		t.Fatalf("told %v, want alice online once", got)
 	}
@@ -90,7 +90,7 @@ func TestTrackerComesAndGoes(t *testing.T) {
 	// Back within the grace (tab2 never left): still one change.
 	close2()
 	tab3, close3 := context.WithCancel(context.Background())
-	tr.Connect(tab3, alice)
+	connectUntil(tr, tab3, alice)
 	if !online(t, reg, "alice")[0] {
 		t.Fatal("alice offline while connected")
 	}
@@ -121,7 +121,7 @@ func TestTrackerConcurrent(t *testing.T) {
 			wg.Go(func() {
 				for range 50 {
 					ctx, cancel := context.WithCancel(context.Background())
-					tr.Connect(ctx, u)
+					connectUntil(tr, ctx, u)
 					cancel()
 				}
 			})
@@ -395,8 +395,8 @@ func TestTrackerClose(t *testing.T) {
 	reg := &Local{}
 	tr := &Tracker{Registry: reg, Tell: c.tell, Grace: time.Hour, Log: quiet}
 	ctx := context.Background()
-	tr.Connect(ctx, store.UserRef{Login: "alice"})
-	tr.Connect(ctx, store.UserRef{Login: "bob"})
+	connectUntil(tr, ctx, store.UserRef{Login: "alice"})
+	connectUntil(tr, ctx, store.UserRef{Login: "bob"})
 	c.wait(t, 2)
 	closing, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
@@ -411,7 +411,7 @@ func TestTrackerClose(t *testing.T) {
 	if flags := online(t, reg, "alice", "bob"); flags[0] || flags[1] {
 		t.Fatalf("online after Close: %v", flags)
 	}
-	tr.Connect(ctx, store.UserRef{Login: "carol"})
+	connectUntil(tr, ctx, store.UserRef{Login: "carol"})
 	if len(tr.Local()) != 0 {
 		t.Fatal("a connection after Close was counted")
 	}
@@ -481,5 +481,13 @@ func TestTrackerJoinLeave(t *testing.T) {
 	}
 	if len(tr.Local()) != 0 {
 		t.Fatalf("online here after both left: %v", tr.Local())
+	}
+}
+
+// connectUntil records a connection of u until ctx ends, as the server
+// does for an event stream.
+func connectUntil(tr *Tracker, ctx context.Context, u store.UserRef) {
+	if leave := tr.Join(u); leave != nil {
+		context.AfterFunc(ctx, leave)
 	}
 }

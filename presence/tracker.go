@@ -103,17 +103,8 @@ type connected struct {
 // online is whether the user counts as online through this instance.
 func (c *connected) online() bool { return c.conns > 0 || c.leaving != nil }
 
-// Connect records one open connection of u, until ctx ends. The registry
-// learns of it in the background.
-func (t *Tracker) Connect(ctx context.Context, u store.UserRef) {
-	if leave := t.Join(u); leave != nil {
-		context.AfterFunc(ctx, leave)
-	}
-}
-
 // Join records one open connection of u, until leave is called, once (nil
 // if the tracker is closed). The registry learns of it in the background.
-// It costs less than Connect: no context to follow.
 func (t *Tracker) Join(u store.UserRef) (leave func()) {
 	t.mu.Lock()
 	if t.closed {

@@ -296,8 +296,8 @@ func (s *Server) startPresence(res *resolvers.Resolver) error {
 // connected counts an event stream of a user as a connection, for
 // presence, until ctx ends.
 func (s *Server) connected(ctx context.Context) {
-	if u, err := auth.UserFrom(ctx); err == nil {
-		s.presence.Connect(ctx, u)
+	if leave := s.joined(ctx); leave != nil {
+		context.AfterFunc(ctx, leave)
 	}
 }
 
