@@ -1,10 +1,15 @@
 package e2e
 
 import (
+	"bufio"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -131,5 +136,68 @@ func TestUnauthenticatedWebsocketCap(t *testing.T) {
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || len(body.Errors) != 1 || body.Errors[0].Extensions.Code != "TOO_MANY_CONNECTIONS" {
 		t.Fatalf("refusal body: %+v (%v), want one TOO_MANY_CONNECTIONS error", body, err)
+	}
+}
+
+// Frames that break the websocket protocol, sent raw to the real server,
+// each get a close frame with the code that says why (RFC 6455, 7.4.1),
+// and the server serves the next client as before.
+func TestMalformedWebsocketFrames(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.MaxBodyBytes = 4 << 10
+	ts := startServer(t, cfg)
+	alice := ts.user(t, "alice")
+	masked := func(first byte, payload []byte) []byte {
+		b := []byte{first, 0x80 | 126, byte(len(payload) >> 8), byte(len(payload)), 1, 2, 3, 4}
+		for i, x := range payload {
+			b = append(b, x^byte(i%4+1))
+		}
+		return b
+	}
+	for _, c := range []struct {
+		name  string
+		frame []byte
+		code  uint16
+	}{
+		{"unmasked", []byte{0x81, 2, '{', '}'}, 1002},
+		{"unknown opcode", masked(0x83, []byte("{}")), 1002},
+		{"fragmented ping", masked(0x09, nil), 1002},
+		{"over the read limit", masked(0x81, make([]byte, 5<<10)), 1009},
+		{"text not UTF-8", masked(0x81, []byte("{\"type\":\"\xff\"}")), 1007},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			u, err := url.Parse(ts.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn, err := net.DialTimeout("tcp", u.Host, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+			handshake := "GET " + u.Path + " HTTP/1.1\r\nHost: " + u.Host + "\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n" +
+				"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n"
+			if _, err := conn.Write(append([]byte(handshake), c.frame...)); err != nil {
+				t.Fatal(err)
+			}
+			r := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(r, nil)
+			if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+				t.Fatalf("handshake: %v %v", resp, err)
+			}
+			var h [4]byte
+			if _, err := io.ReadFull(r, h[:]); err != nil {
+				t.Fatalf("no close frame: %v", err)
+			}
+			if h[0] != 0x88 || h[1] < 2 || uint16(h[2])<<8|uint16(h[3]) != c.code {
+				t.Fatalf("got frame % x, want a close with %d", h, c.code)
+			}
+		})
+	}
+	var me struct{ Me struct{ Login string } }
+	mustDo(t, alice, `{ me { login } }`, nil, &me)
+	if me.Me.Login != "alice" {
+		t.Fatalf("after the faults: %+v", me)
 	}
 }

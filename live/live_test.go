@@ -282,7 +282,7 @@ func (c *client) next(timeout time.Duration) (message, error) {
 
 // closed waits for the server to close the connection and returns the
 // close frame's code and reason.
-func (c *client) closed() (websocket.StatusCode, string) {
+func (c *client) closed() (closeCode, string) {
 	c.t.Helper()
 	for {
 		m, err := c.next(5 * time.Second)
@@ -291,7 +291,7 @@ func (c *client) closed() (websocket.StatusCode, string) {
 			if !errors.As(err, &ce) {
 				c.t.Fatalf("want a close frame, got %v", err)
 			}
-			return ce.Code, ce.Reason
+			return closeCode(ce.Code), ce.Reason
 		}
 		if m.Type != "ka" {
 			c.t.Fatalf("want the connection closed, got %+v %s", m, m.Payload)

@@ -3,8 +3,6 @@ package live
 import (
 	"bytes"
 	"encoding/json"
-
-	"github.com/coder/websocket"
 )
 
 // protocol names the messages of one GraphQL-over-websocket subprotocol.
@@ -74,14 +72,24 @@ const (
 // and reports it to the app, whereas it retries 4403 (five times, with
 // backoff) before it does; a bad token does not get better by retrying.
 const (
-	closeBadRequest   websocket.StatusCode = 4400
-	closeUnauthorized websocket.StatusCode = 4401
-	closeInitTimeout  websocket.StatusCode = 4408
-	closeDuplicateID  websocket.StatusCode = 4409
-	closeTooManyInits websocket.StatusCode = 4429
-	closeInternal     websocket.StatusCode = 4500
-	closeNormal                            = websocket.StatusNormalClosure
-	closeGoingAway                         = websocket.StatusGoingAway
+	closeBadRequest   closeCode = 4400
+	closeUnauthorized closeCode = 4401
+	closeInitTimeout  closeCode = 4408
+	closeDuplicateID  closeCode = 4409
+	closeTooManyInits closeCode = 4429
+	closeInternal     closeCode = 4500
+)
+
+// A closeCode is the status of a websocket's close frame. Those of RFC 6455
+// (section 7.4.1) the server sends:
+type closeCode uint16
+
+const (
+	closeNormal         closeCode = 1000
+	closeGoingAway      closeCode = 1001
+	closeProtocolError  closeCode = 1002 // a frame broke the protocol
+	closeInvalidPayload closeCode = 1007 // text that is not UTF-8
+	closeMessageTooBig  closeCode = 1009 // over Config.ReadLimit
 )
 
 // message is one protocol message, either way.

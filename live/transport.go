@@ -7,7 +7,7 @@
 // goroutines per subscription. Here a room event is executed and encoded
 // once per selection set and the same bytes are written to every
 // subscriber (see encoder), a connection holds one goroutine plus one per
-// active operation, and its buffers are small (see lean.go). Other
+// active operation, and its buffers are small (see socket.go). Other
 // operations run through gqlgen's executor as usual.
 package live
 
@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
-	"github.com/coder/websocket"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/killrchat/chatql/apierror"
@@ -76,8 +75,9 @@ type Config struct {
 	// what to call once when the connection ends (nil: nothing): presence
 	// counts it.
 	Connected func(ctx context.Context) (disconnected func())
-	// Accept holds the origin rules of the websocket handshake.
-	Accept websocket.AcceptOptions
+	// Origins are the web pages that may open a websocket, besides those
+	// of the server's own host.
+	Origins Origins
 	// InitTimeout is how long a client has to send connection_init.
 	InitTimeout time.Duration
 	// KeepAlive is the interval of graphql-ws "ka" messages (0: none).
@@ -87,6 +87,9 @@ type Config struct {
 	WriteTimeout time.Duration
 	// ReadLimit caps the size of one client message.
 	ReadLimit int64
+	// CloseTimeout bounds a close handshake the server begins: the write
+	// of its close frame, and the wait for the client's. 5 s when 0.
+	CloseTimeout time.Duration
 	// ErrorPresenter gives the errors that end a stream their code (the
 	// handler's presenter; gqlgen's default if nil).
 	ErrorPresenter graphql.ErrorPresenterFunc
@@ -109,6 +112,7 @@ type Config struct {
 // Transport is the websocket transport; add it to the gqlgen handler.
 type Transport struct {
 	cfg      Config
+	limits   socketLimits
 	encoders encoders
 	drainers drainers
 	// unauthenticated counts the connections that hold a place under
@@ -137,6 +141,9 @@ func New(cfg Config) *Transport {
 	if cfg.ReadLimit <= 0 {
 		cfg.ReadLimit = 1 << 20
 	}
+	if cfg.CloseTimeout <= 0 {
+		cfg.CloseTimeout = 5 * time.Second
+	}
 	if cfg.MaxOperations <= 0 {
 		cfg.MaxOperations = 100
 	}
@@ -163,8 +170,7 @@ func New(cfg Config) *Transport {
 			return ctx, func() error { return nil }
 		}
 	}
-	cfg.Accept.Subprotocols = []string{graphqlTransportWS.name, graphqlWS.name}
-	t := &Transport{cfg: cfg, conns: make(map[*conn]struct{}), encoders: encoders{
+	t := &Transport{cfg: cfg, limits: socketLimits{cfg.MaxFramesPerWrite, cfg.ReadLimit, cfg.CloseTimeout}, conns: make(map[*conn]struct{}), encoders: encoders{
 		schema: cfg.FeedSchema, errors: cfg.ErrorPresenter, epoch: cfg.ProfileEpoch, seesHidden: cfg.SeesHiddenContent,
 		scope: cfg.Scope,
 	}}
@@ -253,22 +259,16 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 		_, _ = w.Write(tooManyConnections)
 		return
 	}
-	lean := &leanHijacker{ResponseWriter: w, maxFrames: t.cfg.MaxFramesPerWrite}
-	ws, err := websocket.Accept(lean, r, &t.cfg.Accept)
-	if err != nil {
+	s, p := t.upgrade(w, r)
+	if s == nil {
 		t.unauthenticated.Add(-1)
-		return // Accept answered the request with the reason
-	}
-	ws.SetReadLimit(t.cfg.ReadLimit)
-	p := graphqlWS
-	if ws.Subprotocol() == graphqlTransportWS.name {
-		p = graphqlTransportWS
+		return // upgrade answered the request with the reason
 	}
 	// The request's context ends when this handler returns; the
 	// connection keeps its values (an Authorization header's caller) and
 	// ends with the server.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	c := &conn{t: t, ws: ws, socket: lean.socket, proto: p, counts: &t.counts[p.index], exec: exec, ctx: ctx, cancel: cancel, ops: make(map[string]*operation)}
+	c := &conn{t: t, socket: s, proto: p, counts: &t.counts[p.index], exec: exec, ctx: ctx, cancel: cancel, ops: make(map[string]*operation)}
 	c.unauthenticated.Store(true)
 	t.mu.Lock()
 	closed := t.closed
@@ -278,7 +278,8 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 	t.mu.Unlock()
 	if closed {
 		c.authenticated()
-		_ = ws.Close(closeGoingAway, "server shutting down")
+		s.close(closeGoingAway, "server shutting down")
+		go s.awaitClose()
 		return
 	}
 	c.counts.connections.Add(1)
@@ -289,8 +290,7 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 // conn is one websocket connection.
 type conn struct {
 	t      *Transport
-	ws     *websocket.Conn
-	socket *socket // ws's connection
+	socket *socket
 	proto  *protocol
 	exec   graphql.GraphExecutor
 	// counts are the counters of the connection's subprotocol.
@@ -348,6 +348,7 @@ func (c *conn) serve() {
 	initTimer.Stop()
 	if !acked {
 		c.end()
+		c.socket.awaitClose()
 		return
 	}
 	go c.readLoop()
@@ -370,7 +371,7 @@ func (c *conn) handshake() bool {
 	}
 }
 
-// readLoop handles client messages until the connection ends. Between
+// readLoop handles client messages until the connection closes. Between
 // messages it waits for the client on a shallow stack (awaitInput), so
 // that an idle connection's goroutine keeps the smallest stack the runtime
 // gives; and after a message whose handling grew the stack (a subscribe,
@@ -383,6 +384,7 @@ func (c *conn) readLoop() {
 		ok, deep := c.readMessage()
 		if !ok {
 			c.end()
+			c.socket.awaitClose()
 			return
 		}
 		if deep {
@@ -392,16 +394,10 @@ func (c *conn) readLoop() {
 	}
 }
 
-// awaitInput waits until the client has sent something the websocket
-// library has not read: at once if bytes are buffered, else on the socket.
-// Once the connection is closing, the library reads the close handshake on
-// another goroutine: the buffer is its, and nothing is awaited. c.mu orders
-// the check before that goroutine starts (close sets c.closed under it).
+// awaitInput waits until the client has sent something not yet read: at
+// once if bytes are buffered, else on the socket.
 func (c *conn) awaitInput() {
-	c.mu.Lock()
-	ready := c.closed || c.socket.buffered()
-	c.mu.Unlock()
-	if !ready {
+	if !c.socket.buffered() {
 		c.socket.awaitInput()
 	}
 }
@@ -411,12 +407,12 @@ func (c *conn) awaitInput() {
 //
 //go:noinline
 func (c *conn) readMessage() (ok, deep bool) {
-	typ, data, err := c.ws.Read(context.Background())
+	data, text, err := c.socket.readMessage()
 	if err != nil {
-		c.close(closeNormal, "")
+		c.close(closeNormal, "") // the socket closed; this marks the connection
 		return false, false
 	}
-	if typ != websocket.MessageText {
+	if !text {
 		c.close(closeBadRequest, "Invalid message received: binary messages are not supported")
 		return false, false
 	}
@@ -796,12 +792,14 @@ func (c *conn) closeBatch() bool {
 // abort drops the connection without a close handshake.
 func (c *conn) abort() {
 	c.cancel()
-	_ = c.ws.CloseNow()
+	c.socket.hangUp()
 }
 
-// close ends the connection with a close frame, once. The close handshake
-// waits for the client, so it runs on its own.
-func (c *conn) close(code websocket.StatusCode, reason string) {
+// close ends the connection with a close frame, once; the connection's
+// reader then awaits the client's. Writing the frame waits for a client
+// that does not read (for Config.CloseTimeout at most), so it runs on its
+// own.
+func (c *conn) close(code closeCode, reason string) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -810,10 +808,7 @@ func (c *conn) close(code websocket.StatusCode, reason string) {
 	c.closed = true
 	c.mu.Unlock()
 	c.cancel()
-	go func() {
-		c.socket.endMessages()
-		_ = c.ws.Close(code, reason)
-	}()
+	go c.socket.close(code, reason)
 }
 
 // truncateReason fits a close reason in a control frame (123 bytes).

@@ -173,7 +173,7 @@ func TestProtocolViolationsClose(t *testing.T) {
 	cases := []struct {
 		name   string
 		script func(c *client)
-		code   websocket.StatusCode
+		code   closeCode
 	}{
 		{"subscribe before init", func(c *client) {
 			c.subscribe(graphqlTransportWS, "1", roomEvents, map[string]any{"r": "x"})

@@ -31,7 +31,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
-	"github.com/coder/websocket"
 	"github.com/redis/go-redis/v9"
 	"github.com/vektah/gqlparser/v2/ast"
 
@@ -390,9 +389,9 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 		SessionEnd:        sessions.OnEnd,
 		Connected:         s.joined,
 		ErrorPresenter:    res.ErrorPresenter,
-		Accept: websocket.AcceptOptions{
-			OriginPatterns:     s.websocketOrigins(),
-			InsecureSkipVerify: slices.Contains(s.cfg.AllowedOrigins, "*"),
+		Origins: live.Origins{
+			Any:   slices.Contains(s.cfg.AllowedOrigins, "*"),
+			Hosts: s.websocketOrigins(),
 		},
 		InitTimeout:        10 * time.Second,
 		KeepAlive:          s.cfg.KeepAlive,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,11 +16,17 @@ import (
 	"github.com/coder/websocket"
 )
 
+// testSocket is a socket over conn whose batches hold maxFrames frames.
+func testSocket(conn net.Conn, maxFrames int) *socket {
+	return newSocket(conn, nil, &socketLimits{maxFrames: maxFrames, readLimit: 1 << 20, closeTimeout: 5 * time.Second})
+}
+
 // Bytes net/http had buffered past the handshake are read before the socket.
 func TestSocketReadsPendingFirst(t *testing.T) {
 	client, server := net.Pipe()
 	defer client.Close()
-	c := &socket{Conn: server, pending: []byte("pipelined ")}
+	c := testSocket(server, 1)
+	c.pending = []byte("pipelined ")
 	go func() { _, _ = client.Write([]byte("then the socket")); client.Close() }()
 	got, err := io.ReadAll(c)
 	if err != nil || string(got) != "pipelined then the socket" {
@@ -61,15 +68,20 @@ func (c *countingConn) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// A batch's writes reach the connection in one write when it closes;
-// without a batch, each write goes straight through.
+// A batch's frames reach the connection in one write when it closes;
+// without a batch, each frame goes straight through.
 func TestSocketBatchWritesOnce(t *testing.T) {
 	conn := &countingConn{}
-	s := &socket{Conn: conn}
-	_, _ = s.Write([]byte("a"))
+	s := testSocket(conn, 100)
+	text := func(m string) {
+		if err := s.writeText([]byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text("a")
 	s.openBatch()
-	for _, w := range []string{"b", "c", "d"} {
-		_, _ = s.Write([]byte(w))
+	for _, m := range []string{"b", "c", "d"} {
+		text(m)
 	}
 	if conn.writes != 1 {
 		t.Fatalf("%d writes reached the connection while the batch was open, want 1", conn.writes)
@@ -77,9 +89,9 @@ func TestSocketBatchWritesOnce(t *testing.T) {
 	if err := s.closeBatch(); err != nil {
 		t.Fatal(err)
 	}
-	_, _ = s.Write([]byte("e"))
-	if conn.writes != 3 || string(conn.got) != "abcde" {
-		t.Fatalf("%d writes of %q, want 3 of %q", conn.writes, conn.got, "abcde")
+	text("e")
+	if want := framed("a", "b", "c", "d", "e"); conn.writes != 3 || string(conn.got) != want {
+		t.Fatalf("%d writes of %q, want 3 of %q", conn.writes, conn.got, want)
 	}
 	s.openBatch()
 	if err := s.closeBatch(); err != nil || conn.writes != 3 {
@@ -87,29 +99,31 @@ func TestSocketBatchWritesOnce(t *testing.T) {
 	}
 	// Nested batches write when the outer one closes.
 	s.openBatch()
-	_, _ = s.Write([]byte("f"))
+	text("f")
 	s.openBatch()
-	_, _ = s.Write([]byte("g"))
+	text("g")
 	if err := s.closeBatch(); err != nil || conn.writes != 3 {
 		t.Fatalf("an inner batch wrote (%d writes, %v)", conn.writes, err)
 	}
-	if err := s.closeBatch(); err != nil || conn.writes != 4 || string(conn.got) != "abcdefg" {
-		t.Fatalf("%d writes of %q, want 4 of %q", conn.writes, conn.got, "abcdefg")
+	if want := framed("a", "b", "c", "d", "e", "f", "g"); s.closeBatch() != nil || conn.writes != 4 || string(conn.got) != want {
+		t.Fatalf("%d writes of %q, want 4 of %q", conn.writes, conn.got, want)
 	}
 }
 
 // Batches of several goroutines, opening and closing as they go, and
-// writes outside any, reach the connection in the order they were made.
+// frames outside any, reach the connection in the order they were made.
 func TestSocketBatchesKeepWriteOrder(t *testing.T) {
 	conn := &countingConn{}
-	s := &socket{Conn: conn}
+	s := testSocket(conn, defaultBatchFrames)
 	var order sync.Mutex // makes "the order they were made" observable
-	var made []byte
+	var made []string
 	write := func(b byte) {
 		order.Lock()
 		defer order.Unlock()
-		made = append(made, b)
-		_, _ = s.Write([]byte{b})
+		made = append(made, string(b))
+		if err := s.writeText([]byte{b}); err != nil {
+			t.Error(err)
+		}
 	}
 	var wg sync.WaitGroup
 	for g := range 4 {
@@ -133,11 +147,11 @@ func TestSocketBatchesKeepWriteOrder(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if string(conn.got) != string(made) {
-		t.Fatalf("the connection got %d bytes in another order than the %d written", len(conn.got), len(made))
+	if string(conn.got) != framed(made...) {
+		t.Fatalf("the connection got %d bytes in another order than the %d frames written", len(conn.got), len(made))
 	}
 	if conn.writes >= len(made) {
-		t.Fatalf("%d writes for %d bytes: nothing was batched", conn.writes, len(made))
+		t.Fatalf("%d writes for %d frames: nothing was batched", conn.writes, len(made))
 	}
 }
 
@@ -145,7 +159,7 @@ func TestSocketBatchesKeepWriteOrder(t *testing.T) {
 func framed(texts ...string) string {
 	var b []byte
 	for _, text := range texts {
-		b = append(appendTextHeader(b, len(text)), text...)
+		b = append(appendHeader(b, opText, len(text)), text...)
 	}
 	return string(b)
 }
@@ -155,7 +169,7 @@ func framed(texts ...string) string {
 // rest goes when the batch closes.
 func TestSocketBatchBounds(t *testing.T) {
 	conn := &countingConn{}
-	s := &socket{Conn: conn, maxFrames: 4}
+	s := testSocket(conn, 4)
 	frame := func(b string) {
 		if err := s.writeText([]byte(b[:1]), []byte(b[1:])); err != nil {
 			t.Fatal(err)
@@ -191,7 +205,7 @@ func TestSocketBatchBounds(t *testing.T) {
 	}
 	// One frame a write: every frame goes on its own, batch or not.
 	one := &countingConn{}
-	s = &socket{Conn: one, maxFrames: 1}
+	s = testSocket(one, 1)
 	s.openBatch()
 	for range 3 {
 		_ = s.writeText([]byte("e"))
@@ -204,9 +218,9 @@ func TestSocketBatchBounds(t *testing.T) {
 
 // The frames writeText makes are read by a websocket client as the messages
 // written, at every length encoding (7, 16 and 64 bits), gathered or not,
-// with the library's own frames (ping, close) among them; and the close
-// frame is the last: what was gathered before goes out before it, and a
-// message after it is refused.
+// with control frames (a pong, the close) among them; and the close frame
+// is the last: what was gathered before goes out before it, and a message
+// after it is refused.
 func TestTextFramesReadByClient(t *testing.T) {
 	sizes := []int{0, 1, 125, 126, 127, 0xffff, 0x10000, 70000}
 	texts := make([]string, len(sizes))
@@ -214,44 +228,35 @@ func TestTextFramesReadByClient(t *testing.T) {
 		texts[i] = strings.Repeat(string(rune('a'+i)), n)
 	}
 	afterClose := make(chan error, 1)
+	tr := &Transport{cfg: Config{Log: slog.Default()}, limits: socketLimits{maxFrames: 3, readLimit: 1 << 10, closeTimeout: 5 * time.Second}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		lean := &leanHijacker{ResponseWriter: w, maxFrames: 3}
-		ws, err := websocket.Accept(lean, r, nil)
-		if err != nil {
+		s, _ := tr.upgrade(w, r)
+		if s == nil {
 			return
 		}
-		s := lean.socket
-		ws.CloseRead(context.Background()) // reads the client's pong and close
-		for i, text := range texts[:4] {   // one at a time
+		for i, text := range texts[:4] { // one at a time
 			if err := s.writeText([]byte(text[:i/2]), []byte(text[i/2:])); err != nil {
 				t.Error(err)
 			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
 		s.openBatch()
 		for _, text := range texts[4:] { // gathered, past maxFrames
 			if err := s.writeText([]byte(text)); err != nil {
 				t.Error(err)
 			}
 		}
-		go func() { _ = ws.Ping(ctx) }() // a library frame while the batch is open
-		time.Sleep(10 * time.Millisecond)
+		if err := s.control(opPong, []byte("unsolicited")); err != nil { // a control frame in the batch
+			t.Error(err)
+		}
 		s.openBatch() // a message gathered when the close begins
 		if err := s.writeText([]byte("last")); err != nil {
 			t.Error(err)
 		}
-		s.endMessages()
+		s.close(closeNormal, "done") // gathered after "last"
 		afterClose <- s.writeText([]byte("too late"))
-		closed := make(chan struct{})
-		go func() { // the close frame, gathered after "last"
-			defer close(closed)
-			_ = ws.Close(websocket.StatusNormalClosure, "done")
-		}()
-		time.Sleep(10 * time.Millisecond)
 		_ = s.closeBatch()
 		_ = s.closeBatch()
-		<-closed
+		s.awaitClose() // the client's close frame
 	}))
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -291,7 +296,7 @@ func TestTextHeaderLengths(t *testing.T) {
 		{0xffff, []byte{0x81, 126, 0xff, 0xff}},
 		{0x10000, []byte{0x81, 127, 0, 0, 0, 0, 0, 1, 0, 0}},
 	} {
-		if got := appendTextHeader(nil, c.n); string(got) != string(c.want) {
+		if got := appendHeader(nil, opText, c.n); string(got) != string(c.want) {
 			t.Errorf("header of %d bytes: % x, want % x", c.n, got, c.want)
 		}
 	}
