@@ -111,8 +111,11 @@ type Config struct {
 
 // Transport is the websocket transport; add it to the gqlgen handler.
 type Transport struct {
-	cfg      Config
-	limits   socketLimits
+	cfg    Config
+	limits socketLimits
+	// poller holds the idle connections (idleConns); nil where there is
+	// none, and each connection keeps a reader goroutine.
+	poller   *poller
 	encoders encoders
 	drainers drainers
 	// unauthenticated counts the connections that hold a place under
@@ -170,7 +173,7 @@ func New(cfg Config) *Transport {
 			return ctx, func() error { return nil }
 		}
 	}
-	t := &Transport{cfg: cfg, limits: socketLimits{cfg.MaxFramesPerWrite, cfg.ReadLimit, cfg.CloseTimeout}, conns: make(map[*conn]struct{}), encoders: encoders{
+	t := &Transport{cfg: cfg, limits: socketLimits{cfg.MaxFramesPerWrite, cfg.ReadLimit, cfg.CloseTimeout}, poller: idleConns(), conns: make(map[*conn]struct{}), encoders: encoders{
 		schema: cfg.FeedSchema, errors: cfg.ErrorPresenter, epoch: cfg.ProfileEpoch, seesHidden: cfg.SeesHiddenContent,
 		scope: cfg.Scope,
 	}}
@@ -322,6 +325,12 @@ type conn struct {
 	// unauthenticated: the connection holds a place under the cap of
 	// unauthenticated connections (until a user authenticates, or it ends).
 	unauthenticated atomic.Bool
+
+	// The poller's, under its lock: pollID is the connection's
+	// id in it, polled tells that its socket is in the epoll set, released
+	// that the poller may hold it no more.
+	pollID           uint64
+	polled, released bool
 }
 
 // authenticated gives back the connection's place under the cap of
@@ -351,7 +360,7 @@ func (c *conn) serve() {
 		c.socket.awaitClose()
 		return
 	}
-	go c.readLoop()
+	go c.listen()
 }
 
 // handshake handles client messages until connection_init is accepted
@@ -364,23 +373,35 @@ func (c *conn) handshake() bool {
 		if acked {
 			return true
 		}
-		c.awaitInput()
+		if !c.socket.buffered() {
+			c.socket.awaitInput()
+		}
 		if ok, _ := c.readMessage(); !ok {
 			return false
 		}
 	}
 }
 
-// readLoop handles client messages until the connection closes. Between
-// messages it waits for the client on a shallow stack (awaitInput), so
-// that an idle connection's goroutine keeps the smallest stack the runtime
-// gives; and after a message whose handling grew the stack (a subscribe,
-// parsed and validated here), it goes on on a fresh goroutine, so that
-// the grown stack is freed now rather than over the next garbage
+// listen reads the client's messages from the next one on, until the
+// connection closes: see readLoop.
+func (c *conn) listen() {
+	if !c.awaitInput() {
+		c.readLoop()
+	}
+}
+
+// readLoop handles client messages, the first already sent, until the
+// connection closes. Once the client has sent nothing more, it hands the
+// connection to the poller (Transport.poller), which runs readLoop again when the
+// client sends something: an idle connection holds no goroutine. Where the
+// poller cannot take it, the loop waits for the client on a shallow stack,
+// so that an idle connection's goroutine keeps the smallest stack the
+// runtime gives; and after a message whose handling grew the stack (a
+// subscribe, parsed and validated here), it goes on on a fresh goroutine,
+// so that the grown stack is freed now rather than over the next garbage
 // collections.
 func (c *conn) readLoop() {
 	for {
-		c.awaitInput()
 		ok, deep := c.readMessage()
 		if !ok {
 			c.end()
@@ -388,18 +409,28 @@ func (c *conn) readLoop() {
 			return
 		}
 		if deep {
-			go c.readLoop()
+			go c.listen()
+			return
+		}
+		if c.awaitInput() {
 			return
 		}
 	}
 }
 
 // awaitInput waits until the client has sent something not yet read: at
-// once if bytes are buffered, else on the socket.
-func (c *conn) awaitInput() {
-	if !c.socket.buffered() {
-		c.socket.awaitInput()
+// once if bytes are buffered, else on the poller (handedOff: readLoop runs
+// again once the client sends something), or where it cannot, on the
+// socket.
+func (c *conn) awaitInput() (handedOff bool) {
+	if c.socket.buffered() {
+		return false
 	}
+	if c.t.poller.await(c) {
+		return true
+	}
+	c.socket.awaitInput()
+	return false
 }
 
 // readMessage reads one client message and acts on it; ok false ends the
@@ -789,10 +820,12 @@ func (c *conn) closeBatch() bool {
 	return true
 }
 
-// abort drops the connection without a close handshake.
+// abort drops the connection without a close handshake; its reader then
+// ends it.
 func (c *conn) abort() {
 	c.cancel()
 	c.socket.hangUp()
+	c.t.poller.wake(c)
 }
 
 // close ends the connection with a close frame, once; the connection's
@@ -808,7 +841,10 @@ func (c *conn) close(code closeCode, reason string) {
 	c.closed = true
 	c.mu.Unlock()
 	c.cancel()
-	go c.socket.close(code, reason)
+	go func() {
+		c.socket.close(code, reason)
+		c.t.poller.wake(c) // the reader awaits the client's close frame
+	}()
 }
 
 // truncateReason fits a close reason in a control frame (123 bytes).

@@ -443,6 +443,47 @@ func TestIdleSubscriptionsHoldNoGoroutine(t *testing.T) {
 	}
 }
 
+// An idle connection holds no goroutine: the poller holds it, and hands it
+// to a reader when its client sends something, which then gives it back.
+func TestIdleConnectionsHoldNoGoroutine(t *testing.T) {
+	h := newHarness(t, nil)
+	if h.live.poller == nil {
+		t.Skip("no poller on this platform: each connection keeps a reader goroutine")
+	}
+	alice := h.user("alice")
+	h.room("hall", "alice")
+	readers := func() bool {
+		return goroutinesRunning("live.(*conn).readLoop") == 0 && goroutinesRunning("live.(*conn).listen") == 0 &&
+			goroutinesRunning("live.(*conn).serve") == 0
+	}
+	waitFor(t, "other tests' readers to end", readers)
+	clients := make([]*client, 10)
+	open := h.open()
+	for i := range clients {
+		clients[i] = h.connect(graphqlTransportWS.name, alice)
+		clients[i].subscribe(graphqlTransportWS, "1", roomEvents, map[string]any{"r": "hall"})
+	}
+	waitFor(t, "the streams", func() bool { return h.open() == open+int64(len(clients)) })
+	waitFor(t, "idle connections to hold no reader", readers)
+	for round := range 3 {
+		for i, c := range clients {
+			c.send(message{Type: msgPing, Payload: mustJSON(map[string]any{"n": fmt.Sprint(round, i)})})
+		}
+		for i, c := range clients {
+			if m := c.read(); m.Type != msgPong || !strings.Contains(string(m.Payload), fmt.Sprint(round, i)) {
+				t.Fatalf("round %d, client %d: got %+v %s, want its pong", round, i, m, m.Payload)
+			}
+		}
+		waitFor(t, fmt.Sprint("the readers of round ", round, " to end"), readers)
+	}
+	id := h.post(alice, "hall", "still subscribed")
+	for i, c := range clients {
+		if ev := c.event(graphqlTransportWS, "1"); ev.Message == nil || ev.Message.ID != id {
+			t.Fatalf("client %d: got %+v, want the post", i, ev)
+		}
+	}
+}
+
 // A client that stops reading is disconnected once a write to it has waited
 // WriteTimeout, and its subscription is released: it holds neither the
 // room's other subscribers nor server memory.
