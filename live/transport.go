@@ -314,7 +314,7 @@ type conn struct {
 	ops       map[string]*operation
 	keepAlive *time.Timer
 	// stopWatching stops SessionEnd's watch, and disconnected is what
-	// Connected returned: both called when the connection ends.
+	// Connected returned: both called once the connection closes (release).
 	stopWatching, disconnected func()
 	// pending are the room subscriptions with events ready, which the
 	// goroutine draining (see drain) delivers; spare is the slice it
@@ -468,21 +468,31 @@ func (c *conn) end() {
 	c.authenticated()
 	c.cancel()
 	c.stopKeepAlive()
+	c.release()
 	c.mu.Lock()
-	stopWatching, disconnected := c.stopWatching, c.disconnected
 	ops := make([]*operation, 0, len(c.ops))
 	for _, op := range c.ops {
 		ops = append(ops, op)
 	}
+	c.mu.Unlock()
+	for _, op := range ops {
+		op.stop()
+	}
+}
+
+// release stops the connection's session watch and tells presence it is
+// gone, once: when it begins to close, so that a client slow to answer the
+// close handshake is not counted meanwhile, or when it ends.
+func (c *conn) release() {
+	c.mu.Lock()
+	stopWatching, disconnected := c.stopWatching, c.disconnected
+	c.stopWatching, c.disconnected = nil, nil
 	c.mu.Unlock()
 	if stopWatching != nil {
 		stopWatching()
 	}
 	if disconnected != nil {
 		disconnected()
-	}
-	for _, op := range ops {
-		op.stop()
 	}
 }
 
@@ -841,6 +851,7 @@ func (c *conn) close(code closeCode, reason string) {
 	c.closed = true
 	c.mu.Unlock()
 	c.cancel()
+	c.release()
 	go func() {
 		c.socket.close(code, reason)
 		c.t.poller.wake(c) // the reader awaits the client's close frame

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -737,6 +738,35 @@ func TestEndedConnectionStopsWatching(t *testing.T) {
 	}
 	_ = c.ws.Close(websocket.StatusNormalClosure, "")
 	waitFor(t, "the watch to stop", func() bool { return h.sessions.Watching() == 0 })
+}
+
+// A connection the server closes leaves presence and stops watching its
+// session as the close begins, not once its client answers the close
+// handshake, which a client that reads no more never does.
+func TestClosingConnectionLeavesAtOnce(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var left atomic.Int32
+	var h *harness
+	h = newHarness(t, func(c *Config) {
+		c.Context = ctx
+		c.CloseTimeout = time.Hour
+		c.Connected = func(context.Context) func() { return func() { left.Add(1) } }
+		c.SessionEnd = func(ctx context.Context, end func(error)) func() { return h.sessions.OnEnd(ctx, end) }
+	})
+	h.user("alice")
+	alice, _ := h.session("alice")
+	c := h.connect(graphqlTransportWS.name, alice)
+	c.send(message{Type: msgPing})
+	if m := c.read(); m.Type != msgPong {
+		t.Fatalf("got %+v, want the pong", m)
+	}
+	cancel() // the server shuts down; the client reads nothing more
+	waitFor(t, "the connection to leave presence", func() bool { return left.Load() == 1 })
+	waitFor(t, "the watch to stop", func() bool { return h.sessions.Watching() == 0 })
+	if held, _ := h.live.Held(); held != 1 {
+		t.Fatalf("%d connections held, want the closing one", held)
+	}
 }
 
 // parked is how many drainers are parked.
