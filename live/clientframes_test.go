@@ -247,3 +247,18 @@ func TestReadBufferBorrowed(t *testing.T) {
 		t.Fatal("an idle socket holds a read buffer")
 	}
 }
+
+// A message's buffer grows with the bytes that arrive, not with the length
+// its header announces: a client that announces a megabyte and sends ten
+// bytes costs a piece of the buffer, not a megabyte.
+func TestPayloadGrowsAsItArrives(t *testing.T) {
+	msg, err := readPayload(io.LimitReader(bytes.NewReader(make([]byte, 1<<20)), 10), nil, 1<<20)
+	if err == nil || cap(msg) > 2*payloadPiece {
+		t.Fatalf("got %v and a buffer of %d bytes, want an error and at most %d", err, cap(msg), 2*payloadPiece)
+	}
+	long := bytes.Repeat([]byte("0123456789"), 7000)
+	msg, err = readPayload(bytes.NewReader(long), []byte("head:"), len(long))
+	if err != nil || string(msg) != "head:"+string(long) {
+		t.Fatalf("got %d bytes, %v; want the head and the %d bytes read", len(msg), err, len(long))
+	}
+}

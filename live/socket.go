@@ -438,9 +438,8 @@ func (c *socket) readFrames(discarding bool) (msg []byte, text bool, err error) 
 		if !inMessage {
 			inMessage, text = true, h.op == opText
 		}
-		start, n := len(msg), int(h.length)
-		msg = slices.Grow(msg, n)[:start+n]
-		if _, err := io.ReadFull(r, msg[start:]); err != nil {
+		start := len(msg)
+		if msg, err = readPayload(r, msg, int(h.length)); err != nil {
 			c.hangUp()
 			return nil, false, errClosed
 		}
@@ -458,6 +457,27 @@ func (c *socket) readFrames(discarding bool) (msg []byte, text bool, err error) 
 		}
 		return msg, text, nil
 	}
+}
+
+// payloadPiece is the most a frame's payload grows its message by before
+// its bytes arrive.
+const payloadPiece = 16 << 10
+
+// readPayload appends n bytes of r to msg. It grows msg as the bytes
+// arrive, a piece at a time, so that a header announcing a long message
+// costs no memory before the message comes: a thousand clients each
+// announcing a megabyte and sending nothing more hold no gigabyte.
+func readPayload(r io.Reader, msg []byte, n int) ([]byte, error) {
+	for n > 0 {
+		piece := min(n, payloadPiece)
+		start := len(msg)
+		msg = slices.Grow(msg, piece)[:start+piece]
+		if _, err := io.ReadFull(r, msg[start:]); err != nil {
+			return msg, err
+		}
+		n -= piece
+	}
+	return msg, nil
 }
 
 // controlFrame acts on a control frame of h: it answers a ping, and a
