@@ -117,10 +117,12 @@ test-cluster:
 browser:
 	scripts/chromium.sh
 
-# The performance profile, under 3 minutes on 2 cores (BENCHMARKS.md): Go
-# benchmarks of the store and broker hot paths, then cmd/chatload against the
-# built server, embedded with the in-process broker and then with Redis, with
-# the bare baselines measured in the same runs. Reports in bench-out/.
+# The performance profile (BENCHMARKS.md): Go benchmarks of the store and
+# broker hot paths, then cmd/chatload against the built server, embedded with
+# the in-process broker and then with Redis, with the bare baselines measured
+# in the same runs, then one pair of runs beside Centrifugo (built once from
+# the module proxy; BENCH_CENTRIFUGO=0 leaves it out), each ratio printed
+# beside issue 34's aim. About 8 minutes on 2 cores. Reports in bench-out/.
 # `scripts/bench.sh profile` adds CPU and heap profiles of each phase.
 bench:
 	GO=$(GO) REDIS_URL=$(REDIS_URL) CASSANDRA_HOSTS=$(CASSANDRA_HOSTS) scripts/bench.sh all

@@ -17,7 +17,10 @@
 # three minutes on 2 cores.
 #
 # Usage: scripts/bench.sh [all|go|load|profile|trace|centrifugo]
-#   all      Go benchmarks, then both load runs (the default; `make bench`)
+#   all      Go benchmarks, then both load runs, then one pair of runs
+#            beside Centrifugo (see centrifugo; BENCH_CENTRIFUGO=0 skips it,
+#            and where Centrifugo does not install, the bare baselines of
+#            the load runs stand in for it) (the default; `make bench`)
 #   go       Go benchmarks only
 #   load     both load runs only
 #   centrifugo  chatql beside Centrifugo (CENTRIFUGO_VERSION, built from the
@@ -58,7 +61,8 @@
 #   BENCH_GOGC               GOGC of the server               (unset: Go's default)
 #   REDIS_URL                Redis of the second run and of the delivery
 #                            baseline                         (redis://127.0.0.1:6379/0)
-#   BENCH_REPS               centrifugo: runs of each server    (3)
+#   BENCH_REPS               centrifugo: runs of each server    (3; 1 in all)
+#   BENCH_CENTRIFUGO         all: 0 leaves Centrifugo out       (1)
 #   CENTRIFUGO_VERSION       centrifugo: the version built      (v6.9.1)
 #   BENCH_REUSE_CENTRIFUGO   centrifugo: when set, Centrifugo's runs whose
 #                            report.json is in $OUT are not run again (to
@@ -361,11 +365,8 @@ run_centrifugo_load() {
 # per engine, then the comparison of each engine's runs.
 versus_centrifugo() {
   build
-  local version="${CENTRIFUGO_VERSION:-v6.9.1}" reps="${BENCH_REPS:-3}"
-  if [[ ! -x "$OUT/bin/centrifugo" ]]; then
-    log "building Centrifugo $version from the module proxy (a few minutes, once)"
-    GOBIN="$(cd "$OUT" && pwd -P)/bin" "$GO" install "github.com/centrifugal/centrifugo/v6@$version"
-  fi
+  local version="${CENTRIFUGO_VERSION:-v6.9.1}" reps="${1:-${BENCH_REPS:-3}}"
+  centrifugo_built || die "Centrifugo $version did not install from the module proxy"
   local engines=(memory)
   [[ -n "$REDIS_OK" ]] && engines+=(redis)
   for engine in "${engines[@]}"; do
@@ -395,6 +396,27 @@ versus_centrifugo() {
   done
 }
 
+# centrifugo_built: Centrifugo in $OUT/bin, built from the Go module proxy
+# on first use; false if it does not install here.
+centrifugo_built() {
+  [[ -x "$OUT/bin/centrifugo" ]] && return 0
+  local version="${CENTRIFUGO_VERSION:-v6.9.1}"
+  log "building Centrifugo $version from the module proxy (a few minutes, once)"
+  mkdir -p "$OUT/bin"
+  GOBIN="$(cd "$OUT" && pwd -P)/bin" "$GO" install "github.com/centrifugal/centrifugo/v6@$version"
+}
+
+# beside_centrifugo: all's last part, one pair of runs beside Centrifugo.
+beside_centrifugo() {
+  if [[ "${BENCH_CENTRIFUGO:-1}" == 0 ]]; then
+    log "BENCH_CENTRIFUGO=0: the runs beside Centrifugo are left out"
+  elif centrifugo_built; then
+    versus_centrifugo "${BENCH_REPS:-1}"
+  else
+    log "Centrifugo ${CENTRIFUGO_VERSION:-v6.9.1} does not install here: the bare baselines above stand in for it"
+  fi
+}
+
 REDIS_OK=""
 CASSANDRA_OK=""
 case "$MODE" in
@@ -405,7 +427,7 @@ if ensure_redis; then REDIS_OK=1; else log "no Redis at $REDIS_URL: Redis run an
 if cassandra_up; then CASSANDRA_OK=1; else log "no Cassandra at $CASSANDRA_HOSTS: Cassandra baselines skipped"; fi
 
 case "$MODE" in
-  all) go_benchmarks; load_runs ;;
+  all) go_benchmarks; load_runs; beside_centrifugo ;;
   go) go_benchmarks ;;
   load) load_runs ;;
   profile) profile_run ;;
