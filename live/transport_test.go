@@ -719,12 +719,15 @@ func TestSessionEndClosesWithoutOperationErrors(t *testing.T) {
 	}
 }
 
-// A connection watching its session stops watching when it ends: nothing
-// of it stays in the sessions' set.
-func TestEndedConnectionStopsWatching(t *testing.T) {
+// watchedConnection is a harness tuned by tune whose connections watch their
+// session, and a connection of alice's session, open and answering.
+func watchedConnection(t *testing.T, tune func(*Config)) (*harness, *client) {
 	var h *harness
 	h = newHarness(t, func(c *Config) {
 		c.SessionEnd = func(ctx context.Context, end func(error)) func() { return h.sessions.OnEnd(ctx, end) }
+		if tune != nil {
+			tune(c)
+		}
 	})
 	h.user("alice")
 	alice, _ := h.session("alice")
@@ -733,6 +736,13 @@ func TestEndedConnectionStopsWatching(t *testing.T) {
 	if m := c.read(); m.Type != msgPong {
 		t.Fatalf("got %+v, want the pong", m)
 	}
+	return h, c
+}
+
+// A connection watching its session stops watching when it ends: nothing
+// of it stays in the sessions' set.
+func TestEndedConnectionStopsWatching(t *testing.T) {
+	h, c := watchedConnection(t, nil)
 	if n := h.sessions.Watching(); n != 1 {
 		t.Fatalf("watching %d sessions with the connection open, want 1", n)
 	}
@@ -747,20 +757,11 @@ func TestClosingConnectionLeavesAtOnce(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var left atomic.Int32
-	var h *harness
-	h = newHarness(t, func(c *Config) {
+	h, _ := watchedConnection(t, func(c *Config) {
 		c.Context = ctx
 		c.CloseTimeout = time.Hour
 		c.Connected = func(context.Context) func() { return func() { left.Add(1) } }
-		c.SessionEnd = func(ctx context.Context, end func(error)) func() { return h.sessions.OnEnd(ctx, end) }
 	})
-	h.user("alice")
-	alice, _ := h.session("alice")
-	c := h.connect(graphqlTransportWS.name, alice)
-	c.send(message{Type: msgPing})
-	if m := c.read(); m.Type != msgPong {
-		t.Fatalf("got %+v, want the pong", m)
-	}
 	cancel() // the server shuts down; the client reads nothing more
 	waitFor(t, "the connection to leave presence", func() bool { return left.Load() == 1 })
 	waitFor(t, "the watch to stop", func() bool { return h.sessions.Watching() == 0 })
