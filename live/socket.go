@@ -220,7 +220,7 @@ func (c *socket) send(p []byte) (int, error) {
 }
 
 // close begins the close handshake: a close frame with code and reason
-// (at most 123 bytes), after what was gathered; every frame after it is
+// (truncated to 123 bytes), after what was gathered; every frame after it is
 // refused. The client's close frame ends the connection, read by the
 // reader; the close timeout bounds the wait for it, and the write of the
 // frame.
@@ -231,7 +231,7 @@ func (c *socket) close(code closeCode, reason string) {
 	}
 	var payload [125]byte
 	binary.BigEndian.PutUint16(payload[:], uint16(code))
-	n := 2 + copy(payload[2:], reason)
+	n := 2 + copy(payload[2:], truncateReason(reason))
 	if err := c.control(opClose, payload[:n]); err != nil && !errors.Is(err, errClosing) {
 		c.hangUp()
 	}
@@ -412,7 +412,7 @@ func (c *socket) readFrames(discarding bool) (msg []byte, text bool, err error) 
 			continue
 		}
 		if problem := h.violation(inMessage); problem != "" {
-			c.fail(closeProtocolError, problem)
+			c.close(closeProtocolError, problem)
 			if c.skip(r, h.length) != nil {
 				c.hangUp()
 				return nil, false, errClosed
@@ -427,7 +427,7 @@ func (c *socket) readFrames(discarding bool) (msg []byte, text bool, err error) 
 			continue
 		}
 		if h.length > uint64(limit-int64(len(msg))) {
-			c.fail(closeMessageTooBig, fmt.Sprintf("message longer than %d bytes", limit))
+			c.close(closeMessageTooBig, fmt.Sprintf("message longer than %d bytes", limit))
 			if c.skip(r, h.length) != nil {
 				c.hangUp()
 				return nil, false, errClosed
@@ -448,7 +448,7 @@ func (c *socket) readFrames(discarding bool) (msg []byte, text bool, err error) 
 			continue
 		}
 		if text && !utf8.Valid(msg) {
-			c.fail(closeInvalidPayload, "text message is not valid UTF-8")
+			c.close(closeInvalidPayload, "text message is not valid UTF-8")
 			msg, discarding = nil, true
 			continue
 		}
@@ -501,7 +501,7 @@ func (c *socket) controlFrame(r *bufio.Reader, h frameHeader) (done bool) {
 		if code, fail, problem := closeStatus(p); problem == "" {
 			_ = c.control(opClose, code) // the client's code, echoed
 		} else {
-			c.fail(fail, problem)
+			c.close(fail, problem)
 		}
 		c.hangUp()
 		return true
@@ -527,11 +527,6 @@ func closeStatus(p []byte) (code []byte, fail closeCode, problem string) {
 	default:
 		return nil, closeProtocolError, fmt.Sprintf("close code %d may not be sent", n)
 	}
-}
-
-// fail begins the close handshake for a client that broke the protocol.
-func (c *socket) fail(code closeCode, reason string) {
-	c.close(code, truncateReason(reason))
 }
 
 // skip discards n bytes of the connection.

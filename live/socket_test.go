@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 )
@@ -370,6 +371,17 @@ func TestMessagesArrivingTogether(t *testing.T) {
 	for _, id := range []string{"1", "2", "3"} {
 		if m := c.read(); m.Type != msgPong || !strings.Contains(string(m.Payload), id) {
 			t.Fatalf("got %+v %s, want pong %s", m, m.Payload, id)
+		}
+	}
+}
+
+// A long close reason is cut to fit a control frame between characters, so
+// that it stays UTF-8.
+func TestTruncateReason(t *testing.T) {
+	for _, s := range []string{strings.Repeat("é", 100), strings.Repeat("a", 119) + strings.Repeat("€", 20), "short"} {
+		got := truncateReason(s)
+		if len(got) > 123 || !utf8.ValidString(got) || !strings.HasPrefix(s, strings.TrimSuffix(got, "...")) {
+			t.Errorf("truncateReason(%d bytes) = %q (%d bytes)", len(s), got, len(got))
 		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -858,10 +859,15 @@ func (c *conn) close(code closeCode, reason string) {
 	}()
 }
 
-// truncateReason fits a close reason in a control frame (123 bytes).
+// truncateReason fits a close reason in a control frame (123 bytes), cut
+// between characters: a client may fail a close whose reason is not UTF-8.
 func truncateReason(s string) string {
 	if len(s) <= 123 {
 		return s
 	}
-	return s[:120] + "..."
+	cut := 120
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
