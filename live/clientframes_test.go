@@ -262,3 +262,33 @@ func TestPayloadGrowsAsItArrives(t *testing.T) {
 		t.Fatalf("got %d bytes, %v; want the head and the %d bytes read", len(msg), err, len(long))
 	}
 }
+
+// FuzzClientFrames: whatever bytes a client sends, the reader returns only
+// messages within the read limit, answers or closes, and ends once the
+// client has gone; it never panics or hangs.
+func FuzzClientFrames(f *testing.F) {
+	f.Add(clientFrame(true, opText, []byte(`{"type":"ping"}`)))
+	f.Add(append(clientFrame(false, opText, []byte("frag")), clientFrame(true, opContinuation, []byte("ment"))...))
+	f.Add(append(clientFrame(true, opPing, []byte("p")), clientFrame(true, opClose, closePayload(1000, "bye"))...))
+	f.Add(clientFrame(true, opText, make([]byte, 100)))
+	f.Add([]byte{0x81, 2, '{', '}'})
+	f.Add([]byte{0x81, 0xff, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4})
+	f.Add(clientFrame(true, opText, []byte{0xff, 0xfe}))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		const limit = 64
+		client, server := net.Pipe()
+		defer client.Close()
+		s := newSocket(server, nil, &socketLimits{maxFrames: 1, readLimit: limit, closeTimeout: 50 * time.Millisecond})
+		go func() { _, _ = io.Copy(io.Discard, client) }() // the server's frames
+		go func() { _, _ = client.Write(in); _ = client.Close() }()
+		for {
+			msg, _, err := s.readMessage()
+			if err != nil {
+				return
+			}
+			if len(msg) > limit {
+				t.Fatalf("a message of %d bytes passed a limit of %d", len(msg), limit)
+			}
+		}
+	})
+}
