@@ -144,6 +144,7 @@ func TestClientMessagesRead(t *testing.T) {
 func TestClientFaultsClose(t *testing.T) {
 	limits := testLimits
 	limits.readLimit = 100
+	limits.closeTimeout = 200 * time.Millisecond // a frame of 2^63 bytes is skipped until then
 	unmasked := []byte{0x80 | opText, 2, 'h', 'i'}
 	reserved := clientFrame(true, opText, []byte("hi"))
 	reserved[0] |= 0x40
@@ -155,6 +156,7 @@ func TestClientFaultsClose(t *testing.T) {
 		{"unmasked", [][]byte{unmasked}, closeProtocolError},
 		{"reserved bit", [][]byte{reserved}, closeProtocolError},
 		{"unknown data opcode", [][]byte{clientFrame(true, 0x3, []byte("x"))}, closeProtocolError},
+		{"length's top bit set", [][]byte{{0x80 | opText, 0x80 | 127, 0x80, 0, 0, 0, 0, 0, 0, 1, 1, 2, 3, 4}}, closeProtocolError},
 		{"unknown control opcode", [][]byte{clientFrame(true, 0xb, nil)}, closeProtocolError},
 		{"fragmented ping", [][]byte{clientFrame(false, opPing, nil)}, closeProtocolError},
 		{"long ping", [][]byte{clientFrame(true, opPing, make([]byte, 126))}, closeProtocolError},

@@ -309,6 +309,8 @@ func (h *frameHeader) violation(inMessage bool) string {
 		return "reserved bits set, but no extension was agreed"
 	case !h.masked:
 		return "a client's frame must be masked"
+	case h.length >= 1<<63:
+		return "frame length with its most significant bit set"
 	case h.op >= opClose && h.op <= opPong:
 		if !h.fin {
 			return "fragmented control frame"
