@@ -234,9 +234,7 @@ func TestReadBufferBorrowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"one", "two"} {
-		if !s.buffered() { // as the connection's reader waits
-			s.awaitInput()
-		}
+		s.awaitInput() // at once when buffered
 		data, _, err := s.readMessage()
 		if err != nil || string(data) != want {
 			t.Fatalf("got %q, %v; want %q", data, err, want)

@@ -247,11 +247,11 @@ func (c *socket) buffered() bool {
 	return len(c.pending) > 0 || c.reader != nil
 }
 
-// awaitInput returns once the socket has bytes to read, or has ended (an
-// error is the next read's to report), without the read's frames on the
-// stack.
+// awaitInput returns once the client has sent something not yet read (at
+// once if bytes are buffered), or the socket has ended (an error is the
+// next read's to report), without the read's frames on the stack.
 func (c *socket) awaitInput() {
-	if c.raw != nil {
+	if c.raw != nil && !c.buffered() {
 		_ = c.raw.Read(c.peekFn)
 	}
 }

@@ -374,9 +374,7 @@ func (c *conn) handshake() bool {
 		if acked {
 			return true
 		}
-		if !c.socket.buffered() {
-			c.socket.awaitInput()
-		}
+		c.socket.awaitInput()
 		if ok, _ := c.readMessage(); !ok {
 			return false
 		}

@@ -405,8 +405,8 @@ func TestShutdownClosesConnections(t *testing.T) {
 	waitFor(t, "streams to end", func() bool { return h.open() == before })
 }
 
-// An idle room subscription holds no goroutine: only its connection's
-// reader waits. Events still arrive, in order, on every subscription.
+// An idle room subscription holds no goroutine: nothing but its
+// connection's wait for the client (the poller, or a reader) stays. Events still arrive, in order, on every subscription.
 func TestIdleSubscriptionsHoldNoGoroutine(t *testing.T) {
 	h := newHarness(t, nil)
 	alice := h.user("alice")
