@@ -45,11 +45,25 @@ func WithUser(ctx context.Context, u store.UserRef) context.Context {
 // has none: an event stream opened by one request runs the operations that
 // later requests start, each as its own request's caller.
 func WithCallerOf(ctx, from context.Context) context.Context {
-	c, ok := from.Value(callerKey{}).(caller)
-	if !ok {
-		return ctx
+	return carry(ctx, from, callerKey{})
+}
+
+// WithRequestOf returns ctx carrying what Middleware put in from: the
+// caller (WithCallerOf), and the request's user agent and origin, which a
+// session started in ctx records. A websocket keeps them from its upgrade
+// request without the rest of the request.
+func WithRequestOf(ctx, from context.Context) context.Context {
+	ctx = carry(ctx, from, callerKey{})
+	ctx = carry(ctx, from, userAgentKey{})
+	return carry(ctx, from, originKey{})
+}
+
+// carry returns ctx carrying from's value of key, as it is, if from has one.
+func carry(ctx, from context.Context, key any) context.Context {
+	if v := from.Value(key); v != nil {
+		return context.WithValue(ctx, key, v)
 	}
-	return context.WithValue(ctx, callerKey{}, c)
+	return ctx
 }
 
 // withClaims returns a context carrying the verified caller of an access

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/killrchat/chatql/ratelimit"
@@ -48,8 +47,9 @@ type Sessions struct {
 	keys   verdicts[string, store.UserRef]
 	limits *ratelimit.Set
 
-	mu       sync.Mutex
-	watchers map[sessionKey]map[*watcher]struct{}
+	watchers *watchers
+
+	mu sync.Mutex
 	// endedUsers are the logins whose every session ended (a deleted
 	// account) with when this instance may stop remembering it: by then no
 	// session of theirs read before the end is still cached.
@@ -123,9 +123,9 @@ func NewSessions(ctx context.Context, cfg SessionConfig) (*Sessions, error) {
 		cache:      newVerdicts[sessionKey, struct{}](cfg.CacheSize),
 		keys:       newVerdicts[string, store.UserRef](cfg.CacheSize),
 		limits:     cfg.Limits,
-		watchers:   map[sessionKey]map[*watcher]struct{}{},
 		endedUsers: map[string]time.Time{},
 	}
+	s.watchers = newWatchers(func() time.Time { return s.now() })
 	go s.watch(ctx)
 	return s, nil
 }
@@ -345,17 +345,7 @@ func (s *Sessions) userEnded(login string) bool {
 // ends their streams.
 func (s *Sessions) ended(match func(sessionKey) bool) {
 	s.cache.revoke(match, errSessionEnded, s.now().Add(s.interval))
-	s.mu.Lock()
-	var ws []*watcher
-	for k, set := range s.watchers {
-		if match(k) {
-			for w := range set {
-				ws = append(ws, w)
-			}
-		}
-	}
-	s.mu.Unlock()
-	for _, w := range ws {
+	for _, w := range s.watchers.matching(match) {
 		w.fire(errSessionEnded)
 	}
 }
@@ -429,53 +419,22 @@ func (s *Sessions) load(ctx context.Context, k sessionKey) error {
 	return nil
 }
 
-// A watcher is one stream following its session.
-type watcher struct {
-	end   func(cause error)
-	fired atomic.Bool // end was called: it is called once
-	timer *time.Timer
-}
-
-// fire calls the watcher's end with cause, the first time only.
-func (w *watcher) fire(cause error) {
-	if w.fired.CompareAndSwap(false, true) {
-		w.end(cause)
-	}
-}
-
 // OnEnd calls end once, with a cause wrapping ErrUnauthenticated, when the
 // access token of ctx's caller expires or its session ends, unless stop
 // was called first; stop is nil, and end never called, if ctx has no
 // caller with a session (anonymous). Watching costs no goroutine and no
-// context: a timer for the expiry, and a place in the set the periodic
-// check reads, which stop gives back.
+// context: a place in the set the periodic check reads and among those
+// whose token expires, which stop gives back.
 func (s *Sessions) OnEnd(ctx context.Context, end func(cause error)) (stop func()) {
 	c, err := callerFrom(ctx)
 	if err != nil || c.session == "" {
 		return nil
 	}
-	k := sessionKey{c.user.Login, c.session}
-	w := &watcher{end: end}
+	var expires time.Time
 	if !c.bot { // an API key does not expire
-		w.timer = time.AfterFunc(c.expires.Sub(s.now()), func() { w.fire(errTokenExpired) })
+		expires = c.expires
 	}
-	s.mu.Lock()
-	if s.watchers[k] == nil {
-		s.watchers[k] = map[*watcher]struct{}{}
-	}
-	s.watchers[k][w] = struct{}{}
-	s.mu.Unlock()
-	return func() {
-		if w.timer != nil {
-			w.timer.Stop()
-		}
-		s.mu.Lock()
-		delete(s.watchers[k], w)
-		if len(s.watchers[k]) == 0 {
-			delete(s.watchers, k)
-		}
-		s.mu.Unlock()
-	}
+	return s.watchers.add(sessionKey{c.user.Login, c.session}, expires, end).stop
 }
 
 // Watch returns a context derived from ctx that ends, with a cause wrapping
@@ -495,9 +454,7 @@ func (s *Sessions) Watch(ctx context.Context) context.Context {
 
 // Watching is how many sessions have streams watching them.
 func (s *Sessions) Watching() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.watchers)
+	return s.watchers.count()
 }
 
 // watch reads the watched sessions again every CheckInterval, until ctx
@@ -511,13 +468,7 @@ func (s *Sessions) watch(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		s.mu.Lock()
-		keys := make([]sessionKey, 0, len(s.watchers))
-		for k := range s.watchers {
-			keys = append(keys, k)
-		}
-		s.mu.Unlock()
-		for _, k := range keys {
+		for _, k := range s.watchers.sessions() {
 			if err := s.load(ctx, k); errors.Is(err, ErrUnauthenticated) {
 				s.ended(func(other sessionKey) bool { return other == k })
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -39,11 +40,11 @@ type operation struct {
 // a limit) fail only that operation, with an error message.
 func (c *conn) subscribe(m message) bool {
 	c.mu.Lock()
-	acked, dup, running := c.acked, c.ops[m.ID] != nil, len(c.ops)
+	acked, dup, running := c.acked, c.ops.find(m.ID) != nil, len(c.ops)
 	var op *operation
 	if acked && !dup && running < c.t.cfg.MaxOperations && !c.closed {
 		op = &operation{c: c, id: m.ID, ctx: c.ctx}
-		c.ops[m.ID] = op
+		c.ops = append(c.ops, op)
 	}
 	c.mu.Unlock()
 	switch {
@@ -107,7 +108,7 @@ func (op *operation) start(kind string, payload json.RawMessage) {
 	}()
 	// From here on the stream needs only the shared encoder: the operation
 	// context (its document, variables and field caches) is let go.
-	r := &roomSubscription{op: op, stream: stream, alias: field.Alias, viewer: stream.Viewer(),
+	r := &roomSubscription{op: op, stream: stream, alias: field.Alias,
 		enc: op.c.t.encoders.acquire(ctx, rc, field), prefix: framePrefix(op.c.proto, op.id)}
 	handedOff = true
 	r.start()
@@ -117,8 +118,8 @@ func (op *operation) start(kind string, payload json.RawMessage) {
 // id is free again at once.
 func (c *conn) stop(id string) {
 	c.mu.Lock()
-	op := c.ops[id]
-	delete(c.ops, id)
+	op := c.ops.find(id)
+	c.ops = c.ops.without(op)
 	c.mu.Unlock()
 	if op != nil {
 		op.stop()
@@ -219,7 +220,6 @@ type roomSubscription struct {
 	stream  *stream.Room
 	enc     *encoder
 	prefix  []byte // the frame around each result
-	viewer  store.UserRef
 	alias   string
 	pumping atomic.Bool // it is ready, or being delivered
 }
@@ -289,7 +289,7 @@ func (r *roomSubscription) deliver() (done bool, err error) {
 		if r.op.stopped.Load() {
 			return false
 		}
-		payload, err := r.enc.encode(ev, r.viewer)
+		payload, err := r.enc.encode(ev, r.stream.Viewer())
 		if err != nil {
 			encodeErr = err
 			return false
@@ -423,10 +423,33 @@ func (op *operation) finish(p any) {
 // release frees the operation's id, unless a new operation has it already.
 func (op *operation) release() {
 	op.c.mu.Lock()
-	if op.c.ops[op.id] == op {
-		delete(op.c.ops, op.id)
-	}
+	op.c.ops = op.c.ops.without(op)
 	op.c.mu.Unlock()
+}
+
+// operations are a connection's running operations, in the order they
+// began: a few at a time (at most Config.MaxOperations), so a slice costs
+// a connection less than a map and is searched as fast.
+type operations []*operation
+
+// find returns the operation with the id, or nil.
+func (ops operations) find(id string) *operation {
+	for _, op := range ops {
+		if op.id == id {
+			return op
+		}
+	}
+	return nil
+}
+
+// without removes op, if it is one of them (nil is not).
+func (ops operations) without(op *operation) operations {
+	for i, o := range ops {
+		if o == op {
+			return slices.Delete(ops, i, i+1)
+		}
+	}
+	return ops
 }
 
 func badInput(format string, args ...any) *gqlerror.Error {

@@ -76,6 +76,12 @@ type Config struct {
 	// what to call once when the connection ends (nil: nothing): presence
 	// counts it.
 	Connected func(ctx context.Context) (disconnected func())
+	// ConnectionContext, if set, returns the context a connection keeps for
+	// its life, which its operations run in, from its upgrade request: the
+	// request's values they read, without the request's own state (net/http's
+	// and the handler's), which would otherwise stay with every connection.
+	// The request's context without its cancellation if nil.
+	ConnectionContext func(r *http.Request) context.Context
 	// Origins are the web pages that may open a websocket, besides those
 	// of the server's own host.
 	Origins Origins
@@ -147,6 +153,9 @@ func New(cfg Config) *Transport {
 	}
 	if cfg.CloseTimeout <= 0 {
 		cfg.CloseTimeout = 5 * time.Second
+	}
+	if cfg.ConnectionContext == nil {
+		cfg.ConnectionContext = func(r *http.Request) context.Context { return context.WithoutCancel(r.Context()) }
 	}
 	if cfg.MaxOperations <= 0 {
 		cfg.MaxOperations = 100
@@ -271,8 +280,8 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 	// The request's context ends when this handler returns; the
 	// connection keeps its values (an Authorization header's caller) and
 	// ends with the server.
-	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	c := &conn{t: t, socket: s, proto: p, counts: &t.counts[p.index], exec: exec, ctx: ctx, cancel: cancel, ops: make(map[string]*operation)}
+	ctx, cancel := context.WithCancel(t.cfg.ConnectionContext(r))
+	c := &conn{t: t, socket: s, proto: p, counts: &t.counts[p.index], exec: exec, ctx: ctx, cancel: cancel}
 	c.unauthenticated.Store(true)
 	t.mu.Lock()
 	closed := t.closed
@@ -312,7 +321,7 @@ type conn struct {
 	acked     bool // and accepted
 	user      bool // as a user's (see credentialsEnded)
 	closed    bool
-	ops       map[string]*operation
+	ops       operations
 	keepAlive *time.Timer
 	// stopWatching stops SessionEnd's watch, and disconnected is what
 	// Connected returned: both called once the connection closes (release).
@@ -469,10 +478,7 @@ func (c *conn) end() {
 	c.stopKeepAlive()
 	c.release()
 	c.mu.Lock()
-	ops := make([]*operation, 0, len(c.ops))
-	for _, op := range c.ops {
-		ops = append(ops, op)
-	}
+	ops := slices.Clone(c.ops)
 	c.mu.Unlock()
 	for _, op := range ops {
 		op.stop()

@@ -50,8 +50,7 @@ func NewAddresses(trusted []netip.Prefix) *Addresses {
 func (a *Addresses) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		client := a.client(r)
-		ctx := context.WithValue(r.Context(), addressKey{}, addressKeyOf(client))
-		ctx = context.WithValue(ctx, clientKey{}, client)
+		ctx := context.WithValue(r.Context(), addressKey{}, clientAddress{key: addressKeyOf(client), addr: client})
 		if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") && !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 			ctx = context.WithValue(ctx, retryAfterKey{}, &retryAfterHeader{header: w.Header()})
 		}
@@ -113,25 +112,40 @@ func addressKeyOf(addr netip.Addr) string {
 
 type addressKey struct{}
 
+// clientAddress is the client address Middleware puts in a request's
+// context: as it is, and as actions are counted by (addressKeyOf).
+type clientAddress struct {
+	key  string
+	addr netip.Addr
+}
+
 // AddressFrom returns the client address that Middleware put in ctx, in
 // the form actions are counted by, or "unknown".
 func AddressFrom(ctx context.Context) string {
-	if a, ok := ctx.Value(addressKey{}).(string); ok {
-		return a
+	if a, ok := ctx.Value(addressKey{}).(clientAddress); ok {
+		return a.key
 	}
 	return "unknown"
 }
-
-type clientKey struct{}
 
 // ClientAddressFrom returns the client address that Middleware put in ctx,
 // as it is (an IPv6 address whole), or "" if unknown: what a user's list
 // of their sessions shows.
 func ClientAddressFrom(ctx context.Context) string {
-	if a, ok := ctx.Value(clientKey{}).(netip.Addr); ok && a.IsValid() {
-		return a.String()
+	if a, ok := ctx.Value(addressKey{}).(clientAddress); ok && a.addr.IsValid() {
+		return a.addr.String()
 	}
 	return ""
+}
+
+// WithAddressOf returns ctx carrying the client address Middleware put in
+// from, or ctx as it is when from has none: a websocket keeps its upgrade
+// request's address without the rest of the request.
+func WithAddressOf(ctx, from context.Context) context.Context {
+	if a := from.Value(addressKey{}); a != nil {
+		return context.WithValue(ctx, addressKey{}, a) // as it is: no copy
+	}
+	return ctx
 }
 
 type retryAfterKey struct{}

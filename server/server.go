@@ -385,6 +385,7 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 		StreamError:       resolvers.WithStreamError,
 		ProfileEpoch:      res.Profiles.Epoch,
 		Scope:             requestBaseScope,
+		ConnectionContext: websocketContext,
 		Authenticate:      websocketAuth(sessions),
 		SessionEnd:        sessions.OnEnd,
 		Connected:         s.joined,
@@ -443,8 +444,7 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 	mux.Handle(playground.Prefix, playground.Assets())
 	addresses := ratelimit.NewAddresses(s.cfg.TrustedProxies)
 	limits := httpapi.Limits{MaxBody: s.cfg.MaxBodyBytes, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout}
-	// The client address first: a bad API key counts against it.
-	mux.Handle("/query", s.cors(limits.Handler(addresses.Middleware(sessions.Middleware(withRequestBase(gql))))))
+	mux.Handle("/query", s.cors(limits.Handler(withRequestValues(addresses, sessions, gql))))
 	if s.files != nil {
 		mux.Handle(filesPath, s.files)
 	}
@@ -455,6 +455,30 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 		mux.Handle("/metrics", s.metrics.Handler())
 	}
 	return mux
+}
+
+// withRequestValues has next's requests carry the client's address, the
+// caller of an Authorization header, the user agent and origin, and the
+// request's base: every value the middlewares of /query put in a request's
+// context, which websocketContext keeps for a websocket's life. The client
+// address comes first: a bad API key counts against it.
+func withRequestValues(addresses *ratelimit.Addresses, sessions *auth.Sessions, next http.Handler) http.Handler {
+	return addresses.Middleware(sessions.Middleware(withRequestBase(next)))
+}
+
+// websocketContext is what a websocket connection keeps of its upgrade
+// request's context (live.Config.ConnectionContext), on a context of its
+// own: what the middlewares of /query put there (the client's address, an
+// Authorization header's caller, the user agent and origin, the request's
+// base), and nothing of net/http's and gqlgen's state of the request.
+func websocketContext(r *http.Request) context.Context {
+	from := r.Context()
+	ctx := ratelimit.WithAddressOf(context.Background(), from)
+	ctx = auth.WithRequestOf(ctx, from)
+	if base := from.Value(requestBaseKey{}); base != nil {
+		ctx = context.WithValue(ctx, requestBaseKey{}, base)
+	}
+	return ctx
 }
 
 // endSubscriptionsWith ends every subscription when streams ends, whichever
