@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"iter"
+	"math"
 	"sync"
 	"sync/atomic"
 )
@@ -23,9 +25,11 @@ const DefaultBufferSize = 256
 // the last one read is a safe resume cursor. Events are shared by every
 // subscriber of the topic: read, never modify.
 type Subscription struct {
-	topic string
+	topic *topic
 	hub   *Hub
-	limit int // most events the queue may hold
+	// at is its place among the topic's subscribers, -1 once ended (under
+	// hub.mu); limit the most events its queue may hold.
+	at, limit int32
 
 	mu     sync.Mutex
 	queue  []*Event // unread events, oldest first, from head
@@ -143,7 +147,7 @@ func (s *Subscription) push(ev *Event) (notify func(), ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := len(s.queue) - s.head
-	if n >= s.limit {
+	if n >= int(s.limit) {
 		return nil, false
 	}
 	if s.head > 0 && len(s.queue) == cap(s.queue) {
@@ -186,7 +190,7 @@ type Hub struct {
 	// off before the next delivery can reach it: subscribers never see gaps.
 	// A subscription's own lock is taken inside it.
 	mu     sync.RWMutex
-	topics map[string]map[*Subscription]struct{}
+	topics map[string]*topic
 	closed bool
 
 	// slow counts the subscribers cut off because their queue was full.
@@ -201,8 +205,8 @@ func (h *Hub) Slow() uint64 { return h.slow.Load() }
 func (h *Hub) Counts() (topics, subscribers int) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	for _, subs := range h.topics {
-		subscribers += len(subs)
+	for _, t := range h.topics {
+		subscribers += len(t.subs)
 	}
 	return len(h.topics), subscribers
 }
@@ -216,7 +220,8 @@ func NewHub(bufferSize int, onIdle func(topic string)) *Hub {
 	if bufferSize <= 0 {
 		bufferSize = DefaultBufferSize
 	}
-	return &Hub{bufferSize: bufferSize, onIdle: onIdle, topics: make(map[string]map[*Subscription]struct{})}
+	bufferSize = min(bufferSize, math.MaxInt32)
+	return &Hub{bufferSize: bufferSize, onIdle: onIdle, topics: make(map[string]*topic)}
 }
 
 // BufferSize is the capacity of each subscriber's buffer.
@@ -224,27 +229,27 @@ func (h *Hub) BufferSize() int { return h.bufferSize }
 
 // Add registers a new subscriber of topic. first reports whether it is the
 // topic's only subscriber, so a broker knows to subscribe upstream.
-func (h *Hub) Add(topic string) (sub *Subscription, first bool, err error) {
-	sub = &Subscription{topic: topic, hub: h, limit: h.bufferSize}
+func (h *Hub) Add(name string) (sub *Subscription, first bool, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		return nil, false, ErrClosed
 	}
-	subs := h.topics[topic]
-	if subs == nil {
-		subs = make(map[*Subscription]struct{})
-		h.topics[topic] = subs
+	t := h.topics[name]
+	if t == nil {
+		t = &topic{name: name}
+		h.topics[name] = t
 	}
-	subs[sub] = struct{}{}
-	return sub, len(subs) == 1, nil
+	sub = &Subscription{topic: t, hub: h, at: int32(len(t.subs)), limit: int32(h.bufferSize)}
+	t.subs = append(t.subs, sub)
+	return sub, len(t.subs) == 1, nil
 }
 
 // Active reports whether topic has local subscribers.
 func (h *Hub) Active(topic string) bool {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	return len(h.topics[topic]) > 0
+	return h.topics[topic] != nil
 }
 
 // Topics returns the topics that have local subscribers.
@@ -264,7 +269,7 @@ func (h *Hub) Deliver(topic string, ev Event) {
 	shared := &ev // one copy for all subscribers; queues hold pointers
 	h.mu.Lock()
 	idle := false
-	for s := range h.topics[topic] {
+	for s := range h.topics[topic].each() {
 		notify, ok := s.push(shared)
 		if !ok {
 			// Cut off now, under the lock, rather than after it: a later
@@ -286,7 +291,7 @@ func (h *Hub) Deliver(topic string, ev Event) {
 func (h *Hub) End(topic string, err error) {
 	h.mu.Lock()
 	idle := false
-	for s := range h.topics[topic] {
+	for s := range h.topics[topic].each() {
 		idle = h.endLocked(s, err) || idle
 	}
 	h.mu.Unlock()
@@ -300,10 +305,10 @@ func (h *Hub) Close() {
 	h.mu.Lock()
 	h.closed = true
 	var idle []string
-	for topic, subs := range h.topics {
-		for s := range subs {
+	for name, t := range h.topics {
+		for s := range t.each() {
 			if h.endLocked(s, ErrClosed) {
-				idle = append(idle, topic)
+				idle = append(idle, name)
 			}
 		}
 	}
@@ -320,26 +325,54 @@ func (h *Hub) end(s *Subscription, err error) {
 	idle := h.endLocked(s, err)
 	h.mu.Unlock()
 	if idle && h.onIdle != nil {
-		h.onIdle(s.topic)
+		h.onIdle(s.topic.name)
 	}
 }
 
 // endLocked ends s with err and reports whether its topic was left without
 // subscribers. Ending is idempotent: the first reason sticks. A
-// subscription is in its topic's set until it ends, so being in it says it
-// has not.
+// subscription is among its topic's subscribers until it ends, so having a
+// place there says it has not.
 func (h *Hub) endLocked(s *Subscription, err error) (idle bool) {
-	subs := h.topics[s.topic]
-	if _, ok := subs[s]; !ok {
+	if s.at < 0 {
 		return false
 	}
 	if notify := s.finish(err); notify != nil {
 		notify()
 	}
-	delete(subs, s)
-	if len(subs) == 0 {
-		delete(h.topics, s.topic)
+	t := s.topic
+	last := len(t.subs) - 1
+	t.subs[s.at] = t.subs[last]
+	t.subs[s.at].at = s.at
+	t.subs[last] = nil
+	t.subs = t.subs[:last]
+	s.at = -1
+	if last == 0 {
+		delete(h.topics, t.name)
 		return true
 	}
 	return false
+}
+
+// topic is a topic with local subscribers: a slice of them, which a
+// delivery walks faster than a set, and the topic's name, which they share.
+type topic struct {
+	name string
+	subs []*Subscription
+}
+
+// each yields the topic's subscribers, last first, so that one ended on
+// the way (endLocked moves the last into its place) leaves none out; none
+// if t is nil.
+func (t *topic) each() iter.Seq[*Subscription] {
+	return func(yield func(*Subscription) bool) {
+		if t == nil {
+			return
+		}
+		for i := len(t.subs) - 1; i >= 0; i-- {
+			if i < len(t.subs) && !yield(t.subs[i]) {
+				return
+			}
+		}
+	}
 }

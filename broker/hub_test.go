@@ -224,6 +224,72 @@ func TestLocalCutsOffSlowSubscriberOnly(t *testing.T) {
 	}
 }
 
+// TestHubCutOffAmongMany: slow subscribers cut off in the middle of a
+// delivery leave every other subscriber of the topic its event, once, and
+// later deliveries reach exactly those left, whatever order they came and
+// went in.
+func TestHubCutOffAmongMany(t *testing.T) {
+	h := NewHub(1, nil)
+	defer h.Close()
+	topic := RoomTopic("lobby")
+	var subs []*Subscription
+	for range 20 {
+		sub, _, err := h.Add(topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs = append(subs, sub)
+	}
+	// Every third reads nothing: the second delivery cuts it off. Every
+	// fifth leaves before it.
+	left := 0
+	for i, sub := range subs {
+		if i%5 == 4 {
+			sub.Close()
+		} else {
+			left++
+		}
+	}
+	h.Deliver(topic, testEvent("p", 0))
+	for i, sub := range subs {
+		if i%5 != 4 && i%3 != 0 {
+			if _, seq := seqOf(t, recv(t, sub, time.Second)); seq != 0 {
+				t.Fatalf("subscriber %d got event %d, want 0", i, seq)
+			}
+		}
+	}
+	h.Deliver(topic, testEvent("p", 1))
+	for i, sub := range subs {
+		switch {
+		case i%5 == 4:
+			if ev, ended := sub.Poll(); ev != nil || !ended || sub.Err() != nil {
+				t.Errorf("subscriber %d, who left, got %v (ended %v, err %v)", i, ev, ended, sub.Err())
+			}
+		case i%3 == 0:
+			if !errors.Is(sub.Err(), ErrSlowSubscriber) {
+				t.Errorf("subscriber %d, who read nothing, ended with %v, want ErrSlowSubscriber", i, sub.Err())
+			}
+			left--
+		default:
+			if _, seq := seqOf(t, recv(t, sub, time.Second)); seq != 1 {
+				t.Fatalf("subscriber %d got event %d, want 1", i, seq)
+			}
+			if ev, _ := sub.Poll(); ev != nil {
+				t.Fatalf("subscriber %d got an event twice", i)
+			}
+		}
+	}
+	if topics, n := h.Counts(); topics != 1 || n != left {
+		t.Fatalf("Counts() = %d topics, %d subscribers; want 1, %d", topics, n, left)
+	}
+	for _, sub := range subs {
+		sub.Close()
+	}
+	if topics, n := h.Counts(); topics != 0 || n != 0 || h.Active(topic) {
+		t.Fatalf("after every subscriber left: %d topics, %d subscribers, active %v", topics, n, h.Active(topic))
+	}
+}
+
 // A subscriber that is cut off must have received a gap-free prefix of the
 // events, or resuming from the last one it read would skip the one it
 // missed; and with concurrent publishers, all subscribers must see the
