@@ -30,7 +30,6 @@ type RoomStreams interface {
 type operation struct {
 	c       *conn
 	id      string
-	ctx     context.Context // the connection's
 	stopped atomic.Bool
 	onStop  func() // what stop calls to end the operation promptly; guarded by c.mu
 }
@@ -43,7 +42,7 @@ func (c *conn) subscribe(m message) bool {
 	acked, dup, running := c.acked, c.ops.find(m.ID) != nil, len(c.ops)
 	var op *operation
 	if acked && !dup && running < c.t.cfg.MaxOperations && !c.closed {
-		op = &operation{c: c, id: m.ID, ctx: c.ctx}
+		op = &operation{c: c, id: m.ID}
 		c.ops = append(c.ops, op)
 	}
 	c.mu.Unlock()
@@ -84,7 +83,7 @@ func (op *operation) start(kind string, payload json.RawMessage) {
 	}
 	start := graphql.Now()
 	params.ReadTime = graphql.TraceTiming{Start: start, End: start}
-	ctx := graphql.StartOperationTrace(op.ctx)
+	ctx := graphql.StartOperationTrace(op.c.ctx)
 	rc, errs := op.c.exec.CreateOperationContext(ctx, &params)
 	if errs != nil {
 		resp := op.c.exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs)
@@ -150,7 +149,7 @@ func (op *operation) setOnStop(f func()) {
 }
 
 // over reports whether the client no longer waits for the operation.
-func (op *operation) over() bool { return op.stopped.Load() || op.ctx.Err() != nil }
+func (op *operation) over() bool { return op.stopped.Load() || op.c.ctx.Err() != nil }
 
 // roomArgs are the arguments of a roomEvents subscription.
 type roomArgs struct {
@@ -285,7 +284,7 @@ func (r *roomSubscription) deliver() (done bool, err error) {
 			r.op.c.counts.delivered.Add(written)
 		}
 	}()
-	done, err = r.stream.Pump(r.op.ctx, func(ev *store.Event) bool {
+	done, err = r.stream.Pump(r.op.c.ctx, func(ev *store.Event) bool {
 		if r.op.stopped.Load() {
 			return false
 		}
@@ -374,7 +373,7 @@ func (op *operation) end(err error, path ast.Path) {
 		return
 	}
 	if err != nil {
-		op.fail(op.c.t.cfg.ErrorPresenter(op.ctx, gqlerror.WrapPath(path, err)))
+		op.fail(op.c.t.cfg.ErrorPresenter(op.c.ctx, gqlerror.WrapPath(path, err)))
 		return
 	}
 	op.complete()

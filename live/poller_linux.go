@@ -46,7 +46,11 @@ var idleConns = sync.OnceValue(func() *poller {
 // the poller cannot take it (no poller, a connection without a file
 // descriptor, closed or released): the caller waits on its own goroutine.
 func (p *poller) await(c *conn) bool {
-	if p == nil || c.socket.raw == nil {
+	if p == nil {
+		return false
+	}
+	raw := c.socket.raw()
+	if raw == nil {
 		return false
 	}
 	p.mu.Lock()
@@ -67,7 +71,7 @@ func (p *poller) await(c *conn) bool {
 		Fd:     int32(uint32(c.pollID)), Pad: int32(uint32(c.pollID >> 32)),
 	}
 	var ctlErr error
-	if err := c.socket.raw.Control(func(fd uintptr) {
+	if err := raw.Control(func(fd uintptr) {
 		ctlErr = syscall.EpollCtl(p.epfd, op, int(fd), &ev)
 	}); err != nil || ctlErr != nil {
 		return false // closed

@@ -72,13 +72,10 @@ type socket struct {
 	conn net.Conn
 	// The reader's: pending are the bytes the client sent that net/http
 	// had buffered past the handshake, read before the socket; reader the
-	// read buffer, borrowed while there is something to read; raw the
-	// connection's file descriptor, and peekFn c.peek, made once, to wait
-	// for input (awaitInput); nil where there is none.
+	// read buffer, borrowed while there is something to read; peeked where
+	// awaitInput peeks at the next byte.
 	pending []byte
 	reader  *bufio.Reader
-	raw     syscall.RawConn
-	peekFn  func(fd uintptr) bool
 	peeked  [1]byte
 	limits  *socketLimits
 	// writing is when the syscall under way started (Unix ns), 0 if none:
@@ -97,12 +94,23 @@ type socket struct {
 // newSocket returns the socket of conn, a connection just upgraded, whose
 // client sent pending after its handshake.
 func newSocket(conn net.Conn, pending []byte, limits *socketLimits) *socket {
-	c := &socket{conn: conn, pending: pending, limits: limits}
-	if sc, ok := conn.(syscall.Conn); ok && canPeek {
-		c.raw, _ = sc.SyscallConn()
+	return &socket{conn: conn, pending: pending, limits: limits}
+}
+
+// raw returns the connection's file descriptor, to wait for input on
+// (awaitInput, the poller); nil where there is none. It is made at each
+// call, which is once per client message: a connection holds nothing for
+// it while idle.
+func (c *socket) raw() syscall.RawConn {
+	sc, ok := c.conn.(syscall.Conn)
+	if !ok || !canPeek {
+		return nil
 	}
-	c.peekFn = c.peek
-	return c
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return raw
 }
 
 // gatherPool holds the buffers of batches, so that a connection holds none
@@ -251,8 +259,11 @@ func (c *socket) buffered() bool {
 // once if bytes are buffered), or the socket has ended (an error is the
 // next read's to report), without the read's frames on the stack.
 func (c *socket) awaitInput() {
-	if c.raw != nil && !c.buffered() {
-		_ = c.raw.Read(c.peekFn)
+	if c.buffered() {
+		return
+	}
+	if raw := c.raw(); raw != nil {
+		_ = raw.Read(c.peek)
 	}
 }
 
