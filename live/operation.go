@@ -229,8 +229,9 @@ type roomSubscription struct {
 func (r *roomSubscription) start() {
 	r.op.c.counts.subscribed()
 	r.pumping.Store(true) // a wake meanwhile leaves the events to the replay's pump
-	r.stream.Notify(r.wake)
-	r.op.setOnStop(r.wake)
+	wake := r.wake        // one closure for both
+	r.stream.Notify(wake)
+	r.op.setOnStop(wake)
 	r.pump()
 }
 

@@ -315,32 +315,33 @@ type conn struct {
 	cancel context.CancelFunc
 
 	timedOut atomic.Bool // the watchdog aborted a write: counted once
+	// unauthenticated: the connection holds a place under the cap of
+	// unauthenticated connections (until a user authenticates, or it ends).
+	unauthenticated atomic.Bool
 
-	mu        sync.Mutex
-	inited    bool // connection_init received
-	acked     bool // and accepted
-	user      bool // as a user's (see credentialsEnded)
-	closed    bool
+	mu     sync.Mutex
+	inited bool // connection_init received
+	acked  bool // and accepted
+	user   bool // as a user's (see credentialsEnded)
+	closed bool
+	// draining: a goroutine delivers pending (see drain).
+	draining bool
+	// The poller's, under its lock: polled tells that the socket is in the
+	// epoll set, released that the poller may hold it no more, and pollID
+	// is the connection's id in it. (The flags sit with the others, which
+	// keeps the connection a size class smaller.)
+	polled, released bool
+	pollID           uint64
+
 	ops       operations
 	keepAlive *time.Timer
 	// stopWatching stops SessionEnd's watch, and disconnected is what
 	// Connected returned: both called once the connection closes (release).
 	stopWatching, disconnected func()
 	// pending are the room subscriptions with events ready, which the
-	// goroutine draining (see drain) delivers; spare is the slice it
-	// emptied last, reused.
+	// goroutine draining delivers; spare is the slice it emptied last,
+	// reused.
 	pending, spare []*roomSubscription
-	draining       bool
-
-	// unauthenticated: the connection holds a place under the cap of
-	// unauthenticated connections (until a user authenticates, or it ends).
-	unauthenticated atomic.Bool
-
-	// The poller's, under its lock: pollID is the connection's
-	// id in it, polled tells that its socket is in the epoll set, released
-	// that the poller may hold it no more.
-	pollID           uint64
-	polled, released bool
 }
 
 // authenticated gives back the connection's place under the cap of
