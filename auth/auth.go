@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/killrchat/chatql/store"
 )
@@ -29,10 +28,10 @@ type callerKey struct{}
 
 type caller struct {
 	user    store.UserRef
-	session string    // the session id of the access token
-	expires time.Time // when the access token expires
-	bot     bool      // authenticated by a bot's API key
-	err     error     // why a presented token was rejected
+	session string // the session id of the access token
+	expires int64  // when the access token expires, in Unix nanoseconds
+	bot     bool   // authenticated by a bot's API key
+	err     error  // why a presented token was rejected
 }
 
 // WithUser returns a context carrying the verified user u.
@@ -69,7 +68,7 @@ func carry(ctx, from context.Context, key any) context.Context {
 // withClaims returns a context carrying the verified caller of an access
 // token.
 func withClaims(ctx context.Context, c Claims) context.Context {
-	return context.WithValue(ctx, callerKey{}, caller{user: c.User, session: c.Session, expires: c.Expires})
+	return context.WithValue(ctx, callerKey{}, caller{user: c.User, session: c.Session, expires: c.Expires.UnixNano()})
 }
 
 // WithRejectedToken records that the request presented a token that failed

@@ -430,7 +430,7 @@ func (s *Sessions) OnEnd(ctx context.Context, end func(cause error)) (stop func(
 	if err != nil || c.session == "" {
 		return nil
 	}
-	var expires time.Time
+	var expires int64
 	if !c.bot { // an API key does not expire
 		expires = c.expires
 	}

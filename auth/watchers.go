@@ -12,9 +12,9 @@ type watcher struct {
 	set *watchers
 	key sessionKey
 	end func(cause error)
-	// expires is when the stream's access token expires; zero if never
-	// (an API key's).
-	expires time.Time
+	// expires is when the stream's access token expires, in Unix
+	// nanoseconds; zero if never (an API key's).
+	expires int64
 	fired   atomic.Bool // end was called: it is called once
 
 	// Under set.mu: next links the watchers of the same session, and at
@@ -49,9 +49,9 @@ func newWatchers(now func() time.Time) *watchers {
 	return &watchers{now: now, bySession: map[sessionKey]*watcher{}}
 }
 
-// add watches key's session for end, and, unless expires is zero, the
-// access token's expiry.
-func (ws *watchers) add(key sessionKey, expires time.Time, end func(cause error)) *watcher {
+// add watches key's session for end, and, unless expires (Unix
+// nanoseconds) is zero, the access token's expiry.
+func (ws *watchers) add(key sessionKey, expires int64, end func(cause error)) *watcher {
 	w := &watcher{set: ws, key: key, end: end, expires: expires, at: -1}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
@@ -59,7 +59,7 @@ func (ws *watchers) add(key sessionKey, expires time.Time, end func(cause error)
 		w.next, first.prev = first, w
 	}
 	ws.bySession[key] = w
-	if !expires.IsZero() {
+	if expires != 0 {
 		heap.Push(&ws.expiring, w)
 		if w.at == 0 {
 			ws.arm()
@@ -97,7 +97,7 @@ func (ws *watchers) remove(w *watcher) {
 
 // arm sets the timer for the first to expire; ws.mu is held.
 func (ws *watchers) arm() {
-	d := ws.expiring[0].expires.Sub(ws.now())
+	d := time.Duration(ws.expiring[0].expires - ws.now().UnixNano())
 	if ws.timer == nil {
 		ws.timer = time.AfterFunc(d, ws.expire)
 		return
@@ -109,8 +109,8 @@ func (ws *watchers) arm() {
 func (ws *watchers) expire() {
 	var expired []*watcher
 	ws.mu.Lock()
-	now := ws.now()
-	for len(ws.expiring) > 0 && !ws.expiring[0].expires.After(now) {
+	now := ws.now().UnixNano()
+	for len(ws.expiring) > 0 && ws.expiring[0].expires <= now {
 		expired = append(expired, heap.Pop(&ws.expiring).(*watcher))
 	}
 	if len(ws.expiring) > 0 {
@@ -159,7 +159,7 @@ func (ws *watchers) count() int {
 type expiring []*watcher
 
 func (e expiring) Len() int           { return len(e) }
-func (e expiring) Less(i, j int) bool { return e[i].expires.Before(e[j].expires) }
+func (e expiring) Less(i, j int) bool { return e[i].expires < e[j].expires }
 func (e expiring) Swap(i, j int) {
 	e[i], e[j] = e[j], e[i]
 	e[i].at, e[j].at = i, j

@@ -14,9 +14,9 @@ func TestWatchersExpireInOrder(t *testing.T) {
 	ws := newWatchers(time.Now)
 	fired := make(chan string, 8)
 	watch := func(name string, in time.Duration) *watcher {
-		expires := time.Time{}
+		var expires int64
 		if in != 0 {
-			expires = time.Now().Add(in)
+			expires = time.Now().Add(in).UnixNano()
 		}
 		return ws.add(sessionKey{"ada", name}, expires, func(cause error) {
 			if cause != errTokenExpired {
@@ -63,7 +63,7 @@ func TestWatchersKeepTheirPlaces(t *testing.T) {
 	var all []*watcher
 	for i := range 500 {
 		key := sessionKey{"ada", string(rune('a' + r.IntN(5)))}
-		w := ws.add(key, base.Add(time.Duration(r.IntN(1000))*time.Second), func(error) {})
+		w := ws.add(key, base.Add(time.Duration(r.IntN(1000))*time.Second).UnixNano(), func(error) {})
 		all = append(all, w)
 		live[w] = true
 		if i%3 == 0 {
@@ -87,11 +87,11 @@ func TestWatchersKeepTheirPlaces(t *testing.T) {
 			t.Fatalf("watcher at %d thinks it is at %d", i, w.at)
 		}
 	}
-	var last time.Time
+	var last int64
 	for ws.expiring.Len() > 0 {
 		w := ws.expiring[0]
 		ws.remove(w)
-		if w.expires.Before(last) {
+		if w.expires < last {
 			t.Fatalf("expiring out of order: %v after %v", w.expires, last)
 		}
 		last = w.expires

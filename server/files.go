@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"sync/atomic"
 
 	"github.com/killrchat/chatql/files"
 	"github.com/killrchat/chatql/files/disk"
@@ -71,9 +72,31 @@ func withRequestBase(next http.Handler) http.Handler {
 		if r.TLS != nil {
 			scheme = "https"
 		}
-		ctx := context.WithValue(r.Context(), requestBaseKey{}, scheme+"://"+r.Host)
+		ctx := context.WithValue(r.Context(), requestBaseKey{}, bases.of(scheme, r.Host))
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// bases remembers the last request base made: a server is reached at one
+// or a few, so requests, and every websocket for its whole life, share
+// one copy instead of each holding its own.
+var bases lastBase
+
+type lastBase struct{ last atomic.Pointer[requestBase] }
+
+type requestBase struct {
+	scheme, host string
+	base         any // scheme://host, as a context holds it
+}
+
+// of returns scheme://host, boxed once for contexts.
+func (l *lastBase) of(scheme, host string) any {
+	if b := l.last.Load(); b != nil && b.scheme == scheme && b.host == host {
+		return b.base
+	}
+	b := &requestBase{scheme: scheme, host: host, base: scheme + "://" + host}
+	l.last.Store(b)
+	return b.base
 }
 
 // requestBaseScope is the scope of a subscriber's encodings (live.Config):

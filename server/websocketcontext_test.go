@@ -58,6 +58,7 @@ func TestWebsocketContextKeepsRequestValues(t *testing.T) {
 	}))
 	defer srv.Close()
 
+	var kept []context.Context
 	for _, tc := range []struct {
 		name   string
 		header http.Header
@@ -79,6 +80,7 @@ func TestWebsocketContextKeepsRequestValues(t *testing.T) {
 			}
 			resp.Body.Close()
 			s := <-got
+			kept = append(kept, s.kept)
 			added := map[any]bool{}
 			for _, k := range contextKeys(s.after) {
 				added[k] = true
@@ -86,11 +88,11 @@ func TestWebsocketContextKeepsRequestValues(t *testing.T) {
 			for _, k := range contextKeys(s.before) {
 				delete(added, k)
 			}
-			kept := contextKeys(s.kept)
-			if len(kept) != tc.want || len(added) != tc.want {
-				t.Errorf("kept %d values of the %d the middlewares added; want %d", len(kept), len(added), tc.want)
+			keys := contextKeys(s.kept)
+			if len(keys) != tc.want || len(added) != tc.want {
+				t.Errorf("kept %d values of the %d the middlewares added; want %d", len(keys), len(added), tc.want)
 			}
-			for _, k := range kept {
+			for _, k := range keys {
 				if !added[k] {
 					t.Errorf("kept %T, which no middleware of /query added", k)
 				}
@@ -109,6 +111,11 @@ func TestWebsocketContextKeepsRequestValues(t *testing.T) {
 				t.Errorf("the kept context's caller is %v (%v), the request's %v (%v)", keptUser, keptErr, wantUser, wantErr)
 			}
 		})
+	}
+	// Connections to the same host share one copy of its base.
+	first, last := kept[0].Value(requestBaseKey{}).(string), kept[len(kept)-1].Value(requestBaseKey{}).(string)
+	if first == "" || unsafe.StringData(first) != unsafe.StringData(last) {
+		t.Errorf("the base %q is not shared: each connection holds its own copy", first)
 	}
 }
 
