@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"unicode/utf8"
+	"unique"
 
 	"github.com/killrchat/chatql/ratelimit"
 	"github.com/killrchat/chatql/store"
@@ -28,13 +29,22 @@ type SignIn struct {
 type userAgentKey struct{}
 
 // withUserAgent returns ctx carrying the request's User-Agent header, and
-// its Origin (see withOrigin).
+// its Origin (see withOrigin). Both are interned: a websocket keeps them
+// for its life, and clients share a few.
 func withUserAgent(ctx context.Context, r *http.Request) context.Context {
 	ctx = withOrigin(ctx, r.Header.Get("Origin"))
 	if ua := r.Header.Get("User-Agent"); ua != "" {
-		return context.WithValue(ctx, userAgentKey{}, ua)
+		return context.WithValue(ctx, userAgentKey{}, unique.Make(ua))
 	}
 	return ctx
+}
+
+// internedFrom returns the interned string ctx holds under key, or "".
+func internedFrom(ctx context.Context, key any) string {
+	if h, ok := ctx.Value(key).(unique.Handle[string]); ok {
+		return h.Value()
+	}
+	return ""
 }
 
 // deviceName is the name a session started in ctx shows: given, if not
@@ -42,8 +52,7 @@ func withUserAgent(ctx context.Context, r *http.Request) context.Context {
 func deviceName(ctx context.Context, given string) string {
 	name := strings.TrimSpace(given)
 	if name == "" {
-		ua, _ := ctx.Value(userAgentKey{}).(string)
-		name = DescribeUserAgent(ua)
+		name = DescribeUserAgent(internedFrom(ctx, userAgentKey{}))
 	}
 	return truncate(name, MaxDeviceName)
 }

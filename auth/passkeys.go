@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"sync"
 	"time"
+	"unique"
 
 	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/go-webauthn/webauthn/webauthn"
@@ -62,7 +63,7 @@ func (p *Passkeys) relyingParty(ctx context.Context) (*webauthn.WebAuthn, error)
 	if p.public != nil {
 		rpID, origin = p.public.Hostname(), p.public.Scheme+"://"+p.public.Host
 	} else {
-		o, _ := ctx.Value(originKey{}).(string)
+		o := internedFrom(ctx, originKey{})
 		u, err := url.Parse(o)
 		if o == "" || err != nil || u.Hostname() != "localhost" {
 			return nil, store.Invalidf("invalid origin: passkeys work from the server's public URL (CHAT_PUBLIC_URL), or from a browser on localhost when it is not set")
@@ -320,5 +321,5 @@ func withOrigin(ctx context.Context, origin string) context.Context {
 	if origin == "" || len(origin) > 300 {
 		return ctx
 	}
-	return context.WithValue(ctx, originKey{}, origin)
+	return context.WithValue(ctx, originKey{}, unique.Make(origin))
 }

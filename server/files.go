@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
-	"sync/atomic"
+	"unique"
 
 	"github.com/killrchat/chatql/files"
 	"github.com/killrchat/chatql/files/disk"
@@ -72,40 +72,28 @@ func withRequestBase(next http.Handler) http.Handler {
 		if r.TLS != nil {
 			scheme = "https"
 		}
-		ctx := context.WithValue(r.Context(), requestBaseKey{}, bases.of(scheme, r.Host))
+		// Interned: a server is reached at one or a few, and every
+		// websocket keeps its base for its life.
+		ctx := context.WithValue(r.Context(), requestBaseKey{}, unique.Make(scheme+"://"+r.Host))
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
-// bases remembers the last request base made: a server is reached at one
-// or a few, so requests, and every websocket for its whole life, share
-// one copy instead of each holding its own.
-var bases lastBase
-
-type lastBase struct{ last atomic.Pointer[requestBase] }
-
-type requestBase struct {
-	scheme, host string
-	base         any // scheme://host, as a context holds it
-}
-
-// of returns scheme://host, boxed once for contexts.
-func (l *lastBase) of(scheme, host string) any {
-	if b := l.last.Load(); b != nil && b.scheme == scheme && b.host == host {
-		return b.base
+// requestBase is the scheme://host of ctx's request, or "".
+func requestBase(ctx context.Context) string {
+	if h, ok := ctx.Value(requestBaseKey{}).(unique.Handle[string]); ok {
+		return h.Value()
 	}
-	b := &requestBase{scheme: scheme, host: host, base: scheme + "://" + host}
-	l.last.Store(b)
-	return b.base
+	return ""
 }
 
 // requestBaseScope is the scope of a subscriber's encodings (live.Config):
 // the host its connection came to, which signed URLs of files on disk start
 // with when no public URL is configured.
 func requestBaseScope(ctx context.Context) (string, func(context.Context) context.Context) {
-	base, _ := ctx.Value(requestBaseKey{}).(string)
-	return base, func(ctx context.Context) context.Context {
-		if base == "" {
+	base := ctx.Value(requestBaseKey{})
+	return requestBase(ctx), func(ctx context.Context) context.Context {
+		if base == nil {
 			return ctx
 		}
 		return context.WithValue(ctx, requestBaseKey{}, base)
@@ -119,7 +107,7 @@ func publicBase(configured string) func(context.Context) string {
 		if configured != "" {
 			return configured
 		}
-		if base, ok := ctx.Value(requestBaseKey{}).(string); ok {
+		if base := requestBase(ctx); base != "" {
 			return base
 		}
 		return "http://localhost"

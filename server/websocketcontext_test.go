@@ -113,7 +113,7 @@ func TestWebsocketContextKeepsRequestValues(t *testing.T) {
 		})
 	}
 	// Connections to the same host share one copy of its base.
-	first, last := kept[0].Value(requestBaseKey{}).(string), kept[len(kept)-1].Value(requestBaseKey{}).(string)
+	first, last := requestBase(kept[0]), requestBase(kept[len(kept)-1])
 	if first == "" || unsafe.StringData(first) != unsafe.StringData(last) {
 		t.Errorf("the base %q is not shared: each connection holds its own copy", first)
 	}

@@ -41,7 +41,7 @@ func BenchmarkRoomStreamRemember(b *testing.B) {
 					s.remember(id)
 				}
 			}
-			b.ReportMetric(float64(len(s.recent)), "ids_kept")
+			b.ReportMetric(float64(len(s.ids.recent)), "ids_kept")
 		})
 	}
 }

@@ -53,6 +53,10 @@ func (s *Source) subscribe(ctx context.Context, topic string) (*broker.Subscript
 // events of several servers arriving slightly out of order. It keeps the
 // last rememberedIDs: constant time, bounded memory.
 type seen struct {
+	ids *seenIDs // nil until the first: an idle stream holds none
+}
+
+type seenIDs struct {
 	// recent holds the last rememberedIDs delivered ids, oldest first, as a
 	// ring once full (next is where the oldest is); newest is the highest.
 	// Live events arrive in id order, so a repeat check is one comparison;
@@ -80,10 +84,10 @@ func (s *seen) first(id store.MessageID) bool {
 
 // delivered reports whether id is among the remembered delivered ids.
 func (s *seen) delivered(id store.MessageID) bool {
-	if len(s.recent) == 0 || id.Compare(s.newest) > 0 {
+	if s.ids == nil || id.Compare(s.ids.newest) > 0 {
 		return false
 	}
-	for _, r := range s.recent {
+	for _, r := range s.ids.recent {
 		if r == id {
 			return true
 		}
@@ -94,25 +98,29 @@ func (s *seen) delivered(id store.MessageID) bool {
 // remember records a delivered id, forgetting the oldest once
 // rememberedIDs are kept.
 func (s *seen) remember(id store.MessageID) {
-	if len(s.recent) == 0 || id.Compare(s.newest) > 0 {
-		s.newest = id
+	if s.ids == nil {
+		s.ids = &seenIDs{newest: id}
 	}
-	if len(s.recent) < rememberedIDs {
-		s.recent = append(s.recent, id)
+	ids := s.ids
+	if id.Compare(ids.newest) > 0 {
+		ids.newest = id
+	}
+	if len(ids.recent) < rememberedIDs {
+		ids.recent = append(ids.recent, id)
 		return
 	}
-	s.recent[s.next] = id
-	s.next = (s.next + 1) % rememberedIDs
+	ids.recent[ids.next] = id
+	ids.next = (ids.next + 1) % rememberedIDs
 }
 
 // resumeFrom is where a catch-up starts after the broker may have lost
 // events: the oldest id still remembered (everything after it that is not
 // remembered is new to the subscriber), or floor, whichever is later.
 func (s *seen) resumeFrom(floor store.MessageID) store.MessageID {
-	if len(s.recent) == 0 {
+	if s.ids == nil {
 		return floor
 	}
-	oldest := s.recent[s.next%len(s.recent)]
+	oldest := s.ids.recent[s.ids.next%len(s.ids.recent)]
 	if oldest.Compare(floor) < 0 {
 		return floor
 	}
