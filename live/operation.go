@@ -108,7 +108,7 @@ func (op *operation) start(kind string, payload json.RawMessage) {
 	// From here on the stream needs only the shared encoder: the operation
 	// context (its document, variables and field caches) is let go.
 	r := &roomSubscription{op: op, stream: stream, alias: field.Alias,
-		enc: op.c.t.encoders.acquire(ctx, rc, field), prefix: framePrefix(op.c.proto, op.id)}
+		enc: op.c.t.encoders.acquire(ctx, rc, field)}
 	handedOff = true
 	r.start()
 }
@@ -218,7 +218,7 @@ type roomSubscription struct {
 	op      *operation
 	stream  *stream.Room
 	enc     *encoder
-	prefix  []byte // the frame around each result
+	prefix  []byte // the frame around each result; nil until the first
 	alias   string
 	pumping atomic.Bool // it is ready, or being delivered
 }
@@ -293,6 +293,9 @@ func (r *roomSubscription) deliver() (done bool, err error) {
 		if err != nil {
 			encodeErr = err
 			return false
+		}
+		if r.prefix == nil { // made at the first event: an idle subscription holds none
+			r.prefix = framePrefix(r.op.c.proto, r.op.id)
 		}
 		if !r.op.writeResult(r.prefix, payload) {
 			return false
