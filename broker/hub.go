@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"math"
 	"sync"
@@ -26,19 +27,23 @@ const DefaultBufferSize = 256
 // subscriber of the topic: read, never modify.
 type Subscription struct {
 	topic *topic
-	hub   *Hub
 	// at is its place among the topic's subscribers, -1 once ended (under
 	// hub.mu); limit the most events its queue may hold.
 	at, limit int32
 
-	mu     sync.Mutex
-	queue  []*Event // unread events, oldest first, from head
-	head   int
-	ended  bool
-	err    error
+	mu    sync.Mutex
+	queue []*Event // unread events, oldest first, from head
+	head  int
+	// end is why the subscription ended (closedByOwner for nil); nil
+	// while it has not.
+	end    error
 	notify func()        // called when an event arrives in an empty queue, or at the end
 	signal chan struct{} // Wait's wake-up, made by the first Wait
 }
+
+// closedByOwner is why a subscription its owner closed ended: Err reports
+// nil.
+var closedByOwner = errors.New("broker: subscription closed")
 
 // Poll returns the next queued event without waiting. When none is queued
 // it returns nil, and ended reports whether none ever will be (Err says
@@ -47,7 +52,7 @@ func (s *Subscription) Poll() (ev *Event, ended bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.head == len(s.queue) {
-		return nil, s.ended
+		return nil, s.end != nil
 	}
 	ev = s.queue[s.head]
 	s.queue[s.head] = nil
@@ -69,7 +74,7 @@ func (s *Subscription) Poll() (ev *Event, ended bool) {
 func (s *Subscription) Pending() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.head < len(s.queue) || s.ended
+	return s.head < len(s.queue) || s.end != nil
 }
 
 // Next waits for the next event until ctx ends. ok is false when the
@@ -95,7 +100,7 @@ func (s *Subscription) Wait(ctx context.Context) bool {
 		s.signal = make(chan struct{}, 1)
 		s.notify = s.wakeWaiter
 	}
-	ready := s.head < len(s.queue) || s.ended
+	ready := s.head < len(s.queue) || s.end != nil
 	s.mu.Unlock()
 	if ready {
 		return true
@@ -123,7 +128,7 @@ func (s *Subscription) wakeWaiter() {
 func (s *Subscription) Notify(f func()) {
 	s.mu.Lock()
 	s.notify = f
-	ready := s.head < len(s.queue) || s.ended
+	ready := s.head < len(s.queue) || s.end != nil
 	s.mu.Unlock()
 	if ready {
 		f()
@@ -135,11 +140,14 @@ func (s *Subscription) Notify(f func()) {
 func (s *Subscription) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.err
+	if s.end == closedByOwner {
+		return nil
+	}
+	return s.end
 }
 
 // Close ends the subscription. It is safe to call more than once.
-func (s *Subscription) Close() { s.hub.end(s, nil) }
+func (s *Subscription) Close() { s.topic.hub.end(s, nil) }
 
 // push queues ev, or reports false if the queue is full. It returns the
 // callback to call if the queue was empty.
@@ -168,7 +176,10 @@ func (s *Subscription) push(ev *Event) (notify func(), ok bool) {
 func (s *Subscription) finish(err error) func() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.ended, s.err = true, err
+	if err == nil {
+		err = closedByOwner
+	}
+	s.end = err
 	return s.notify
 }
 
@@ -237,10 +248,10 @@ func (h *Hub) Add(name string) (sub *Subscription, first bool, err error) {
 	}
 	t := h.topics[name]
 	if t == nil {
-		t = &topic{name: name}
+		t = &topic{hub: h, name: name}
 		h.topics[name] = t
 	}
-	sub = &Subscription{topic: t, hub: h, at: int32(len(t.subs)), limit: int32(h.bufferSize)}
+	sub = &Subscription{topic: t, at: int32(len(t.subs)), limit: int32(h.bufferSize)}
 	t.subs = append(t.subs, sub)
 	return sub, len(t.subs) == 1, nil
 }
@@ -357,6 +368,7 @@ func (h *Hub) endLocked(s *Subscription, err error) (idle bool) {
 // topic is a topic with local subscribers: a slice of them, which a
 // delivery walks faster than a set, and the topic's name, which they share.
 type topic struct {
+	hub  *Hub
 	name string
 	subs []*Subscription
 }

@@ -227,7 +227,7 @@ type roomSubscription struct {
 // replay reads the store, so it runs on a goroutine of its own rather than
 // hold up the connection's other subscriptions.
 func (r *roomSubscription) start() {
-	r.op.c.counts.subscribed()
+	r.op.c.counts().subscribed()
 	r.pumping.Store(true) // a wake meanwhile leaves the events to the replay's pump
 	wake := r.wake        // one closure for both
 	r.stream.Notify(wake)
@@ -282,7 +282,7 @@ func (r *roomSubscription) deliver() (done bool, err error) {
 			written = 0
 		}
 		if written > 0 {
-			r.op.c.counts.delivered.Add(written)
+			r.op.c.counts().delivered.Add(written)
 		}
 	}()
 	done, err = r.stream.Pump(r.op.c.ctx, func(ev *store.Event) bool {
@@ -312,7 +312,7 @@ func (r *roomSubscription) deliver() (done bool, err error) {
 // release lets go of the encoder and the operation; p is a panic that
 // failed it.
 func (r *roomSubscription) release(p any) {
-	r.op.c.counts.unsubscribed()
+	r.op.c.counts().unsubscribed()
 	r.op.c.t.encoders.release(r.enc)
 	r.op.finish(p)
 }
@@ -331,8 +331,8 @@ func (op *operation) execute(ctx context.Context, rc *graphql.OperationContext) 
 	prefix := framePrefix(op.c.proto, op.id)
 	subscription := rc.Operation.Operation == ast.Subscription
 	if subscription {
-		op.c.counts.subscribed()
-		defer op.c.counts.unsubscribed()
+		op.c.counts().subscribed()
+		defer op.c.counts().unsubscribed()
 	}
 	for first := true; ; first = false {
 		resp := responses(ctx)
@@ -355,7 +355,7 @@ func (op *operation) execute(ctx context.Context, rc *graphql.OperationContext) 
 			return
 		}
 		if subscription {
-			op.c.counts.delivered.Add(1)
+			op.c.counts().delivered.Add(1)
 		}
 	}
 	op.end(streamErr(), nil)

@@ -136,7 +136,7 @@ type Transport struct {
 	refused       atomic.Uint64 // upgrades refused over MaxUnauthenticated
 
 	mu     sync.Mutex
-	conns  map[*conn]struct{} // open connections, for the write watchdog and shutdown
+	conns  []*conn // open connections, for the write watchdog and shutdown (see conn.at)
 	closed bool               // cfg.Context is done: no new connections
 }
 
@@ -183,7 +183,7 @@ func New(cfg Config) *Transport {
 			return ctx, func() error { return nil }
 		}
 	}
-	t := &Transport{cfg: cfg, limits: socketLimits{cfg.MaxFramesPerWrite, cfg.ReadLimit, cfg.CloseTimeout}, poller: idleConns(), conns: make(map[*conn]struct{}), encoders: encoders{
+	t := &Transport{cfg: cfg, limits: socketLimits{cfg.MaxFramesPerWrite, cfg.ReadLimit, cfg.CloseTimeout}, poller: idleConns(), encoders: encoders{
 		schema: cfg.FeedSchema, errors: cfg.ErrorPresenter, epoch: cfg.ProfileEpoch, seesHidden: cfg.SeesHiddenContent,
 		scope: cfg.Scope,
 	}}
@@ -215,10 +215,7 @@ func (t *Transport) watch() {
 		case <-t.cfg.Context.Done():
 			t.mu.Lock()
 			t.closed = true
-			conns := make([]*conn, 0, len(t.conns))
-			for c := range t.conns {
-				conns = append(conns, c)
-			}
+			conns := slices.Clone(t.conns)
 			t.mu.Unlock()
 			for _, c := range conns {
 				c.close(closeGoingAway, "server shutting down")
@@ -230,7 +227,7 @@ func (t *Transport) watch() {
 			startedBefore := now.Add(-t.cfg.WriteTimeout).UnixNano()
 			var stalled []*conn
 			t.mu.Lock()
-			for c := range t.conns {
+			for _, c := range t.conns {
 				if since := c.socket.writing.Load(); since != 0 && since < startedBefore {
 					stalled = append(stalled, c)
 				}
@@ -281,23 +278,44 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 	// connection keeps its values (an Authorization header's caller) and
 	// ends with the server.
 	ctx, cancel := context.WithCancel(t.cfg.ConnectionContext(r))
-	c := &conn{t: t, socket: s, proto: p, counts: &t.counts[p.index], exec: exec, ctx: ctx, cancel: cancel}
+	c := &conn{t: t, socket: s, proto: p, exec: exec, ctx: ctx, cancel: cancel, at: -1}
 	c.unauthenticated.Store(true)
-	t.mu.Lock()
-	closed := t.closed
-	if !closed {
-		t.conns[c] = struct{}{}
-	}
-	t.mu.Unlock()
-	if closed {
+	if !t.track(c) {
 		c.authenticated()
 		s.close(closeGoingAway, "server shutting down")
 		go s.awaitClose()
 		return
 	}
-	c.counts.connections.Add(1)
-	c.counts.connectionsOpen.Add(1)
+	c.counts().connections.Add(1)
+	c.counts().connectionsOpen.Add(1)
 	go c.serve()
+}
+
+// track adds c to the open connections, unless the transport has closed.
+func (t *Transport) track(c *conn) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	c.at = len(t.conns)
+	t.conns = append(t.conns, c)
+	return true
+}
+
+// untrack removes c from the open connections, if it is there: the last
+// takes its place.
+func (t *Transport) untrack(c *conn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c.at < 0 {
+		return
+	}
+	last := len(t.conns) - 1
+	t.conns[c.at] = t.conns[last]
+	t.conns[c.at].at = c.at
+	t.conns[last] = nil
+	t.conns, c.at = t.conns[:last], -1
 }
 
 // conn is one websocket connection.
@@ -306,8 +324,9 @@ type conn struct {
 	socket *socket
 	proto  *protocol
 	exec   graphql.GraphExecutor
-	// counts are the counters of the connection's subprotocol.
-	counts *protocolCounts
+	// at is the connection's place in t.conns, -1 once it ended (under
+	// t.mu).
+	at int
 
 	// ctx is the connection's: authenticated once connection_init is
 	// accepted; cancel ends it and every operation on it.
@@ -343,6 +362,9 @@ type conn struct {
 	// reused.
 	pending, spare []*roomSubscription
 }
+
+// counts are the counters of the connection's subprotocol.
+func (c *conn) counts() *protocolCounts { return &c.t.counts[c.proto.index] }
 
 // authenticated gives back the connection's place under the cap of
 // unauthenticated connections, if it holds one.
@@ -470,10 +492,8 @@ func (c *conn) readMessage() (ok, deep bool) {
 
 // end stops the connection's operations and releases its timers.
 func (c *conn) end() {
-	c.t.mu.Lock()
-	delete(c.t.conns, c)
-	c.t.mu.Unlock()
-	c.counts.connectionsOpen.Add(-1)
+	c.t.untrack(c)
+	c.counts().connectionsOpen.Add(-1)
 	c.authenticated()
 	c.cancel()
 	c.stopKeepAlive()

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -829,5 +831,63 @@ func TestDrainersTrimTheUnused(t *testing.T) {
 	d.trim()
 	if n := d.parkedNow(); n != 0 {
 		t.Fatalf("after a tick in which none was used: %d parked, want 0", n)
+	}
+}
+
+// TestOpenConnectionsKeepTheirPlaces: connections leaving in any order
+// leave the transport's list holding exactly those still open, each knowing
+// its place; one that left, or was never tracked, leaves nothing to undo;
+// and a closed transport tracks none.
+func TestOpenConnectionsKeepTheirPlaces(t *testing.T) {
+	tr := &Transport{}
+	var conns []*conn
+	for range 50 {
+		c := &conn{at: -1}
+		if !tr.track(c) {
+			t.Fatal("an open transport refused a connection")
+		}
+		conns = append(conns, c)
+	}
+	open := map[*conn]bool{}
+	for _, c := range conns {
+		open[c] = true
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, i := range r.Perm(len(conns))[:35] {
+		tr.untrack(conns[i])
+		tr.untrack(conns[i]) // again: nothing
+		delete(open, conns[i])
+	}
+	tr.untrack(&conn{at: -1})
+	if len(tr.conns) != len(open) {
+		t.Fatalf("%d connections listed, %d open", len(tr.conns), len(open))
+	}
+	for i, c := range tr.conns {
+		if !open[c] || c.at != i {
+			t.Fatalf("listed at %d: a connection open %v that thinks it is at %d", i, open[c], c.at)
+		}
+	}
+	tr.closed = true
+	if tr.track(&conn{at: -1}) {
+		t.Error("a closed transport tracked a connection")
+	}
+}
+
+// TestOperationsFindAndRemove: a connection's operations are found by id,
+// and removing one, or one not there, leaves the others in their order.
+func TestOperationsFindAndRemove(t *testing.T) {
+	a, b, c := &operation{id: "a"}, &operation{id: "b"}, &operation{id: "c"}
+	ops := operations{a, b, c}
+	if ops.find("b") != b || ops.find("x") != nil {
+		t.Fatal("find returned the wrong operation")
+	}
+	ops = ops.without(&operation{id: "b"}) // same id, another operation
+	ops = ops.without(nil)
+	if !slices.Equal(ops, operations{a, b, c}) {
+		t.Fatalf("removing an operation not there changed them: %v", ops)
+	}
+	ops = ops.without(b)
+	if !slices.Equal(ops, operations{a, c}) || ops.find("b") != nil {
+		t.Fatalf("after removing b: %v", ops)
 	}
 }

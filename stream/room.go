@@ -25,11 +25,11 @@ type Room struct {
 	// the moment the live subscription started.
 	floor store.MessageID
 	seen  seen
-	// sequence is the broker's, if it numbers the room's events; at is the
-	// place in it of the last numbered event the stream took (delivered,
-	// or passed over as not the viewer's), zero before the first.
-	sequence broker.Sequencer
-	at       store.Cursor
+	// at is the place in the broker's sequence of the room's events (if
+	// it numbers them: broker.Sequencer) of the last numbered event the
+	// stream took (delivered, or passed over as not the viewer's), zero
+	// before the first.
+	at store.Cursor
 	// sees is the viewer's reader's view: an event about a message they may
 	// not read (in a private group, one posted outside their membership
 	// windows: an edit, a deletion, a hide, a reaction) is not theirs.
@@ -73,8 +73,7 @@ func (s *Source) OpenRoom(ctx context.Context, room string, viewer store.UserRef
 	if err != nil {
 		return nil, err
 	}
-	sequence, _ := s.Broker.(broker.Sequencer)
-	return &Room{src: s, room: room, viewer: viewer, sub: sub, after: after, floor: floor, sees: sees, sequence: sequence}, nil
+	return &Room{src: s, room: room, viewer: viewer, sub: sub, after: after, floor: floor, sees: sees}, nil
 }
 
 // LeaveOut has the stream pass over the events f reports, as it passes
@@ -287,11 +286,12 @@ func (r *Room) catchUpAfterGap(ctx context.Context, emit func(*store.Event) bool
 // sequence no longer holds it, or reading it failed) and nothing was
 // delivered; ok is false when the stream must end, as catchUp reports.
 func (r *Room) catchUpSequence(ctx context.Context, emit func(*store.Event) bool) (known, ok bool, err error) {
-	if r.sequence == nil || r.at.ID.IsZero() {
+	sequence, _ := r.src.Broker.(broker.Sequencer)
+	if sequence == nil || r.at.ID.IsZero() {
 		return false, true, nil
 	}
 	for {
-		places, held, err := r.sequence.SequenceAfter(ctx, r.room, r.at, replayPage)
+		places, held, err := sequence.SequenceAfter(ctx, r.room, r.at, replayPage)
 		if err != nil || !held {
 			// Reading the log by id is the way that remains; an error
 			// here is the broker's, and the log may yet answer.
