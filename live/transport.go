@@ -137,7 +137,7 @@ type Transport struct {
 
 	mu     sync.Mutex
 	conns  []*conn // open connections, for the write watchdog and shutdown (see conn.at)
-	closed bool               // cfg.Context is done: no new connections
+	closed bool    // cfg.Context is done: no new connections
 }
 
 // New returns a transport with cfg; zero durations and limits take defaults.
