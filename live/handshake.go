@@ -149,5 +149,5 @@ func (t *Transport) upgrade(w http.ResponseWriter, r *http.Request) (*socket, *p
 		b, _ := brw.Reader.Peek(n)
 		pending = bytes.Clone(b)
 	}
-	return newSocket(conn, pending, &t.limits), p
+	return newSocket(detached(conn), pending, &t.limits), p
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -383,5 +384,62 @@ func TestTruncateReason(t *testing.T) {
 		if len(got) > 123 || !utf8.ValidString(got) || !strings.HasPrefix(s, strings.TrimSuffix(got, "...")) {
 			t.Errorf("truncateReason(%d bytes) = %q (%d bytes)", len(s), got, len(got))
 		}
+	}
+}
+
+// TestDetachedKeepsTheSocket: a TCP connection detached into a file still
+// carries both ways, honours deadlines, and ends the socket when the file
+// is closed; closing the connection it came from did not.
+func TestDetachedKeepsTheSocket(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	accepted, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := detached(accepted)
+	if _, ok := w.(*os.File); !ok {
+		t.Fatalf("a TCP connection was not detached: %T", w)
+	}
+	if _, err := accepted.Write([]byte("x")); err == nil {
+		t.Error("the connection it came from still writes")
+	}
+	if _, err := w.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 4)
+	if _, err := io.ReadFull(client, got); err != nil || string(got) != "ping" {
+		t.Fatalf("client read %q, %v", got, err)
+	}
+	if _, err := client.Write([]byte("pong")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(w, got); err != nil || string(got) != "pong" {
+		t.Fatalf("server read %q, %v", got, err)
+	}
+	if err := w.SetReadDeadline(time.Now().Add(20 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Read(got); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a read past its deadline returned %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := client.Read(got); err != io.EOF {
+		t.Fatalf("after the file closed the client read %d bytes, %v; want EOF", n, err)
+	}
+	pipe, other := net.Pipe()
+	defer other.Close()
+	if detached(pipe) != pipe {
+		t.Error("a connection without a descriptor was not kept as it is")
 	}
 }

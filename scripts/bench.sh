@@ -53,6 +53,9 @@
 #   BENCH_DURATION           measured window per run          (15s)
 #   BENCH_WARMUP             warmup per run                   (2s)
 #   BENCH_IDLE_SUBS          idle subscriptions for memory    (1000)
+#   BENCH_VERSUS_IDLE_SUBS   the same beside Centrifugo, where aim 3 is judged
+#                            at about the most one process may open (15000,
+#                            fewer if the open-file limit is lower)
 #   BENCH_BASELINE_DURATION  each baseline's window           (3s)
 #   BENCH_BENCHTIME          go test -benchtime               (200ms)
 #   BENCH_CEILING_STEPS      steps of the ceiling sweep after run 1's window,
@@ -375,6 +378,8 @@ versus_centrifugo() {
       broker=redis
       chatenv=(CHAT_REDIS_URL="$REDIS_URL" CHAT_REDIS_CHANNEL_PREFIX="bench-$RANDOM$RANDOM:")
     fi
+    local IDLE_SUBS
+    IDLE_SUBS="$(versus_idle_subs)"
     for rep in $(seq "$reps"); do
       start_server "chatql-$engine-$rep" "${chatenv[@]}"
       log "chatql, $broker broker, run $rep of $reps (pid $SERVER_PID on $SERVER_ADDR)"
@@ -394,6 +399,18 @@ versus_centrifugo() {
     done
     "$OUT/chatload" compare "$(IFS=,; echo "${ours[*]}")" "$(IFS=,; echo "${theirs[*]}")" | tee "$OUT/versus-centrifugo-$engine.txt"
   done
+}
+
+# versus_idle_subs: the idle subscriptions of a run beside Centrifugo:
+# BENCH_VERSUS_IDLE_SUBS, within the open-file limit with 3,000 to spare
+# for the load's own connections and the server's files.
+versus_idle_subs() {
+  local want="${BENCH_VERSUS_IDLE_SUBS:-15000}" limit
+  limit="$(ulimit -n)"
+  if [[ "$limit" != unlimited ]] && (( want > limit - 3000 )); then
+    want=$(( limit > 4000 ? limit - 3000 : 1000 ))
+  fi
+  echo "$want"
 }
 
 # centrifugo_built: Centrifugo in $OUT/bin, built from the Go module proxy

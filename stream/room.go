@@ -18,7 +18,7 @@ import (
 type Room struct {
 	src    *Source
 	room   string
-	viewer store.UserRef
+	viewer string // the viewer's login
 	sub    *broker.Subscription
 	after  store.Cursor
 	// floor bounds what the stream may ever deliver: the resume cursor, or
@@ -73,15 +73,17 @@ func (s *Source) OpenRoom(ctx context.Context, room string, viewer store.UserRef
 	if err != nil {
 		return nil, err
 	}
-	return &Room{src: s, room: room, viewer: viewer, sub: sub, after: after, floor: floor, sees: sees}, nil
+	return &Room{src: s, room: room, viewer: viewer.Login, sub: sub, after: after, floor: floor, sees: sees}, nil
 }
 
 // LeaveOut has the stream pass over the events f reports, as it passes
 // over those the viewer may not read. Call it before Run.
 func (r *Room) LeaveOut(f func(*store.Event) bool) { r.leavesOut = f }
 
-// Viewer is the subscriber the stream was opened for.
-func (r *Room) Viewer() store.UserRef { return r.viewer }
+// Viewer is the subscriber the stream was opened for, by login alone: an
+// event's encoding reads no more of them (@viewer fields, hidden content),
+// and an idle stream holds no more.
+func (r *Room) Viewer() store.UserRef { return store.UserRef{Login: r.viewer} }
 
 // Run delivers the stream's events to emit, in order, until the room is
 // deleted, the viewer leaves it, ctx ends or emit returns false (the
@@ -219,7 +221,7 @@ func (r *Room) Close() {
 
 // ends reports whether ev is the last event the subscriber may see.
 func (r *Room) ends(ev *store.Event) bool {
-	return ev.Kind == store.RoomDeleted || store.EndsMembership(ev, r.viewer.Login)
+	return ev.Kind == store.RoomDeleted || store.EndsMembership(ev, r.viewer)
 }
 
 // resume delivers what followed the resume cursor, if there is one: by the
@@ -391,7 +393,7 @@ func (r *Room) catchUp(ctx context.Context, after store.MessageID, emit func(*st
 // delivered as a ROOM_DELETED without a cursor. It reports false when the
 // stream must end.
 func (r *Room) stillFollowing(ctx context.Context, emit func(*store.Event) bool) (bool, error) {
-	m, err := r.src.Store.Membership(ctx, r.room, r.viewer.Login)
+	m, err := r.src.Store.Membership(ctx, r.room, r.viewer)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		emit(&store.Event{Kind: store.RoomDeleted, Room: r.room})
