@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -99,25 +98,6 @@ type wire interface {
 	io.ReadWriteCloser
 	SetDeadline(t time.Time) error
 	SetReadDeadline(t time.Time) error
-}
-
-// detached returns a TCP connection as a file over the same socket and
-// closes the connection (its descriptor, not the socket): the file holds
-// the descriptor without the connection's two addresses, 0.1 KB less for
-// each connection, which a chat client keeps open for hours. Any other
-// connection, or one whose descriptor cannot be duplicated, is returned
-// as it is.
-func detached(conn net.Conn) wire {
-	tc, ok := conn.(*net.TCPConn)
-	if !ok {
-		return conn
-	}
-	f, err := tc.File()
-	if err != nil {
-		return conn
-	}
-	_ = tc.Close()
-	return f
 }
 
 // newSocket returns the socket of conn, a connection just upgraded, whose
