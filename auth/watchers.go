@@ -2,6 +2,8 @@ package auth
 
 import (
 	"container/heap"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -141,11 +143,7 @@ func (ws *watchers) matching(match func(sessionKey) bool) []*watcher {
 func (ws *watchers) sessions() []sessionKey {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	keys := make([]sessionKey, 0, len(ws.bySession))
-	for k := range ws.bySession {
-		keys = append(keys, k)
-	}
-	return keys
+	return slices.Collect(maps.Keys(ws.bySession))
 }
 
 // count is how many sessions are watched.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"maps"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -267,11 +269,7 @@ func (h *Hub) Active(topic string) bool {
 func (h *Hub) Topics() []string {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	out := make([]string, 0, len(h.topics))
-	for t := range h.topics {
-		out = append(out, t)
-	}
-	return out
+	return slices.Collect(maps.Keys(h.topics))
 }
 
 // Deliver hands ev to every subscriber of topic without waiting: those

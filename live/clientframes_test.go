@@ -11,26 +11,36 @@ import (
 	"time"
 )
 
-// socketPair returns a socket on a loopback TCP connection, with limits,
-// and the raw client end.
+// socketPair returns a socket on a loopback TCP connection, detached as
+// the transport does, with limits, and the raw client end.
 func socketPair(t *testing.T, limits socketLimits) (*socket, net.Conn) {
+	t.Helper()
+	server, client := tcpPair(t)
+	s := newSocket(detached(server), nil, &limits)
+	t.Cleanup(func() { s.conn.Close() })
+	_ = client.SetDeadline(time.Now().Add(10 * time.Second))
+	return s, client
+}
+
+// tcpPair returns both ends of a loopback TCP connection, closed when the
+// test ends.
+func tcpPair(t *testing.T) (server, client net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
+	client, err = net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	server, err := ln.Accept()
+	server, err = ln.Accept()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close(); server.Close() })
-	_ = client.SetDeadline(time.Now().Add(10 * time.Second))
-	return newSocket(server, nil, &limits), client
+	return server, client
 }
 
 // clientFrame is a frame as a client sends it: masked, unless unmasked.

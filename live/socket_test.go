@@ -395,20 +395,7 @@ func TestDetachedKeepsTheSocket(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("a socket becomes a file on Linux only (detach_linux.go)")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	accepted, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
+	accepted, client := tcpPair(t)
 	w := detached(accepted)
 	if _, ok := w.(*os.File); !ok {
 		t.Fatalf("a TCP connection was not detached: %T", w)
