@@ -5,6 +5,7 @@ package live
 import (
 	"sync"
 	"syscall"
+	"time"
 )
 
 // poller waits for the clients of idle connections with one epoll instance
@@ -107,7 +108,12 @@ func (p *poller) run() {
 	for {
 		n, err := syscall.EpollWait(p.epfd, events, -1)
 		if err != nil {
-			continue // EINTR; no other error can happen on a valid set
+			if err != syscall.EINTR {
+				// No other error can happen on a valid set; were one to,
+				// waiting a moment keeps this loop from spinning.
+				time.Sleep(10 * time.Millisecond)
+			}
+			continue
 		}
 		p.mu.Lock()
 		for _, ev := range events[:n] {

@@ -164,7 +164,7 @@ func (c *socket) writeText(parts ...[]byte) error {
 	for _, p := range parts {
 		b = append(b, p...)
 	}
-	return c.gathered1(b)
+	return c.keepFrame(b)
 }
 
 // control writes a control frame (a pong, a close) like a message, and if
@@ -176,7 +176,7 @@ func (c *socket) control(op byte, payload []byte) error {
 		return errClosing
 	}
 	c.closing = op == opClose
-	return c.gathered1(append(appendHeader(c.gather(), op, len(payload)), payload...))
+	return c.keepFrame(append(appendHeader(c.gather(), op, len(payload)), payload...))
 }
 
 // gather returns the batch's buffer; c.mu is held.
@@ -187,9 +187,9 @@ func (c *socket) gather() []byte {
 	return *c.gathered
 }
 
-// gathered1 keeps b, the batch's buffer with one more frame, and writes it
+// keepFrame keeps b, the batch's buffer with one more frame in it, and writes it
 // unless the open batch may gather more; c.mu is held.
-func (c *socket) gathered1(b []byte) error {
+func (c *socket) keepFrame(b []byte) error {
 	*c.gathered = b
 	c.frames++
 	if c.batches > 0 && int(c.frames) < c.limits.maxFrames && len(b) < maxBatchBytes {
