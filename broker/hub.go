@@ -148,6 +148,10 @@ func (s *Subscription) Err() error {
 	return s.end
 }
 
+// Limit is the most events the subscription queues: a reader this far
+// behind is cut off.
+func (s *Subscription) Limit() int { return int(s.limit) }
+
 // Close ends the subscription. It is safe to call more than once.
 func (s *Subscription) Close() { s.topic.hub.end(s, nil) }
 

@@ -54,7 +54,7 @@ func (in *Inbox) deliver(ev *store.Event, emit func(*store.Event) bool) bool {
 	if ev.Kind == store.RoomEntered && !in.forSync {
 		return true
 	}
-	return !in.seen.first(ev.ID) || emit(ev)
+	return !in.seen.first(ev.ID, remembering(in.sub.Limit())) || emit(ev)
 }
 
 // Reads tells what a viewer reads of a conversation's messages: sees, or

@@ -412,7 +412,7 @@ func (r *Room) stillFollowing(ctx context.Context, emit func(*store.Event) bool)
 // deliver emits ev unless it was already delivered, or is about a message
 // the viewer may not read; false means the subscriber is gone.
 func (r *Room) deliver(ev *store.Event, emit func(*store.Event) bool) bool {
-	if !r.seen.first(ev.ID) || !r.mayRead(ev.Message) || r.leavesOut != nil && r.leavesOut(ev) {
+	if !r.seen.first(ev.ID, remembering(r.sub.Limit())) || !r.mayRead(ev.Message) || r.leavesOut != nil && r.leavesOut(ev) {
 		return true
 	}
 	return emit(ev)

@@ -23,7 +23,7 @@ func BenchmarkRoomStreamRemember(b *testing.B) {
 			// state rather than the ramp.
 			for range rememberedIDs + 1 {
 				t = t.Add(step)
-				s.remember(store.MessageIDAt(t))
+				s.remember(store.MessageIDAt(t), rememberedIDs)
 			}
 			ids := make([]store.MessageID, 4096)
 			b.ReportAllocs()
@@ -38,7 +38,7 @@ func BenchmarkRoomStreamRemember(b *testing.B) {
 					b.StartTimer()
 				}
 				if id := ids[i%len(ids)]; !s.delivered(id) {
-					s.remember(id)
+					s.remember(id, rememberedIDs)
 				}
 			}
 			b.ReportMetric(float64(len(s.ids.recent)), "ids_kept")

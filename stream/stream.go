@@ -51,34 +51,42 @@ func (s *Source) subscribe(ctx context.Context, topic string) (*broker.Subscript
 // come from a catch-up overlapping the live stream, which holds at most the
 // subscriber queue (256 by default) of undelivered events, and from live
 // events of several servers arriving slightly out of order. It keeps the
-// last rememberedIDs: constant time, bounded memory.
+// last rememberedIDs, or twice the queue if that is more (remembering):
+// bounded memory.
 type seen struct {
 	ids *seenIDs // nil until the first: an idle stream holds none
 }
 
 type seenIDs struct {
-	// recent holds the last rememberedIDs delivered ids, oldest first, as a
-	// ring once full (next is where the oldest is); newest is the highest.
+	// recent holds the last size delivered ids, oldest first, as a ring
+	// once full (next is where the oldest is); newest is the highest.
 	// Live events arrive in id order, so a repeat check is one comparison;
 	// only an id older than newest is looked for in recent.
-	recent []store.MessageID
-	next   int
-	newest store.MessageID
+	recent     []store.MessageID
+	next, size int
+	newest     store.MessageID
 }
 
-// rememberedIDs is how many delivered ids a stream keeps.
+// rememberedIDs is how many delivered ids a stream keeps, at least.
 const rememberedIDs = 1024
 
+// remembering is how many delivered ids a stream whose subscription queues
+// queued events at most keeps: a replay overlaps the live stream by as
+// many, all of which it must recognise (CHAT_SUBSCRIBER_QUEUE may be
+// larger than the default), with room to spare for late repeats.
+func remembering(queued int) int { return max(rememberedIDs, 2*queued) }
+
 // first records id unless it was recorded before, and reports whether it
-// is new. The zero id (an event no log holds) is always new.
-func (s *seen) first(id store.MessageID) bool {
+// is new; the last size ids are kept (remembering). The zero id (an event
+// no log holds) is always new.
+func (s *seen) first(id store.MessageID, size int) bool {
 	if id.IsZero() {
 		return true
 	}
 	if s.delivered(id) {
 		return false
 	}
-	s.remember(id)
+	s.remember(id, size)
 	return true
 }
 
@@ -95,22 +103,22 @@ func (s *seen) delivered(id store.MessageID) bool {
 	return false
 }
 
-// remember records a delivered id, forgetting the oldest once
-// rememberedIDs are kept.
-func (s *seen) remember(id store.MessageID) {
+// remember records a delivered id, forgetting the oldest once size are
+// kept (the size of the first call).
+func (s *seen) remember(id store.MessageID, size int) {
 	if s.ids == nil {
-		s.ids = &seenIDs{newest: id}
+		s.ids = &seenIDs{newest: id, size: size}
 	}
 	ids := s.ids
 	if id.Compare(ids.newest) > 0 {
 		ids.newest = id
 	}
-	if len(ids.recent) < rememberedIDs {
+	if len(ids.recent) < ids.size {
 		ids.recent = append(ids.recent, id)
 		return
 	}
 	ids.recent[ids.next] = id
-	ids.next = (ids.next + 1) % rememberedIDs
+	ids.next = (ids.next + 1) % ids.size
 }
 
 // resumeFrom is where a catch-up starts after the broker may have lost

@@ -350,3 +350,47 @@ func TestRunFollowsPresence(t *testing.T) {
 		}
 	}
 }
+
+// A replay that overlaps a live queue longer than the default remembers
+// (a larger CHAT_SUBSCRIBER_QUEUE) still delivers each event once: the
+// stream remembers at least as many delivered ids as its queue holds.
+func TestRoomReplayOverlappingALongQueueWithoutRepeats(t *testing.T) {
+	const n = 1500 // more than the 1,024 a stream remembers by default
+	f := newFixtureOn(t, broker.NewLocal(2*n))
+	alice, bob := f.user("alice"), f.user("bob")
+	f.room("tea", alice, bob)
+	cursor := f.post("tea", alice, "m0")
+	var events []store.Event
+	for i := range n {
+		events = append(events, f.post("tea", alice, fmt.Sprintf("m%d", i+1)))
+	}
+	s, err := f.src.OpenRoom(f.ctx, "tea", bob, store.Cursor{ID: cursor.ID}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, ev := range events { // all live too, queued while the replay has not run
+		f.publish(ev)
+	}
+	var got []string
+	for range 100 {
+		more, done := collect(t, s)
+		if done {
+			t.Fatal("the stream ended")
+		}
+		if len(more) == 0 {
+			break
+		}
+		got = append(got, more...)
+	}
+	if len(got) != n {
+		t.Fatalf("delivered %d events, want each of the %d once", len(got), n)
+	}
+	seen := map[string]bool{}
+	for _, g := range got {
+		if seen[g] {
+			t.Fatalf("%q delivered twice", g)
+		}
+		seen[g] = true
+	}
+}
