@@ -285,11 +285,12 @@ func (r *roomSubscription) deliver() (done bool, err error) {
 			r.op.c.counts().delivered.Add(written)
 		}
 	}()
+	viewer := r.stream.Viewer() // once per pump, not per event
 	done, err = r.stream.Pump(r.op.c.ctx, func(ev *store.Event) bool {
 		if r.op.stopped.Load() {
 			return false
 		}
-		payload, err := r.enc.encode(ev, r.stream.Viewer())
+		payload, err := r.enc.encode(ev, viewer)
 		if err != nil {
 			encodeErr = err
 			return false
