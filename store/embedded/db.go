@@ -57,6 +57,9 @@ type DB struct {
 	// inbox order (inboxfanout.go).
 	fanout       roomFanout
 	closeFlusher sync.Once
+	// listed remembers the days listed in messages_bucket, author_buckets
+	// and the inboxes' logs (listings.go).
+	listed listedDays
 	// searchOff leaves the search index unwritten, for
 	// BenchmarkPostSearchOnOff only: what indexing costs a post.
 	searchOff bool
@@ -233,6 +236,17 @@ type batch struct {
 	*pebble.Batch
 	err error
 	db  *DB
+	// listings are the days this batch lists (see DB.list), remembered
+	// once it commits.
+	listings []listing
+}
+
+// A listing is a day listed in partition p, written after stamp (see
+// listedDays).
+type listing struct {
+	p     key
+	day   store.Bucket
+	stamp listingStamp
 }
 
 func (db *DB) batch() *batch { return &batch{Batch: db.pdb.NewBatch(), db: db} }
@@ -298,7 +312,13 @@ func (b *batch) commit() error {
 	if b.err != nil {
 		return b.err
 	}
-	return b.Commit(pebble.Sync)
+	if err := b.Commit(pebble.Sync); err != nil {
+		return err
+	}
+	for _, l := range b.listings {
+		b.db.listed.remember(l.p, l.day, l.stamp)
+	}
+	return nil
 }
 
 // pebbleLogger sends pebble's log lines to log/slog: its routine notes at

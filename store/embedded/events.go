@@ -28,7 +28,7 @@ var _ store.EventLog = (*DB)(nil)
 func (db *DB) logRoomEvent(b *batch, ev store.Event) error {
 	day := store.BucketOf(ev.ID.Time())
 	b.set(roomEventKey(ev.Room, ev.ID), newEventRow(ev))
-	return db.list(b, bucketKey(ev.Room, day))
+	return db.list(b, bucketPartition(ev.Room), day)
 }
 
 // logInboxEvent adds ev to b, in login's inbox log, listing its day.
@@ -37,19 +37,28 @@ func (db *DB) logInboxEvent(b *batch, login string, ev store.Event) error {
 	row := newEventRow(ev)
 	row.Conversation = ev.Room
 	b.set(inboxEventKey(login, ev.ID), row)
-	return db.list(b, inboxBucketKey(login, day))
+	return db.list(b, inboxBucketPartition(login), day)
 }
 
-// list adds the listing row k of a day to b unless it is there (see
-// addMessage for why it reads first).
-func (db *DB) list(b *batch, k key) error {
+// list adds to b the listing of day in partition p unless it is there:
+// known to be (listedDays), or found so by a read (see addMessage for why
+// it reads first).
+func (db *DB) list(b *batch, p key, day store.Bucket) error {
+	if db.listed.has(p, day) {
+		return nil
+	}
+	stamp := db.listed.stamp()
+	k := p.int(int64(day))
 	listed, err := db.has(k)
 	if err != nil {
 		return fmt.Errorf("reading a listing of days: %w", err)
 	}
-	if !listed {
-		b.setEmpty(k)
+	if listed {
+		db.listed.remember(p, day, stamp)
+		return nil
 	}
+	b.setEmpty(k)
+	b.listings = append(b.listings, listing{p, day, stamp})
 	return nil
 }
 

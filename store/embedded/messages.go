@@ -64,12 +64,12 @@ func systemEvent(kind store.EventKind, room string, id store.MessageID, u store.
 // addMessage adds to b the rows of a new message: its row in the stream of
 // its room (or conversation), its copies in messages_by_id and
 // messages_by_author, its row in its thread if it is a reply, its row in
-// the search queue if search may find it, and the listing of its day in messages_bucket and
-// author_buckets. Checking a listing first costs a point read but keeps one
-// version of the bucket row: overwriting it on every post would pile up
-// versions in the memtable that every page read then steps over. (Two first
-// posts of a day may both write the row; that is harmless.) The rows go in
-// the message's batch, so they are committed with it.
+// the search queue if search may find it, and the listing of its day in
+// messages_bucket and author_buckets. A listing is written only if it is
+// not there (see list): overwriting it on every post would pile up versions
+// in the memtable that every page read then steps over. (Two first posts of
+// a day may both write the row; that is harmless.) The rows go in the
+// message's batch, so they are committed with it.
 func (db *DB) addMessage(b *batch, m store.Message) error {
 	if m.ID.IsZero() {
 		return store.Invalidf("message in room %q has no id", m.Room)
@@ -83,14 +83,10 @@ func (db *DB) addMessage(b *batch, m store.Message) error {
 		b.set(threadKey(m.Room, m.ReplyTo).desc(m.ID), refRow(m.Author))
 	}
 	b.indexMessage(store.Message{}, m)
-	for _, bk := range []key{bucketKey(m.Room, day), authorBucketKey(m.Author.Login, day)} {
-		if listed, err := db.has(bk); err != nil {
-			return fmt.Errorf("reading the days of room %q: %w", m.Room, err)
-		} else if !listed {
-			b.setEmpty(bk)
-		}
+	if err := db.list(b, bucketPartition(m.Room), day); err != nil {
+		return fmt.Errorf("listing the day of a message in room %q: %w", m.Room, err)
 	}
-	return nil
+	return db.list(b, authorBucketPartition(m.Author.Login), day)
 }
 
 // Messages returns up to limit messages of the room older than before,
@@ -162,16 +158,25 @@ func (db *DB) buckets(ctx context.Context, room string) ([]store.Bucket, error) 
 	return listed, nil
 }
 
-// listBuckets reads the days listed in partition p of messages_bucket or
-// author_buckets.
+// listBuckets returns the days listed in partition p of messages_bucket,
+// author_buckets or inbox_buckets: remembered (listedDays), or scanned. The
+// caller must not change the slice.
 func (db *DB) listBuckets(ctx context.Context, p key) ([]store.Bucket, error) {
+	if listed, ok := db.listed.all(p); ok {
+		return listed, nil
+	}
+	stamp := db.listed.stamp()
 	var listed []store.Bucket
 	err := db.scan(ctx, p, p.end(), false, func(k, _ []byte) (bool, error) {
 		b, err := parseInt(k[len(p):])
 		listed = append(listed, store.Bucket(b))
 		return true, err
 	})
-	return listed, err
+	if err != nil {
+		return nil, err
+	}
+	db.listed.fill(p, listed, stamp)
+	return listed, nil
 }
 
 // readMessages reads up to limit messages of partition p within [lower,

@@ -358,6 +358,7 @@ func (db *DB) DeleteRoom(ctx context.Context, name string, by store.UserRef) (st
 		if err := b.commit(); err != nil {
 			return store.Room{}, store.Event{}, fmt.Errorf("deleting room %q: %w", name, err)
 		}
+		db.listed.forget(bucketPartition(name))
 		ev := store.Event{ID: store.NewMessageID(), Kind: store.RoomDeleted, Room: name, User: by}
 		return room.room(), ev, nil
 	}
