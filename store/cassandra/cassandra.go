@@ -25,6 +25,9 @@ type DB struct {
 
 	listed *listedToday
 	hours  listedHours
+	// moves moves public rooms in their participants' inbox orders, one
+	// move at a time per room (roommoves.go).
+	moves *roomMoves
 	log    *slog.Logger // nil: silent
 
 	// Joins whose outcome a timeout left unknown are settled in the
@@ -68,7 +71,9 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		session.Close()
 		return nil, err
 	}
-	return &DB{session: session, serial: s.serial, listed: newListedToday(), log: cfg.Log, closing: make(chan struct{})}, nil
+	db := &DB{session: session, serial: s.serial, listed: newListedToday(), log: cfg.Log, closing: make(chan struct{})}
+	db.moves = newRoomMoves(db.moveRoom)
+	return db, nil
 }
 
 // Close closes the session. Every write was done before its call returned,

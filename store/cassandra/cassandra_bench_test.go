@@ -2,6 +2,7 @@ package cassandra
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -52,28 +53,60 @@ func benchDBIn(b *testing.B, keyspace string) *DB {
 }
 
 // BenchmarkCassandraPostMessage is one message write (the bucket listing is
-// buffered), from parallel posters: at -cpu 2 that is 2 in flight per
-// GOMAXPROCS unit, as b.RunParallel runs; SetParallelism raises it to the
-// concurrency of a busy server.
+// buffered) to a public room of participants=0 (a room the store does not
+// know: no inbox order to move) or of 10 (as chatload's bare room: the
+// room moves in each one's inbox order, see roomActivityWrites), from
+// parallel posters: at -cpu 2 that is 2 in flight per GOMAXPROCS unit, as
+// b.RunParallel runs; SetParallelism raises it to the concurrency of a
+// busy server.
 func BenchmarkCassandraPostMessage(b *testing.B) {
 	db := benchDB(b)
 	ctx := context.Background()
-	room := fmt.Sprintf("bench-%08x", rand.Uint32())
 	author := store.UserRef{Login: "bench-author", Firstname: "Bench", Lastname: "Author"}
-	for _, par := range []int{1, 8} {
-		b.Run(fmt.Sprintf("parallelism=%d", par), func(b *testing.B) {
-			b.SetParallelism(par)
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					m := store.Message{Room: room, ID: store.NewMessageID(), Author: author, Content: "The quick brown fox jumps over the lazy dog."}
-					if err := db.PostMessage(ctx, m); err != nil {
-						b.Error(err)
-						return
+	for _, participants := range []int{0, 10} {
+		room := fmt.Sprintf("bench-%08x", rand.Uint32())
+		if participants > 0 {
+			benchPublicRoom(b, db, room, author, participants)
+		}
+		for _, par := range []int{1, 8} {
+			b.Run(fmt.Sprintf("participants=%d/parallelism=%d", participants, par), func(b *testing.B) {
+				b.SetParallelism(par)
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						m := store.Message{Room: room, ID: store.NewMessageID(), Author: author, Content: "The quick brown fox jumps over the lazy dog."}
+						if err := db.PostMessage(ctx, m); err != nil {
+							b.Error(err)
+							return
+						}
 					}
-				}
+				})
 			})
-		})
+		}
+	}
+}
+
+// benchPublicRoom creates the public room, by creator, with n participants
+// in all.
+func benchPublicRoom(b *testing.B, db *DB, room string, creator store.UserRef, n int) {
+	b.Helper()
+	ctx := context.Background()
+	users := []store.UserRef{creator}
+	for i := 1; i < n; i++ {
+		users = append(users, store.UserRef{Login: fmt.Sprintf("bench-user-%03d", i), Firstname: "Bench", Lastname: fmt.Sprint("User ", i)})
+	}
+	for _, u := range users {
+		if err := db.CreateUser(ctx, store.Account{User: store.User{UserRef: u}, PassHash: []byte("x")}); err != nil && !errors.Is(err, store.ErrConflict) {
+			b.Fatal(err)
+		}
+	}
+	if err := db.CreateRoom(ctx, store.Room{Name: room, Creator: creator, CreatedAt: time.Now(), Participants: []store.UserRef{creator}}); err != nil {
+		b.Fatal(err)
+	}
+	for _, u := range users[1:] {
+		if _, _, err := db.JoinRoom(ctx, room, u); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

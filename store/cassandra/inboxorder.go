@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -54,18 +55,22 @@ func addActivity(b *gocql.Batch, login, conversation string, activity store.Mess
 // activityWrite returns the write of conversation's activity in login's
 // order, for the extra writes of a message (see writeMessage).
 func (db *DB) activityWrite(ctx context.Context, login, conversation string, activity store.MessageID) func() error {
-	return db.activityReplacing(ctx, login, conversation, activity, store.MessageID{})
+	return db.activityReplacing(ctx, login, conversation, activity)
 }
 
 // activityReplacing is activityWrite that also deletes, in the same
-// single-partition batch, the position at prev (none if zero): the one the
-// activity replaces.
-func (db *DB) activityReplacing(ctx context.Context, login, conversation string, activity, prev store.MessageID) func() error {
+// single-partition batch, the positions at prevs (but zero ones): those the
+// activity replaces. A deletion is written at the time of the position it
+// deletes, which wins the tie against the position's own write, so it holds
+// even if that write lands after it.
+func (db *DB) activityReplacing(ctx context.Context, login, conversation string, activity store.MessageID, prevs ...store.MessageID) func() error {
 	return func() error {
 		b := db.inboxBatch(ctx)
 		addActivity(b, login, conversation, activity)
-		if !prev.IsZero() {
-			b.Query(deletePosition, writeTime(prev), login, gocql.UUID(prev), conversation)
+		for _, prev := range prevs {
+			if !prev.IsZero() {
+				b.Query(deletePosition, writeTime(prev), login, gocql.UUID(prev), conversation)
+			}
 		}
 		if err := db.session.ExecuteBatch(b); err != nil {
 			return fmt.Errorf("cassandra: the inbox order of %q: %w", login, err)
@@ -99,7 +104,7 @@ func (db *DB) InboxPage(ctx context.Context, login string, after store.InboxPosi
 		if err := iter.Close(); err != nil {
 			return nil, fmt.Errorf("cassandra: inbox order of %q: %w", login, err)
 		}
-		current, stale, err := db.currentPositions(ctx, login, slice)
+		current, stale, err := db.currentPositions(ctx, login, slice, after)
 		if err != nil {
 			return nil, err
 		}
@@ -115,12 +120,16 @@ func (db *DB) InboxPage(ctx context.Context, login string, after store.InboxPosi
 	return page, nil
 }
 
-// currentPositions splits the positions into those at their conversation's
-// newest activity, or newer (a write whose newest has not landed yet), and
-// those an older activity left behind. A conversation with two positions
-// at its newest activity (which only OrderInbox racing an activity of the
-// same instant can leave) is listed at the first.
-func (db *DB) currentPositions(ctx context.Context, login string, positions []store.InboxPosition) (current, stale []store.InboxPosition, err error) {
+// currentPositions splits the positions, read after the page's cursor,
+// into those at their conversation's newest activity, or newer (a write
+// whose newest has not landed yet), and those an older activity left
+// behind. A conversation with two positions at its newest activity (which
+// only OrderInbox racing an activity of the same instant can leave) is
+// listed at the first. A conversation whose newest activity came after
+// the positions were read is listed at it, if that is still after the
+// cursor: the read missed its new position, and the next one of the page,
+// which starts after the last position read, older, would too.
+func (db *DB) currentPositions(ctx context.Context, login string, positions []store.InboxPosition, cursor store.InboxPosition) (current, stale []store.InboxPosition, err error) {
 	if len(positions) == 0 {
 		return nil, nil, nil
 	}
@@ -139,14 +148,23 @@ func (db *DB) currentPositions(ctx context.Context, login string, positions []st
 		return nil, nil, fmt.Errorf("cassandra: newest activities of %q: %w", login, err)
 	}
 	listed := make(map[string]bool, len(positions))
+	var moved []store.InboxPosition
 	for _, p := range positions {
 		if p.Activity.Compare(newest[p.Conversation]) < 0 || listed[p.Conversation] {
 			stale = append(stale, p)
+			moved = append(moved, store.InboxPosition{Activity: newest[p.Conversation], Conversation: p.Conversation})
 			continue
 		}
 		listed[p.Conversation] = true
 		current = append(current, p)
 	}
+	for _, p := range moved {
+		if !listed[p.Conversation] && (cursor.Conversation == "" || store.ComparePositions(p, cursor) > 0) {
+			listed[p.Conversation] = true
+			current = append(current, p)
+		}
+	}
+	slices.SortFunc(current, store.ComparePositions)
 	return current, stale, nil
 }
 
@@ -209,8 +227,9 @@ func (db *DB) DropInboxPositions(ctx context.Context, login string, positions []
 // Each position replaces the one of the room's last post that wrote
 // positions (room_inbox_activity, read alongside), deleted in the same
 // batch rather than left for a page; that post's id is then m's. A post
-// older than it (racing) writes none.
-func (db *DB) roomActivityWrites(ctx context.Context, m store.Message) ([]func() error, error) {
+// older than it (racing) writes none. The positions of the superseded posts
+// (older moves under way: see roomMoves) are deleted too.
+func (db *DB) roomActivityWrites(ctx context.Context, m store.Message, superseded ...store.MessageID) ([]func() error, error) {
 	var (
 		count  *int
 		fanout []string
@@ -260,7 +279,7 @@ func (db *DB) roomActivityWrites(ctx context.Context, m store.Message) ([]func()
 		return db.query(ctx, setRoomActivity, writeTime(m.ID), gocql.UUID(m.ID), m.Room).Exec()
 	}}
 	for _, login := range fanout {
-		writes = append(writes, db.activityReplacing(ctx, login, m.Room, m.ID, last))
+		writes = append(writes, db.activityReplacing(ctx, login, m.Room, m.ID, append(superseded, last)...))
 	}
 	return writes, nil
 }
@@ -360,4 +379,19 @@ func countParticipants(ctx context.Context, session *gocql.Session) error {
 		return fmt.Errorf("reading chat_rooms: %w", err)
 	}
 	return nil
+}
+
+// moveRoom moves room in its participants' inbox orders to its post id
+// (roomActivityWrites), replacing the positions of the superseded moves,
+// for roomMoves.
+func (db *DB) moveRoom(ctx context.Context, room string, id store.MessageID, superseded []store.MessageID) error {
+	writes, err := db.roomActivityWrites(ctx, store.Message{Room: room, ID: id}, superseded...)
+	if err != nil {
+		return err
+	}
+	fo := newFanout(fanoutParallelism)
+	for _, w := range writes {
+		fo.Go(w)
+	}
+	return fo.Wait()
 }

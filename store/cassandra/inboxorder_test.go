@@ -3,6 +3,7 @@ package cassandra
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,6 +108,73 @@ func TestCountParticipants(t *testing.T) {
 		rooms, err := db.LargeInboxRooms(ctx, login)
 		if err != nil || !slices.Equal(rooms, []string{large}) {
 			t.Errorf("LargeInboxRooms(%s) = %v, %v; want [%s]", login, rooms, err, large)
+		}
+	}
+}
+
+// TestConcurrentPostsMoveTheRoom: posts to one room from many goroutines,
+// which share moves (roomMoves), each return with the room at that post
+// or a newer one in its participants' orders, and leave it at the newest,
+// with no position of an older move behind.
+func TestConcurrentPostsMoveTheRoom(t *testing.T) {
+	db := mustOpen(t, testConfig(t))
+	ctx := t.Context()
+	var users []store.UserRef
+	for i := range 4 {
+		a := store.Account{User: store.User{UserRef: store.UserRef{Login: unique(fmt.Sprint("mover", i)), Firstname: "M", Lastname: "P"}}, PassHash: []byte("h")}
+		if err := db.CreateUser(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		users = append(users, a.UserRef)
+	}
+	room := store.Room{Name: unique("moved"), Creator: users[0], CreatedAt: time.Now()}
+	if err := db.CreateRoom(ctx, room); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range users[1:] {
+		if _, _, err := db.JoinRoom(ctx, room.Name, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const posters, posts = 8, 10
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		newest store.MessageID
+	)
+	for p := range posters {
+		wg.Go(func() {
+			for range posts {
+				m := store.Message{Room: room.Name, ID: store.NewMessageID(), Author: users[p%len(users)], Content: "post"}
+				if err := db.PostMessage(ctx, m); err != nil {
+					t.Error(err)
+					return
+				}
+				page, err := db.InboxPage(ctx, users[(p+1)%len(users)].Login, store.InboxPosition{}, 1)
+				if err != nil || len(page) != 1 || page[0].Activity.Compare(m.ID) < 0 {
+					t.Errorf("InboxPage after post %v returned = %v, %v; want the room at it or newer", m.ID, page, err)
+					return
+				}
+				mu.Lock()
+				if m.ID.Compare(newest) > 0 {
+					newest = m.ID
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for _, u := range users {
+		var n int
+		if err := db.query(ctx, `SELECT count(*) FROM inbox_order WHERE login = ? AND section = 0`, u.Login).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 2 {
+			t.Errorf("positions of %s = %d, want 2 (the creation or join, the newest post)", u.Login, n)
+		}
+		page, err := db.InboxPage(ctx, u.Login, store.InboxPosition{}, 5)
+		if err != nil || len(page) != 1 || page[0].Activity != newest {
+			t.Errorf("InboxPage(%s) = %v, %v, want the room at the newest post %v", u.Login, page, err, newest)
 		}
 	}
 }

@@ -54,20 +54,17 @@ const fanoutParallelism = 16
 // (every write is an idempotent upsert of the same values). The event
 // shares the stream copy's partition key and goes in one batch with it. The
 // post lists its day with its copies (see listBuckets). Its notices join
-// the fan-out (see noticeWrites), and so do the activities of the room in
-// its participants' inbox orders (store.InboxOrder), a write per
-// participant of a room of at most store.InboxFanoutLimit (see
-// roomActivityWrites).
+// the fan-out (see noticeWrites), and so does the move of the room in its
+// participants' inbox orders (store.InboxOrder), a write per participant
+// of a room of at most store.InboxFanoutLimit (see roomActivityWrites),
+// made once for the posts that come while the room's last move is under
+// way (roomMoves).
 func (db *DB) PostMessage(ctx context.Context, m store.Message, notices ...store.Notice) error {
 	extra, err := db.noticeWrites(ctx, m.ID, m.Room, notices)
 	if err != nil {
 		return err
 	}
-	activities, err := db.roomActivityWrites(ctx, m)
-	if err != nil {
-		return fmt.Errorf("cassandra: post message to room %q: %w", m.Room, err)
-	}
-	extra = append(extra, activities...)
+	extra = append(extra, func() error { return db.moves.moveTo(ctx, m.Room, m.ID) })
 	if err := db.writeMessage(ctx, m, store.MessagePosted, extra); err != nil {
 		return fmt.Errorf("cassandra: post message to room %q: %w", m.Room, err)
 	}
