@@ -25,10 +25,10 @@ type DB struct {
 
 	listed *listedToday
 	hours  listedHours
-	// moves moves public rooms in their participants' inbox orders, one
-	// move at a time per room (roommoves.go).
-	moves *roomMoves
 	log    *slog.Logger // nil: silent
+	// moves moves public rooms in their participants' inbox orders, a few
+	// moves at a time per room (roommoves.go).
+	moves *roomMoves
 
 	// Joins whose outcome a timeout left unknown are settled in the
 	// background (settleJoin) until Close.
