@@ -109,14 +109,7 @@ func TestRoomMovesCoverEveryPost(t *testing.T) {
 // moves are under way wait for one more, to the newest of them, and a
 // failed move fails each post it was for.
 func TestRoomMovesOneForTheWaiting(t *testing.T) {
-	f := newFakeMoves()
-	f.hold = make(chan struct{})
-	m := newRoomMoves(f.move)
-	first := make(chan error, movesPerRoom)
-	for range movesPerRoom {
-		go func() { first <- m.moveTo(t.Context(), "room", store.NewMessageID()) }()
-	}
-	waitFor(t, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.moving["room"] == movesPerRoom })
+	f, m, first := movesUnderWay(t)
 
 	const waiting = 5
 	ids := make([]store.MessageID, waiting)
@@ -154,14 +147,7 @@ func TestRoomMovesOneForTheWaiting(t *testing.T) {
 // TestRoomMovesWaiterGivesUp: a post whose context ends stops waiting, and
 // the move goes on for the others.
 func TestRoomMovesWaiterGivesUp(t *testing.T) {
-	f := newFakeMoves()
-	f.hold = make(chan struct{})
-	m := newRoomMoves(f.move)
-	first := make(chan error, movesPerRoom)
-	for range movesPerRoom {
-		go func() { first <- m.moveTo(t.Context(), "room", store.NewMessageID()) }()
-	}
-	waitFor(t, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.moving["room"] == movesPerRoom })
+	f, m, first := movesUnderWay(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	gaveUp := make(chan error, 1)
 	go func() { gaveUp <- m.moveTo(ctx, "room", store.NewMessageID()) }()
@@ -185,6 +171,21 @@ func TestRoomMovesWaiterGivesUp(t *testing.T) {
 	if got := f.movedTo("room"); got != other {
 		t.Errorf("room moved to %v, want %v, the newest post", got, other)
 	}
+}
+
+// movesUnderWay starts movesPerRoom posts to "room", whose moves wait for
+// f.hold to close; each post's result comes on first.
+func movesUnderWay(t *testing.T) (f *fakeMoves, m *roomMoves, first chan error) {
+	t.Helper()
+	f = newFakeMoves()
+	f.hold = make(chan struct{})
+	m = newRoomMoves(f.move)
+	first = make(chan error, movesPerRoom)
+	for range movesPerRoom {
+		go func() { first <- m.moveTo(t.Context(), "room", store.NewMessageID()) }()
+	}
+	waitFor(t, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.moving["room"] == movesPerRoom })
+	return f, m, first
 }
 
 func waitFor(t *testing.T, cond func() bool) {
