@@ -278,8 +278,9 @@ func (db *DB) roomActivityWrites(ctx context.Context, m store.Message, supersede
 	writes := []func() error{func() error {
 		return db.query(ctx, setRoomActivity, writeTime(m.ID), gocql.UUID(m.ID), m.Room).Exec()
 	}}
+	replaced := append(slices.Clone(superseded), last)
 	for _, login := range fanout {
-		writes = append(writes, db.activityReplacing(ctx, login, m.Room, m.ID, append(superseded, last)...))
+		writes = append(writes, db.activityReplacing(ctx, login, m.Room, m.ID, replaced...))
 	}
 	return writes, nil
 }

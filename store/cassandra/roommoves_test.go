@@ -23,6 +23,7 @@ type fakeMoves struct {
 	overlap atomic.Bool // more than movesPerRoom moves of one room under way at once
 	fail    error
 	hold    chan struct{} // when set, every move waits for it
+	panics  int           // how many moves to come panic
 	calls   []moveCall
 }
 
@@ -43,6 +44,12 @@ func (f *fakeMoves) move(ctx context.Context, room string, id store.MessageID, s
 	}
 	hold, fail := f.hold, f.fail
 	f.calls = append(f.calls, moveCall{id, superseded})
+	if f.panics > 0 {
+		f.panics--
+		f.moving[room]--
+		f.mu.Unlock()
+		panic("gocql broke")
+	}
 	f.mu.Unlock()
 	if hold != nil {
 		<-hold
@@ -229,4 +236,28 @@ func TestRoomMovesSupersede(t *testing.T) {
 			t.Errorf("posts %v: the second move, to the same post as the first, superseded %v", order, second.superseded)
 		}
 	}
+}
+
+// TestRoomMovesPanicHandsOn: a move that panics panics its post, fails the
+// posts waiting for it, and leaves the room to the next post.
+func TestRoomMovesPanicHandsOn(t *testing.T) {
+	f := newFakeMoves()
+	f.panics = 1
+	m := newRoomMoves(f.move)
+	recovered := func() (p any) {
+		defer func() { p = recover() }()
+		m.moveTo(t.Context(), "room", store.NewMessageID())
+		return nil
+	}()
+	if recovered == nil {
+		t.Fatalf("the post whose move panicked did not panic")
+	}
+	id := store.NewMessageID()
+	if err := m.moveTo(t.Context(), "room", id); err != nil {
+		t.Fatalf("the next post = %v", err)
+	}
+	if got := f.movedTo("room"); got != id {
+		t.Errorf("room moved to %v, want %v", got, id)
+	}
+	waitFor(t, func() bool { m.mu.Lock(); defer m.mu.Unlock(); return len(m.rooms) == 0 })
 }
