@@ -103,17 +103,14 @@ func (m *roomMoves) moveTo(ctx context.Context, room string, id store.MessageID)
 // goroutine of its own so that g's post returns as soon as its move is
 // written.
 func (m *roomMoves) run(room string, g *moveGroup) {
-	// Deferred, so that a move that panics still hands the room on.
-	defer func() {
-		if next := m.following(room); next != nil {
-			go func() {
-				for g := next; g != nil; g = m.following(room) {
-					m.moveGroup(room, g)
-				}
-			}()
-		}
-	}()
 	m.moveGroup(room, g)
+	if next := m.following(room); next != nil {
+		go func() {
+			for g := next; g != nil; g = m.following(room) {
+				m.moveGroup(room, g)
+			}
+		}()
+	}
 }
 
 // moveGroup moves room for the posts of g and tells them. No post joins g
@@ -136,16 +133,17 @@ func (m *roomMoves) moveGroup(room string, g *moveGroup) {
 	}
 	r.moving = append(r.moving, to)
 	m.mu.Unlock()
-	defer func() { // even if the move panics: its posts are told
+	defer func() {
+		// A move that panics fails its posts, as an error would: it
+		// runs for several, maybe on a goroutine of its own, and the
+		// room must go on to the next.
+		if p := recover(); p != nil {
+			g.err = fmt.Errorf("cassandra: moving room %q in its participants' inbox orders: panic: %v", room, p)
+		}
 		m.mu.Lock()
 		i := slices.Index(r.moving, to)
 		r.moving = slices.Delete(r.moving, i, i+1)
 		m.mu.Unlock()
-		if p := recover(); p != nil {
-			g.err = fmt.Errorf("cassandra: moving room %q in its participants' inbox orders: %v", room, p)
-			close(g.done)
-			panic(p)
-		}
 		close(g.done)
 	}()
 	g.err = m.move(g.ctx, room, to, superseded)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -238,20 +239,28 @@ func TestRoomMovesSupersede(t *testing.T) {
 	}
 }
 
-// TestRoomMovesPanicHandsOn: a move that panics panics its post, fails the
-// posts waiting for it, and leaves the room to the next post.
+// TestRoomMovesPanicHandsOn: a move that panics fails its posts, the one
+// that made it and those waiting, and leaves the room to the next post.
 func TestRoomMovesPanicHandsOn(t *testing.T) {
-	f := newFakeMoves()
+	f, m, first := movesUnderWay(t)
+	f.mu.Lock()
 	f.panics = 1
-	m := newRoomMoves(f.move)
-	recovered := func() (p any) {
-		defer func() { p = recover() }()
-		m.moveTo(t.Context(), "room", store.NewMessageID())
-		return nil
-	}()
-	if recovered == nil {
-		t.Fatalf("the post whose move panicked did not panic")
+	f.mu.Unlock()
+	waiting := make(chan error, 1)
+	go func() { waiting <- m.moveTo(t.Context(), "room", store.NewMessageID()) }()
+	waitFor(t, func() bool { m.mu.Lock(); defer m.mu.Unlock(); return m.rooms["room"].next != nil })
+	close(f.hold)
+	for range movesPerRoom {
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
 	}
+	if err := <-waiting; err == nil || !strings.Contains(err.Error(), "gocql broke") {
+		t.Errorf("a post waiting for the move that panicked = %v, want its panic as an error", err)
+	}
+	f.mu.Lock()
+	f.hold = nil
+	f.mu.Unlock()
 	id := store.NewMessageID()
 	if err := m.moveTo(t.Context(), "room", id); err != nil {
 		t.Fatalf("the next post = %v", err)
