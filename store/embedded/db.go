@@ -25,6 +25,7 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -239,6 +240,16 @@ type batch struct {
 	// listings are the days this batch lists (see DB.list), remembered
 	// once it commits.
 	listings []listing
+}
+
+// lists reports whether b lists day in partition p.
+func (b *batch) lists(p key, day store.Bucket) bool {
+	for _, l := range b.listings {
+		if l.day == day && bytes.Equal(l.p, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // A listing is a day listed in partition p, written after stamp (see

@@ -41,10 +41,11 @@ func (db *DB) logInboxEvent(b *batch, login string, ev store.Event) error {
 }
 
 // list adds to b the listing of day in partition p unless it is there:
-// known to be (listedDays), or found so by a read (see addMessage for why
-// it reads first).
+// known to be (listedDays), in b already (a post lists its day for its
+// message and for its event), or found so by a read (see addMessage for
+// why it reads first).
 func (db *DB) list(b *batch, p key, day store.Bucket) error {
-	if db.listed.has(p, day) {
+	if db.listed.has(p, day) || b.lists(p, day) {
 		return nil
 	}
 	stamp := db.listed.stamp()

@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"sync"
@@ -247,5 +248,37 @@ func checkPage(t *testing.T, db *DB, room string, want []store.MessageID) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("Messages(%s) = %d messages %v, want %d %v", room, len(got), got, len(want), want)
+	}
+}
+
+// TestPostListsItsDayOnce: a post to a day its room has not listed yet
+// lists it once in its batch, though both its message and its event list
+// their day.
+func TestPostListsItsDayOnce(t *testing.T) {
+	db := open(t, t.TempDir())
+	defer db.Close()
+	alice := createListingRoom(t, db, "room")
+	m := store.Message{Room: "room", ID: store.NewMessageID(), Author: alice, Content: "hello"}
+	b := db.batch()
+	defer b.Close()
+	if err := db.addLoggedMessage(b, store.PostedEvent(m)); err != nil {
+		t.Fatal(err)
+	}
+	want := bucketKey("room", store.BucketOf(m.ID.Time()))
+	n := 0
+	for r := b.Reader(); ; {
+		_, k, _, ok, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		if bytes.Equal(k, want) {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("the batch of a post lists its room's day %d times, want 1", n)
 	}
 }
