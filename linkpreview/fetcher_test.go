@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/killrchat/chatql/internal/testenv"
+
 	"github.com/killrchat/chatql/store"
 )
 
@@ -478,7 +480,7 @@ func TestFetchCollapsesConcurrentFetches(t *testing.T) {
 		})
 	}
 	started.Wait()
-	waitFor(t, func() bool { return srv.requests.Load() >= 1 })
+	testenv.WaitFor(t, 2*time.Second, func() bool { return srv.requests.Load() >= 1 })
 	time.Sleep(50 * time.Millisecond) // let the other callers join the fetch in flight
 	close(release)
 	wg.Wait()
@@ -509,7 +511,7 @@ func TestFetchCallerCancelDoesNotCancelSharedFetch(t *testing.T) {
 		_, err := f.Fetch(ctx, srv.URL)
 		done <- err
 	}()
-	waitFor(t, func() bool { return srv.requests.Load() >= 1 })
+	testenv.WaitFor(t, 2*time.Second, func() bool { return srv.requests.Load() >= 1 })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled caller: err = %v, want context.Canceled", err)
@@ -521,18 +523,6 @@ func TestFetchCallerCancelDoesNotCancelSharedFetch(t *testing.T) {
 	}
 	if n := srv.requests.Load(); n != 1 {
 		t.Errorf("server saw %d requests, want 1", n)
-	}
-}
-
-// waitFor polls cond until it holds, failing the test after two seconds.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 2s")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

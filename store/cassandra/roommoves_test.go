@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/killrchat/chatql/internal/testenv"
+
 	"github.com/killrchat/chatql/store"
 )
 
@@ -110,7 +112,7 @@ func TestRoomMovesCoverEveryPost(t *testing.T) {
 		t.Errorf("%d moves for %d posts, want fewer", total, posters*posts)
 	}
 	// The last mover may still be ending its turn after its posts returned.
-	waitFor(t, func() bool { m.mu.Lock(); defer m.mu.Unlock(); return len(m.rooms) == 0 })
+	testenv.WaitFor(t, 5*time.Second, func() bool { m.mu.Lock(); defer m.mu.Unlock(); return len(m.rooms) == 0 })
 }
 
 // TestRoomMovesOneForTheWaiting: the posts that come while movesPerRoom
@@ -128,7 +130,7 @@ func TestRoomMovesOneForTheWaiting(t *testing.T) {
 	for _, id := range ids {
 		go func() { errs <- m.moveTo(t.Context(), "room", id) }()
 	}
-	waitFor(t, func() bool {
+	testenv.WaitFor(t, 5*time.Second, func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		return m.rooms["room"].next != nil && m.rooms["room"].next.posts == waiting
@@ -159,7 +161,7 @@ func TestRoomMovesWaiterGivesUp(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	gaveUp := make(chan error, 1)
 	go func() { gaveUp <- m.moveTo(ctx, "room", store.NewMessageID()) }()
-	waitFor(t, func() bool { m.mu.Lock(); defer m.mu.Unlock(); return m.rooms["room"].next != nil })
+	testenv.WaitFor(t, 5*time.Second, func() bool { m.mu.Lock(); defer m.mu.Unlock(); return m.rooms["room"].next != nil })
 	other := store.NewMessageID()
 	stayed := make(chan error, 1)
 	go func() { stayed <- m.moveTo(t.Context(), "room", other) }()
@@ -192,19 +194,8 @@ func movesUnderWay(t *testing.T) (f *fakeMoves, m *roomMoves, first chan error) 
 	for range movesPerRoom {
 		go func() { first <- m.moveTo(t.Context(), "room", store.NewMessageID()) }()
 	}
-	waitFor(t, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.moving["room"] == movesPerRoom })
+	testenv.WaitFor(t, 5*time.Second, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.moving["room"] == movesPerRoom })
 	return f, m, first
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 5 s")
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // TestRoomMovesSupersede: a move goes to the newest post of the moves under
@@ -218,7 +209,7 @@ func TestRoomMovesSupersede(t *testing.T) {
 		errs := make(chan error, 2)
 		for i, id := range order {
 			go func() { errs <- m.moveTo(t.Context(), "room", id) }()
-			waitFor(t, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return len(f.calls) == i+1 })
+			testenv.WaitFor(t, 5*time.Second, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return len(f.calls) == i+1 })
 		}
 		close(f.hold)
 		for range order {
@@ -248,7 +239,7 @@ func TestRoomMovesPanicHandsOn(t *testing.T) {
 	f.mu.Unlock()
 	waiting := make(chan error, 1)
 	go func() { waiting <- m.moveTo(t.Context(), "room", store.NewMessageID()) }()
-	waitFor(t, func() bool { m.mu.Lock(); defer m.mu.Unlock(); return m.rooms["room"].next != nil })
+	testenv.WaitFor(t, 5*time.Second, func() bool { m.mu.Lock(); defer m.mu.Unlock(); return m.rooms["room"].next != nil })
 	close(f.hold)
 	for range movesPerRoom {
 		if err := <-first; err != nil {
@@ -268,5 +259,5 @@ func TestRoomMovesPanicHandsOn(t *testing.T) {
 	if got := f.movedTo("room"); got != id {
 		t.Errorf("room moved to %v, want %v", got, id)
 	}
-	waitFor(t, func() bool { m.mu.Lock(); defer m.mu.Unlock(); return len(m.rooms) == 0 })
+	testenv.WaitFor(t, 5*time.Second, func() bool { m.mu.Lock(); defer m.mu.Unlock(); return len(m.rooms) == 0 })
 }
