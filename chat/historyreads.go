@@ -47,7 +47,7 @@ type historyRead struct {
 }
 
 // read returns the page, read by read (a store read of it) after the call.
-// Each caller gets its own slice.
+// Each caller gets its own slice: the waiters of a shared read a copy each.
 func (h *historyReads) read(ctx context.Context, page historyPage, read pageReader) ([]store.Message, error) {
 	h.mu.Lock()
 	if h.inFlight == nil {
@@ -61,7 +61,7 @@ func (h *historyReads) read(ctx context.Context, page historyPage, read pageRead
 		h.inFlight[page] = r
 		h.mu.Unlock()
 		h.run(page, r, read)
-		return slices.Clone(r.msgs), r.err
+		return r.msgs, r.err // nobody waits for r: its slice is this caller's
 	}
 	if r.next == nil {
 		r.next = &historyRead{ctx: context.WithoutCancel(ctx), done: make(chan struct{})}

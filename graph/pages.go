@@ -17,6 +17,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/killrchat/chatql/graph/model"
+	"github.com/killrchat/chatql/internal/bufpool"
 	"github.com/killrchat/chatql/store"
 )
 
@@ -130,22 +131,39 @@ func (ec *executionContext) encodePage(ctx context.Context, sel ast.SelectionSet
 			ok = false // the executor runs it again and reports the panic
 		}
 	}()
-	e := pageEncoder{ctx: ctx, b: make([]byte, 0, 512+len(v.Edges)*512), resolvers: make([]any, len(page.resolvers))}
+	buf := bufpool.Get()
+	e := pageEncoder{ctx: ctx, b: *buf, resolvers: make([]any, len(page.resolvers))}
 	for i, resolver := range page.resolvers {
 		e.resolvers[i] = resolver(ec.Resolvers)
 	}
+	defer func() {
+		if !ok {
+			*buf = e.b
+			bufpool.Put(buf)
+		}
+	}()
 	e.object(page.root, unsafe.Pointer(v), fields)
 	if e.failed {
 		return nil, false
 	}
 	pagesEncoded.Add(1)
-	return rawJSON(e.b), true
+	*buf = e.b
+	return &encodedPage{b: buf}, true
 }
 
-// rawJSON is a value encoded already.
-type rawJSON []byte
+// encodedPage is a page encoded already, whose buffer goes back to the
+// pool once it is written: gqlgen writes a field's value once.
+type encodedPage struct{ b *[]byte }
 
-func (j rawJSON) MarshalGQL(w io.Writer) { _, _ = w.Write(j) }
+func (p *encodedPage) MarshalGQL(w io.Writer) {
+	if p.b == nil { // written before: its buffer may hold another page by now
+		_, _ = w.Write([]byte("null"))
+		return
+	}
+	_, _ = w.Write(*p.b)
+	bufpool.Put(p.b)
+	p.b = nil
+}
 
 // pageEncoder appends a page's JSON to b; failed means the executor must
 // encode it instead.
@@ -342,7 +360,7 @@ func writeInt64(e *pageEncoder, n int64) bool { e.b = strconv.AppendInt(e.b, n, 
 // writeMessageID writes id as its MarshalGQL does: its hex digits and
 // dashes need no escape.
 func writeMessageID(e *pageEncoder, id store.MessageID) bool {
-	e.b = appendQuoted(e.b, id.String())
+	e.b = append(id.Append(append(e.b, '"')), '"')
 	return false
 }
 

@@ -422,11 +422,12 @@ func (s *SSEStreams) run(ctx context.Context, st *eventStream, id string, exec g
 		if resp == nil {
 			break
 		}
-		payload, err := encodeResponse(resp)
+		head := append(append([]byte("event: next\ndata: {\"id\":"), quotedID...), `,"payload":`...)
+		event, err := appendResponse(head, resp)
 		if err != nil {
-			payload = []byte(`{"errors":[{"message":"internal error: the response could not be encoded","extensions":{"code":"` + apierror.Internal + `"}}]}`)
+			event = append(head, `{"errors":[{"message":"internal error: the response could not be encoded","extensions":{"code":"`+apierror.Internal+`"}}]}`...)
 		}
-		event := append(append(append(append([]byte("event: next\ndata: {\"id\":"), quotedID...), `,"payload":`...), payload...), "}\n\n"...)
+		event = append(event, "}\n\n"...)
 		if !send(event) {
 			return
 		}

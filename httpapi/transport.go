@@ -33,6 +33,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/killrchat/chatql/apierror"
+	"github.com/killrchat/chatql/internal/bufpool"
 )
 
 // The response media types.
@@ -238,19 +239,24 @@ func run(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor, med
 		return
 	}
 	responses, ctx := exec.DispatchOperation(ctx, opCtx)
-	b, err := encodeResponse(responses(ctx))
+	buf := bufpool.Get()
+	b, err := appendResponse(*buf, responses(ctx))
 	send(w, media, http.StatusOK, b, err)
+	*buf = b
+	bufpool.Put(buf)
 }
 
-// encodeResponse encodes a response as encoding/json would, but for its
-// data, which it copies as gqlgen wrote it: JSON already, which
-// encoding/json would check and compact again (a tenth of the server's CPU
-// for a page of history).
-func encodeResponse(r *graphql.Response) ([]byte, error) {
+// appendResponse appends a response to b, encoded as encoding/json would
+// but for its data, which it copies as gqlgen wrote it: JSON already,
+// which encoding/json would check and compact again (a tenth of the
+// server's CPU for a page of history).
+func appendResponse(b []byte, r *graphql.Response) ([]byte, error) {
 	if r.Label != "" || r.Path != nil || r.HasNext != nil {
-		return json.Marshal(r) // incremental delivery: never on this transport
+		// Incremental delivery: never on this transport.
+		whole, err := json.Marshal(r)
+		return append(b, whole...), err
 	}
-	b := append(make([]byte, 0, len(r.Data)+128), '{')
+	b = append(b, '{')
 	if len(r.Errors) > 0 {
 		errs, err := json.Marshal(r.Errors)
 		if err != nil {

@@ -23,9 +23,9 @@ func TestEncodeResponseAsEncodingJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := encodeResponse(resp)
-		if err != nil || string(got) != string(want) {
-			t.Errorf("encodeResponse = %s, %v; encoding/json = %s", got, err, want)
+		got, err := appendResponse([]byte("before:"), resp)
+		if err != nil || string(got) != "before:"+string(want) {
+			t.Errorf("appendResponse = %s, %v; encoding/json = before:%s", got, err, want)
 		}
 	}
 }

@@ -92,14 +92,17 @@ func (r *Resolver) messagePage(ctx context.Context, req pageRequest, pages chat.
 	if err != nil {
 		return nil, err
 	}
-	conn := &model.MessageConnection{Edges: []model.MessageEdge{}, PageInfo: info}
 	if err := r.prefetch(ctx, msgs); err != nil {
 		return nil, err
 	}
+	conn := &model.MessageConnection{Edges: make([]model.MessageEdge, len(msgs)), PageInfo: info}
 	for i := range msgs {
-		cursor := msgs[i].ID.String()
-		conn.Edges = append(conn.Edges, model.MessageEdge{Cursor: cursor, Node: &msgs[i]})
-		addEdge(conn.PageInfo, &cursor)
+		conn.Edges[i] = model.MessageEdge{Cursor: msgs[i].ID.String(), Node: &msgs[i]}
+	}
+	if len(conn.Edges) > 0 {
+		// The page's cursors point into its edges: no string of their own.
+		addEdge(info, &conn.Edges[0].Cursor)
+		addEdge(info, &conn.Edges[len(conn.Edges)-1].Cursor)
 	}
 	return conn, nil
 }

@@ -79,6 +79,13 @@ func scanInOrder[P any](ctx context.Context, parts []P, limit int, read func(con
 		if err != nil {
 			return nil, err
 		}
+		if page == nil {
+			// Most pages are in one part: no copy. Clipped, so that a
+			// second part is appended to a new array, never to the
+			// reader's.
+			page = slices.Clip(msgs)
+			continue
+		}
 		page = append(page, msgs...)
 	}
 	return page, nil

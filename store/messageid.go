@@ -172,6 +172,18 @@ func MessageIDFromSortKey(k []byte) (MessageID, error) {
 // String formats id in the canonical 8-4-4-4-12 hex form.
 func (id MessageID) String() string {
 	var b [36]byte
+	id.format(&b)
+	return string(b[:])
+}
+
+// Append appends id's canonical form (String's) to b.
+func (id MessageID) Append(b []byte) []byte {
+	var s [36]byte
+	id.format(&s)
+	return append(b, s[:]...)
+}
+
+func (id MessageID) format(b *[36]byte) {
 	hex.Encode(b[0:8], id[0:4])
 	b[8] = '-'
 	hex.Encode(b[9:13], id[4:6])
@@ -181,7 +193,6 @@ func (id MessageID) String() string {
 	hex.Encode(b[19:23], id[8:10])
 	b[23] = '-'
 	hex.Encode(b[24:], id[10:])
-	return string(b[:])
 }
 
 // ParseMessageID parses the canonical form String returns. It returns an

@@ -69,6 +69,9 @@ func TestMessageIDStringParse(t *testing.T) {
 		if err != nil || got != id {
 			t.Fatalf("ParseMessageID(%q) = %v, %v; want %v, nil", s, got, err, id)
 		}
+		if appended := string(id.Append([]byte("id "))); appended != "id "+s {
+			t.Fatalf("Append = %q, want %q", appended, "id "+s)
+		}
 	}
 }
 

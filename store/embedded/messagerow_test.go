@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/killrchat/chatql/store"
 )
@@ -47,11 +48,11 @@ func TestDecodeMessage(t *testing.T) {
 		if err := json.Unmarshal(v, &viaJSON); err != nil {
 			t.Fatal(err)
 		}
-		got, err := decodeMessage(v)
+		got, err := decodeMessage(v, userRef{})
 		if err != nil || !sameRow(got, viaJSON) {
 			t.Errorf("decodeMessage(%s) = %+v, %v; want %+v", v, got, err, viaJSON)
 		}
-		if _, ok := parseMessageRow(v); ok {
+		if _, ok := parseMessageRow(v, userRef{}); ok {
 			fast++
 		}
 	}
@@ -60,8 +61,38 @@ func TestDecodeMessage(t *testing.T) {
 	}
 }
 
+// TestDecodeMessageSharesTheKnownAuthor: a row by the author known takes
+// the known strings, and a row by someone else (or with another name) its
+// own, the same as encoding/json's either way.
+func TestDecodeMessageSharesTheKnownAuthor(t *testing.T) {
+	known := userRef{Login: string([]byte("alice")), Firstname: string([]byte("Alice")), Lastname: string([]byte("Liddell"))}
+	rows := []messageRow{
+		{Author: userRef{"alice", "Alice", "Liddell"}, Content: "same author"},
+		{Author: userRef{"alice", "Alicia", "Liddell"}, Content: "renamed"},
+		{Author: userRef{"bob", "Bob", "B"}, Content: "another author"},
+	}
+	for i, want := range rows {
+		v, err := json.Marshal(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeMessage(v, known)
+		if err != nil || !sameRow(got, want) {
+			t.Fatalf("decodeMessage(%s) = %+v, %v; want %+v", v, got, err, want)
+		}
+		shared := func(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+		sameAuthor := want.Author == known
+		if i == 0 && !(shared(got.Author.Login, known.Login) && shared(got.Author.Firstname, known.Firstname) && shared(got.Author.Lastname, known.Lastname)) {
+			t.Errorf("row %d is by the known author and has strings of its own", i)
+		}
+		if !sameAuthor && shared(got.Author.Firstname, known.Firstname) {
+			t.Errorf("row %d: firstname %q shares the known %q", i, got.Author.Firstname, known.Firstname)
+		}
+	}
+}
+
 // FuzzDecodeMessage: whatever the fast path accepts, encoding/json accepts
-// too and decodes to the same row.
+// too and decodes to the same row, whoever the known author is.
 func FuzzDecodeMessage(f *testing.F) {
 	for _, r := range sampleRows() {
 		v, _ := json.Marshal(r)
@@ -71,7 +102,7 @@ func FuzzDecodeMessage(f *testing.F) {
 	f.Add([]byte(`{"A":{"l":"x"}}`))
 	f.Add([]byte(`{"a":{"l":"x"},"a":{"f":"y"}}`))
 	f.Fuzz(func(t *testing.T, v []byte) {
-		got, ok := parseMessageRow(v)
+		got, ok := parseMessageRow(v, userRef{Login: "x", Firstname: "y", Lastname: "N"})
 		if !ok {
 			return
 		}
@@ -94,7 +125,7 @@ func BenchmarkDecodeMessage(b *testing.B) {
 	}
 	b.Run("decodeMessage", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := decodeMessage(v); err != nil {
+			if _, err := decodeMessage(v, userRef{}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -183,15 +183,17 @@ func (db *DB) listBuckets(ctx context.Context, p key) ([]store.Bucket, error) {
 // upper), in key order (newest first) or, if reverse, oldest first.
 func (db *DB) readMessages(ctx context.Context, room string, p key, lower, upper []byte, reverse bool, limit int) ([]store.Message, error) {
 	msgs := make([]store.Message, 0, min(limit, 64))
+	var author userRef // the last row's: the next one is often by the same
 	err := db.scan(ctx, lower, upper, reverse, func(k, v []byte) (bool, error) {
 		id, err := parseDesc(k[len(p):])
 		if err != nil {
 			return false, err
 		}
-		row, err := decodeMessage(v)
+		row, err := decodeMessage(v, author)
 		if err != nil {
 			return false, err
 		}
+		author = row.Author
 		msgs = append(msgs, row.message(room, id))
 		return len(msgs) < limit, nil
 	})
