@@ -61,6 +61,9 @@ type DB struct {
 	// listed remembers the days listed in messages_bucket, author_buckets
 	// and the inboxes' logs (listings.go).
 	listed listedDays
+	// newest keeps the newest page of the rooms read lately
+	// (newestpages.go).
+	newest newestPages
 	// searchOff leaves the search index unwritten, for
 	// BenchmarkPostSearchOnOff only: what indexing costs a post.
 	searchOff bool
@@ -240,6 +243,11 @@ type batch struct {
 	// listings are the days this batch lists (see DB.list), remembered
 	// once it commits.
 	listings []listing
+	// roomsTouched are the rooms whose messages it writes (touch), by
+	// partition prefix, whose newest pages are forgotten once it commits;
+	// all of them if touchesAllRooms.
+	roomsTouched    []string
+	touchesAllRooms bool
 }
 
 // lists reports whether b lists day in partition p.
@@ -271,17 +279,20 @@ func (b *batch) set(k key, row any) {
 		b.err = err
 		return
 	}
+	b.touch(k)
 	b.err = b.Set(k, value, nil)
 }
 
 func (b *batch) setEmpty(k key) {
 	if b.err == nil {
+		b.touch(k)
 		b.err = b.Set(k, nil, nil)
 	}
 }
 
 func (b *batch) delete(k key) {
 	if b.err == nil {
+		b.touch(k)
 		b.err = b.Delete(k, nil)
 	}
 }
@@ -289,6 +300,7 @@ func (b *batch) delete(k key) {
 // deleteRange deletes every row whose key starts with prefix.
 func (b *batch) deleteRange(prefix key) {
 	if b.err == nil {
+		b.touch(prefix)
 		b.err = b.DeleteRange(prefix, prefix.end(), nil)
 	}
 }
@@ -323,7 +335,12 @@ func (b *batch) commit() error {
 	if b.err != nil {
 		return b.err
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	err := b.Commit(pebble.Sync)
+	if len(b.roomsTouched) > 0 || b.touchesAllRooms {
+		// Even if the commit failed: pebble may have applied it.
+		b.db.newest.forget(b.roomsTouched, b.touchesAllRooms)
+	}
+	if err != nil {
 		return err
 	}
 	for _, l := range b.listings {

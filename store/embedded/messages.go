@@ -98,6 +98,14 @@ func (db *DB) Messages(ctx context.Context, room string, before store.MessageID,
 	}
 	defer end()
 
+	var gen uint64
+	if before.IsZero() {
+		msgs, kept, g := db.newest.page(roomMessages(room), limit)
+		if kept {
+			return nonNil(msgs), nil
+		}
+		gen = g
+	}
 	listed, err := db.buckets(ctx, room)
 	if err != nil {
 		return nil, err
@@ -115,6 +123,9 @@ func (db *DB) Messages(ctx context.Context, room string, before store.MessageID,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if before.IsZero() {
+		db.newest.keep(roomMessages(room), limit, gen, page)
 	}
 	return nonNil(page), nil
 }

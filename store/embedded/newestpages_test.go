@@ -1,0 +1,217 @@
+package embedded
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/killrchat/chatql/store"
+)
+
+// TestNewestPagesRules checks newestPages alone: which reads a kept page
+// answers, that a write overtaking a read keeps its page out, and that
+// each caller gets a slice of its own.
+func TestNewestPagesRules(t *testing.T) {
+	var n newestPages
+	room, other := roomMessages("room"), roomMessages("other")
+	msgs := make([]store.Message, 51)
+	for i := range msgs {
+		msgs[i] = store.Message{Room: "room", ID: store.NewMessageID(), Content: strconv.Itoa(i)}
+	}
+	if _, kept, _ := n.page(room, 51); kept {
+		t.Fatal("a page kept before any read")
+	}
+	_, _, gen := n.page(room, 51)
+	n.keep(room, 51, gen, msgs)
+	got, kept, _ := n.page(room, 10)
+	if !kept || len(got) != 10 || got[9].ID != msgs[9].ID {
+		t.Fatalf("page(10) = %d messages, kept %v; want the first 10 of the page of 51", len(got), kept)
+	}
+	got[0].Content = "changed by a caller"
+	if again, _, _ := n.page(room, 51); again[0].Content != "0" {
+		t.Errorf("a caller's change reached the kept page: %q", again[0].Content)
+	}
+	if _, kept, _ := n.page(room, 52); kept {
+		t.Error("a page of 51 answered a read of 52, with more in the room")
+	}
+
+	// A write overtaking a read: the read keeps nothing.
+	_, _, gen = n.page(other, 5)
+	n.forget([]string{string(other)}, false)
+	n.keep(other, 5, gen, msgs[:2])
+	if _, kept, _ := n.page(other, 5); kept {
+		t.Error("a page read before a write of its room was kept after it")
+	}
+	// A short page holds the whole room, for any limit.
+	_, _, gen = n.page(other, 5)
+	n.keep(other, 5, gen, msgs[:2])
+	if got, kept, _ := n.page(other, 100); !kept || len(got) != 2 {
+		t.Errorf("page(100) = %d, kept %v after a page of 2 read with limit 5; want the 2", len(got), kept)
+	}
+	// A write of the room forgets its page; a write of every room, all.
+	n.forget([]string{string(room)}, false)
+	if _, kept, _ := n.page(room, 10); kept {
+		t.Error("a page kept after a write of its room")
+	}
+	if _, kept, _ := n.page(other, 2); !kept {
+		t.Error("a write of another room forgot this one's page")
+	}
+	n.forget(nil, true)
+	if _, kept, _ := n.page(other, 2); kept {
+		t.Error("a page kept after a write of every room")
+	}
+}
+
+// TestNewestPagesBounded: the pages kept stay under the bound, and a read
+// whose entry the bound took keeps nothing.
+func TestNewestPagesBounded(t *testing.T) {
+	var n newestPages
+	first := roomMessages("room-0")
+	_, _, gen := n.page(first, 1)
+	// The bound lets any room go: read others until it let the first go.
+	for i := 1; n.rooms[string(first)] != nil; i++ {
+		n.page(roomMessages(fmt.Sprint("room-", i)), 1)
+		if len(n.rooms) > maxNewestPages {
+			t.Fatalf("%d rooms kept, the bound is %d", len(n.rooms), maxNewestPages)
+		}
+		if i > 1000*maxNewestPages {
+			t.Fatal("the first room was never let go")
+		}
+	}
+	n.keep(first, 1, gen, []store.Message{{Room: "room-0"}})
+	if p := n.rooms[string(first)]; p != nil && p.limit > 0 {
+		t.Error("a read whose entry was let go kept its page in a new one")
+	}
+}
+
+// TestRoomPrefix: a batch tells the room of every key of its messages,
+// whatever bytes the room's name holds, and a range over the whole table
+// touches every room.
+func TestRoomPrefix(t *testing.T) {
+	id := store.NewMessageID()
+	for _, room := range []string{"room", "", "a\x00b", "a\x00", "\x00\x01", "é 👍"} {
+		for _, k := range []key{messageKey(room, id), messagePartition(room, 20261128), roomMessages(room)} {
+			got, ok := roomPrefix(k)
+			if !ok || got != string(roomMessages(room)) {
+				t.Errorf("roomPrefix(%q) = %q, %v; want %q", k, got, ok, roomMessages(room))
+			}
+		}
+	}
+	if _, ok := roomPrefix(messagesTable); ok {
+		t.Error("roomPrefix found a room in the table's prefix alone")
+	}
+	db := open(t, t.TempDir())
+	defer db.Close()
+	b := db.batch()
+	defer b.Close()
+	b.setEmpty(roomKey("room")) // another table
+	b.delete(messageKey("a\x00b", id))
+	b.delete(messageKey("a\x00b", store.NewMessageID()))
+	if b.touchesAllRooms || len(b.roomsTouched) != 1 || b.roomsTouched[0] != string(roomMessages("a\x00b")) {
+		t.Errorf("touched %q (all: %v), want the room a\\x00b once", b.roomsTouched, b.touchesAllRooms)
+	}
+	b.deleteRange(tuple(tableRoomMessages))
+	if !b.touchesAllRooms {
+		t.Error("a range over the whole table touched no room")
+	}
+}
+
+// TestNewestPagesFollowWrites: on a real store, every write of a room's
+// messages (a post, an edit, a deletion, the room's deletion) is on the
+// next page read, though the page before it was kept.
+func TestNewestPagesFollowWrites(t *testing.T) {
+	db := open(t, t.TempDir())
+	defer db.Close()
+	ctx := t.Context()
+	alice := createListingRoom(t, db, "room")
+	first := post(t, db, "room", alice, store.NewMessageID())
+	newest := func() []store.Message {
+		t.Helper()
+		page, err := db.Messages(ctx, "room", store.MessageID{}, 51)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return page
+	}
+	newest()
+	if p := db.newest.rooms[string(roomMessages("room"))]; p == nil || p.limit != 51 {
+		t.Fatal("the room's newest page was not kept")
+	}
+	second := post(t, db, "room", alice, store.NewMessageID())
+	if page := newest(); len(page) != 2 || page[0].ID != second {
+		t.Fatalf("after a post: %d messages, want it first of 2", len(page))
+	}
+	m := newest()[1]
+	if _, err := db.EditMessage(ctx, m, alice, "edited", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if page := newest(); page[1].ID != first || page[1].Content != "edited" {
+		t.Errorf("after an edit: %q, want edited", page[1].Content)
+	}
+	if _, err := db.DeleteMessage(ctx, newest()[0], alice); err != nil {
+		t.Fatal(err)
+	}
+	if page := newest(); !page[0].Deleted {
+		t.Errorf("after a deletion: the message is not deleted on the page")
+	}
+	if _, _, err := db.DeleteRoom(ctx, "room", alice); err != nil {
+		t.Fatal(err)
+	}
+	if page := newest(); len(page) != 0 {
+		t.Errorf("after the room's deletion: %d messages", len(page))
+	}
+}
+
+// TestNewestPagesReadYourWrites: while readers fill and refill the kept
+// page, a post is on every page its poster reads once it returns (or the
+// page is full of newer ones).
+func TestNewestPagesReadYourWrites(t *testing.T) {
+	db := open(t, t.TempDir())
+	defer db.Close()
+	ctx := t.Context()
+	alice := createListingRoom(t, db, "room")
+	const posters, perPoster, size = 4, 40, 8
+	done := make(chan struct{})
+	var readers sync.WaitGroup
+	for range 2 {
+		readers.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if _, err := db.Messages(ctx, "room", store.MessageID{}, size); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	var wg sync.WaitGroup
+	for range posters {
+		wg.Go(func() {
+			for range perPoster {
+				id := post(t, db, "room", alice, store.NewMessageID())
+				page, err := db.Messages(ctx, "room", store.MessageID{}, size)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				found := len(page) == size && page[size-1].ID.Compare(id) > 0
+				for _, m := range page {
+					found = found || m.ID == id
+				}
+				if !found {
+					t.Errorf("a post returned, then the newest page of %d left it out", len(page))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(done)
+	readers.Wait()
+}
