@@ -183,24 +183,14 @@ func TestListedDaysConcurrent(t *testing.T) {
 			}
 		}
 	})
-	for range 2 {
-		readers.Go(func() {
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				if _, err := db.Messages(t.Context(), "room", store.MessageID{}, writers*perWriter); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
+	pages := readUntil(t, done, 2, func() error {
+		_, err := db.Messages(t.Context(), "room", store.MessageID{}, writers*perWriter)
+		return err
+	})
 	wg.Wait()
 	close(done)
 	readers.Wait()
+	pages.Wait()
 	slices.SortFunc(ids, func(a, b store.MessageID) int { return b.Compare(a) })
 	checkPage(t, db, "room", ids)
 	if err := db.Close(); err != nil {

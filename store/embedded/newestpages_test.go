@@ -174,22 +174,10 @@ func TestNewestPagesReadYourWrites(t *testing.T) {
 	alice := createListingRoom(t, db, "room")
 	const posters, perPoster, size = 4, 40, 8
 	done := make(chan struct{})
-	var readers sync.WaitGroup
-	for range 2 {
-		readers.Go(func() {
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				if _, err := db.Messages(ctx, "room", store.MessageID{}, size); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
+	readers := readUntil(t, done, 2, func() error {
+		_, err := db.Messages(ctx, "room", store.MessageID{}, size)
+		return err
+	})
 	var wg sync.WaitGroup
 	for range posters {
 		wg.Go(func() {
@@ -214,4 +202,26 @@ func TestNewestPagesReadYourWrites(t *testing.T) {
 	wg.Wait()
 	close(done)
 	readers.Wait()
+}
+
+// readUntil starts n readers calling read until done is closed or read
+// fails, and returns their group to wait for.
+func readUntil(t *testing.T, done <-chan struct{}, n int, read func() error) *sync.WaitGroup {
+	var readers sync.WaitGroup
+	for range n {
+		readers.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if err := read(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	return &readers
 }
