@@ -439,6 +439,33 @@ func TestMembershipTTLConfig(t *testing.T) {
 	}
 }
 
+// TestWriteDelayConfig: CHAT_WRITE_DELAY is 0 (events written at once)
+// by default, and takes a duration from 0 to 1s.
+func TestWriteDelayConfig(t *testing.T) {
+	for _, c := range []struct {
+		value string
+		want  time.Duration
+		bad   bool
+	}{
+		{"", 0, false},
+		{"5ms", 5 * time.Millisecond, false},
+		{"1s", time.Second, false},
+		{"1001ms", 0, true},
+		{"-1ms", 0, true},
+		{"soon", 0, true},
+	} {
+		cfg, err := server.ParseConfig(nil, func(k string) string {
+			if k == "CHAT_WRITE_DELAY" {
+				return c.value
+			}
+			return ""
+		})
+		if (err != nil) != c.bad || err == nil && cfg.WriteDelay != c.want {
+			t.Errorf("CHAT_WRITE_DELAY=%q: %v, error %v; want %v, error %v", c.value, cfg.WriteDelay, err, c.want, c.bad)
+		}
+	}
+}
+
 // TestMaxRoomsPerUserConfig: CHAT_MAX_ROOMS_PER_USER sets the cap (1,000
 // by default), and CHAT_MAX_SYNCS_PER_USER the syncs' (16); a cap under
 // one is refused.

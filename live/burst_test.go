@@ -108,6 +108,51 @@ func TestBurstIsCoalescedOneMessageAFrame(t *testing.T) {
 	}
 }
 
+// With a write delay, the events that reach a subscriber within it wait
+// for it and go out in one write, in order and a frame each; the next
+// events, after the first round was written, wait again. Timers never
+// fire early, so the wait is checked from below; the events are published
+// in-process in far less than the delay.
+func TestWriteDelayGathersEvents(t *testing.T) {
+	const delay, burst = 500 * time.Millisecond, 10
+	gate := &writeGate{}
+	h := newHarnessOn(t, func(c *Config) { c.WriteDelay = delay }, func(l net.Listener) net.Listener {
+		return gatedListener{Listener: l, gate: gate}
+	})
+	alice := h.user("alice")
+	h.room("hall", "alice")
+	c, _ := dialRecording(t, h, alice)
+	before := h.open()
+	c.subscribe(graphqlTransportWS, "s", roomEvents, map[string]any{"r": "hall"})
+	waitFor(t, "the stream", func() bool { return h.open() == before+1 })
+
+	author := store.UserRef{Login: "alice", Firstname: "alice"}
+	for round := range 2 {
+		gate.writes.Store(0)
+		start := time.Now()
+		for i := range burst {
+			ev := store.PostedEvent(store.Message{Room: "hall", ID: store.NewMessageID(), Author: author, Content: fmt.Sprintf("round %d, %d", round, i)})
+			if err := h.broker.Publish(context.Background(), broker.RoomTopic("hall"), ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range burst {
+			ev := c.event(graphqlTransportWS, "s")
+			if want := fmt.Sprintf("round %d, %d", round, i); ev.Message == nil || ev.Message.Content != want {
+				t.Fatalf("got %+v, want content %q", ev.Message, want)
+			}
+			if i == 0 {
+				if waited := time.Since(start); waited < delay {
+					t.Errorf("round %d: the first event came after %v, before the delay of %v", round, waited, delay)
+				}
+			}
+		}
+		if got := gate.writes.Load(); got != 1 {
+			t.Errorf("round %d: %d events took %d writes, want 1", round, burst, got)
+		}
+	}
+}
+
 // A subscriber whose write is held up while its room goes on falls
 // behind by more than the broker's buffer: it gets every event queued
 // before it was cut off (a gap-free prefix, in order, coalesced), then an

@@ -111,6 +111,11 @@ type Config struct {
 	// written at once; a batch is also written at 32 KiB); 1 writes every
 	// frame on its own. 32 when 0.
 	MaxFramesPerWrite int
+	// WriteDelay is how long a connection whose subscriptions have events
+	// waits before they are written, so that the events of that time go
+	// out together (see delayedDrains): fewer writes, each event later by
+	// up to that much. 0, the default, writes at once.
+	WriteDelay time.Duration
 	// Context ends every connection when done (server shutdown).
 	Context context.Context
 	Log     *slog.Logger
@@ -125,6 +130,7 @@ type Transport struct {
 	poller   *poller
 	encoders encoders
 	drainers drainers
+	delayed  *delayedDrains // nil: no Config.WriteDelay
 	// unauthenticated counts the connections that hold a place under
 	// cfg.MaxUnauthenticated.
 	unauthenticated atomic.Int64
@@ -187,6 +193,9 @@ func New(cfg Config) *Transport {
 		schema: cfg.FeedSchema, errors: cfg.ErrorPresenter, epoch: cfg.ProfileEpoch, seesHidden: cfg.SeesHiddenContent,
 		scope: cfg.Scope,
 	}}
+	if cfg.WriteDelay > 0 {
+		t.delayed = &delayedDrains{delay: cfg.WriteDelay, drainers: &t.drainers}
+	}
 	go t.watch()
 	return t
 }
@@ -708,10 +717,64 @@ func (c *conn) ready(r *roomSubscription) {
 	start := !c.draining
 	c.draining = true
 	c.mu.Unlock()
-	if start {
+	switch {
+	case !start:
+	case c.t.delayed != nil:
+		c.t.delayed.add(c)
+	default:
 		c.t.drainers.drain(c)
 	}
 }
+
+// delayedDrains holds the connections that became ready (conn.ready) for
+// Config.WriteDelay, then hands them to the drainers all at once: the
+// events that reach a connection meanwhile queue behind the first, and its
+// drain writes them together. One timer serves every connection: the
+// first to become ready arms it, and those that follow before it fires
+// wait less.
+type delayedDrains struct {
+	delay    time.Duration
+	drainers *drainers
+	mu       sync.Mutex
+	due      []*conn
+	spare    []*conn // due's array, emptied, for the next round
+	timer    *time.Timer
+}
+
+// add holds c until the timer fires.
+func (d *delayedDrains) add(c *conn) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.due = append(d.due, c)
+	switch {
+	case len(d.due) > 1: // the timer is armed
+	case d.timer == nil:
+		d.timer = time.AfterFunc(d.delay, d.fire)
+	default:
+		d.timer.Reset(d.delay)
+	}
+}
+
+// fire hands the connections held to the drainers.
+func (d *delayedDrains) fire() {
+	d.mu.Lock()
+	due := d.due
+	d.due, d.spare = d.spare, nil
+	d.mu.Unlock()
+	for i, c := range due {
+		d.drainers.drain(c)
+		due[i] = nil
+	}
+	d.mu.Lock()
+	if cap(due) <= maxKeptDue {
+		d.spare = due[:0]
+	}
+	d.mu.Unlock()
+}
+
+// maxKeptDue is the longest array of held connections kept for the next
+// round.
+const maxKeptDue = 1 << 14
 
 // drainers are the goroutines that deliver connections' events (conn.drain).
 // One drains a connection, then parks, to drain the next connection handed

@@ -70,6 +70,8 @@
 #   BENCH_REUSE_CENTRIFUGO   centrifugo: when set, Centrifugo's runs whose
 #                            report.json is in $OUT are not run again (to
 #                            measure a change of chatql's against them) (unset)
+#   CHAT_*                   reach chatql's server as they are, e.g.
+#                            CHAT_WRITE_DELAY=10ms to measure the write delay
 #   CASSANDRA_HOSTS          adds the bare Cassandra write baseline and the
 #                            Cassandra Go benchmarks when a node answers there
 #                                                             (127.0.0.1)

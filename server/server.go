@@ -396,6 +396,7 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 		},
 		InitTimeout:        10 * time.Second,
 		KeepAlive:          s.cfg.KeepAlive,
+		WriteDelay:         s.cfg.WriteDelay,
 		ReadLimit:          s.cfg.MaxBodyBytes,
 		MaxUnauthenticated: s.cfg.MaxUnauthenticatedWebsockets,
 		Context:            streams,
