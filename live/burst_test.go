@@ -108,13 +108,15 @@ func TestBurstIsCoalescedOneMessageAFrame(t *testing.T) {
 	}
 }
 
-// With a write delay, the events that reach a subscriber within it wait
-// for it and go out in one write, in order and a frame each; the next
-// events, after the first round was written, wait again. Timers never
-// fire early, so the wait is checked from below; the events are published
-// in-process in far less than the delay.
+// With a write delay, an event after a quiet spell is written at once;
+// the events that come within the delay of the last write wait for it and
+// go out in one write, in order and a frame each. Timers never fire
+// early, so the wait is checked from below, and the events are published
+// in-process in far less than the delay; the quiet spell's event is
+// checked to come before the delay ends, which a write on loopback makes
+// by far.
 func TestWriteDelayGathersEvents(t *testing.T) {
-	const delay, burst = 500 * time.Millisecond, 10
+	const delay, burst = time.Second, 10
 	gate := &writeGate{}
 	h := newHarnessOn(t, func(c *Config) { c.WriteDelay = delay }, func(l net.Listener) net.Listener {
 		return gatedListener{Listener: l, gate: gate}
@@ -127,29 +129,56 @@ func TestWriteDelayGathersEvents(t *testing.T) {
 	waitFor(t, "the stream", func() bool { return h.open() == before+1 })
 
 	author := store.UserRef{Login: "alice", Firstname: "alice"}
-	for round := range 2 {
-		gate.writes.Store(0)
-		start := time.Now()
-		for i := range burst {
-			ev := store.PostedEvent(store.Message{Room: "hall", ID: store.NewMessageID(), Author: author, Content: fmt.Sprintf("round %d, %d", round, i)})
-			if err := h.broker.Publish(context.Background(), broker.RoomTopic("hall"), ev); err != nil {
-				t.Fatal(err)
+	publish := func(content string) {
+		t.Helper()
+		ev := store.PostedEvent(store.Message{Room: "hall", ID: store.NewMessageID(), Author: author, Content: content})
+		if err := h.broker.Publish(context.Background(), broker.RoomTopic("hall"), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	receive := func(want string) time.Time {
+		t.Helper()
+		ev := c.event(graphqlTransportWS, "s")
+		if ev.Message == nil || ev.Message.Content != want {
+			t.Fatalf("got %+v, want content %q", ev.Message, want)
+		}
+		return time.Now()
+	}
+
+	// A quiet connection: at once.
+	start := time.Now()
+	publish("after a quiet spell")
+	if took := receive("after a quiet spell").Sub(start); took >= delay {
+		t.Errorf("the event after a quiet spell came after %v, the delay is %v", took, delay)
+	}
+	// Right after a write (its drain over, else the burst would join it):
+	// the burst waits, and goes out in one write.
+	waitFor(t, "the drain to end", func() bool {
+		h.live.mu.Lock()
+		defer h.live.mu.Unlock()
+		for _, c := range h.live.conns {
+			c.mu.Lock()
+			draining := c.draining
+			c.mu.Unlock()
+			if draining {
+				return false
 			}
 		}
-		for i := range burst {
-			ev := c.event(graphqlTransportWS, "s")
-			if want := fmt.Sprintf("round %d, %d", round, i); ev.Message == nil || ev.Message.Content != want {
-				t.Fatalf("got %+v, want content %q", ev.Message, want)
-			}
-			if i == 0 {
-				if waited := time.Since(start); waited < delay {
-					t.Errorf("round %d: the first event came after %v, before the delay of %v", round, waited, delay)
-				}
-			}
-		}
-		if got := gate.writes.Load(); got != 1 {
-			t.Errorf("round %d: %d events took %d writes, want 1", round, burst, got)
-		}
+		return true
+	})
+	gate.writes.Store(0)
+	start = time.Now()
+	for i := range burst {
+		publish(fmt.Sprint("burst ", i))
+	}
+	if waited := receive("burst 0").Sub(start); waited < delay/2 {
+		t.Errorf("a burst right after a write came after %v, before the delay of %v was half over", waited, delay)
+	}
+	for i := 1; i < burst; i++ {
+		receive(fmt.Sprint("burst ", i))
+	}
+	if got := gate.writes.Load(); got != 1 {
+		t.Errorf("the burst of %d events took %d writes, want 1", burst, got)
 	}
 }
 

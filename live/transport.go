@@ -111,10 +111,12 @@ type Config struct {
 	// written at once; a batch is also written at 32 KiB); 1 writes every
 	// frame on its own. 32 when 0.
 	MaxFramesPerWrite int
-	// WriteDelay is how long a connection whose subscriptions have events
-	// waits before they are written, so that the events of that time go
-	// out together (see delayedDrains): fewer writes, each event later by
-	// up to that much. 0, the default, writes at once.
+	// WriteDelay spaces a connection's writes of events: an event that
+	// comes within WriteDelay of the connection's last write waits,
+	// WriteDelay at most, and the events of that wait go out together
+	// (see delayedDrains): fewer writes where events come often, each
+	// later by up to WriteDelay; an event after a quiet spell goes at
+	// once. 0, the default, writes every event at once.
 	WriteDelay time.Duration
 	// Context ends every connection when done (server shutdown).
 	Context context.Context
@@ -360,6 +362,9 @@ type conn struct {
 	// keeps the connection a size class smaller.)
 	polled, released bool
 	pollID           uint64
+	// drained is when the last drain ended (Unix nanoseconds), kept with
+	// Config.WriteDelay only.
+	drained int64
 
 	ops       operations
 	keepAlive *time.Timer
@@ -716,22 +721,22 @@ func (c *conn) ready(r *roomSubscription) {
 	c.pending = append(c.pending, r)
 	start := !c.draining
 	c.draining = true
+	wait := start && c.t.delayed != nil && time.Now().UnixNano()-c.drained < int64(c.t.delayed.delay)
 	c.mu.Unlock()
 	switch {
-	case !start:
-	case c.t.delayed != nil:
+	case wait:
 		c.t.delayed.add(c)
-	default:
+	case start:
 		c.t.drainers.drain(c)
 	}
 }
 
-// delayedDrains holds the connections that became ready (conn.ready) for
-// Config.WriteDelay, then hands them to the drainers all at once: the
-// events that reach a connection meanwhile queue behind the first, and its
-// drain writes them together. One timer serves every connection: the
-// first to become ready arms it, and those that follow before it fires
-// wait less.
+// delayedDrains holds the connections that became ready (conn.ready)
+// within Config.WriteDelay of their last drain, for WriteDelay at most,
+// then hands them to the drainers all at once: the events that reach a
+// connection meanwhile queue behind the first, and its drain writes them
+// together. One timer serves every connection: the first held arms it,
+// and those that follow before it fires wait less.
 type delayedDrains struct {
 	delay    time.Duration
 	drainers *drainers
@@ -875,6 +880,9 @@ func (c *conn) drain() {
 				c.pending = ready
 			}
 			c.draining = false
+			if c.t.delayed != nil {
+				c.drained = time.Now().UnixNano()
+			}
 			c.mu.Unlock()
 			return
 		}

@@ -74,8 +74,8 @@ type Config struct {
 	MaxSyncsPerUser int
 	SubscriberQueue int
 	KeepAlive       time.Duration
-	// WriteDelay is how long a websocket's events wait to be written
-	// together (live.Config.WriteDelay): CPU for latency; 0 writes at once.
+	// WriteDelay spaces a websocket's writes of events
+	// (live.Config.WriteDelay): CPU for latency; 0 writes at once.
 	WriteDelay time.Duration
 	// PresenceTTL is how long an instance's presence records outlive its
 	// last heartbeat (every third of it) in Redis: a dead instance's users
@@ -225,7 +225,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	membershipTTL := fs.String("membership-ttl", env.str("CHAT_MEMBERSHIP_TTL", "auto"), "how long an instance lets a user post to (and read) a public room on the strength of a membership it read at most; 0 reads it every time; auto: "+chat.DefaultMembershipTTL.String()+" with the in-process broker (one instance: the end of a membership drops it at once), 0 with Redis (another instance would accept a removed user's posts until the announcement reaches it) (CHAT_MEMBERSHIP_TTL)")
 	fs.DurationVar(&c.PresenceGrace, "presence-grace", env.duration("CHAT_PRESENCE_GRACE", presence.DefaultGrace), "how long a user stays online after their last connection closed (CHAT_PRESENCE_GRACE)")
 	fs.DurationVar(&c.KeepAlive, "keepalive", env.duration("CHAT_KEEPALIVE", 15*time.Second), "websocket keepalive interval (CHAT_KEEPALIVE)")
-	fs.DurationVar(&c.WriteDelay, "write-delay", env.duration("CHAT_WRITE_DELAY", 0), "how long a websocket's events wait so that those of that time are written together: fewer writes (CPU) for later events, up to 1s; 0 writes at once (CHAT_WRITE_DELAY)")
+	fs.DurationVar(&c.WriteDelay, "write-delay", env.duration("CHAT_WRITE_DELAY", 0), "spaces a websocket's writes: an event within this long of the connection's last write waits this long at most, and what came meanwhile goes out in one write (fewer syscalls for later events), up to 1s; 0 writes every event at once (CHAT_WRITE_DELAY)")
 	fs.IntVar(&c.MaxUnauthenticatedWebsockets, "max-unauthenticated-websockets", env.int("CHAT_MAX_UNAUTHENTICATED_WEBSOCKETS", 1000), "websockets open without a user (before connection_init, or anonymous) before upgrades are refused with 503 (CHAT_MAX_UNAUTHENTICATED_WEBSOCKETS)")
 	origins := fs.String("allowed-origins", env.str("CHAT_ALLOWED_ORIGINS", "*"), "comma-separated browser origins allowed to call the API, * for any (CHAT_ALLOWED_ORIGINS)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", env.duration("CHAT_SHUTDOWN_TIMEOUT", 15*time.Second), "how long shutdown waits for in-flight requests (CHAT_SHUTDOWN_TIMEOUT)")
