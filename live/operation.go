@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -283,6 +284,7 @@ func (r *roomSubscription) deliver() (done bool, err error) {
 		}
 		if written > 0 {
 			r.op.c.counts().delivered.Add(written)
+			r.op.c.wroteEvents.Store(time.Now().UnixNano())
 		}
 	}()
 	viewer := r.stream.Viewer() // once per pump, not per event

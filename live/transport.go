@@ -362,9 +362,9 @@ type conn struct {
 	// keeps the connection a size class smaller.)
 	polled, released bool
 	pollID           uint64
-	// drained is when the last drain ended (Unix nanoseconds), kept with
-	// Config.WriteDelay only.
-	drained int64
+	// wroteEvents is when the connection last wrote room events (Unix
+	// nanoseconds), for Config.WriteDelay.
+	wroteEvents atomic.Int64
 
 	ops       operations
 	keepAlive *time.Timer
@@ -721,7 +721,7 @@ func (c *conn) ready(r *roomSubscription) {
 	c.pending = append(c.pending, r)
 	start := !c.draining
 	c.draining = true
-	wait := start && c.t.delayed != nil && time.Now().UnixNano()-c.drained < int64(c.t.delayed.delay)
+	wait := start && c.t.delayed != nil && time.Now().UnixNano()-c.wroteEvents.Load() < int64(c.t.delayed.delay)
 	c.mu.Unlock()
 	switch {
 	case wait:
@@ -732,7 +732,8 @@ func (c *conn) ready(r *roomSubscription) {
 }
 
 // delayedDrains holds the connections that became ready (conn.ready)
-// within Config.WriteDelay of their last drain, for WriteDelay at most,
+// within Config.WriteDelay of their last write of events, for WriteDelay
+// at most,
 // then hands them to the drainers all at once: the events that reach a
 // connection meanwhile queue behind the first, and its drain writes them
 // together. One timer serves every connection: the first held arms it,
@@ -880,9 +881,6 @@ func (c *conn) drain() {
 				c.pending = ready
 			}
 			c.draining = false
-			if c.t.delayed != nil {
-				c.drained = time.Now().UnixNano()
-			}
 			c.mu.Unlock()
 			return
 		}
