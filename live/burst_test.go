@@ -38,23 +38,8 @@ func TestBurstIsCoalescedOneMessageAFrame(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gate := &writeGate{held: make(chan struct{}), release: make(chan struct{})}
-			h := newHarnessOn(t, func(c *Config) { c.MaxFramesPerWrite = tc.frames }, func(l net.Listener) net.Listener {
-				return gatedListener{Listener: l, gate: gate}
-			})
-			alice := h.user("alice")
-			h.room("hall", "alice")
-			c, received := dialRecording(t, h, alice)
-			before := h.open()
-			c.subscribe(graphqlTransportWS, "s", roomEvents, map[string]any{"r": "hall"})
-			waitFor(t, "the stream", func() bool { return h.open() == before+1 })
-
-			author := store.UserRef{Login: "alice", Firstname: "alice"}
-			publish := func(i int) {
-				ev := store.PostedEvent(store.Message{Room: "hall", ID: store.NewMessageID(), Author: author, Content: fmt.Sprintf("burst %03d", i)})
-				if err := h.broker.Publish(context.Background(), broker.RoomTopic("hall"), ev); err != nil {
-					t.Fatal(err)
-				}
-			}
+			h, _, c, received := gatedHall(t, gate, func(c *Config) { c.MaxFramesPerWrite = tc.frames })
+			publish := func(i int) { publishToHall(t, h, fmt.Sprintf("burst %03d", i)) }
 			gate.writes.Store(0)
 			gate.armed.Store(true)
 			publish(0)
@@ -118,24 +103,8 @@ func TestBurstIsCoalescedOneMessageAFrame(t *testing.T) {
 func TestWriteDelayGathersEvents(t *testing.T) {
 	const delay, burst = time.Second, 10
 	gate := &writeGate{}
-	h := newHarnessOn(t, func(c *Config) { c.WriteDelay = delay }, func(l net.Listener) net.Listener {
-		return gatedListener{Listener: l, gate: gate}
-	})
-	alice := h.user("alice")
-	h.room("hall", "alice")
-	c, _ := dialRecording(t, h, alice)
-	before := h.open()
-	c.subscribe(graphqlTransportWS, "s", roomEvents, map[string]any{"r": "hall"})
-	waitFor(t, "the stream", func() bool { return h.open() == before+1 })
-
-	author := store.UserRef{Login: "alice", Firstname: "alice"}
-	publish := func(content string) {
-		t.Helper()
-		ev := store.PostedEvent(store.Message{Room: "hall", ID: store.NewMessageID(), Author: author, Content: content})
-		if err := h.broker.Publish(context.Background(), broker.RoomTopic("hall"), ev); err != nil {
-			t.Fatal(err)
-		}
-	}
+	h, _, c, _ := gatedHall(t, gate, func(c *Config) { c.WriteDelay = delay })
+	publish := func(content string) { publishToHall(t, h, content) }
 	receive := func(want string) time.Time {
 		t.Helper()
 		ev := c.event(graphqlTransportWS, "s")
@@ -190,13 +159,7 @@ func TestWriteDelayGathersEvents(t *testing.T) {
 func TestSlowSubscriberResumesExactlyOnce(t *testing.T) {
 	const posts = broker.DefaultBufferSize + 44
 	gate := &writeGate{held: make(chan struct{}), release: make(chan struct{})}
-	h := newHarnessOn(t, nil, func(l net.Listener) net.Listener { return gatedListener{Listener: l, gate: gate} })
-	alice := h.user("alice")
-	h.room("hall", "alice")
-	c, _ := dialRecording(t, h, alice) // the first connection: the gated one
-	before := h.open()
-	c.subscribe(graphqlTransportWS, "s", roomEvents, map[string]any{"r": "hall"})
-	waitFor(t, "the stream", func() bool { return h.open() == before+1 })
+	h, alice, c, _ := gatedHall(t, gate, nil)
 
 	gate.writes.Store(0)
 	gate.armed.Store(true)
@@ -265,6 +228,30 @@ func resultEvent(t *testing.T, payload json.RawMessage) roomEvent {
 		t.Fatalf("result %s: %v", payload, err)
 	}
 	return r.Data.RoomEvents
+}
+
+// gatedHall is alice subscribed (as "s") to her room "hall" on a harness
+// tuned by tune, over the first connection accepted, whose writes go
+// through gate; received returns the bytes that connection read.
+func gatedHall(t *testing.T, gate *writeGate, tune func(*Config)) (h *harness, alice string, c *client, received func() []byte) {
+	t.Helper()
+	h = newHarnessOn(t, tune, func(l net.Listener) net.Listener { return gatedListener{Listener: l, gate: gate} })
+	alice = h.user("alice")
+	h.room("hall", "alice")
+	c, received = dialRecording(t, h, alice)
+	before := h.open()
+	c.subscribe(graphqlTransportWS, "s", roomEvents, map[string]any{"r": "hall"})
+	waitFor(t, "the stream", func() bool { return h.open() == before+1 })
+	return h, alice, c, received
+}
+
+// publishToHall publishes a post of alice's to "hall" through the broker.
+func publishToHall(t *testing.T, h *harness, content string) {
+	t.Helper()
+	ev := store.PostedEvent(store.Message{Room: "hall", ID: store.NewMessageID(), Author: store.UserRef{Login: "alice", Firstname: "alice"}, Content: content})
+	if err := h.broker.Publish(context.Background(), broker.RoomTopic("hall"), ev); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // writeGate counts the server's writes; armed, it holds the next one on
