@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/killrchat/chatql/store"
 )
 
-// maxNewestPages bounds the rooms whose newest page the store keeps: a
-// page of 51 messages is some 15 KB.
-const maxNewestPages = 512
+// maxNewestPages bounds the rooms whose newest page the store keeps, and
+// maxNewestBytes the pages' size (pageSize): a page of 51 messages is some
+// 15 KB, but one of 101 messages of 4,000 characters each is 1.6 MB.
+const (
+	maxNewestPages = 512
+	maxNewestBytes = 16 << 20
+)
 
 // newestPages keeps the newest page of the rooms read lately (Messages
 // with no cursor, what everyone opening a room reads first), so that a
@@ -28,12 +33,14 @@ const maxNewestPages = 512
 type newestPages struct {
 	mu    sync.Mutex
 	rooms map[string]*newestPage // by the room's partition prefix, roomMessages
+	bytes int                    // the pages' sizes, summed
 }
 
 // newestPage is a room's newest page, or a read of it under way.
 type newestPage struct {
 	msgs  []store.Message // newest first; never changed once kept
 	limit int             // the size read; 0 while none is kept
+	size  int             // pageSize(msgs)
 	gen   uint64          // changes with every write to the room
 }
 
@@ -48,10 +55,7 @@ func (n *newestPages) page(room key, limit int) (msgs []store.Message, kept bool
 			n.rooms = make(map[string]*newestPage)
 		}
 		if len(n.rooms) >= maxNewestPages {
-			for k := range n.rooms { // any one: a read under way there keeps nothing
-				delete(n.rooms, k)
-				break
-			}
+			n.evictOne("")
 		}
 		p = &newestPage{}
 		n.rooms[string(room)] = p
@@ -69,9 +73,46 @@ func (n *newestPages) page(room key, limit int) (msgs []store.Message, kept bool
 func (n *newestPages) keep(room key, limit int, gen uint64, msgs []store.Message) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if p := n.rooms[string(room)]; p != nil && p.gen == gen {
-		p.msgs, p.limit = slices.Clone(msgs), limit
+	p := n.rooms[string(room)]
+	size := pageSize(msgs)
+	if p == nil || p.gen != gen || size > maxNewestBytes/8 {
+		return
 	}
+	n.bytes -= p.size
+	p.msgs, p.limit, p.size = nil, 0, 0
+	for n.bytes+size > maxNewestBytes {
+		if !n.evictOne(string(room)) {
+			break
+		}
+	}
+	p.msgs, p.limit, p.size = slices.Clone(msgs), limit, size
+	n.bytes += size
+}
+
+// evictOne lets go of any one room but except, and its page; false if
+// there is none. A read under way there keeps nothing.
+func (n *newestPages) evictOne(except string) bool {
+	for k, p := range n.rooms {
+		if k != except {
+			n.bytes -= p.size
+			delete(n.rooms, k)
+			return true
+		}
+	}
+	return false
+}
+
+// pageSize is about the memory msgs hold: the messages, their contents,
+// a share for their attachments and previews.
+func pageSize(msgs []store.Message) int {
+	size := len(msgs) * int(unsafe.Sizeof(store.Message{}))
+	for i := range msgs {
+		size += len(msgs[i].Content) + 256*len(msgs[i].Attachments)
+		if msgs[i].Preview != nil {
+			size += 512
+		}
+	}
+	return size
 }
 
 // forget drops the pages of the rooms written, once their batch
@@ -79,7 +120,10 @@ func (n *newestPages) keep(room key, limit int, gen uint64, msgs []store.Message
 func (n *newestPages) forget(rooms []string, all bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	forget := func(p *newestPage) { p.msgs, p.limit, p.gen = nil, 0, p.gen+1 }
+	forget := func(p *newestPage) {
+		n.bytes -= p.size
+		p.msgs, p.limit, p.size, p.gen = nil, 0, 0, p.gen+1
+	}
 	if all {
 		for _, p := range n.rooms {
 			forget(p)

@@ -2,7 +2,9 @@ package embedded
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -83,6 +85,58 @@ func TestNewestPagesBounded(t *testing.T) {
 	n.keep(first, 1, gen, []store.Message{{Room: "room-0"}})
 	if p := n.rooms[string(first)]; p != nil && p.limit > 0 {
 		t.Error("a read whose entry was let go kept its page in a new one")
+	}
+}
+
+// TestNewestPagesBoundedBytes: pages of long messages are kept up to
+// maxNewestBytes in all, letting others go, and the count of bytes kept
+// follows every page kept, replaced, forgotten and let go.
+func TestNewestPagesBoundedBytes(t *testing.T) {
+	var n newestPages
+	long := make([]store.Message, 101)
+	for i := range long {
+		long[i] = store.Message{ID: store.NewMessageID(), Content: strings.Repeat("é", store.MaxMessageLength)}
+	}
+	size := pageSize(long)
+	if size < 101*8000 {
+		t.Fatalf("pageSize = %d for 101 messages of 8,000 bytes", size)
+	}
+	check := func() {
+		t.Helper()
+		sum := 0
+		for _, p := range n.rooms {
+			sum += p.size
+		}
+		if sum != n.bytes || n.bytes > maxNewestBytes {
+			t.Fatalf("%d bytes counted, %d kept, the bound is %d", n.bytes, sum, maxNewestBytes)
+		}
+	}
+	for i := range 3 * maxNewestBytes / size {
+		room := roomMessages(fmt.Sprint("room-", i))
+		_, _, gen := n.page(room, 101)
+		n.keep(room, 101, gen, long)
+		if _, kept, _ := n.page(room, 101); !kept {
+			t.Fatalf("room %d: its page was not kept", i)
+		}
+		check()
+	}
+	room := roomMessages("room-0")
+	_, _, gen := n.page(room, 101)
+	n.keep(room, 101, gen, long[:1]) // replaced by a smaller page
+	check()
+	n.forget([]string{string(room)}, false)
+	check()
+	n.forget(nil, true)
+	check()
+	if n.bytes != 0 {
+		t.Errorf("%d bytes counted after every page was forgotten", n.bytes)
+	}
+	// A page over an eighth of the bound is not kept.
+	huge := slices.Repeat(long, maxNewestBytes/8/size+1)
+	_, _, gen = n.page(room, len(huge))
+	n.keep(room, len(huge), gen, huge)
+	if _, kept, _ := n.page(room, len(huge)); kept {
+		t.Error("a page of more than an eighth of the bound was kept")
 	}
 }
 
