@@ -733,11 +733,12 @@ func (c *conn) ready(r *roomSubscription) {
 
 // delayedDrains holds the connections that became ready (conn.ready)
 // within Config.WriteDelay of their last write of events, for WriteDelay
-// at most,
-// then hands them to the drainers all at once: the events that reach a
-// connection meanwhile queue behind the first, and its drain writes them
-// together. One timer serves every connection: the first held arms it,
-// and those that follow before it fires wait less.
+// at most, then hands them to the drainers all at once: the events that
+// reach a connection meanwhile queue behind the first, and its drain
+// writes them together. One timer serves every connection: the first held
+// arms it, and those that follow before it fires wait less. A timer
+// armed when the transport ends fires once more, into drains that find
+// their connections closed.
 type delayedDrains struct {
 	delay    time.Duration
 	drainers *drainers
