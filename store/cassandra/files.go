@@ -487,12 +487,31 @@ func (db *DB) DoomOwnerFiles(ctx context.Context, owner string) error {
 // DueFiles reads up to limit rows of the doomed day, and up to limit rows
 // of the listed days up to createdBefore's, oldest first, older than
 // createdBefore; merges the two by id, and reads the records of the first
-// limit.
+// limit. An attached file still listed (AttachFiles stopped between its
+// writes, or is between them now) is not due: its row is deleted, and the
+// read goes again for the files after it, so that a sweep of limit 1 does
+// not stop on it (a few times at most).
 func (db *DB) DueFiles(ctx context.Context, createdBefore time.Time, limit int) ([]store.File, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	fail := func(err error) ([]store.File, error) { return nil, fmt.Errorf("cassandra: due files: %w", err) }
+	for range maxDueReads - 1 {
+		files, skipped, err := db.dueFiles(ctx, createdBefore, limit)
+		if err != nil || skipped == 0 || len(files) >= limit {
+			return files, err
+		}
+	}
+	files, _, err := db.dueFiles(ctx, createdBefore, limit)
+	return files, err
+}
+
+// maxDueReads bounds DueFiles' reads.
+const maxDueReads = 8
+
+// dueFiles is a read of DueFiles; skipped counts the attached files it
+// found listed and took off.
+func (db *DB) dueFiles(ctx context.Context, createdBefore time.Time, limit int) (_ []store.File, skipped int, _ error) {
+	fail := func(err error) ([]store.File, int, error) { return nil, 0, fmt.Errorf("cassandra: due files: %w", err) }
 	due, err := scanSweep(db.query(ctx, selectDoomedFiles, doomedDay, limit).Iter(), nil)
 	if err != nil {
 		return fail(err)
@@ -532,6 +551,7 @@ func (db *DB) DueFiles(ctx context.Context, createdBefore time.Time, limit int) 
 			if err := db.write(ctx, deleteSweep, int(store.BucketOf(f.ID.Time())), gocql.UUID(f.ID), f.Owner).Exec(); err != nil {
 				return fail(err)
 			}
+			skipped++
 			continue
 		case err == nil:
 			f = rec
@@ -540,7 +560,7 @@ func (db *DB) DueFiles(ctx context.Context, createdBefore time.Time, limit int) 
 		}
 		files = append(files, f)
 	}
-	return files, nil
+	return files, skipped, nil
 }
 
 // pruneAfter is how old a day of file_sweep must be for DueFiles to take

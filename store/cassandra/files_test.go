@@ -51,6 +51,43 @@ func TestDueFilesAfterCrashedAttach(t *testing.T) {
 	}
 }
 
+// TestDueFilesSkipsAttachedToTheLimit: an attached file still listed
+// before a due one does not make a sweep of one file come back empty (the
+// conformance suite saw it, its files attached by a parallel case between
+// AttachFiles' two writes): DueFiles takes the row off and reads again.
+func TestDueFilesSkipsAttachedToTheLimit(t *testing.T) {
+	db := mustOpen(t, testConfig(t))
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	owner := unique("skipped")
+	made := time.Date(1983, 4, 5, 6, 7, 8, 0, time.UTC)
+	attached := store.File{Attachment: store.Attachment{ID: store.MessageIDAt(made), Size: 3}, Owner: owner}
+	pending := store.File{Attachment: store.Attachment{ID: store.MessageIDAt(made.Add(time.Second)), Size: 3}, Owner: owner}
+	for _, f := range []store.File{attached, pending} {
+		if err := db.CreateFile(ctx, f, 100); err != nil {
+			t.Fatal(err)
+		}
+		defer db.RemoveFile(context.Background(), owner, f.ID)
+	}
+	if err := db.CompleteFile(ctx, owner, attached.Attachment); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.ClaimFiles(ctx, owner, []store.FileID{attached.ID}, "room", store.NewMessageID()); err != nil {
+		t.Fatal(err)
+	}
+	// Attached, its row still listed: AttachFiles between its writes.
+	if err := db.query(ctx, changeState, int(store.FileAttached), owner, gocql.UUID(attached.ID), int(store.FileClaimed)).Exec(); err != nil {
+		t.Fatal(err)
+	}
+	due, err := db.DueFiles(ctx, made.Add(2*time.Second), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(due) != 1 || due[0].ID == attached.ID {
+		t.Fatalf("DueFiles(limit 1) = %+v; want one file, not the attached one", due)
+	}
+}
+
 // TestDueFilesPrunesDays: DueFiles takes an old day off file_sweep_days
 // once it reads it empty, and a file made in that day later lists it again.
 func TestDueFilesPrunesDays(t *testing.T) {
