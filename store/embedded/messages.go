@@ -98,9 +98,13 @@ func (db *DB) Messages(ctx context.Context, room string, before store.MessageID,
 	}
 	defer end()
 
-	var gen uint64
+	var (
+		gen    uint64
+		newest key // the room's key among the kept pages, for a newest page
+	)
 	if before.IsZero() {
-		msgs, kept, g := db.newest.page(roomMessages(room), limit)
+		newest = roomMessages(room)
+		msgs, kept, g := db.newest.page(newest, limit)
 		if kept {
 			return nonNil(msgs), nil
 		}
@@ -124,8 +128,8 @@ func (db *DB) Messages(ctx context.Context, room string, before store.MessageID,
 	if err != nil {
 		return nil, err
 	}
-	if before.IsZero() {
-		db.newest.keep(roomMessages(room), limit, gen, page)
+	if newest != nil {
+		db.newest.keep(newest, limit, gen, page)
 	}
 	return nonNil(page), nil
 }
