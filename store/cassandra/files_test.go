@@ -18,17 +18,7 @@ func TestDueFilesAfterCrashedAttach(t *testing.T) {
 	defer cancel()
 	owner := unique("crashed")
 	made := time.Date(1985, 3, 4, 5, 6, 7, 0, time.UTC)
-	f := store.File{Attachment: store.Attachment{ID: store.MessageIDAt(made), Size: 3}, Owner: owner}
-	if err := db.CreateFile(ctx, f, 100); err != nil {
-		t.Fatal(err)
-	}
-	defer db.RemoveFile(context.Background(), owner, f.ID)
-	if err := db.CompleteFile(ctx, owner, f.Attachment); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.ClaimFiles(ctx, owner, []store.FileID{f.ID}, "room", store.NewMessageID()); err != nil {
-		t.Fatal(err)
-	}
+	f := claimedFile(t, ctx, db, owner, made)
 	if err := db.AttachFiles(ctx, owner, []store.FileID{f.ID}); err != nil {
 		t.Fatal(err)
 	}
@@ -61,20 +51,12 @@ func TestDueFilesSkipsAttachedToTheLimit(t *testing.T) {
 	defer cancel()
 	owner := unique("skipped")
 	made := time.Date(1983, 4, 5, 6, 7, 8, 0, time.UTC)
-	attached := store.File{Attachment: store.Attachment{ID: store.MessageIDAt(made), Size: 3}, Owner: owner}
+	attached := claimedFile(t, ctx, db, owner, made)
 	pending := store.File{Attachment: store.Attachment{ID: store.MessageIDAt(made.Add(time.Second)), Size: 3}, Owner: owner}
-	for _, f := range []store.File{attached, pending} {
-		if err := db.CreateFile(ctx, f, 100); err != nil {
-			t.Fatal(err)
-		}
-		defer db.RemoveFile(context.Background(), owner, f.ID)
-	}
-	if err := db.CompleteFile(ctx, owner, attached.Attachment); err != nil {
+	if err := db.CreateFile(ctx, pending, 100); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.ClaimFiles(ctx, owner, []store.FileID{attached.ID}, "room", store.NewMessageID()); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { db.RemoveFile(context.Background(), owner, pending.ID) })
 	// Attached, its row still listed: AttachFiles between its writes.
 	if err := db.query(ctx, changeState, int(store.FileAttached), owner, gocql.UUID(attached.ID), int(store.FileClaimed)).Exec(); err != nil {
 		t.Fatal(err)
@@ -139,4 +121,22 @@ func TestDueFilesPrunesDays(t *testing.T) {
 	if !found || !listed() {
 		t.Errorf("a file made in a pruned day: due %v, day listed %v; want both", found, listed())
 	}
+}
+
+// claimedFile makes a file of owner's at made, complete and claimed by a
+// message, removed when the test ends.
+func claimedFile(t *testing.T, ctx context.Context, db *DB, owner string, made time.Time) store.File {
+	t.Helper()
+	f := store.File{Attachment: store.Attachment{ID: store.MessageIDAt(made), Size: 3}, Owner: owner}
+	if err := db.CreateFile(ctx, f, 100); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.RemoveFile(context.Background(), owner, f.ID) })
+	if err := db.CompleteFile(ctx, owner, f.Attachment); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.ClaimFiles(ctx, owner, []store.FileID{f.ID}, "room", store.NewMessageID()); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
