@@ -336,17 +336,18 @@ func (b *batch) commit() error {
 		return b.err
 	}
 	err := b.Commit(pebble.Sync)
+	if err == nil {
+		for _, l := range b.listings {
+			b.db.listed.remember(l.p, l.day, l.stamp)
+		}
+	}
+	// Last, once a read would find everything the batch wrote (its rows,
+	// and its days among the listed ones), and even if the commit failed:
+	// pebble may have applied it.
 	if len(b.roomsTouched) > 0 || b.touchesAllRooms {
-		// Even if the commit failed: pebble may have applied it.
 		b.db.newest.forget(b.roomsTouched, b.touchesAllRooms)
 	}
-	if err != nil {
-		return err
-	}
-	for _, l := range b.listings {
-		b.db.listed.remember(l.p, l.day, l.stamp)
-	}
-	return nil
+	return err
 }
 
 // pebbleLogger sends pebble's log lines to log/slog: its routine notes at

@@ -29,11 +29,13 @@ const (
 // its read, and every write of its room after that changes the entry's
 // generation, which the read must find unchanged to keep its page. So a
 // post acknowledged (committed, then forgotten) is on every page read
-// after it.
+// after it. Generations are drawn from one counter, so an entry let go
+// and made again never has the generation a read of the old one holds.
 type newestPages struct {
 	mu    sync.Mutex
 	rooms map[string]*newestPage // by the room's partition prefix, roomMessages
 	bytes int                    // the pages' sizes, summed
+	gens  uint64                 // the last generation given
 }
 
 // newestPage is a room's newest page, or a read of it under way.
@@ -41,7 +43,7 @@ type newestPage struct {
 	msgs  []store.Message // newest first; never changed once kept
 	limit int             // the size read; 0 while none is kept
 	size  int             // pageSize(msgs)
-	gen   uint64          // changes with every write to the room
+	gen   uint64          // changes with every write to the room, never reused
 }
 
 // page returns room's newest limit messages if kept, each caller its own
@@ -57,7 +59,8 @@ func (n *newestPages) page(room key, limit int) (msgs []store.Message, kept bool
 		if len(n.rooms) >= maxNewestPages {
 			n.evictOne("")
 		}
-		p = &newestPage{}
+		n.gens++
+		p = &newestPage{gen: n.gens}
 		n.rooms[string(room)] = p
 	}
 	// A page read with a larger limit holds this one, and one that came
@@ -122,7 +125,8 @@ func (n *newestPages) forget(rooms []string, all bool) {
 	defer n.mu.Unlock()
 	forget := func(p *newestPage) {
 		n.bytes -= p.size
-		p.msgs, p.limit, p.size, p.gen = nil, 0, 0, p.gen+1
+		n.gens++
+		p.msgs, p.limit, p.size, p.gen = nil, 0, 0, n.gens
 	}
 	if all {
 		for _, p := range n.rooms {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,6 +86,15 @@ func TestNewestPagesBounded(t *testing.T) {
 	n.keep(first, 1, gen, []store.Message{{Room: "room-0"}})
 	if p := n.rooms[string(first)]; p != nil && p.limit > 0 {
 		t.Error("a read whose entry was let go kept its page in a new one")
+	}
+	// A write of the room while it has no entry, then another read of it
+	// makes one: the first read's page, from before the write, is not
+	// kept in it.
+	n.forget([]string{string(first)}, false)
+	n.page(first, 1)
+	n.keep(first, 1, gen, []store.Message{{Room: "room-0"}})
+	if _, kept, _ := n.page(first, 1); kept {
+		t.Error("a read from before a write of its room, whose entry was let go, kept its page in the entry another read made after the write")
 	}
 }
 
@@ -220,13 +230,18 @@ func TestNewestPagesFollowWrites(t *testing.T) {
 
 // TestNewestPagesReadYourWrites: while readers fill and refill the kept
 // page, a post is on every page its poster reads once it returns (or the
-// page is full of newer ones).
+// page is full of newer ones). Every post is in a day of its own, newer
+// than the others: what the store knows of the room's days (listedDays)
+// changes with every post too, and a page read from it must not be kept
+// before it does.
 func TestNewestPagesReadYourWrites(t *testing.T) {
 	db := open(t, t.TempDir())
 	defer db.Close()
 	ctx := t.Context()
 	alice := createListingRoom(t, db, "room")
 	const posters, perPoster, size = 4, 40, 8
+	var days atomic.Int64
+	start := time.Now()
 	done := make(chan struct{})
 	readers := readUntil(t, done, 2, func() error {
 		_, err := db.Messages(ctx, "room", store.MessageID{}, size)
@@ -236,7 +251,8 @@ func TestNewestPagesReadYourWrites(t *testing.T) {
 	for range posters {
 		wg.Go(func() {
 			for range perPoster {
-				id := post(t, db, "room", alice, store.NewMessageID())
+				day := time.Duration(days.Add(1)) * 24 * time.Hour
+				id := post(t, db, "room", alice, store.MessageIDAt(start.Add(day)))
 				page, err := db.Messages(ctx, "room", store.MessageID{}, size)
 				if err != nil {
 					t.Error(err)
