@@ -11,13 +11,16 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/killrchat/chatql/store"
 )
 
 // centrifugoTarget drives Centrifugo (v6) with chatload's profile, for a
 // side-by-side comparison on the same machine: each subscriber is a
 // websocket speaking Centrifugo's JSON client protocol (anonymous:
 // client.insecure) subscribed to one channel per room; posters publish
-// {"content": ...} through the HTTP API (/api/publish), and readers read
+// the message a chatql subscriber gets (centrifugoEvent) through the HTTP
+// API (/api/publish), and readers read
 // the newest 50 of a channel's history (/api/history). Centrifugo has no
 // users or rooms to make: setup only names the channels.
 type centrifugoTarget struct {
@@ -71,9 +74,41 @@ func (t *centrifugoTarget) subscriber(j int, room string) func(context.Context, 
 
 func (t *centrifugoTarget) poster(i int) postFunc {
 	base := t.cfg.urls[i%len(t.cfg.urls)]
+	login := fmt.Sprintf("%s-p%03d", t.cfg.prefix, i)
+	author := centrifugoAuthor{Login: login, Firstname: "Load", Lastname: "Tester " + login}
 	return func(ctx context.Context, room string, text []byte) error {
-		return t.api(ctx, base, "publish", map[string]any{"channel": room, "data": map[string]string{"content": string(text)}}, nil)
+		id := store.NewMessageID()
+		data := centrifugoEvent{Kind: "MESSAGE_POSTED", Room: room, Cursor: id.String(), Message: centrifugoMessage{
+			ID: id.String(), Content: string(text), PostedAt: id.Time().UTC(), Author: author,
+		}}
+		return t.api(ctx, base, "publish", map[string]any{"channel": room, "data": data}, nil)
 	}
+}
+
+// centrifugoEvent is what a poster publishes to Centrifugo: the message a
+// chatql subscriber gets in its roomEvents (chatload's roomEventsSub),
+// field for field, as a chat backend on Centrifugo would publish it once
+// stored, so that each delivery carries the same on both servers.
+type centrifugoEvent struct {
+	Kind    string            `json:"kind"`
+	Room    string            `json:"room"`
+	Cursor  string            `json:"cursor"`
+	Message centrifugoMessage `json:"message"`
+	User    *centrifugoAuthor `json:"user"`
+}
+
+type centrifugoMessage struct {
+	ID       string           `json:"id"`
+	Content  string           `json:"content"`
+	System   bool             `json:"system"`
+	PostedAt time.Time        `json:"postedAt"`
+	Author   centrifugoAuthor `json:"author"`
+}
+
+type centrifugoAuthor struct {
+	Login     string `json:"login"`
+	Firstname string `json:"firstname"`
+	Lastname  string `json:"lastname"`
 }
 
 func (t *centrifugoTarget) reader(i int) readFunc {
@@ -81,10 +116,8 @@ func (t *centrifugoTarget) reader(i int) readFunc {
 	return func(ctx context.Context, room string) error {
 		var page struct {
 			Publications []struct {
-				Data struct {
-					Content string `json:"content"`
-				} `json:"data"`
-				Offset uint64 `json:"offset"`
+				Data   centrifugoEvent `json:"data"`
+				Offset uint64          `json:"offset"`
 			} `json:"publications"`
 		}
 		return t.api(ctx, base, "history", map[string]any{"channel": room, "limit": 50, "reverse": true}, &page)
