@@ -14,6 +14,7 @@ import (
 
 	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/internal/chatclient"
+	"github.com/killrchat/chatql/live"
 	"github.com/killrchat/chatql/server"
 )
 
@@ -439,20 +440,24 @@ func TestMembershipTTLConfig(t *testing.T) {
 	}
 }
 
-// TestWriteDelayConfig: CHAT_WRITE_DELAY is 0 (events written at once)
-// by default, and takes a duration from 0 to 1s.
+// TestWriteDelayConfig: CHAT_WRITE_DELAY is auto by default (the default
+// delay while the cores are full), and takes auto or a duration from 0
+// (events written at once) to 1s, applied to every event.
 func TestWriteDelayConfig(t *testing.T) {
 	for _, c := range []struct {
-		value string
-		want  time.Duration
-		bad   bool
+		value    string
+		want     time.Duration
+		whenBusy bool
+		bad      bool
 	}{
-		{"", 0, false},
-		{"5ms", 5 * time.Millisecond, false},
-		{"1s", time.Second, false},
-		{"1001ms", 0, true},
-		{"-1ms", 0, true},
-		{"soon", 0, true},
+		{"", live.DefaultWriteDelay, true, false},
+		{"auto", live.DefaultWriteDelay, true, false},
+		{"0", 0, false, false},
+		{"5ms", 5 * time.Millisecond, false, false},
+		{"1s", time.Second, false, false},
+		{"1001ms", 0, false, true},
+		{"-1ms", 0, false, true},
+		{"soon", 0, false, true},
 	} {
 		cfg, err := server.ParseConfig(nil, func(k string) string {
 			if k == "CHAT_WRITE_DELAY" {
@@ -460,8 +465,9 @@ func TestWriteDelayConfig(t *testing.T) {
 			}
 			return ""
 		})
-		if (err != nil) != c.bad || err == nil && cfg.WriteDelay != c.want {
-			t.Errorf("CHAT_WRITE_DELAY=%q: %v, error %v; want %v, error %v", c.value, cfg.WriteDelay, err, c.want, c.bad)
+		if (err != nil) != c.bad || err == nil && (cfg.WriteDelay != c.want || cfg.WriteDelayWhenBusy != c.whenBusy) {
+			t.Errorf("CHAT_WRITE_DELAY=%q: %v (when busy %v), error %v; want %v (when busy %v), error %v",
+				c.value, cfg.WriteDelay, cfg.WriteDelayWhenBusy, err, c.want, c.whenBusy, c.bad)
 		}
 	}
 }

@@ -101,9 +101,35 @@ func TestBurstIsCoalescedOneMessageAFrame(t *testing.T) {
 // checked to come before the delay ends, which a write on loopback makes
 // by far.
 func TestWriteDelayGathersEvents(t *testing.T) {
-	const delay, burst = time.Second, 10
+	const delay = time.Second
 	gate := &writeGate{}
 	h, _, c, _ := gatedHall(t, gate, func(c *Config) { c.WriteDelay = delay })
+	burstAfterWrite(t, h, c, gate, delay, true)
+}
+
+// TestWriteDelayWhenBusy: with WriteDelayWhenBusy, a burst right after a
+// write goes at once while the busy gate is closed (the cores have room),
+// and waits for the delay, to go out in one write, once it is open.
+// TestBusyGate checks when the gate opens.
+func TestWriteDelayWhenBusy(t *testing.T) {
+	const delay = time.Second
+	gate := &writeGate{}
+	h, _, c, _ := gatedHall(t, gate, func(c *Config) { c.WriteDelay, c.WriteDelayWhenBusy = delay, true })
+	burstAfterWrite(t, h, c, gate, delay, false)
+	busy := h.live.delayed.busy
+	busy.mu.Lock()
+	busy.openUntil(time.Now().Add(time.Hour)) // the cores are full
+	busy.mu.Unlock()
+	burstAfterWrite(t, h, c, gate, delay, true)
+}
+
+// burstAfterWrite publishes an event to c's subscription after a quiet
+// spell and checks that it comes at once; then, once its drain is over, a
+// burst of events, and checks that the burst waited for the delay and went
+// out in one write (held), or came at once (not held).
+func burstAfterWrite(t *testing.T, h *harness, c *client, gate *writeGate, delay time.Duration, held bool) {
+	t.Helper()
+	const burst = 10
 	publish := func(content string) { publishToHall(t, h, content) }
 	receive := func(want string) time.Time {
 		t.Helper()
@@ -120,8 +146,7 @@ func TestWriteDelayGathersEvents(t *testing.T) {
 	if took := receive("after a quiet spell").Sub(start); took >= delay {
 		t.Errorf("the event after a quiet spell came after %v, the delay is %v", took, delay)
 	}
-	// Right after a write (its drain over, else the burst would join it):
-	// the burst waits, and goes out in one write.
+	// Right after a write (its drain over, else the burst would join it).
 	waitFor(t, "the drain to end", func() bool {
 		h.live.mu.Lock()
 		defer h.live.mu.Unlock()
@@ -140,13 +165,17 @@ func TestWriteDelayGathersEvents(t *testing.T) {
 	for i := range burst {
 		publish(fmt.Sprint("burst ", i))
 	}
-	if waited := receive("burst 0").Sub(start); waited < delay/2 {
+	waited := receive("burst 0").Sub(start)
+	switch {
+	case held && waited < delay/2:
 		t.Errorf("a burst right after a write came after %v, before the delay of %v was half over", waited, delay)
+	case !held && waited >= delay:
+		t.Errorf("a burst right after a write, not to be held, came after %v, the delay is %v", waited, delay)
 	}
 	for i := 1; i < burst; i++ {
 		receive(fmt.Sprint("burst ", i))
 	}
-	if got := gate.writes.Load(); got != 1 {
+	if got := gate.writes.Load(); held && got != 1 {
 		t.Errorf("the burst of %d events took %d writes, want 1", burst, got)
 	}
 }

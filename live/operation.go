@@ -284,7 +284,7 @@ func (r *roomSubscription) deliver() (done bool, err error) {
 		}
 		if written > 0 {
 			r.op.c.counts().delivered.Add(written)
-			if r.op.c.t.delayed != nil { // a clock read a pump only when the write delay needs it
+			if r.op.c.t.delayed.holding() { // a clock read a pump only when the write delay needs it
 				r.op.c.wroteEvents.Store(time.Now().UnixNano())
 			}
 		}

@@ -15,6 +15,9 @@ type Stats struct {
 	// Refused counts the upgrades refused with 503 (TOO_MANY_CONNECTIONS)
 	// because too many connections had no user.
 	Refused uint64
+	// WritesSpaced says whether the write delay applies now: always with
+	// a fixed one, while the cores are full with WriteDelayWhenBusy.
+	WritesSpaced bool
 }
 
 // ProtocolStats are the counts of the connections of one subprotocol.
@@ -51,7 +54,8 @@ func (c *protocolCounts) unsubscribed() { c.subscriptionsOpen.Add(-1) }
 
 // Stats returns the transport's counts now.
 func (t *Transport) Stats() Stats {
-	s := Stats{Protocols: make([]ProtocolStats, len(protocols)), WriteTimeouts: t.writeTimeouts.Load(), Refused: t.refused.Load()}
+	s := Stats{Protocols: make([]ProtocolStats, len(protocols)), WriteTimeouts: t.writeTimeouts.Load(), Refused: t.refused.Load(),
+		WritesSpaced: t.delayed.holding()}
 	for i, p := range protocols {
 		c := &t.counts[i]
 		s.Protocols[i] = ProtocolStats{

@@ -118,6 +118,9 @@ type Config struct {
 	// later by up to WriteDelay; an event after a quiet spell goes at
 	// once. 0, the default, writes every event at once.
 	WriteDelay time.Duration
+	// WriteDelayWhenBusy applies WriteDelay only while deliveries wait
+	// for a CPU (busyGate): with cores to spare every event goes at once.
+	WriteDelayWhenBusy bool
 	// Context ends every connection when done (server shutdown).
 	Context context.Context
 	Log     *slog.Logger
@@ -197,6 +200,11 @@ func New(cfg Config) *Transport {
 	}}
 	if cfg.WriteDelay > 0 {
 		t.delayed = &delayedDrains{delay: cfg.WriteDelay, drainers: &t.drainers}
+		if cfg.WriteDelayWhenBusy {
+			t.delayed.busy = &busyGate{}
+			t.drainers.busy = t.delayed.busy
+			go t.delayed.busy.watch(cfg.Context)
+		}
 	}
 	go t.watch()
 	return t
@@ -721,7 +729,7 @@ func (c *conn) ready(r *roomSubscription) {
 	c.pending = append(c.pending, r)
 	start := !c.draining
 	c.draining = true
-	wait := start && c.t.delayed != nil && time.Now().UnixNano()-c.wroteEvents.Load() < int64(c.t.delayed.delay)
+	wait := start && c.t.delayed.holding() && time.Now().UnixNano()-c.wroteEvents.Load() < int64(c.t.delayed.delay)
 	c.mu.Unlock()
 	switch {
 	case wait:
@@ -738,14 +746,21 @@ func (c *conn) ready(r *roomSubscription) {
 // writes them together. One timer serves every connection: the first held
 // arms it, and those that follow before it fires wait less. A timer
 // armed when the transport ends fires once more, into drains that find
-// their connections closed.
+// their connections closed and end their subscriptions: it must.
 type delayedDrains struct {
 	delay    time.Duration
 	drainers *drainers
+	busy     *busyGate // nil: always hold (Config.WriteDelayWhenBusy)
 	mu       sync.Mutex
 	due      []*conn
 	spare    []*conn // due's array, emptied, for the next round
 	timer    *time.Timer
+}
+
+// holding reports whether a connection that wrote events within the delay
+// waits now: false without a delay, or with the busy gate closed.
+func (d *delayedDrains) holding() bool {
+	return d != nil && (d.busy == nil || d.busy.on.Load())
 }
 
 // add holds c until the timer fires.
@@ -795,11 +810,21 @@ const maxKeptDue = 1 << 14
 // for a tick of the watchdog end (trim).
 type drainers struct {
 	mu     sync.Mutex
-	parked []chan *conn // each a parked drainer's, with room for one; the last parked last
+	parked []chan handOff // each a parked drainer's, with room for one; the last parked last
 	// unused is the fewest drainers parked since the last trim: that many,
 	// the first parked, were not handed a connection since.
 	unused  int
 	stopped bool // none parks any more
+	// busy is told how long each hand-off waited for its drainer, while
+	// it measures (nil: no busy gate).
+	busy *busyGate
+}
+
+// A handOff is a connection to drain, and when it was handed over (Unix
+// nanoseconds; 0 when the busy gate does not measure it).
+type handOff struct {
+	c  *conn
+	at int64
 }
 
 // maxParkedDrainers bounds the drainers parked at once (a burst past it
@@ -808,26 +833,33 @@ const maxParkedDrainers = 8192
 
 // drain has c drained by a parked drainer, or a new one.
 func (d *drainers) drain(c *conn) {
+	h := handOff{c: c}
+	if d.busy != nil && d.busy.measuring() {
+		h.at = time.Now().UnixNano()
+	}
 	d.mu.Lock()
 	if n := len(d.parked); n > 0 {
 		next := d.parked[n-1]
 		d.parked = d.parked[:n-1]
 		d.unused = min(d.unused, n-1)
 		d.mu.Unlock()
-		next <- c
+		next <- h
 		return
 	}
 	d.mu.Unlock()
-	go d.run(c)
+	go d.run(h)
 }
 
-// run drains c, then each connection handed to it while parked; it exits
-// when maxParkedDrainers others are parked, or when handed nil (trim,
-// stop).
-func (d *drainers) run(c *conn) {
-	next := make(chan *conn, 1)
-	for c != nil {
-		c.drain()
+// run drains h's connection, then each connection handed to it while
+// parked; it exits when maxParkedDrainers others are parked, or when
+// handed none (trim, stop).
+func (d *drainers) run(h handOff) {
+	next := make(chan handOff, 1)
+	for h.c != nil {
+		if h.at != 0 {
+			d.busy.handedOff(time.Duration(time.Now().UnixNano() - h.at))
+		}
+		h.c.drain()
 		d.mu.Lock()
 		if d.stopped || len(d.parked) >= maxParkedDrainers {
 			d.mu.Unlock()
@@ -835,7 +867,7 @@ func (d *drainers) run(c *conn) {
 		}
 		d.parked = append(d.parked, next)
 		d.mu.Unlock()
-		c = <-next
+		h = <-next
 	}
 }
 
@@ -847,7 +879,7 @@ func (d *drainers) trim() {
 	d.unused = len(d.parked)
 	d.mu.Unlock()
 	for _, next := range unused {
-		next <- nil
+		next <- handOff{}
 	}
 }
 
@@ -858,7 +890,7 @@ func (d *drainers) stop() {
 	d.parked, d.unused, d.stopped = nil, 0, true
 	d.mu.Unlock()
 	for _, next := range parked {
-		next <- nil
+		next <- handOff{}
 	}
 }
 

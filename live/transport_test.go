@@ -815,7 +815,7 @@ func TestDrainersAreReused(t *testing.T) {
 func TestDrainersTrimTheUnused(t *testing.T) {
 	d := &drainers{}
 	for range 3 {
-		go d.run(&conn{}) // nothing pending: drains at once, then parks
+		go d.run(handOff{c: &conn{}}) // nothing pending: drains at once, then parks
 	}
 	waitFor(t, "three drainers to park", func() bool { return d.parkedNow() == 3 })
 	d.trim() // the first tick: none was parked a whole tick yet

@@ -33,7 +33,7 @@ type sourceCollector struct {
 	src Sources
 
 	connections, connectionsOpen     *prometheus.Desc
-	refused                          *prometheus.Desc
+	refused, writesSpaced            *prometheus.Desc
 	subscriptions, subscriptionsOpen *prometheus.Desc
 	delivered, dropped, slowConsumer *prometheus.Desc
 	publishes, resyncs               *prometheus.Desc
@@ -52,6 +52,7 @@ func newSourceCollector(src Sources) *sourceCollector {
 		connections:       desc("connections_total", "Live connections accepted, by transport: the websocket subprotocol (graphql-transport-ws, graphql-ws) or sse (an event stream).", "transport"),
 		connectionsOpen:   desc("connections_open", "Live connections open now, by transport.", "transport"),
 		refused:           desc("websocket_upgrades_refused_total", "Websocket upgrades refused with 503 (TOO_MANY_CONNECTIONS): too many websockets had no user (CHAT_MAX_UNAUTHENTICATED_WEBSOCKETS)."),
+		writesSpaced:      desc("websocket_writes_spaced", "1 while websockets' writes are spaced (CHAT_WRITE_DELAY: always with a duration; with auto, while the cores are full), else 0."),
 		subscriptions:     desc("subscriptions_total", "Subscriptions started, by transport.", "transport"),
 		subscriptionsOpen: desc("subscriptions_open", "Subscriptions running now, by transport.", "transport"),
 		delivered:         desc("events_delivered_total", "Subscription events written to clients, by transport.", "transport"),
@@ -73,7 +74,7 @@ func newSourceCollector(src Sources) *sourceCollector {
 
 func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
-		c.connections, c.connectionsOpen, c.refused, c.subscriptions, c.subscriptionsOpen, c.delivered,
+		c.connections, c.connectionsOpen, c.refused, c.writesSpaced, c.subscriptions, c.subscriptionsOpen, c.delivered,
 		c.dropped, c.slowConsumer, c.publishes, c.resyncs, c.topics, c.subscribers,
 		c.channels, c.outbox, c.redisUp, c.rejections, c.fallbacks, c.renewals, c.spans,
 	} {
@@ -100,6 +101,7 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		s := t.Stats()
 		writeTimeouts = s.WriteTimeouts
 		counter(c.refused, s.Refused)
+		gauge(c.writesSpaced, up(s.WritesSpaced))
 		for _, p := range s.Protocols {
 			counter(c.connections, p.Connections, p.Protocol)
 			gauge(c.connectionsOpen, float64(p.ConnectionsOpen), p.Protocol)

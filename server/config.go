@@ -14,6 +14,7 @@ import (
 	"github.com/killrchat/chatql/chat"
 	"github.com/killrchat/chatql/files"
 	"github.com/killrchat/chatql/files/images"
+	"github.com/killrchat/chatql/live"
 	"github.com/killrchat/chatql/notify/mail"
 	"github.com/killrchat/chatql/presence"
 	"github.com/killrchat/chatql/ratelimit"
@@ -76,7 +77,10 @@ type Config struct {
 	KeepAlive       time.Duration
 	// WriteDelay spaces a websocket's writes of events
 	// (live.Config.WriteDelay): CPU for latency; 0 writes at once.
-	WriteDelay time.Duration
+	// WriteDelayWhenBusy applies it only while deliveries wait for a CPU
+	// (live.Config.WriteDelayWhenBusy): "auto", the default.
+	WriteDelay         time.Duration
+	WriteDelayWhenBusy bool
 	// PresenceTTL is how long an instance's presence records outlive its
 	// last heartbeat (every third of it) in Redis: a dead instance's users
 	// go offline within PresenceTTL and a heartbeat. PresenceGrace is how
@@ -225,7 +229,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	membershipTTL := fs.String("membership-ttl", env.str("CHAT_MEMBERSHIP_TTL", "auto"), "how long an instance lets a user post to (and read) a public room on the strength of a membership it read at most; 0 reads it every time; auto: "+chat.DefaultMembershipTTL.String()+" with the in-process broker (one instance: the end of a membership drops it at once), 0 with Redis (another instance would accept a removed user's posts until the announcement reaches it) (CHAT_MEMBERSHIP_TTL)")
 	fs.DurationVar(&c.PresenceGrace, "presence-grace", env.duration("CHAT_PRESENCE_GRACE", presence.DefaultGrace), "how long a user stays online after their last connection closed (CHAT_PRESENCE_GRACE)")
 	fs.DurationVar(&c.KeepAlive, "keepalive", env.duration("CHAT_KEEPALIVE", 15*time.Second), "websocket keepalive interval (CHAT_KEEPALIVE)")
-	fs.DurationVar(&c.WriteDelay, "write-delay", env.duration("CHAT_WRITE_DELAY", 0), "spaces a websocket's writes: an event within this long of the connection's last write waits this long at most, and what came meanwhile goes out in one write (fewer syscalls for later events), up to 1s; 0 writes every event at once (CHAT_WRITE_DELAY)")
+	writeDelay := fs.String("write-delay", env.str("CHAT_WRITE_DELAY", "auto"), "spaces a websocket's writes: an event within this long of the connection's last write waits this long at most, and what came meanwhile goes out in one write (fewer syscalls for later events), up to 1s; 0 writes every event at once; auto: "+live.DefaultWriteDelay.String()+" while the server's cores are full (deliveries wait for one), 0 otherwise (CHAT_WRITE_DELAY)")
 	fs.IntVar(&c.MaxUnauthenticatedWebsockets, "max-unauthenticated-websockets", env.int("CHAT_MAX_UNAUTHENTICATED_WEBSOCKETS", 1000), "websockets open without a user (before connection_init, or anonymous) before upgrades are refused with 503 (CHAT_MAX_UNAUTHENTICATED_WEBSOCKETS)")
 	origins := fs.String("allowed-origins", env.str("CHAT_ALLOWED_ORIGINS", "*"), "comma-separated browser origins allowed to call the API, * for any (CHAT_ALLOWED_ORIGINS)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", env.duration("CHAT_SHUTDOWN_TIMEOUT", 15*time.Second), "how long shutdown waits for in-flight requests (CHAT_SHUTDOWN_TIMEOUT)")
@@ -304,8 +308,12 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	if c.MaxUnauthenticatedWebsockets < 1 {
 		return c, fmt.Errorf("max unauthenticated websockets %d: must be at least 1", c.MaxUnauthenticatedWebsockets)
 	}
-	if c.WriteDelay < 0 || c.WriteDelay > time.Second {
-		return c, fmt.Errorf("write delay %v: must be from 0 to 1s", c.WriteDelay)
+	if *writeDelay == "auto" {
+		c.WriteDelay, c.WriteDelayWhenBusy = live.DefaultWriteDelay, true
+	} else if d, err := time.ParseDuration(*writeDelay); err != nil || d < 0 || d > time.Second {
+		return c, fmt.Errorf("write delay %q: want auto, or a duration from 0 to 1s such as 20ms", *writeDelay)
+	} else {
+		c.WriteDelay = d
 	}
 	if c.ProfileTTL <= 0 {
 		return c, fmt.Errorf("profile TTL %v: must be positive", c.ProfileTTL)

@@ -397,6 +397,7 @@ func (s *Server) routes(streams context.Context, res *resolvers.Resolver, sessio
 		InitTimeout:        10 * time.Second,
 		KeepAlive:          s.cfg.KeepAlive,
 		WriteDelay:         s.cfg.WriteDelay,
+		WriteDelayWhenBusy: s.cfg.WriteDelayWhenBusy,
 		ReadLimit:          s.cfg.MaxBodyBytes,
 		MaxUnauthenticated: s.cfg.MaxUnauthenticatedWebsockets,
 		Context:            streams,
