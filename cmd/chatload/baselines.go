@@ -566,30 +566,6 @@ func (r *runner) historyBaselines(ctx context.Context, seed int) []ThroughputBas
 // plainMessagesHandler serves GET /messages?room=&first= with the page the
 // GraphQL query returns, encoded by encoding/json.
 func plainMessagesHandler(st store.Store) http.Handler {
-	type author struct {
-		Login     string `json:"login"`
-		Firstname string `json:"firstname"`
-		Lastname  string `json:"lastname"`
-	}
-	type node struct {
-		ID       string    `json:"id"`
-		Content  string    `json:"content"`
-		System   bool      `json:"system"`
-		PostedAt time.Time `json:"postedAt"`
-		Author   author    `json:"author"`
-	}
-	type edge struct {
-		Cursor string `json:"cursor"`
-		Node   node   `json:"node"`
-	}
-	type pageInfo struct {
-		HasNextPage bool    `json:"hasNextPage"`
-		EndCursor   *string `json:"endCursor"`
-	}
-	type result struct {
-		Edges    []edge   `json:"edges"`
-		PageInfo pageInfo `json:"pageInfo"`
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /messages", func(w http.ResponseWriter, req *http.Request) {
 		n, err := strconv.Atoi(req.URL.Query().Get("first"))
@@ -602,12 +578,12 @@ func plainMessagesHandler(st store.Store) http.Handler {
 			http.Error(w, `{"error":"store"}`, http.StatusInternalServerError)
 			return
 		}
-		res := result{Edges: make([]edge, 0, n), PageInfo: pageInfo{HasNextPage: len(msgs) > n}}
+		res := page{Edges: make([]pageEdge, 0, n), PageInfo: pageInfo{HasNextPage: len(msgs) > n}}
 		for i := range msgs[:min(n, len(msgs))] {
 			m := &msgs[i]
 			id := m.ID.String()
-			res.Edges = append(res.Edges, edge{Cursor: id, Node: node{ID: id, Content: m.Content, System: m.System, PostedAt: m.PostedAt(),
-				Author: author{m.Author.Login, m.Author.Firstname, m.Author.Lastname}}})
+			res.Edges = append(res.Edges, pageEdge{Cursor: id, Node: apiMessage{ID: id, Content: m.Content, System: m.System, PostedAt: m.PostedAt(),
+				Author: apiAuthor{m.Author.Login, m.Author.Firstname, m.Author.Lastname}}})
 			res.PageInfo.EndCursor = &id
 		}
 		var buf bytes.Buffer

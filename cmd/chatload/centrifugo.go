@@ -75,10 +75,10 @@ func (t *centrifugoTarget) subscriber(j int, room string) func(context.Context, 
 func (t *centrifugoTarget) poster(i int) postFunc {
 	base := t.cfg.urls[i%len(t.cfg.urls)]
 	login := fmt.Sprintf("%s-p%03d", t.cfg.prefix, i)
-	author := centrifugoAuthor{Login: login, Firstname: "Load", Lastname: "Tester " + login}
+	author := apiAuthor{Login: login, Firstname: "Load", Lastname: "Tester " + login}
 	return func(ctx context.Context, room string, text []byte) error {
 		id := store.NewMessageID()
-		data := centrifugoEvent{Kind: "MESSAGE_POSTED", Room: room, Cursor: id.String(), Message: centrifugoMessage{
+		data := centrifugoEvent{Kind: "MESSAGE_POSTED", Room: room, Cursor: id.String(), Message: apiMessage{
 			ID: id.String(), Content: string(text), PostedAt: id.Time().UTC(), Author: author,
 		}}
 		return t.api(ctx, base, "publish", map[string]any{"channel": room, "data": data}, nil)
@@ -90,25 +90,11 @@ func (t *centrifugoTarget) poster(i int) postFunc {
 // field for field, as a chat backend on Centrifugo would publish it once
 // stored, so that each delivery carries the same on both servers.
 type centrifugoEvent struct {
-	Kind    string            `json:"kind"`
-	Room    string            `json:"room"`
-	Cursor  string            `json:"cursor"`
-	Message centrifugoMessage `json:"message"`
-	User    *centrifugoAuthor `json:"user"`
-}
-
-type centrifugoMessage struct {
-	ID       string           `json:"id"`
-	Content  string           `json:"content"`
-	System   bool             `json:"system"`
-	PostedAt time.Time        `json:"postedAt"`
-	Author   centrifugoAuthor `json:"author"`
-}
-
-type centrifugoAuthor struct {
-	Login     string `json:"login"`
-	Firstname string `json:"firstname"`
-	Lastname  string `json:"lastname"`
+	Kind    string     `json:"kind"`
+	Room    string     `json:"room"`
+	Cursor  string     `json:"cursor"`
+	Message apiMessage `json:"message"`
+	User    *apiAuthor `json:"user"`
 }
 
 func (t *centrifugoTarget) reader(i int) readFunc {

@@ -351,24 +351,35 @@ func (r *runner) reader(ctx context.Context, i int, read readFunc, interval time
 // page is a messages page as both the GraphQL API and the plain baseline
 // handler return it; readers decode it fully, as an app would.
 type page struct {
-	Edges []struct {
-		Cursor string `json:"cursor"`
-		Node   struct {
-			ID       string    `json:"id"`
-			Content  string    `json:"content"`
-			System   bool      `json:"system"`
-			PostedAt time.Time `json:"postedAt"`
-			Author   struct {
-				Login     string `json:"login"`
-				Firstname string `json:"firstname"`
-				Lastname  string `json:"lastname"`
-			} `json:"author"`
-		} `json:"node"`
-	} `json:"edges"`
-	PageInfo struct {
-		HasNextPage bool    `json:"hasNextPage"`
-		EndCursor   *string `json:"endCursor"`
-	} `json:"pageInfo"`
+	Edges    []pageEdge `json:"edges"`
+	PageInfo pageInfo   `json:"pageInfo"`
+}
+
+type pageEdge struct {
+	Cursor string     `json:"cursor"`
+	Node   apiMessage `json:"node"`
+}
+
+type pageInfo struct {
+	HasNextPage bool    `json:"hasNextPage"`
+	EndCursor   *string `json:"endCursor"`
+}
+
+// apiMessage is a message as the load's queries select it (messagesQuery,
+// roomEventsSub): what readers decode, the plain baseline encodes, and
+// Centrifugo's posters publish.
+type apiMessage struct {
+	ID       string    `json:"id"`
+	Content  string    `json:"content"`
+	System   bool      `json:"system"`
+	PostedAt time.Time `json:"postedAt"`
+	Author   apiAuthor `json:"author"`
+}
+
+type apiAuthor struct {
+	Login     string `json:"login"`
+	Firstname string `json:"firstname"`
+	Lastname  string `json:"lastname"`
 }
 
 // graphqlPage reads a room's newest page over the GraphQL API.
