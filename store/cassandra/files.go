@@ -495,13 +495,17 @@ func (db *DB) DueFiles(ctx context.Context, createdBefore time.Time, limit int) 
 	if limit <= 0 {
 		return nil, nil
 	}
-	for range maxDueReads - 1 {
-		files, skipped, err := db.dueFiles(ctx, createdBefore, limit)
+	var (
+		files []store.File
+		err   error
+	)
+	for range maxDueReads {
+		var skipped int
+		files, skipped, err = db.dueFiles(ctx, createdBefore, limit)
 		if err != nil || skipped == 0 || len(files) >= limit {
-			return files, err
+			break
 		}
 	}
-	files, _, err := db.dueFiles(ctx, createdBefore, limit)
 	return files, err
 }
 
