@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/executor"
@@ -69,6 +70,23 @@ type encoder struct {
 	oldest  int
 	encodes int       // how many events it executed, for tests
 	encs    *encoders // its set: epoch and seesHidden
+
+	// latest are the newest results, read without the lock: a room's
+	// fan-out encodes its event once, then every other subscriber finds
+	// it here, on cores that would otherwise queue on mu. There are a
+	// few, for the rooms whose fan-outs run at once.
+	latest [latestResults]atomic.Pointer[result]
+	newest int // the slot of latest the next result takes; guarded by mu
+}
+
+// latestResults is how many of an encoder's newest results are found
+// without its lock.
+const latestResults = 4
+
+// result is an encoded event and what it shows.
+type result struct {
+	key   resultKey
+	bytes []byte
 }
 
 // resultKey identifies what an encoded event shows: the event (its id is
@@ -167,6 +185,11 @@ func (enc *encoder) encode(ev *store.Event, viewer store.UserRef) ([]byte, error
 	if enc.perViewer {
 		k.viewer = viewer.Login
 	}
+	for i := range enc.latest {
+		if r := enc.latest[i].Load(); r != nil && r.key == k {
+			return r.bytes, nil
+		}
+	}
 	enc.mu.Lock()
 	defer enc.mu.Unlock()
 	if b, ok := enc.results[k]; ok {
@@ -192,6 +215,8 @@ func (enc *encoder) encode(ev *store.Event, viewer store.UserRef) ([]byte, error
 	enc.results[k] = b
 	enc.order[enc.oldest] = k
 	enc.oldest = (enc.oldest + 1) % recentResults
+	enc.latest[enc.newest].Store(&result{key: k, bytes: b})
+	enc.newest = (enc.newest + 1) % latestResults
 	return b, nil
 }
 
