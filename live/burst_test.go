@@ -118,8 +118,7 @@ func TestWriteDelayWhenBusy(t *testing.T) {
 	burstAfterWrite(t, h, c, gate, delay, false)
 	busy := h.live.delayed.busy
 	busy.mu.Lock()
-	busy.open(time.Now()) // the cores are full
-	busy.until = time.Now().Add(time.Hour)
+	busy.openUntil(time.Now().Add(time.Hour)) // the cores are full
 	busy.mu.Unlock()
 	burstAfterWrite(t, h, c, gate, delay, true)
 }

@@ -21,11 +21,8 @@ import (
 // windows of busyWindow in a row, at least busyLaggedPercent of the
 // hand-offs waited over busyLag, the cores are full and the gate opens
 // for busyHold. The delay's own saving then hides the signal (the cores
-// have room again), so the gate closes after its hold and measures again:
-// a server still saturated opens it again within half a second, and then
-// holds it twice as long, up to busyMaxHold, so that a load that stays
-// past the cores loses less to the measuring. An opening that comes later
-// than busyRecheck after the last close starts again at busyHold.
+// have room again), so the gate closes after busyHold and measures again:
+// a server still saturated opens it again within half a second.
 //
 // At 550 posts/s over 1,000 subscribers on two cores (BENCHMARKS.md)
 // windows over the share come one at a time, when a collection or a
@@ -38,10 +35,8 @@ type busyGate struct {
 	handed, lagged atomic.Uint64
 
 	mu          sync.Mutex
-	busyWindows int           // windows in a row over the share, while closed
-	until       time.Time     // while open, when it closes
-	closed      time.Time     // when it last closed
-	hold        time.Duration // how long it opened for, the last time
+	busyWindows int       // windows in a row over the share, while closed
+	until       time.Time // while open, when it closes
 }
 
 const (
@@ -51,10 +46,6 @@ const (
 	busyMinHandOffs     = 100 // a window with fewer tells nothing
 	busyWindowsToEngage = 5
 	busyHold            = 5 * time.Second
-	busyMaxHold         = 40 * time.Second
-	// busyRecheck is how soon after a close an opening finds the cores
-	// still full: twice the fewest windows an opening takes.
-	busyRecheck = 2 * busyWindowsToEngage * busyWindow
 )
 
 // DefaultWriteDelay is the write delay of a server that does not set one:
@@ -82,7 +73,6 @@ func (g *busyGate) tick(now time.Time) {
 	if g.on.Load() {
 		if !now.Before(g.until) {
 			g.on.Store(false)
-			g.closed = now
 		}
 		return
 	}
@@ -92,19 +82,13 @@ func (g *busyGate) tick(now time.Time) {
 		g.busyWindows = 0
 	}
 	if g.busyWindows >= busyWindowsToEngage {
-		g.open(now)
+		g.openUntil(now.Add(busyHold))
 	}
 }
 
-// open opens the gate at now for busyHold, or for twice its last hold if
-// it closed within busyRecheck. The caller holds g.mu.
-func (g *busyGate) open(now time.Time) {
-	if g.hold > 0 && now.Sub(g.closed) <= busyRecheck {
-		g.hold = min(2*g.hold, busyMaxHold)
-	} else {
-		g.hold = busyHold
-	}
-	g.busyWindows, g.until = 0, now.Add(g.hold)
+// openUntil opens the gate until then. The caller holds g.mu.
+func (g *busyGate) openUntil(then time.Time) {
+	g.busyWindows, g.until = 0, then
 	g.handed.Store(0)
 	g.lagged.Store(0)
 	g.on.Store(true)
