@@ -77,8 +77,14 @@ func (n *newestPages) keep(room key, limit int, gen uint64, msgs []store.Message
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	p := n.rooms[string(room)]
+	if p == nil || p.gen != gen {
+		return
+	}
 	size := pageSize(msgs)
-	if p == nil || p.gen != gen || size > maxNewestBytes/8 {
+	if size > maxNewestBytes/8 {
+		if p.limit == 0 { // an entry that will hold no page takes no kept page's place
+			delete(n.rooms, string(room))
+		}
 		return
 	}
 	n.bytes -= p.size

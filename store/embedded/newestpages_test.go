@@ -148,6 +148,14 @@ func TestNewestPagesBoundedBytes(t *testing.T) {
 	if _, kept, _ := n.page(room, len(huge)); kept {
 		t.Error("a page of more than an eighth of the bound was kept")
 	}
+	// Nor does its entry stay: it would take a kept page's place.
+	rooms := len(n.rooms)
+	other := roomMessages("room with long messages")
+	_, _, gen = n.page(other, len(huge))
+	n.keep(other, len(huge), gen, huge)
+	if len(n.rooms) != rooms {
+		t.Errorf("%d entries after a page too large to keep, %d before", len(n.rooms), rooms)
+	}
 }
 
 // TestRoomPrefix: a batch tells the room of every key of its messages,
