@@ -82,9 +82,9 @@ const cacheSize = 64 << 20
 // KiB and doubles it at each flush, so an idle store stays small). A
 // flush writes a file of level 0 whose keys span every room written
 // since, and pebble merges four of them into the next level, rewriting
-// all of it; larger memtables rewrite it less often, and the queue rows
-// that search deletes once indexed die in memory. Two memtables may be
-// full at once. Measured with 64 posters writing 300,000 posts
+// most of it; larger memtables rewrite it less often, and more of the
+// search queue's rows, deleted once indexed, reach the files as their
+// deletion alone. Two memtables may be full at once. Measured with 64 posters writing 300,000 posts
 // (BenchmarkPostMessage/posters=64, -benchtime 300000x, 2 cores):
 // pebble's default of 4 MiB took 56 µs a post, 64 MiB 27 µs; with 300
 // bytes of content over 10 rooms, 77 µs of CPU a post, 16 MiB 50, 64 MiB
