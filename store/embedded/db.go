@@ -79,17 +79,15 @@ var errClosed = errors.New("embedded store is closed")
 const cacheSize = 64 << 20
 
 // memTableSize is the most a memtable grows to (pebble starts one at 256
-// KiB and doubles it at each flush, so an idle store stays small). A
-// flush writes a file of level 0 whose keys span every room written
-// since, and pebble merges four of them into the next level, rewriting
-// most of it; larger memtables rewrite it less often, and more of the
-// search queue's rows, deleted once indexed, reach the files as their
-// deletion alone. Two memtables may be full at once. Measured with 64 posters writing 300,000 posts
-// (BenchmarkPostMessage/posters=64, -benchtime 300000x, 2 cores):
-// pebble's default of 4 MiB took 56 µs a post, 64 MiB 27 µs; with 300
-// bytes of content over 10 rooms, 77 µs of CPU a post, 16 MiB 50, 64 MiB
-// 36, 128 MiB 38. Durability is the same: every post is in the fsynced
-// log before it is acknowledged.
+// KiB and doubles it at each flush, so an idle store stays small; two may
+// be full at once). A flush writes a file of level 0 whose keys span every
+// room written since, and pebble merges four of them into the next level,
+// rewriting most of it: larger memtables rewrite it less often, and more
+// of the search queue's rows, deleted once indexed, reach the files as
+// their deletion alone. BenchmarkPostMessage/posters=64 -benchtime
+// 300000x on 2 cores: 52-56 µs a post at pebble's default of 4 MiB, 40 at
+// 16 MiB, 26-27 at 64 (BENCHMARKS.md). Durability is the same: every post
+// is in the fsynced log before it is acknowledged.
 const memTableSize = 64 << 20
 
 // Open opens the store in dir, creating it if needed. A directory another
