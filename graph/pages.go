@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -150,6 +151,11 @@ func (ec *executionContext) encodePage(ctx context.Context, sel ast.SelectionSet
 	*buf = e.b
 	return &encodedPage{b: buf}, true
 }
+
+// dataBuffer is the buffer a query's data is written in
+// (internal/inlinefields puts it in gqlgen's executor): the HTTP transport
+// gives it back to the pool once the response is written.
+func dataBuffer() *bytes.Buffer { return bufpool.GetBuffer() }
 
 // encodedPage is a page encoded already, whose buffer goes back to the
 // pool once it is written: gqlgen writes a field's value once.

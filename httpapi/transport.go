@@ -239,11 +239,15 @@ func run(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor, med
 		return
 	}
 	responses, ctx := exec.DispatchOperation(ctx, opCtx)
+	resp := responses(ctx)
 	buf := bufpool.Get()
-	b, err := appendResponse(*buf, responses(ctx))
+	b, err := appendResponse(*buf, resp)
 	send(w, media, http.StatusOK, b, err)
 	*buf = b
 	bufpool.Put(buf)
+	// The executor wrote a query's data in a buffer of the pool
+	// (graph.dataBuffer); nothing reads it once the response is written.
+	bufpool.PutBytes(resp.Data)
 }
 
 // appendResponse appends a response to b, encoded as encoding/json would

@@ -22,3 +22,24 @@ func TestPutLeavesLargeBuffers(t *testing.T) {
 		}
 	}
 }
+
+func TestPutBytesLeavesSmallBuffers(t *testing.T) {
+	for range 100 {
+		PutBytes(make([]byte, 10, newSize-1)) // a small answer's own buffer
+	}
+	for range 100 {
+		if got := Get(); cap(*got) < newSize {
+			t.Fatalf("the pool lent a buffer of %d bytes, smaller than a new one (%d)", cap(*got), newSize)
+		}
+	}
+}
+
+func TestPutBytesLendsItsArrayEmpty(t *testing.T) {
+	b := append(*Get(), "a query's data"...)
+	PutBytes(b)
+	for range 10 {
+		if got := GetBuffer(); got.Len() != 0 {
+			t.Fatalf("GetBuffer returned a buffer holding %q", got.Bytes())
+		}
+	}
+}
