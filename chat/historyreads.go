@@ -3,7 +3,6 @@ package chat
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/killrchat/chatql/store"
@@ -47,7 +46,8 @@ type historyRead struct {
 }
 
 // read returns the page, read by read (a store read of it) after the call.
-// Each caller gets its own slice: the waiters of a shared read a copy each.
+// The waiters of a shared read share its slice, which nobody changes (as
+// store.Store's Messages says of its pages).
 func (h *historyReads) read(ctx context.Context, page historyPage, read pageReader) ([]store.Message, error) {
 	h.mu.Lock()
 	if h.inFlight == nil {
@@ -61,7 +61,7 @@ func (h *historyReads) read(ctx context.Context, page historyPage, read pageRead
 		h.inFlight[page] = r
 		h.mu.Unlock()
 		h.run(page, r, read)
-		return r.msgs, r.err // nobody waits for r: its slice is this caller's
+		return r.msgs, r.err
 	}
 	if r.next == nil {
 		r.next = &historyRead{ctx: context.WithoutCancel(ctx), done: make(chan struct{})}
@@ -71,7 +71,7 @@ func (h *historyReads) read(ctx context.Context, page historyPage, read pageRead
 	h.mu.Unlock()
 	select {
 	case <-next.done:
-		return slices.Clone(next.msgs), next.err
+		return next.msgs, next.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

@@ -271,7 +271,9 @@ type Store interface {
 	// Messages returns up to limit messages of the room, newest first, that
 	// are strictly older than before (the zero MessageID means "from the
 	// newest"). Pages cross time buckets with no gap and no duplicate, and
-	// skip empty buckets.
+	// skip empty buckets. The caller must not change the slice's messages:
+	// a store may share it with other callers (the embedded store's newest
+	// pages).
 	Messages(ctx context.Context, room string, before MessageID, limit int) ([]Message, error)
 
 	// MessagesAfter returns up to limit messages of the room, oldest first,

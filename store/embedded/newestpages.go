@@ -46,8 +46,10 @@ type newestPage struct {
 	gen   uint64          // changes with every write to the room, never reused
 }
 
-// page returns room's newest limit messages if kept, each caller its own
-// slice; else the generation to give keep once it read them.
+// page returns room's newest limit messages if kept, a slice of the kept
+// page that every caller shares (Messages' callers change nothing; its
+// capacity ends with it, so an append copies); else the generation to give
+// keep once it read them.
 func (n *newestPages) page(room key, limit int) (msgs []store.Message, kept bool, gen uint64) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -66,13 +68,15 @@ func (n *newestPages) page(room key, limit int) (msgs []store.Message, kept bool
 	// A page read with a larger limit holds this one, and one that came
 	// back short holds the whole room.
 	if p.limit > 0 && (limit <= p.limit || len(p.msgs) < p.limit) {
-		return slices.Clone(p.msgs[:min(limit, len(p.msgs))]), true, 0
+		k := min(limit, len(p.msgs))
+		return p.msgs[:k:k], true, 0
 	}
 	return nil, false, p.gen
 }
 
 // keep keeps msgs, the newest limit messages of room read after page
-// returned gen, unless a write of the room came meanwhile.
+// returned gen, unless a write of the room came meanwhile. The reader that
+// read them shares them from then on.
 func (n *newestPages) keep(room key, limit int, gen uint64, msgs []store.Message) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -94,7 +98,7 @@ func (n *newestPages) keep(room key, limit int, gen uint64, msgs []store.Message
 			break
 		}
 	}
-	p.msgs, p.limit, p.size = slices.Clone(msgs), limit, size
+	p.msgs, p.limit, p.size = msgs[:len(msgs):len(msgs)], limit, size
 	n.bytes += size
 }
 

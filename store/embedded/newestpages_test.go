@@ -14,8 +14,8 @@ import (
 )
 
 // TestNewestPagesRules checks newestPages alone: which reads a kept page
-// answers, that a write overtaking a read keeps its page out, and that
-// each caller gets a slice of its own.
+// answers, that a write overtaking a read keeps its page out, and that a
+// caller's append to its page copies it.
 func TestNewestPagesRules(t *testing.T) {
 	var n newestPages
 	room, other := roomMessages("room"), roomMessages("other")
@@ -32,9 +32,9 @@ func TestNewestPagesRules(t *testing.T) {
 	if !kept || len(got) != 10 || got[9].ID != msgs[9].ID {
 		t.Fatalf("page(10) = %d messages, kept %v; want the first 10 of the page of 51", len(got), kept)
 	}
-	got[0].Content = "changed by a caller"
-	if again, _, _ := n.page(room, 51); again[0].Content != "0" {
-		t.Errorf("a caller's change reached the kept page: %q", again[0].Content)
+	_ = append(got, store.Message{Content: "appended by a caller"})
+	if again, _, _ := n.page(room, 51); again[10].Content != "10" {
+		t.Errorf("a caller's append reached the kept page: %q", again[10].Content)
 	}
 	if _, kept, _ := n.page(room, 52); kept {
 		t.Error("a page of 51 answered a read of 52, with more in the room")
