@@ -116,6 +116,89 @@ func (ec *executionContext) planPage(typ *pageType, sel ast.SelectionSet) (field
 	return fields, true
 }
 
+// pagePlan is planPage's plan of sel, kept in pagePlans if sel holds no
+// directive nor argument (fixedSelections) and at most planKeySize
+// selections: then the plan depends on
+// sel's selections alone, and a client that asks for the same page again
+// sends the same document, which gqlgen's query cache parses once, so its
+// selections are the same nodes (the slice sel is gqlgen's copy).
+func (ec *executionContext) pagePlan(typ *pageType, sel ast.SelectionSet) ([]pageField, bool) {
+	if len(sel) > planKeySize {
+		return ec.planPage(typ, sel)
+	}
+	key := planKey{typ: typ}
+	copy(key.sel[:], sel)
+	if p, found := pagePlans.m.Load(key); found {
+		plan := p.(*plannedPage)
+		return plan.fields, plan.ok
+	}
+	fields, ok := ec.planPage(typ, sel)
+	if fixedSelections(sel, 0) {
+		if pagePlans.n.Add(1) > maxPagePlans {
+			pagePlans.m.Clear()
+			pagePlans.n.Store(1)
+		}
+		pagePlans.m.Store(key, &plannedPage{fields, ok})
+	}
+	return fields, ok
+}
+
+// pagePlans are the plans of the page's selection sets seen lately, at
+// most maxPagePlans (n counts those stored since the last Clear). A plan
+// keeps its selection set's document alive, as the query cache does.
+var pagePlans struct {
+	m sync.Map // planKey to *plannedPage
+	n atomic.Int64
+}
+
+const maxPagePlans = 256
+
+// planKey is a page's type and its selections: the parsed document's
+// nodes, compared by identity (each is a pointer).
+type planKey struct {
+	typ *pageType
+	sel [planKeySize]ast.Selection
+}
+
+const planKeySize = 4
+
+// plannedPage is what planPage returned: never changed once stored.
+type plannedPage struct {
+	fields []pageField
+	ok     bool
+}
+
+// fixedSelections reports whether no selection of sel, nor of its
+// fragments, has a directive (@skip, @include, @defer) or an argument,
+// either of which may be a variable: without any, collecting sel's fields
+// depends on sel alone. depth bounds the fragments followed (the validator
+// refuses cycles; this does not rely on it).
+func fixedSelections(sel ast.SelectionSet, depth int) bool {
+	if depth > 32 {
+		return false
+	}
+	for _, s := range sel {
+		switch s := s.(type) {
+		case *ast.Field:
+			if len(s.Directives) > 0 || len(s.Arguments) > 0 || !fixedSelections(s.SelectionSet, depth+1) {
+				return false
+			}
+		case *ast.InlineFragment:
+			if len(s.Directives) > 0 || !fixedSelections(s.SelectionSet, depth+1) {
+				return false
+			}
+		case *ast.FragmentSpread:
+			if len(s.Directives) > 0 || s.Definition == nil || len(s.Definition.Directives) > 0 ||
+				!fixedSelections(s.Definition.SelectionSet, depth+1) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // encodePage returns the page encoded for the selection set sel, or false
 // if the executor must do it.
 func (ec *executionContext) encodePage(ctx context.Context, sel ast.SelectionSet, v *model.MessageConnection) (_ graphql.Marshaler, ok bool) {
@@ -123,7 +206,7 @@ func (ec *executionContext) encodePage(ctx context.Context, sel ast.SelectionSet
 		return nil, false
 	}
 	page := pageTypes()
-	fields, ok := ec.planPage(page.root, sel)
+	fields, ok := ec.pagePlan(page.root, sel)
 	if !ok {
 		return nil, false
 	}
