@@ -160,12 +160,7 @@ func (p *Profiles) Get(ctx context.Context, u store.UserRef) Profile {
 // Warm reads, in one batch, the profiles of the logins not cached, so that
 // the resolvers of a page find them all. Errors are left for Get.
 func (p *Profiles) Warm(ctx context.Context, logins []string) {
-	var missing []string
-	for _, login := range logins {
-		if _, ok := p.cached(login); !ok && !slices.Contains(missing, login) {
-			missing = append(missing, login)
-		}
-	}
+	missing := p.missing(logins)
 	if len(missing) == 0 {
 		return
 	}
@@ -174,6 +169,25 @@ func (p *Profiles) Warm(ctx context.Context, logins []string) {
 	case <-r.done:
 	case <-ctx.Done():
 	}
+}
+
+// missing returns the logins whose profile is not cached and fresh, each
+// once: a page's fifty authors are a few, often several messages in a row
+// by one, so the clock is read once and the lock taken once.
+func (p *Profiles) missing(logins []string) []string {
+	var missing []string
+	now := p.now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, login := range logins {
+		if i > 0 && login == logins[i-1] {
+			continue
+		}
+		if c, ok := p.lru.Get(login); (!ok || !now.Before(c.expires)) && !slices.Contains(missing, login) {
+			missing = append(missing, login)
+		}
+	}
+	return missing
 }
 
 // join returns a read of logins: the one in flight if it reads them all and
