@@ -264,15 +264,21 @@ type pageEncoder struct {
 	resolvers []any
 	b         []byte
 	failed    bool
-	// users are where in b each user summary was written, by the user as
-	// stored and the fields selected: a page's authors are few, and each
-	// summary costs three lookups of the profile cache.
-	users map[userKey][2]int
+	// users are where in b the first maxUsersKept user summaries were
+	// written, by the user as stored and the fields selected: a page's
+	// authors are few, and each summary costs three lookups of the profile
+	// cache. A few are found sooner in a list than by hashing three names.
+	users []writtenUser
 }
 
-type userKey struct {
+// maxUsersKept bounds pageEncoder.users: the summaries of a page with more
+// authors are written again, each as the first was.
+const maxUsersKept = 16
+
+type writtenUser struct {
 	u      store.UserRef
 	fields *pageField
+	at     [2]int
 }
 
 // object writes the object of type t at p: each field's key and value.
@@ -301,21 +307,21 @@ func (e *pageEncoder) fields(p unsafe.Pointer, fields []pageField) {
 // as it was written the first time (the resolvers' answer depends on
 // nothing else).
 func (e *pageEncoder) user(p unsafe.Pointer, fields []pageField) {
-	key := userKey{u: *(*store.UserRef)(p)}
+	u := (*store.UserRef)(p)
+	var selected *pageField
 	if len(fields) > 0 {
-		key.fields = &fields[0]
+		selected = &fields[0]
 	}
-	if at, ok := e.users[key]; ok {
-		e.b = append(e.b, e.b[at[0]:at[1]]...)
-		return
+	for i := range e.users {
+		if w := &e.users[i]; w.u == *u && w.fields == selected {
+			e.b = append(e.b, e.b[w.at[0]:w.at[1]]...)
+			return
+		}
 	}
 	start := len(e.b)
 	e.fields(p, fields)
-	if !e.failed {
-		if e.users == nil {
-			e.users = make(map[userKey][2]int)
-		}
-		e.users[key] = [2]int{start, len(e.b)}
+	if !e.failed && len(e.users) < maxUsersKept {
+		e.users = append(e.users, writtenUser{*u, selected, [2]int{start, len(e.b)}})
 	}
 }
 
