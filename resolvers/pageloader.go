@@ -2,7 +2,6 @@ package resolvers
 
 import (
 	"context"
-	"slices"
 	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -91,15 +90,15 @@ func (r *Resolver) prefetch(ctx context.Context, msgs []store.Message) error {
 	if l == nil || len(msgs) == 0 {
 		return nil
 	}
-	fields := nodeFields(ctx)
-	if r.Profiles != nil && authorNamesSelected(ctx) {
+	selected := selectedOnNodes(ctx)
+	if r.Profiles != nil && selected.authorNames {
 		logins := make([]string, 0, len(msgs))
 		for _, m := range msgs {
 			logins = append(logins, m.Author.Login)
 		}
 		r.Profiles.Warm(ctx, logins)
 	}
-	if slices.Contains(fields, "reactions") {
+	if selected.reactions {
 		got, err := r.Service.Reactions(ctx, viewerOf(ctx), msgs)
 		if err != nil {
 			return err
@@ -110,7 +109,7 @@ func (r *Resolver) prefetch(ctx context.Context, msgs []store.Message) error {
 		}
 		l.mu.Unlock()
 	}
-	if slices.Contains(fields, "replyCount") || slices.Contains(fields, "latestRepliers") {
+	if selected.threads {
 		got, err := r.threadSummaries(ctx, msgs)
 		if err != nil {
 			return err
@@ -124,31 +123,19 @@ func (r *Resolver) prefetch(ctx context.Context, msgs []store.Message) error {
 	return nil
 }
 
-// nodeFields returns the fields the connection being resolved selects in
-// edges { node { ... } }.
-func nodeFields(ctx context.Context) []string {
-	oc := graphql.GetOperationContext(ctx)
-	var names []string
-	for _, edges := range graphql.CollectFieldsCtx(ctx, nil) {
-		if edges.Name != "edges" {
-			continue
-		}
-		for _, node := range graphql.CollectFields(oc, edges.Selections, nil) {
-			if node.Name != "node" {
-				continue
-			}
-			for _, f := range graphql.CollectFields(oc, node.Selections, nil) {
-				names = append(names, f.Name)
-			}
-		}
-	}
-	return names
+// nodeSelections is what the nodes of a page select that prefetch reads
+// for the whole page at once.
+type nodeSelections struct {
+	reactions bool
+	threads   bool // replyCount or latestRepliers
+	// authorNames: a profile field of the authors (firstname, lastname,
+	// deleted).
+	authorNames bool
 }
 
-// authorNamesSelected reports whether the connection being resolved
-// selects a profile field (firstname, lastname, deleted) of its nodes'
-// authors: then their profiles are read for the page at once.
-func authorNamesSelected(ctx context.Context) bool {
+// selectedOnNodes returns what the connection being resolved selects in
+// edges { node { ... } }, collected once.
+func selectedOnNodes(ctx context.Context) (s nodeSelections) {
 	oc := graphql.GetOperationContext(ctx)
 	for _, edges := range graphql.CollectFieldsCtx(ctx, nil) {
 		if edges.Name != "edges" {
@@ -159,16 +146,18 @@ func authorNamesSelected(ctx context.Context) bool {
 				continue
 			}
 			for _, f := range graphql.CollectFields(oc, node.Selections, nil) {
-				if f.Name != "author" {
-					continue
-				}
-				if namesSelected(graphql.CollectFields(oc, f.Selections, nil)) {
-					return true
+				switch f.Name {
+				case "reactions":
+					s.reactions = true
+				case "replyCount", "latestRepliers":
+					s.threads = true
+				case "author":
+					s.authorNames = s.authorNames || namesSelected(graphql.CollectFields(oc, f.Selections, nil))
 				}
 			}
 		}
 	}
-	return false
+	return s
 }
 
 // reactionsOf returns m's reactions for the caller: prefetched with its
