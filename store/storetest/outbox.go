@@ -162,7 +162,11 @@ func testOutboxWrites(t *testing.T, s store.Store) {
 	wantErr(t, "PostMessage with a notice to nobody", err, store.ErrInvalid)
 }
 
-// outboxWindow returns a time of the test's own, some days back.
+// outboxWindow returns a time of the test's own, some days back, up to 12
+// hours earlier. The tests that run at once must not read each other's
+// notices: each takes its days back, and its notices lie in the day after
+// the time (testOutboxBacklog's in the 31 hours after: it takes 6 days
+// back, clear of the others' 2 and 3).
 func outboxWindow(daysBack int) time.Time {
 	return time.Now().Add(-time.Duration(daysBack)*24*time.Hour - time.Duration(rand.Int64N(int64(12*time.Hour)))).Truncate(time.Millisecond)
 }
@@ -240,7 +244,7 @@ func testOutboxBacklog(t *testing.T, s store.Store) {
 	room := mustCreateRoom(t, ctx, s, "backlog", author)
 	shard := rand.IntN(store.NoticeShards)
 	recipients := []string{newLoginInShard(t, "ra", shard), newLoginInShard(t, "rb", shard)}
-	base := outboxWindow(4)
+	base := outboxWindow(6)
 	var times []time.Time
 	for _, h := range []int{0, 1, 1, 2, 5, 9, 30} { // hours 3-4, 6-8 and 10-29 empty
 		times = append(times, base.Add(time.Duration(h)*time.Hour+time.Duration(len(times))*time.Minute))
