@@ -118,10 +118,11 @@ func (ec *executionContext) planPage(typ *pageType, sel ast.SelectionSet) (field
 
 // pagePlan is planPage's plan of sel, kept in pagePlans if sel holds no
 // directive nor argument (fixedSelections) and at most planKeySize
-// selections: then the plan depends on
-// sel's selections alone, and a client that asks for the same page again
-// sends the same document, which gqlgen's query cache parses once, so its
-// selections are the same nodes (the slice sel is gqlgen's copy).
+// selections: then the plan depends on sel's selections alone, and a
+// client that asks for the same page again sends the same document, which
+// gqlgen's query cache parses once, so its selections are the same nodes
+// (the slice sel is gqlgen's copy). A document evicted from that cache
+// stays alive while a plan keeps it: 256 at most.
 func (ec *executionContext) pagePlan(typ *pageType, sel ast.SelectionSet) ([]pageField, bool) {
 	if len(sel) > planKeySize {
 		return ec.planPage(typ, sel)
