@@ -100,10 +100,17 @@ func NewProfiles(st store.Store, log *slog.Logger, size int, ttl time.Duration) 
 
 // cached returns login's profile if it is cached and fresh.
 func (p *Profiles) cached(login string) (Profile, bool) {
+	now := p.now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.freshAt(login, now)
+}
+
+// freshAt returns login's profile if it is cached and fresh at now. The
+// caller holds p.mu.
+func (p *Profiles) freshAt(login string, now time.Time) (Profile, bool) {
 	c, ok := p.lru.Get(login)
-	if !ok || !p.now().Before(c.expires) {
+	if !ok || !now.Before(c.expires) {
 		return Profile{}, false
 	}
 	return c.Profile, true
@@ -183,7 +190,7 @@ func (p *Profiles) missing(logins []string) []string {
 		if i > 0 && login == logins[i-1] {
 			continue
 		}
-		if c, ok := p.lru.Get(login); (!ok || !now.Before(c.expires)) && !slices.Contains(missing, login) {
+		if _, fresh := p.freshAt(login, now); !fresh && !slices.Contains(missing, login) {
 			missing = append(missing, login)
 		}
 	}
