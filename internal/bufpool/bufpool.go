@@ -43,9 +43,6 @@ func GetBuffer() *bytes.Buffer {
 }
 
 // PutBytes gives back the buffer that b was written in, whether it came
-// from this pool or not. Nothing may use b, or any slice of its array,
-// afterwards.
-func PutBytes(b []byte) {
-	b = b[:0]
-	Put(&b)
-}
+// from this pool or not (Get empties it). Nothing may use b, or any slice
+// of its array, afterwards.
+func PutBytes(b []byte) { Put(&b) }
