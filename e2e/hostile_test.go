@@ -48,6 +48,7 @@ type rawRequest struct {
 type rawResponse struct {
 	status int
 	header http.Header
+	length int64 // Content-Length, -1 when sent chunked
 	body   []byte
 	errors []struct {
 		Message    string
@@ -94,7 +95,7 @@ func (ts *testServer) raw(t *testing.T, req rawRequest) rawResponse {
 		t.Fatalf("%s: %v", req.method, err)
 	}
 	defer resp.Body.Close()
-	out := rawResponse{status: resp.StatusCode, header: resp.Header}
+	out := rawResponse{status: resp.StatusCode, header: resp.Header, length: resp.ContentLength}
 	if out.body, err = io.ReadAll(io.LimitReader(resp.Body, 1<<20)); err != nil {
 		t.Fatal(err)
 	}
@@ -286,6 +287,25 @@ func TestHostileRequests(t *testing.T) {
 		mustDo(t, alice, page, map[string]any{"r": "hall"}, nil)
 		// GraphiQL's introspection query, fragments and all.
 		mustDo(t, ts.Client, introspectionQuery, nil, nil)
+	})
+
+	t.Run("AnswersSayTheirLength", func(t *testing.T) {
+		// A page larger than net/http's buffers, and a refusal: each says
+		// its length, so the page goes out in two writes and not as chunks.
+		for range 20 {
+			mustDo(t, alice, `mutation($r: String!, $c: String!) { postMessage(room: $r, content: $c) { id } }`,
+				map[string]any{"r": "hall", "c": strings.Repeat("No room! ", 40)}, nil)
+		}
+		page := ts.raw(t, rawRequest{body: gqlBody(`query($r: String!) { messages(room: $r, first: 20) { edges { node { id content } } } }`, map[string]any{"r": "hall"}), token: token})
+		refusal := ts.raw(t, rawRequest{body: gqlBody("{ nope }", nil)})
+		for _, resp := range []rawResponse{page, refusal} {
+			if resp.length != int64(len(resp.body)) {
+				t.Errorf("HTTP %d of %d bytes says Content-Length %d", resp.status, len(resp.body), resp.length)
+			}
+		}
+		if len(page.body) < 8<<10 || len(page.errors) > 0 {
+			t.Fatalf("the page: %d bytes, errors %v", len(page.body), page.errors)
+		}
 	})
 
 	t.Run("PersistedQueryRoundTrip", func(t *testing.T) {

@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -325,7 +326,12 @@ func send(w http.ResponseWriter, media string, status int, b []byte, err error) 
 		status = http.StatusInternalServerError
 		b = []byte(`{"errors":[{"message":"internal error: the response could not be encoded","extensions":{"code":"` + apierror.Internal + `"}}]}`)
 	}
-	w.Header().Set("Content-Type", media+"; charset=utf-8")
+	h := w.Header()
+	h.Set("Content-Type", media+"; charset=utf-8")
+	// With its length known, net/http sends a page of history in two
+	// writes (the headers and the body's first 4 KB, then the rest), not
+	// three chunks with the terminating one in a write of its own.
+	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }
