@@ -270,6 +270,7 @@ profile_run() {
     echo "== delivery window (cpu-1): top cumulative =="; "$GO" tool pprof -top -cum -nodecount=45 "$bin" "$dir/cpu-1.prof" 2>/dev/null
     echo; echo "== postMessage closed loop (cpu-2): top cumulative =="; "$GO" tool pprof -top -cum -nodecount=45 "$bin" "$dir/cpu-2.prof" 2>/dev/null
     echo; echo "== messages closed loop (cpu-3): top cumulative =="; "$GO" tool pprof -top -cum -nodecount=45 "$bin" "$dir/cpu-3.prof" 2>/dev/null
+    echo; echo "== { __typename } closed loop, any request's floor (cpu-4): top cumulative =="; "$GO" tool pprof -top -cum -nodecount=45 "$bin" "$dir/cpu-4.prof" 2>/dev/null
     echo; echo "== before the idle subscriptions (heap-1) =="; cat "$dir/memstats-1.txt"
     echo; echo "== heap with the idle subscriptions open (heap-2), less heap-1 =="; cat "$dir/memstats-2.txt"
     "$GO" tool pprof -sample_index=inuse_space -top -nodecount=15 -base "$dir/heap-1.prof" "$bin" "$dir/heap-2.prof" 2>/dev/null

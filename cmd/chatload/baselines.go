@@ -18,6 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/killrchat/chatql/internal/chatclient"
 	"github.com/killrchat/chatql/store"
 	"github.com/killrchat/chatql/store/cassandra"
 	"github.com/killrchat/chatql/store/embedded"
@@ -520,7 +521,31 @@ func (r *runner) historyBaselines(ctx context.Context, seed int) []ThroughputBas
 			return err
 		})
 	ours.Ours = true
-	out = append(out, ours)
+	// What any request costs the server (the HTTP exchange, the token,
+	// gqlgen's parse cache, the extensions): the part of a page's CPU that
+	// no work on the page itself can take away.
+	floor := r.closedLoop(ctx, "ours: { __typename }", "GraphQL query over HTTP with the same token and no resolver: any request's floor", conc, d,
+		r.profileWindow("{ __typename } closed loop"),
+		func(ctx context.Context, w, k int) error {
+			var out struct {
+				Data *struct {
+					Typename string `json:"__typename"`
+				} `json:"data"`
+				Errors chatclient.Errors `json:"errors"`
+			}
+			if err := httpJSON(ctx, r.http, http.MethodPost, cfg.url, token, typenameRequest, &out); err != nil {
+				return err
+			}
+			if len(out.Errors) > 0 {
+				return out.Errors
+			}
+			if out.Data == nil || out.Data.Typename != "Query" {
+				return errors.New("{ __typename }: no Query in the answer")
+			}
+			return nil
+		})
+	floor.Ours, floor.Floor = true, true
+	out = append(out, ours, floor)
 
 	dir, err := os.MkdirTemp("", "chatload-history-")
 	if err != nil {
@@ -562,6 +587,9 @@ func (r *runner) historyBaselines(ctx context.Context, seed int) []ThroughputBas
 		}))
 	return out
 }
+
+// typenameRequest is the least query: it reads nothing.
+var typenameRequest = []byte(`{"query":"{ __typename }"}`)
 
 // plainMessagesHandler serves GET /messages?room=&first= with the page the
 // GraphQL query returns, encoded by encoding/json.

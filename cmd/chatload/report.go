@@ -219,9 +219,11 @@ type DeliveryBaseline struct {
 }
 
 type ThroughputBaseline struct {
-	Name        string  `json:"name"`
-	Description string  `json:"description"`
-	Ours        bool    `json:"ours"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Ours        bool   `json:"ours"`
+	// Floor marks our request that does nothing: what any request costs.
+	Floor       bool    `json:"floor,omitempty"`
 	Concurrency int     `json:"concurrency"`
 	WindowS     float64 `json:"window_s"`
 	Ops         int64   `json:"ops"`
@@ -288,7 +290,7 @@ func (rep *Report) finish(cfg *config) {
 	ratioOps := func(kind string, list []ThroughputBaseline) {
 		var ours *ThroughputBaseline
 		for i := range list {
-			if list[i].Ours {
+			if list[i].Ours && !list[i].Floor {
 				ours = &list[i]
 			}
 		}
@@ -431,7 +433,11 @@ func (rep *Report) printSummary(w io.Writer) {
 				fmt.Fprintf(w, "baseline %-*s skipped: %s\n", width, b.Name, b.Error)
 				continue
 			}
-			fmt.Fprintf(w, "baseline %-*s %9.0f ops/s  p50 %.2f ms  p99 %.2f ms\n", width, b.Name, b.OpsPerS, b.Latency.P50Ms, b.Latency.P99Ms)
+			fmt.Fprintf(w, "baseline %-*s %9.0f ops/s  p50 %.2f ms  p99 %.2f ms", width, b.Name, b.OpsPerS, b.Latency.P50Ms, b.Latency.P99Ms)
+			if b.Ours && b.ServerCPUPerOpUs > 0 {
+				fmt.Fprintf(w, "  server CPU %.1f µs/op", b.ServerCPUPerOpUs)
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	fmt.Fprintln(w, "ratios (1 = as fast as bare):")

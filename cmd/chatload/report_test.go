@@ -51,7 +51,8 @@ func fixedReport() (*Report, *config) {
 				{Name: "bare embedded Room+PostMessage", Store: "embedded", Concurrency: 10, Error: "store closed"},
 			},
 			History: []ThroughputBaseline{
-				{Name: "ours: messages(first: 50)", Ours: true, Concurrency: 2, OpsPerS: 1_800, Latency: pct{P50Ms: 1.1, P99Ms: 3}},
+				{Name: "ours: messages(first: 50)", Ours: true, Concurrency: 2, OpsPerS: 1_800, Latency: pct{P50Ms: 1.1, P99Ms: 3}, ServerCPUPerOpUs: 150},
+				{Name: "ours: { __typename }", Ours: true, Floor: true, Concurrency: 2, OpsPerS: 9_000, Latency: pct{P50Ms: 0.2, P99Ms: 1}, ServerCPUPerOpUs: 60},
 				{Name: "plain net/http + store.Messages", Concurrency: 2, OpsPerS: 2_000, Latency: pct{P50Ms: 1, P99Ms: 2.5}},
 			},
 		},
@@ -235,11 +236,12 @@ cpu                  chatload 0.50 cores, other processes 1.25 cores, machine 75
 idle subscription    8.8 KiB of server RSS each (1000 opened on 1000 connections)
 baseline redis-fanout       49500 deliveries/s  p50 0.40 ms  p99 1.60 ms  196000 deliveries per CPU-second
 baseline redis-shared           0 deliveries/s  p50 0.30 ms  p99 2.00 ms  0 deliveries per CPU-second
-baseline ours: postMessage                    2000 ops/s  p50 5.00 ms  p99 12.00 ms
+baseline ours: postMessage                    2000 ops/s  p50 5.00 ms  p99 12.00 ms  server CPU 250.0 µs/op
 baseline bare embedded PostMessage            8000 ops/s  p50 1.25 ms  p99 3.00 ms
 baseline bare cassandra PostMessage           3000 ops/s  p50 3.00 ms  p99 9.00 ms
 baseline bare embedded Room+PostMessage  skipped: store closed
-baseline ours: messages(first: 50)            1800 ops/s  p50 1.10 ms  p99 3.00 ms
+baseline ours: messages(first: 50)            1800 ops/s  p50 1.10 ms  p99 3.00 ms  server CPU 150.0 µs/op
+baseline ours: { __typename }                 9000 ops/s  p50 0.20 ms  p99 1.00 ms  server CPU 60.0 µs/op
 baseline plain net/http + store.Messages      2000 ops/s  p50 1.00 ms  p99 2.50 ms
 ratios (1 = as fast as bare):
   deliveries/s vs redis-fanout                                 0.990
