@@ -19,10 +19,21 @@ type noticeRow struct {
 	Done bool    `json:"d,omitempty"`
 }
 
-// cursorRow is a shard's row of notice_cursors.
+// cursorRow is a shard's row of notice_cursors: its cursor, and the cursor
+// of the last sweep (sweepNotices).
 type cursorRow struct {
 	Cursor store.MessageID `json:"c"`
+	Swept  store.MessageID `json:"s,omitzero"`
 }
+
+// noticeSweepEvery is how far a shard's cursor moves between two
+// deletions of the notices up to it. A deletion is a range tombstone, and
+// pebble fragments a memtable's range tombstones again for the next read
+// of the store after each one is added: deleting at every move (each
+// second, per shard, notices or not) made every read of an idle server
+// slower by the minute. The notices before the cursor are never read
+// again, so keeping them a minute more costs nothing.
+const noticeSweepEvery = time.Minute
 
 // leaseRow is a shard's row of notice_leases: its holder, until when.
 type leaseRow struct {
@@ -236,12 +247,33 @@ func (db *DB) SetNoticeCursor(ctx context.Context, shard int, upTo store.Message
 		return nil
 	}
 	b := db.batch()
-	b.set(k, cursorRow{Cursor: upTo})
-	if b.err == nil {
-		b.err = b.DeleteRange(noticesPartition(shard), noticesOf(shard, upTo).end(), nil)
+	moved := cursorRow{Cursor: upTo, Swept: row.Swept}
+	if upTo.Time().Sub(row.Swept.Time()) >= noticeSweepEvery {
+		moved.Swept = upTo
+		if err := db.sweepNotices(ctx, b, shard, upTo); err != nil {
+			b.Close()
+			return err
+		}
 	}
+	b.set(k, moved)
 	if err := b.commit(); err != nil {
 		return fmt.Errorf("moving the cursor of shard %d: %w", shard, err)
+	}
+	return nil
+}
+
+// sweepNotices deletes, in b, shard's notices up to upTo, if it has any.
+func (db *DB) sweepNotices(ctx context.Context, b *batch, shard int, upTo store.MessageID) error {
+	lower, upper := []byte(noticesPartition(shard)), noticesOf(shard, upTo).end()
+	var any bool
+	if err := db.scan(ctx, lower, upper, false, func(_, _ []byte) (bool, error) {
+		any = true
+		return false, nil
+	}); err != nil {
+		return fmt.Errorf("reading the notices of shard %d: %w", shard, err)
+	}
+	if any && b.err == nil {
+		b.err = b.DeleteRange(lower, upper, nil)
 	}
 	return nil
 }
