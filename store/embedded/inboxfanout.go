@@ -134,41 +134,54 @@ func (db *DB) moveRoom(b *batch, room string, prev, activity store.MessageID) er
 	return nil
 }
 
-// flushRoom makes the move room owes, if any: to its newest pending post,
-// if that is newer than its last move; and deletes the pending keys up to
-// that post, in the same batch. A post deferred meanwhile keeps its key. It
-// runs inside an operation (begin), under the lock of the room's pending
-// keys, so two flushes of a room do not both move it.
+// flushRoom makes the move room owes, if any: to its newest pending post
+// after its last move, deleting the pending keys of the posts it moves
+// past one by one, in the same batch. A post deferred meanwhile keeps its
+// key. It runs inside an operation (begin), under the lock of the room's
+// pending keys, so two flushes of a room do not both move it.
+//
+// It reads only the keys after the room's last move, and deletes each,
+// not their range: a range tombstone per move (a second) of each room
+// posted to made pebble fragment a memtable's tombstones again for the
+// next read of the store, and the deleted keys are before the next
+// flush's bound, so it never walks their tombstones. A post racing a
+// flush that moved past it keeps its key, never read again (the room is
+// at a newer activity); deleting the room deletes them all.
 func (db *DB) flushRoom(room string) error {
 	p := pendingMovesPartition(room)
 	set := db.locks.of(p)
 	db.locks.lock(set)
 	defer db.locks.unlock(set)
 
-	var newest store.MessageID
-	var found bool
-	err := db.scan(context.Background(), p, p.end(), false, func(k, _ []byte) (bool, error) {
-		var err error
-		newest, err = parseDesc(k[len(p):])
-		found = err == nil
-		return false, err
-	})
-	if err != nil || !found {
-		return err
-	}
 	prev, _, err := getRow[store.MessageID](db, roomActivityKey(room))
 	if err != nil {
 		return err
 	}
-	b := db.batch()
-	if prev.Compare(newest) < 0 {
-		if err := db.moveRoom(b, room, prev, newest); err != nil {
-			b.Close()
-			return err
-		}
+	upper := p.end()
+	if !prev.IsZero() {
+		upper = p.desc(prev) // keys sort newest first
 	}
-	if b.err == nil {
-		b.err = b.DeleteRange(p.desc(newest), p.end(), nil)
+	var pending [][]byte
+	err = db.scan(context.Background(), p, upper, false, func(k, _ []byte) (bool, error) {
+		pending = append(pending, slices.Clone(k))
+		return true, nil
+	})
+	if err != nil || len(pending) == 0 {
+		return err
+	}
+	newest, err := parseDesc(pending[0][len(p):])
+	if err != nil {
+		return fmt.Errorf("pending move key of room %q: %w", room, err)
+	}
+	b := db.batch()
+	if err := db.moveRoom(b, room, prev, newest); err != nil {
+		b.Close()
+		return err
+	}
+	for _, k := range pending {
+		if b.err == nil {
+			b.err = b.Delete(k, nil)
+		}
 	}
 	if err := b.commit(); err != nil {
 		return fmt.Errorf("moving room %q in its participants' inboxes: %w", room, err)

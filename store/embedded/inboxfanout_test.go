@@ -106,6 +106,42 @@ func TestRoomMovesDeferred(t *testing.T) {
 	}
 }
 
+// TestRoomMovesDeleteTheirKeysOneByOne: each flush deletes the pending
+// keys it moves past, leaving none and no range tombstone (which every read
+// of the store would pay for until the memtable is flushed).
+func TestRoomMovesDeleteTheirKeysOneByOne(t *testing.T) {
+	db := open(t, t.TempDir())
+	defer db.Close()
+	db.closeFlusher.Do(db.stopFlusher) // the flushes are the test's
+	_, bob := hallOfTwo(t, db)
+	p := pendingMovesPartition("hall")
+	at := time.Now()
+	for round := range 5 {
+		for i := range 10 {
+			id := store.MessageIDAt(at.Add(time.Duration(round)*(fanoutEvery+10*time.Millisecond) + time.Duration(i)*time.Millisecond))
+			if err := db.PostMessage(context.Background(), store.Message{Room: "hall", ID: id, Author: bob, Content: "post"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.flushOwed(); err != nil {
+			t.Fatal(err)
+		}
+		var left int
+		if err := db.scan(context.Background(), p, p.end(), false, func(_, _ []byte) (bool, error) { left++; return true, nil }); err != nil {
+			t.Fatal(err)
+		}
+		if left != 0 {
+			t.Fatalf("round %d: %d pending keys left after the flush, want none", round, left)
+		}
+	}
+	if got := movesOf(db); got != 10 {
+		t.Fatalf("five rounds of ten posts made %d moves, want 10 (each round's first post and its flush)", got)
+	}
+	if n := rangeDeletions(t, db, p, p.end()); n != 0 {
+		t.Fatalf("the flushes left %d range tombstones, want none", n)
+	}
+}
+
 // TestRoomMovesFlushed: the flusher makes the move owed with no page read.
 func TestRoomMovesFlushed(t *testing.T) {
 	db := open(t, t.TempDir())
