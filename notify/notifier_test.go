@@ -119,3 +119,40 @@ func TestRecordedSendIsPushedAgain(t *testing.T) {
 		t.Errorf("pending notices after the restart: %v, %v; want none", pending, err)
 	}
 }
+
+// cursorMoves records a shard's cursor moves.
+type cursorMoves struct {
+	store.Outbox
+	moves []store.MessageID
+}
+
+func (c *cursorMoves) SetNoticeCursor(_ context.Context, _ int, upTo store.MessageID) error {
+	c.moves = append(c.moves, upTo)
+	return nil
+}
+
+// TestCursorMovesAQuarterOfLagAtATime: polled every second with nothing
+// to tell, a shard's cursor moves once a quarter of Lag, not once a poll
+// (each move is a durable write), and never stays further behind.
+func TestCursorMovesAQuarterOfLagAtATime(t *testing.T) {
+	t0 := time.Now()
+	now := t0
+	out := &cursorMoves{}
+	n := &Notifier{Outbox: out, Lag: time.Minute, Now: func() time.Time { return now }}
+	var cursor store.MessageID
+	for s := range 121 {
+		now = t0.Add(time.Duration(s) * time.Second)
+		if err := n.advance(context.Background(), 0, cursor, store.MessageID{}); err != nil {
+			t.Fatal(err)
+		}
+		if k := len(out.moves); k > 0 {
+			cursor = out.moves[k-1]
+		}
+		if behind := now.Add(-time.Minute).Sub(cursor.Time()); behind >= time.Minute/4 {
+			t.Fatalf("at %ds the cursor is %v behind Lag ago, want less than a quarter of Lag", s, behind)
+		}
+	}
+	if len(out.moves) != 9 {
+		t.Fatalf("two minutes of polls moved the cursor %d times, want 9 (the first poll, then every 15 s)", len(out.moves))
+	}
+}
