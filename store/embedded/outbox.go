@@ -265,14 +265,14 @@ func (db *DB) SetNoticeCursor(ctx context.Context, shard int, upTo store.Message
 // sweepNotices deletes, in b, shard's notices up to upTo, if it has any.
 func (db *DB) sweepNotices(ctx context.Context, b *batch, shard int, upTo store.MessageID) error {
 	lower, upper := []byte(noticesPartition(shard)), noticesOf(shard, upTo).end()
-	var any bool
+	var found bool
 	if err := db.scan(ctx, lower, upper, false, func(_, _ []byte) (bool, error) {
-		any = true
+		found = true
 		return false, nil
 	}); err != nil {
 		return fmt.Errorf("reading the notices of shard %d: %w", shard, err)
 	}
-	if any && b.err == nil {
+	if found && b.err == nil {
 		b.err = b.DeleteRange(lower, upper, nil)
 	}
 	return nil
