@@ -67,7 +67,24 @@ type DB struct {
 	// searchOff leaves the search index unwritten, for
 	// BenchmarkPostSearchOnOff only: what indexing costs a post.
 	searchOff bool
+	// tombstones counts the range deletions committed since the memtable
+	// was last flushed for them (rangeDeletionsCommitted).
+	tombstones struct {
+		sync.Mutex
+		n int
+		// flushed is closed once the last flush asked for is done.
+		flushed <-chan struct{}
+	}
 }
+
+// maxMemtableRangeDeletions is how many range deletions the store commits
+// before it flushes the memtable for them. Pebble fragments a memtable's
+// range tombstones again, all of them, for the first read after one is
+// added, so their count in the memtable is what every read may pay; the
+// memtable, 64 MiB, may take hours to fill on a quiet server while users
+// delete rooms or make groups (2 a second each, by the default limits).
+// In an sstable they are fragmented once, when it is written.
+const maxMemtableRangeDeletions = 1000
 
 var _ store.Store = (*DB)(nil)
 
@@ -261,6 +278,8 @@ type batch struct {
 	// all of them if touchesAllRooms.
 	roomsTouched    []string
 	touchesAllRooms bool
+	// rangeDeletions counts its range deletions.
+	rangeDeletions int
 }
 
 // lists reports whether b lists day in partition p.
@@ -311,11 +330,33 @@ func (b *batch) delete(k key) {
 }
 
 // deleteRange deletes every row whose key starts with prefix.
-func (b *batch) deleteRange(prefix key) {
+func (b *batch) deleteRange(prefix key) { b.deleteBetween(prefix, prefix.end()) }
+
+// deleteBetween deletes every row in [lower, upper).
+func (b *batch) deleteBetween(lower, upper []byte) {
 	if b.err == nil {
-		b.touch(prefix)
-		b.err = b.DeleteRange(prefix, prefix.end(), nil)
+		b.touch(lower)
+		b.rangeDeletions++
+		b.err = b.DeleteRange(lower, upper, nil)
 	}
+}
+
+// rangeDeletionsCommitted counts n range deletions committed, and once
+// maxMemtableRangeDeletions have been since the last flush for them,
+// flushes the memtable, without waiting for it.
+func (db *DB) rangeDeletionsCommitted(n int) {
+	t := &db.tombstones
+	t.Lock()
+	defer t.Unlock()
+	if t.n += n; t.n < maxMemtableRangeDeletions {
+		return
+	}
+	flushed, err := db.pdb.AsyncFlush()
+	if err != nil {
+		slog.Error("flushing the memtable for its range deletions", "err", err)
+		return
+	}
+	t.n, t.flushed = 0, flushed
 }
 
 // commit writes the batch atomically and returns once it is on disk: the
@@ -352,6 +393,9 @@ func (b *batch) commit() error {
 	if err == nil {
 		for _, l := range b.listings {
 			b.db.listed.remember(l.p, l.day, l.stamp)
+		}
+		if b.rangeDeletions > 0 {
+			b.db.rangeDeletionsCommitted(b.rangeDeletions)
 		}
 	}
 	// Last, once a read would find everything the batch wrote (its rows,

@@ -272,8 +272,8 @@ func (db *DB) sweepNotices(ctx context.Context, b *batch, shard int, upTo store.
 	}); err != nil {
 		return fmt.Errorf("reading the notices of shard %d: %w", shard, err)
 	}
-	if found && b.err == nil {
-		b.err = b.DeleteRange(lower, upper, nil)
+	if found {
+		b.deleteBetween(lower, upper)
 	}
 	return nil
 }
