@@ -108,6 +108,9 @@ type Notifier struct {
 	rests map[string]rest
 	// handled counts the notices done: told, or not to be told.
 	handled atomic.Uint64
+	// drained, if set, is told of each drain of a shard as it begins
+	// (for tests).
+	drained func(shard int)
 }
 
 // Handled is how many notices the notifier is done with, told or not.
@@ -164,6 +167,13 @@ type scan struct {
 	// a read that told something, else when the push services it left
 	// notices for may be tried again.
 	passAt time.Time
+	// cursor is the shard's cursor as this holder last read or moved it,
+	// read again once a hold of the lease (cursorRead): on Cassandra the
+	// read is a serial one, and at every poll it was 16 a second on an
+	// idle server. While the lease is held no one else moves it, and a
+	// cursor behind the shard's only costs reading done notices again.
+	cursor     store.MessageID
+	cursorRead bool
 }
 
 // A read is what a drain did with the notices of one stretch of a shard.
@@ -272,6 +282,7 @@ func (n *Notifier) runShard(ctx context.Context, shard int) {
 // the scan, not the shard: the others are told meanwhile.)
 func (n *Notifier) hold(ctx context.Context, shard int, sc *scan, renew time.Time) (time.Duration, error) {
 	var digestsRead time.Time
+	sc.cursorRead = false
 	for {
 		if err := n.drain(ctx, shard, sc, renew); err != nil {
 			return 0, err
@@ -309,10 +320,17 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // leaving maxIdle notices, or at until, when the lease is to be renewed.
 // Then it moves the cursor as far as it safely may.
 func (n *Notifier) drain(ctx context.Context, shard int, sc *scan, until time.Time) error {
-	cursor, err := n.Outbox.NoticeCursor(ctx, shard)
-	if err != nil {
-		return err
+	if n.drained != nil {
+		n.drained(shard)
 	}
+	if !sc.cursorRead {
+		cursor, err := n.Outbox.NoticeCursor(ctx, shard)
+		if err != nil {
+			return err
+		}
+		sc.cursor, sc.cursorRead = cursor, true
+	}
+	cursor := sc.cursor
 	lagAgo := store.MinMessageID(n.now().Add(-n.lag()))
 	start := maxID(cursor, sc.from)
 	fresh, err := n.read(ctx, shard, start, store.MessageID{}, maxIdle, until)
@@ -383,7 +401,11 @@ func (n *Notifier) drain(ctx context.Context, shard int, sc *scan, until time.Ti
 		}
 		bound = minID(minID(sc.passLeft, sc.pass), sc.from)
 	}
-	return n.advance(ctx, shard, cursor, bound)
+	moved, err := n.advance(ctx, shard, cursor, bound)
+	if err == nil {
+		sc.cursor = moved
+	}
+	return err
 }
 
 // read handles the pending notices of shard after after, up to end (the
@@ -451,15 +473,19 @@ func maxID(a, b store.MessageID) store.MessageID {
 // where it may be costs a read the done notices in between; a move costs
 // a durable write (on Cassandra a lightweight transaction), which at each
 // poll of each shard would be 16 a second on an idle server.
-func (n *Notifier) advance(ctx context.Context, shard int, cursor, oldestLeft store.MessageID) error {
+// It returns the cursor, moved or not.
+func (n *Notifier) advance(ctx context.Context, shard int, cursor, oldestLeft store.MessageID) (store.MessageID, error) {
 	upTo := store.MinMessageID(n.now().Add(-n.lag()))
 	if !oldestLeft.IsZero() && oldestLeft.Compare(upTo) <= 0 {
 		upTo = store.MinMessageID(oldestLeft.Time())
 	}
 	if upTo.Compare(cursor) <= 0 || (!cursor.IsZero() && upTo.Time().Sub(cursor.Time()) < n.lag()/4) {
-		return nil
+		return cursor, nil
 	}
-	return n.Outbox.SetNoticeCursor(ctx, shard, upTo)
+	if err := n.Outbox.SetNoticeCursor(ctx, shard, upTo); err != nil {
+		return cursor, err
+	}
+	return upTo, nil
 }
 
 // byConversation groups a page's notices by recipient and conversation,

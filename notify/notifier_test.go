@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -142,17 +143,62 @@ func TestCursorMovesAQuarterOfLagAtATime(t *testing.T) {
 	var cursor store.MessageID
 	for s := range 121 {
 		now = t0.Add(time.Duration(s) * time.Second)
-		if err := n.advance(context.Background(), 0, cursor, store.MessageID{}); err != nil {
+		moved, err := n.advance(context.Background(), 0, cursor, store.MessageID{})
+		if err != nil {
 			t.Fatal(err)
 		}
-		if k := len(out.moves); k > 0 {
-			cursor = out.moves[k-1]
+		if k := len(out.moves); k > 0 && moved != out.moves[k-1] {
+			t.Fatalf("advance returned %v, not its last move %v", moved, out.moves[k-1])
 		}
+		cursor = moved
 		if behind := now.Add(-time.Minute).Sub(cursor.Time()); behind >= time.Minute/4 {
 			t.Fatalf("at %ds the cursor is %v behind Lag ago, want less than a quarter of Lag", s, behind)
 		}
 	}
 	if len(out.moves) != 9 {
 		t.Fatalf("two minutes of polls moved the cursor %d times, want 9 (the first poll, then every 15 s)", len(out.moves))
+	}
+}
+
+// cursorReads counts the notifier's reads of the cursors and its drains.
+type cursorReads struct {
+	store.Outbox
+	reads, drains atomic.Int64
+}
+
+func (c *cursorReads) NoticeCursor(ctx context.Context, shard int) (store.MessageID, error) {
+	c.reads.Add(1)
+	return c.Outbox.NoticeCursor(ctx, shard)
+}
+
+// TestCursorReadOnceAHold: a holder reads a shard's cursor when it takes
+// or renews the lease (a serial read on Cassandra), not at every poll.
+func TestCursorReadOnceAHold(t *testing.T) {
+	db, err := embedded.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	out := &cursorReads{Outbox: db}
+	n := &Notifier{Outbox: out, Holder: "one", Poll: time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		drained: func(int) { out.drains.Add(1) }}
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n.Run(ctx)
+	}()
+	for out.drains.Load() < 10*store.NoticeShards {
+		select {
+		case <-done:
+			t.Fatal("the notifier stopped")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	stop()
+	<-done
+	// Every hold here is the first (the lease lasts 15 s).
+	if reads, drains := out.reads.Load(), out.drains.Load(); reads > store.NoticeShards {
+		t.Fatalf("%d drains read the cursors %d times, want once a shard (%d)", drains, reads, store.NoticeShards)
 	}
 }
